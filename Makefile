@@ -1,0 +1,65 @@
+# Makefile — the front door. `make` builds into build/ (CLI at build/vla);
+# `make test`, `make demo` and `make bench` first install what is missing
+# (scripts/setup.sh), then build and run. See README.md.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= $(shell nproc)
+CMAKE_FLAGS ?=
+FUZZ_SECONDS ?= 10
+
+.PHONY: all setup test test-fast test-asan fuzz-smoke fuzz demo bench clean help
+
+all: setup-build
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+setup-build:
+	@bash scripts/setup.sh build
+
+setup:
+	@bash scripts/setup.sh test
+
+# Everything CI runs: unit and integration tests on the optimised build, the
+# unit tests again under ASan+UBSan, then each fuzz target for a few seconds.
+test: setup
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory fuzz-smoke
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-fast: all
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: setup
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DVLA_SANITIZE=ON -DVLA_NATIVE=OFF >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --output-on-failure -j $(JOBS) -L unit -LE slow
+
+fuzz-smoke: setup
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DVLA_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+fuzz: setup
+	@$(MAKE) --no-print-directory fuzz-smoke FUZZ_SECONDS=300
+
+demo: setup
+	@$(MAKE) --no-print-directory all
+	@bash scripts/demo.sh $(BUILD)
+
+bench:
+	@bash scripts/setup.sh bench
+	@$(MAKE) --no-print-directory all
+	@bash scripts/bench.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+
+help:
+	@echo "make          build libvla and build/vla"
+	@echo "make test     install deps, build, run all tests (+ASan/UBSan, fuzz smoke)"
+	@echo "make demo     install deps, build, run the main job on its built-in default"
+	@echo "make bench    install deps, build, print benchmark results as JSON"
+	@echo "make fuzz     run each fuzz target for 5 minutes"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# setup.sh — install every Debian package vla.c needs, if missing.
+#
+# Idempotent and fast when all is present (one dpkg-query, no apt call).
+# Run as root on Debian 12; `make`, `make test`, `make demo` and `make bench`
+# call it first. Groups:
+#   build  — what compiling libvla and the `vla` CLI needs
+#   test   — the C test framework, sanitizer/fuzzer runtimes, the ffmpeg CLI
+#            and Node.js (DuckDB oracle) used by tests as independent references
+#   bench  — peers measured side by side (PyAV, PyTorch), only for `make bench`
+#            and for regenerating goldens under tools/
+# Usage: scripts/setup.sh [build|test|bench|all]   (default: test)
+set -euo pipefail
+
+want=${1:-test}
+
+build_pkgs=(
+  build-essential cmake pkg-config
+  libopenblas-dev libjansson-dev
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
+  libcairo2-dev libchipmunk-dev
+  libsnappy-dev libzstd-dev zlib1g-dev
+  libopenmpi-dev openmpi-bin
+)
+test_pkgs=(
+  libcmocka-dev clang libclang-rt-14-dev ffmpeg nodejs npm iproute2
+)
+bench_pkgs=(
+  python3 python3-numpy python3-torch python3-av
+)
+
+pkgs=("${build_pkgs[@]}")
+case "$want" in
+  build) ;;
+  test)  pkgs+=("${test_pkgs[@]}") ;;
+  bench|all) pkgs+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+  *) echo "setup.sh: unknown group '$want' (use build, test, bench or all)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${pkgs[@]}"; do
+  # node may come from outside Debian (e.g. preinstalled); accept a working binary.
+  if [ "$p" = nodejs ] && command -v node >/dev/null 2>&1; then continue; fi
+  if [ "$p" = npm ] && command -v npm >/dev/null 2>&1; then continue; fi
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)
+  case "$status" in ii*) ;; *) missing+=("$p") ;; esac
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup.sh: missing Debian packages: ${missing[*]}" >&2
+    echo "setup.sh: run as root, or: sudo apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "setup.sh: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# DuckDB (the independent Parquet oracle) comes from the npm registry into
+# tools/oracle/node_modules; only the test group needs it.
+if [ "$want" != build ] && [ -f tools/oracle/package.json ] && [ ! -d tools/oracle/node_modules/@duckdb/node-api ]; then
+  echo "setup.sh: installing DuckDB (npm) for the Parquet oracle"
+  (cd tools/oracle && npm install --no-audit --no-fund --silent >/dev/null)
+fi
+exit 0

@@ -1,0 +1,99 @@
+/* arena.c — chunked bump allocator (see arena.h). */
+#include "base/arena.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vla_arena_chunk {
+    vla_arena_chunk *prev;
+    size_t size;   /* usable bytes in data[] */
+    size_t offset; /* next free byte */
+    _Alignas(64) unsigned char data[];
+};
+
+void vla_arena_init(vla_arena *a, size_t chunk_size) {
+    a->head = NULL;
+    a->chunk_size = chunk_size ? chunk_size : (size_t)1 << 20;
+    a->used_total = 0;
+    a->peak = 0;
+}
+
+static size_t align_up(size_t x, size_t align) { return (x + align - 1) & ~(align - 1); }
+
+void *vla_arena_alloc(vla_arena *a, size_t size, size_t align) {
+    if (align == 0) align = 1;
+    if (align & (align - 1)) return NULL;
+    vla_arena_chunk *c = a->head;
+    size_t off = 0;
+    int fits = 0;
+    if (c) {
+        uintptr_t base = (uintptr_t)c->data;
+        off = align_up(base + c->offset, align) - base;
+        fits = off <= c->size && size <= c->size - off;
+    }
+    if (!fits) {
+        size_t need = size + align;
+        if (need < size) return NULL; /* overflow */
+        size_t cap = need > a->chunk_size ? need : a->chunk_size;
+        vla_arena_chunk *n = malloc(sizeof *n + cap);
+        if (!n) return NULL;
+        n->prev = c;
+        n->size = cap;
+        n->offset = 0;
+        a->head = c = n;
+        uintptr_t base = (uintptr_t)c->data; /* 64-aligned; larger alignments pad */
+        off = align_up(base, align) - base;
+    }
+    a->used_total += off - c->offset + size;
+    if (a->used_total > a->peak) a->peak = a->used_total;
+    c->offset = off + size;
+    return c->data + off;
+}
+
+void *vla_arena_calloc(vla_arena *a, size_t size, size_t align) {
+    void *p = vla_arena_alloc(a, size, align);
+    if (p) memset(p, 0, size);
+    return p;
+}
+
+char *vla_arena_strdup(vla_arena *a, const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = vla_arena_alloc(a, n, 1);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+vla_arena_mark vla_arena_get_mark(const vla_arena *a) {
+    vla_arena_mark m = {a->head, a->head ? a->head->offset : 0, a->used_total};
+    return m;
+}
+
+void vla_arena_rewind(vla_arena *a, vla_arena_mark m) {
+    while (a->head && a->head != m.chunk) {
+        vla_arena_chunk *prev = a->head->prev;
+        free(a->head);
+        a->head = prev;
+    }
+    if (a->head) a->head->offset = m.offset;
+    a->used_total = m.used_total;
+}
+
+void vla_arena_reset(vla_arena *a) {
+    while (a->head && a->head->prev) {
+        vla_arena_chunk *prev = a->head->prev;
+        free(a->head);
+        a->head = prev;
+    }
+    if (a->head) a->head->offset = 0;
+    a->used_total = 0;
+}
+
+void vla_arena_free(vla_arena *a) {
+    while (a->head) {
+        vla_arena_chunk *prev = a->head->prev;
+        free(a->head);
+        a->head = prev;
+    }
+    a->used_total = 0;
+}

@@ -1,0 +1,41 @@
+/* arena.h — bump allocators with one clear lifetime (model, step, batch).
+ *
+ * An arena hands out aligned blocks from large chunks and frees them all at
+ * once. Growth adds a new chunk (blocks never move), so pointers stay valid
+ * until vla_arena_reset() or vla_arena_free(). A mark/rewind pair lets a
+ * step release its scratch without touching what came before it. */
+#ifndef VLA_BASE_ARENA_H
+#define VLA_BASE_ARENA_H
+
+#include <stddef.h>
+
+typedef struct vla_arena_chunk vla_arena_chunk;
+
+typedef struct {
+    vla_arena_chunk *head;  /* most recent chunk */
+    size_t chunk_size;      /* default size of a new chunk */
+    size_t used_total;      /* bytes handed out (with alignment padding) */
+    size_t peak;            /* high-water mark of used_total */
+} vla_arena;
+
+typedef struct {
+    vla_arena_chunk *chunk;
+    size_t offset;
+    size_t used_total;
+} vla_arena_mark;
+
+/* chunk_size 0 picks 1 MiB. Nothing is allocated until the first alloc. */
+void vla_arena_init(vla_arena *a, size_t chunk_size);
+/* Aligned block (align a power of two, ≥ 1) or NULL when memory runs out. */
+void *vla_arena_alloc(vla_arena *a, size_t size, size_t align);
+/* Zeroed block. */
+void *vla_arena_calloc(vla_arena *a, size_t size, size_t align);
+char *vla_arena_strdup(vla_arena *a, const char *s);
+vla_arena_mark vla_arena_get_mark(const vla_arena *a);
+/* Release everything allocated after `m` (later chunks are freed). */
+void vla_arena_rewind(vla_arena *a, vla_arena_mark m);
+/* Release everything; keeps the first chunk for reuse. */
+void vla_arena_reset(vla_arena *a);
+void vla_arena_free(vla_arena *a);
+
+#endif

@@ -1,0 +1,170 @@
+/* flags.c — parsing of LeRobot-style flags (see flags.h). */
+#include "base/flags.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char norm(char c) { return c == '-' ? '_' : c; }
+
+static bool name_eq(const char *a, const char *b, size_t blen) {
+    size_t i = 0;
+    for (; i < blen && a[i]; i++)
+        if (norm(a[i]) != norm(b[i])) return false;
+    return i == blen && a[i] == '\0';
+}
+
+int vla_flags_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int prev[64], cur[64];
+    for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        cur[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int cost = norm(a[i - 1]) == norm(b[j - 1]) ? 0 : 1;
+            int best = prev[j - 1] + cost;
+            if (prev[j] + 1 < best) best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
+            cur[j] = best;
+        }
+        memcpy(prev, cur, sizeof(int) * (lb + 1));
+    }
+    return prev[lb];
+}
+
+static vla_status unknown_flag(const vla_command_spec *spec, const char *name) {
+    const char *best = NULL;
+    int best_d = 1 << 30;
+    for (int i = 0; i < spec->n_flags; i++) {
+        int d = vla_flags_distance(name, spec->flags[i].name);
+        /* also match on the last dotted component: --root for --dataset.root */
+        const char *dot = strrchr(spec->flags[i].name, '.');
+        if (dot && vla_flags_distance(name, dot + 1) < d) d = vla_flags_distance(name, dot + 1);
+        if (d < best_d) best_d = d, best = spec->flags[i].name;
+    }
+    int limit = (int)strlen(name) / 3 + 2;
+    if (best && best_d <= limit)
+        return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s; did you mean --%s? (see --help)",
+                         spec->command, name, best);
+    return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s (see --help)", spec->command, name);
+}
+
+static vla_status set_value(const vla_command_spec *spec, const vla_flag *f, const char *v) {
+    char *end = NULL;
+    switch (f->type) {
+    case VLA_FLAG_STRING: *(const char **)f->dest = v; return VLA_OK;
+    case VLA_FLAG_INT: {
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (errno || end == v || *end)
+            return vla_error(VLA_ERR_INVALID_ARG, "%s: --%s expects an integer, got '%s'", spec->command,
+                             f->name, v);
+        *(int64_t *)f->dest = x;
+        return VLA_OK;
+    }
+    case VLA_FLAG_FLOAT: {
+        errno = 0;
+        double x = strtod(v, &end);
+        if (errno || end == v || *end || !isfinite(x))
+            return vla_error(VLA_ERR_INVALID_ARG, "%s: --%s expects a finite number, got '%s'",
+                             spec->command, f->name, v);
+        *(double *)f->dest = x;
+        return VLA_OK;
+    }
+    case VLA_FLAG_BOOL:
+        if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes")) *(bool *)f->dest = true;
+        else if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no")) *(bool *)f->dest = false;
+        else
+            return vla_error(VLA_ERR_INVALID_ARG, "%s: --%s expects true or false, got '%s'", spec->command,
+                             f->name, v);
+        return VLA_OK;
+    }
+    return vla_error(VLA_ERR_INTERNAL, "bad flag type");
+}
+
+vla_status vla_flags_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags_result *out) {
+    memset(out, 0, sizeof *out);
+    bool only_positional = false;
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!only_positional && (!strcmp(arg, "--help") || !strcmp(arg, "-h"))) {
+            out->help = true;
+            continue;
+        }
+        if (!only_positional && !strcmp(arg, "--")) {
+            only_positional = true;
+            continue;
+        }
+        if (only_positional || arg[0] != '-' || arg[1] == '\0') {
+            if (out->n_positional >= spec->max_positional || out->n_positional >= 16)
+                return vla_error(VLA_ERR_INVALID_ARG, "%s: unexpected argument '%s' (see --help)",
+                                 spec->command, arg);
+            out->positional[out->n_positional++] = arg;
+            continue;
+        }
+        if (arg[1] != '-')
+            return vla_error(VLA_ERR_INVALID_ARG, "%s: flags take two dashes: --%s (see --help)",
+                             spec->command, arg + 1);
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
+        const vla_flag *f = NULL;
+        for (int k = 0; k < spec->n_flags; k++)
+            if (name_eq(spec->flags[k].name, name, nlen)) f = &spec->flags[k];
+        if (!f) {
+            char buf[128];
+            snprintf(buf, sizeof buf, "%.*s", (int)nlen, name);
+            return unknown_flag(spec, buf);
+        }
+        const char *value;
+        if (eq) {
+            value = eq + 1;
+        } else if (f->type == VLA_FLAG_BOOL) {
+            value = "true";
+        } else {
+            if (i + 1 >= argc)
+                return vla_error(VLA_ERR_INVALID_ARG, "%s: --%s needs a value (--%s=%s)", spec->command,
+                                 f->name, f->name, f->metavar ? f->metavar : "VALUE");
+            value = argv[++i];
+        }
+        VLA_TRY(set_value(spec, f, value));
+    }
+    if (!out->help && out->n_positional < spec->min_positional)
+        return vla_error(VLA_ERR_INVALID_ARG, "%s: missing argument %s (usage: %s %s)", spec->command,
+                         spec->args ? spec->args : "", spec->command, spec->args ? spec->args : "");
+    return VLA_OK;
+}
+
+static void print_default(const vla_flag *f, FILE *out) {
+    switch (f->type) {
+    case VLA_FLAG_STRING:
+        if (*(const char **)f->dest) fprintf(out, " (default: %s)", *(const char **)f->dest);
+        break;
+    case VLA_FLAG_INT: fprintf(out, " (default: %lld)", (long long)*(int64_t *)f->dest); break;
+    case VLA_FLAG_FLOAT: fprintf(out, " (default: %g)", *(double *)f->dest); break;
+    case VLA_FLAG_BOOL:
+        if (*(bool *)f->dest) fprintf(out, " (default: true)");
+        break;
+    }
+}
+
+void vla_flags_print_help(const vla_command_spec *spec, FILE *out) {
+    fprintf(out, "usage: %s%s%s%s\n\n%s\n", spec->command, spec->args ? " " : "", spec->args ? spec->args : "",
+            spec->n_flags ? " [flags]" : "", spec->summary);
+    if (spec->description) fprintf(out, "\n%s\n", spec->description);
+    fprintf(out, "\nflags:\n");
+    for (int i = 0; i < spec->n_flags; i++) {
+        const vla_flag *f = &spec->flags[i];
+        char left[96];
+        if (f->type == VLA_FLAG_BOOL)
+            snprintf(left, sizeof left, "--%s", f->name);
+        else
+            snprintf(left, sizeof left, "--%s=%s", f->name, f->metavar ? f->metavar : "VALUE");
+        fprintf(out, "  %-30s %s", left, f->help);
+        print_default(f, out);
+        fputc('\n', out);
+    }
+    fprintf(out, "  %-30s %s\n", "--help", "show this help");
+}

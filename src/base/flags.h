@@ -1,0 +1,51 @@
+/* flags.h — LeRobot-style command-line flags for the `vla` CLI.
+ *
+ * Each command declares a table of flags; vla_flags_parse() fills the
+ * destinations. Accepted forms, as in LeRobot/draccus:
+ *   --dataset.root=DIR   --dataset.root DIR   --json   --json=false
+ * Dashes and underscores in names are interchangeable (--batch-size is
+ * --batch_size). An unknown flag is an error that names the closest known
+ * flag. `--help`/`-h` asks for the help text, which is generated from the
+ * table so it never drifts from what is parsed. */
+#ifndef VLA_BASE_FLAGS_H
+#define VLA_BASE_FLAGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/status.h"
+
+typedef enum { VLA_FLAG_STRING, VLA_FLAG_INT, VLA_FLAG_FLOAT, VLA_FLAG_BOOL } vla_flag_type;
+
+typedef struct {
+    const char *name;    /* without the leading "--", e.g. "dataset.root" */
+    vla_flag_type type;
+    void *dest;          /* const char **, int64_t *, double * or bool * */
+    const char *metavar; /* shown in help, e.g. "DIR"; NULL for bools */
+    const char *help;
+} vla_flag;
+
+typedef struct {
+    const char *command;     /* "vla dataset info" */
+    const char *args;        /* positional synopsis, e.g. "ROOT" (may be NULL) */
+    const char *summary;     /* one line */
+    const char *description; /* paragraphs after the usage line (may be NULL) */
+    const vla_flag *flags;
+    int n_flags;
+    int min_positional, max_positional;
+} vla_command_spec;
+
+typedef struct {
+    const char *positional[16];
+    int n_positional;
+    bool help;
+} vla_flags_result;
+
+/* Parse argv[0..argc) (argv[0] is the first argument, not the program). */
+vla_status vla_flags_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags_result *out);
+void vla_flags_print_help(const vla_command_spec *spec, FILE *out);
+/* Edit distance between flag names, with '-' and '_' equal (for suggestions). */
+int vla_flags_distance(const char *a, const char *b);
+
+#endif

@@ -1,0 +1,50 @@
+/* cli.c — dispatch, flag parsing and error reporting shared by all commands. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void print_command_list(const char *prefix, const vla_cli_command *cmds, int n, FILE *out) {
+    fprintf(out, "usage: %s <command> [flags]\n\ncommands:\n", prefix);
+    for (int i = 0; i < n; i++) fprintf(out, "  %-12s %s\n", cmds[i].name, cmds[i].summary);
+    fprintf(out, "\nRun '%s <command> --help' for the flags of a command.\n", prefix);
+}
+
+int vla_cli_dispatch(const char *prefix, const vla_cli_command *cmds, int n, int argc, char **argv) {
+    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") || !strcmp(argv[0], "help")) {
+        print_command_list(prefix, cmds, n, argc < 1 ? stderr : stdout);
+        return argc < 1 ? 2 : 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (!strcmp(argv[0], cmds[i].name)) return cmds[i].run(argc - 1, argv + 1);
+    const char *best = NULL;
+    int best_d = 1 << 30;
+    for (int i = 0; i < n; i++) {
+        int d = vla_flags_distance(argv[0], cmds[i].name);
+        if (d < best_d) best_d = d, best = cmds[i].name;
+    }
+    if (best && best_d <= 2)
+        fprintf(stderr, "%s: unknown command '%s'; did you mean '%s'?\n", prefix, argv[0], best);
+    else
+        fprintf(stderr, "%s: unknown command '%s'\n", prefix, argv[0]);
+    print_command_list(prefix, cmds, n, stderr);
+    return 2;
+}
+
+int vla_cli_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags_result *res) {
+    vla_status st = vla_flags_parse(spec, argc, argv, res);
+    if (res->help) {
+        vla_flags_print_help(spec, stdout);
+        return 0;
+    }
+    if (st != VLA_OK) {
+        fprintf(stderr, "vla: error: %s\n", vla_error_message());
+        return 2;
+    }
+    return -1;
+}
+
+int vla_cli_fail(vla_status st) {
+    fprintf(stderr, "vla: error: %s\n", vla_error_message());
+    return vla_status_exit_code(st);
+}

@@ -1,0 +1,35 @@
+/* cli.h — shared plumbing of the `vla` subcommands: dispatch, flag parsing
+ * with help, and turning a vla_status into a message and an exit code.
+ *
+ * Each command lives in its own cmd_<name>.c and exposes one
+ * `int vla_cmd_<name>(int argc, char **argv)`; main.c lists them. A command
+ * with subcommands (vla dataset info, vla sim play) dispatches through
+ * vla_cli_dispatch() with its own table. */
+#ifndef VLA_CLI_CLI_H
+#define VLA_CLI_CLI_H
+
+#include "base/flags.h"
+#include "base/status.h"
+
+typedef int (*vla_cli_fn)(int argc, char **argv);
+
+typedef struct {
+    const char *name;
+    const char *summary;
+    vla_cli_fn run;
+} vla_cli_command;
+
+/* Run the subcommand named by argv[0]; `prefix` is e.g. "vla dataset". */
+int vla_cli_dispatch(const char *prefix, const vla_cli_command *cmds, int n, int argc, char **argv);
+
+/* Parse flags. Returns -1 when the command should go on; otherwise the exit
+ * code to return at once (0 after --help, 2 after a usage error). */
+int vla_cli_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags_result *res);
+
+/* Print "vla: error: <thread's error message>" and return the exit code. */
+int vla_cli_fail(vla_status st);
+
+/* Commands (one file each). */
+int vla_cmd_version(int argc, char **argv);
+
+#endif

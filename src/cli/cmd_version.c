@@ -1,0 +1,51 @@
+/* cmd_version.c — `vla version`: the version and what was compiled in. */
+#include "cli/cli.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <cblas.h>
+#include <jansson.h>
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <omp.h>
+#ifdef VLA_HAVE_MPI
+#include <mpi.h>
+#endif
+
+int vla_cmd_version(int argc, char **argv) {
+    bool as_json = false;
+    const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "print as JSON"}};
+    const vla_command_spec spec = {"vla version", NULL, "Print the version and the features compiled in.", NULL,
+                                   flags, 1, 0, 0};
+    vla_flags_result res;
+    int rc = vla_cli_parse(&spec, argc, argv, &res);
+    if (rc >= 0) return rc;
+
+    char mpi[64] = "no";
+#ifdef VLA_HAVE_MPI
+    int major = 0, minor = 0;
+    MPI_Get_version(&major, &minor);
+    snprintf(mpi, sizeof mpi, "MPI %d.%d", major, minor);
+#endif
+    char ffmpeg[64];
+    unsigned v = avcodec_version();
+    snprintf(ffmpeg, sizeof ffmpeg, "libavcodec %u.%u.%u", v >> 16, (v >> 8) & 0xff, v & 0xff);
+    char openmp[64];
+    snprintf(openmp, sizeof openmp, "OpenMP %d, %d threads", _OPENMP, omp_get_max_threads());
+    const char *blas = openblas_get_config();
+    const char *cuda = "no (CPU backend only)";
+    if (as_json) {
+        printf("{\"version\":\"%s\",\"openmp\":\"%s\",\"blas\":\"%s\",\"ffmpeg\":\"%s\","
+               "\"mpi\":\"%s\",\"cuda\":\"%s\",\"jansson\":\"%s\"}\n",
+               VLA_VERSION, openmp, blas, ffmpeg, mpi, cuda, JANSSON_VERSION);
+        return 0;
+    }
+    printf("vla %s\n", VLA_VERSION);
+    printf("  OpenMP  : %s\n", openmp);
+    printf("  BLAS    : %s\n", blas);
+    printf("  FFmpeg  : %s\n", ffmpeg);
+    printf("  MPI     : %s\n", mpi);
+    printf("  CUDA    : %s\n", cuda);
+    printf("  JSON    : jansson %s\n", JANSSON_VERSION);
+    return 0;
+}

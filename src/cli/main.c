@@ -1,0 +1,10 @@
+/* main.c — the `vla` command: top-level dispatch to one file per command. */
+#include "cli/cli.h"
+
+static const vla_cli_command commands[] = {
+    {"version", "print the version and the features compiled in", vla_cmd_version},
+};
+
+int main(int argc, char **argv) {
+    return vla_cli_dispatch("vla", commands, (int)(sizeof commands / sizeof commands[0]), argc - 1, argv + 1);
+}

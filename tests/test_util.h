@@ -1,0 +1,23 @@
+/* test_util.h — helpers shared by the cmocka tests: paths to the source tree
+ * and a fresh temporary directory per test binary. */
+#ifndef VLA_TEST_UTIL_H
+#define VLA_TEST_UTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+/* Absolute path of a file in the source tree (VLA_SOURCE_DIR set by ctest). */
+const char *test_source_path(const char *relative);
+/* A directory created fresh for this process under $TMPDIR; removed at exit. */
+const char *test_tmp_dir(void);
+/* Path inside test_tmp_dir(). Returns a static rotating buffer (8 slots). */
+const char *test_tmp_path(const char *name);
+/* Path of the built `vla` CLI (VLA_CLI set by ctest). */
+const char *test_cli_path(void);
+/* Run a shell command, capture stdout (up to cap bytes) and return the exit status. */
+int test_run(const char *cmd, char *out, size_t cap);
+
+#endif
