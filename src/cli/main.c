@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 static const vla_cli_command commands[] = {
+    {"bench", "measure kernels and pipelines; prints one JSON object per result", vla_cmd_bench},
     {"version", "print the version and the features compiled in", vla_cmd_version},
 };
 

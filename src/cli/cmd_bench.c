@@ -1,0 +1,11 @@
+/* cmd_bench.c — `vla bench <name>`: benchmarks that print one JSON object
+ * per result on stdout (see scripts/bench.sh and docs/benchmarks.md). */
+#include "cli/cli.h"
+
+static const vla_cli_command benches[] = {
+    {"gemm", "SGEMM GFLOP/s through the op table (the machine's ceiling for MFU)", vla_bench_gemm},
+};
+
+int vla_cmd_bench(int argc, char **argv) {
+    return vla_cli_dispatch("vla bench", benches, (int)(sizeof benches / sizeof benches[0]), argc, argv);
+}

@@ -1,0 +1,229 @@
+/* ops_cpu.c — the CPU backend of the op table: OpenBLAS for GEMM, OpenMP for
+ * elementwise work and reductions.
+ *
+ * Small loops stay serial: spawning a team costs a few microseconds, more than
+ * the work below ~32k elements. Reductions accumulate in double per thread and
+ * combine in a fixed order, so results do not depend on scheduling. */
+#include "tensor/ops.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAR_MIN 32768
+
+static void *cpu_alloc(size_t bytes) {
+    void *p = NULL;
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    if (posix_memalign(&p, 64, rounded ? rounded : 64) != 0) return NULL;
+    return p;
+}
+
+static void cpu_free(void *p) { free(p); }
+static void cpu_copy_bytes(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+
+static void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (m == 0 || n == 0) return;
+    if (k == 0) { /* BLAS may not touch C when k == 0; define it as C = beta·C */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,
+                (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+}
+
+static void cpu_sgemm_strided_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                                      const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb,
+                                      int64_t sb, float beta, float *c, int64_t ldc, int64_t sc, int64_t batch) {
+    /* Many small products: one per thread (OpenBLAS's OpenMP build runs
+     * single-threaded inside our parallel region). Few large ones: let
+     * OpenBLAS thread each product. */
+    int64_t flops = m * n * k;
+    if (batch >= 2 && flops < (1 << 20)) {
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < batch; i++)
+            cpu_sgemm(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
+    } else {
+        for (int64_t i = 0; i < batch; i++)
+            cpu_sgemm(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
+    }
+}
+
+static void cpu_fill(float *y, float v, int64_t n) {
+#pragma omp parallel for if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = v;
+}
+
+static void cpu_copy(float *y, const float *x, int64_t n) {
+    if (y != x) memmove(y, x, (size_t)n * sizeof(float));
+}
+
+static void cpu_add(float *y, const float *a, const float *b, int64_t n) {
+#pragma omp parallel for if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+
+static void cpu_sub(float *y, const float *a, const float *b, int64_t n) {
+#pragma omp parallel for if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] - b[i];
+}
+
+static void cpu_mul(float *y, const float *a, const float *b, int64_t n) {
+#pragma omp parallel for if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
+}
+
+static void cpu_axpy(float *y, float alpha, const float *x, int64_t n) {
+#pragma omp parallel for if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
+}
+
+static void cpu_scale(float *y, float alpha, int64_t n) {
+#pragma omp parallel for if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] *= alpha;
+}
+
+static void cpu_add_row_vector(float *y, const float *bias, int64_t rows, int64_t cols) {
+#pragma omp parallel for if (rows * cols > PAR_MIN)
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) y[r * cols + c] += bias[c];
+}
+
+/* Deterministic parallel reduction: fixed blocks summed in double, blocks
+ * combined in index order. */
+#define RED_BLOCK 8192
+#define DEFINE_REDUCTION(fname, params, expr)                                   \
+    static double fname params {                                                \
+        int64_t nblocks = (n + RED_BLOCK - 1) / RED_BLOCK;                      \
+        if (nblocks <= 1) {                                                     \
+            double s = 0;                                                       \
+            for (int64_t i = 0; i < n; i++) s += (expr);                        \
+            return s;                                                           \
+        }                                                                       \
+        double *partial = malloc((size_t)nblocks * sizeof(double));             \
+        if (!partial) abort();                                                  \
+        _Pragma("omp parallel for if (n > PAR_MIN)")                            \
+        for (int64_t blk = 0; blk < nblocks; blk++) {                           \
+            int64_t lo = blk * RED_BLOCK, hi = lo + RED_BLOCK < n ? lo + RED_BLOCK : n; \
+            double s = 0;                                                       \
+            for (int64_t i = lo; i < hi; i++) s += (expr);                      \
+            partial[blk] = s;                                                   \
+        }                                                                       \
+        double total = 0;                                                       \
+        for (int64_t blk = 0; blk < nblocks; blk++) total += partial[blk];      \
+        free(partial);                                                          \
+        return total;                                                           \
+    }
+
+DEFINE_REDUCTION(cpu_sum, (const float *x, int64_t n), (double)x[i])
+DEFINE_REDUCTION(cpu_dot, (const float *a, const float *b, int64_t n), (double)a[i] * (double)b[i])
+DEFINE_REDUCTION(cpu_sum_squares, (const float *x, int64_t n), (double)x[i] * (double)x[i])
+
+static float cpu_max_abs(const float *x, int64_t n) {
+    float m = 0.0f;
+#pragma omp parallel for reduction(max : m) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float v = fabsf(x[i]);
+        if (v > m || v != v) m = v != v ? INFINITY : v;
+    }
+    return m;
+}
+
+static int64_t cpu_count_nonfinite(const float *x, int64_t n) {
+    int64_t count = 0;
+#pragma omp parallel for reduction(+ : count) if (n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) count += !isfinite(x[i]);
+    return count;
+}
+
+static void cpu_sum_rows(float *y, const float *x, int64_t rows, int64_t cols, float beta) {
+    /* parallel over columns; each column's sum runs over rows in order */
+#pragma omp parallel for if (rows * cols > PAR_MIN)
+    for (int64_t c0 = 0; c0 < cols; c0 += 64) {
+        int64_t c1 = c0 + 64 < cols ? c0 + 64 : cols;
+        double acc[64] = {0};
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = c0; c < c1; c++) acc[c - c0] += x[r * cols + c];
+        for (int64_t c = c0; c < c1; c++) y[c] = (beta == 0.0f ? 0.0f : beta * y[c]) + (float)acc[c - c0];
+    }
+}
+
+static void cpu_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols) {
+#pragma omp parallel for if (rows * cols > PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * cols;
+        float *yr = y + r * cols;
+        float mx = -INFINITY;
+        for (int64_t c = 0; c < cols; c++) mx = xr[c] > mx ? xr[c] : mx;
+        if (mx == -INFINITY) { /* a fully masked row: define its softmax as 0 */
+            for (int64_t c = 0; c < cols; c++) yr[c] = 0.0f;
+            continue;
+        }
+        double s = 0;
+        for (int64_t c = 0; c < cols; c++) {
+            yr[c] = expf(xr[c] - mx);
+            s += yr[c];
+        }
+        float inv = (float)(1.0 / s);
+        for (int64_t c = 0; c < cols; c++) yr[c] *= inv;
+    }
+}
+
+static void cpu_softmax_rows_backward(float *dx, const float *y, const float *dy, int64_t rows, int64_t cols) {
+#pragma omp parallel for if (rows * cols > PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *yr = y + r * cols, *dyr = dy + r * cols;
+        float *dxr = dx + r * cols;
+        double dot = 0;
+        for (int64_t c = 0; c < cols; c++) dot += (double)dyr[c] * yr[c];
+        for (int64_t c = 0; c < cols; c++) dxr[c] = yr[c] * (dyr[c] - (float)dot);
+    }
+}
+
+static void cpu_convert(void *dst, vla_dtype dt, const void *src, vla_dtype st, int64_t n) {
+    if (n <= PAR_MIN) {
+        vla_convert(dst, dt, src, st, (size_t)n);
+        return;
+    }
+    size_t ds = vla_dtype_size(dt), ss = vla_dtype_size(st);
+    int64_t nblocks = (n + RED_BLOCK - 1) / RED_BLOCK;
+#pragma omp parallel for
+    for (int64_t b = 0; b < nblocks; b++) {
+        int64_t lo = b * RED_BLOCK, cnt = lo + RED_BLOCK < n ? RED_BLOCK : n - lo;
+        vla_convert((char *)dst + (size_t)lo * ds, dt, (const char *)src + (size_t)lo * ss, st, (size_t)cnt);
+    }
+}
+
+static const vla_ops cpu_ops = {
+    .name = "cpu",
+    .device = VLA_DEVICE_CPU,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .to_device = cpu_copy_bytes,
+    .to_host = cpu_copy_bytes,
+    .sgemm = cpu_sgemm,
+    .sgemm_strided_batched = cpu_sgemm_strided_batched,
+    .fill = cpu_fill,
+    .copy = cpu_copy,
+    .add = cpu_add,
+    .sub = cpu_sub,
+    .mul = cpu_mul,
+    .axpy = cpu_axpy,
+    .scale = cpu_scale,
+    .add_row_vector = cpu_add_row_vector,
+    .sum = cpu_sum,
+    .dot = cpu_dot,
+    .sum_squares = cpu_sum_squares,
+    .max_abs = cpu_max_abs,
+    .count_nonfinite = cpu_count_nonfinite,
+    .sum_rows = cpu_sum_rows,
+    .softmax_rows = cpu_softmax_rows,
+    .softmax_rows_backward = cpu_softmax_rows_backward,
+    .convert = cpu_convert,
+};
+
+const vla_ops *vla_ops_cpu(void) { return &cpu_ops; }

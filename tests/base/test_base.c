@@ -1,0 +1,204 @@
+/* test_base.c — status messages with context, arenas, atomic files (with
+ * injected write faults), flags with suggestions, JSON with located errors. */
+#include "test_util.h"
+#include "base/arena.h"
+#include "base/flags.h"
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "base/status.h"
+
+#include <dirent.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_status_context(void **state) {
+    vla_error_clear();
+    assert_string_equal(vla_error_message(), "");
+    vla_status st = vla_error(VLA_ERR_FORMAT, "bad magic at byte %d", 4);
+    assert_int_equal(st, VLA_ERR_FORMAT);
+    st = vla_error_context(st, "data/file-000.parquet");
+    assert_string_equal(vla_error_message(), "data/file-000.parquet: bad magic at byte 4");
+    assert_string_equal(vla_status_name(VLA_ERR_IO), "i/o error");
+    assert_int_equal(vla_status_exit_code(VLA_ERR_INVALID_ARG), 2);
+    assert_int_equal(vla_status_exit_code(VLA_ERR_FORMAT), 1);
+}
+
+static void test_arena(void **state) {
+    vla_arena a;
+    vla_arena_init(&a, 1000);
+    char *p1 = vla_arena_alloc(&a, 10, 1);
+    double *p2 = vla_arena_alloc(&a, sizeof(double) * 3, 8);
+    assert_true(((uintptr_t)p2 & 7) == 0);
+    void *p3 = vla_arena_alloc(&a, 100, 256);
+    assert_true(((uintptr_t)p3 & 255) == 0);
+    memset(p1, 1, 10);
+    vla_arena_mark m = vla_arena_get_mark(&a);
+    void *big = vla_arena_alloc(&a, 5000, 64); /* larger than a chunk */
+    assert_non_null(big);
+    memset(big, 2, 5000);
+    assert_true(a.used_total >= 5000);
+    vla_arena_rewind(&a, m);
+    assert_int_equal(a.used_total, m.used_total);
+    void *again = vla_arena_alloc(&a, 8, 8);
+    assert_non_null(again);
+    assert_true(p1[9] == 1); /* earlier blocks untouched */
+    char *s = vla_arena_strdup(&a, "hello");
+    assert_string_equal(s, "hello");
+    float *z = vla_arena_calloc(&a, 64 * sizeof(float), 64);
+    for (int i = 0; i < 64; i++) assert_true(z[i] == 0.0f);
+    assert_null(vla_arena_alloc(&a, 8, 3)); /* alignment must be a power of two */
+    assert_true(a.peak >= 5000);
+    vla_arena_reset(&a);
+    assert_int_equal(a.used_total, 0);
+    vla_arena_free(&a);
+}
+
+static int count_tmp_files(const char *dir) {
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp-")) n++;
+    closedir(d);
+    return n;
+}
+
+static void test_atomic_write_and_faults(void **state) {
+    const char *path = test_tmp_path("state.bin");
+    assert_int_equal(vla_write_file_atomic(path, "first version", 13), VLA_OK);
+    char *data;
+    size_t n;
+    assert_int_equal(vla_read_file(path, &data, &n), VLA_OK);
+    assert_int_equal(n, 13);
+    assert_memory_equal(data, "first version", 13);
+    free(data);
+
+    /* a write that fails part-way leaves the old file and no temp file */
+    static char big[100000];
+    memset(big, 'x', sizeof big);
+    for (int64_t budget = 0; budget < (int64_t)sizeof big; budget += 33333) {
+        vla_fault_inject_write(budget);
+        vla_status st = vla_write_file_atomic(path, big, sizeof big);
+        vla_fault_inject_write(-1);
+        assert_int_equal(st, VLA_ERR_IO);
+        assert_non_null(strstr(vla_error_message(), "write failed"));
+        assert_int_equal(vla_read_file(path, &data, &n), VLA_OK);
+        assert_int_equal(n, 13);
+        free(data);
+        assert_int_equal(count_tmp_files(test_tmp_dir()), 0);
+    }
+    /* streaming API, then abort: nothing changes */
+    vla_atomic_file af;
+    assert_int_equal(vla_atomic_open(&af, path), VLA_OK);
+    assert_int_equal(vla_atomic_write(&af, "zz", 2), VLA_OK);
+    vla_atomic_abort(&af);
+    assert_int_equal(vla_read_file(path, &data, &n), VLA_OK);
+    assert_int_equal(n, 13);
+    free(data);
+    assert_int_equal(count_tmp_files(test_tmp_dir()), 0);
+
+    assert_int_equal(vla_read_file(test_tmp_path("missing"), &data, &n), VLA_ERR_NOT_FOUND);
+    assert_non_null(strstr(vla_error_message(), "missing"));
+    assert_int_equal(vla_write_file_atomic(test_tmp_path("no/such/dir/x"), "a", 1), VLA_ERR_IO);
+    assert_int_equal(vla_mkdirs(test_tmp_path("a/b/c")), VLA_OK);
+    assert_true(vla_is_dir(test_tmp_path("a/b/c")));
+    assert_int_equal(vla_mkdirs(path), VLA_ERR_IO); /* a file is in the way */
+}
+
+static void test_flags(void **state) {
+    const char *root = NULL, *type = "pi05";
+    int64_t steps = 10;
+    double lr = 1e-4;
+    bool json = false, resume = true;
+    const vla_flag flags[] = {
+        {"dataset.root", VLA_FLAG_STRING, &root, "DIR", "dataset root"},
+        {"policy.type", VLA_FLAG_STRING, &type, "NAME", "policy"},
+        {"steps", VLA_FLAG_INT, &steps, "N", "steps"},
+        {"optimizer.lr", VLA_FLAG_FLOAT, &lr, "LR", "learning rate"},
+        {"json", VLA_FLAG_BOOL, &json, NULL, "json"},
+        {"resume", VLA_FLAG_BOOL, &resume, NULL, "resume"},
+        {"batch_size", VLA_FLAG_INT, &steps, "N", "batch"},
+    };
+    vla_command_spec spec = {"vla train", "[EXTRA]", "Train.", NULL, flags, 7, 0, 1};
+    vla_flags_result res;
+    char *argv1[] = {"--dataset.root=/data/x", "--policy.type", "groot", "--steps=500", "--optimizer.lr", "3e-4",
+                     "--json", "--resume=false", "extra"};
+    assert_int_equal(vla_flags_parse(&spec, 9, argv1, &res), VLA_OK);
+    assert_string_equal(root, "/data/x");
+    assert_string_equal(type, "groot");
+    assert_int_equal(steps, 500);
+    assert_true(lr == 3e-4 && json && !resume);
+    assert_int_equal(res.n_positional, 1);
+    assert_string_equal(res.positional[0], "extra");
+
+    char *argv2[] = {"--dataset.rot=/x"};
+    assert_int_equal(vla_flags_parse(&spec, 1, argv2, &res), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "did you mean --dataset.root?"));
+    char *argv3[] = {"--batch-size=4"}; /* dash and underscore are the same */
+    assert_int_equal(vla_flags_parse(&spec, 1, argv3, &res), VLA_OK);
+    assert_int_equal(steps, 4);
+    char *argv4[] = {"--steps=ten"};
+    assert_int_equal(vla_flags_parse(&spec, 1, argv4, &res), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "expects an integer"));
+    char *argv5[] = {"--optimizer.lr=nan"};
+    assert_int_equal(vla_flags_parse(&spec, 1, argv5, &res), VLA_ERR_INVALID_ARG);
+    char *argv6[] = {"--steps"};
+    assert_int_equal(vla_flags_parse(&spec, 1, argv6, &res), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "needs a value"));
+    char *argv7[] = {"a", "b"};
+    assert_int_equal(vla_flags_parse(&spec, 2, argv7, &res), VLA_ERR_INVALID_ARG);
+    char *argv8[] = {"--help", "--bogus-but-help-wins"};
+    vla_flags_parse(&spec, 1, argv8, &res);
+    assert_true(res.help);
+    char *argv9[] = {"--zzzzzzzz"};
+    assert_int_equal(vla_flags_parse(&spec, 1, argv9, &res), VLA_ERR_INVALID_ARG);
+    assert_null(strstr(vla_error_message(), "did you mean"));
+    assert_int_equal(vla_flags_distance("batch-size", "batch_size"), 0);
+}
+
+static void test_json(void **state) {
+    json_t *v = NULL;
+    const char *bad = "{\n  \"fps\": 30,\n  \"x\": [1, 2,, 3]\n}";
+    assert_int_equal(vla_json_parse("info.json", bad, strlen(bad), &v), VLA_ERR_FORMAT);
+    assert_non_null(strstr(vla_error_message(), "info.json: invalid JSON at line 3"));
+    const char invalid_utf8[] = "{\"k\": \"\xff\xfe\"}";
+    assert_int_equal(vla_json_parse("h", invalid_utf8, sizeof invalid_utf8 - 1, &v), VLA_ERR_FORMAT);
+    const char *dup = "{\"a\": 1, \"a\": 2}";
+    assert_int_equal(vla_json_parse("h", dup, strlen(dup), &v), VLA_ERR_FORMAT);
+
+    const char *good = "{\"fps\": 30, \"name\": \"pusht\", \"ratio\": 0.5, \"f\": {\"a\": [1]}}";
+    assert_int_equal(vla_json_parse("info.json", good, strlen(good), &v), VLA_OK);
+    int64_t fps;
+    double ratio;
+    const char *name;
+    json_t *obj, *arr;
+    assert_int_equal(vla_json_get_int("info.json", v, "fps", &fps), VLA_OK);
+    assert_int_equal(fps, 30);
+    assert_int_equal(vla_json_get_number("info.json", v, "fps", &ratio), VLA_OK); /* ints are numbers */
+    assert_int_equal(vla_json_get_number("info.json", v, "ratio", &ratio), VLA_OK);
+    assert_int_equal(vla_json_get_string("info.json", v, "name", &name), VLA_OK);
+    assert_int_equal(vla_json_get_object("info.json", v, "f", &obj), VLA_OK);
+    assert_int_equal(vla_json_get_array("info.json", obj, "a", &arr), VLA_OK);
+    assert_int_equal(vla_json_get_int("info.json", v, "name", &fps), VLA_ERR_FORMAT);
+    assert_string_equal(vla_error_message(), "info.json: key 'name' must be an integer");
+    assert_int_equal(vla_json_get_int("info.json", v, "total_frames", &fps), VLA_ERR_FORMAT);
+    assert_string_equal(vla_error_message(), "info.json: key 'total_frames' is missing");
+
+    const char *path = test_tmp_path("out.json");
+    assert_int_equal(vla_json_write_file(path, v), VLA_OK);
+    json_t *back = NULL;
+    assert_int_equal(vla_json_load_file(path, &back), VLA_OK);
+    assert_true(json_equal(v, back));
+    json_decref(back);
+    json_decref(v);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_context), cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_atomic_write_and_faults), cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
