@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensor/dtype.h"
+#include "base/dtype.h"
 #include "tensor/tensor.h"
 
 typedef struct vla_ops {

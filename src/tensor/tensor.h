@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor/dtype.h"
+#include "base/dtype.h"
 
 #define VLA_MAX_DIMS 8
 

@@ -3,7 +3,7 @@
  * PyTorch's bf16/f16 casts), a brute-force nearest-code search for FP8
  * encoding, a two-candidate search for bf16, and the compiler's _Float16. */
 #include "test_util.h"
-#include "tensor/dtype.h"
+#include "base/dtype.h"
 #include "base/rng.h"
 
 #include <math.h>
@@ -34,7 +34,7 @@ static int n_bf16, n_f16;
 
 static void load_goldens(void) {
     if (have_tables) return;
-    FILE *f = fopen(test_source_path("tests/tensor/data/dtype_goldens.txt"), "r");
+    FILE *f = fopen(test_source_path("tests/base/data/dtype_goldens.txt"), "r");
     assert_non_null(f);
     bf16_cases = malloc(sizeof(pair) * 20000);
     f16_cases = malloc(sizeof(pair) * 20000);

@@ -1,5 +1,5 @@
 /* dtype.c — element sizes, names and scalar conversions (rules in dtype.h). */
-#include "tensor/dtype.h"
+#include "base/dtype.h"
 
 #include <math.h>
 #include <string.h>

@@ -9,8 +9,8 @@
  * f32 → FP8 here *saturates*: finite values and ±Inf beyond the largest
  * normal become ±max (what an FP8 training recipe wants: an overflowing
  * activation is clipped, not turned into NaN). NaN stays NaN, sign kept. */
-#ifndef VLA_TENSOR_DTYPE_H
-#define VLA_TENSOR_DTYPE_H
+#ifndef VLA_BASE_DTYPE_H
+#define VLA_BASE_DTYPE_H
 
 #include <stddef.h>
 #include <stdint.h>
