@@ -1,0 +1,446 @@
+/* attention.c — tiled (flash-attention style) multi-head attention over
+ * packed batches with GQA and group masks; forward with online softmax,
+ * FA2 backward that recomputes scores from Q, K and the saved LSE. */
+#include "nn/attention.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/packing.h"
+
+#define MAX_SRC 2
+#define DEFAULT_TILE 64
+
+enum { TILE_SKIP = 0, TILE_FULL = 1, TILE_PARTIAL = 2 };
+
+typedef struct {
+    const float *k, *v;
+    const int32_t *cu, *group;
+} kv_src;
+
+typedef struct {
+    int32_t seg, start, len, src;
+    int32_t gmin, gmax; /* range of attention groups inside the tile */
+} tile;
+
+typedef struct {
+    const vla_ops *ops;
+    int32_t H, Hkv, d, rep, bq, bk, n_seg;
+    float scale;
+    const float *q;
+    const int32_t *group_q;
+    kv_src src[MAX_SRC];
+    int n_src;
+    tile *qt, *kt;
+    int64_t n_qt, n_kt;
+    int64_t *qt_first, *kt_first; /* [n_seg + 1]: tiles of sample s are [first[s], first[s+1]) */
+} plan;
+
+static void plan_free(plan *p) {
+    free(p->qt);
+    free(p->kt);
+    free(p->qt_first);
+    free(p->kt_first);
+}
+
+static void tile_groups(tile *t, const int32_t *group) {
+    t->gmin = t->gmax = 0;
+    if (!group || t->len == 0) return;
+    t->gmin = t->gmax = group[t->start];
+    for (int32_t i = 1; i < t->len; i++) {
+        int32_t g = group[t->start + i];
+        if (g < t->gmin) t->gmin = g;
+        if (g > t->gmax) t->gmax = g;
+    }
+}
+
+/* Tiles of the given sides, sample-major (and source-major inside a sample). */
+static vla_status make_tiles(int32_t n_seg, int n_side, const int32_t *const *cu, const int32_t *const *group,
+                             int32_t b, tile **out, int64_t *n_out, int64_t **first_out) {
+    int64_t n = 0;
+    for (int32_t s = 0; s < n_seg; s++)
+        for (int i = 0; i < n_side; i++) n += (cu[i][s + 1] - cu[i][s] + b - 1) / b;
+    tile *t = malloc((size_t)(n > 0 ? n : 1) * sizeof(tile));
+    int64_t *first = malloc((size_t)(n_seg + 1) * sizeof(int64_t));
+    if (!t || !first) {
+        free(t);
+        free(first);
+        return vla_error(VLA_ERR_NOMEM, "attention: cannot allocate %lld tiles", (long long)n);
+    }
+    int64_t k = 0;
+    for (int32_t s = 0; s < n_seg; s++) {
+        first[s] = k;
+        for (int i = 0; i < n_side; i++)
+            for (int32_t st = cu[i][s]; st < cu[i][s + 1]; st += b) {
+                tile *x = &t[k++];
+                x->seg = s;
+                x->start = st;
+                x->len = cu[i][s + 1] - st < b ? cu[i][s + 1] - st : b;
+                x->src = i;
+                tile_groups(x, group[i]);
+            }
+    }
+    first[n_seg] = k;
+    *out = t;
+    *n_out = n;
+    *first_out = first;
+    return VLA_OK;
+}
+
+static vla_status plan_make(plan *p, const vla_ops *ops, const vla_attn_config *cfg, const float *q,
+                            const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks) {
+    memset(p, 0, sizeof(*p));
+    if (cfg->n_heads <= 0 || cfg->n_kv_heads <= 0 || cfg->head_dim <= 0 || cfg->n_heads % cfg->n_kv_heads)
+        return vla_error(VLA_ERR_INVALID_ARG, "attention: %d heads, %d kv heads, head_dim %d: need positive sizes "
+                         "and heads a multiple of kv heads", cfg->n_heads, cfg->n_kv_heads, cfg->head_dim);
+    if (cfg->tile_q < 0 || cfg->tile_k < 0)
+        return vla_error(VLA_ERR_INVALID_ARG, "attention: negative tile size");
+    VLA_TRY(vla_seqlens_check(qs->cu_seqlens, qs->n_seg, -1, "attention queries"));
+    for (int i = 0; i < n_src; i++) {
+        VLA_TRY(vla_seqlens_check(ks[i]->cu_seqlens, ks[i]->n_seg, -1, "attention keys"));
+        if (ks[i]->n_seg != qs->n_seg)
+            return vla_error(VLA_ERR_INVALID_ARG, "attention: %d query samples but %d key samples", qs->n_seg,
+                             ks[i]->n_seg);
+    }
+    p->ops = ops;
+    p->H = cfg->n_heads;
+    p->Hkv = cfg->n_kv_heads;
+    p->d = cfg->head_dim;
+    p->rep = p->H / p->Hkv;
+    p->bq = cfg->tile_q ? cfg->tile_q : DEFAULT_TILE;
+    p->bk = cfg->tile_k ? cfg->tile_k : DEFAULT_TILE;
+    p->scale = cfg->scale != 0.0f ? cfg->scale : (float)(1.0 / sqrt((double)cfg->head_dim));
+    p->n_seg = qs->n_seg;
+    p->q = q;
+    p->group_q = qs->group;
+    p->n_src = n_src;
+    const int32_t *cu_q[1] = {qs->cu_seqlens}, *g_q[1] = {qs->group};
+    const int32_t *cu_k[MAX_SRC], *g_k[MAX_SRC];
+    for (int i = 0; i < n_src; i++) {
+        p->src[i].cu = cu_k[i] = ks[i]->cu_seqlens;
+        p->src[i].group = g_k[i] = ks[i]->group;
+    }
+    vla_status st = make_tiles(p->n_seg, 1, cu_q, g_q, p->bq, &p->qt, &p->n_qt, &p->qt_first);
+    if (st == VLA_OK) st = make_tiles(p->n_seg, n_src, cu_k, g_k, p->bk, &p->kt, &p->n_kt, &p->kt_first);
+    if (st != VLA_OK) plan_free(p);
+    return st;
+}
+
+static inline int classify(const tile *qt, const tile *kt) {
+    if (kt->gmin > qt->gmax) return TILE_SKIP;
+    if (kt->gmax <= qt->gmin) return TILE_FULL;
+    return TILE_PARTIAL;
+}
+
+static void plan_stats(const plan *p, vla_attn_stats *stats) {
+    if (!stats) return;
+    memset(stats, 0, sizeof(*stats));
+    for (int64_t i = 0; i < p->n_qt; i++) {
+        const tile *qt = &p->qt[i];
+        for (int64_t j = p->kt_first[qt->seg]; j < p->kt_first[qt->seg + 1]; j++) {
+            int c = classify(qt, &p->kt[j]);
+            stats->tiles_total += p->H;
+            if (c != TILE_SKIP) stats->tiles_computed += p->H;
+            if (c == TILE_FULL) stats->tiles_unmasked += p->H;
+        }
+    }
+}
+
+/* Scores S = scale·Q_tile·K_tileᵀ (row stride bk), masked entries −inf. */
+static void tile_scores(const plan *p, const tile *qt, const tile *kt, int cls, int32_t h, float *S) {
+    const kv_src *sr = &p->src[kt->src];
+    int32_t kvh = h / p->rep;
+    const float *Q = p->q + ((int64_t)qt->start * p->H + h) * p->d;
+    const float *K = sr->k + ((int64_t)kt->start * p->Hkv + kvh) * p->d;
+    p->ops->sgemm(false, true, qt->len, kt->len, p->d, p->scale, Q, (int64_t)p->H * p->d, K,
+                  (int64_t)p->Hkv * p->d, 0.0f, S, p->bk);
+    if (cls != TILE_PARTIAL) return;
+    for (int32_t r = 0; r < qt->len; r++) {
+        int32_t gi = p->group_q ? p->group_q[qt->start + r] : 0;
+        float *srow = S + (int64_t)r * p->bk;
+        for (int32_t c = 0; c < kt->len; c++)
+            if ((sr->group ? sr->group[kt->start + c] : 0) > gi) srow[c] = -INFINITY;
+    }
+}
+
+/* P = exp(S − lse) from the saved log-sum-exp (rows that saw no key: 0). */
+static void tile_probs(const plan *p, const tile *qt, const tile *kt, int cls, int32_t h, const float *lse,
+                       float *P) {
+    tile_scores(p, qt, kt, cls, h, P);
+    for (int32_t r = 0; r < qt->len; r++) {
+        float L = lse[(int64_t)(qt->start + r) * p->H + h];
+        float *row = P + (int64_t)r * p->bk;
+        if (L == -INFINITY) {
+            for (int32_t c = 0; c < kt->len; c++) row[c] = 0.0f;
+            continue;
+        }
+        for (int32_t c = 0; c < kt->len; c++) row[c] = expf(row[c] - L);
+    }
+}
+
+/* Small problems run on the calling thread: a fork/join costs more than they do. */
+static int parallel_worth_it(const plan *p) {
+    int64_t work = p->n_qt * p->H * (int64_t)p->bq * p->bk * p->d;
+    return work > (1 << 20);
+}
+
+static vla_status scratch_alloc(const plan *p, int64_t *per_thread, float **buf) {
+    int64_t bmax = p->bq > p->bk ? p->bq : p->bk;
+    *per_thread = 2 * (int64_t)p->bq * p->bk + 2 * bmax * p->d + 2 * (int64_t)p->bq;
+    int nt = omp_get_max_threads();
+    *buf = malloc((size_t)(*per_thread * nt) * sizeof(float));
+    if (!*buf) return vla_error(VLA_ERR_NOMEM, "attention: cannot allocate scratch for %d threads", nt);
+    return VLA_OK;
+}
+
+static vla_status attention_forward_plan(const plan *p, float *out, float *lse) {
+    int64_t per;
+    float *scratch;
+    VLA_TRY(scratch_alloc(p, &per, &scratch));
+    int64_t n_items = p->n_qt * p->H;
+    const int32_t d = p->d, bk = p->bk;
+#pragma omp parallel if (parallel_worth_it(p))
+    {
+        float *S = scratch + per * omp_get_thread_num();
+        float *acc = S + (int64_t)p->bq * p->bk, *m = acc + (int64_t)p->bq * d, *l = m + p->bq;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t it = 0; it < n_items; it++) {
+            const tile *qt = &p->qt[it / p->H];
+            int32_t h = (int32_t)(it % p->H), kvh = h / p->rep;
+            for (int32_t r = 0; r < qt->len; r++) {
+                m[r] = -INFINITY;
+                l[r] = 0.0f;
+            }
+            memset(acc, 0, (size_t)qt->len * d * sizeof(float));
+            for (int64_t j = p->kt_first[qt->seg]; j < p->kt_first[qt->seg + 1]; j++) {
+                const tile *kt = &p->kt[j];
+                int cls = classify(qt, kt);
+                if (cls == TILE_SKIP) continue;
+                tile_scores(p, qt, kt, cls, h, S);
+                for (int32_t r = 0; r < qt->len; r++) {
+                    float *srow = S + (int64_t)r * bk;
+                    float mx = -INFINITY;
+                    for (int32_t c = 0; c < kt->len; c++) mx = srow[c] > mx ? srow[c] : mx;
+                    if (mx == -INFINITY) { /* this row sees no key in this tile */
+                        for (int32_t c = 0; c < kt->len; c++) srow[c] = 0.0f;
+                        continue;
+                    }
+                    float mnew = m[r] > mx ? m[r] : mx;
+                    float corr = expf(m[r] - mnew);
+                    float sum = 0.0f;
+                    for (int32_t c = 0; c < kt->len; c++) {
+                        srow[c] = expf(srow[c] - mnew);
+                        sum += srow[c];
+                    }
+                    l[r] = l[r] * corr + sum;
+                    if (corr != 1.0f) {
+                        float *arow = acc + (int64_t)r * d;
+                        for (int32_t c = 0; c < d; c++) arow[c] *= corr;
+                    }
+                    m[r] = mnew;
+                }
+                const float *V = p->src[kt->src].v + ((int64_t)kt->start * p->Hkv + kvh) * d;
+                p->ops->sgemm(false, false, qt->len, d, kt->len, 1.0f, S, bk, V, (int64_t)p->Hkv * d, 1.0f, acc, d);
+            }
+            for (int32_t r = 0; r < qt->len; r++) {
+                int64_t row = (int64_t)(qt->start + r) * p->H + h;
+                float *o = out + row * d;
+                if (l[r] == 0.0f) {
+                    memset(o, 0, (size_t)d * sizeof(float));
+                    if (lse) lse[row] = -INFINITY;
+                    continue;
+                }
+                float inv = 1.0f / l[r];
+                for (int32_t c = 0; c < d; c++) o[c] = acc[(int64_t)r * d + c] * inv;
+                if (lse) lse[row] = m[r] + logf(l[r]);
+            }
+        }
+    }
+    free(scratch);
+    return VLA_OK;
+}
+
+vla_status vla_attention_forward(const vla_ops *ops, const vla_attn_config *cfg, float *out, float *lse,
+                                 const float *q, const float *k, const float *v, const vla_attn_seqs *qs,
+                                 const vla_attn_seqs *ks, vla_attn_stats *stats) {
+    plan p;
+    const vla_attn_seqs *srcs[1] = {ks};
+    VLA_TRY(plan_make(&p, ops, cfg, q, qs, 1, srcs));
+    p.src[0].k = k;
+    p.src[0].v = v;
+    plan_stats(&p, stats);
+    vla_status st = attention_forward_plan(&p, out, lse);
+    plan_free(&p);
+    return st;
+}
+
+vla_status vla_attention_forward_cached(const vla_ops *ops, const vla_attn_config *cfg, float *out, float *lse,
+                                        const float *q, const vla_attn_seqs *qs, const float *k_cache,
+                                        const float *v_cache, const vla_attn_seqs *cs, const float *k_new,
+                                        const float *v_new, const vla_attn_seqs *ns, vla_attn_stats *stats) {
+    plan p;
+    const vla_attn_seqs *srcs[2] = {cs, ns};
+    VLA_TRY(plan_make(&p, ops, cfg, q, qs, 2, srcs));
+    p.src[0].k = k_cache;
+    p.src[0].v = v_cache;
+    p.src[1].k = k_new;
+    p.src[1].v = v_new;
+    plan_stats(&p, stats);
+    vla_status st = attention_forward_plan(&p, out, lse);
+    plan_free(&p);
+    return st;
+}
+
+/* dS = P ⊙ (dP − D_row), in place in dP. */
+static void tile_dscores(const plan *p, const tile *qt, const tile *kt, int32_t h, const float *P, float *dP,
+                         const float *D) {
+    for (int32_t r = 0; r < qt->len; r++) {
+        float Dr = D[(int64_t)(qt->start + r) * p->H + h];
+        const float *prow = P + (int64_t)r * p->bk;
+        float *drow = dP + (int64_t)r * p->bk;
+        for (int32_t c = 0; c < kt->len; c++) drow[c] = prow[c] * (drow[c] - Dr);
+    }
+}
+
+/* dK, dV rows of one (k-tile, kv head) += the work item's accumulators. */
+static void add_rows(float *dk, float *dv, const float *acc_k, const float *acc_v, const tile *kt, int32_t kvh,
+                     int64_t ldk, int32_t d) {
+    for (int32_t r = 0; r < kt->len; r++) {
+        float *dkr = dk + (int64_t)(kt->start + r) * ldk + (int64_t)kvh * d;
+        float *dvr = dv + (int64_t)(kt->start + r) * ldk + (int64_t)kvh * d;
+        for (int32_t c = 0; c < d; c++) {
+            dkr[c] += acc_k[(int64_t)r * d + c];
+            dvr[c] += acc_v[(int64_t)r * d + c];
+        }
+    }
+}
+
+vla_status vla_attention_backward(const vla_ops *ops, const vla_attn_config *cfg, float *dq, float *dk, float *dv,
+                                  const float *d_out, const float *q, const float *k, const float *v,
+                                  const float *out, const float *lse, const vla_attn_seqs *qs,
+                                  const vla_attn_seqs *ks, vla_attn_stats *stats) {
+    plan p;
+    const vla_attn_seqs *srcs[1] = {ks};
+    VLA_TRY(plan_make(&p, ops, cfg, q, qs, 1, srcs));
+    p.src[0].k = k;
+    p.src[0].v = v;
+    plan_stats(&p, stats);
+    const int32_t H = p.H, Hkv = p.Hkv, d = p.d, bq = p.bq, bk = p.bk;
+    int64_t nq = qs->cu_seqlens[qs->n_seg];
+    int64_t per;
+    float *scratch = NULL;
+    float *D = malloc((size_t)(nq * H > 0 ? nq * H : 1) * sizeof(float));
+    vla_status st = D ? scratch_alloc(&p, &per, &scratch)
+                      : vla_error(VLA_ERR_NOMEM, "attention backward: cannot allocate %lld floats", (long long)(nq * H));
+    if (st != VLA_OK) {
+        free(D);
+        plan_free(&p);
+        return st;
+    }
+    /* D = rowsum(dO ⊙ O) per (token, head) */
+#pragma omp parallel for if (nq * H * d > (1 << 15))
+    for (int64_t row = 0; row < nq * H; row++) {
+        double s = 0.0;
+        for (int32_t c = 0; c < d; c++) s += (double)d_out[row * d + c] * (double)out[row * d + c];
+        D[row] = (float)s;
+    }
+    const int64_t ldq = (int64_t)H * d, ldk = (int64_t)Hkv * d;
+    int fused = cfg->bwd_mode == VLA_ATTN_BWD_FUSED ||
+                (cfg->bwd_mode == VLA_ATTN_BWD_AUTO && (int64_t)p.n_seg * Hkv >= 16);
+#pragma omp parallel if (parallel_worth_it(&p))
+    {
+        float *P = scratch + per * omp_get_thread_num();
+        float *dP = P + (int64_t)bq * bk;
+        float *acc1 = dP + (int64_t)bq * bk;
+        float *acc2 = acc1 + (int64_t)(bq > bk ? bq : bk) * d;
+        if (fused) {
+            /* one work item per (sample, kv head): it owns dK/dV of the kv head
+             * and dQ of the group's query heads over the sample */
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t it = 0; it < (int64_t)p.n_seg * Hkv; it++) {
+                int32_t seg = (int32_t)(it / Hkv), kvh = (int32_t)(it % Hkv);
+                for (int64_t j = p.kt_first[seg]; j < p.kt_first[seg + 1]; j++) {
+                    const tile *kt = &p.kt[j];
+                    memset(acc1, 0, (size_t)kt->len * d * sizeof(float));
+                    memset(acc2, 0, (size_t)kt->len * d * sizeof(float));
+                    const float *K = k + (int64_t)kt->start * ldk + (int64_t)kvh * d;
+                    const float *V = v + (int64_t)kt->start * ldk + (int64_t)kvh * d;
+                    for (int32_t hh = 0; hh < p.rep; hh++) {
+                        int32_t h = kvh * p.rep + hh;
+                        for (int64_t i = p.qt_first[seg]; i < p.qt_first[seg + 1]; i++) {
+                            const tile *qt = &p.qt[i];
+                            int cls = classify(qt, kt);
+                            if (cls == TILE_SKIP) continue;
+                            const float *Q = q + (int64_t)qt->start * ldq + (int64_t)h * d;
+                            const float *dO = d_out + (int64_t)qt->start * ldq + (int64_t)h * d;
+                            tile_probs(&p, qt, kt, cls, h, lse, P);
+                            ops->sgemm(true, false, kt->len, d, qt->len, 1.0f, P, bk, dO, ldq, 1.0f, acc2, d);
+                            ops->sgemm(false, true, qt->len, kt->len, d, 1.0f, dO, ldq, V, ldk, 0.0f, dP, bk);
+                            tile_dscores(&p, qt, kt, h, P, dP, D);
+                            ops->sgemm(true, false, kt->len, d, qt->len, p.scale, dP, bk, Q, ldq, 1.0f, acc1, d);
+                            ops->sgemm(false, false, qt->len, d, kt->len, p.scale, dP, bk, K, ldk, 1.0f,
+                                       dq + (int64_t)qt->start * ldq + (int64_t)h * d, ldq);
+                        }
+                    }
+                    add_rows(dk, dv, acc1, acc2, kt, kvh, ldk, d);
+                }
+            }
+        } else {
+            /* pass 1: dK, dV — one work item owns the rows of one (kv head, k-tile)
+             * and sums over the query heads of its group and the q-tiles in order */
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t it = 0; it < p.n_kt * Hkv; it++) {
+                const tile *kt = &p.kt[it / Hkv];
+                int32_t kvh = (int32_t)(it % Hkv);
+                memset(acc1, 0, (size_t)kt->len * d * sizeof(float));
+                memset(acc2, 0, (size_t)kt->len * d * sizeof(float));
+                const float *V = v + (int64_t)kt->start * ldk + (int64_t)kvh * d;
+                for (int32_t hh = 0; hh < p.rep; hh++) {
+                    int32_t h = kvh * p.rep + hh;
+                    for (int64_t i = p.qt_first[kt->seg]; i < p.qt_first[kt->seg + 1]; i++) {
+                        const tile *qt = &p.qt[i];
+                        int cls = classify(qt, kt);
+                        if (cls == TILE_SKIP) continue;
+                        const float *Q = q + (int64_t)qt->start * ldq + (int64_t)h * d;
+                        const float *dO = d_out + (int64_t)qt->start * ldq + (int64_t)h * d;
+                        tile_probs(&p, qt, kt, cls, h, lse, P);
+                        ops->sgemm(true, false, kt->len, d, qt->len, 1.0f, P, bk, dO, ldq, 1.0f, acc2, d);
+                        ops->sgemm(false, true, qt->len, kt->len, d, 1.0f, dO, ldq, V, ldk, 0.0f, dP, bk);
+                        tile_dscores(&p, qt, kt, h, P, dP, D);
+                        ops->sgemm(true, false, kt->len, d, qt->len, p.scale, dP, bk, Q, ldq, 1.0f, acc1, d);
+                    }
+                }
+                add_rows(dk, dv, acc1, acc2, kt, kvh, ldk, d);
+            }
+            /* pass 2: dQ — one work item owns the rows of one (head, q-tile) */
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t it = 0; it < p.n_qt * H; it++) {
+                const tile *qt = &p.qt[it / H];
+                int32_t h = (int32_t)(it % H), kvh = h / p.rep;
+                const float *dO = d_out + (int64_t)qt->start * ldq + (int64_t)h * d;
+                memset(acc1, 0, (size_t)qt->len * d * sizeof(float));
+                for (int64_t j = p.kt_first[qt->seg]; j < p.kt_first[qt->seg + 1]; j++) {
+                    const tile *kt = &p.kt[j];
+                    int cls = classify(qt, kt);
+                    if (cls == TILE_SKIP) continue;
+                    const float *K = k + (int64_t)kt->start * ldk + (int64_t)kvh * d;
+                    const float *V = v + (int64_t)kt->start * ldk + (int64_t)kvh * d;
+                    tile_probs(&p, qt, kt, cls, h, lse, P);
+                    ops->sgemm(false, true, qt->len, kt->len, d, 1.0f, dO, ldq, V, ldk, 0.0f, dP, bk);
+                    tile_dscores(&p, qt, kt, h, P, dP, D);
+                    ops->sgemm(false, false, qt->len, d, kt->len, p.scale, dP, bk, K, ldk, 1.0f, acc1, d);
+                }
+                for (int32_t r = 0; r < qt->len; r++) {
+                    float *dqr = dq + (int64_t)(qt->start + r) * ldq + (int64_t)h * d;
+                    for (int32_t c = 0; c < d; c++) dqr[c] += acc1[(int64_t)r * d + c];
+                }
+            }
+        }
+    }
+    free(scratch);
+    free(D);
+    plan_free(&p);
+    return VLA_OK;
+}

@@ -1,0 +1,44 @@
+/* mlp.h — the feed-forward block in its three forms:
+ *   plain:  out = down(act(up(x)))                 (GR00T DiT, ViT: GELU-tanh)
+ *   GeGLU:  out = down(gelu_tanh(gate(x)) ⊙ up(x)) (Gemma)
+ *   SwiGLU: out = down(silu(gate(x)) ⊙ up(x))      (LLaMA/Qwen)
+ * Weights use PyTorch's Linear layout ([out, in]); biases may be NULL.
+ * The forward saves its intermediate activations in `acts`
+ * (vla_mlp_acts_floats floats); the backward needs them and a scratch
+ * buffer of vla_mlp_scratch_floats floats. */
+#ifndef VLA_NN_MLP_H
+#define VLA_NN_MLP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nn/activations.h"
+#include "tensor/ops.h"
+
+typedef struct {
+    bool gated;   /* GeGLU / SwiGLU when true */
+    vla_act act;  /* GELU_TANH + gated = GeGLU, SILU + gated = SwiGLU */
+    int64_t dim, hidden, out_dim; /* out_dim 0 means dim */
+} vla_mlp_config;
+
+typedef struct {
+    const float *w_up, *b_up;     /* [hidden, dim], [hidden] */
+    const float *w_gate, *b_gate; /* gated only */
+    const float *w_down, *b_down; /* [out_dim, hidden], [out_dim] */
+} vla_mlp_weights;
+
+typedef struct {
+    float *w_up, *b_up, *w_gate, *b_gate, *w_down, *b_down; /* NULL: not wanted */
+} vla_mlp_grads;
+
+int64_t vla_mlp_acts_floats(const vla_mlp_config *cfg, int64_t n);
+int64_t vla_mlp_scratch_floats(const vla_mlp_config *cfg, int64_t n);
+
+void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, float *acts, const float *in,
+                     const vla_mlp_weights *w, int64_t n);
+/* d_in (may be NULL) and every non-NULL gradient in g are accumulated into. */
+void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in, const vla_mlp_grads *g,
+                      float *scratch, const float *d_out, const float *in, const float *acts,
+                      const vla_mlp_weights *w, int64_t n);
+
+#endif

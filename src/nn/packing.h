@@ -1,0 +1,19 @@
+/* packing.h — helpers for packed batches: samples lie end to end on one
+ * token axis, delimited by cu_seqlens (int32, n_seg+1 entries, cu[0] = 0,
+ * non-decreasing, cu[n_seg] = total tokens). Layers that apply a per-sample
+ * quantity (AdaLN's modulation, a per-embodiment weight) use these. */
+#ifndef VLA_NN_PACKING_H
+#define VLA_NN_PACKING_H
+
+#include <stdint.h>
+
+#include "base/status.h"
+
+/* Checks the cu_seqlens invariants above; n_tokens < 0 skips the total check.
+ * `what` names the array in the message. */
+vla_status vla_seqlens_check(const int32_t *cu_seqlens, int32_t n_seg, int64_t n_tokens, const char *what);
+
+/* The segment that holds token t (binary search; cu_seqlens already checked). */
+int32_t vla_seqlens_find(const int32_t *cu_seqlens, int32_t n_seg, int64_t t);
+
+#endif
