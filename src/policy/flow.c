@@ -1,0 +1,116 @@
+/* flow.c — flow-matching time/noise draws, interpolant, masked MSE and
+ * Euler sampling for the π0.5 and GR00T conventions (see flow.h). */
+#include "policy/flow.h"
+
+#include <math.h>
+#include <string.h>
+
+void vla_flow_from_config(vla_flow *f, const vla_policy_config *cfg) {
+    memset(f, 0, sizeof *f);
+    f->conv = cfg->kind == VLA_POLICY_GROOT ? VLA_FLOW_GROOT : VLA_FLOW_PI05;
+    f->beta_alpha = cfg->flow.beta_alpha;
+    f->beta_beta = cfg->flow.beta_beta;
+    f->time_scale = cfg->flow.time_scale;
+    f->steps = cfg->flow.steps;
+    f->timestep_buckets = cfg->kind == VLA_POLICY_GROOT ? cfg->head.timestep_buckets : 1000;
+}
+
+vla_rng vla_flow_rng(uint64_t seed, uint64_t sample_key, vla_flow_rng_purpose purpose) {
+    /* Each purpose gets its own Philox key, so the draws of one purpose never
+     * depend on how many numbers another consumed. */
+    return vla_rng_stream(seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)purpose), sample_key);
+}
+
+float vla_flow_sample_time(const vla_flow *f, uint64_t seed, uint64_t sample_key) {
+    vla_rng r = vla_flow_rng(seed, sample_key, VLA_FLOW_RNG_TIME);
+    double b = vla_rng_beta(&r, f->beta_alpha, f->beta_beta);
+    double s = f->time_scale;
+    if (f->conv == VLA_FLOW_PI05) return (float)(b * s + (1.0 - s)); /* openpi: Beta·0.999 + 0.001 */
+    return (float)((s - b) / s);                                     /* GR00T: (noise_s − Beta)/noise_s */
+}
+
+void vla_flow_sample_noise(uint64_t seed, uint64_t sample_key, vla_flow_rng_purpose purpose, float *noise,
+                           int64_t n) {
+    vla_rng r = vla_flow_rng(seed, sample_key, purpose);
+    for (int64_t i = 0; i < n; i++) noise[i] = (float)vla_rng_normal(&r);
+}
+
+int32_t vla_flow_time_bucket(const vla_flow *f, float t) {
+    return (int32_t)(t * (float)f->timestep_buckets); /* C's cast truncates toward zero, like Python int() */
+}
+
+void vla_flow_interpolate(const vla_flow *f, float t, const float *a, const float *noise, float *x_t,
+                          float *target, int64_t n) {
+    if (f->conv == VLA_FLOW_PI05) {
+        for (int64_t i = 0; i < n; i++) {
+            if (x_t) x_t[i] = t * noise[i] + (1.0f - t) * a[i];
+            if (target) target[i] = noise[i] - a[i];
+        }
+    } else {
+        for (int64_t i = 0; i < n; i++) {
+            if (x_t) x_t[i] = (1.0f - t) * noise[i] + t * a[i];
+            if (target) target[i] = a[i] - noise[i];
+        }
+    }
+}
+
+double vla_flow_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                           const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, float *d_pred) {
+    double sum = 0, count = 0;
+    for (int64_t s = 0; s < S; s++) {
+        int64_t rd = real_dims ? real_dims[s] : D;
+        if (rd > D) rd = D;
+        if (rd < 0) rd = 0;
+        for (int64_t h = 0; h < H; h++) {
+            if (is_pad && is_pad[s * H + h]) continue;
+            const float *p = pred + (s * H + h) * D, *t = target + (s * H + h) * D;
+            for (int64_t d = 0; d < rd; d++) {
+                double e = (double)p[d] - (double)t[d];
+                sum += e * e;
+            }
+            count += (double)rd;
+        }
+    }
+    double denom = red == VLA_MSE_MEAN_REAL ? count : (double)(S * H * D);
+    double loss = denom > 0 && count > 0 ? sum / denom : 0.0;
+    if (d_pred) {
+        memset(d_pred, 0, (size_t)(S * H * D) * sizeof(float));
+        if (denom > 0 && count > 0) {
+            double g = 2.0 / denom;
+            for (int64_t s = 0; s < S; s++) {
+                int64_t rd = real_dims ? real_dims[s] : D;
+                if (rd > D) rd = D;
+                for (int64_t h = 0; h < H; h++) {
+                    if (is_pad && is_pad[s * H + h]) continue;
+                    int64_t o = (s * H + h) * D;
+                    for (int64_t d = 0; d < rd; d++)
+                        d_pred[o + d] = (float)(g * ((double)pred[o + d] - (double)target[o + d]));
+                }
+            }
+        }
+    }
+    return loss;
+}
+
+vla_status vla_flow_euler(const vla_flow *f, vla_velocity_fn fn, void *ctx, float *x, float *v, int64_t n) {
+    if (f->steps < 1) return vla_error(VLA_ERR_INVALID_ARG, "flow sampling: steps must be at least 1");
+    if (f->conv == VLA_FLOW_PI05) {
+        /* openpi sample_actions: dt = −1/num_steps, time starts at 1 and is
+         * accumulated in float32 while time >= −dt/2 (exactly `steps` passes). */
+        float dt = -1.0f / (float)f->steps, t = 1.0f;
+        for (int64_t k = 0; k < f->steps; k++) {
+            VLA_TRY(fn(ctx, t, x, v, n));
+            for (int64_t i = 0; i < n; i++) x[i] += dt * v[i];
+            t += dt;
+        }
+    } else {
+        /* GR00T get_action: t_cont = k/num_steps, dt = 1/num_steps. */
+        float dt = 1.0f / (float)f->steps;
+        for (int64_t k = 0; k < f->steps; k++) {
+            float t = (float)((double)k / (double)f->steps);
+            VLA_TRY(fn(ctx, t, x, v, n));
+            for (int64_t i = 0; i < n; i++) x[i] += dt * v[i];
+        }
+    }
+    return VLA_OK;
+}

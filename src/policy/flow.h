@@ -1,0 +1,81 @@
+/* flow.h — flow-matching pieces that do not depend on the network: the
+ * time and noise draws, the interpolant and its target velocity, the masked
+ * MSE loss with its gradient, and Euler integration at sampling time.
+ *
+ * The two families use opposite time conventions (models.md §2.5, §3.4):
+ *   π0.5  (openpi pi0.py): t = Beta(1.5, 1)·0.999 + 0.001, t = 1 is noise;
+ *         x_t = t·noise + (1 − t)·actions, target u = noise − actions;
+ *         sampling: Euler from t = 1 to 0, dt = −1/steps (10 steps).
+ *   GR00T (flow_matching_action_head.py): t = (0.999 − Beta(1.5, 1))/0.999,
+ *         t = 1 is data; x_t = (1 − t)·noise + t·actions, target =
+ *         actions − noise; the network sees the bucket int(t·1000);
+ *         sampling: Euler at t_k = k/steps, k = 0..steps−1, dt = 1/steps (4 steps).
+ *
+ * Randomness is a pure function of (seed, sample_key, purpose): sample_key
+ * is the *global* sample counter of the draw (the sampler's position in the
+ * global stream, not the rank-local index or the dataset row), so the same
+ * run split over 1 or 64 ranks, or resumed, draws the same t and noise for
+ * every sample. */
+#ifndef VLA_POLICY_FLOW_H
+#define VLA_POLICY_FLOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/rng.h"
+#include "base/status.h"
+#include "policy/config.h"
+
+typedef enum { VLA_FLOW_PI05, VLA_FLOW_GROOT } vla_flow_convention;
+
+typedef struct {
+    vla_flow_convention conv;
+    double beta_alpha, beta_beta; /* t's Beta distribution (1.5, 1) */
+    double time_scale;            /* 0.999 in both (openpi's factor; GR00T's noise_s) */
+    int64_t steps;                /* Euler steps at sampling */
+    int64_t timestep_buckets;     /* GR00T: 1000 */
+} vla_flow;
+
+/* The convention and constants of a config. */
+void vla_flow_from_config(vla_flow *f, const vla_policy_config *cfg);
+
+/* Independent streams per purpose for one sample. */
+typedef enum { VLA_FLOW_RNG_TIME = 1, VLA_FLOW_RNG_NOISE = 2, VLA_FLOW_RNG_SAMPLING = 3 } vla_flow_rng_purpose;
+vla_rng vla_flow_rng(uint64_t seed, uint64_t sample_key, vla_flow_rng_purpose purpose);
+
+/* Training time of one sample (see the conventions above). */
+float vla_flow_sample_time(const vla_flow *f, uint64_t seed, uint64_t sample_key);
+/* n standard-normal floats for one sample (training noise, or the starting
+ * point of sampling with purpose SAMPLING). */
+void vla_flow_sample_noise(uint64_t seed, uint64_t sample_key, vla_flow_rng_purpose purpose, float *noise,
+                           int64_t n);
+/* GR00T's discretised timestep int(t·buckets) (truncation toward zero, as Python's int / .long()). */
+int32_t vla_flow_time_bucket(const vla_flow *f, float t);
+
+/* x_t and the target velocity for n entries of one sample at time t
+ * (either output may be NULL). */
+void vla_flow_interpolate(const vla_flow *f, float t, const float *actions, const float *noise, float *x_t,
+                          float *target, int64_t n);
+
+typedef enum {
+    VLA_MSE_MEAN_REAL, /* Σ mask·err² / Σ mask (GR00T; padded steps and dims excluded) */
+    VLA_MSE_MEAN_ALL,  /* Σ mask·err² / (S·H·D) (LeRobot π0.5: masked, then .mean() over all) */
+} vla_mse_reduction;
+
+/* Masked MSE over S samples × H steps × D dims (row-major [S, H, D]).
+ * An entry counts when its step is not padding (is_pad[s·H + h] == 0; is_pad
+ * may be NULL) and its dim is below the sample's real action dim (real_dims[s];
+ * NULL means all D). Returns the loss; when d_pred is not NULL it is
+ * *overwritten* with ∂loss/∂pred (zero on masked entries). A batch with no
+ * real entries has loss 0 and gradient 0. */
+double vla_flow_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                           const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, float *d_pred);
+
+/* Velocity callback for sampling: v = model(x, t) for the whole chunk. */
+typedef vla_status (*vla_velocity_fn)(void *ctx, float t, const float *x, float *v, int64_t n);
+
+/* Integrate x (n floats, starting from noise) in place with f->steps Euler
+ * steps in the family's direction; `scratch` holds n floats for v. */
+vla_status vla_flow_euler(const vla_flow *f, vla_velocity_fn fn, void *ctx, float *x, float *scratch, int64_t n);
+
+#endif

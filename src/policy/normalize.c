@@ -1,0 +1,83 @@
+/* normalize.c — per-channel normalisation (see normalize.h). */
+#include "policy/normalize.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+vla_status vla_normalizer_init(vla_normalizer *n, vla_norm_mode mode, vla_norm_eps_style style, int64_t dim,
+                               const float *a, const float *b, float eps) {
+    memset(n, 0, sizeof *n);
+    if (dim < 0) return vla_error(VLA_ERR_INVALID_ARG, "normalizer: negative dim %lld", (long long)dim);
+    if ((unsigned)mode > VLA_NORM_QUANTILES) return vla_error(VLA_ERR_INVALID_ARG, "normalizer: unknown mode %d", mode);
+    n->mode = mode, n->style = style, n->dim = dim;
+    n->eps = eps > 0 ? eps : style == VLA_NORM_EPS_OPENPI ? 1e-6f : 1e-8f;
+    if (mode == VLA_NORM_IDENTITY) return VLA_OK;
+    static const char *const pair[][2] = {{"", ""}, {"mean", "std"}, {"min", "max"}, {"q01", "q99"}};
+    if (!a || !b)
+        return vla_error(VLA_ERR_INVALID_ARG, "normalizer %s: statistics '%s' and '%s' are required",
+                         vla_norm_mode_name(mode), pair[mode][0], pair[mode][1]);
+    for (int64_t i = 0; i < dim; i++) {
+        if (!isfinite(a[i]) || !isfinite(b[i]))
+            return vla_error(VLA_ERR_NUMERIC, "normalizer %s: channel %lld: %s %g, %s %g must be finite",
+                             vla_norm_mode_name(mode), (long long)i, pair[mode][0], a[i], pair[mode][1], b[i]);
+        if (mode == VLA_NORM_MEAN_STD && b[i] < 0)
+            return vla_error(VLA_ERR_INVALID_ARG, "normalizer mean_std: channel %lld: std %g is negative",
+                             (long long)i, b[i]);
+        if (mode != VLA_NORM_MEAN_STD && b[i] < a[i])
+            return vla_error(VLA_ERR_INVALID_ARG, "normalizer %s: channel %lld: %s %g is below %s %g",
+                             vla_norm_mode_name(mode), (long long)i, pair[mode][1], b[i], pair[mode][0], a[i]);
+    }
+    size_t bytes = (size_t)(dim ? dim : 1) * sizeof(float);
+    n->lo = malloc(bytes), n->hi = malloc(bytes);
+    if (!n->lo || !n->hi) {
+        vla_normalizer_free(n);
+        return vla_error(VLA_ERR_NOMEM, "normalizer: out of memory");
+    }
+    if (dim) memcpy(n->lo, a, (size_t)dim * sizeof(float)), memcpy(n->hi, b, (size_t)dim * sizeof(float));
+    return VLA_OK;
+}
+
+void vla_normalizer_free(vla_normalizer *n) {
+    free(n->lo), free(n->hi);
+    n->lo = n->hi = NULL;
+}
+
+/* The divisor of channel c: std + eps, or the range (eps where it is 0, or
+ * + eps in openpi's style). */
+static float denom(const vla_normalizer *n, int64_t c) {
+    if (n->mode == VLA_NORM_MEAN_STD) return n->hi[c] + n->eps;
+    float d = n->hi[c] - n->lo[c];
+    if (n->style == VLA_NORM_EPS_OPENPI) return d + n->eps;
+    return d == 0.0f ? n->eps : d;
+}
+
+void vla_normalize(const vla_normalizer *n, float *y, const float *x, int64_t rows) {
+    int64_t D = n->dim;
+    if (n->mode == VLA_NORM_IDENTITY) {
+        if (y != x) memmove(y, x, (size_t)(rows * D) * sizeof(float));
+        return;
+    }
+    for (int64_t c = 0; c < D; c++) {
+        float d = denom(n, c), lo = n->lo[c];
+        if (n->mode == VLA_NORM_MEAN_STD)
+            for (int64_t r = 0; r < rows; r++) y[r * D + c] = (x[r * D + c] - lo) / d;
+        else
+            for (int64_t r = 0; r < rows; r++) y[r * D + c] = 2.0f * (x[r * D + c] - lo) / d - 1.0f;
+    }
+}
+
+void vla_unnormalize(const vla_normalizer *n, float *y, const float *x, int64_t rows) {
+    int64_t D = n->dim;
+    if (n->mode == VLA_NORM_IDENTITY) {
+        if (y != x) memmove(y, x, (size_t)(rows * D) * sizeof(float));
+        return;
+    }
+    for (int64_t c = 0; c < D; c++) {
+        float d = denom(n, c), lo = n->lo[c];
+        if (n->mode == VLA_NORM_MEAN_STD)
+            for (int64_t r = 0; r < rows; r++) y[r * D + c] = x[r * D + c] * d + lo;
+        else
+            for (int64_t r = 0; r < rows; r++) y[r * D + c] = (x[r * D + c] + 1.0f) / 2.0f * d + lo;
+    }
+}

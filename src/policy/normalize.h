@@ -1,0 +1,53 @@
+/* normalize.h — per-channel normalisation of state and action features
+ * before the policy, and the inverse on the actions it predicts.
+ *
+ * Modes and formulas follow LeRobot's NormalizerProcessorStep (eps 1e-8 by
+ * default), which π0.5 (QUANTILES) and GR00T ports use:
+ *   MEAN_STD:  y = (x − mean) / (std + eps)
+ *   MIN_MAX:   y = 2·(x − min) / d − 1,  d = max − min, or eps where d == 0
+ *   QUANTILES: y = 2·(x − q01) / d − 1,  d = q99 − q01, or eps where d == 0
+ *   IDENTITY:  y = x
+ * and the exact inverses with the same d (openpi's inverse also uses
+ * std + eps; LeRobot's MEAN_STD inverse multiplies by std alone, which
+ * differs by a relative eps/std). Degenerate statistics (std 0, a
+ * constant channel with min == max) therefore map the constant to 0 (or −1
+ * for MIN_MAX/QUANTILES) instead of dividing by zero, and unnormalising
+ * gives the constant back.
+ * openpi's own transforms add the epsilon unconditionally instead
+ * ((x − q01)/(q99 − q01 + 1e-6)·2 − 1, (x − mean)/(std + 1e-6));
+ * VLA_NORM_EPS_OPENPI selects that form (with eps = 1e-6) to match openpi
+ * checkpoints bit for bit. No clipping is done in either form. */
+#ifndef VLA_POLICY_NORMALIZE_H
+#define VLA_POLICY_NORMALIZE_H
+
+#include <stdint.h>
+
+#include "base/status.h"
+#include "policy/config.h"
+
+typedef enum {
+    VLA_NORM_EPS_LEROBOT, /* eps only where the range is exactly 0; std + eps */
+    VLA_NORM_EPS_OPENPI,  /* eps always added to the range / std */
+} vla_norm_eps_style;
+
+typedef struct {
+    vla_norm_mode mode;
+    vla_norm_eps_style style;
+    int64_t dim;
+    float eps;
+    float *lo, *hi; /* MEAN_STD: mean, std; MIN_MAX: min, max; QUANTILES: q01, q99 (owned copies) */
+} vla_normalizer;
+
+/* Copies the statistics. `a`/`b` are the mode's pair (mean/std, min/max,
+ * q01/q99) of `dim` floats each; both may be NULL for IDENTITY. eps ≤ 0
+ * picks the style's default (1e-8 LeRobot, 1e-6 openpi). Fails, naming the
+ * channel, on non-finite statistics, std < 0 or max < min. */
+vla_status vla_normalizer_init(vla_normalizer *n, vla_norm_mode mode, vla_norm_eps_style style, int64_t dim,
+                               const float *a, const float *b, float eps);
+void vla_normalizer_free(vla_normalizer *n);
+
+/* y = normalise(x) over `rows` rows of `dim` channels; y may alias x. */
+void vla_normalize(const vla_normalizer *n, float *y, const float *x, int64_t rows);
+void vla_unnormalize(const vla_normalizer *n, float *y, const float *x, int64_t rows);
+
+#endif

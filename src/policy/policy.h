@@ -1,0 +1,245 @@
+/* policy.h — the one interface every policy implements (pi05.c, groot.c)
+ * and everything else calls: the trainer, the evaluator, and a robot's
+ * control loop linking libvla. Nothing here depends on which policy it is.
+ *
+ * LIFE CYCLE
+ *   vla_policy *p;
+ *   VLA_TRY(vla_policy_create(&cfg, vla_ops_cpu(), &p));  // allocates weights (+ grads)
+ *   vla_policy_init_weights(p, seed);       // or load a checkpoint by name (p->params[i].spec->name)
+ *   for each step:
+ *       vla_policy_zero_grad(p);
+ *       vla_policy_loss(p, &batch, true, &info);   // forward, keeps activations
+ *       vla_policy_backward(p);                    // accumulates into p->grads
+ *       all-reduce p->grads[0 .. p->n_grad_floats) // one flat buffer
+ *       optimizer step on the trainable params
+ *   vla_policy_sample_actions(p, &obs, actions);    // inference, no grads
+ *   vla_policy_free(p);
+ *
+ * PARAMETERS
+ *   p->specs is the inventory of param_spec.h (names as in the public
+ *   checkpoints, shapes, groups, trainability). The weights of all
+ *   parameters live in ONE allocation p->weights, in spec order; the
+ *   gradients of the trainable ones live in ONE allocation p->grads (frozen
+ *   parameters have none), also in spec order. So the gradient all-reduce,
+ *   its buckets and ZeRO-1 shards are slices of one flat buffer, and a
+ *   checkpoint is a walk over p->params. Weights are f32 master copies;
+ *   backends may keep lower-precision working copies internally.
+ *
+ * DATA: NORMALISED SPACE
+ *   Policies see normalised state and actions (normalize.h) and images as
+ *   f32 NCHW in [0, 1] at the config's image_size; each policy applies its
+ *   own pixel normalisation (SigLIP: 2x − 1). sample_actions returns
+ *   normalised actions; the caller unnormalises with the dataset's stats.
+ *   Actions and state are zero-padded to cfg.action.action_dim / state_dim;
+ *   real_action_dim says how many dims are real.
+ *
+ * THE PACKED BATCH (vla_batch)
+ *   Samples lie end to end on one token axis (DESIGN.md: packed is the
+ *   native layout; a padded batch is a packed batch of equal lengths).
+ *   cu_seqlens[s]..cu_seqlens[s+1] are sample s's tokens. Each token has a
+ *   role (image | text | state | action), a position (RoPE; restarts at 0
+ *   per sample, padding never occupies a slot) and an attention group: a
+ *   query may attend a key of the same sample iff group[key] <= group[query]
+ *   (openpi's cumsum of the ar mask; nn/attention.h's rule). The layout of
+ *   one sample is the policy's business, so the packer asks it:
+ *   vla_policy_sample_layout() fills roles, groups and positions for a
+ *   sample with n_images valid images and n_text text tokens, e.g.
+ *     π0.5:  [image×256·k | text×n] group 0 (bidirectional prefix),
+ *            [action×H] group 1 (sees the prefix and the whole chunk).
+ *     GR00T: [image×256·k | text×n] groups 0,1,2,… (causal Qwen3 backbone),
+ *            [state×1 | action×H] the action head's own sequence (DiT;
+ *            future tokens are internal to the policy).
+ *   Text tokens come from vla_policy_tokenize() (π0.5 puts the
+ *   discretised state in the prompt; GR00T uses the task alone). The
+ *   defaults every implementation may use, vla_policy_default_layout() and
+ *   vla_policy_default_tokenize(), work from the config alone, so the data
+ *   layer can build and test the packer before any policy exists.
+ *
+ * RANDOMNESS
+ *   The flow-matching time and noise of sample s come from flow.h streams
+ *   keyed by (seed, sample_keys[s]), the sample's global counter, so results
+ *   do not depend on rank count, thread count or packing order. Dropout
+ *   (GR00T's 0.2) uses the same keys.
+ *
+ * THREADING
+ *   A policy object is used by one thread at a time; it parallelises inside
+ *   through the op table (OpenMP on CPU). */
+#ifndef VLA_POLICY_POLICY_H
+#define VLA_POLICY_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "policy/config.h"
+#include "policy/param_spec.h"
+#include "policy/tokenizer.h"
+#include "tensor/ops.h"
+
+typedef enum {
+    VLA_ROLE_IMAGE = 0,
+    VLA_ROLE_TEXT = 1,
+    VLA_ROLE_STATE = 2,
+    VLA_ROLE_ACTION = 3,
+    VLA_ROLE_COUNT
+} vla_token_role;
+
+/* A packed training batch. All arrays are host memory, owned by the caller
+ * (the loader's batch arena) and read-only for the policy. */
+typedef struct {
+    int32_t n_samples;               /* S */
+    int64_t n_tokens;                /* T = cu_seqlens[S] */
+    const int32_t *cu_seqlens;       /* [S+1] int32, cu[0] = 0, non-decreasing */
+    const uint8_t *roles;            /* [T] vla_token_role */
+    const int32_t *positions;        /* [T] position within the sample */
+    const int32_t *groups;           /* [T] attention group (see above) */
+    const int32_t *token_ids;        /* [T] text token id on TEXT tokens, ignored elsewhere */
+
+    /* images: n_images in sample order; cu_images[s]..cu_images[s+1] are
+     * sample s's (only valid cameras are sent: a missing camera is simply
+     * absent, so no masked image tokens exist) */
+    int32_t n_images;
+    const int32_t *cu_images;        /* [S+1] */
+    const float *images;             /* [n_images, C, H, W] f32 in [0, 1] */
+
+    const float *state;              /* [S, state_dim] normalised, zero-padded */
+    const float *actions;            /* [S, horizon, action_dim] normalised, zero-padded (targets) */
+    const uint8_t *action_is_pad;    /* [S, horizon] 1 where the step lies past the episode end */
+    const int32_t *real_action_dim;  /* [S] real action dims, or NULL for all */
+    const int32_t *embodiment;       /* [S] GR00T embodiment id (new_embodiment = 31), or NULL for 0 */
+
+    uint64_t seed;                   /* run seed for flow.h streams */
+    const uint64_t *sample_keys;     /* [S] global sample counters */
+} vla_batch;
+
+/* What one robot step gives the policy (no packing needed by the caller:
+ * sample_actions packs internally). S observations at once. */
+typedef struct {
+    int32_t n_samples;
+    const char *const *task;         /* [S] UTF-8 prompts */
+    const float *images;             /* [S, cameras, C, H, W] f32 in [0, 1] */
+    const uint8_t *image_valid;      /* [S, cameras] or NULL for all valid */
+    const float *state;              /* [S, state_dim] normalised, zero-padded */
+    const int32_t *embodiment;       /* [S] or NULL */
+    uint64_t seed;                   /* initial noise: flow.h stream (seed, sample_keys[s], SAMPLING) */
+    const uint64_t *sample_keys;     /* [S] or NULL for 0..S−1 */
+} vla_observation;
+
+typedef struct {
+    double loss;                     /* the reduced flow-matching loss */
+    int64_t real_entries;            /* action entries that counted */
+    double mean_time;                /* mean flow time t over the batch (for logs) */
+    int64_t tokens;                  /* tokens processed */
+    double flops;                    /* model FLOPs of this forward (for MFU) */
+} vla_loss_info;
+
+/* One parameter: a view into p->weights (and p->grads when trainable). */
+typedef struct {
+    const vla_param_spec *spec;
+    float *data;                     /* spec->numel floats */
+    float *grad;                     /* NULL when frozen */
+} vla_param;
+
+typedef struct vla_policy vla_policy;
+
+typedef struct {
+    const char *name; /* "pi05", "groot" */
+    void (*destroy)(vla_policy *p);
+    /* Initialise every weight from its spec's init (N(0, std²), zeros, ones),
+     * drawing from a stream keyed by (seed, parameter index). */
+    vla_status (*init_weights)(vla_policy *p, uint64_t seed);
+    /* Text tokens of one sample (no padding): π0.5 builds "Task: …, State: …;\nAction: "
+     * from the state's real (unpadded) dims, as openpi tokenizes before padding. */
+    vla_status (*tokenize)(const vla_policy *p, const char *task, const float *state, int64_t state_dim,
+                           int32_t *ids, int64_t cap, int64_t *n);
+    /* Token layout of one sample; returns its token count (arrays NULL: count only). */
+    int64_t (*sample_layout)(const vla_policy *p, int32_t n_images, int32_t n_text, uint8_t *roles,
+                             int32_t *groups, int32_t *positions);
+    /* Forward + loss; keeps what backward needs until the next loss call.
+     * `training` enables dropout. */
+    vla_status (*loss)(vla_policy *p, const vla_batch *b, bool training, vla_loss_info *info);
+    /* Backward of the last loss; ADDS into p->grads. */
+    vla_status (*backward)(vla_policy *p);
+    /* actions: [S, horizon, action_dim], normalised. No gradients, no
+     * training-mode dropout; the prefix is encoded once (KV cache) and only
+     * the action side runs cfg.flow.steps times. */
+    vla_status (*sample_actions)(vla_policy *p, const vla_observation *obs, float *actions);
+} vla_policy_ops;
+
+struct vla_policy {
+    const vla_policy_ops *ops;
+    vla_policy_config cfg;
+    const vla_ops *tops;             /* backend op table */
+    const vla_tokenizer *tokenizer;
+    vla_param_list specs;
+    vla_param *params;               /* [specs.n] */
+    float *weights;                  /* all parameters, spec order */
+    float *grads;                    /* trainable parameters, spec order */
+    int64_t n_weight_floats, n_grad_floats;
+    void *impl;                      /* the implementation's state (activations, arenas, caches) */
+};
+
+/* Build a policy for cfg on a backend. Policies are added to the switch in
+ * policy.c as pi05.c and groot.c land; until then it answers UNSUPPORTED. */
+vla_status vla_policy_create(const vla_policy_config *cfg, const vla_ops *ops, vla_policy **out);
+void vla_policy_free(vla_policy *p);
+
+/* Shared helpers for implementations: allocate p->weights / p->grads and
+ * the p->params views from p->specs (p->cfg and p->tops set first). */
+vla_status vla_policy_alloc_params(vla_policy *p);
+void vla_policy_free_params(vla_policy *p);
+/* Fill weights from specs' inits: parameter i draws from
+ * vla_rng_stream(seed, i), so adding a parameter never changes the others. */
+void vla_policy_default_init(vla_policy *p, uint64_t seed);
+
+/* Check a packed batch against a config: cu_seqlens, roles, positions,
+ * image counts, action_is_pad/real_action_dim ranges. Errors name the
+ * array and the index. */
+vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg);
+
+/* Thin wrappers over the ops. */
+static inline vla_status vla_policy_init_weights(vla_policy *p, uint64_t seed) {
+    return p->ops->init_weights(p, seed);
+}
+static inline vla_status vla_policy_loss(vla_policy *p, const vla_batch *b, bool training, vla_loss_info *info) {
+    return p->ops->loss(p, b, training, info);
+}
+static inline vla_status vla_policy_backward(vla_policy *p) { return p->ops->backward(p); }
+static inline vla_status vla_policy_sample_actions(vla_policy *p, const vla_observation *obs, float *actions) {
+    return p->ops->sample_actions(p, obs, actions);
+}
+static inline int64_t vla_policy_sample_layout(const vla_policy *p, int32_t n_images, int32_t n_text,
+                                               uint8_t *roles, int32_t *groups, int32_t *positions) {
+    return p->ops->sample_layout(p, n_images, n_text, roles, groups, positions);
+}
+static inline vla_status vla_policy_tokenize(const vla_policy *p, const char *task, const float *state,
+                                             int64_t state_dim, int32_t *ids, int64_t cap, int64_t *n) {
+    return p->ops->tokenize(p, task, state, state_dim, ids, cap, n);
+}
+/* The token layout of one sample from the config alone (what the ops'
+ * sample_layout returns unless a policy needs otherwise); returns the
+ * token count; arrays may be NULL to count only.
+ *   π0.5:  image tokens (n_images·image_tokens) and n_text text tokens in
+ *          group 0, then `horizon` action tokens in group 1; positions
+ *          0..len−1 (openpi: cumsum of the mask − 1 over prefix + suffix).
+ *   GR00T: image then text tokens with group = position (the Qwen3 LM is
+ *          causal); then 1 state token and `horizon` action tokens, the
+ *          action head's sequence (bidirectional in the DiT; group 0;
+ *          positions 0 for the state and 0..horizon−1 for the actions, the
+ *          rows of the learned position embedding). Eagle's chat template
+ *          (image tokens between text tokens) is not reproduced. */
+int64_t vla_policy_default_layout(const vla_policy_config *cfg, int32_t n_images, int32_t n_text, uint8_t *roles,
+                                  int32_t *groups, int32_t *positions);
+/* Text tokens from the config's conventions, at most min(cap,
+ * language.max_tokens) (longer prompts are cut, as openpi does):
+ *   π0.5:  [BOS] + "Task: …, State: …;\nAction: " (vla_pi05_prompt_text);
+ *   GR00T: the task text alone (no BOS, as Qwen3; no chat template yet).
+ * *truncated (may be NULL) says whether the text was cut. */
+vla_status vla_policy_default_tokenize(const vla_policy_config *cfg, const vla_tokenizer *tok, const char *task,
+                                       const float *state, int64_t state_dim, int32_t *ids, int64_t cap, int64_t *n,
+                                       bool *truncated);
+
+/* Zero p->grads. */
+void vla_policy_zero_grad(vla_policy *p);
+
+#endif
