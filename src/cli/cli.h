@@ -32,9 +32,15 @@ int vla_cli_fail(vla_status st);
 /* Commands (one file each). */
 int vla_cmd_version(int argc, char **argv);
 int vla_cmd_bench(int argc, char **argv);
+int vla_cmd_plan(int argc, char **argv);
 int vla_cmd_policy(int argc, char **argv);
+int vla_cmd_sim(int argc, char **argv);
+int vla_cmd_parquet(int argc, char **argv);
 
 /* Benchmarks (one file each, bench_<name>.c), listed in cmd_bench.c. */
 int vla_bench_gemm(int argc, char **argv);
+int vla_bench_dist(int argc, char **argv);
+int vla_bench_sim(int argc, char **argv);
+int vla_bench_parquet(int argc, char **argv);
 
 #endif

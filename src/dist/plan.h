@@ -1,0 +1,51 @@
+/* plan.h — predicts data-parallel step time, communication time and MFU
+ * at N GPUs from an α-β model of ring collectives (for `vla plan`).
+ *
+ * Ring all-reduce of S bytes over N ranks: 2(N−1) steps, each moving S/N
+ * bytes over the slowest link of the ring and paying the per-message
+ * latency α:
+ *     T_allreduce = 2(N−1)/N · S / β + 2(N−1)·α
+ * ZeRO-1 adds an all-gather of the updated parameters (half a ring):
+ *     T_allgather = (N−1)/N · S_param / β + (N−1)·α
+ * β is the per-GPU bandwidth of the slowest hop: inter-node (NIC share per
+ * GPU) once the ring leaves one node, intra-node (NVLink) inside one.
+ * Bucketed all-reduce overlaps backward (≈ 2/3 of compute): what is exposed
+ * is the part that does not fit behind backward, plus the last bucket, which
+ * can only start when backward ends.
+ *
+ * The paper's setting (arXiv 2603.11101): 8 GPUs per node, 3.2 Tb/s RDMA per
+ * node, i.e. β = 400 Gb/s per GPU between nodes. */
+#ifndef VLA_DIST_PLAN_H
+#define VLA_DIST_PLAN_H
+
+#include <stdint.h>
+
+typedef struct {
+    int64_t gpus, gpus_per_node;
+    double inter_gbps;      /* per GPU, Gbit/s, between nodes */
+    double intra_gbps;      /* per GPU, Gbit/s, inside a node */
+    double alpha_us;        /* per ring step latency */
+    double params;          /* parameter count */
+    double grad_bytes;      /* bytes per gradient element on the wire (4 fp32, 2 bf16) */
+    double param_bytes;     /* bytes per parameter all-gathered (ZeRO-1); 0 = no ZeRO */
+    double bucket_bytes;    /* gradient bucket size */
+    double batch;           /* per-GPU samples per step */
+    double flops_per_sample;/* training FLOPs per sample (6·params·tokens if 0) */
+    double tokens_per_sample;
+    double peak_tflops;     /* per GPU */
+    double mfu_compute;     /* fraction of peak the compute kernels reach */
+    double compute_ms;      /* measured compute per step (overrides the two above when > 0) */
+} vla_plan_input;
+
+typedef struct {
+    double bandwidth_gbps;  /* β used */
+    double compute_s, allreduce_s, allgather_s, comm_s, exposed_s, step_s;
+    double samples_per_s, mfu;
+} vla_plan_result;
+
+void vla_plan_defaults(vla_plan_input *in);
+double vla_plan_ring_allreduce_s(double bytes, int64_t n, double gbps, double alpha_us);
+double vla_plan_ring_allgather_s(double bytes, int64_t n, double gbps, double alpha_us);
+vla_plan_result vla_plan_predict(const vla_plan_input *in);
+
+#endif
