@@ -36,11 +36,14 @@ int vla_cmd_plan(int argc, char **argv);
 int vla_cmd_policy(int argc, char **argv);
 int vla_cmd_sim(int argc, char **argv);
 int vla_cmd_parquet(int argc, char **argv);
+int vla_cmd_dataset(int argc, char **argv);
 
 /* Benchmarks (one file each, bench_<name>.c), listed in cmd_bench.c. */
 int vla_bench_gemm(int argc, char **argv);
 int vla_bench_dist(int argc, char **argv);
 int vla_bench_sim(int argc, char **argv);
 int vla_bench_parquet(int argc, char **argv);
+int vla_bench_dataset(int argc, char **argv);
+int vla_bench_video(int argc, char **argv);
 
 #endif

@@ -1,0 +1,96 @@
+/* schedule.c — learning-rate schedules (see schedule.h).
+ *
+ * Decision, from the references (shared/reference/models.md §2.6, §3.6):
+ *
+ * π0.5 follows openpi's CosineDecaySchedule, which is
+ *   optax.warmup_cosine_decay_schedule(init_value = peak/(warmup+1),
+ *       peak_value = peak, warmup_steps, decay_steps, end_value = decay_lr)
+ * i.e. optax.linear_schedule(init, peak, W) for s < W, then
+ * optax.cosine_decay_schedule(peak, D − W, alpha = end/peak) at s − W. We
+ * evaluate those in optax's own arithmetic order:
+ *   warmup: (init − peak) · (1 − s/W) + peak
+ *   decay : peak · ((1 − alpha) · 0.5·(1 + cos(π·t/(D−W))) + alpha), t clamped
+ * LeRobot's port (CosineDecayWithWarmupSchedulerConfig) differs slightly: its
+ * cosine runs over s, not s − W, and it rescales W and D when the run is
+ * shorter than decay_steps. We follow openpi, the original; D is set to the
+ * run's length when known so every run ends on the floor.
+ *
+ * GR00T N1.5 uses the HF Trainer's get_cosine_schedule_with_warmup with
+ * warmup_ratio 0.05: W = ceil(0.05 · total), lr = peak·s/W in warmup, then
+ * peak · 0.5·(1 + cos(π·(s − W)/(total − W))). That is the formula above with
+ * init = 0, end = 0 and D = total (the warmup line differs from peak·s/W only
+ * in rounding). HF does not clamp past the end; we do (lr stays at the floor).
+ *
+ * The step index is the count of updates already done, as in both references
+ * (torch's LambdaLR and optax both give the first update schedule(0)). */
+#include "train/schedule.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+vla_status vla_schedule_defaults(const char *policy, int64_t total_steps, vla_schedule *out) {
+    memset(out, 0, sizeof *out);
+    if (!policy) return vla_error(VLA_ERR_INVALID_ARG, "schedule defaults: no policy name");
+    if (strcmp(policy, "pi05") == 0 || strcmp(policy, "pi0") == 0) {
+        out->kind = VLA_SCHED_WARMUP_COSINE;
+        out->peak_lr = 2.5e-5;
+        out->end_lr = 2.5e-6;
+        out->decay_steps = total_steps > 0 ? total_steps : 30000;
+        out->warmup_steps = out->decay_steps < 1000 ? out->decay_steps : 1000;
+        out->init_lr = out->peak_lr / (double)(out->warmup_steps + 1);
+        return VLA_OK;
+    }
+    if (strcmp(policy, "groot") == 0) {
+        if (total_steps <= 0)
+            return vla_error(VLA_ERR_INVALID_ARG, "schedule defaults for groot: the run length (steps) is required");
+        out->kind = VLA_SCHED_WARMUP_COSINE;
+        out->peak_lr = 1e-4;
+        out->init_lr = 0.0;
+        out->end_lr = 0.0;
+        out->decay_steps = total_steps;
+        out->warmup_steps = (int64_t)ceil(0.05 * (double)total_steps);
+        return VLA_OK;
+    }
+    return vla_error(VLA_ERR_INVALID_ARG, "schedule defaults: unknown policy '%s' (known: pi05, groot)", policy);
+}
+
+vla_status vla_schedule_validate(const vla_schedule *s) {
+    if (!isfinite(s->peak_lr) || s->peak_lr < 0)
+        return vla_error(VLA_ERR_INVALID_ARG, "schedule: peak lr %g must be finite and >= 0", s->peak_lr);
+    if (s->kind == VLA_SCHED_CONSTANT) return VLA_OK;
+    if (s->kind != VLA_SCHED_WARMUP_COSINE) return vla_error(VLA_ERR_INVALID_ARG, "schedule: unknown kind %d", s->kind);
+    if (!isfinite(s->init_lr) || s->init_lr < 0 || !isfinite(s->end_lr) || s->end_lr < 0)
+        return vla_error(VLA_ERR_INVALID_ARG, "schedule: init lr %g and end lr %g must be finite and >= 0",
+                         s->init_lr, s->end_lr);
+    if (s->peak_lr <= 0) return vla_error(VLA_ERR_INVALID_ARG, "schedule: cosine needs a peak lr > 0");
+    if (s->warmup_steps < 0 || s->decay_steps < s->warmup_steps)
+        return vla_error(VLA_ERR_INVALID_ARG, "schedule: need 0 <= warmup steps (%lld) <= decay steps (%lld)",
+                         (long long)s->warmup_steps, (long long)s->decay_steps);
+    return VLA_OK;
+}
+
+double vla_schedule_lr(const vla_schedule *s, int64_t step) {
+    if (s->kind == VLA_SCHED_CONSTANT) return s->peak_lr;
+    if (step < 0) step = 0;
+    if (step < s->warmup_steps) {
+        double frac = 1.0 - (double)step / (double)s->warmup_steps;
+        return (s->init_lr - s->peak_lr) * frac + s->peak_lr;
+    }
+    int64_t span = s->decay_steps - s->warmup_steps;
+    if (span <= 0) return s->end_lr;
+    int64_t t = step - s->warmup_steps;
+    if (t > span) t = span;
+    double alpha = s->end_lr / s->peak_lr;
+    double cosine = 0.5 * (1.0 + cos(M_PI * (double)t / (double)span));
+    return s->peak_lr * ((1.0 - alpha) * cosine + alpha);
+}
+
+const char *vla_schedule_describe(const vla_schedule *s, char *buf, int cap) {
+    if (s->kind == VLA_SCHED_CONSTANT)
+        snprintf(buf, (size_t)cap, "constant(lr=%g)", s->peak_lr);
+    else
+        snprintf(buf, (size_t)cap, "warmup_cosine(init=%g, peak=%g, end=%g, warmup=%lld, decay=%lld)", s->init_lr,
+                 s->peak_lr, s->end_lr, (long long)s->warmup_steps, (long long)s->decay_steps);
+    return buf;
+}
