@@ -60,8 +60,12 @@ fi
 
 # DuckDB (the independent Parquet oracle) comes from the npm registry into
 # tools/oracle/node_modules; only the test group needs it.
-if [ "$want" != build ] && [ -f tools/oracle/package.json ] && [ ! -d tools/oracle/node_modules/@duckdb/node-api ]; then
-  echo "setup.sh: installing DuckDB (npm) for the Parquet oracle"
-  (cd tools/oracle && npm install --no-audit --no-fund --silent >/dev/null)
+# Every dependency in package.json must be present (a stale node_modules is refreshed).
+if [ "$want" != build ] && [ -f tools/oracle/package.json ] && ! (cd tools/oracle && node -e '
+    const fs = require("fs"), p = require("./package.json");
+    for (const d of Object.keys(p.dependencies || {}))
+      if (!fs.existsSync("node_modules/" + d + "/package.json")) process.exit(1);' 2>/dev/null); then
+  echo "setup.sh: installing the Parquet oracles (DuckDB, parquet-wasm) from npm"
+  (cd tools/oracle && npm ci --no-audit --no-fund --silent >/dev/null)
 fi
 exit 0

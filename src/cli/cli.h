@@ -45,5 +45,6 @@ int vla_bench_sim(int argc, char **argv);
 int vla_bench_parquet(int argc, char **argv);
 int vla_bench_dataset(int argc, char **argv);
 int vla_bench_video(int argc, char **argv);
+int vla_bench_policy(int argc, char **argv);
 
 #endif
