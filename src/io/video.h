@@ -1,0 +1,105 @@
+/* video.h — video files through FFmpeg: a frame-accurate decoder that looks
+ * frames up by timestamp (LeRobot's rule: the decoded frame must lie within
+ * tolerance_s of the requested time) and returns RGB24, and an encoder with
+ * LeRobot's defaults (libsvtav1, yuv420p, g=2, crf=30) whose episodes can be
+ * concatenated in one file and addressed by from/to timestamps.
+ *
+ * Decoding. One vla_video_decoder per file stays open. A request for time t
+ * first looks in a small cache of recently decoded frames, then decodes
+ * forward when t is ahead of the decoder inside the same GOP (or only a few
+ * frames ahead), and seeks to the keyframe before t only when t is behind
+ * the decoder or far ahead. RGB conversion uses the same swscale settings as
+ * the ffmpeg CLI's default yuv→rgb24 conversion (bicubic, the frame's own
+ * colour matrix and range), so frames equal `ffmpeg -i f -pix_fmt rgb24`
+ * byte for byte. A decoder is not thread-safe; vla_video_read_batch() runs
+ * several decoders (cameras) in parallel, one thread each.
+ *
+ * Encoding. The writer writes to a temp file next to the target, and close
+ * flushes, writes the trailer, fsyncs and renames it into place, so the
+ * target is either complete or absent. Frame k has pts k/fps exactly.
+ * Sizes: yuv420p needs even width and height (odd sizes are rejected with
+ * VLA_ERR_INVALID_ARG); libsvtav1 needs at least 64×64 — below that the
+ * writer falls back to libx264 (as it does when libsvtav1 is absent). */
+#ifndef VLA_IO_VIDEO_H
+#define VLA_IO_VIDEO_H
+
+#include <stdint.h>
+
+#include "base/status.h"
+
+/* ---- encoder ----------------------------------------------------------- */
+
+typedef struct vla_video_writer vla_video_writer;
+typedef struct { int width, height, fps; const char *codec; /* NULL: libsvtav1, else e.g. "libx264" */ int crf; /* -1: default 30 */ int gop; /* -1: default 2 */ } vla_video_writer_opts;
+vla_status vla_video_writer_open(const char *path, const vla_video_writer_opts *opts, vla_video_writer **out); /* writes to a temp file; renamed into place on close */
+vla_status vla_video_writer_add_rgb(vla_video_writer *w, const uint8_t *rgb, int stride_bytes); /* one RGB24 frame */
+double vla_video_writer_time(const vla_video_writer *w); /* seconds of video written so far (for from/to timestamps of concatenated episodes) */
+vla_status vla_video_writer_close(vla_video_writer *w); /* flush, trailer, fsync, atomic rename; frees w */
+void vla_video_writer_abort(vla_video_writer *w); /* discard, remove temp; frees w */
+
+/* The encoder the writer actually uses ("libsvtav1", "libx264", …), after
+ * fallback. */
+const char *vla_video_writer_codec(const vla_video_writer *w);
+
+/* ---- decoder ----------------------------------------------------------- */
+
+/* LeRobot's default tolerance_s. */
+#define VLA_VIDEO_DEFAULT_TOLERANCE_S 1e-4
+
+typedef struct {
+    char codec[32];      /* codec name as FFmpeg reports it: "av1", "h264", "hevc" */
+    char decoder[32];    /* decoder in use: "libdav1d", "h264", … */
+    char pix_fmt[32];    /* "yuv420p", … */
+    int width, height;
+    double fps;          /* average frame rate (0 if unknown) */
+    double duration;     /* seconds (0 if unknown) */
+    int64_t frame_count; /* from the container, else duration × fps rounded */
+} vla_video_info;
+
+typedef struct {
+    int threads;      /* decoder threads per file; 0 → 1 (parallelism comes from cameras/loaders) */
+    int cache_frames; /* decoded frames kept for reuse; 0 → 8, -1 → none */
+} vla_video_decoder_opts;
+
+typedef struct vla_video_decoder vla_video_decoder;
+
+/* Open a file for decoding. opts may be NULL. */
+vla_status vla_video_decoder_open(const char *path, const vla_video_decoder_opts *opts, vla_video_decoder **out);
+void vla_video_decoder_close(vla_video_decoder *d);
+const vla_video_info *vla_video_decoder_info(const vla_video_decoder *d);
+
+/* The frame nearest to time t (seconds, in the file's timeline), which must
+ * lie within tol seconds of t, as packed RGB24 (out_w*3 bytes per row) into
+ * rgb. out_w/out_h 0 → native size; otherwise scaled (bicubic, as the ffmpeg
+ * CLI's scale filter). frame_t, if not NULL, receives the decoded frame's
+ * time. Fails with VLA_ERR_NOT_FOUND "…: no frame within 0.0001 s of
+ * t=3.4333 (nearest 3.4000)" when no frame is close enough. */
+vla_status vla_video_decoder_read(vla_video_decoder *d, double t, double tol, int out_w, int out_h,
+                                  uint8_t *rgb, double *frame_t);
+
+/* Counters since open, for benchmarks and tests. */
+typedef struct {
+    int64_t seeks, decoded, cache_hits, returned;
+} vla_video_stats;
+vla_video_stats vla_video_decoder_stats(const vla_video_decoder *d);
+
+/* One camera's part of a batch: n timestamps from one decoder. rgb holds n
+ * frames of out_w×out_h×3 bytes (native size when 0), in the order of ts. */
+typedef struct {
+    vla_video_decoder *dec;
+    const double *ts;
+    int n;
+    double tol;
+    int out_w, out_h;
+    uint8_t *rgb;
+    vla_status status; /* set per request */
+    char error[256];   /* message when status != VLA_OK */
+} vla_video_request;
+
+/* Decode n requests (distinct decoders), one thread per request; within a
+ * request timestamps are decoded in ascending order so windows decode
+ * forward. Returns the first failing request's status (its message in the
+ * thread's error), VLA_OK if all succeeded. */
+vla_status vla_video_read_batch(vla_video_request *reqs, int n);
+
+#endif
