@@ -7,6 +7,7 @@ static const vla_cli_command benches[] = {
     {"dist", "data-parallel samples/s at 1 and 2 ranks, exposed communication", vla_bench_dist},
     {"parquet", "Parquet scan rows/s and MB/s on a LeRobot-like file", vla_bench_parquet},
     {"video", "random-access video frames/s, vla.c vs PyAV (LeRobot's seek-then-decode)", vla_bench_video},
+    {"sim", "environment steps/s per core (state and 96x96 pixel observations)", vla_bench_sim},
 };
 
 int vla_cmd_bench(int argc, char **argv) {

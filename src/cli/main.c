@@ -6,6 +6,7 @@ static const vla_cli_command commands[] = {
     {"parquet", "inspect Parquet files: schema, rows as JSON, full decode check", vla_cmd_parquet},
     {"plan", "predict data-parallel step time, communication and MFU at N GPUs (alpha-beta ring model)", vla_cmd_plan},
     {"policy", "inspect policy configs: parameter counts and training memory", vla_cmd_policy},
+    {"sim", "simulators (PushT, Reach): run scripted policies, record, render", vla_cmd_sim},
     {"version", "print the version and the features compiled in", vla_cmd_version},
 };
 

@@ -1,0 +1,195 @@
+/* env.c — the environment and scripted-policy registries and the generic
+ * calls (reset, step with step counting and truncation, observe, render)
+ * that rollout, eval and the CLI use. Adding an environment: its vtable in
+ * `envs` and its name in `env_names`; adding a scripted policy: one line in
+ * `policies`. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rng.h"
+#include "sim/env.h"
+
+extern const vla_env_vtable vla_pusht_vtable;
+extern const vla_env_vtable vla_reach_vtable;
+extern const vla_sim_policy_vtable vla_expert_pusht_vtable;
+extern const vla_sim_policy_vtable vla_expert_reach_vtable;
+
+static const vla_env_vtable *const envs[] = {&vla_pusht_vtable, &vla_reach_vtable};
+static const char *const env_names[] = {"pusht", "reach", NULL};
+
+const char *const *vla_env_names(void) { return env_names; }
+
+const vla_env_vtable *vla_env_find(const char *name) {
+    for (size_t i = 0; i < sizeof envs / sizeof envs[0]; i++)
+        if (name && !strcmp(envs[i]->spec->name, name)) return envs[i];
+    return NULL;
+}
+
+vla_status vla_obs_type_parse(const char *name, vla_obs_type *out) {
+    static const char *names[] = {"state", "environment_state_agent_pos", "pixels", "pixels_agent_pos"};
+    for (int i = 0; i < 4; i++)
+        if (name && !strcmp(name, names[i])) {
+            *out = (vla_obs_type)i;
+            return VLA_OK;
+        }
+    return vla_error(VLA_ERR_INVALID_ARG,
+                     "unknown observation type '%s' (state, environment_state_agent_pos, pixels, pixels_agent_pos)",
+                     name ? name : "(null)");
+}
+
+const char *vla_obs_type_name(vla_obs_type t) {
+    switch (t) {
+    case VLA_OBS_STATE: return "state";
+    case VLA_OBS_ENVIRONMENT_STATE_AGENT_POS: return "environment_state_agent_pos";
+    case VLA_OBS_PIXELS: return "pixels";
+    case VLA_OBS_PIXELS_AGENT_POS: return "pixels_agent_pos";
+    }
+    return "?";
+}
+
+vla_status vla_env_make(const char *name, vla_env **out) {
+    *out = NULL;
+    const vla_env_vtable *vt = vla_env_find(name);
+    if (!vt) return vla_error(VLA_ERR_NOT_FOUND, "unknown environment '%s' (pusht, reach)", name ? name : "(null)");
+    vla_env *e = calloc(1, sizeof *e);
+    if (!e) return vla_error(VLA_ERR_NOMEM, "env: out of memory");
+    e->vt = vt;
+    vla_status st = vt->create(&e->self);
+    if (st != VLA_OK) {
+        free(e);
+        return st;
+    }
+    *out = e;
+    return VLA_OK;
+}
+
+void vla_env_free(vla_env *env) {
+    if (!env) return;
+    env->vt->destroy(env->self);
+    free(env->scratch.buf);
+    free(env);
+}
+
+const vla_env_spec *vla_env_get_spec(const vla_env *env) { return env->vt->spec; }
+
+vla_status vla_env_reset(vla_env *env, uint64_t seed, vla_env_info *info) {
+    vla_env_info tmp;
+    VLA_TRY(env->vt->reset(env->self, seed, info ? info : &tmp));
+    env->steps = 0;
+    env->seed = seed;
+    env->has_last_action = false;
+    return VLA_OK;
+}
+
+vla_status vla_env_step(vla_env *env, const double *action, vla_env_step_result *out) {
+    const vla_env_spec *sp = env->vt->spec;
+    for (int i = 0; i < sp->action_dim; i++)
+        if (!isfinite(action[i]))
+            return vla_error(VLA_ERR_NUMERIC, "%s: action[%d] is not finite at step %d", sp->name, i, env->steps);
+    memset(out, 0, sizeof *out);
+    env->vt->step(env->self, action, &out->reward, &out->terminated, &out->info);
+    env->steps++;
+    memcpy(env->last_action, action, sizeof(double) * (size_t)sp->action_dim);
+    env->has_last_action = true;
+    out->truncated = env->steps >= sp->max_episode_steps;
+    return VLA_OK;
+}
+
+vla_status vla_env_observe(vla_env *env, vla_env_obs *obs) {
+    env->vt->observe(env->self, obs);
+    if (obs->type == VLA_OBS_PIXELS || obs->type == VLA_OBS_PIXELS_AGENT_POS) {
+        if (!obs->pixels || obs->width <= 0 || obs->height <= 0)
+            return vla_error(VLA_ERR_INVALID_ARG, "%s: pixel observation needs a buffer and a size",
+                             env->vt->spec->name);
+        return vla_env_render(env, obs->width, obs->height, obs->pixels, obs->width * 3, false);
+    }
+    return VLA_OK;
+}
+
+vla_status vla_env_render(vla_env *env, int width, int height, uint8_t *rgb, int stride, bool draw_action) {
+    if (width <= 0 || height <= 0 || width > 8192 || height > 8192)
+        return vla_error(VLA_ERR_INVALID_ARG, "render: bad size %dx%d", width, height);
+    if (stride == 0) stride = width * 3;
+    vla_draw_scene sc;
+    memset(&sc, 0, sizeof sc);
+    sc.world_size = env->vt->spec->world_size;
+    env->vt->draw(env->self, &sc);
+    if (draw_action && env->has_last_action) {
+        sc.has_marker = true;
+        sc.marker[0] = env->last_action[0], sc.marker[1] = env->last_action[1];
+    }
+    return vla_sim_draw(&sc, env->render_style, width, height, rgb, stride, &env->scratch);
+}
+
+void vla_env_set_render_style(vla_env *env, vla_render_style style) { env->render_style = style; }
+
+void vla_env_get_state(vla_env *env, void *state) { env->vt->get_state(env->self, state); }
+void vla_env_set_state(vla_env *env, const void *state) { env->vt->set_state(env->self, state); }
+
+/* ---- scripted policies ---------------------------------------------------- */
+
+/* Uniform random actions in the action box (gym's action_space.sample()). */
+typedef struct {
+    const vla_env_spec *spec;
+    vla_rng rng;
+} random_policy;
+
+static vla_status random_create(const vla_env_spec *spec, void **self) {
+    random_policy *p = calloc(1, sizeof *p);
+    if (!p) return vla_error(VLA_ERR_NOMEM, "random policy: out of memory");
+    p->spec = spec;
+    *self = p;
+    return VLA_OK;
+}
+static void random_destroy(void *self) { free(self); }
+static void random_reset(void *self, vla_env *env, uint64_t seed) {
+    (void)env;
+    ((random_policy *)self)->rng = vla_rng_stream(seed, 0x72616e646f6dULL);
+}
+static vla_status random_act(void *self, vla_env *env, double *action) {
+    random_policy *p = self;
+    (void)env;
+    for (int i = 0; i < p->spec->action_dim; i++)
+        action[i] = p->spec->action_low[i] +
+                    (p->spec->action_high[i] - p->spec->action_low[i]) * vla_rng_uniform_f64(&p->rng);
+    return VLA_OK;
+}
+static const vla_sim_policy_vtable random_vtable = {"random", NULL, random_create, random_destroy, random_reset,
+                                                    random_act};
+
+static const vla_sim_policy_vtable *const policies[] = {&vla_expert_pusht_vtable, &vla_expert_reach_vtable,
+                                                        &random_vtable};
+
+vla_status vla_sim_policy_make(const char *name, const vla_env_spec *spec, vla_sim_policy **out) {
+    *out = NULL;
+    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
+        const vla_sim_policy_vtable *vt = policies[i];
+        if (strcmp(vt->name, name ? name : "")) continue;
+        if (vt->env_name && strcmp(vt->env_name, spec->name)) continue;
+        vla_sim_policy *p = calloc(1, sizeof *p);
+        if (!p) return vla_error(VLA_ERR_NOMEM, "policy: out of memory");
+        p->vt = vt;
+        vla_status st = vt->create(spec, &p->self);
+        if (st != VLA_OK) {
+            free(p);
+            return st;
+        }
+        *out = p;
+        return VLA_OK;
+    }
+    return vla_error(VLA_ERR_NOT_FOUND, "no scripted policy '%s' for environment '%s' (expert, random)",
+                     name ? name : "(null)", spec->name);
+}
+
+void vla_sim_policy_free(vla_sim_policy *p) {
+    if (!p) return;
+    p->vt->destroy(p->self);
+    free(p);
+}
+
+void vla_sim_policy_reset(vla_sim_policy *p, vla_env *env, uint64_t seed) { p->vt->reset(p->self, env, seed); }
+
+vla_status vla_sim_policy_act(vla_sim_policy *p, vla_env *env, double *action) {
+    return p->vt->act(p->self, env, action);
+}
