@@ -35,6 +35,7 @@ int vla_cmd_bench(int argc, char **argv);
 int vla_cmd_plan(int argc, char **argv);
 int vla_cmd_policy(int argc, char **argv);
 int vla_cmd_sim(int argc, char **argv);
+int vla_cmd_sim_record(int argc, char **argv);
 int vla_cmd_parquet(int argc, char **argv);
 int vla_cmd_dataset(int argc, char **argv);
 

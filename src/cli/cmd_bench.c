@@ -8,6 +8,7 @@ static const vla_cli_command benches[] = {
     {"parquet", "Parquet scan rows/s and MB/s on a LeRobot-like file", vla_bench_parquet},
     {"video", "random-access video frames/s, vla.c vs PyAV (LeRobot's seek-then-decode)", vla_bench_video},
     {"sim", "environment steps/s per core (state and 96x96 pixel observations)", vla_bench_sim},
+    {"policy", "policy training samples/s, GFLOP/s, MFU and batch-1 action-chunk latency", vla_bench_policy},
 };
 
 int vla_cmd_bench(int argc, char **argv) {

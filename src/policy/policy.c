@@ -3,6 +3,8 @@
  * policy.h). */
 #include "policy/policy.h"
 #include "base/rng.h"
+#include "policy/groot.h"
+#include "policy/pi05.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,8 +15,8 @@ vla_status vla_policy_create(const vla_policy_config *cfg, const vla_ops *ops, v
     *out = NULL;
     if (!ops) return vla_error(VLA_ERR_INVALID_ARG, "policy: no op table");
     switch (cfg->kind) {
-    /* case VLA_POLICY_PI05:  return vla_pi05_create(cfg, ops, out);   (pi05.c) */
-    /* case VLA_POLICY_GROOT: return vla_groot_create(cfg, ops, out);  (groot.c) */
+    case VLA_POLICY_PI05: return vla_pi05_create(cfg, ops, out);
+    case VLA_POLICY_GROOT: return vla_groot_create(cfg, ops, out);
     default:
         return vla_error(VLA_ERR_UNSUPPORTED, "policy '%s' (%s): no implementation in this build yet", cfg->name,
                          vla_policy_kind_name(cfg->kind));

@@ -248,12 +248,14 @@ static void test_param_store(void **state) {
     assert_true(pe->data[0] == first);
     vla_policy_free_params(&p);
 
-    /* no implementation yet: create says so, it does not crash */
+    /* pi05 is implemented (pi05.c): create succeeds and lays out the same inventory */
     vla_policy_config c;
     assert_int_equal(vla_policy_config_load("pi05-nano", &c), VLA_OK);
     vla_policy *pp = NULL;
-    assert_int_equal(vla_policy_create(&c, vla_ops_cpu(), &pp), VLA_ERR_UNSUPPORTED);
-    assert_null(pp);
+    assert_int_equal(vla_policy_create(&c, vla_ops_cpu(), &pp), VLA_OK);
+    assert_non_null(pp);
+    assert_int_equal(pp->n_weight_floats, 54082);
+    vla_policy_free(pp);
 }
 
 static void test_batch_check(void **state) {

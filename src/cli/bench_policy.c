@@ -1,0 +1,280 @@
+/* bench_policy.c — `vla bench policy`: training throughput (forward +
+ * backward samples/s and achieved GFLOP/s) and batch-1 action-chunk latency
+ * of whole policies, next to the SGEMM ceiling measured in the same run, so
+ * MFU = achieved / peak is a measured ratio (DESIGN.md: numbers a user sees
+ * are measured). Policies are created generically by config name; a config
+ * whose policy has no implementation in this build prints a "skipped" line.
+ *
+ * FLOPs are model FLOPs: the forward's count from vla_loss_info.flops (every
+ * matrix 2·in·out per token it touches, attention 4·pairs·heads·head_dim over
+ * the pairs the mask allows) × 3 for forward + backward (input and weight
+ * gradients), the convention of param_spec.h. The config's shape-based
+ * estimate (vla_flops_estimate, max-length prompts) is printed beside it. */
+#include "cli/cli.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/rng.h"
+#include "base/timer.h"
+#include "policy/policy.h"
+#include "tensor/ops.h"
+
+/* Best SGEMM GFLOP/s over a few square shapes (short: ~0.1 s each). */
+static double gemm_peak(const vla_ops *ops, bool quick) {
+    static const int64_t sizes[] = {256, 512, 1024};
+    double best = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        int64_t n = sizes[i];
+        if (quick && n > 512) break;
+        float *a = ops->alloc(sizeof(float) * n * n), *b = ops->alloc(sizeof(float) * n * n);
+        float *c = ops->alloc(sizeof(float) * n * n);
+        if (!a || !b || !c) {
+            if (a) ops->free(a);
+            if (b) ops->free(b);
+            if (c) ops->free(c);
+            break;
+        }
+        for (int64_t j = 0; j < n * n; j++) a[j] = (float)((j * 7) % 13) * 0.01f, b[j] = (float)((j * 5) % 11) * 0.01f;
+        ops->sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        for (int rep = 0; rep < 3; rep++) {
+            int iters = 0;
+            double t0 = vla_now_s(), t;
+            do {
+                ops->sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+                iters++;
+                t = vla_now_s() - t0;
+            } while (t < 0.03);
+            double g = 2.0 * (double)n * n * n * iters / t * 1e-9;
+            if (g > best) best = g;
+        }
+        ops->free(a), ops->free(b), ops->free(c);
+    }
+    return best;
+}
+
+/* A synthetic packed batch of S samples laid out by the policy itself
+ * (its tokenizer and sample layout), all cameras present. */
+typedef struct {
+    vla_batch b;
+    int32_t *cu, *cu_img, *pos, *grp, *ids, *real_dim;
+    uint8_t *roles, *is_pad;
+    float *images, *state, *actions;
+    uint64_t *keys;
+} synth;
+
+static void synth_free(synth *s) {
+    free(s->cu), free(s->cu_img), free(s->pos), free(s->grp), free(s->ids), free(s->real_dim);
+    free(s->roles), free(s->is_pad), free(s->images), free(s->state), free(s->actions), free(s->keys);
+}
+
+static const char *TASK = "push the T-shaped block onto the target";
+
+static vla_status synth_make(vla_policy *p, int32_t S, synth *s) {
+    memset(s, 0, sizeof *s);
+    const vla_policy_config *c = &p->cfg;
+    int64_t cams = c->vision.cameras, img = c->vision.channels * c->vision.image_size * c->vision.image_size;
+    int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim;
+    int64_t cap = (int64_t)S * (vla_policy_prefix_tokens(c) + Hz + 2), maxt = c->language.max_tokens;
+    s->cu = calloc((size_t)S + 1, sizeof(int32_t));
+    s->cu_img = calloc((size_t)S + 1, sizeof(int32_t));
+    s->pos = calloc((size_t)cap, sizeof(int32_t));
+    s->grp = calloc((size_t)cap, sizeof(int32_t));
+    s->ids = calloc((size_t)cap, sizeof(int32_t));
+    s->real_dim = calloc((size_t)S, sizeof(int32_t));
+    s->roles = calloc((size_t)cap, 1);
+    s->is_pad = calloc((size_t)(S * Hz), 1);
+    s->images = calloc((size_t)(S * cams * img + 1), sizeof(float));
+    s->state = calloc((size_t)(S * SD + 1), sizeof(float));
+    s->actions = calloc((size_t)(S * Hz * A), sizeof(float));
+    s->keys = calloc((size_t)S, sizeof(uint64_t));
+    int32_t *tok = calloc((size_t)maxt + 1, sizeof(int32_t));
+    if (!s->cu || !s->cu_img || !s->pos || !s->grp || !s->ids || !s->real_dim || !s->roles || !s->is_pad ||
+        !s->images || !s->state || !s->actions || !s->keys || !tok) {
+        free(tok);
+        return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory for the batch");
+    }
+    vla_rng r = vla_rng_stream(1, 0);
+    for (int64_t i = 0; i < S * cams * img; i++) s->images[i] = vla_rng_uniform(&r);
+    for (int64_t i = 0; i < S * SD; i++) s->state[i] = 2 * vla_rng_uniform(&r) - 1;
+    for (int64_t i = 0; i < S * Hz * A; i++) s->actions[i] = (float)(0.5 * vla_rng_normal(&r));
+    int64_t T = 0;
+    vla_status st = VLA_OK;
+    for (int32_t i = 0; i < S && st == VLA_OK; i++) {
+        int64_t nt = 0;
+        st = vla_policy_tokenize(p, TASK, s->state + i * SD, SD, tok, maxt, &nt);
+        if (st != VLA_OK) break;
+        int64_t len = vla_policy_sample_layout(p, (int32_t)cams, (int32_t)nt, s->roles + T, s->grp + T, s->pos + T);
+        for (int64_t k = 0, j = 0; k < len; k++)
+            if (s->roles[T + k] == VLA_ROLE_TEXT && j < nt) s->ids[T + k] = tok[j++];
+        T += len;
+        s->cu[i + 1] = (int32_t)T;
+        s->cu_img[i + 1] = (int32_t)((i + 1) * cams);
+        s->real_dim[i] = (int32_t)A;
+        s->keys[i] = (uint64_t)i;
+    }
+    free(tok);
+    if (st != VLA_OK) return st;
+    vla_batch *b = &s->b;
+    b->n_samples = S;
+    b->n_tokens = T;
+    b->cu_seqlens = s->cu;
+    b->roles = s->roles;
+    b->positions = s->pos;
+    b->groups = s->grp;
+    b->token_ids = s->ids;
+    b->n_images = (int32_t)(S * cams);
+    b->cu_images = s->cu_img;
+    b->images = s->images;
+    b->state = s->state;
+    b->actions = s->actions;
+    b->action_is_pad = s->is_pad;
+    b->real_action_dim = s->real_dim;
+    b->seed = 1;
+    b->sample_keys = s->keys;
+    return VLA_OK;
+}
+
+static int bench_one(const char *name, int64_t batch, double seconds, int64_t infer_reps, double peak, int nthreads,
+                     const vla_ops *ops) {
+    vla_policy_config cfg;
+    vla_status st = vla_policy_config_load(name, &cfg);
+    if (st != VLA_OK) return vla_cli_fail(st);
+    vla_policy *p = NULL;
+    st = vla_policy_create(&cfg, ops, &p);
+    if (st == VLA_ERR_UNSUPPORTED) {
+        printf("{\"bench\":\"policy\",\"config\":\"%s\",\"skipped\":\"no implementation of policy '%s' in this "
+               "build\"}\n",
+               name, vla_policy_kind_name(cfg.kind));
+        fflush(stdout);
+        vla_error_clear();
+        return 0;
+    }
+    if (st != VLA_OK) return vla_cli_fail(st);
+    synth s;
+    int rc = 0;
+    st = vla_policy_init_weights(p, 1);
+    if (st == VLA_OK) st = synth_make(p, (int32_t)batch, &s);
+    if (st != VLA_OK) {
+        vla_policy_free(p);
+        return vla_cli_fail(st);
+    }
+    vla_loss_info info = {0};
+    /* one warm-up step (first-touch of the activation arena, OpenBLAS buffers) */
+    vla_policy_zero_grad(p);
+    st = vla_policy_loss(p, &s.b, true, &info);
+    if (st == VLA_OK) st = vla_policy_backward(p);
+    int64_t steps = 0;
+    double t0 = vla_now_s(), el = 0;
+    while (st == VLA_OK && (steps < 2 || el < seconds)) {
+        vla_policy_zero_grad(p);
+        st = vla_policy_loss(p, &s.b, true, &info);
+        if (st == VLA_OK) st = vla_policy_backward(p);
+        steps++;
+        el = vla_now_s() - t0;
+    }
+    if (st != VLA_OK) {
+        rc = vla_cli_fail(st);
+        goto done;
+    }
+    double per_step = el / (double)steps;
+    double train_flops = 3.0 * info.flops; /* forward + backward, model FLOPs */
+    vla_flops_estimate est;
+    vla_flops_estimate_compute(&cfg, &p->specs, &est);
+    double achieved = train_flops / per_step * 1e-9;
+    printf("{\"bench\":\"policy_train\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"threads\":%d,"
+           "\"batch\":%lld,\"tokens\":%lld,\"steps\":%lld,\"ms_per_step\":%.3f,\"samples_per_s\":%.2f,"
+           "\"gflop_per_step\":%.4f,\"estimate_gflop_per_step\":%.4f,\"achieved_gflops\":%.3f,"
+           "\"gemm_peak_gflops\":%.2f,\"mfu\":%.4f,\"loss\":%.5f}\n",
+           name, p->ops->name, ops->name, nthreads, (long long)batch, (long long)s.b.n_tokens, (long long)steps,
+           per_step * 1e3, (double)batch / per_step, train_flops * 1e-9, est.total_train * (double)batch * 1e-9,
+           achieved, peak, peak > 0 ? achieved / peak : 0.0, info.loss);
+    fflush(stdout);
+
+    /* batch-1 inference: one action chunk from one observation */
+    {
+        const char *tasks[1] = {TASK};
+        vla_observation o = {0};
+        o.n_samples = 1;
+        o.task = tasks;
+        o.images = s.images;
+        o.state = s.state;
+        o.seed = 3;
+        float *act = calloc((size_t)(cfg.action.horizon * cfg.action.action_dim), sizeof(float));
+        if (!act) {
+            rc = vla_cli_fail(vla_error(VLA_ERR_NOMEM, "bench policy: out of memory"));
+            goto done;
+        }
+        st = vla_policy_sample_actions(p, &o, act); /* warm-up */
+        double best = 1e30, sum = 0;
+        for (int64_t i = 0; i < infer_reps && st == VLA_OK; i++) {
+            double a = vla_now_s();
+            st = vla_policy_sample_actions(p, &o, act);
+            double d = vla_now_s() - a;
+            sum += d;
+            if (d < best) best = d;
+        }
+        free(act);
+        if (st != VLA_OK) {
+            rc = vla_cli_fail(st);
+            goto done;
+        }
+        printf("{\"bench\":\"policy_infer\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"threads\":%d,"
+               "\"batch\":1,\"horizon\":%lld,\"flow_steps\":%lld,\"reps\":%lld,\"best_ms\":%.3f,\"mean_ms\":%.3f,"
+               "\"estimate_gflop\":%.5f}\n",
+               name, p->ops->name, ops->name, nthreads, (long long)cfg.action.horizon, (long long)cfg.flow.steps,
+               (long long)infer_reps, best * 1e3, sum / (double)infer_reps * 1e3, est.sample * 1e-9);
+        fflush(stdout);
+    }
+done:
+    synth_free(&s);
+    vla_policy_free(p);
+    return rc;
+}
+
+int vla_bench_policy(int argc, char **argv) {
+    const char *configs = "pi05-tiny,groot-tiny";
+    int64_t batch = 8, threads = 0, reps = 10;
+    double seconds = 2.0;
+    bool quick = false;
+    const vla_flag flags[] = {
+        {"config", VLA_FLAG_STRING, &configs, "A,B", "comma-separated config names or paths"},
+        {"batch", VLA_FLAG_INT, &batch, "N", "samples per training step"},
+        {"seconds", VLA_FLAG_FLOAT, &seconds, "S", "time spent timing training steps per config"},
+        {"reps", VLA_FLAG_INT, &reps, "N", "timed batch-1 sample_actions calls"},
+        {"threads", VLA_FLAG_INT, &threads, "N", "OpenMP/OpenBLAS threads (0: all cores)"},
+        {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run (smoke test)"},
+    };
+    const vla_command_spec spec = {
+        "vla bench policy", NULL, "Training samples/s, GFLOP/s and MFU, and batch-1 inference latency of policies.",
+        "Prints {\"bench\":\"gemm_peak\"} (measured first, in this run), then per config a \"policy_train\" and a "
+        "\"policy_infer\" line, or a \"skipped\" line when the policy has no implementation in this build.",
+        flags, 6, 0, 0};
+    vla_flags_result res;
+    int rc = vla_cli_parse(&spec, argc, argv, &res);
+    if (rc >= 0) return rc;
+    if (batch < 1 || reps < 1 || seconds < 0) {
+        fprintf(stderr, "vla: error: --batch and --reps must be positive, --seconds non-negative\n");
+        return 2;
+    }
+    if (quick) seconds = seconds < 0.3 ? seconds : 0.3, reps = reps < 3 ? reps : 3, batch = batch < 4 ? batch : 4;
+    if (threads > 0) omp_set_num_threads((int)threads);
+    int nthreads = omp_get_max_threads();
+    const vla_ops *ops = vla_ops_cpu();
+    double peak = gemm_peak(ops, quick);
+    printf("{\"bench\":\"gemm_peak\",\"backend\":\"%s\",\"threads\":%d,\"gflops\":%.2f}\n", ops->name, nthreads,
+           peak);
+    fflush(stdout);
+    char *list = strdup(configs);
+    if (!list) return 1;
+    char *save = NULL;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (!*tok) continue;
+        rc = bench_one(tok, batch, seconds, reps, peak, nthreads, ops);
+        if (rc) break;
+    }
+    free(list);
+    return rc;
+}
