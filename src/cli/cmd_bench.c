@@ -7,6 +7,7 @@ static const vla_cli_command benches[] = {
     {"dist", "data-parallel samples/s at 1 and 2 ranks, exposed communication", vla_bench_dist},
     {"parquet", "Parquet scan rows/s and MB/s on a LeRobot-like file", vla_bench_parquet},
     {"video", "random-access video frames/s, vla.c vs PyAV (LeRobot's seek-then-decode)", vla_bench_video},
+    {"dataset", "random rows, delta windows and 1-3 cameras' frames through the dataset API (640x480 AV1)", vla_bench_dataset},
     {"sim", "environment steps/s per core (state and 96x96 pixel observations)", vla_bench_sim},
     {"policy", "policy training samples/s, GFLOP/s, MFU and batch-1 action-chunk latency", vla_bench_policy},
 };

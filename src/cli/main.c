@@ -3,6 +3,7 @@
 
 static const vla_cli_command commands[] = {
     {"bench", "measure kernels and pipelines; prints one JSON object per result", vla_cmd_bench},
+    {"dataset", "LeRobot datasets (v2.1, v3.0): info, validate, frame, stats, convert", vla_cmd_dataset},
     {"parquet", "inspect Parquet files: schema, rows as JSON, full decode check", vla_cmd_parquet},
     {"plan", "predict data-parallel step time, communication and MFU at N GPUs (alpha-beta ring model)", vla_cmd_plan},
     {"policy", "inspect policy configs: parameter counts and training memory", vla_cmd_policy},

@@ -1,0 +1,385 @@
+/* cmd_dataset.c — `vla dataset`: inspect LeRobot datasets (info, frame),
+ * check them (validate, stats) and convert v2.1 to v3.0. Exit codes: 0 ok
+ * or clean, 1 problems or errors, 2 usage. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "cli/cli.h"
+#include "data/lerobot.h"
+#include "io/video.h"
+
+static void print_json(json_t *j) {
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    if (s) puts(s);
+    free(s);
+}
+
+static void be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+static vla_status png_chunk(vla_atomic_file *af, const char *type, const uint8_t *data, uint32_t n) {
+    uint8_t hdr[8];
+    be32(hdr, n);
+    memcpy(hdr + 4, type, 4);
+    uLong crc = crc32(crc32(0L, Z_NULL, 0), hdr + 4, 4);
+    if (n) crc = crc32(crc, data, n);
+    uint8_t tail[4];
+    be32(tail, (uint32_t)crc);
+    VLA_TRY(vla_atomic_write(af, hdr, 8));
+    if (n) VLA_TRY(vla_atomic_write(af, data, n));
+    return vla_atomic_write(af, tail, 4);
+}
+
+/* An 8-bit RGB PNG (filter 0 rows, zlib), written atomically. */
+static vla_status write_png(const char *path, const uint8_t *rgb, int w, int h) {
+    size_t raw_n = (size_t)h * ((size_t)w * 3 + 1);
+    uint8_t *raw = malloc(raw_n);
+    uLongf zn = compressBound((uLong)raw_n);
+    uint8_t *z = malloc(zn);
+    if (!raw || !z) {
+        free(raw);
+        free(z);
+        return vla_error(VLA_ERR_NOMEM, "out of memory");
+    }
+    for (int y = 0; y < h; y++) {
+        raw[(size_t)y * (w * 3 + 1)] = 0;
+        memcpy(raw + (size_t)y * (w * 3 + 1) + 1, rgb + (size_t)y * w * 3, (size_t)w * 3);
+    }
+    vla_status st = compress2(z, &zn, raw, (uLong)raw_n, 6) == Z_OK ? VLA_OK : vla_error(VLA_ERR_INTERNAL, "%s: zlib failed", path);
+    free(raw);
+    vla_atomic_file af;
+    if (st == VLA_OK) st = vla_atomic_open(&af, path);
+    if (st == VLA_OK) {
+        static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+        uint8_t ihdr[13];
+        be32(ihdr, (uint32_t)w);
+        be32(ihdr + 4, (uint32_t)h);
+        ihdr[8] = 8, ihdr[9] = 2, ihdr[10] = 0, ihdr[11] = 0, ihdr[12] = 0;
+        st = vla_atomic_write(&af, sig, 8);
+        if (st == VLA_OK) st = png_chunk(&af, "IHDR", ihdr, 13);
+        if (st == VLA_OK) st = png_chunk(&af, "IDAT", z, (uint32_t)zn);
+        if (st == VLA_OK) st = png_chunk(&af, "IEND", NULL, 0);
+        if (st == VLA_OK) st = vla_atomic_commit(&af);
+        else vla_atomic_abort(&af);
+    }
+    free(z);
+    return st;
+}
+
+static json_t *shape_json(const vla_lr_feature *f) {
+    json_t *a = json_array();
+    for (int d = 0; d < f->ndim; d++) json_array_append_new(a, json_integer(f->shape[d]));
+    return a;
+}
+
+/* What the first video file of a camera actually holds (NULL fields when absent). */
+static json_t *camera_probe(const vla_lerobot *ds, int cam) {
+    const vla_lr_feature *f = &ds->features[ds->camera_feature[cam]];
+    json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:s,s:s}", "key", f->key, "dtype", f->dtype_name, "height", f->height, "width",
+                          f->width_px, "codec", f->codec[0] ? f->codec : (f->dtype == VLA_LR_IMAGE ? "png" : "?"), "pix_fmt",
+                          f->pix_fmt[0] ? f->pix_fmt : "?");
+    if (f->dtype != VLA_LR_VIDEO || ds->n_episodes == 0) return o;
+    char path[2048];
+    vla_video_decoder *d;
+    if (vla_lerobot_video_file(ds, cam, 0, path, sizeof path) == VLA_OK && vla_video_decoder_open(path, NULL, &d) == VLA_OK) {
+        const vla_video_info *vi = vla_video_decoder_info(d);
+        json_object_set_new(o, "file", json_pack("{s:s,s:s,s:s,s:i,s:i,s:f,s:f}", "path", path, "codec", vi->codec, "decoder",
+                                                 vi->decoder, "width", vi->width, "height", vi->height, "fps", vi->fps,
+                                                 "duration", vi->duration));
+        vla_video_decoder_close(d);
+    } else {
+        json_object_set_new(o, "file_error", json_string(vla_error_message()));
+    }
+    return o;
+}
+
+static int cmd_info(int argc, char **argv) {
+    bool as_json = false;
+    const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "machine-readable output"}};
+    const vla_command_spec spec = {"vla dataset info", "ROOT", "Print a LeRobot dataset's metadata.",
+                                   "Version, fps, robot type, episodes, frames, tasks, features (shape, dtype) and "
+                                   "cameras (codec, size, and what the first video file holds).",
+                                   flags, 1, 1, 1};
+    vla_flags_result res;
+    int rc = vla_cli_parse(&spec, argc, argv, &res);
+    if (rc >= 0) return rc;
+    vla_lerobot *ds;
+    vla_status st = vla_lerobot_open(res.positional[0], &ds);
+    if (st != VLA_OK) return vla_cli_fail(st);
+    json_t *feats = json_array(), *cams = json_array(), *tasks = json_array();
+    for (int i = 0; i < ds->n_features; i++) {
+        const vla_lr_feature *f = &ds->features[i];
+        json_array_append_new(feats, json_pack("{s:s,s:s,s:o}", "key", f->key, "dtype", f->dtype_name, "shape", shape_json(f)));
+    }
+    for (int c = 0; c < ds->n_cameras; c++) json_array_append_new(cams, camera_probe(ds, c));
+    for (int64_t t = 0; t < ds->n_tasks; t++) json_array_append_new(tasks, json_string(ds->tasks[t]));
+    json_t *j = json_pack("{s:s,s:s,s:f,s:s,s:I,s:I,s:I,s:o,s:o,s:o,s:I}", "root", ds->root, "codebase_version", ds->codebase_version,
+                          "fps", ds->fps, "robot_type", ds->robot_type, "total_episodes", (json_int_t)ds->n_episodes, "total_frames",
+                          (json_int_t)ds->n_rows, "total_tasks", (json_int_t)ds->n_tasks, "tasks", tasks, "features", feats, "cameras",
+                          cams, "nonfinite_values", (json_int_t)ds->n_nonfinite);
+    if (as_json) {
+        print_json(j);
+    } else {
+        printf("%s\n  version     %s\n  fps         %g\n  robot_type  %s\n  episodes    %lld\n  frames      %lld\n  tasks       %lld\n",
+               ds->root, ds->codebase_version, ds->fps, ds->robot_type, (long long)ds->n_episodes, (long long)ds->n_rows,
+               (long long)ds->n_tasks);
+        for (int64_t t = 0; t < ds->n_tasks && t < 10; t++) printf("    [%lld] %s\n", (long long)t, ds->tasks[t]);
+        printf("  features\n");
+        for (int i = 0; i < ds->n_features; i++) {
+            const vla_lr_feature *f = &ds->features[i];
+            char shape[128] = "";
+            for (int d = 0; d < f->ndim; d++)
+                snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%lld", d ? "," : "", (long long)f->shape[d]);
+            printf("    %-36s %-8s [%s]\n", f->key, f->dtype_name, shape);
+        }
+        if (ds->n_cameras) printf("  cameras\n");
+        for (size_t c = 0; c < json_array_size(cams); c++) {
+            json_t *o = json_array_get(cams, c), *file = json_object_get(o, "file");
+            printf("    %-36s %s %dx%d %s", json_string_value(json_object_get(o, "key")), json_string_value(json_object_get(o, "codec")),
+                   (int)json_integer_value(json_object_get(o, "width")), (int)json_integer_value(json_object_get(o, "height")),
+                   json_string_value(json_object_get(o, "pix_fmt")));
+            if (file)
+                printf("  (file: %s %dx%d, %.2f s)\n", json_string_value(json_object_get(file, "codec")),
+                       (int)json_integer_value(json_object_get(file, "width")), (int)json_integer_value(json_object_get(file, "height")),
+                       json_real_value(json_object_get(file, "duration")));
+            else if (json_object_get(o, "file_error"))
+                printf("  (video: %s)\n", json_string_value(json_object_get(o, "file_error")));
+            else
+                printf("\n");
+        }
+        if (ds->n_nonfinite) printf("  WARNING: %lld non-finite values in numeric features (run `vla dataset validate`)\n", (long long)ds->n_nonfinite);
+    }
+    json_decref(j);
+    vla_lerobot_close(ds);
+    return 0;
+}
+
+static int cmd_validate(int argc, char **argv) {
+    bool as_json = false;
+    const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "print {\"root\",\"clean\",\"problems\":[{\"file\",\"reason\"}]}"}};
+    const vla_command_spec spec = {"vla dataset validate", "ROOT", "Read every file of a dataset and list every problem.",
+                                   "Checks row counts against info.json and the episodes metadata, contiguous index, "
+                                   "episode ranges and frame_index, timestamps against fps, finite numeric values, task "
+                                   "indices, and that every episode's first and last video frames decode. Exit 0 only "
+                                   "when clean.",
+                                   flags, 1, 1, 1};
+    vla_flags_result res;
+    int rc = vla_cli_parse(&spec, argc, argv, &res);
+    if (rc >= 0) return rc;
+    json_t *problems = json_array();
+    vla_log_level lvl = vla_log_get_level();
+    if (lvl < VLA_LOG_ERROR) vla_log_set_level(VLA_LOG_ERROR); /* problems are listed below, not logged */
+    vla_lerobot_validate(res.positional[0], problems);
+    vla_log_set_level(lvl);
+    size_t n = json_array_size(problems);
+    if (as_json) {
+        json_t *j = json_pack("{s:s,s:b,s:O}", "root", res.positional[0], "clean", n == 0, "problems", problems);
+        print_json(j);
+        json_decref(j);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            json_t *p = json_array_get(problems, i);
+            printf("%s: %s\n", json_string_value(json_object_get(p, "file")), json_string_value(json_object_get(p, "reason")));
+        }
+        printf("%s: %s (%zu problem%s)\n", res.positional[0], n ? "PROBLEMS" : "clean", n, n == 1 ? "" : "s");
+    }
+    json_decref(problems);
+    return n ? 1 : 0;
+}
+
+static int cmd_frame(int argc, char **argv) {
+    bool as_json = false;
+    int64_t index = -1, width = 0, height = 0;
+    const char *camera = NULL, *png = NULL;
+    const vla_flag flags[] = {
+        {"index", VLA_FLAG_INT, &index, "N", "global row index (required)"},
+        {"camera", VLA_FLAG_STRING, &camera, "KEY", "camera whose frame to decode (default: the first)"},
+        {"png", VLA_FLAG_STRING, &png, "OUT", "write the frame as a PNG file"},
+        {"width", VLA_FLAG_INT, &width, "W", "scale the frame to W pixels wide (0: native)"},
+        {"height", VLA_FLAG_INT, &height, "H", "scale the frame to H pixels high (0: native)"},
+        {"json", VLA_FLAG_BOOL, &as_json, NULL, "print the row's columns and values as JSON"},
+    };
+    const vla_command_spec spec = {"vla dataset frame", "ROOT", "Print one row of a dataset and decode its camera frame.", NULL,
+                                   flags, 6, 1, 1};
+    vla_flags_result res;
+    int rc = vla_cli_parse(&spec, argc, argv, &res);
+    if (rc >= 0) return rc;
+    if (index < 0) {
+        fprintf(stderr, "vla dataset frame: --index N is required\n");
+        return 2;
+    }
+    vla_lerobot *ds;
+    vla_status st = vla_lerobot_open(res.positional[0], &ds);
+    if (st != VLA_OK) return vla_cli_fail(st);
+    if (index >= ds->n_rows) {
+        fprintf(stderr, "vla: error: %s: --index %lld out of range [0, %lld)\n", ds->root, (long long)index, (long long)ds->n_rows);
+        vla_lerobot_close(ds);
+        return 2;
+    }
+    json_t *row = json_object();
+    for (int i = 0; i < ds->n_features; i++) {
+        const vla_lr_feature *f = &ds->features[i];
+        if (!f->values) continue;
+        const float *v = f->values + index * f->width;
+        int integral = f->dtype == VLA_LR_INT64 || f->dtype == VLA_LR_INT32;
+        json_t *val;
+        if (f->dtype == VLA_LR_BOOL && f->width == 1) val = json_boolean(v[0] != 0);
+        else if (f->width == 1 && f->ndim <= 1) val = integral ? json_integer((json_int_t)v[0]) : isfinite(v[0]) ? json_real(v[0]) : json_null();
+        else {
+            val = json_array();
+            for (int64_t k = 0; k < f->width; k++)
+                json_array_append_new(val, integral ? json_integer((json_int_t)v[k]) : isfinite(v[k]) ? json_real(v[k]) : json_null());
+        }
+        json_object_set_new(row, f->key, val);
+    }
+    /* the exact integer columns */
+    json_object_set_new(row, "index", json_integer(ds->index[index]));
+    json_object_set_new(row, "frame_index", json_integer(ds->frame_index[index]));
+    json_object_set_new(row, "episode_index", json_integer(ds->episode_index[index]));
+    json_object_set_new(row, "task_index", json_integer(ds->task_index[index]));
+    int64_t t = ds->task_index[index];
+    json_t *out = json_pack("{s:I,s:o,s:s?}", "index", (json_int_t)index, "row", row, "task",
+                            t >= 0 && t < ds->n_tasks ? ds->tasks[t] : NULL);
+    int exit_code = 0;
+    int cam = camera ? vla_lerobot_camera(ds, camera) : (ds->n_cameras ? 0 : -1);
+    if (camera && cam < 0) {
+        fprintf(stderr, "vla: error: %s: no camera '%s'\n", ds->root, camera);
+        exit_code = 2;
+    } else if (cam >= 0) {
+        const vla_lr_feature *f = &ds->features[ds->camera_feature[cam]];
+        int ow = width ? (int)width : f->width_px, oh = height ? (int)height : f->height;
+        uint8_t *rgb = malloc((size_t)ow * oh * 3);
+        vla_lr_reader *r = NULL;
+        st = rgb ? vla_lr_reader_open(ds, &r) : VLA_ERR_NOMEM;
+        if (st == VLA_OK) st = vla_lr_reader_frame(r, cam, index, ow, oh, 0, rgb);
+        json_t *fr = json_pack("{s:s,s:i,s:i}", "camera", f->key, "width", ow, "height", oh);
+        if (st == VLA_OK) {
+            double mean = 0;
+            for (size_t k = 0; k < (size_t)ow * oh * 3; k++) mean += rgb[k];
+            json_object_set_new(fr, "mean", json_real(mean / ((double)ow * oh * 3)));
+            if (png) {
+                st = write_png(png, rgb, ow, oh);
+                if (st == VLA_OK) json_object_set_new(fr, "png", json_string(png));
+            }
+        }
+        if (st != VLA_OK) {
+            json_object_set_new(fr, "error", json_string(vla_error_message()));
+            fprintf(stderr, "vla: error: %s\n", vla_error_message());
+            exit_code = 1;
+        }
+        json_object_set_new(out, "frame", fr);
+        vla_lr_reader_close(r);
+        free(rgb);
+    }
+    if (as_json) print_json(out);
+    else {
+        printf("row %lld (episode %lld, frame %lld, task %lld: %s)\n", (long long)index, (long long)ds->episode_index[index],
+               (long long)ds->frame_index[index], (long long)t, json_string_value(json_object_get(out, "task")));
+        const char *k;
+        json_t *v;
+        json_object_foreach(row, k, v) {
+            char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(7));
+            printf("  %-36s %s\n", k, s ? s : "?");
+            free(s);
+        }
+        json_t *fr = json_object_get(out, "frame");
+        if (fr && !json_object_get(fr, "error"))
+            printf("  frame %s %dx%d mean %.2f%s%s\n", json_string_value(json_object_get(fr, "camera")),
+                   (int)json_integer_value(json_object_get(fr, "width")), (int)json_integer_value(json_object_get(fr, "height")),
+                   json_real_value(json_object_get(fr, "mean")), png ? " → " : "", png ? png : "");
+    }
+    json_decref(out);
+    vla_lerobot_close(ds);
+    return exit_code;
+}
+
+static int cmd_stats(int argc, char **argv) {
+    bool as_json = false;
+    int64_t frames = 100;
+    const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "print the comparison as JSON"},
+                              {"image-frames", VLA_FLAG_INT, &frames, "N", "frames sampled per camera for image stats (0: none)"}};
+    const vla_command_spec spec = {"vla dataset stats", "ROOT", "Recompute a dataset's stats and compare them with the stored ones.",
+                                   "min/max/mean/std/count must agree (f32 tolerance; 0.05 for sampled image stats); "
+                                   "quantiles are shown but not judged, since LeRobot stores per-episode envelopes. "
+                                   "Exit 1 when a judged statistic differs.",
+                                   flags, 2, 1, 1};
+    vla_flags_result res;
+    int rc = vla_cli_parse(&spec, argc, argv, &res);
+    if (rc >= 0) return rc;
+    vla_lerobot *ds;
+    vla_status st = vla_lerobot_open(res.positional[0], &ds);
+    if (st != VLA_OK) return vla_cli_fail(st);
+    json_t *computed = NULL;
+    const char *image_note = NULL;
+    char note[1024];
+    st = vla_lerobot_compute_stats(ds, (int)frames, &computed);
+    if (st != VLA_OK && frames > 0) {
+        snprintf(note, sizeof note, "image stats skipped: %s", vla_error_message());
+        image_note = note;
+        st = vla_lerobot_compute_stats(ds, 0, &computed);
+    }
+    if (st != VLA_OK) {
+        vla_lerobot_close(ds);
+        return vla_cli_fail(st);
+    }
+    json_t *report = json_array();
+    int bad = 0;
+    vla_lerobot_compare_stats(ds, computed, report, &bad);
+    if (as_json) {
+        json_t *j = json_pack("{s:s,s:b,s:I,s:O,s:O,s:s?}", "root", ds->root, "ok", bad == 0, "mismatches", (json_int_t)bad, "report",
+                              report, "computed", computed, "note", image_note);
+        print_json(j);
+        json_decref(j);
+    } else {
+        if (image_note) printf("note: %s\n", image_note);
+        for (size_t i = 0; i < json_array_size(report); i++) {
+            json_t *e = json_array_get(report, i);
+            printf("  %-32s %-6s max|diff| %-12.6g tol %-10.3g %s\n", json_string_value(json_object_get(e, "feature")),
+                   json_string_value(json_object_get(e, "stat")), json_number_value(json_object_get(e, "max_abs_diff")),
+                   json_number_value(json_object_get(e, "tolerance")),
+                   json_is_true(json_object_get(e, "ok")) ? "ok"
+                   : json_string_value(json_object_get(e, "stat"))[0] == 'q' ? "differs (quantile: not judged)" : "DIFFERS");
+        }
+        printf("%s: %s (%d mismatch%s)\n", ds->root, bad ? "stats DIFFER" : "stats agree", bad, bad == 1 ? "" : "es");
+    }
+    json_decref(report);
+    json_decref(computed);
+    vla_lerobot_close(ds);
+    return bad ? 1 : 0;
+}
+
+static int cmd_convert(int argc, char **argv) {
+    const char *codec = NULL;
+    const vla_flag flags[] = {{"vcodec", VLA_FLAG_STRING, &codec, "NAME", "video encoder (default libsvtav1, libx264 fallback)"}};
+    const vla_command_spec spec = {"vla dataset convert", "SRC DST", "Write a LeRobot dataset (v2.1 or v3.0) as v3.0.",
+                                   "DST must not exist; it appears complete or not at all. Video frames are decoded and "
+                                   "re-encoded with LeRobot's defaults.",
+                                   flags, 1, 2, 2};
+    vla_flags_result res;
+    int rc = vla_cli_parse(&spec, argc, argv, &res);
+    if (rc >= 0) return rc;
+    vla_status st = vla_lerobot_convert(res.positional[0], res.positional[1], codec);
+    if (st != VLA_OK) return vla_cli_fail(st);
+    printf("%s → %s (v3.0)\n", res.positional[0], res.positional[1]);
+    return 0;
+}
+
+static const vla_cli_command subs[] = {
+    {"info", "version, fps, robot, episodes, frames, tasks, features, cameras", cmd_info},
+    {"validate", "read every file and list every problem (exit 0 only when clean)", cmd_validate},
+    {"frame", "print a row and decode its frame (--png OUT)", cmd_frame},
+    {"stats", "recompute stats and compare with the stored ones", cmd_stats},
+    {"convert", "convert a v2.1 dataset to v3.0", cmd_convert},
+};
+
+int vla_cmd_dataset(int argc, char **argv) {
+    return vla_cli_dispatch("vla dataset", subs, (int)(sizeof subs / sizeof subs[0]), argc, argv);
+}

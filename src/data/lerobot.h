@@ -1,0 +1,240 @@
+/* lerobot.h — LeRobot datasets (codebase v2.1 and v3.0): metadata, rows,
+ * frames by timestamp, delta_timestamps windows, stats, validation, and a
+ * v3.0 writer. Facts and sources: ../shared/reference/lerobot-format.md.
+ *
+ * Opening a dataset reads meta/ (info, tasks, episodes, stats) and every
+ * numeric column of the data parquet files into memory as f32 rows (and the
+ * index columns as int64): a training step then touches no parquet at all.
+ * That costs total_frames × (numeric width) × 4 bytes — 0.4 MB for PushT,
+ * ~100 MB for a 1M-frame 26-D dataset — and is what LeRobot's Arrow cache
+ * holds too. Videos are not opened until a frame is asked for; a missing
+ * video is an error of that request (and of `validate`), not of open, so the
+ * metadata of a dataset without its videos can still be inspected.
+ *
+ * Rows are addressed by their global `index` (0..total_frames-1); open
+ * checks that the files deliver them in that order.
+ *
+ * A dataset is immutable after open and may be shared by threads. Frames are
+ * read through a vla_lr_reader, which owns open video decoders and is used
+ * by one thread at a time (one reader per loader thread). */
+#ifndef VLA_DATA_LEROBOT_H
+#define VLA_DATA_LEROBOT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+
+typedef enum {
+    VLA_LR_FLOAT32,
+    VLA_LR_FLOAT64,
+    VLA_LR_INT64,
+    VLA_LR_INT32,
+    VLA_LR_BOOL,
+    VLA_LR_STRING,
+    VLA_LR_VIDEO,
+    VLA_LR_IMAGE,
+    VLA_LR_OTHER
+} vla_lr_dtype;
+
+typedef struct {
+    char *key;         /* "observation.state" */
+    char *dtype_name;  /* as written in info.json */
+    vla_lr_dtype dtype;
+    int ndim;
+    int64_t shape[4];
+    int64_t width;     /* values per row (product of shape); H·W·C for cameras */
+    int camera;        /* index in cameras[] for video/image features, else -1 */
+    /* cameras */
+    int height, width_px, channels;
+    char codec[32], pix_fmt[32];
+    /* numeric features: all rows, [total_frames × width] as f32 (NULL otherwise) */
+    float *values;
+} vla_lr_feature;
+
+typedef struct {
+    int64_t chunk, file;
+    double from_ts, to_ts; /* the episode's seconds inside the (concatenated) mp4 */
+} vla_lr_episode_video;
+
+typedef struct {
+    int64_t episode_index;
+    int64_t length;
+    int64_t from, to;       /* global rows [from, to) */
+    int64_t data_chunk, data_file;
+    int64_t file_row;       /* row of the episode's first frame inside its data file */
+    int n_tasks;
+    char **tasks;
+    vla_lr_episode_video *video; /* one per camera */
+} vla_lr_episode;
+
+/* One feature's stored statistics, flattened (image stats: 3 values, one per channel). */
+typedef struct {
+    char *key;
+    int n;              /* values per statistic */
+    double *min, *max, *mean, *std;
+    double *q01, *q10, *q50, *q90, *q99; /* NULL when the file has no quantiles (v2.1) */
+    int64_t count;
+} vla_lr_stats;
+
+typedef struct {
+    char *root;
+    int version;            /* 21 or 30 */
+    char codebase_version[16];
+    double fps;
+    char *robot_type;
+    int64_t total_episodes, total_frames, total_tasks, chunks_size;
+    char *data_path, *video_path; /* templates from info.json (video_path may be NULL) */
+
+    int n_features;
+    vla_lr_feature *features;
+    int n_cameras;
+    int *camera_feature;    /* feature index of each camera */
+
+    int64_t n_tasks;
+    char **tasks;           /* by task_index */
+
+    int64_t n_episodes;
+    vla_lr_episode *episodes; /* in episode_index order */
+
+    int64_t n_rows;
+    float *timestamp;
+    int64_t *frame_index, *episode_index, *index, *task_index;
+    int64_t *row_episode;   /* position in episodes[] of each row */
+
+    int n_stats;
+    vla_lr_stats *stats;
+
+    /* Non-finite values found in numeric features at open (also logged as a
+     * warning naming the first one): a trainer must refuse a dataset with
+     * nonzero count rather than train on NaN; `validate` lists them. */
+    int64_t n_nonfinite;
+
+    json_t *info;           /* meta/info.json as read */
+} vla_lerobot;
+
+vla_status vla_lerobot_open(const char *root, vla_lerobot **out);
+void vla_lerobot_close(vla_lerobot *ds);
+
+/* Metadata only (no data files, no stats): info.json text plus, for v2.1,
+ * episodes.jsonl and tasks.jsonl texts (either may be NULL). Episode rows
+ * come from cumulative lengths. For the fuzzer and for tools. */
+vla_status vla_lerobot_open_meta_buffers(const char *info_json, size_t info_len, const char *episodes_jsonl,
+                                         size_t episodes_len, const char *tasks_jsonl, size_t tasks_len,
+                                         vla_lerobot **out);
+
+/* NULL when absent (no error recorded). */
+const vla_lr_feature *vla_lerobot_feature(const vla_lerobot *ds, const char *key);
+const vla_lr_stats *vla_lerobot_stats(const vla_lerobot *ds, const char *key);
+/* Camera index for a key, or -1. */
+int vla_lerobot_camera(const vla_lerobot *ds, const char *key);
+
+/* Path of camera `camera`'s video for episode position `ep` (in episodes[]). */
+vla_status vla_lerobot_video_file(const vla_lerobot *ds, int camera, int64_t ep, char *buf, size_t cap);
+/* Path of the data parquet holding episode position `ep`. */
+vla_status vla_lerobot_data_file(const vla_lerobot *ds, int64_t ep, char *buf, size_t cap);
+
+/* ---- delta_timestamps windows (LeRobot's _get_query_indices) ----------
+ * Each delta (seconds) must be a multiple of 1/fps within tol_s; it becomes
+ * the frame offset round(d·fps). */
+vla_status vla_lerobot_delta_offsets(const vla_lerobot *ds, const double *deltas, int n, double tol_s,
+                                     int *offsets);
+/* Rows of the window around `row`: row + offset clamped to the episode, with
+ * is_pad[i] = 1 where the unclamped row fell outside it. */
+void vla_lerobot_window_rows(const vla_lerobot *ds, int64_t row, const int *offsets, int n, int64_t *rows,
+                             uint8_t *is_pad);
+/* A numeric feature's values over the window: out is [n × width]. */
+vla_status vla_lerobot_window(const vla_lerobot *ds, const char *key, int64_t row, const int *offsets, int n,
+                              float *out, uint8_t *is_pad);
+
+/* ---- frames ------------------------------------------------------------- */
+
+typedef struct vla_lr_reader vla_lr_reader;
+vla_status vla_lr_reader_open(const vla_lerobot *ds, vla_lr_reader **out);
+void vla_lr_reader_close(vla_lr_reader *r);
+/* Camera `camera` at global row `row`, RGB24 at out_w×out_h (0: native) into
+ * rgb. Video: time = episode from_timestamp + row timestamp, must decode
+ * within tol_s (LeRobot's tolerance_s; ≤ 0 means 1e-4). */
+vla_status vla_lr_reader_frame(vla_lr_reader *r, int camera, int64_t row, int out_w, int out_h, double tol_s,
+                               uint8_t *rgb);
+/* Several rows of one camera (a window), decoded in ascending time order. */
+vla_status vla_lr_reader_frames(vla_lr_reader *r, int camera, const int64_t *rows, int n, int out_w, int out_h,
+                                double tol_s, uint8_t *rgb);
+
+/* Decoder counters summed over the reader's open decoders (seeks, frames
+ * decoded, cache hits, frames returned): how much forward decoding and
+ * reuse a sampling pattern gets. `open_decoders` receives how many are open. */
+void vla_lr_reader_counters(const vla_lr_reader *r, int64_t *seeks, int64_t *decoded, int64_t *cache_hits,
+                            int64_t *returned, int *open_decoders);
+
+/* Several cameras at once, in parallel (one thread per camera): camera
+ * cams[j] at rows[0..n) into rgb[j] (n frames each). The rows of one call
+ * must lie in one episode (a window) for video cameras. */
+vla_status vla_lr_reader_sample(vla_lr_reader *r, const int *cams, int n_cams, const int64_t *rows, int n,
+                                int out_w, int out_h, double tol_s, uint8_t *const *rgb);
+
+/* ---- stats ----------------------------------------------------------------
+ * Recompute stats.json-style statistics from the data (numeric features:
+ * min/max/mean/std (population)/count and exact q01…q99 by sorting; cameras:
+ * per-channel values in [0,1] over up to `max_image_frames` evenly spaced
+ * frames, quantiles exact from 256-bin histograms). New JSON reference. */
+vla_status vla_lerobot_compute_stats(const vla_lerobot *ds, int max_image_frames, json_t **out);
+/* Compare recomputed stats with the stored ones: one entry per feature and
+ * statistic {"feature","stat","max_abs_diff","tolerance","ok"} into `report`;
+ * *n_bad counts entries over tolerance (quantiles are reported but not
+ * counted: LeRobot's stored quantiles are per-episode envelopes). */
+vla_status vla_lerobot_compare_stats(const vla_lerobot *ds, const json_t *computed, json_t *report, int *n_bad);
+
+/* ---- validation -------------------------------------------------------------
+ * Read every file and check: row counts against info and episodes, contiguous
+ * `index`, episode ranges, frame_index, timestamps consistent with fps,
+ * finite numeric values, task indices, video presence, duration and
+ * decodability (first and last frame of every episode). Problems are appended
+ * to `problems` as {"file": ..., "reason": ...}. Returns VLA_OK when the
+ * checks could run (clean or not); a dataset that cannot even be opened gives
+ * one problem and the open error. */
+vla_status vla_lerobot_validate(const char *root, json_t *problems);
+
+/* ---- writer (v3.0) -------------------------------------------------------- */
+
+typedef struct {
+    const char *key;
+    const char *dtype;    /* "float32", "int64", "bool", "video" */
+    int ndim;
+    int64_t shape[3];     /* video: height, width, 3 */
+    const char *const *names; /* optional per-channel names */
+    int n_names;
+} vla_lr_feature_spec;
+
+typedef struct {
+    int fps;
+    const char *robot_type;
+    const vla_lr_feature_spec *features; /* user features; timestamp/frame_index/episode_index/index/task_index are added */
+    int n_features;
+    const char *video_codec; /* NULL: libsvtav1 (libx264 fallback) */
+} vla_lr_writer_opts;
+
+typedef struct vla_lr_writer vla_lr_writer;
+
+/* The dataset is built in "<root>.partial-<pid>" and renamed to `root` by
+ * close, so `root` is complete or absent. `root` must not exist. */
+vla_status vla_lr_writer_open(const char *root, const vla_lr_writer_opts *opts, vla_lr_writer **out);
+/* One frame: values[i] for the i-th non-video feature (width floats; bools
+ * as 0/1), images[j] for the j-th video feature (RGB24, tightly packed). */
+vla_status vla_lr_writer_add_frame(vla_lr_writer *w, const char *task, const float *const *values,
+                                   const uint8_t *const *images);
+vla_status vla_lr_writer_save_episode(vla_lr_writer *w);
+void vla_lr_writer_discard_episode(vla_lr_writer *w);
+int64_t vla_lr_writer_num_episodes(const vla_lr_writer *w);
+/* Write meta/ and rename into place. Frees w either way. */
+vla_status vla_lr_writer_close(vla_lr_writer *w);
+void vla_lr_writer_abort(vla_lr_writer *w);
+
+/* Rewrite any readable dataset (v2.1 or v3.0) as v3.0 at `dst` (absent):
+ * rows, tasks and episodes as they are; video frames decoded and re-encoded
+ * with the writer's defaults (LeRobot's converter remuxes instead). */
+vla_status vla_lerobot_convert(const char *src_root, const char *dst_root, const char *video_codec);
+
+#endif

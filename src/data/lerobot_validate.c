@@ -1,0 +1,170 @@
+/* lerobot_validate.c — read every file of a LeRobot dataset and list every
+ * problem with the file it is in and the reason: row counts against
+ * info/episodes, contiguous index, episode ranges, frame_index, timestamps
+ * against fps, finite values, task indices, and for videos presence,
+ * duration and decodability (first and last frame of every episode). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fsutil.h"
+#include "data/lerobot_internal.h"
+#include "io/video.h"
+
+static const char *relpath(const vla_lerobot *ds, const char *p) {
+    size_t n = strlen(ds->root);
+    return !strncmp(p, ds->root, n) && p[n] == '/' ? p + n + 1 : p;
+}
+
+/* The data file holding row r (relative), for reports. */
+static void row_file(const vla_lerobot *ds, int64_t r, char *buf, size_t cap) {
+    snprintf(buf, cap, "data");
+    int64_t e = r >= 0 && r < ds->n_rows ? ds->row_episode[r] : -1;
+    if (e < 0) return;
+    char p[4096];
+    if (vla_lerobot_data_file(ds, e, p, sizeof p) == VLA_OK) snprintf(buf, cap, "%s", relpath(ds, p));
+}
+
+#define MAX_PER_CHECK 5 /* list the first few of a kind, then a count */
+
+static void check_rows(const vla_lerobot *ds, json_t *pr) {
+    char f[4096];
+    double tol = 1e-4;
+    /* index contiguity was reported by open (first break); report frame_index, episode_index, timestamps */
+    int64_t n_idx = 0;
+    for (int64_t r = 1; r < ds->n_rows; r++)
+        if (ds->index[r] != ds->index[r - 1] + 1) {
+            if (++n_idx <= MAX_PER_CHECK) {
+                row_file(ds, r, f, sizeof f);
+                vla_lr_problem(pr, f, "column 'index' jumps from %lld to %lld at row %lld", (long long)ds->index[r - 1],
+                               (long long)ds->index[r], (long long)r);
+            }
+        }
+    if (n_idx > MAX_PER_CHECK) vla_lr_problem(pr, "data", "%lld more breaks in column 'index'", (long long)(n_idx - MAX_PER_CHECK));
+    for (int64_t e = 0; e < ds->n_episodes; e++) {
+        const vla_lr_episode *ep = &ds->episodes[e];
+        int64_t bad_fi = 0, bad_ei = 0, bad_ts = 0;
+        for (int64_t r = ep->from; r < ep->to && r < ds->n_rows; r++) {
+            row_file(ds, r, f, sizeof f);
+            if (ds->episode_index[r] != ep->episode_index && ++bad_ei <= 1)
+                vla_lr_problem(pr, f, "row %lld: episode_index %lld, but the episodes metadata puts the row in episode %lld",
+                               (long long)r, (long long)ds->episode_index[r], (long long)ep->episode_index);
+            if (ds->frame_index[r] != r - ep->from && ++bad_fi <= 1)
+                vla_lr_problem(pr, f, "row %lld: frame_index %lld, expected %lld (episode %lld)", (long long)r,
+                               (long long)ds->frame_index[r], (long long)(r - ep->from), (long long)ep->episode_index);
+            if (r > ep->from) {
+                double dt = (double)ds->timestamp[r] - (double)ds->timestamp[r - 1];
+                if (!(fabs(dt - 1.0 / ds->fps) <= tol) && ++bad_ts <= 1)
+                    vla_lr_problem(pr, f, "row %lld: timestamp %.6f follows %.6f: step %.6f s, fps %g wants %.6f s (tolerance %g s)",
+                                   (long long)r, ds->timestamp[r], ds->timestamp[r - 1], dt, ds->fps, 1.0 / ds->fps, tol);
+            }
+            if (ds->task_index[r] < 0 || ds->task_index[r] >= ds->n_tasks) {
+                vla_lr_problem(pr, f, "row %lld: task_index %lld is not in the tasks file (%lld tasks)", (long long)r,
+                               (long long)ds->task_index[r], (long long)ds->n_tasks);
+                break;
+            }
+        }
+        if (bad_ei > 1) vla_lr_problem(pr, f, "episode %lld: %lld rows with a wrong episode_index", (long long)ep->episode_index, (long long)bad_ei);
+        if (bad_fi > 1) vla_lr_problem(pr, f, "episode %lld: %lld rows with a wrong frame_index", (long long)ep->episode_index, (long long)bad_fi);
+        if (bad_ts > 1) vla_lr_problem(pr, f, "episode %lld: %lld timestamp steps inconsistent with fps", (long long)ep->episode_index, (long long)bad_ts);
+    }
+    for (int i = 0; i < ds->n_features; i++) {
+        const vla_lr_feature *ft = &ds->features[i];
+        if (!ft->values) continue;
+        int64_t bad = 0, first = -1;
+        for (int64_t k = 0; k < ds->n_rows * ft->width; k++)
+            if (!isfinite(ft->values[k])) {
+                if (first < 0) first = k;
+                bad++;
+            }
+        if (bad) {
+            row_file(ds, first / ft->width, f, sizeof f);
+            vla_lr_problem(pr, f, "feature '%s' has %lld non-finite values (NaN/Inf), first at row %lld, element %lld", ft->key,
+                           (long long)bad, (long long)(first / ft->width), (long long)(first % ft->width));
+        }
+    }
+}
+
+static void check_videos(const vla_lerobot *ds, json_t *pr) {
+    for (int c = 0; c < ds->n_cameras; c++) {
+        const vla_lr_feature *f = &ds->features[ds->camera_feature[c]];
+        if (f->dtype != VLA_LR_VIDEO) continue;
+        vla_video_decoder *dec = NULL;
+        char cur[2048] = "";
+        int cur_bad = 0;
+        uint8_t *rgb = malloc((size_t)f->width_px * f->height * 3);
+        for (int64_t e = 0; rgb && e < ds->n_episodes; e++) {
+            const vla_lr_episode *ep = &ds->episodes[e];
+            char path[2048];
+            if (vla_lerobot_video_file(ds, c, e, path, sizeof path) != VLA_OK) {
+                vla_lr_problem(pr, "meta/info.json", "%s", vla_error_message());
+                break;
+            }
+            if (strcmp(path, cur)) {
+                vla_video_decoder_close(dec);
+                dec = NULL;
+                snprintf(cur, sizeof cur, "%s", path);
+                cur_bad = 0;
+                if (!vla_path_exists(path)) {
+                    vla_lr_problem(pr, relpath(ds, path), "video file is missing (camera '%s', episode %lld)", f->key, (long long)ep->episode_index);
+                    cur_bad = 1;
+                } else if (vla_video_decoder_open(path, NULL, &dec) != VLA_OK) {
+                    vla_lr_problem(pr, relpath(ds, path), "video does not open: %s", vla_error_message());
+                    cur_bad = 1;
+                } else {
+                    const vla_video_info *vi = vla_video_decoder_info(dec);
+                    if (vi->width != f->width_px || vi->height != f->height)
+                        vla_lr_problem(pr, relpath(ds, path), "video is %dx%d, info.json says %dx%d for '%s'", vi->width, vi->height,
+                                       f->width_px, f->height, f->key);
+                    if (vi->fps > 0 && fabs(vi->fps - ds->fps) > 1e-3)
+                        vla_lr_problem(pr, relpath(ds, path), "video fps %g, dataset fps %g", vi->fps, ds->fps);
+                }
+            }
+            if (cur_bad || !dec || ep->length == 0) continue;
+            const vla_video_info *vi = vla_video_decoder_info(dec);
+            if (vi->duration > 0 && ep->video[c].to_ts > vi->duration + 1.0 / ds->fps + 1e-3)
+                vla_lr_problem(pr, relpath(ds, path), "episode %lld ends at %.4f s but the video lasts %.4f s", (long long)ep->episode_index,
+                               ep->video[c].to_ts, vi->duration);
+            if (ep->to > ds->n_rows) continue; /* rows missing: reported above */
+            double t_last = ep->video[c].from_ts + (double)ds->timestamp[ep->to - 1];
+            double t_first = ep->video[c].from_ts + (double)ds->timestamp[ep->from];
+            double ts[2] = {t_first, t_last};
+            for (int k = 0; k < 2; k++)
+                if (vla_video_decoder_read(dec, ts[k], VLA_VIDEO_DEFAULT_TOLERANCE_S, 0, 0, rgb, NULL) != VLA_OK) {
+                    vla_lr_problem(pr, relpath(ds, path), "episode %lld: %s frame does not decode: %s", (long long)ep->episode_index,
+                                   k ? "last" : "first", vla_error_message());
+                    break;
+                }
+        }
+        vla_video_decoder_close(dec);
+        free(rgb);
+    }
+}
+
+vla_status vla_lerobot_validate(const char *root, json_t *problems) {
+    vla_lerobot *ds;
+    vla_status st = vla_lr_open_internal(root, problems, &ds);
+    if (st != VLA_OK) {
+        /* the message names the file; split "path: reason" when it does */
+        const char *msg = vla_error_message();
+        size_t n = strlen(root);
+        const char *file = "meta/info.json";
+        char fbuf[1024];
+        if (!strncmp(msg, root, n) && msg[n] == '/') {
+            const char *colon = strstr(msg + n + 1, ": ");
+            if (colon && (size_t)(colon - (msg + n + 1)) < sizeof fbuf) {
+                memcpy(fbuf, msg + n + 1, (size_t)(colon - (msg + n + 1)));
+                fbuf[colon - (msg + n + 1)] = 0;
+                file = fbuf;
+                msg = colon + 2;
+            }
+        }
+        vla_lr_problem(problems, file, "%s", msg);
+        return st;
+    }
+    check_rows(ds, problems);
+    check_videos(ds, problems);
+    vla_lerobot_close(ds);
+    return VLA_OK;
+}
