@@ -1,5 +1,6 @@
 /* cmd_sim.c — `vla sim`: run simulator episodes with scripted policies
- * (`play`), and the simulator benchmark (`bench`). */
+ * (`play`), record them as datasets (`record`, in cmd_sim_record.c), and the
+ * simulator benchmark (`bench`). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,7 @@ static int cmd_play(int argc, char **argv) {
 
 static const vla_cli_command sim_commands[] = {
     {"play", "run episodes of a scripted policy (expert, random) and report success", cmd_play},
+    {"record", "record scripted episodes as a LeRobot v3.0 dataset", vla_cmd_sim_record},
     {"bench", "environment steps per second per core (state and 96x96 pixels)", vla_bench_sim},
 };
 

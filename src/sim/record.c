@@ -1,0 +1,121 @@
+/* record.c — scripted episodes → LeRobot v3.0 dataset (see record.h). */
+#include "sim/record.h"
+#include "sim/env.h"
+#include "data/lerobot.h"
+#include "base/log.h"
+#include "base/timer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Replay one episode from its seed and actions, writing every observation
+ * with the action taken from it and what the step returned. The action is
+ * executed as stored (rounded to f32), so the dataset replays exactly; that
+ * rounding can change a chaotic push slightly, so success is re-judged here. */
+static vla_status record_episode(vla_env *env, vla_lr_writer *w, uint64_t seed, const double *actions, int steps,
+                                 int size, uint8_t *pixels, int64_t *frames, bool *success_out) {
+    const vla_env_spec *spec = vla_env_get_spec(env);
+    vla_env_info info;
+    VLA_TRY(vla_env_reset(env, seed, &info));
+    float state[VLA_ENV_MAX_DIM], env_state[VLA_ENV_MAX_DIM], action[VLA_ENV_MAX_DIM];
+    float reward, done, success = 0.0f;
+    const float *values[6] = {state, env_state, action, &reward, &done, &success};
+    const uint8_t *images[1] = {pixels};
+    for (int t = 0; t < steps; t++) {
+        vla_env_obs obs = {.type = VLA_OBS_PIXELS_AGENT_POS, .width = size, .height = size, .pixels = pixels};
+        VLA_TRY(vla_env_observe(env, &obs));
+        double a[VLA_ENV_MAX_DIM];
+        for (int i = 0; i < spec->action_dim; i++) {
+            action[i] = (float)actions[(size_t)t * spec->action_dim + i];
+            a[i] = action[i];
+        }
+        vla_env_step_result r;
+        VLA_TRY(vla_env_step(env, a, &r));
+        for (int i = 0; i < obs.agent_pos_dim; i++) state[i] = (float)obs.agent_pos[i];
+        for (int i = 0; i < obs.env_state_dim; i++) env_state[i] = (float)obs.env_state[i];
+        bool last = r.terminated || r.truncated || t == steps - 1;
+        reward = (float)r.reward;
+        done = last ? 1.0f : 0.0f;
+        success = r.info.is_success ? 1.0f : 0.0f;
+        VLA_TRY(vla_lr_writer_add_frame(w, spec->task, values, images));
+        (*frames)++;
+        if (last) break;
+    }
+    *success_out = success == 1.0f;
+    return VLA_OK;
+}
+
+vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *out) {
+    memset(out, 0, sizeof *out);
+    double t0 = vla_now_s();
+    int size = o->image_size > 0 ? o->image_size : 96;
+    if (o->episodes <= 0) return vla_error(VLA_ERR_INVALID_ARG, "sim record: --episodes must be positive");
+    if (size % 2) return vla_error(VLA_ERR_INVALID_ARG, "sim record: image size %d must be even (yuv420p video)", size);
+    const vla_env_vtable *vt = vla_env_find(o->env);
+    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "sim record: unknown environment '%s'", o->env);
+    const vla_env_spec *spec = vt->spec;
+
+    /* 1. run episodes in parallel, keeping their actions */
+    int attempts = o->max_attempts > 0 ? o->max_attempts : 4 * o->episodes;
+    if (o->keep_failures) attempts = o->episodes;
+    vla_sim_run_opts ro = {.env = o->env, .policy = o->policy ? o->policy : "expert", .episodes = attempts,
+                           .seed = o->seed, .jobs = o->jobs, .keep_actions = attempts};
+    vla_sim_run_result rr;
+    VLA_TRY(vla_sim_run(&ro, &rr));
+    out->episodes_run = rr.episodes;
+    out->success_rate = rr.success_rate;
+
+    /* 2. replay the kept ones into the writer, in seed order */
+    const char *state_names[2] = {"x", "y"};
+    vla_lr_feature_spec features[7] = {
+        {"observation.image", "video", 3, {size, size, 3}, NULL, 0},
+        {"observation.state", "float32", 1, {spec->agent_pos_dim}, spec->agent_pos_dim == 2 ? state_names : NULL,
+         spec->agent_pos_dim == 2 ? 2 : 0},
+        {"observation.environment_state", "float32", 1, {spec->env_state_dim}, NULL, 0},
+        {"action", "float32", 1, {spec->action_dim}, NULL, 0},
+        {"next.reward", "float32", 1, {1}, NULL, 0},
+        {"next.done", "bool", 1, {1}, NULL, 0},
+        {"next.success", "bool", 1, {1}, NULL, 0},
+    };
+    vla_lr_writer_opts wo = {.fps = spec->fps, .robot_type = spec->name, .features = features, .n_features = 7,
+                             .video_codec = o->video_codec};
+    vla_lr_writer *w = NULL;
+    vla_env *env = NULL;
+    uint8_t *pixels = malloc((size_t)size * size * 3);
+    vla_status st = pixels ? VLA_OK : vla_error(VLA_ERR_NOMEM, "sim record: out of memory");
+    if (st == VLA_OK) st = vla_lr_writer_open(o->out, &wo, &w);
+    if (st == VLA_OK) st = vla_env_make(o->env, &env);
+    for (int e = 0; st == VLA_OK && e < rr.episodes && out->episodes_kept < o->episodes; e++) {
+        const vla_sim_episode *ep = &rr.per_episode[e];
+        if (!ep->success && !o->keep_failures) continue;
+        bool success = false;
+        int64_t frames = 0;
+        st = record_episode(env, w, o->seed + (uint64_t)e, ep->actions, ep->steps, size, pixels, &frames, &success);
+        if (st == VLA_OK && !success && !o->keep_failures) { /* diverged under f32 actions: drop it */
+            vla_lr_writer_discard_episode(w);
+            continue;
+        }
+        if (st == VLA_OK) st = vla_lr_writer_save_episode(w);
+        if (st == VLA_OK) out->episodes_kept++, out->frames += frames;
+        if (st == VLA_OK && o->progress)
+            fprintf(stderr, "\rsim record: %d/%d episodes, %lld frames, %.1f s", out->episodes_kept, o->episodes,
+                    (long long)out->frames, vla_now_s() - t0);
+    }
+    if (o->progress) fputc('\n', stderr);
+    if (st == VLA_OK && out->episodes_kept < o->episodes)
+        st = vla_error(VLA_ERR_INVALID_ARG,
+                       "sim record: only %d of %d episodes succeeded in %d attempts (policy '%s'); ask for fewer "
+                       "episodes, raise --max_attempts or pass --keep_failures",
+                       out->episodes_kept, o->episodes, rr.episodes, ro.policy);
+    if (st == VLA_OK) {
+        st = vla_lr_writer_close(w);
+    } else if (w) {
+        vla_lr_writer_abort(w);
+    }
+    vla_env_free(env);
+    free(pixels);
+    vla_sim_run_result_free(&rr);
+    out->seconds = vla_now_s() - t0;
+    return st;
+}

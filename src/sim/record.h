@@ -1,0 +1,45 @@
+/* record.h — record scripted-policy episodes of a simulator as a LeRobot v3.0
+ * dataset (the data `vla train` learns from), through data/lerobot.h.
+ *
+ * Features, as LeRobot's lerobot/pusht: observation.image (video, default
+ * 96×96), observation.state (the agent position), observation.environment_state
+ * (PushT: the 16-D block keypoints), action, next.reward, next.done,
+ * next.success; one task string (the env's); fps = the env's control rate.
+ *
+ * Episodes first run in parallel (--jobs) with their actions kept; the ones
+ * to keep (successful ones, unless keep_failures) are then replayed in order
+ * — trajectories are a pure function of (seed, actions) — rendering each
+ * observation and writing frames. The dataset appears at `out` complete or
+ * not at all. */
+#ifndef VLA_SIM_RECORD_H
+#define VLA_SIM_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/status.h"
+
+typedef struct {
+    const char *env;        /* "pusht", "reach" */
+    const char *policy;     /* "expert" (default) or "random" */
+    const char *out;        /* dataset root; must not exist */
+    int episodes;           /* episodes to keep */
+    int max_attempts;       /* give up after this many episodes run (0: 4 × episodes) */
+    uint64_t seed;          /* episode i of the run uses seed + i */
+    int jobs;               /* threads for the parallel run (0: OpenMP default) */
+    int image_size;         /* square video size (0: 96); 0 < size: must be even */
+    bool keep_failures;     /* keep unsuccessful episodes too */
+    const char *video_codec;/* NULL: the writer's default (libsvtav1) */
+    bool progress;          /* progress line on stderr */
+} vla_sim_record_opts;
+
+typedef struct {
+    int episodes_kept, episodes_run;
+    int64_t frames;
+    double success_rate;    /* over all episodes run */
+    double seconds;
+} vla_sim_record_result;
+
+vla_status vla_sim_record(const vla_sim_record_opts *opts, vla_sim_record_result *out);
+
+#endif
