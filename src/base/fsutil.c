@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -161,6 +162,39 @@ vla_status vla_read_file(const char *path, char **data, size_t *n) {
     *data = buf;
     *n = size;
     return VLA_OK;
+}
+
+vla_status vla_map_file(const char *path, vla_mapped_file *out) {
+    out->data = NULL;
+    out->size = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return vla_error(errno == ENOENT ? VLA_ERR_NOT_FOUND : VLA_ERR_IO, "%s: cannot open: %s", path,
+                         strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return vla_error(VLA_ERR_IO, "%s: not a regular file", path);
+    }
+    size_t size = (size_t)sb.st_size;
+    if (size > 0) {
+        void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        int err = errno;
+        if (p == MAP_FAILED) {
+            close(fd);
+            return vla_error(VLA_ERR_IO, "%s: mmap of %zu bytes failed: %s", path, size, strerror(err));
+        }
+        out->data = p;
+        out->size = size;
+    }
+    close(fd);
+    return VLA_OK;
+}
+
+void vla_unmap_file(vla_mapped_file *m) {
+    if (m->data) munmap((void *)m->data, m->size);
+    m->data = NULL;
+    m->size = 0;
 }
 
 vla_status vla_mkdirs(const char *path) {

@@ -36,6 +36,16 @@ void vla_atomic_abort(vla_atomic_file *af);
 vla_status vla_write_file_atomic(const char *path, const void *data, size_t n);
 /* Read a whole file into a malloc'd buffer with a terminating NUL (not counted). */
 vla_status vla_read_file(const char *path, char **data, size_t *n);
+/* A whole regular file mapped read-only (zero-copy readers: safetensors,
+ * Parquet). An empty file maps to data == NULL, size 0 (mmap refuses
+ * length 0; the format's parser then explains what is missing). */
+typedef struct {
+    const uint8_t *data;
+    size_t size;
+} vla_mapped_file;
+vla_status vla_map_file(const char *path, vla_mapped_file *out);
+void vla_unmap_file(vla_mapped_file *m);
+
 /* mkdir -p. */
 vla_status vla_mkdirs(const char *path);
 vla_status vla_fsync_dir(const char *dir);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
 #include "io/parquet_internal.h"
 #include "io/thrift_compact.h"
 
@@ -372,33 +373,15 @@ vla_status vla_parquet_open_memory(const void *data, size_t size, const char *na
 
 vla_status vla_parquet_open(const char *path, vla_parquet_file **out) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return vla_error(errno == ENOENT ? VLA_ERR_NOT_FOUND : VLA_ERR_IO, "%s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return vla_error(VLA_ERR_IO, "%s: %s", path, strerror(e));
-    }
-    size_t size = (size_t)sb.st_size;
-    const uint8_t *map = NULL;
-    if (size > 0) {
-        void *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return vla_error(VLA_ERR_IO, "%s: mmap: %s", path, strerror(e));
-        }
-        map = m;
-    }
-    close(fd);
+    vla_mapped_file m;
+    VLA_TRY(vla_map_file(path, &m));
     static const uint8_t empty[1];
-    vla_status st = vla_parquet_open_memory(map ? map : empty, size, path, NULL, out);
+    vla_status st = vla_parquet_open_memory(m.data ? m.data : empty, m.size, path, NULL, out);
     if (st != VLA_OK) {
-        if (map) munmap((void *)map, size);
+        vla_unmap_file(&m);
         return st;
     }
-    (*out)->mapped = map != NULL;
+    (*out)->mapped = m.data != NULL;
     return VLA_OK;
 }
 

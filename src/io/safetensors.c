@@ -321,25 +321,10 @@ vla_status vla_safetensors_parse(const void *buf, size_t len, const char *what, 
 
 vla_status vla_safetensors_open(const char *path, vla_safetensors *st) {
     memset(st, 0, sizeof *st);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return vla_error(errno == ENOENT ? VLA_ERR_NOT_FOUND : VLA_ERR_IO, "%s: cannot open: %s", path,
-                         strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return vla_error(VLA_ERR_IO, "%s: not a regular file", path);
-    }
-    size_t size = (size_t)sb.st_size;
-    if (size == 0) { /* mmap refuses empty files; let the parser explain */
-        close(fd);
-        return vla_safetensors_parse(NULL, 0, path, st);
-    }
-    void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int err = errno;
-    close(fd);
-    if (p == MAP_FAILED) return vla_error(VLA_ERR_IO, "%s: mmap of %zu bytes failed: %s", path, size, strerror(err));
-    return parse_into(st, p, size, path, 1);
+    vla_mapped_file m;
+    VLA_TRY(vla_map_file(path, &m));
+    if (!m.data) return vla_safetensors_parse(NULL, 0, path, st); /* empty: let the parser explain */
+    return parse_into(st, m.data, m.size, path, 1);
 }
 
 void vla_safetensors_close(vla_safetensors *st) {

@@ -288,21 +288,6 @@ static void groot_destroy(vla_policy *p) {
     free(p);
 }
 
-static vla_status groot_init_weights(vla_policy *p, uint64_t seed) {
-    vla_policy_default_init(p, seed);
-    return VLA_OK;
-}
-
-static vla_status groot_tokenize(const vla_policy *p, const char *task, const float *state, int64_t state_dim,
-                                 int32_t *ids, int64_t cap, int64_t *n) {
-    return vla_policy_default_tokenize(&p->cfg, p->tokenizer, task, state, state_dim, ids, cap, n, NULL);
-}
-
-static int64_t groot_layout(const vla_policy *p, int32_t n_images, int32_t n_text, uint8_t *roles, int32_t *groups,
-                            int32_t *positions) {
-    return vla_policy_default_layout(&p->cfg, n_images, n_text, roles, groups, positions);
-}
-
 static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, vla_loss_info *info) {
     groot_impl *g = groot_of(p);
     const vla_policy_config *c = &p->cfg;
@@ -450,12 +435,12 @@ static vla_status sample_impl(vla_policy *p, const vla_observation *obs, float *
     cu[0] = cu_img[0] = 0;
     for (int32_t s = 0; s < S; s++) {
         int64_t n = 0;
-        VLA_TRY(groot_tokenize(p, obs->task ? obs->task[s] : "", obs->state + s * c->action.state_dim,
+        VLA_TRY(vla_policy_tokenize(p, obs->task ? obs->task[s] : "", obs->state + s * c->action.state_dim,
                                c->action.state_dim, ids + s * maxtok, maxtok, &n));
         n_txt[s] = (int32_t)n;
         n_im[s] = 0;
         for (int64_t k = 0; k < cams; k++) n_im[s] += !obs->image_valid || obs->image_valid[s * cams + k];
-        cu[s + 1] = cu[s] + (int32_t)groot_layout(p, n_im[s], n_txt[s], NULL, NULL, NULL);
+        cu[s + 1] = cu[s] + (int32_t)vla_policy_sample_layout(p, n_im[s], n_txt[s], NULL, NULL, NULL);
         cu_img[s + 1] = cu_img[s] + n_im[s];
     }
     int64_t T = cu[S];
@@ -468,7 +453,7 @@ static vla_status sample_impl(vla_policy *p, const vla_observation *obs, float *
     GROOT_ALLOC(a, tok, T);
     GROOT_ALLOC(a, images, (int64_t)cu_img[S] * img_floats);
     for (int32_t s = 0; s < S; s++) {
-        groot_layout(p, n_im[s], n_txt[s], roles + cu[s], groups + cu[s], pos + cu[s]);
+        vla_policy_sample_layout(p, n_im[s], n_txt[s], roles + cu[s], groups + cu[s], pos + cu[s]);
         int64_t ti = 0;
         for (int64_t t = cu[s]; t < cu[s + 1]; t++)
             tok[t] = roles[t] == VLA_ROLE_TEXT ? ids[s * maxtok + ti++] : 0;
@@ -517,8 +502,8 @@ vla_status vla_groot_last_flow(vla_policy *p, const float **t, const float **noi
 size_t vla_groot_saved_bytes(const vla_policy *p) { return ((const groot_impl *)p->impl)->saved_bytes; }
 
 static const vla_policy_ops groot_ops = {
-    "groot", groot_destroy, groot_init_weights, groot_tokenize, groot_layout, groot_loss, groot_backward,
-    groot_sample,
+    "groot", groot_destroy, NULL, NULL, NULL, /* init, tokenize, layout: policy.h defaults */
+    groot_loss, groot_backward, groot_sample,
 };
 
 vla_status vla_groot_create(const vla_policy_config *cfg, const vla_ops *ops, vla_policy **out) {

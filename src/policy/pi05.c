@@ -738,10 +738,10 @@ static vla_status pack_obs(vla_policy *p, const vla_observation *obs, bool with_
             n_img++, k++;
         }
         int64_t nt = 0;
-        st = p->ops->tokenize(p, obs->task ? obs->task[s] : "", obs->state + s * c->action.state_dim,
+        st = vla_policy_tokenize(p, obs->task ? obs->task[s] : "", obs->state + s * c->action.state_dim,
                               c->action.state_dim, tok, maxt, &nt);
         if (st != VLA_OK) goto done;
-        int64_t len = p->ops->sample_layout(p, k, (int32_t)nt, o->roles + T, o->grp + T, o->pos + T);
+        int64_t len = vla_policy_sample_layout(p, k, (int32_t)nt, o->roles + T, o->grp + T, o->pos + T);
         int64_t keep = with_actions ? len : len - Hz;
         for (int64_t i = 0, j = 0; i < keep; i++)
             if (o->roles[T + i] == VLA_ROLE_TEXT && j < nt) o->ids[T + i] = tok[j++];
@@ -912,24 +912,9 @@ static void pi05_destroy(vla_policy *p) {
     free(p);
 }
 
-static vla_status pi05_init_weights(vla_policy *p, uint64_t seed) {
-    vla_policy_default_init(p, seed);
-    return VLA_OK;
-}
-
-static vla_status pi05_tokenize(const vla_policy *p, const char *task, const float *state, int64_t state_dim,
-                                int32_t *ids, int64_t cap, int64_t *n) {
-    return vla_policy_default_tokenize(&p->cfg, p->tokenizer, task, state, state_dim, ids, cap, n, NULL);
-}
-
-static int64_t pi05_layout(const vla_policy *p, int32_t n_images, int32_t n_text, uint8_t *roles, int32_t *groups,
-                           int32_t *positions) {
-    return vla_policy_default_layout(&p->cfg, n_images, n_text, roles, groups, positions);
-}
-
 static const vla_policy_ops PI05_OPS = {
-    "pi05", pi05_destroy, pi05_init_weights, pi05_tokenize, pi05_layout, pi05_loss, pi05_backward,
-    pi05_sample_actions,
+    "pi05", pi05_destroy, NULL, NULL, NULL, /* init, tokenize, layout: policy.h defaults */
+    pi05_loss, pi05_backward, pi05_sample_actions,
 };
 
 vla_status vla_pi05_create(const vla_policy_config *cfg, const vla_ops *ops, vla_policy **out) {

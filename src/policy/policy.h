@@ -145,6 +145,8 @@ typedef struct vla_policy vla_policy;
 typedef struct {
     const char *name; /* "pi05", "groot" */
     void (*destroy)(vla_policy *p);
+    /* init_weights, tokenize and sample_layout may be NULL: the wrappers
+     * below then use vla_policy_default_init/_tokenize/_layout. */
     /* Initialise every weight from its spec's init (N(0, std²), zeros, ones),
      * drawing from a stream keyed by (seed, parameter index). */
     vla_status (*init_weights)(vla_policy *p, uint64_t seed);
@@ -198,23 +200,12 @@ void vla_policy_default_init(vla_policy *p, uint64_t seed);
 vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg);
 
 /* Thin wrappers over the ops. */
-static inline vla_status vla_policy_init_weights(vla_policy *p, uint64_t seed) {
-    return p->ops->init_weights(p, seed);
-}
 static inline vla_status vla_policy_loss(vla_policy *p, const vla_batch *b, bool training, vla_loss_info *info) {
     return p->ops->loss(p, b, training, info);
 }
 static inline vla_status vla_policy_backward(vla_policy *p) { return p->ops->backward(p); }
 static inline vla_status vla_policy_sample_actions(vla_policy *p, const vla_observation *obs, float *actions) {
     return p->ops->sample_actions(p, obs, actions);
-}
-static inline int64_t vla_policy_sample_layout(const vla_policy *p, int32_t n_images, int32_t n_text,
-                                               uint8_t *roles, int32_t *groups, int32_t *positions) {
-    return p->ops->sample_layout(p, n_images, n_text, roles, groups, positions);
-}
-static inline vla_status vla_policy_tokenize(const vla_policy *p, const char *task, const float *state,
-                                             int64_t state_dim, int32_t *ids, int64_t cap, int64_t *n) {
-    return p->ops->tokenize(p, task, state, state_dim, ids, cap, n);
 }
 /* The token layout of one sample from the config alone (what the ops'
  * sample_layout returns unless a policy needs otherwise); returns the
@@ -241,5 +232,22 @@ vla_status vla_policy_default_tokenize(const vla_policy_config *cfg, const vla_t
 
 /* Zero p->grads. */
 void vla_policy_zero_grad(vla_policy *p);
+
+/* Wrappers for the optional ops (NULL: the config-driven defaults above). */
+static inline vla_status vla_policy_init_weights(vla_policy *p, uint64_t seed) {
+    if (p->ops->init_weights) return p->ops->init_weights(p, seed);
+    vla_policy_default_init(p, seed);
+    return VLA_OK;
+}
+static inline int64_t vla_policy_sample_layout(const vla_policy *p, int32_t n_images, int32_t n_text,
+                                               uint8_t *roles, int32_t *groups, int32_t *positions) {
+    if (p->ops->sample_layout) return p->ops->sample_layout(p, n_images, n_text, roles, groups, positions);
+    return vla_policy_default_layout(&p->cfg, n_images, n_text, roles, groups, positions);
+}
+static inline vla_status vla_policy_tokenize(const vla_policy *p, const char *task, const float *state,
+                                             int64_t state_dim, int32_t *ids, int64_t cap, int64_t *n) {
+    if (p->ops->tokenize) return p->ops->tokenize(p, task, state, state_dim, ids, cap, n);
+    return vla_policy_default_tokenize(&p->cfg, p->tokenizer, task, state, state_dim, ids, cap, n, NULL);
+}
 
 #endif
