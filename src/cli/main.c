@@ -4,10 +4,12 @@
 static const vla_cli_command commands[] = {
     {"bench", "measure kernels and pipelines; prints one JSON object per result", vla_cmd_bench},
     {"dataset", "LeRobot datasets (v2.1, v3.0): info, validate, frame, stats, convert", vla_cmd_dataset},
+    {"eval", "evaluate a trained policy in closed loop in a simulator (success rate, eval_info.json, videos)", vla_cmd_eval},
     {"parquet", "inspect Parquet files: schema, rows as JSON, full decode check", vla_cmd_parquet},
     {"plan", "predict data-parallel step time, communication and MFU at N GPUs (alpha-beta ring model)", vla_cmd_plan},
     {"policy", "inspect policy configs: parameter counts and training memory", vla_cmd_policy},
     {"sim", "simulators (PushT, Reach): run scripted policies, record, render", vla_cmd_sim},
+    {"train", "train a pi05 or groot policy on a LeRobot dataset (checkpoints, metrics, plots, resume, MPI)", vla_cmd_train},
     {"version", "print the version and the features compiled in", vla_cmd_version},
 };
 

@@ -1,0 +1,118 @@
+/* cmd_train.c — `vla train`: LeRobot-style flags → vla_train (train/trainer.h),
+ * with closed-loop evaluation during training wired in from src/eval. */
+#include "cli/cli.h"
+#include "eval/eval.h"
+#include "train/trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    const char *env, *output_dir;
+    int n_episodes;
+    uint64_t seed;
+} eval_hook_ctx;
+
+static vla_status eval_hook(void *user, const char *dir, int64_t step, double *success, double *coverage,
+                            double *reward) {
+    eval_hook_ctx *c = user;
+    char out[4200];
+    snprintf(out, sizeof out, "%s/eval/step_%06lld", c->output_dir, (long long)step);
+    vla_eval_opts o;
+    vla_eval_opts_default(&o);
+    o.policy_path = dir;
+    o.env = c->env;
+    o.n_episodes = c->n_episodes;
+    o.seed = c->seed;
+    o.n_videos = 0;
+    o.output_dir = out;
+    o.quiet = true;
+    vla_eval_result r;
+    VLA_TRY(vla_eval_run(&o, &r));
+    *success = r.policy.success_rate;
+    *coverage = r.policy.mean_max_coverage;
+    *reward = r.policy.mean_sum_reward;
+    return VLA_OK;
+}
+
+int vla_cmd_train(int argc, char **argv) {
+    vla_train_opts o;
+    vla_train_opts_default(&o);
+    const char *env = NULL;
+    int64_t batch = o.batch_size, steps = o.steps, seed = (int64_t)o.seed, workers = o.num_workers, accum = 1;
+    int64_t save_freq = -1, log_freq = o.log_freq, eval_freq = 0, eval_eps = 10, warmup = -1, stop_after = 0,
+            nan_at = 0, eval_seed = 100000;
+    bool resume = false, skip = false, augment = false, constant = false, quiet = false;
+    const vla_flag flags[] = {
+        {"dataset.root", VLA_FLAG_STRING, &o.dataset_root, "DIR", "LeRobot dataset (v2.1 or v3.0) to train on"},
+        {"policy.type", VLA_FLAG_STRING, &o.policy_type, "TYPE", "pi05 | groot"},
+        {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
+         "preset (pi05-tiny, groot-tiny, pi05-nano, …) or JSON path (default: <type>-tiny)"},
+        {"batch_size", VLA_FLAG_INT, &batch, "N", "samples per micro-batch per rank (default 8)"},
+        {"gradient_accumulation_steps", VLA_FLAG_INT, &accum, "K", "micro-batches per optimizer step (default 1)"},
+        {"steps", VLA_FLAG_INT, &steps, "N", "optimizer steps (default 1000)"},
+        {"output_dir", VLA_FLAG_STRING, &o.output_dir, "DIR", "checkpoints, metrics and plots (default outputs/train)"},
+        {"seed", VLA_FLAG_INT, &seed, "S", "seed of weights, sampler, noise (default 1000)"},
+        {"num_workers", VLA_FLAG_INT, &workers, "N", "background data threads (0: on the training thread; default 2)"},
+        {"optimizer.lr", VLA_FLAG_FLOAT, &o.lr, "LR", "peak learning rate (default: the policy's, pi05 2.5e-5, groot 1e-4)"},
+        {"optimizer.weight_decay", VLA_FLAG_FLOAT, &o.weight_decay, "WD", "AdamW weight decay (default: the policy's)"},
+        {"optimizer.grad_clip_norm", VLA_FLAG_FLOAT, &o.clip_norm, "N", "clip the global gradient norm (default 1.0; 0 off)"},
+        {"ema_decay", VLA_FLAG_FLOAT, &o.ema_decay, "D", "keep an EMA of the weights (e.g. 0.99) and export it (default off)"},
+        {"scheduler.warmup_steps", VLA_FLAG_INT, &warmup, "N", "warmup steps (default: the policy's, 5% of short runs)"},
+        {"scheduler.constant", VLA_FLAG_BOOL, &constant, NULL, "constant learning rate instead of warmup + cosine"},
+        {"save_freq", VLA_FLAG_INT, &save_freq, "N", "checkpoint every N steps (default steps/5; a last one always)"},
+        {"log_freq", VLA_FLAG_INT, &log_freq, "N", "progress line + metrics row every N steps (default 10)"},
+        {"eval_freq", VLA_FLAG_INT, &eval_freq, "N", "closed-loop eval every N steps (needs --env.type; default off)"},
+        {"env.type", VLA_FLAG_STRING, &env, "NAME", "simulator for --eval_freq: pusht | reach"},
+        {"eval.n_episodes", VLA_FLAG_INT, &eval_eps, "N", "episodes per eval during training (default 10)"},
+        {"eval.seed", VLA_FLAG_INT, &eval_seed, "S", "first eval episode seed (default 100000)"},
+        {"resume", VLA_FLAG_BOOL, &resume, NULL, "continue from the last complete checkpoint in --output_dir"},
+        {"skip_nonfinite", VLA_FLAG_BOOL, &skip, NULL, "skip (and count) steps with NaN/Inf loss or gradients instead of stopping"},
+        {"augment", VLA_FLAG_BOOL, &augment, NULL, "random brightness/contrast on images"},
+        {"quiet", VLA_FLAG_BOOL, &quiet, NULL, "no progress lines"},
+        {"max_time_s", VLA_FLAG_FLOAT, &o.max_time_s, "S", "time budget: checkpoint and stop after the step that passes S seconds"},
+        {"stop_after", VLA_FLAG_INT, &stop_after, "N", "testing: stop after step N with no final checkpoint (as if killed)"},
+        {"nan_at_step", VLA_FLAG_INT, &nan_at, "N", "testing: poison step N's gradient with NaN"},
+    };
+    const vla_command_spec spec = {
+        "vla train", NULL, "Train a pi05 or groot policy on a LeRobot dataset.",
+        "Checkpoints go to OUTPUT/checkpoints/<step>/{pretrained_model,training_state} (LeRobot's layout),\n"
+        "metrics to OUTPUT/metrics.{jsonl,csv}, plots to OUTPUT/{loss,lr,eval_success}.png. --resume=true\n"
+        "continues from the last complete checkpoint and reproduces the uninterrupted run's losses bit for\n"
+        "bit (CPU, same thread count). Under mpirun every rank takes the same flags; the global batch is\n"
+        "batch_size x ranks x gradient_accumulation_steps.",
+        flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
+    vla_flags_result res;
+    int rc = vla_cli_parse(&spec, argc, argv, &res);
+    if (rc >= 0) return rc;
+    if (!o.dataset_root) {
+        fprintf(stderr, "vla: error: vla train: --dataset.root=DIR is required\n");
+        return 2;
+    }
+    if (eval_freq > 0 && !env) {
+        fprintf(stderr, "vla: error: vla train: --eval_freq needs --env.type (pusht | reach)\n");
+        return 2;
+    }
+    o.batch_size = batch, o.steps = steps, o.seed = (uint64_t)seed, o.num_workers = (int)workers, o.accum = accum;
+    o.save_freq = save_freq >= 0 ? save_freq : (steps >= 5 ? steps / 5 : 0);
+    o.log_freq = log_freq, o.eval_freq = eval_freq, o.warmup_steps = warmup, o.constant_lr = constant;
+    o.resume = resume, o.skip_nonfinite = skip, o.augment = augment, o.progress = !quiet;
+    o.stop_after = stop_after, o.nan_at_step = nan_at;
+    eval_hook_ctx ctx = {env, o.output_dir, (int)eval_eps, (uint64_t)eval_seed};
+    if (eval_freq > 0) o.eval_fn = eval_hook, o.eval_user = &ctx;
+    vla_train_result r;
+    vla_status st = vla_train(&o, &r);
+    if (st != VLA_OK) return vla_cli_fail(st);
+    if (r.rank != 0) return 0;
+    printf("{\"steps\":%lld,\"start_step\":%lld,\"skipped\":%lld,\"first_loss\":%.6g,\"last_loss\":%.6g,"
+           "\"seconds\":%.2f,\"samples_per_s\":%.2f,\"data_wait_frac\":%.4f,\"params\":%lld,\"frames\":%lld,"
+           "\"checkpoint\":\"%s\"",
+           (long long)(r.start_step + r.steps_done), (long long)r.start_step, (long long)r.skipped, r.first_loss,
+           r.last_loss, r.seconds, r.samples_per_s, r.data_wait_frac, (long long)r.n_params,
+           (long long)r.n_samples, r.last_ckpt);
+    if (r.time_budget_hit) printf(",\"time_budget_hit\":true");
+    if (!isnan(r.last_eval_success)) printf(",\"eval_success\":%.4f", r.last_eval_success);
+    printf("}\n");
+    return 0;
+}

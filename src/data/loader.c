@@ -1,0 +1,495 @@
+/* loader.c — sample assembly, packing and background prefetch of training
+ * batches (see loader.h). Job j goes to slot j % depth; workers claim jobs
+ * in order (asking the index source under the lock, so the source sees a
+ * sequential caller) and build them in parallel; the consumer takes them in
+ * order. A slot is reused only after the consumer released it, so at most
+ * `depth` batches exist at once. */
+#include "data/loader.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/rng.h"
+#include "base/timer.h"
+
+#define MAX_CAMS 8
+
+enum { SLOT_FREE, SLOT_BUILDING, SLOT_READY };
+
+typedef struct {
+    vla_loader_batch pub; /* first: release maps the public pointer back */
+    int state;
+    vla_status st;
+    char err[1024];
+    int64_t n; /* samples */
+    int32_t *cu_seqlens, *cu_images, *positions, *groups, *token_ids, *real_action_dim;
+    uint8_t *roles, *is_pad;
+    float *images, *state_buf, *actions;
+    uint64_t *keys;
+    int64_t *rows;
+} slot;
+
+struct vla_loader {
+    vla_loader_opts o;
+    const char *state_key, *action_key;
+    const vla_lr_feature *fstate, *faction;
+    int64_t sw, aw, S_dim, A_dim, H, img;
+    int ncam, cams[MAX_CAMS];
+    double tol_s;
+    vla_normalizer ns, na;
+    int64_t max_text, max_tok;
+    int depth;
+    slot *slots;
+    slot sync; /* vla_loader_build */
+    pthread_t *threads;
+    int nthreads;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_ready, cv_free;
+    int64_t next_job, next_consume;
+    bool stop, started;
+    vla_lr_reader *reader0; /* caller-thread reader (0 workers, build) */
+};
+
+/* ---- normalisers ------------------------------------------------------------ */
+
+vla_status vla_norm_from_stats(const vla_lerobot *ds, const char *key, vla_norm_mode mode, vla_normalizer *n) {
+    const vla_lr_feature *f = vla_lerobot_feature(ds, key);
+    if (!f) return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no feature '%s'", ds->root, key);
+    if (mode == VLA_NORM_IDENTITY) return vla_normalizer_init(n, mode, VLA_NORM_EPS_LEROBOT, f->width, NULL, NULL, 0);
+    const vla_lr_stats *s = vla_lerobot_stats(ds, key);
+    if (!s)
+        return vla_error(VLA_ERR_NOT_FOUND, "%s/meta/stats.json: no statistics for '%s' (needed for %s normalisation)",
+                         ds->root, key, vla_norm_mode_name(mode));
+    if (s->n != f->width)
+        return vla_error(VLA_ERR_FORMAT, "%s/meta/stats.json: '%s' has %d values per statistic, feature width %lld",
+                         ds->root, key, s->n, (long long)f->width);
+    if (mode == VLA_NORM_QUANTILES && (!s->q01 || !s->q99)) {
+        VLA_WARN("%s: stats of '%s' have no q01/q99; normalising with min/max instead of quantiles", ds->root, key);
+        mode = VLA_NORM_MIN_MAX;
+    }
+    const double *a = mode == VLA_NORM_MEAN_STD ? s->mean : mode == VLA_NORM_MIN_MAX ? s->min : s->q01;
+    const double *b = mode == VLA_NORM_MEAN_STD ? s->std : mode == VLA_NORM_MIN_MAX ? s->max : s->q99;
+    if (!a || !b)
+        return vla_error(VLA_ERR_NOT_FOUND, "%s/meta/stats.json: '%s' lacks the statistics of %s normalisation",
+                         ds->root, key, vla_norm_mode_name(mode));
+    float *fa = malloc((size_t)s->n * sizeof *fa), *fb = malloc((size_t)s->n * sizeof *fb);
+    if (!fa || !fb) {
+        free(fa), free(fb);
+        return vla_error(VLA_ERR_NOMEM, "loader: out of memory");
+    }
+    for (int i = 0; i < s->n; i++) fa[i] = (float)a[i], fb[i] = (float)b[i];
+    vla_status st = vla_normalizer_init(n, mode, VLA_NORM_EPS_LEROBOT, s->n, fa, fb, 0);
+    free(fa), free(fb);
+    if (st != VLA_OK) return vla_error_context(st, "%s: statistics of '%s'", ds->root, key);
+    return VLA_OK;
+}
+
+json_t *vla_norm_to_json(const vla_normalizer *n) {
+    json_t *lo = json_array(), *hi = json_array();
+    for (int64_t i = 0; n->lo && i < n->dim; i++) json_array_append_new(lo, json_real(n->lo[i]));
+    for (int64_t i = 0; n->hi && i < n->dim; i++) json_array_append_new(hi, json_real(n->hi[i]));
+    return json_pack("{s:s, s:s, s:f, s:I, s:o, s:o}", "mode", vla_norm_mode_name(n->mode), "style",
+                     n->style == VLA_NORM_EPS_OPENPI ? "openpi" : "lerobot", "eps", (double)n->eps, "dim",
+                     (json_int_t)n->dim, "lo", lo, "hi", hi);
+}
+
+vla_status vla_norm_from_json(const char *what, const json_t *j, vla_normalizer *n) {
+    const char *mode_s = json_string_value(json_object_get(j, "mode"));
+    const char *style_s = json_string_value(json_object_get(j, "style"));
+    json_t *lo = json_object_get(j, "lo"), *hi = json_object_get(j, "hi");
+    json_t *dim = json_object_get(j, "dim");
+    int mode = mode_s ? vla_norm_mode_from_name(mode_s) : -1;
+    if (mode < 0 || !json_is_integer(dim) || !json_is_array(lo) || !json_is_array(hi))
+        return vla_error(VLA_ERR_FORMAT, "%s: normalisation entry needs mode, dim, lo, hi", what);
+    int64_t d = json_integer_value(dim);
+    if (d < 1 || d > 4096) return vla_error(VLA_ERR_FORMAT, "%s: bad dim %lld", what, (long long)d);
+    bool ident = mode == VLA_NORM_IDENTITY;
+    if (!ident && ((int64_t)json_array_size(lo) != d || (int64_t)json_array_size(hi) != d))
+        return vla_error(VLA_ERR_FORMAT, "%s: lo/hi must have %lld values", what, (long long)d);
+    float *a = calloc((size_t)d, sizeof *a), *b = calloc((size_t)d, sizeof *b);
+    if (!a || !b) {
+        free(a), free(b);
+        return vla_error(VLA_ERR_NOMEM, "%s: out of memory", what);
+    }
+    for (int64_t i = 0; !ident && i < d; i++) {
+        a[i] = (float)json_number_value(json_array_get(lo, (size_t)i));
+        b[i] = (float)json_number_value(json_array_get(hi, (size_t)i));
+    }
+    double eps = json_number_value(json_object_get(j, "eps"));
+    vla_norm_eps_style style = style_s && !strcmp(style_s, "openpi") ? VLA_NORM_EPS_OPENPI : VLA_NORM_EPS_LEROBOT;
+    vla_status st = vla_normalizer_init(n, (vla_norm_mode)mode, style, d, ident ? NULL : a, ident ? NULL : b, (float)eps);
+    free(a), free(b);
+    if (st != VLA_OK) return vla_error_context(st, "%s", what);
+    return VLA_OK;
+}
+
+/* ---- slots -------------------------------------------------------------------- */
+
+static void slot_free(slot *s) {
+    free(s->cu_seqlens), free(s->cu_images), free(s->positions), free(s->groups), free(s->token_ids);
+    free(s->real_action_dim), free(s->roles), free(s->is_pad), free(s->images), free(s->state_buf);
+    free(s->actions), free(s->keys), free(s->rows);
+    memset(s, 0, sizeof *s);
+}
+
+static vla_status slot_alloc(const vla_loader *L, slot *s) {
+    int64_t B = L->o.batch_size, T = B * L->max_tok;
+    s->cu_seqlens = calloc((size_t)B + 1, sizeof(int32_t));
+    s->cu_images = calloc((size_t)B + 1, sizeof(int32_t));
+    s->positions = calloc((size_t)T, sizeof(int32_t));
+    s->groups = calloc((size_t)T, sizeof(int32_t));
+    s->token_ids = calloc((size_t)T, sizeof(int32_t));
+    s->roles = calloc((size_t)T, 1);
+    s->real_action_dim = calloc((size_t)B, sizeof(int32_t));
+    s->is_pad = calloc((size_t)(B * L->H), 1);
+    s->images = calloc((size_t)(B * L->ncam * 3 * L->img * L->img) + 1, sizeof(float));
+    s->state_buf = calloc((size_t)(B * L->S_dim), sizeof(float));
+    s->actions = calloc((size_t)(B * L->H * L->A_dim), sizeof(float));
+    s->keys = calloc((size_t)B, sizeof(uint64_t));
+    s->rows = calloc((size_t)B, sizeof(int64_t));
+    if (!s->cu_seqlens || !s->cu_images || !s->positions || !s->groups || !s->token_ids || !s->roles ||
+        !s->real_action_dim || !s->is_pad || !s->images || !s->state_buf || !s->actions || !s->keys || !s->rows) {
+        slot_free(s);
+        return vla_error(VLA_ERR_NOMEM, "loader: out of memory for a batch of %lld samples", (long long)B);
+    }
+    return VLA_OK;
+}
+
+/* Assemble samples 0..n-1 of a slot whose rows/keys are set. */
+static vla_status build(vla_loader *L, slot *s, vla_lr_reader *reader) {
+    double t0 = vla_now_s();
+    const vla_lerobot *ds = L->o.ds;
+    int64_t n = s->n, H = L->H, img = L->img, plane = img * img;
+    int offsets[1024];
+    float *st_tmp = malloc((size_t)(L->sw + 1) * sizeof(float));
+    float *act_tmp = malloc((size_t)(H * L->aw + 1) * sizeof(float));
+    int32_t *ids = malloc((size_t)(L->max_text + 1) * sizeof(int32_t));
+    uint8_t *rgb = malloc((size_t)(plane * 3 + 1));
+    vla_status st = VLA_OK;
+    if (!st_tmp || !act_tmp || !ids || !rgb) {
+        st = vla_error(VLA_ERR_NOMEM, "loader: out of memory");
+        goto done;
+    }
+    for (int64_t k = 0; k < H; k++) offsets[k] = (int)k;
+    int64_t T = 0;
+    int32_t nimg = 0;
+    s->cu_seqlens[0] = 0, s->cu_images[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t row = s->rows[i];
+        if (row < 0 || row >= ds->n_rows) {
+            st = vla_error(VLA_ERR_INVALID_ARG, "loader: row %lld out of range", (long long)row);
+            goto done;
+        }
+        /* state */
+        memcpy(st_tmp, L->fstate->values + row * L->sw, (size_t)L->sw * sizeof(float));
+        vla_normalize(&L->ns, st_tmp, st_tmp, 1);
+        float *sd = s->state_buf + i * L->S_dim;
+        memset(sd, 0, (size_t)L->S_dim * sizeof(float));
+        memcpy(sd, st_tmp, (size_t)L->sw * sizeof(float));
+        /* action chunk */
+        st = vla_lerobot_window(ds, L->action_key, row, offsets, (int)H, act_tmp, s->is_pad + i * H);
+        if (st != VLA_OK) goto done;
+        vla_normalize(&L->na, act_tmp, act_tmp, H);
+        float *ad = s->actions + i * H * L->A_dim;
+        memset(ad, 0, (size_t)(H * L->A_dim) * sizeof(float));
+        for (int64_t k = 0; k < H; k++) memcpy(ad + k * L->A_dim, act_tmp + k * L->aw, (size_t)L->aw * sizeof(float));
+        s->real_action_dim[i] = (int32_t)L->aw;
+        /* images */
+        vla_rng r = vla_rng_stream(L->o.seed ^ 0x6175676dULL, s->keys[i]);
+        float gain = 1.0f, bias = 0.0f;
+        if (L->o.augment) {
+            gain = 0.9f + 0.2f * vla_rng_uniform(&r);
+            bias = -0.05f + 0.1f * vla_rng_uniform(&r);
+        }
+        for (int c = 0; c < L->ncam; c++) {
+            st = vla_lr_reader_frame(reader, L->cams[c], row, (int)img, (int)img, L->tol_s, rgb);
+            if (st != VLA_OK) goto done;
+            float *dst = s->images + (int64_t)(nimg + c) * 3 * plane;
+            for (int64_t p = 0; p < plane; p++)
+                for (int ch = 0; ch < 3; ch++) {
+                    float v = rgb[p * 3 + ch] * (1.0f / 255.0f);
+                    if (L->o.augment) v = fminf(1.0f, fmaxf(0.0f, v * gain + bias));
+                    dst[ch * plane + p] = v;
+                }
+        }
+        nimg += L->ncam;
+        s->cu_images[i + 1] = nimg;
+        /* prompt */
+        int64_t tidx = ds->task_index ? ds->task_index[row] : 0;
+        const char *task = (tidx >= 0 && tidx < ds->n_tasks) ? ds->tasks[tidx] : "";
+        int64_t ntext = 0;
+        st = vla_policy_tokenize(L->o.policy, task, st_tmp, L->sw, ids, L->max_text, &ntext);
+        if (st != VLA_OK) goto done;
+        int64_t len = vla_policy_sample_layout(L->o.policy, (int32_t)L->ncam, (int32_t)ntext, s->roles + T,
+                                               s->groups + T, s->positions + T);
+        if (len < 0 || len > L->max_tok) {
+            st = vla_error(VLA_ERR_INTERNAL, "loader: sample layout of %lld tokens exceeds %lld", (long long)len,
+                           (long long)L->max_tok);
+            goto done;
+        }
+        for (int64_t k = 0, t = 0; k < len; k++) {
+            s->token_ids[T + k] = 0;
+            if (s->roles[T + k] == VLA_ROLE_TEXT) s->token_ids[T + k] = t < ntext ? ids[t++] : 0;
+        }
+        T += len;
+        s->cu_seqlens[i + 1] = (int32_t)T;
+    }
+    vla_batch *b = &s->pub.batch;
+    memset(b, 0, sizeof *b);
+    b->n_samples = (int32_t)n;
+    b->n_tokens = T;
+    b->cu_seqlens = s->cu_seqlens;
+    b->roles = s->roles;
+    b->positions = s->positions;
+    b->groups = s->groups;
+    b->token_ids = s->token_ids;
+    b->n_images = nimg;
+    b->cu_images = s->cu_images;
+    b->images = s->images;
+    b->state = s->state_buf;
+    b->actions = s->actions;
+    b->action_is_pad = s->is_pad;
+    b->real_action_dim = s->real_action_dim;
+    b->embodiment = NULL;
+    b->seed = L->o.seed;
+    b->sample_keys = s->keys;
+    s->pub.rows = s->rows;
+done:
+    free(st_tmp), free(act_tmp), free(ids), free(rgb);
+    s->pub.build_s = vla_now_s() - t0;
+    return st;
+}
+
+/* ---- threads ------------------------------------------------------------------ */
+
+static void *worker(void *arg) {
+    vla_loader *L = arg;
+    vla_lr_reader *reader = NULL;
+    vla_status rst = L->ncam > 0 ? vla_lr_reader_open(L->o.ds, &reader) : VLA_OK;
+    char rerr[1024] = "";
+    if (rst != VLA_OK) snprintf(rerr, sizeof rerr, "%s", vla_error_message());
+    pthread_mutex_lock(&L->mu);
+    for (;;) {
+        while (!L->stop && L->slots[L->next_job % L->depth].state != SLOT_FREE) pthread_cond_wait(&L->cv_free, &L->mu);
+        if (L->stop) break;
+        int64_t j = L->next_job++;
+        slot *s = &L->slots[j % L->depth];
+        s->state = SLOT_BUILDING;
+        s->pub.job = j;
+        s->n = L->o.batch_size;
+        vla_status st = L->o.source(L->o.source_user, j, s->rows, s->keys, s->n);
+        if (st != VLA_OK) snprintf(s->err, sizeof s->err, "%s", vla_error_message());
+        pthread_mutex_unlock(&L->mu);
+        if (st == VLA_OK && rst != VLA_OK) {
+            st = rst;
+            snprintf(s->err, sizeof s->err, "%s", rerr);
+        } else if (st == VLA_OK) {
+            st = build(L, s, reader);
+            if (st != VLA_OK) snprintf(s->err, sizeof s->err, "%s", vla_error_message());
+        }
+        pthread_mutex_lock(&L->mu);
+        s->st = st;
+        s->state = SLOT_READY;
+        pthread_cond_broadcast(&L->cv_ready);
+    }
+    pthread_mutex_unlock(&L->mu);
+    vla_lr_reader_close(reader);
+    return NULL;
+}
+
+/* ---- public --------------------------------------------------------------- */
+
+vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
+    *out = NULL;
+    const vla_lerobot *ds = opts->ds;
+    const vla_policy_config *cfg = &opts->policy->cfg;
+    if (opts->batch_size < 1) return vla_error(VLA_ERR_INVALID_ARG, "loader: batch size must be at least 1");
+    if (ds->n_nonfinite > 0)
+        return vla_error(VLA_ERR_NUMERIC,
+                         "%s: dataset holds %lld non-finite (NaN/Inf) values in its numeric features; refusing to "
+                         "train on it (run `vla dataset validate %s` to list them)",
+                         ds->root, (long long)ds->n_nonfinite, ds->root);
+    vla_loader *L = calloc(1, sizeof *L);
+    if (!L) return vla_error(VLA_ERR_NOMEM, "loader: out of memory");
+    L->o = *opts;
+    L->state_key = opts->state_key ? opts->state_key : "observation.state";
+    L->action_key = opts->action_key ? opts->action_key : "action";
+    pthread_mutex_init(&L->mu, NULL);
+    pthread_cond_init(&L->cv_ready, NULL);
+    pthread_cond_init(&L->cv_free, NULL);
+    vla_status st = VLA_OK;
+    L->fstate = vla_lerobot_feature(ds, L->state_key);
+    L->faction = vla_lerobot_feature(ds, L->action_key);
+    if (!L->fstate || !L->faction || !L->fstate->values || !L->faction->values) {
+        st = vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs numeric features '%s' and '%s'", ds->root, L->state_key,
+                       L->action_key);
+        goto fail;
+    }
+    L->sw = L->fstate->width, L->aw = L->faction->width;
+    L->S_dim = cfg->action.state_dim, L->A_dim = cfg->action.action_dim, L->H = cfg->action.horizon;
+    if (L->sw > L->S_dim || L->aw > L->A_dim) {
+        st = vla_error(VLA_ERR_INVALID_ARG,
+                       "%s: '%s' has %lld dims and '%s' %lld, but policy '%s' takes at most %lld state and %lld "
+                       "action dims",
+                       ds->root, L->state_key, (long long)L->sw, L->action_key, (long long)L->aw, cfg->name,
+                       (long long)L->S_dim, (long long)L->A_dim);
+        goto fail;
+    }
+    if (L->H > 1024) {
+        st = vla_error(VLA_ERR_UNSUPPORTED, "loader: horizon %lld too long", (long long)L->H);
+        goto fail;
+    }
+    L->img = cfg->vision.image_size;
+    L->ncam = (int)(ds->n_cameras < cfg->vision.cameras ? ds->n_cameras : cfg->vision.cameras);
+    if (L->ncam > MAX_CAMS) L->ncam = MAX_CAMS;
+    for (int c = 0; c < L->ncam; c++) L->cams[c] = c;
+    L->tol_s = opts->tol_s > 0 ? opts->tol_s : 0.5 / (ds->fps > 0 ? ds->fps : 10);
+    if ((st = vla_norm_from_stats(ds, L->state_key, cfg->norm_state, &L->ns)) != VLA_OK) goto fail;
+    if ((st = vla_norm_from_stats(ds, L->action_key, cfg->norm_action, &L->na)) != VLA_OK) goto fail;
+    L->max_text = cfg->language.max_tokens > 0 ? cfg->language.max_tokens : 1;
+    L->max_tok = vla_policy_sample_layout(opts->policy, L->ncam, (int32_t)L->max_text, NULL, NULL, NULL);
+    if (L->max_tok <= 0) {
+        st = vla_error(VLA_ERR_INTERNAL, "loader: policy layout gives %lld tokens", (long long)L->max_tok);
+        goto fail;
+    }
+    L->nthreads = opts->num_workers > 0 ? opts->num_workers : 0;
+    L->depth = opts->queue_depth > 0 ? opts->queue_depth : 2 * L->nthreads + 2;
+    L->slots = calloc((size_t)L->depth, sizeof *L->slots);
+    if (!L->slots) {
+        st = vla_error(VLA_ERR_NOMEM, "loader: out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < L->depth; i++)
+        if ((st = slot_alloc(L, &L->slots[i])) != VLA_OK) goto fail;
+    if ((st = slot_alloc(L, &L->sync)) != VLA_OK) goto fail;
+    *out = L;
+    return VLA_OK;
+fail:
+    vla_loader_free(L);
+    return st;
+}
+
+void vla_loader_free(vla_loader *L) {
+    if (!L) return;
+    if (L->started && L->nthreads > 0) {
+        pthread_mutex_lock(&L->mu);
+        L->stop = true;
+        pthread_cond_broadcast(&L->cv_free);
+        pthread_mutex_unlock(&L->mu);
+        for (int i = 0; i < L->nthreads; i++) pthread_join(L->threads[i], NULL);
+    }
+    free(L->threads);
+    for (int i = 0; L->slots && i < L->depth; i++) slot_free(&L->slots[i]);
+    free(L->slots);
+    slot_free(&L->sync);
+    vla_lr_reader_close(L->reader0);
+    vla_normalizer_free(&L->ns);
+    vla_normalizer_free(&L->na);
+    pthread_mutex_destroy(&L->mu);
+    pthread_cond_destroy(&L->cv_ready);
+    pthread_cond_destroy(&L->cv_free);
+    free(L);
+}
+
+vla_status vla_loader_start(vla_loader *L) {
+    if (L->started) return vla_error(VLA_ERR_INVALID_ARG, "loader: already started");
+    if (!L->o.source) return vla_error(VLA_ERR_INVALID_ARG, "loader: no index source");
+    L->started = true;
+    L->next_job = L->next_consume = 0;
+    if (L->nthreads == 0) return VLA_OK;
+    L->threads = calloc((size_t)L->nthreads, sizeof *L->threads);
+    if (!L->threads) return vla_error(VLA_ERR_NOMEM, "loader: out of memory");
+    for (int i = 0; i < L->nthreads; i++)
+        if (pthread_create(&L->threads[i], NULL, worker, L) != 0) {
+            L->nthreads = i;
+            return vla_error(VLA_ERR_INTERNAL, "loader: cannot start worker thread %d", i);
+        }
+    return VLA_OK;
+}
+
+static vla_status reader0(vla_loader *L) {
+    if (L->ncam > 0 && !L->reader0) VLA_TRY(vla_lr_reader_open(L->o.ds, &L->reader0));
+    return VLA_OK;
+}
+
+vla_status vla_loader_next(vla_loader *L, vla_loader_batch **out, double *wait_s) {
+    *out = NULL;
+    double t0 = vla_now_s();
+    if (!L->started) return vla_error(VLA_ERR_INVALID_ARG, "loader: not started");
+    if (L->nthreads == 0) {
+        slot *s = &L->slots[0];
+        if (s->state != SLOT_FREE) return vla_error(VLA_ERR_INVALID_ARG, "loader: previous batch not released");
+        int64_t j = L->next_job++;
+        L->next_consume++;
+        s->pub.job = j;
+        s->n = L->o.batch_size;
+        VLA_TRY(L->o.source(L->o.source_user, j, s->rows, s->keys, s->n));
+        VLA_TRY(reader0(L));
+        s->state = SLOT_BUILDING;
+        vla_status st = build(L, s, L->reader0);
+        if (st != VLA_OK) {
+            s->state = SLOT_FREE;
+            return st;
+        }
+        s->state = SLOT_READY;
+        *out = &s->pub;
+        if (wait_s) *wait_s = vla_now_s() - t0;
+        return VLA_OK;
+    }
+    pthread_mutex_lock(&L->mu);
+    int64_t j = L->next_consume;
+    slot *s = &L->slots[j % L->depth];
+    while (!(s->state == SLOT_READY && s->pub.job == j)) pthread_cond_wait(&L->cv_ready, &L->mu);
+    L->next_consume++;
+    vla_status st = s->st;
+    pthread_mutex_unlock(&L->mu);
+    if (wait_s) *wait_s = vla_now_s() - t0;
+    if (st != VLA_OK) {
+        vla_error(st, "%s", s->err);
+        vla_loader_release(L, &s->pub);
+        return st;
+    }
+    *out = &s->pub;
+    return VLA_OK;
+}
+
+void vla_loader_release(vla_loader *L, vla_loader_batch *b) {
+    if (!b) return;
+    slot *s = (slot *)b;
+    if (s == &L->sync) {
+        s->state = SLOT_FREE;
+        return;
+    }
+    pthread_mutex_lock(&L->mu);
+    s->state = SLOT_FREE;
+    pthread_cond_broadcast(&L->cv_free);
+    pthread_mutex_unlock(&L->mu);
+}
+
+vla_status vla_loader_build(vla_loader *L, const int64_t *rows, const uint64_t *keys, int64_t n,
+                            vla_loader_batch **out) {
+    *out = NULL;
+    if (n < 1 || n > L->o.batch_size)
+        return vla_error(VLA_ERR_INVALID_ARG, "loader: %lld samples (batch size %lld)", (long long)n,
+                         (long long)L->o.batch_size);
+    slot *s = &L->sync;
+    memcpy(s->rows, rows, (size_t)n * sizeof *rows);
+    memcpy(s->keys, keys, (size_t)n * sizeof *keys);
+    s->n = n;
+    VLA_TRY(reader0(L));
+    VLA_TRY(build(L, s, L->reader0));
+    s->state = SLOT_READY;
+    *out = &s->pub;
+    return VLA_OK;
+}
+
+int64_t vla_loader_num_samples(const vla_loader *L) { return L->o.ds->n_rows; }
+const vla_normalizer *vla_loader_state_norm(const vla_loader *L) { return &L->ns; }
+const vla_normalizer *vla_loader_action_norm(const vla_loader *L) { return &L->na; }
+int64_t vla_loader_state_width(const vla_loader *L) { return L->sw; }
+int64_t vla_loader_action_width(const vla_loader *L) { return L->aw; }
+int vla_loader_n_cameras(const vla_loader *L) { return L->ncam; }

@@ -1,0 +1,96 @@
+/* loader.h — training batches for a policy from a LeRobot dataset: sample
+ * assembly (state at t, the action chunk at offsets 0..horizon−1 with
+ * is_pad, camera frames resized to the policy's image size as f32 [0,1]
+ * NCHW, task → prompt tokens through the policy), normalisation with the
+ * dataset's stats in the policy's modes, packing of a micro-batch into one
+ * vla_batch, and background worker threads that fill a bounded queue of
+ * ready batches ahead of the training step.
+ *
+ * Determinism: the caller's index source (the trainer wraps the distributed
+ * sampler of dist/sampler.h, a layer below this one) is called in job order,
+ * one job = one micro-batch, and gives rows and global keys; a sample's content and its randomness (augmentation, and the
+ * flow-matching key handed to the policy) depend only on (seed, its global
+ * position in the sampler's stream), never on the worker count, the thread
+ * that built it, or the rank count. So a resumed run (seek to the saved
+ * sampler position) sees exactly the batches the uninterrupted one saw.
+ *
+ * Normalisation statistics come from the dataset's meta/stats.json; a mode
+ * the stats cannot serve (QUANTILES without q01/q99, v2.1) falls back to
+ * MIN_MAX with a warning. The normalisers are exposed so a checkpoint can
+ * store them and evaluation can rebuild them (vla_norm_json_*). */
+#ifndef VLA_DATA_LOADER_H
+#define VLA_DATA_LOADER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "data/lerobot.h"
+#include "policy/normalize.h"
+#include "policy/policy.h"
+
+/* Rows and global keys of job `job` (0, 1, 2, … from start): n samples.
+ * Called from one thread at a time, in job order. */
+typedef vla_status (*vla_loader_source_fn)(void *user, int64_t job, int64_t *rows, uint64_t *keys, int64_t n);
+
+typedef struct {
+    const vla_lerobot *ds;
+    const vla_policy *policy;  /* used for tokenize/sample_layout only (const, thread-safe) */
+    int64_t batch_size;        /* samples per micro-batch on this rank */
+    vla_loader_source_fn source;
+    void *source_user;
+    uint64_t seed;
+    int num_workers;           /* background threads; 0 = assemble on the caller's thread */
+    int queue_depth;           /* ready batches kept ahead (0: 2·workers + 2) */
+    const char *state_key;     /* NULL: "observation.state" */
+    const char *action_key;    /* NULL: "action" */
+    bool augment;              /* small random brightness/contrast per sample */
+    double tol_s;              /* frame timestamp tolerance (≤ 0: 1/(2·fps)) */
+} vla_loader_opts;
+
+/* One micro-batch, owned by the loader until vla_loader_release. */
+typedef struct {
+    vla_batch batch;
+    int64_t job;                 /* sequence number since start */
+    const int64_t *rows;         /* [S] dataset rows */
+    double build_s;              /* worker seconds spent assembling it */
+} vla_loader_batch;
+
+typedef struct vla_loader vla_loader;
+
+/* Validates the dataset against the policy (features present and finite,
+ * widths fit the padded dims) and builds the normalisers. Does not start
+ * threads. */
+vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out);
+void vla_loader_free(vla_loader *L);
+
+/* Start producing jobs 0, 1, 2, … from the source (workers start now). */
+vla_status vla_loader_start(vla_loader *L);
+/* The next micro-batch in order; *wait_s receives the seconds the caller was
+ * blocked waiting for it. Errors of the worker that built it come back here. */
+vla_status vla_loader_next(vla_loader *L, vla_loader_batch **out, double *wait_s);
+void vla_loader_release(vla_loader *L, vla_loader_batch *b);
+
+int64_t vla_loader_num_samples(const vla_loader *L);
+const vla_normalizer *vla_loader_state_norm(const vla_loader *L);
+const vla_normalizer *vla_loader_action_norm(const vla_loader *L);
+int64_t vla_loader_state_width(const vla_loader *L);  /* real dims in the dataset */
+int64_t vla_loader_action_width(const vla_loader *L);
+int vla_loader_n_cameras(const vla_loader *L);         /* cameras fed to the policy */
+
+/* Build one micro-batch synchronously from explicit rows (tests, tools);
+ * keys[i] is sample i's global key. The result is released with
+ * vla_loader_release. */
+vla_status vla_loader_build(vla_loader *L, const int64_t *rows, const uint64_t *keys, int64_t n,
+                            vla_loader_batch **out);
+
+/* ---- normaliser <-> JSON (for checkpoints) --------------------------------
+ * {"mode": "quantiles", "style": "lerobot", "eps": 1e-8, "lo": [...], "hi": [...]} */
+json_t *vla_norm_to_json(const vla_normalizer *n);
+vla_status vla_norm_from_json(const char *what, const json_t *j, vla_normalizer *n);
+/* Build a normaliser for `key` from the dataset's stats in `mode`
+ * (QUANTILES falls back to MIN_MAX when the stats have no quantiles). */
+vla_status vla_norm_from_stats(const vla_lerobot *ds, const char *key, vla_norm_mode mode, vla_normalizer *n);
+
+#endif

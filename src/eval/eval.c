@@ -1,0 +1,345 @@
+/* eval.c — closed-loop evaluation with action chunking (see eval.h). */
+#include "eval/eval.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/timer.h"
+#include "io/video.h"
+#include "sim/env.h"
+#include "train/pretrained.h"
+
+void vla_eval_opts_default(vla_eval_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->env = "pusht";
+    o->n_episodes = 50;
+    o->seed = 100000;
+    o->n_videos = 2;
+}
+
+typedef struct {
+    vla_env *env;
+    bool done, success;
+    int steps;
+    double max_cov, sum_rew;
+    double *actions; /* kept for videos */
+    vla_status st;
+    char err[512];
+} episode;
+
+typedef enum { ROLL_POLICY, ROLL_ZERO } roll_kind;
+
+/* Which env vector is observation.state. */
+static vla_status state_source(const vla_env_spec *spec, int64_t width, int *src) {
+    if (width == spec->agent_pos_dim) *src = 0;
+    else if (width == spec->state_dim) *src = 1;
+    else
+        return vla_error(VLA_ERR_INVALID_ARG,
+                         "eval: the policy's observation.state has %lld dims; env '%s' offers agent_pos (%d) or "
+                         "state (%d)",
+                         (long long)width, spec->name, spec->agent_pos_dim, spec->state_dim);
+    return VLA_OK;
+}
+
+#define MAX_POLICIES 16
+
+static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained *pm, vla_policy *const *pols,
+                          int npol, int N, episode *eps, int keep_actions, vla_eval_summary *sum) {
+    double t0 = vla_now_s();
+    const vla_env_vtable *vt = vla_env_find(o->env);
+    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", o->env);
+    const vla_env_spec *spec = vt->spec;
+    int max_steps = o->max_steps > 0 ? o->max_steps : spec->max_episode_steps;
+    int A = spec->action_dim;
+    vla_status st = VLA_OK;
+    int64_t H = 1, Sd = 0, Ad = 0, img = 0, cams = 0;
+    int src = 0, n_act = max_steps;
+    vla_policy *p = pm ? pm->policy : NULL;
+    (void)pols;
+    float *state = NULL, *images = NULL, *acts = NULL;
+    uint64_t *keys = NULL;
+    const char **tasks = NULL;
+    int *active = NULL;
+    if (kind == ROLL_POLICY) {
+        H = p->cfg.action.horizon, Sd = p->cfg.action.state_dim, Ad = p->cfg.action.action_dim;
+        img = p->cfg.vision.image_size, cams = pm->meta.cameras;
+        if (pm->meta.action_width != A)
+            return vla_error(VLA_ERR_INVALID_ARG, "eval: the policy predicts %lld action dims, env '%s' takes %d",
+                             (long long)pm->meta.action_width, spec->name, A);
+        VLA_TRY(state_source(spec, pm->meta.state_width, &src));
+        n_act = o->n_action_steps > 0 ? o->n_action_steps : (int)(H < 8 ? H : 8);
+        if (n_act > H) n_act = (int)H;
+        state = calloc((size_t)(N * Sd) + 1, sizeof *state);
+        images = calloc((size_t)(N * cams * 3 * img * img) + 1, sizeof *images);
+        acts = calloc((size_t)(N * H * Ad) + 1, sizeof *acts);
+        keys = calloc((size_t)N, sizeof *keys);
+        tasks = calloc((size_t)N, sizeof *tasks);
+    }
+    active = calloc((size_t)N, sizeof *active);
+    if (!active || (kind == ROLL_POLICY && (!state || !images || !acts || !keys || !tasks))) {
+        st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < N; i++) {
+        memset(&eps[i], 0, sizeof eps[i]);
+        if ((st = vla_env_make(o->env, &eps[i].env)) != VLA_OK) goto done;
+        vla_env_info info;
+        if ((st = vla_env_reset(eps[i].env, o->seed + (uint64_t)i, &info)) != VLA_OK) goto done;
+        eps[i].max_cov = info.coverage;
+        if (i < keep_actions && !(eps[i].actions = calloc((size_t)(max_steps * A), sizeof(double)))) {
+            st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+            goto done;
+        }
+    }
+    for (int64_t replan = 0;; replan++) {
+        int na = 0;
+        for (int i = 0; i < N; i++)
+            if (!eps[i].done) active[na++] = i;
+        if (na == 0) break;
+        if (kind == ROLL_POLICY) {
+            int bad = -1;
+#pragma omp parallel for schedule(dynamic)
+            for (int j = 0; j < na; j++) {
+                episode *e = &eps[active[j]];
+                vla_env_obs ob;
+                memset(&ob, 0, sizeof ob);
+                ob.type = VLA_OBS_STATE;
+                vla_env_observe(e->env, &ob);
+                float *sd = state + (int64_t)j * Sd;
+                memset(sd, 0, (size_t)Sd * sizeof(float));
+                for (int64_t k = 0; k < pm->meta.state_width; k++)
+                    sd[k] = (float)(src == 0 ? ob.agent_pos[k] : ob.state[k]);
+                vla_normalize(&pm->state_norm, sd, sd, 1);
+                if (cams > 0) {
+                    uint8_t *rgb = malloc((size_t)(img * img * 3));
+                    if (!rgb || vla_env_render(e->env, (int)img, (int)img, rgb, 0, false) != VLA_OK) {
+#pragma omp critical
+                        bad = active[j];
+                    } else {
+                        int64_t plane = img * img;
+                        for (int64_t c = 0; c < cams; c++) {
+                            float *dst = images + ((int64_t)j * cams + c) * 3 * plane;
+                            for (int64_t q = 0; q < plane; q++)
+                                for (int ch = 0; ch < 3; ch++) dst[ch * plane + q] = rgb[q * 3 + ch] * (1.0f / 255.0f);
+                        }
+                    }
+                    free(rgb);
+                }
+                keys[j] = (uint64_t)active[j] * 1000003ULL + (uint64_t)replan;
+                tasks[j] = pm->meta.task;
+            }
+            if (bad >= 0) {
+                st = vla_error(VLA_ERR_INTERNAL, "eval: rendering episode %d failed", bad);
+                goto done;
+            }
+            /* G groups of running episodes, one policy copy each, in parallel; one group
+             * (npol = 1) leaves the policy its own OpenMP threads */
+            int G = npol < na ? npol : na;
+            vla_status gst[MAX_POLICIES];
+            char gerr[MAX_POLICIES][256];
+            int64_t img_fl = cams * 3 * img * img;
+#pragma omp parallel for num_threads(G) schedule(static, 1) if (G > 1)
+            for (int g = 0; g < G; g++) {
+                int lo = na * g / G, hi = na * (g + 1) / G;
+                vla_observation obs = {.n_samples = hi - lo, .task = tasks + lo, .images = images + lo * img_fl,
+                                       .image_valid = NULL, .state = state + (int64_t)lo * Sd, .embodiment = NULL,
+                                       .seed = o->seed, .sample_keys = keys + lo};
+                gst[g] = vla_policy_sample_actions(pols[g], &obs, acts + (int64_t)lo * H * Ad);
+                if (gst[g] != VLA_OK) snprintf(gerr[g], sizeof gerr[g], "%s", vla_error_message());
+            }
+            for (int g = 0; g < G; g++)
+                if (gst[g] != VLA_OK) {
+                    st = vla_error(gst[g], "eval: sample_actions: %s", gerr[g]);
+                    goto done;
+                }
+            for (int j = 0; j < na; j++) {
+                float *a = acts + (int64_t)j * H * Ad;
+                for (int64_t h = 0; h < H; h++) vla_unnormalize(&pm->action_norm, a + h * Ad, a + h * Ad, 1);
+            }
+        }
+#pragma omp parallel for schedule(dynamic)
+        for (int j = 0; j < na; j++) {
+            episode *e = &eps[active[j]];
+            for (int k = 0; k < n_act && !e->done; k++) {
+                double a[VLA_ENV_MAX_DIM] = {0};
+                if (kind == ROLL_POLICY)
+                    for (int d = 0; d < A; d++) a[d] = acts[((int64_t)j * H + k) * Ad + d];
+                for (int d = 0; d < A; d++)
+                    if (!isfinite(a[d])) a[d] = 0; /* a diverged policy still gets an episode, not a crash */
+                vla_env_step_result r;
+                vla_status s = vla_env_step(e->env, a, &r);
+                if (s != VLA_OK) {
+                    e->st = s;
+                    snprintf(e->err, sizeof e->err, "%s", vla_error_message());
+                    e->done = true;
+                    break;
+                }
+                if (e->actions) memcpy(e->actions + (int64_t)e->steps * A, a, (size_t)A * sizeof(double));
+                e->steps++;
+                e->sum_rew += r.reward;
+                if (r.info.coverage > e->max_cov) e->max_cov = r.info.coverage;
+                if (r.info.is_success) e->success = true;
+                if (r.terminated || r.truncated || e->steps >= max_steps) e->done = true;
+            }
+        }
+        for (int j = 0; j < na; j++)
+            if (eps[active[j]].st != VLA_OK) {
+                st = vla_error(eps[active[j]].st, "eval: episode %d: %s", active[j], eps[active[j]].err);
+                goto done;
+            }
+    }
+    memset(sum, 0, sizeof *sum);
+    sum->episodes = N;
+    for (int i = 0; i < N; i++) {
+        sum->success_rate += eps[i].success;
+        sum->mean_max_coverage += eps[i].max_cov;
+        sum->mean_sum_reward += eps[i].sum_rew;
+        sum->mean_steps += eps[i].steps;
+    }
+    sum->success_rate /= N, sum->mean_max_coverage /= N, sum->mean_sum_reward /= N, sum->mean_steps /= N;
+    sum->seconds = vla_now_s() - t0;
+done:
+    for (int i = 0; i < N; i++) {
+        vla_env_free(eps[i].env);
+        eps[i].env = NULL;
+    }
+    free(state), free(images), free(acts), free(keys), free(tasks), free(active);
+    return st;
+}
+
+static json_t *summary_json(const vla_eval_summary *s) {
+    return json_pack("{s:i, s:f, s:f, s:f, s:f, s:f}", "n_episodes", s->episodes, "pc_success", 100 * s->success_rate,
+                     "avg_max_reward", s->mean_max_coverage, "avg_sum_reward", s->mean_sum_reward, "avg_steps",
+                     s->mean_steps, "eval_s", s->seconds);
+}
+
+static json_t *episodes_json(const vla_eval_opts *o, const episode *eps, int N) {
+    json_t *a = json_array();
+    for (int i = 0; i < N; i++)
+        json_array_append_new(a, json_pack("{s:i, s:I, s:b, s:f, s:f, s:i}", "episode_ix", i, "seed",
+                                           (json_int_t)(o->seed + (uint64_t)i), "success", eps[i].success,
+                                           "max_coverage", eps[i].max_cov, "sum_reward", eps[i].sum_rew, "steps",
+                                           eps[i].steps));
+    return a;
+}
+
+typedef struct {
+    vla_video_writer *w;
+} vid_ctx;
+
+static vla_status vid_frame(void *user, const uint8_t *rgb, int width, int height) {
+    (void)height;
+    return vla_video_writer_add_rgb(((vid_ctx *)user)->w, rgb, width * 3);
+}
+
+static vla_status write_videos(const vla_eval_opts *o, const episode *eps, int n, json_t *list) {
+    int size = o->video_size > 0 ? o->video_size : 256;
+    size += size & 1;
+    const vla_env_vtable *vt = vla_env_find(o->env);
+    char dir[4200], path[4300];
+    snprintf(dir, sizeof dir, "%s/videos", o->output_dir);
+    VLA_TRY(vla_mkdirs(dir));
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/eval_episode_%d.mp4", dir, i);
+        vla_video_writer_opts vo = {size, size, vt->spec->fps, NULL, -1, -1};
+        vid_ctx c;
+        VLA_TRY(vla_video_writer_open(path, &vo, &c.w));
+        vla_status st = vla_sim_replay(o->env, o->seed + (uint64_t)i, eps[i].actions, eps[i].steps, size, size,
+                                       VLA_RENDER_GYM, vid_frame, &c);
+        if (st != VLA_OK) {
+            vla_video_writer_abort(c.w);
+            return st;
+        }
+        VLA_TRY(vla_video_writer_close(c.w));
+        json_array_append_new(list, json_string(path));
+    }
+    return VLA_OK;
+}
+
+vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
+    memset(out, 0, sizeof *out);
+    if (o->n_episodes < 1) return vla_error(VLA_ERR_INVALID_ARG, "eval: --eval.n_episodes must be at least 1");
+    if (!o->policy_path) return vla_error(VLA_ERR_INVALID_ARG, "eval: --policy.path is required");
+    if (!vla_env_find(o->env)) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", o->env);
+    vla_pretrained pm;
+    VLA_TRY(vla_pretrained_load(o->policy_path, vla_ops_cpu(), &pm));
+    int N = o->n_episodes;
+    int nv = o->output_dir ? (o->n_videos < N ? o->n_videos : N) : 0;
+    if (nv < 0) nv = 0;
+    episode *eps = calloc((size_t)N, sizeof *eps);
+    json_t *info = NULL;
+    vla_status st = eps ? VLA_OK : vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+    /* policy copies for parallel groups of episodes (see eval.h) */
+    vla_policy *pols[MAX_POLICIES] = {pm.policy};
+    int npol = o->policy_threads > 0 ? o->policy_threads : omp_get_max_threads();
+    if (npol > MAX_POLICIES) npol = MAX_POLICIES;
+    if (npol > N) npol = N;
+    if (npol < 1) npol = 1;
+    for (int i = 1; st == VLA_OK && i < npol; i++) {
+        st = vla_policy_create(&pm.policy->cfg, vla_ops_cpu(), &pols[i]);
+        if (st == VLA_OK)
+            memcpy(pols[i]->weights, pm.policy->weights, (size_t)pm.policy->n_weight_floats * sizeof(float));
+    }
+    if (st == VLA_OK) st = rollout(o, ROLL_POLICY, &pm, pols, npol, N, eps, nv, &out->policy);
+    for (int i = 1; i < npol; i++) vla_policy_free(pols[i]);
+    if (st != VLA_OK) goto done;
+    if (!o->quiet)
+        fprintf(stderr, "eval %s on %s: %d episodes, success %.1f%%, mean max coverage %.3f, mean reward %.2f (%.1f s)\n",
+                pm.dir, o->env, N, 100 * out->policy.success_rate, out->policy.mean_max_coverage,
+                out->policy.mean_sum_reward, out->policy.seconds);
+    json_t *agg = summary_json(&out->policy);
+    info = json_pack("{s:o, s:o, s:{s:s, s:s, s:I, s:i, s:i}}", "aggregated", agg, "per_episode",
+                     episodes_json(o, eps, N), "config", "policy_path", pm.dir, "env", o->env, "seed",
+                     (json_int_t)o->seed, "n_action_steps",
+                     o->n_action_steps > 0 ? o->n_action_steps
+                                           : (int)(pm.policy->cfg.action.horizon < 8 ? pm.policy->cfg.action.horizon : 8),
+                     "n_episodes", N);
+    if (o->output_dir && nv > 0) {
+        json_t *vids = json_array();
+        json_object_set_new(info, "videos", vids);
+        if ((st = write_videos(o, eps, nv, vids)) != VLA_OK) goto done;
+    }
+    if (o->baselines) {
+        episode *b = calloc((size_t)N, sizeof *b);
+        if (!b) {
+            st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+            goto done;
+        }
+        st = rollout(o, ROLL_ZERO, NULL, NULL, 0, N, b, 0, &out->zero);
+        free(b);
+        if (st != VLA_OK) goto done;
+        vla_sim_run_opts ro = {.env = o->env, .policy = "random", .episodes = N, .seed = o->seed,
+                               .max_steps = o->max_steps};
+        vla_sim_run_result rr;
+        if ((st = vla_sim_run(&ro, &rr)) != VLA_OK) goto done;
+        out->random = (vla_eval_summary){rr.episodes, rr.success_rate, rr.mean_max_coverage, rr.mean_sum_reward,
+                                         rr.mean_steps, rr.seconds};
+        vla_sim_run_result_free(&rr);
+        out->has_baselines = true;
+        json_object_set_new(info, "baselines",
+                            json_pack("{s:o, s:o}", "zero_action", summary_json(&out->zero), "random",
+                                      summary_json(&out->random)));
+        if (!o->quiet)
+            fprintf(stderr, "baselines: zero-action success %.1f%% (coverage %.3f), random success %.1f%% (coverage %.3f)\n",
+                    100 * out->zero.success_rate, out->zero.mean_max_coverage, 100 * out->random.success_rate,
+                    out->random.mean_max_coverage);
+    }
+    if (o->output_dir) {
+        if ((st = vla_mkdirs(o->output_dir)) != VLA_OK) goto done;
+        snprintf(out->eval_info, sizeof out->eval_info, "%s/eval_info.json", o->output_dir);
+        st = vla_json_write_file(out->eval_info, info);
+    }
+done:
+    json_decref(info);
+    for (int i = 0; eps && i < N; i++) free(eps[i].actions);
+    free(eps);
+    vla_pretrained_free(&pm);
+    return st;
+}

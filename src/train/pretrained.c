@@ -1,0 +1,176 @@
+/* pretrained.c — write and read a checkpoint's pretrained_model/ (see pretrained.h). */
+#include "train/pretrained.h"
+
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "data/loader.h"
+#include "io/safetensors.h"
+
+json_t *vla_pretrained_config_json(const vla_policy *p, const vla_normalizer *ns, const vla_normalizer *na,
+                                   const vla_pretrained_meta *m) {
+    json_t *pc = NULL;
+    if (vla_policy_config_to_json(&p->cfg, &pc) != VLA_OK) return NULL;
+    json_t *norm = json_pack("{s:o, s:o}", "observation.state", vla_norm_to_json(ns), "action", vla_norm_to_json(na));
+    json_t *feat = json_pack("{s:I, s:I, s:i, s:I, s:f}", "observation.state", (json_int_t)m->state_width, "action",
+                             (json_int_t)m->action_width, "cameras", m->cameras, "image_size",
+                             (json_int_t)p->cfg.vision.image_size, "fps", m->fps);
+    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:I}", "type", vla_policy_kind_name(p->cfg.kind), "name",
+                     p->cfg.name, "policy", pc, "normalization", norm, "features", feat, "task", m->task, "dataset",
+                     m->dataset, "n_action_steps", (json_int_t)p->cfg.action.horizon);
+}
+
+static vla_status fill_writer(vla_safetensors_writer *sw, const vla_policy *p, const float *weights) {
+    for (int64_t i = 0; i < p->specs.n; i++) {
+        const vla_param_spec *s = p->params[i].spec;
+        const float *d = weights ? weights + (p->params[i].data - p->weights) : p->params[i].data;
+        VLA_TRY(vla_safetensors_writer_add(sw, s->name, VLA_F32, s->ndim, s->shape, d));
+    }
+    char buf[64];
+    VLA_TRY(vla_safetensors_writer_set_meta(sw, "format", "pt"));
+    snprintf(buf, sizeof buf, "%s", p->cfg.name);
+    return vla_safetensors_writer_set_meta(sw, "vla_policy", buf);
+}
+
+vla_status vla_pretrained_write_ckpt(vla_ckpt_writer *w, const char *prefix, const vla_policy *p, const float *weights,
+                                     const json_t *config) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "%s/config.json", prefix);
+    VLA_TRY(vla_ckpt_write_json(w, rel, config));
+    vla_safetensors_writer *sw = NULL;
+    VLA_TRY(vla_safetensors_writer_new(&sw));
+    vla_status st = fill_writer(sw, p, weights);
+    snprintf(rel, sizeof rel, "%s/model.safetensors", prefix);
+    if (st == VLA_OK) st = vla_ckpt_write_safetensors(w, rel, sw);
+    vla_safetensors_writer_free(sw);
+    return st;
+}
+
+vla_status vla_pretrained_write_dir(const char *dir, const vla_policy *p, const float *weights, const json_t *config) {
+    VLA_TRY(vla_mkdirs(dir));
+    char path[VLA_CKPT_PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    VLA_TRY(vla_json_write_file(path, config));
+    vla_safetensors_writer *sw = NULL;
+    VLA_TRY(vla_safetensors_writer_new(&sw));
+    vla_status st = fill_writer(sw, p, weights);
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (st == VLA_OK) st = vla_safetensors_writer_write(sw, path);
+    vla_safetensors_writer_free(sw);
+    return st;
+}
+
+vla_status vla_pretrained_load_weights(vla_policy *p, const char *path) {
+    vla_safetensors st;
+    VLA_TRY(vla_safetensors_open(path, &st));
+    vla_status s = VLA_OK;
+    for (int64_t i = 0; i < p->specs.n && s == VLA_OK; i++) {
+        const vla_param_spec *sp = p->params[i].spec;
+        const vla_safetensors_tensor *t;
+        s = vla_safetensors_get(&st, sp->name, &t);
+        if (s != VLA_OK) break;
+        if (t->numel != sp->numel || t->ndim != sp->ndim) {
+            s = vla_error(VLA_ERR_FORMAT, "%s: tensor '%s' has %lld elements, the policy expects %lld", path, sp->name,
+                          (long long)t->numel, (long long)sp->numel);
+            break;
+        }
+        s = vla_safetensors_tensor_to_f32(&st, t, p->params[i].data, (size_t)sp->numel);
+    }
+    vla_safetensors_close(&st);
+    if (s == VLA_OK) {
+        for (int64_t i = 0; i < p->n_weight_floats; i++)
+            if (!(p->weights[i] - p->weights[i] == 0)) {
+                return vla_error(VLA_ERR_NUMERIC, "%s: non-finite weight at element %lld", path, (long long)i);
+            }
+    }
+    return s;
+}
+
+/* Resolve `path` to a pretrained_model directory, verifying the checkpoint
+ * that holds it when there is one. */
+static vla_status resolve(const char *path, char *dir, size_t cap) {
+    char buf[VLA_CKPT_PATH_MAX + 64];
+    snprintf(buf, sizeof buf, "%s/%s", path, VLA_CKPT_MANIFEST);
+    if (vla_path_exists(buf)) { /* a step directory */
+        VLA_TRY(vla_ckpt_verify(path, NULL));
+        snprintf(dir, cap, "%s/%s", path, VLA_CKPT_MODEL_DIR);
+        return VLA_OK;
+    }
+    snprintf(buf, sizeof buf, "%s/%s", path, VLA_CKPT_DIR);
+    if (vla_is_dir(buf)) { /* an output directory */
+        vla_ckpt_info ck;
+        VLA_TRY(vla_ckpt_find_last(path, &ck));
+        int k = snprintf(dir, cap, "%s/%s", ck.dir, VLA_CKPT_MODEL_DIR);
+        if (k < 0 || (size_t)k >= cap) return vla_error(VLA_ERR_INVALID_ARG, "%s: path too long", path);
+        return VLA_OK;
+    }
+    /* a pretrained_model directory: inside a checkpoint, verify the checkpoint */
+    char tmp[VLA_CKPT_PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    size_t l = strlen(tmp);
+    while (l > 1 && tmp[l - 1] == '/') tmp[--l] = 0;
+    char *parent = dirname(tmp);
+    snprintf(buf, sizeof buf, "%s/%s", parent, VLA_CKPT_MANIFEST);
+    if (vla_path_exists(buf)) {
+        vla_status st = vla_ckpt_verify(parent, NULL);
+        if (st != VLA_OK) return vla_error_context(st, "refusing checkpoint %s", parent);
+    }
+    snprintf(dir, cap, "%s", path);
+    return VLA_OK;
+}
+
+vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrained *out) {
+    memset(out, 0, sizeof *out);
+    VLA_TRY(resolve(path, out->dir, sizeof out->dir));
+    char file[VLA_CKPT_PATH_MAX + 64];
+    snprintf(file, sizeof file, "%s/config.json", out->dir);
+    json_t *root = NULL;
+    VLA_TRY(vla_json_load_file(file, &root));
+    vla_status st = VLA_OK;
+    vla_policy_config cfg;
+    json_t *pc = json_object_get(root, "policy"), *norm = json_object_get(root, "normalization");
+    json_t *feat = json_object_get(root, "features");
+    if (!json_is_object(pc) || !json_is_object(norm) || !json_is_object(feat)) {
+        st = vla_error(VLA_ERR_FORMAT, "%s: needs 'policy', 'normalization' and 'features' objects", file);
+        goto done;
+    }
+    if ((st = vla_policy_config_from_json(file, pc, &cfg)) != VLA_OK) goto done;
+    char what[VLA_CKPT_PATH_MAX + 160];
+    snprintf(what, sizeof what, "%s: normalization.observation.state", file);
+    if ((st = vla_norm_from_json(what, json_object_get(norm, "observation.state"), &out->state_norm)) != VLA_OK)
+        goto done;
+    snprintf(what, sizeof what, "%s: normalization.action", file);
+    if ((st = vla_norm_from_json(what, json_object_get(norm, "action"), &out->action_norm)) != VLA_OK) goto done;
+    out->meta.state_width = json_integer_value(json_object_get(feat, "observation.state"));
+    out->meta.action_width = json_integer_value(json_object_get(feat, "action"));
+    out->meta.cameras = (int)json_integer_value(json_object_get(feat, "cameras"));
+    out->meta.fps = json_number_value(json_object_get(feat, "fps"));
+    const char *task = json_string_value(json_object_get(root, "task"));
+    snprintf(out->meta.task, sizeof out->meta.task, "%s", task ? task : "");
+    const char *ds = json_string_value(json_object_get(root, "dataset"));
+    snprintf(out->meta.dataset, sizeof out->meta.dataset, "%s", ds ? ds : "");
+    if (out->meta.state_width != out->state_norm.dim || out->meta.action_width != out->action_norm.dim ||
+        out->meta.state_width > cfg.action.state_dim || out->meta.action_width > cfg.action.action_dim) {
+        st = vla_error(VLA_ERR_FORMAT, "%s: feature widths disagree with the normalisation or the policy dims", file);
+        goto done;
+    }
+    if ((st = vla_policy_create(&cfg, ops, &out->policy)) != VLA_OK) goto done;
+    snprintf(file, sizeof file, "%s/model.safetensors", out->dir);
+    st = vla_pretrained_load_weights(out->policy, file);
+done:
+    json_decref(root);
+    if (st != VLA_OK) vla_pretrained_free(out);
+    return st;
+}
+
+void vla_pretrained_free(vla_pretrained *pm) {
+    vla_policy_free(pm->policy);
+    pm->policy = NULL;
+    vla_normalizer_free(&pm->state_norm);
+    vla_normalizer_free(&pm->action_norm);
+}

@@ -1,0 +1,51 @@
+/* pretrained.h — a policy as it leaves training: the pretrained_model/
+ * directory of a checkpoint (LeRobot's layout) with config.json (the full
+ * policy config, the normalisation statistics and the input/output
+ * features, so evaluation rebuilds the policy with nothing else) and
+ * model.safetensors (every parameter, f32, under its checkpoint name). */
+#ifndef VLA_TRAIN_PRETRAINED_H
+#define VLA_TRAIN_PRETRAINED_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "policy/normalize.h"
+#include "policy/policy.h"
+#include "train/checkpoint.h"
+
+typedef struct {
+    int64_t state_width;   /* real observation.state dims */
+    int64_t action_width;  /* real action dims */
+    int cameras;           /* images fed per sample */
+    double fps;
+    char task[512];        /* the dataset's first task (the prompt at eval) */
+    char dataset[1024];    /* dataset root it was trained on */
+} vla_pretrained_meta;
+
+/* config.json as a JSON object. */
+json_t *vla_pretrained_config_json(const vla_policy *p, const vla_normalizer *ns, const vla_normalizer *na,
+                                   const vla_pretrained_meta *meta);
+/* Write config.json + model.safetensors (weights = p->weights unless
+ * `weights` is given, e.g. EMA) through a checkpoint writer under `prefix`
+ * ("pretrained_model"), or into a plain directory (dir created). */
+vla_status vla_pretrained_write_ckpt(vla_ckpt_writer *w, const char *prefix, const vla_policy *p, const float *weights,
+                                     const json_t *config);
+vla_status vla_pretrained_write_dir(const char *dir, const vla_policy *p, const float *weights, const json_t *config);
+/* Load weights by name into an existing policy (shapes checked). */
+vla_status vla_pretrained_load_weights(vla_policy *p, const char *safetensors_path);
+
+/* Rebuild a policy from a pretrained_model directory (or a checkpoint step
+ * directory, or an output dir: the newest valid checkpoint is used). A
+ * damaged file is refused with a message naming it. */
+typedef struct {
+    vla_policy *policy;
+    vla_normalizer state_norm, action_norm;
+    vla_pretrained_meta meta;
+    char dir[VLA_CKPT_PATH_MAX]; /* the pretrained_model directory used */
+} vla_pretrained;
+
+vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrained *out);
+void vla_pretrained_free(vla_pretrained *pm);
+
+#endif

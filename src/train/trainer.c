@@ -1,0 +1,558 @@
+/* trainer.c — the training loop (see trainer.h and docs/train.md). */
+#include "train/trainer.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "base/timer.h"
+#include "data/lerobot.h"
+#include "data/loader.h"
+#include "dist/comm.h"
+#include "dist/grad_buckets.h"
+#include "dist/sampler.h"
+#include "train/checkpoint.h"
+#include "train/metrics.h"
+#include "train/plot.h"
+#include "train/pretrained.h"
+#include "train/schedule.h"
+#include "train/trainer_opt.h"
+
+void vla_train_opts_default(vla_train_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->policy_type = "pi05";
+    o->output_dir = "outputs/train";
+    o->batch_size = 8;
+    o->accum = 1;
+    o->steps = 1000;
+    o->seed = 1000;
+    o->num_workers = 2;
+    o->lr = -1;
+    o->weight_decay = -1;
+    o->clip_norm = -1;
+    o->ema_decay = -1;
+    o->warmup_steps = -1;
+    o->save_freq = 0;
+    o->log_freq = 10;
+    o->progress = true;
+}
+
+/* The loader's index source: the distributed sampler walked in job order.
+ * A sample's key is its position in the global stream (epoch·n + position
+ * in the epoch's order), the same whatever the rank count. */
+typedef struct {
+    vla_sampler s;
+    int64_t accum, B;
+    int rank;
+    vla_status (*dummy)(void);
+} src_state;
+
+static vla_status src_fn(void *user, int64_t job, int64_t *rows, uint64_t *keys, int64_t n) {
+    src_state *ss = user;
+    int64_t micro = job % ss->accum;
+    vla_sampler_pos pos = ss->s.pos;
+    VLA_TRY(vla_sampler_indices(&ss->s, micro, rows));
+    int64_t base = pos.epoch * ss->s.n + pos.cursor + (int64_t)ss->rank * ss->B * ss->accum + micro * ss->B;
+    for (int64_t i = 0; i < n; i++) keys[i] = (uint64_t)(base + i);
+    if (micro == ss->accum - 1) VLA_TRY(vla_sampler_advance(&ss->s));
+    return VLA_OK;
+}
+
+typedef struct {
+    const vla_train_opts *o;
+    vla_comm *comm;
+    int rank, world;
+    vla_lerobot *ds;
+    vla_policy *p;
+    vla_loader *L;
+    vla_train_opt *opt;
+    vla_schedule sched;
+    vla_grad_buckets *gb;
+    float *gfull;     /* weights-layout gradient when frozen tensors exist */
+    float *scratch;   /* weights-layout buffer for EMA export */
+    vla_sampler track;
+    src_state src;
+    vla_pretrained_meta meta;
+    json_t *train_cfg;
+    int64_t skipped;
+    double *win;      /* finite step losses since the last logged row (the row shows their mean) */
+    int64_t nwin, capwin;
+} trainer;
+
+static const char *const COLS[] = {"loss", "grad_norm", "lr", "samples_per_s", "data_wait", "skipped",
+                                   "eval_success", "eval_coverage", "eval_reward"};
+enum { C_LOSS, C_GRAD, C_LR, C_SPS, C_WAIT, C_SKIP, C_EVS, C_EVC, C_EVR, NCOLS };
+
+static json_t *config_json(trainer *t) {
+    return vla_pretrained_config_json(t->p, vla_loader_state_norm(t->L), vla_loader_action_norm(t->L), &t->meta);
+}
+
+static const float *export_weights(trainer *t) {
+    if (!vla_train_opt_has_ema(t->opt)) return t->p->weights;
+    memcpy(t->scratch, t->p->weights, (size_t)t->p->n_weight_floats * sizeof(float));
+    vla_train_opt_ema_to(t->opt, t->scratch);
+    return t->scratch;
+}
+
+static vla_status save_checkpoint(trainer *t, int64_t step, double lr, char *dir_out, size_t cap) {
+    vla_status st = VLA_OK;
+    if (t->rank == 0) {
+        vla_ckpt_writer *w = NULL;
+        json_t *cfg = NULL;
+        st = vla_train_opt_check_finite(t->opt, t->p->weights);
+        if (st != VLA_OK) st = vla_error_context(st, "step %lld: not writing a checkpoint", (long long)step);
+        if (st == VLA_OK) st = vla_ckpt_begin(t->o->output_dir, step, t->o->steps, &w);
+        if (st == VLA_OK && !(cfg = config_json(t))) st = vla_error(VLA_ERR_INTERNAL, "checkpoint: config.json");
+        if (st == VLA_OK) st = vla_pretrained_write_ckpt(w, VLA_CKPT_MODEL_DIR, t->p, export_weights(t), cfg);
+        if (st == VLA_OK) st = vla_ckpt_write_json(w, "pretrained_model/train_config.json", t->train_cfg);
+        if (st == VLA_OK && vla_train_opt_has_ema(t->opt))
+            st = vla_pretrained_write_ckpt(w, "training_state/raw_model", t->p, NULL, cfg);
+        if (st == VLA_OK) st = vla_train_opt_save(t->opt, w, lr);
+        if (st == VLA_OK) {
+            vla_sampler_pos pos = vla_sampler_tell(&t->track);
+            /* the losses of the unfinished log window, so a resumed run logs the same means
+             * (jansson writes reals with 17 significant digits: exact round trip) */
+            json_t *lw = json_array();
+            for (int64_t i = 0; i < t->nwin; i++) json_array_append_new(lw, json_real(t->win[i]));
+            json_t *rng = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:o}", "seed", (json_int_t)t->o->seed, "epoch",
+                                    (json_int_t)pos.epoch, "cursor", (json_int_t)pos.cursor, "skipped_steps",
+                                    (json_int_t)t->skipped, "global_batch",
+                                    (json_int_t)vla_sampler_global_batch(&t->track), "updates",
+                                    (json_int_t)vla_train_opt_updates(t->opt), "world", t->world,
+                                    "loss_window", lw);
+            st = vla_ckpt_write_json(w, "training_state/rng_state.json", rng);
+            json_decref(rng);
+        }
+        json_decref(cfg);
+        if (st == VLA_OK) {
+            vla_ckpt_info info;
+            st = vla_ckpt_commit(w, &info);
+            if (st == VLA_OK && dir_out) snprintf(dir_out, cap, "%s", info.dir);
+        } else {
+            vla_ckpt_abort(w);
+        }
+    }
+    return vla_comm_agree(t->comm, st, "checkpoint");
+}
+
+static vla_status load_checkpoint(trainer *t, const vla_ckpt_info *ck, int64_t *start_step) {
+    char path[VLA_CKPT_PATH_MAX + 96];
+    snprintf(path, sizeof path, "%s/training_state/raw_model/model.safetensors", ck->dir);
+    if (!vla_path_exists(path)) snprintf(path, sizeof path, "%s/pretrained_model/model.safetensors", ck->dir);
+    VLA_TRY(vla_pretrained_load_weights(t->p, path));
+    VLA_TRY(vla_train_opt_load(t->opt, ck->dir));
+    json_t *rng;
+    snprintf(path, sizeof path, "%s/training_state/rng_state.json", ck->dir);
+    VLA_TRY(vla_json_load_file(path, &rng));
+    int64_t seed = 0, epoch = 0, cursor = 0, gb = 0;
+    vla_status st = vla_json_get_int(path, rng, "seed", &seed);
+    if (st == VLA_OK) st = vla_json_get_int(path, rng, "epoch", &epoch);
+    if (st == VLA_OK) st = vla_json_get_int(path, rng, "cursor", &cursor);
+    if (st == VLA_OK) st = vla_json_get_int(path, rng, "skipped_steps", &t->skipped);
+    if (st == VLA_OK) st = vla_json_get_int(path, rng, "global_batch", &gb);
+    json_t *lw = json_object_get(rng, "loss_window");
+    t->nwin = 0;
+    for (size_t i = 0; st == VLA_OK && json_is_array(lw) && i < json_array_size(lw) && t->nwin < t->capwin; i++)
+        t->win[t->nwin++] = json_number_value(json_array_get(lw, i));
+    json_decref(rng);
+    VLA_TRY(st);
+    if ((uint64_t)seed != t->o->seed)
+        return vla_error(VLA_ERR_INVALID_ARG, "%s: checkpoint was trained with --seed=%lld, this run has %llu", path,
+                         (long long)seed, (unsigned long long)t->o->seed);
+    if (gb != vla_sampler_global_batch(&t->track))
+        return vla_error(VLA_ERR_INVALID_ARG,
+                         "%s: checkpoint's global batch is %lld, this run's is %lld (batch_size × ranks × accum "
+                         "must match to resume)",
+                         path, (long long)gb, (long long)vla_sampler_global_batch(&t->track));
+    if (vla_train_opt_updates(t->opt) + t->skipped != ck->step)
+        return vla_error(VLA_ERR_FORMAT, "%s: optimizer updates %lld + skipped %lld != step %lld", ck->dir,
+                         (long long)vla_train_opt_updates(t->opt), (long long)t->skipped, (long long)ck->step);
+    vla_sampler_pos pos = {epoch, cursor};
+    VLA_TRY(vla_sampler_seek(&t->track, pos));
+    VLA_TRY(vla_sampler_seek(&t->src.s, pos));
+    *start_step = ck->step;
+    return VLA_OK;
+}
+
+static void plots(const trainer *t, bool evals) {
+    char jl[4096], png[4200];
+    snprintf(jl, sizeof jl, "%s/metrics.jsonl", t->o->output_dir);
+    struct { const char *col, *file, *title; int log_y; double smooth; } P[] = {
+        {"loss", "loss.png", "training loss", 1, 0.6},
+        {"lr", "lr.png", "learning rate", 0, 0},
+        {"eval_success", "eval_success.png", "eval success rate", 0, 0},
+    };
+    for (int i = 0; i < 3; i++) {
+        if (i == 2 && !evals) continue;
+        snprintf(png, sizeof png, "%s/%s", t->o->output_dir, P[i].file);
+        if (vla_plot_metric(jl, P[i].col, png, P[i].title, P[i].log_y, P[i].smooth) != VLA_OK)
+            VLA_WARN("plot %s: %s", png, vla_error_message());
+    }
+}
+
+static void trainer_free(trainer *t) {
+    vla_loader_free(t->L);
+    vla_grad_buckets_free(t->gb);
+    vla_train_opt_free(t->opt);
+    vla_policy_free(t->p);
+    vla_lerobot_close(t->ds);
+    vla_sampler_free(&t->track);
+    vla_sampler_free(&t->src.s);
+    free(t->gfull);
+    free(t->scratch);
+    free(t->win);
+    json_decref(t->train_cfg);
+    if (t->comm) vla_comm_finalize(t->comm);
+}
+
+static vla_status setup(trainer *t, int64_t *start_step) {
+    const vla_train_opts *o = t->o;
+    if (o->batch_size < 1 || o->steps < 1 || o->accum < 1)
+        return vla_error(VLA_ERR_INVALID_ARG, "--batch_size, --steps and --accum must be at least 1");
+    if (!o->dataset_root) return vla_error(VLA_ERR_INVALID_ARG, "--dataset.root=DIR is required");
+    VLA_TRY(vla_comm_init(NULL, &t->comm));
+    t->rank = vla_comm_rank(t->comm), t->world = vla_comm_world(t->comm);
+    vla_log_set_rank(t->world > 1 ? t->rank : -1);
+
+    /* config: from the checkpoint when resuming, so the run goes on with what it started with */
+    vla_policy_config cfg;
+    vla_ckpt_info ck = {0};
+    bool have_ck = false;
+    if (o->resume) {
+        if (t->rank == 0) VLA_TRY(vla_ckpt_cleanup(o->output_dir));
+        VLA_TRY(vla_comm_barrier(t->comm));
+        vla_status st = vla_ckpt_find_last(o->output_dir, &ck);
+        if (st != VLA_OK) return vla_error_context(st, "--resume=true: no complete checkpoint in %s", o->output_dir);
+        have_ck = true;
+        char path[VLA_CKPT_PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/pretrained_model/config.json", ck.dir);
+        json_t *root;
+        VLA_TRY(vla_json_load_file(path, &root));
+        st = vla_policy_config_from_json(path, json_object_get(root, "policy"), &cfg);
+        json_decref(root);
+        VLA_TRY(st);
+    } else {
+        char preset[128];
+        const char *type = o->policy_type ? o->policy_type : "pi05";
+        snprintf(preset, sizeof preset, "%s-tiny", type);
+        VLA_TRY(vla_policy_config_load(o->policy_config ? o->policy_config : preset, &cfg));
+    }
+    if (o->policy_type && strcmp(o->policy_type, vla_policy_kind_name(cfg.kind)) != 0)
+        return vla_error(VLA_ERR_INVALID_ARG, "--policy.type=%s but config '%s' is a %s policy", o->policy_type,
+                         cfg.name, vla_policy_kind_name(cfg.kind));
+
+    VLA_TRY(vla_lerobot_open(o->dataset_root, &t->ds));
+    const vla_lr_feature *fs = vla_lerobot_feature(t->ds, "observation.state");
+    const vla_lr_feature *fa = vla_lerobot_feature(t->ds, "action");
+    if (!fs || !fa)
+        return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs 'observation.state' and 'action' features",
+                         o->dataset_root);
+    /* the padded dims grow to the dataset's (max_state_dim / max_action_dim) */
+    if (fs->width > cfg.action.state_dim) cfg.action.state_dim = fs->width;
+    if (fa->width > cfg.action.action_dim) cfg.action.action_dim = fa->width;
+    VLA_TRY(vla_policy_config_validate(cfg.name, &cfg));
+
+    VLA_TRY(vla_policy_create(&cfg, vla_ops_cpu(), &t->p));
+    VLA_TRY(vla_policy_init_weights(t->p, o->seed));
+
+    /* sampler (tracking copy for checkpoints) and the loader's source copy */
+    VLA_TRY(vla_sampler_init(&t->track, t->ds->n_rows, o->seed, true, t->rank, t->world, o->batch_size, o->accum));
+    VLA_TRY(vla_sampler_init(&t->src.s, t->ds->n_rows, o->seed, true, t->rank, t->world, o->batch_size, o->accum));
+    if (vla_sampler_steps_per_epoch(&t->track) < 1)
+        return vla_error(VLA_ERR_INVALID_ARG, "%s: %lld frames is fewer than one global batch of %lld",
+                         o->dataset_root, (long long)t->ds->n_rows, (long long)vla_sampler_global_batch(&t->track));
+    t->src.accum = o->accum, t->src.B = o->batch_size, t->src.rank = t->rank;
+    vla_loader_opts lo = {.ds = t->ds, .policy = t->p, .batch_size = o->batch_size, .source = src_fn,
+                          .source_user = &t->src, .seed = o->seed, .num_workers = o->num_workers,
+                          .augment = o->augment};
+    VLA_TRY(vla_loader_create(&lo, &t->L));
+    t->meta.state_width = vla_loader_state_width(t->L);
+    t->meta.action_width = vla_loader_action_width(t->L);
+    t->meta.cameras = vla_loader_n_cameras(t->L);
+    t->meta.fps = t->ds->fps;
+    snprintf(t->meta.task, sizeof t->meta.task, "%s", t->ds->n_tasks > 0 ? t->ds->tasks[0] : "");
+    snprintf(t->meta.dataset, sizeof t->meta.dataset, "%s", o->dataset_root);
+
+    /* optimizer over the trainable tensors (offsets into the weights) */
+    vla_policy *p = t->p;
+    vla_train_opt_tensor *tt = calloc((size_t)p->specs.n, sizeof *tt);
+    int64_t *sizes = calloc((size_t)p->specs.n, sizeof *sizes);
+    if (!tt || !sizes) {
+        free(tt), free(sizes);
+        return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
+    }
+    int n = 0;
+    for (int64_t i = 0; i < p->specs.n; i++) {
+        if (!p->params[i].grad) continue;
+        tt[n].name = p->params[i].spec->name;
+        tt[n].offset = p->params[i].data - p->weights;
+        tt[n].numel = p->params[i].spec->numel;
+        tt[n].ndim = p->params[i].spec->ndim;
+        sizes[n] = tt[n].numel;
+        n++;
+    }
+    vla_train_opt_overrides ov = {o->lr, o->weight_decay, o->clip_norm, o->ema_decay > 0 ? o->ema_decay : 0};
+    const char *kind = vla_policy_kind_name(cfg.kind);
+    vla_status st = vla_train_opt_create(kind, tt, n, p->n_weight_floats, p->weights, &ov, &t->opt);
+    if (st == VLA_OK) st = vla_grad_buckets_create(t->comm, p->grads, sizes, n, 0, &t->gb);
+    free(tt), free(sizes);
+    VLA_TRY(st);
+    if (p->n_grad_floats != p->n_weight_floats) {
+        t->gfull = calloc((size_t)p->n_weight_floats, sizeof(float));
+        if (!t->gfull) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
+    }
+    t->capwin = o->log_freq > 0 ? o->log_freq : 1;
+    t->win = calloc((size_t)t->capwin, sizeof *t->win);
+    if (!t->win) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
+    t->scratch = malloc((size_t)p->n_weight_floats * sizeof(float));
+    if (!t->scratch) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
+
+    /* schedule: the policy's, with the optimizer's peak; a short run warms up over 5% of it */
+    if (o->constant_lr) {
+        t->sched = (vla_schedule){VLA_SCHED_CONSTANT, 0, 0, 0, 0, 0};
+    } else {
+        VLA_TRY(vla_schedule_defaults(kind, o->steps, &t->sched));
+        if (o->warmup_steps >= 0) t->sched.warmup_steps = o->warmup_steps;
+        else if (t->sched.warmup_steps > o->steps / 10) t->sched.warmup_steps = (o->steps + 19) / 20;
+        if (t->sched.warmup_steps > t->sched.decay_steps) t->sched.warmup_steps = t->sched.decay_steps;
+    }
+    double peak = vla_train_opt_peak_lr(t->opt);
+    double ratio = t->sched.peak_lr > 0 ? peak / t->sched.peak_lr : 1;
+    t->sched.init_lr = cfg.kind == VLA_POLICY_PI05 ? peak / (double)(t->sched.warmup_steps + 1) : 0;
+    t->sched.end_lr *= ratio;
+    t->sched.peak_lr = peak;
+    if (o->constant_lr) t->sched.init_lr = t->sched.end_lr = peak;
+    VLA_TRY(vla_schedule_validate(&t->sched));
+
+    char sd[256];
+    json_t *optj = vla_train_opt_describe(t->opt);
+    t->train_cfg = json_pack(
+        "{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:i, s:I, s:I, s:I, s:o, s:s, s:i, s:b, s:b}", "dataset.root",
+        o->dataset_root, "policy.type", kind, "policy.config", cfg.name, "batch_size", (json_int_t)o->batch_size,
+        "accum", (json_int_t)o->accum, "steps", (json_int_t)o->steps, "seed", (json_int_t)o->seed, "num_workers",
+        o->num_workers, "save_freq", (json_int_t)o->save_freq, "log_freq", (json_int_t)o->log_freq, "eval_freq",
+        (json_int_t)o->eval_freq, "optimizer", optj, "scheduler", vla_schedule_describe(&t->sched, sd, sizeof sd),
+        "world", t->world, "skip_nonfinite", o->skip_nonfinite, "augment", o->augment);
+
+    *start_step = 0;
+    if (have_ck) {
+        VLA_TRY(load_checkpoint(t, &ck, start_step));
+        if (t->rank == 0)
+            VLA_INFO("resuming from %s (step %lld, %lld skipped)", ck.dir, (long long)*start_step,
+                     (long long)t->skipped);
+    } else if (t->rank == 0) {
+        VLA_TRY(vla_mkdirs(o->output_dir));
+        VLA_TRY(vla_ckpt_cleanup(o->output_dir));
+    }
+    return VLA_OK;
+}
+
+static void mean_losses(const double *l, int64_t n, double *first, double *last) {
+    int64_t k = n < 10 ? n : 10;
+    double a = 0, b = 0;
+    for (int64_t i = 0; i < k; i++) a += l[i], b += l[n - k + i];
+    *first = k ? a / (double)k : NAN;
+    *last = k ? b / (double)k : NAN;
+}
+
+vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
+    memset(res, 0, sizeof *res);
+    res->last_eval_success = NAN;
+    trainer t;
+    memset(&t, 0, sizeof t);
+    t.o = o;
+    int64_t start = 0;
+    vla_status st = setup(&t, &start);
+    vla_metrics m;
+    memset(&m, 0, sizeof m);
+    bool metrics_open = false, evals = false;
+    double *losses = NULL;
+    if (st != VLA_OK) goto done;
+    vla_policy *p = t.p;
+    res->start_step = start;
+    res->rank = t.rank, res->world = t.world;
+    res->n_samples = t.ds->n_rows;
+    for (int64_t i = 0; i < p->specs.n; i++) {
+        res->n_params += p->params[i].spec->numel;
+        if (p->params[i].grad) res->n_trainable += p->params[i].spec->numel;
+    }
+    if (t.rank == 0) {
+        if ((st = vla_metrics_open(&m, o->output_dir, COLS, NCOLS, o->resume ? start : -1)) != VLA_OK) goto done;
+        metrics_open = true;
+        char sd[256];
+        VLA_INFO("train: %s (%lld params, %lld trainable) on %s: %lld frames, %lld episodes; batch %lld × %d "
+                 "rank(s) × %lld accum, %lld steps, %s",
+                 p->cfg.name, (long long)res->n_params, (long long)res->n_trainable, o->dataset_root,
+                 (long long)t.ds->n_rows, (long long)t.ds->n_episodes, (long long)o->batch_size, t.world,
+                 (long long)o->accum, (long long)o->steps, vla_schedule_describe(&t.sched, sd, sizeof sd));
+    }
+    losses = calloc((size_t)(o->steps - start + 1), sizeof *losses);
+    if (!losses) {
+        st = vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
+        goto done;
+    }
+    if ((st = vla_loader_start(t.L)) != VLA_OK) goto done;
+    double t_begin = vla_now_s(), wait_total = 0;
+    vla_meter meter;
+    vla_meter_start(&meter, t_begin);
+    int64_t step = start, nl = 0;
+    float *g = t.gfull ? t.gfull : p->grads;
+    for (; step < o->steps; step++) {
+        vla_policy_zero_grad(p);
+        if ((st = vla_grad_buckets_begin(t.gb)) != VLA_OK) goto done;
+        double loss_sum = 0, wait = 0;
+        int64_t samples = 0;
+        for (int64_t micro = 0; micro < o->accum; micro++) {
+            vla_loader_batch *b = NULL;
+            double w = 0;
+            if ((st = vla_loader_next(t.L, &b, &w)) != VLA_OK) goto done;
+            wait += w;
+            vla_loss_info info;
+            st = vla_policy_loss(p, &b->batch, true, &info);
+            if (st == VLA_OK) st = vla_policy_backward(p);
+            samples += b->batch.n_samples;
+            vla_loader_release(t.L, b);
+            if (st != VLA_OK) {
+                st = vla_error_context(st, "step %lld", (long long)step + 1);
+                goto done;
+            }
+            loss_sum += info.loss;
+        }
+        if ((st = vla_grad_buckets_wait_all(t.gb)) != VLA_OK) goto done;
+        double loss = loss_sum / (double)o->accum;
+        if (t.world > 1 && (st = vla_comm_allreduce(t.comm, &loss, &loss, 1, VLA_COMM_F64, VLA_COMM_MEAN)) != VLA_OK)
+            goto done;
+        if (o->accum > 1) {
+            float s = 1.0f / (float)o->accum;
+            for (int64_t i = 0; i < p->n_grad_floats; i++) p->grads[i] *= s;
+        }
+        if (o->nan_at_step == step + 1 && p->n_grad_floats > 0) p->grads[0] = NAN;
+        if (t.gfull)
+            for (int64_t i = 0; i < p->specs.n; i++)
+                if (p->params[i].grad)
+                    memcpy(t.gfull + (p->params[i].data - p->weights), p->params[i].grad,
+                           (size_t)p->params[i].spec->numel * sizeof(float));
+        double lr = vla_schedule_lr(&t.sched, vla_train_opt_updates(t.opt));
+        double norm = NAN;
+        vla_status cs = isfinite(loss) ? vla_train_opt_clip(t.opt, g, &norm)
+                                       : vla_error(VLA_ERR_NUMERIC, "loss is %g", loss);
+        if (cs == VLA_ERR_NUMERIC) {
+            if (!o->skip_nonfinite) {
+                char why[512];
+                snprintf(why, sizeof why, "%s", vla_error_message());
+                st = vla_error(VLA_ERR_NUMERIC,
+                               "step %lld: non-finite loss or gradients (%s); stopping before the update so nothing "
+                               "non-finite reaches a checkpoint (pass --skip_nonfinite=true to skip such steps)",
+                               (long long)step + 1, why);
+                goto done;
+            }
+            t.skipped++;
+            if (t.rank == 0) VLA_WARN("step %lld: non-finite loss or gradients, step skipped (%lld so far)",
+                                      (long long)step + 1, (long long)t.skipped);
+        } else if (cs != VLA_OK) {
+            st = cs;
+            goto done;
+        } else if ((st = vla_train_opt_step(t.opt, p->weights, g, lr)) != VLA_OK) {
+            goto done;
+        }
+        if ((st = vla_sampler_advance(&t.track)) != VLA_OK) goto done;
+        int64_t done_steps = step + 1;
+        losses[nl++] = loss;
+        if (isfinite(loss) && t.nwin < t.capwin) t.win[t.nwin++] = loss;
+        wait_total += wait;
+        vla_meter_add(&meter, samples * t.world, wait);
+
+        double row[NCOLS];
+        for (int i = 0; i < NCOLS; i++) row[i] = NAN;
+        bool log_now = o->log_freq > 0 && (done_steps % o->log_freq == 0 || done_steps == o->steps);
+        if (o->eval_freq > 0 && o->eval_fn && done_steps % o->eval_freq == 0) {
+            if (t.rank == 0) {
+                char dir[4200];
+                snprintf(dir, sizeof dir, "%s/eval_model", o->output_dir);
+                json_t *cfgj = config_json(&t);
+                st = vla_pretrained_write_dir(dir, p, export_weights(&t), cfgj);
+                json_decref(cfgj);
+                if (st == VLA_OK) st = o->eval_fn(o->eval_user, dir, done_steps, &row[C_EVS], &row[C_EVC], &row[C_EVR]);
+                if (st != VLA_OK) {
+                    st = vla_error_context(st, "eval at step %lld", (long long)done_steps);
+                    goto done;
+                }
+                evals = true;
+                res->last_eval_success = row[C_EVS];
+                fprintf(stderr, "eval step %lld: success %.1f%%, max coverage %.3f, reward %.2f\n",
+                        (long long)done_steps, 100 * row[C_EVS], row[C_EVC], row[C_EVR]);
+            }
+            log_now = true;
+        }
+        if (log_now && t.rank == 0) {
+            double sps, wf;
+            double now = vla_now_s();
+            vla_meter_read(&meter, now, &sps, &wf);
+            double shown = loss;
+            if (t.nwin > 0) {
+                double sum = 0;
+                for (int64_t i = 0; i < t.nwin; i++) sum += t.win[i];
+                shown = sum / (double)t.nwin;
+            }
+            t.nwin = 0;
+            row[C_LOSS] = shown, row[C_GRAD] = norm, row[C_LR] = lr, row[C_SPS] = sps, row[C_WAIT] = wf;
+            row[C_SKIP] = (double)t.skipped;
+            if ((st = vla_metrics_log(&m, done_steps, row)) != VLA_OK) goto done;
+            if (o->progress) {
+                vla_progress pr = {done_steps, o->steps, shown, norm, lr, sps, wf,
+                                   vla_eta_s(now - t_begin, done_steps - start, o->steps - done_steps), t.skipped};
+                char line[512];
+                fprintf(stderr, "%s\n", vla_progress_format(&pr, line, sizeof line));
+            }
+        }
+        bool over_time = false;
+        if (o->max_time_s > 0 && done_steps < o->steps) {
+            double el = vla_now_s() - t_begin;
+            if (t.world > 1 &&
+                (st = vla_comm_allreduce(t.comm, &el, &el, 1, VLA_COMM_F64, VLA_COMM_MAX)) != VLA_OK)
+                goto done;
+            over_time = el > o->max_time_s;
+        }
+        bool final = done_steps == o->steps || over_time;
+        if ((o->save_freq > 0 && done_steps % o->save_freq == 0) || final) {
+            if ((st = save_checkpoint(&t, done_steps, lr, res->last_ckpt, sizeof res->last_ckpt)) != VLA_OK) goto done;
+        }
+        if (over_time) {
+            res->time_budget_hit = true;
+            if (t.rank == 0)
+                VLA_WARN("time budget of %.0f s reached after step %lld of %lld: checkpoint written, stopping",
+                         o->max_time_s, (long long)done_steps, (long long)o->steps);
+            step++;
+            break;
+        }
+        if (o->stop_after > 0 && done_steps >= o->stop_after) {
+            step++;
+            break;
+        }
+    }
+    res->seconds = vla_now_s() - t_begin;
+    res->steps_done = step - start;
+    res->skipped = t.skipped;
+    res->samples_per_s = res->seconds > 0 ? (double)(res->steps_done * o->batch_size * o->accum * t.world) / res->seconds : 0;
+    res->data_wait_frac = res->seconds > 0 ? wait_total / res->seconds : 0;
+    mean_losses(losses, nl, &res->first_loss, &res->last_loss);
+    if (t.rank == 0) {
+        vla_metrics_close(&m);
+        metrics_open = false;
+        plots(&t, evals);
+    }
+done:
+    if (metrics_open) vla_metrics_close(&m);
+    free(losses);
+    if (st != VLA_OK && t.comm && t.world > 1) {
+        VLA_ERROR("%s", vla_error_message());
+        vla_comm_abort(t.comm, 1);
+    }
+    /* keep the message: finalize and frees do not touch it */
+    trainer_free(&t);
+    return st;
+}

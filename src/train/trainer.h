@@ -1,0 +1,76 @@
+/* trainer.h — `vla train`: the training loop of docs/train.md over a LeRobot
+ * dataset and a policy, data parallel from its first line (one rank = the
+ * single backend of dist/comm.h; under mpirun, N ranks with the same flags).
+ *
+ * Per step: the loader's micro-batches (background threads, packed), loss +
+ * backward per micro-batch (gradients add up in the policy's flat buffer),
+ * gradient all-reduce (dist/grad_buckets.h, averaged over ranks), ÷ accum,
+ * global-norm clipping with the NaN/Inf guard, AdamW (replicated on every
+ * rank: plain data parallelism), EMA, schedule. Rank 0 writes metrics,
+ * the progress line, checkpoints and plots; a checkpoint counts once every
+ * rank agrees it was written (vla_comm_agree).
+ *
+ * Determinism: a step's batches depend only on (seed, step) (the sampler
+ * and loader keys), the optimizer is thread-count invariant, and the state a
+ * checkpoint holds (weights, moments, EMA, sampler position, skipped count)
+ * is all the loop carries, so a resumed run prints the losses of an
+ * uninterrupted one bit for bit on CPU with the same thread count. */
+#ifndef VLA_TRAIN_TRAINER_H
+#define VLA_TRAIN_TRAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "policy/policy.h"
+
+/* Closed-loop evaluation hook (the eval layer sits below train, so the CLI
+ * passes it in): evaluate the pretrained_model directory at `dir`. */
+typedef vla_status (*vla_train_eval_fn)(void *user, const char *pretrained_dir, int64_t step, double *success_rate,
+                                        double *mean_max_coverage, double *mean_reward);
+
+typedef struct {
+    const char *dataset_root;
+    const char *policy_type;    /* "pi05" | "groot" (checked against the config) */
+    const char *policy_config;  /* preset name or path (NULL: "<type>-tiny") */
+    const char *output_dir;
+    int64_t batch_size;         /* per rank, per micro-batch */
+    int64_t accum;              /* gradient accumulation (micro-batches per step) */
+    int64_t steps;
+    uint64_t seed;
+    int num_workers;
+    double lr;                  /* ≤ 0: the policy's default */
+    double weight_decay;        /* < 0: default */
+    double clip_norm;           /* < 0: default (1.0) */
+    double ema_decay;           /* < 0: none (0); > 0: EMA, used for pretrained_model weights */
+    int64_t warmup_steps;       /* < 0: the policy schedule's default */
+    bool constant_lr;
+    int64_t save_freq, log_freq, eval_freq; /* 0: off (a final checkpoint is always written) */
+    bool resume;
+    bool skip_nonfinite;        /* skip (and count) non-finite steps instead of stopping */
+    bool augment;
+    bool progress;              /* progress line on stderr */
+    double max_time_s;          /* > 0: after the step that crosses this many seconds of training, write a
+                                   checkpoint and stop (a time budget; the schedule is not shortened) */
+    int64_t stop_after;         /* > 0: stop after this step without a final checkpoint (tests: simulates a kill) */
+    int64_t nan_at_step;        /* > 0: poison that step's gradient with NaN (tests) */
+    vla_train_eval_fn eval_fn;
+    void *eval_user;
+} vla_train_opts;
+
+void vla_train_opts_default(vla_train_opts *o);
+
+typedef struct {
+    int rank, world;               /* of this process (only rank 0 should print the summary) */
+    int64_t start_step, steps_done, skipped;
+    bool time_budget_hit;          /* stopped early by max_time_s */
+    double first_loss, last_loss;  /* mean of the first / last min(10, n) step losses of this session */
+    double seconds, samples_per_s, data_wait_frac;
+    double last_eval_success;      /* NaN when no eval ran */
+    int64_t n_params, n_trainable, n_samples;
+    char last_ckpt[4096];
+} vla_train_result;
+
+vla_status vla_train(const vla_train_opts *o, vla_train_result *res);
+
+#endif

@@ -1,0 +1,184 @@
+/* test_loader.c — training batches from a LeRobot dataset (Reach expert
+ * episodes written here through the v3.0 writer): packed layout valid for
+ * the policy, normalised state/actions equal to the formulas on the raw
+ * rows, action chunks padded past the episode end with is_pad set, images
+ * in [0, 1], prompt tokens on the text slots; batches identical with 0 and
+ * 3 worker threads (content depends on the job, not the thread); NaN
+ * datasets refused. */
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fsutil.h"
+#include "data/lerobot.h"
+#include "data/loader.h"
+#include "policy/policy.h"
+#include "sim/env.h"
+
+#define IMG 64
+
+/* Record `episodes` expert episodes of Reach (seed0 + e); nan_frame ≥ 0
+ * poisons that frame's action. */
+static void record_reach(const char *root, int episodes, uint64_t seed0, int nan_frame) {
+    vla_lr_feature_spec f[] = {
+        {"observation.image", "video", 3, {IMG, IMG, 3}, NULL, 0},
+        {"observation.state", "float32", 1, {4}, NULL, 0},
+        {"action", "float32", 1, {2}, NULL, 0},
+    };
+    vla_lr_writer_opts o = {10, "reach", f, 3, NULL};
+    vla_lr_writer *w;
+    assert_int_equal(vla_lr_writer_open(root, &o, &w), VLA_OK);
+    vla_env *env;
+    assert_int_equal(vla_env_make("reach", &env), VLA_OK);
+    vla_sim_policy *pol;
+    assert_int_equal(vla_sim_policy_make("expert", vla_env_get_spec(env), &pol), VLA_OK);
+    uint8_t rgb[IMG * IMG * 3];
+    int frame = 0;
+    for (int e = 0; e < episodes; e++) {
+        vla_env_info info;
+        assert_int_equal(vla_env_reset(env, seed0 + (uint64_t)e, &info), VLA_OK);
+        vla_sim_policy_reset(pol, env, seed0 + (uint64_t)e);
+        for (int t = 0; t < 50; t++) {
+            vla_env_obs ob;
+            memset(&ob, 0, sizeof ob);
+            ob.type = VLA_OBS_STATE;
+            assert_int_equal(vla_env_observe(env, &ob), VLA_OK);
+            assert_int_equal(vla_env_render(env, IMG, IMG, rgb, 0, false), VLA_OK);
+            double a[2];
+            assert_int_equal(vla_sim_policy_act(pol, env, a), VLA_OK);
+            float s[4] = {(float)ob.state[0], (float)ob.state[1], (float)ob.state[2], (float)ob.state[3]};
+            float af[2] = {(float)a[0], (float)a[1]};
+            if (frame == nan_frame) af[1] = NAN;
+            const float *vals[] = {s, af};
+            const uint8_t *imgs[] = {rgb};
+            assert_int_equal(vla_lr_writer_add_frame(w, vla_env_get_spec(env)->task, vals, imgs), VLA_OK);
+            frame++;
+            vla_env_step_result r;
+            assert_int_equal(vla_env_step(env, a, &r), VLA_OK);
+            if (r.terminated || r.truncated) break;
+        }
+        assert_int_equal(vla_lr_writer_save_episode(w), VLA_OK);
+    }
+    vla_sim_policy_free(pol);
+    vla_env_free(env);
+    assert_int_equal(vla_lr_writer_close(w), VLA_OK);
+}
+
+typedef struct {
+    int64_t n;
+} src_ctx;
+
+/* job j: rows (5j + 3i) mod n, keys 1000j + i */
+static vla_status source(void *user, int64_t job, int64_t *rows, uint64_t *keys, int64_t n) {
+    src_ctx *c = user;
+    for (int64_t i = 0; i < n; i++) rows[i] = (job * 5 + i * 3) % c->n, keys[i] = (uint64_t)(job * 1000 + i);
+    return VLA_OK;
+}
+
+static vla_policy *make_policy(void) {
+    vla_policy_config cfg;
+    assert_int_equal(vla_policy_config_load("pi05-nano", &cfg), VLA_OK);
+    cfg.action.state_dim = 4;
+    assert_int_equal(vla_policy_config_validate("t", &cfg), VLA_OK);
+    vla_policy *p;
+    vla_status st = vla_policy_create(&cfg, vla_ops_cpu(), &p);
+    if (st != VLA_OK) fail_msg("%s", vla_error_message());
+    return p;
+}
+
+static void test_batches(void **state) {
+    (void)state;
+    const char *root = test_tmp_path("loader_ds");
+    record_reach(root, 6, 0, -1);
+    vla_lerobot *ds;
+    assert_int_equal(vla_lerobot_open(root, &ds), VLA_OK);
+    vla_policy *p = make_policy();
+    src_ctx c = {ds->n_rows};
+    vla_loader_opts o = {.ds = ds, .policy = p, .batch_size = 4, .source = source, .source_user = &c, .seed = 1};
+    vla_loader *L0, *L3;
+    assert_int_equal(vla_loader_create(&o, &L0), VLA_OK);
+    o.num_workers = 3;
+    assert_int_equal(vla_loader_create(&o, &L3), VLA_OK);
+    assert_int_equal(vla_loader_start(L0), VLA_OK);
+    assert_int_equal(vla_loader_start(L3), VLA_OK);
+    const vla_lr_feature *fs = vla_lerobot_feature(ds, "observation.state");
+    const vla_lr_feature *fa = vla_lerobot_feature(ds, "action");
+    int64_t H = p->cfg.action.horizon, A = p->cfg.action.action_dim, img = p->cfg.vision.image_size;
+    int saw_pad = 0;
+    for (int j = 0; j < 6; j++) {
+        vla_loader_batch *a, *b;
+        double w;
+        assert_int_equal(vla_loader_next(L0, &a, &w), VLA_OK);
+        assert_int_equal(vla_loader_next(L3, &b, &w), VLA_OK);
+        assert_int_equal(a->job, j);
+        assert_int_equal(b->job, j);
+        const vla_batch *x = &a->batch, *y = &b->batch;
+        if (vla_batch_check(x, &p->cfg) != VLA_OK) fail_msg("%s", vla_error_message());
+        assert_int_equal(x->n_tokens, y->n_tokens);
+        assert_memory_equal(x->token_ids, y->token_ids, (size_t)x->n_tokens * 4);
+        assert_memory_equal(x->roles, y->roles, (size_t)x->n_tokens);
+        assert_memory_equal(x->state, y->state, (size_t)(4 * p->cfg.action.state_dim) * 4);
+        assert_memory_equal(x->actions, y->actions, (size_t)(4 * H * A) * 4);
+        assert_memory_equal(x->action_is_pad, y->action_is_pad, (size_t)(4 * H));
+        assert_int_equal(x->n_images, 4);
+        assert_memory_equal(x->images, y->images, (size_t)(4 * 3 * img * img) * 4);
+        for (int64_t k = 0; k < 4 * 3 * img * img; k++) assert_true(x->images[k] >= 0 && x->images[k] <= 1);
+        for (int i = 0; i < 4; i++) {
+            int64_t row = a->rows[i];
+            assert_int_equal(row, (j * 5 + i * 3) % ds->n_rows);
+            assert_int_equal(x->sample_keys[i], (uint64_t)(j * 1000 + i));
+            float sn[4];
+            vla_normalize(vla_loader_state_norm(L0), sn, fs->values + row * 4, 1);
+            assert_memory_equal(sn, x->state + i * p->cfg.action.state_dim, sizeof sn);
+            const vla_lerobot *d = ds;
+            int64_t ep_end = d->episodes[d->row_episode[row]].to;
+            for (int64_t h = 0; h < H; h++) {
+                bool pad = row + h >= ep_end;
+                assert_int_equal(x->action_is_pad[i * H + h], pad);
+                saw_pad += pad;
+                int64_t r = pad ? ep_end - 1 : row + h;
+                float an[2];
+                vla_normalize(vla_loader_action_norm(L0), an, fa->values + r * 2, 1);
+                assert_memory_equal(an, x->actions + (i * H + h) * A, sizeof an);
+            }
+            int64_t ntext = 0;
+            for (int64_t t = x->cu_seqlens[i]; t < x->cu_seqlens[i + 1]; t++)
+                if (x->roles[t] == VLA_ROLE_TEXT) ntext++, assert_true(x->token_ids[t] >= 0 && x->token_ids[t] < 259);
+            assert_true(ntext > 10);
+        }
+        vla_loader_release(L0, a);
+        vla_loader_release(L3, b);
+    }
+    assert_true(saw_pad > 0);
+    vla_loader_free(L0);
+    vla_loader_free(L3);
+    vla_policy_free(p);
+    vla_lerobot_close(ds);
+}
+
+static void test_nan_refused(void **state) {
+    (void)state;
+    const char *root = test_tmp_path("loader_nan");
+    record_reach(root, 2, 9, 3);
+    vla_lerobot *ds;
+    assert_int_equal(vla_lerobot_open(root, &ds), VLA_OK);
+    vla_policy *p = make_policy();
+    src_ctx c = {ds->n_rows};
+    vla_loader_opts o = {.ds = ds, .policy = p, .batch_size = 2, .source = source, .source_user = &c};
+    vla_loader *L;
+    assert_int_equal(vla_loader_create(&o, &L), VLA_ERR_NUMERIC);
+    assert_non_null(strstr(vla_error_message(), "non-finite"));
+    vla_policy_free(p);
+    vla_lerobot_close(ds);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_batches),
+        cmocka_unit_test(test_nan_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

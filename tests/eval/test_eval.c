@@ -1,0 +1,157 @@
+/* test_eval.c — closed loop: a policy trained briefly on Reach expert data
+ * (recorded here through the v3.0 writer) beats the random policy in the
+ * simulator; eval_info.json holds aggregates and one entry per episode;
+ * videos are written; a corrupted checkpoint is refused by `vla eval`.
+ * groot-nano, not pi05-nano: π0.5 sees the state only as digits in its
+ * prompt, and after 600 steps pi05-nano reached 15% against random's 12.5%;
+ * GR00T's continuous state token gets 67.5% (40 episodes, ~4-7 s of training). */
+#include "test_util.h"
+
+#include <cairo.h>
+#include <dlfcn.h>
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "data/lerobot.h"
+#include "eval/eval.h"
+#include "sim/env.h"
+#include "train/trainer.h"
+
+#define IMG 64
+
+/* Record `episodes` expert episodes of Reach (seed0 + e); nan_frame ≥ 0
+ * poisons that frame's action. */
+static void record_reach(const char *root, int episodes, uint64_t seed0, int nan_frame) {
+    vla_lr_feature_spec f[] = {
+        {"observation.image", "video", 3, {IMG, IMG, 3}, NULL, 0},
+        {"observation.state", "float32", 1, {4}, NULL, 0},
+        {"action", "float32", 1, {2}, NULL, 0},
+    };
+    vla_lr_writer_opts o = {10, "reach", f, 3, NULL};
+    vla_lr_writer *w;
+    assert_int_equal(vla_lr_writer_open(root, &o, &w), VLA_OK);
+    vla_env *env;
+    assert_int_equal(vla_env_make("reach", &env), VLA_OK);
+    vla_sim_policy *pol;
+    assert_int_equal(vla_sim_policy_make("expert", vla_env_get_spec(env), &pol), VLA_OK);
+    uint8_t rgb[IMG * IMG * 3];
+    int frame = 0;
+    for (int e = 0; e < episodes; e++) {
+        vla_env_info info;
+        assert_int_equal(vla_env_reset(env, seed0 + (uint64_t)e, &info), VLA_OK);
+        vla_sim_policy_reset(pol, env, seed0 + (uint64_t)e);
+        for (int t = 0; t < 50; t++) {
+            vla_env_obs ob;
+            memset(&ob, 0, sizeof ob);
+            ob.type = VLA_OBS_STATE;
+            assert_int_equal(vla_env_observe(env, &ob), VLA_OK);
+            assert_int_equal(vla_env_render(env, IMG, IMG, rgb, 0, false), VLA_OK);
+            double a[2];
+            assert_int_equal(vla_sim_policy_act(pol, env, a), VLA_OK);
+            float s[4] = {(float)ob.state[0], (float)ob.state[1], (float)ob.state[2], (float)ob.state[3]};
+            float af[2] = {(float)a[0], (float)a[1]};
+            if (frame == nan_frame) af[1] = NAN;
+            const float *vals[] = {s, af};
+            const uint8_t *imgs[] = {rgb};
+            assert_int_equal(vla_lr_writer_add_frame(w, vla_env_get_spec(env)->task, vals, imgs), VLA_OK);
+            frame++;
+            vla_env_step_result r;
+            assert_int_equal(vla_env_step(env, a, &r), VLA_OK);
+            if (r.terminated || r.truncated) break;
+        }
+        assert_int_equal(vla_lr_writer_save_episode(w), VLA_OK);
+    }
+    vla_sim_policy_free(pol);
+    vla_env_free(env);
+    assert_int_equal(vla_lr_writer_close(w), VLA_OK);
+}
+
+static void test_trained_beats_random(void **state) {
+    (void)state;
+    const char *root = test_tmp_path("reach_eval_ds"), *out = test_tmp_path("reach_eval_run");
+    record_reach(root, 40, 0, -1);
+    vla_train_opts o;
+    vla_train_opts_default(&o);
+    o.dataset_root = root;
+    o.policy_type = getenv("EVAL_TYPE") ? getenv("EVAL_TYPE") : "groot";
+    o.policy_config = getenv("EVAL_CFG") ? getenv("EVAL_CFG") : "groot-nano";
+    o.output_dir = out;
+    o.batch_size = 16;
+    o.steps = 600;
+    o.seed = 3;
+    o.num_workers = 2;
+    o.lr = 3e-3;
+    o.log_freq = 100;
+    o.save_freq = 0;
+    o.progress = false;
+    vla_train_result r;
+    vla_status st = vla_train(&o, &r);
+    if (st != VLA_OK) fail_msg("%s", vla_error_message());
+    printf("train: loss %.4f -> %.4f, %.1f s\n", r.first_loss, r.last_loss, r.seconds);
+
+    vla_eval_opts e;
+    vla_eval_opts_default(&e);
+    e.policy_path = out;
+    e.env = "reach";
+    e.n_episodes = 40;
+    e.seed = 5000;
+    e.n_videos = 1;
+    e.video_size = 64;
+    e.output_dir = test_tmp_path("reach_eval_out");
+    e.baselines = true;
+    vla_eval_result er;
+    st = vla_eval_run(&e, &er);
+    if (st != VLA_OK) fail_msg("%s", vla_error_message());
+    printf("policy success %.3f coverage %.3f | random success %.3f coverage %.3f | zero success %.3f coverage %.3f\n",
+           er.policy.success_rate, er.policy.mean_max_coverage, er.random.success_rate, er.random.mean_max_coverage,
+           er.zero.success_rate, er.zero.mean_max_coverage);
+    assert_true(er.policy.success_rate > er.random.success_rate);
+    assert_true(er.policy.mean_max_coverage > er.random.mean_max_coverage);
+
+    json_t *info;
+    assert_int_equal(vla_json_load_file(er.eval_info, &info), VLA_OK);
+    assert_int_equal(json_array_size(json_object_get(info, "per_episode")), 40);
+    assert_non_null(json_object_get(json_object_get(info, "aggregated"), "pc_success"));
+    json_t *vids = json_object_get(info, "videos");
+    assert_int_equal(json_array_size(vids), 1);
+    assert_true(vla_path_exists(json_string_value(json_array_get(vids, 0))));
+    json_decref(info);
+}
+
+static void test_eval_cli_refuses_corruption(void **state) {
+    (void)state;
+    const char *out = test_tmp_path("reach_eval_run");
+    char cmd[4096], buf[8192];
+    /* flip one byte of the newest checkpoint's weights: `vla eval` on that checkpoint refuses it */
+    snprintf(cmd, sizeof cmd,
+             "f=%s/checkpoints/last/pretrained_model/model.safetensors; "
+             "printf '\\125' | dd of=$f bs=1 seek=$(( $(stat -c %%s $f) - 3 )) conv=notrunc 2>/dev/null; "
+             "%s eval --policy.path=%s/checkpoints/last/pretrained_model --env.type=reach --eval.n_episodes=2 "
+             "--output_dir=%s 2>&1",
+             out, test_cli_path(), out, test_tmp_path("eval_bad"));
+    int rc = test_run(cmd, buf, sizeof buf);
+    printf("%s", buf);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(buf, "corrupted checkpoint"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_trained_beats_random),
+        cmocka_unit_test(test_eval_cli_refuses_corruption),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    /* The plots draw text through cairo → fontconfig, whose caches outlive
+     * the run: free them so LeakSanitizer (Debug+ASan) sees no leaks of
+     * theirs (as tests/train/test_plot.c does). */
+    cairo_debug_reset_static_data();
+    void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
+    if (fc_fini) fc_fini();
+    return rc;
+}

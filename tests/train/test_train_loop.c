@@ -1,0 +1,346 @@
+/* test_train_loop.c — `vla train` end to end on a small Reach dataset
+ * recorded here with the Reach expert through the v3.0 writer
+ * (observation.state = agent + target, a 64×64 camera, action): a short
+ * run lowers the loss; a run stopped after a checkpoint and resumed logs
+ * the same losses bit for bit as an uninterrupted one; NaN gradients stop
+ * the run (or are skipped and counted) and never reach a checkpoint; a
+ * dataset with a NaN action is refused with a message; a corrupted
+ * model.safetensors is refused. */
+#include "test_util.h"
+
+#include <cairo.h>
+#include <dlfcn.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fsutil.h"
+#include "base/json.h"
+#include "data/lerobot.h"
+#include "sim/env.h"
+#include "train/checkpoint.h"
+#include "train/pretrained.h"
+#include "train/trainer.h"
+
+#define IMG 64
+
+/* Record `episodes` expert episodes of Reach (seed0 + e); nan_frame ≥ 0
+ * poisons that frame's action. */
+static void record_reach(const char *root, int episodes, uint64_t seed0, int nan_frame) {
+    vla_lr_feature_spec f[] = {
+        {"observation.image", "video", 3, {IMG, IMG, 3}, NULL, 0},
+        {"observation.state", "float32", 1, {4}, NULL, 0},
+        {"action", "float32", 1, {2}, NULL, 0},
+    };
+    vla_lr_writer_opts o = {10, "reach", f, 3, NULL};
+    vla_lr_writer *w;
+    assert_int_equal(vla_lr_writer_open(root, &o, &w), VLA_OK);
+    vla_env *env;
+    assert_int_equal(vla_env_make("reach", &env), VLA_OK);
+    vla_sim_policy *pol;
+    assert_int_equal(vla_sim_policy_make("expert", vla_env_get_spec(env), &pol), VLA_OK);
+    uint8_t rgb[IMG * IMG * 3];
+    int frame = 0;
+    for (int e = 0; e < episodes; e++) {
+        vla_env_info info;
+        assert_int_equal(vla_env_reset(env, seed0 + (uint64_t)e, &info), VLA_OK);
+        vla_sim_policy_reset(pol, env, seed0 + (uint64_t)e);
+        for (int t = 0; t < 50; t++) {
+            vla_env_obs ob;
+            memset(&ob, 0, sizeof ob);
+            ob.type = VLA_OBS_STATE;
+            assert_int_equal(vla_env_observe(env, &ob), VLA_OK);
+            assert_int_equal(vla_env_render(env, IMG, IMG, rgb, 0, false), VLA_OK);
+            double a[2];
+            assert_int_equal(vla_sim_policy_act(pol, env, a), VLA_OK);
+            float s[4] = {(float)ob.state[0], (float)ob.state[1], (float)ob.state[2], (float)ob.state[3]};
+            float af[2] = {(float)a[0], (float)a[1]};
+            if (frame == nan_frame) af[1] = NAN;
+            const float *vals[] = {s, af};
+            const uint8_t *imgs[] = {rgb};
+            assert_int_equal(vla_lr_writer_add_frame(w, vla_env_get_spec(env)->task, vals, imgs), VLA_OK);
+            frame++;
+            vla_env_step_result r;
+            assert_int_equal(vla_env_step(env, a, &r), VLA_OK);
+            if (r.terminated || r.truncated) break;
+        }
+        assert_int_equal(vla_lr_writer_save_episode(w), VLA_OK);
+    }
+    vla_sim_policy_free(pol);
+    vla_env_free(env);
+    assert_int_equal(vla_lr_writer_close(w), VLA_OK);
+}
+
+static const char *dataset(void) {
+    static char root[1024];
+    if (!root[0]) {
+        snprintf(root, sizeof root, "%s", test_tmp_path("reach_ds"));
+        if (!vla_is_dir(root)) record_reach(root, 40, 0, -1);
+    }
+    return root;
+}
+
+static void base_opts(vla_train_opts *o, const char *out) {
+    vla_train_opts_default(o);
+    o->dataset_root = dataset();
+    o->policy_type = "pi05";
+    o->policy_config = "pi05-nano";
+    o->output_dir = out;
+    o->batch_size = 8;
+    o->steps = 12;
+    o->seed = 7;
+    o->num_workers = 2;
+    o->lr = 3e-3;
+    o->log_freq = 1;
+    o->save_freq = 4;
+    o->progress = false;
+}
+
+static void rmrf(const char *p) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", p);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* "loss" values of metrics.jsonl as text, one per line */
+static char *losses_text(const char *out) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", out);
+    char *data;
+    size_t n;
+    assert_int_equal(vla_read_file(path, &data, &n), VLA_OK);
+    char *res = calloc(n + 1, 1);
+    size_t k = 0;
+    for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n")) {
+        char *l = strstr(line, "\"loss\":");
+        char *s = strstr(line, "\"step\":");
+        assert_non_null(l);
+        assert_non_null(s);
+        int m1 = (int)strcspn(s, ",}"), m2 = (int)strcspn(l, ",}");
+        k += (size_t)sprintf(res + k, "%.*s %.*s\n", m1, s, m2, l);
+    }
+    free(data);
+    return res;
+}
+
+static void test_loss_decreases(void **state) {
+    (void)state;
+    const char *out = test_tmp_path("run_learn");
+    rmrf(out);
+    vla_train_opts o;
+    base_opts(&o, out);
+    o.steps = 300;
+    o.save_freq = 0;
+    o.log_freq = 50;
+    vla_train_result r;
+    vla_status st = vla_train(&o, &r);
+    if (st != VLA_OK) fail_msg("%s", vla_error_message());
+    printf("loss %.4f -> %.4f over %lld steps, %.1f samples/s, data wait %.1f%%\n", r.first_loss, r.last_loss,
+           (long long)r.steps_done, r.samples_per_s, 100 * r.data_wait_frac);
+    assert_true(r.last_loss < 0.7 * r.first_loss);
+    char p[2048];
+    snprintf(p, sizeof p, "%s/loss.png", out);
+    assert_true(vla_path_exists(p));
+    snprintf(p, sizeof p, "%s/metrics.csv", out);
+    assert_true(vla_path_exists(p));
+}
+
+static void test_resume_bit_exact(void **state) {
+    (void)state;
+    const char *a = test_tmp_path("run_full"), *b = test_tmp_path("run_resumed");
+    rmrf(a), rmrf(b);
+    vla_train_opts o;
+    vla_train_result r;
+    /* log rows every 3 steps (mean loss of the window), checkpoints every 4:
+     * the resumed run starts inside a log window */
+    base_opts(&o, a);
+    o.log_freq = 3;
+    assert_int_equal(vla_train(&o, &r), VLA_OK);
+    base_opts(&o, b);
+    o.log_freq = 3;
+    o.stop_after = 6; /* killed two steps after the checkpoint of step 4 */
+    assert_int_equal(vla_train(&o, &r), VLA_OK);
+    base_opts(&o, b);
+    o.log_freq = 3;
+    o.resume = true;
+    vla_status st = vla_train(&o, &r);
+    if (st != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(r.start_step, 4);
+    char *la = losses_text(a), *lb = losses_text(b);
+    assert_string_equal(la, lb);
+    free(la), free(lb);
+    /* the final weights are identical too */
+    char pa[2048], pb[2048];
+    snprintf(pa, sizeof pa, "%s/checkpoints/000012/pretrained_model/model.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/checkpoints/000012/pretrained_model/model.safetensors", b);
+    char *da, *db;
+    size_t na, nb;
+    assert_int_equal(vla_read_file(pa, &da, &na), VLA_OK);
+    assert_int_equal(vla_read_file(pb, &db, &nb), VLA_OK);
+    assert_int_equal(na, nb);
+    assert_memory_equal(da, db, na);
+    free(da), free(db);
+}
+
+static void test_nonfinite(void **state) {
+    (void)state;
+    const char *out = test_tmp_path("run_nan");
+    rmrf(out);
+    vla_train_opts o;
+    vla_train_result r;
+    base_opts(&o, out);
+    o.nan_at_step = 6;
+    vla_status st = vla_train(&o, &r);
+    assert_int_equal(st, VLA_ERR_NUMERIC);
+    assert_non_null(strstr(vla_error_message(), "step 6"));
+    assert_non_null(strstr(vla_error_message(), "skip_nonfinite"));
+    vla_ckpt_info ck;
+    assert_int_equal(vla_ckpt_find_last(out, &ck), VLA_OK);
+    assert_int_equal(ck.step, 4); /* nothing after the bad step */
+    rmrf(out);
+    base_opts(&o, out);
+    o.nan_at_step = 6;
+    o.skip_nonfinite = true;
+    assert_int_equal(vla_train(&o, &r), VLA_OK);
+    assert_int_equal(r.skipped, 1);
+}
+
+static void test_nan_dataset_refused(void **state) {
+    (void)state;
+    const char *root = test_tmp_path("reach_nan");
+    rmrf(root);
+    record_reach(root, 2, 50, 7);
+    vla_train_opts o;
+    vla_train_result r;
+    base_opts(&o, test_tmp_path("run_nands"));
+    o.dataset_root = root;
+    vla_status st = vla_train(&o, &r);
+    assert_int_equal(st, VLA_ERR_NUMERIC);
+    assert_non_null(strstr(vla_error_message(), "non-finite"));
+}
+
+static void test_corrupted_checkpoint_refused(void **state) {
+    (void)state;
+    const char *out = test_tmp_path("run_corrupt");
+    rmrf(out);
+    vla_train_opts o;
+    vla_train_result r;
+    base_opts(&o, out);
+    o.steps = 4;
+    assert_int_equal(vla_train(&o, &r), VLA_OK);
+    char p[2048];
+    snprintf(p, sizeof p, "%s/checkpoints/000004/pretrained_model/model.safetensors", out);
+    char *d;
+    size_t n;
+    assert_int_equal(vla_read_file(p, &d, &n), VLA_OK);
+    d[n - 5] ^= 0x40; /* one bit of one weight */
+    assert_int_equal(vla_write_file_atomic(p, d, n), VLA_OK);
+    free(d);
+    snprintf(p, sizeof p, "%s/checkpoints/000004/pretrained_model", out);
+    vla_pretrained pm;
+    vla_status st = vla_pretrained_load(p, vla_ops_cpu(), &pm);
+    assert_int_not_equal(st, VLA_OK);
+    printf("refused: %s\n", vla_error_message());
+    assert_non_null(strstr(vla_error_message(), "model.safetensors"));
+}
+
+/* SIGKILL `vla train` while it writes checkpoints every step: what is left
+ * always has a newest checkpoint that verifies and loads, and resuming from
+ * it finishes the run. */
+static void test_sigkill_during_checkpoint(void **state) {
+    (void)state;
+    const char *out = test_tmp_path("run_kill");
+    for (int round = 0; round < 3; round++) {
+        rmrf(out);
+        char cmd[4096], buf[4096];
+        snprintf(cmd, sizeof cmd,
+                 "%s train --dataset.root=%s --policy.type=pi05 --policy.config=pi05-nano --batch_size=8 --steps=40 "
+                 "--save_freq=1 --log_freq=1 --seed=7 --optimizer.lr=3e-3 --num_workers=1 --quiet --output_dir=%s "
+                 ">/dev/null 2>&1 & pid=$!; "
+                 "while [ ! -e %s/checkpoints/000003 ] && kill -0 $pid 2>/dev/null; do sleep 0.005; done; "
+                 "sleep 0.0%d; kill -9 $pid; wait $pid; echo killed",
+                 test_cli_path(), dataset(), out, out, 3 + 7 * round);
+        assert_int_equal(test_run(cmd, buf, sizeof buf), 0);
+        vla_ckpt_info ck;
+        vla_status st = vla_ckpt_find_last(out, &ck);
+        if (st != VLA_OK) fail_msg("round %d: %s", round, vla_error_message());
+        assert_true(ck.step >= 3);
+        vla_pretrained pm;
+        st = vla_pretrained_load(ck.dir, vla_ops_cpu(), &pm);
+        if (st != VLA_OK) fail_msg("round %d: %s", round, vla_error_message());
+        vla_pretrained_free(&pm);
+        printf("round %d: killed, newest valid checkpoint is step %lld\n", round, (long long)ck.step);
+    }
+    vla_train_opts o;
+    vla_train_result r;
+    base_opts(&o, out);
+    o.steps = 40;
+    o.save_freq = 1;
+    o.num_workers = 1;
+    o.resume = true;
+    vla_status st = vla_train(&o, &r);
+    if (st != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(r.start_step + r.steps_done, 40);
+}
+
+/* `mpirun -np 2 vla train` with the same flags: rank 0 writes the outputs,
+ * the loss falls, and the run resumes on ONE rank with the same global batch
+ * (2 × 4 = 1 × 8): the sampler continues where the two ranks stopped. */
+static void test_mpirun_two_ranks(void **state) {
+    (void)state;
+    char buf[8192], cmd[4096];
+    if (test_run("command -v mpirun", buf, sizeof buf) != 0) {
+        printf("mpirun not installed: skipped\n");
+        return;
+    }
+    const char *out = test_tmp_path("run_mpi");
+    rmrf(out);
+    snprintf(cmd, sizeof cmd,
+             "ASAN_OPTIONS=detect_leaks=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+             "mpirun -np 2 --oversubscribe -x OMP_NUM_THREADS=1 -x ASAN_OPTIONS "
+             "%s train --dataset.root=%s --policy.type=pi05 --policy.config=pi05-nano "
+             "--batch_size=4 --steps=40 --save_freq=20 --log_freq=10 --seed=7 --optimizer.lr=3e-3 "
+             "--num_workers=1 --quiet --stop_after=20 --output_dir=%s 2>&1",
+             test_cli_path(), dataset(), out);
+    int rc = test_run(cmd, buf, sizeof buf);
+    if (rc != 0) fail_msg("mpirun failed (%d): %s", rc, buf);
+    vla_ckpt_info ck;
+    assert_int_equal(vla_ckpt_find_last(out, &ck), VLA_OK);
+    assert_int_equal(ck.step, 20);
+    /* Leak checking is off in these child processes under ASan: OpenMPI
+     * (see tests/dist/test_dist_faults.c) and fontconfig (cairo's text in the
+     * plots) keep allocations past exit that are not ours. */
+    snprintf(cmd, sizeof cmd,
+             "ASAN_OPTIONS=detect_leaks=0 %s train --dataset.root=%s --policy.type=pi05 --batch_size=8 "
+             "--steps=40 --save_freq=20 --log_freq=10 "
+             "--seed=7 --optimizer.lr=3e-3 --num_workers=1 --quiet --resume=true --output_dir=%s 2>&1",
+             test_cli_path(), dataset(), out);
+    rc = test_run(cmd, buf, sizeof buf);
+    if (rc != 0) fail_msg("resume on one rank failed (%d): %s", rc, buf);
+    printf("%s", buf);
+    assert_non_null(strstr(buf, "\"start_step\":20"));
+    assert_int_equal(vla_ckpt_find_last(out, &ck), VLA_OK);
+    assert_int_equal(ck.step, 40);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loss_decreases),
+        cmocka_unit_test(test_resume_bit_exact),
+        cmocka_unit_test(test_nonfinite),
+        cmocka_unit_test(test_nan_dataset_refused),
+        cmocka_unit_test(test_corrupted_checkpoint_refused),
+        cmocka_unit_test(test_sigkill_during_checkpoint),
+        cmocka_unit_test(test_mpirun_two_ranks),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    /* The plots draw text through cairo → fontconfig, whose caches outlive
+     * the run: free them so LeakSanitizer (Debug+ASan) sees no leaks of
+     * theirs (as tests/train/test_plot.c does). */
+    cairo_debug_reset_static_data();
+    void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
+    if (fc_fini) fc_fini();
+    return rc;
+}
