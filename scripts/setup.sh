@@ -26,7 +26,7 @@ test_pkgs=(
   libcmocka-dev clang libclang-rt-14-dev ffmpeg nodejs npm iproute2
 )
 bench_pkgs=(
-  python3 python3-numpy python3-torch python3-av
+  python3 python3-numpy python3-torch python3-av python3-shapely
 )
 
 pkgs=("${build_pkgs[@]}")
