@@ -4,8 +4,9 @@
 #include <math.h>
 
 #include "nn/packing.h"
+#include "tensor/parallel.h"
 
-#define PAR_MIN (1 << 14)
+#define PAR_MIN VLA_PAR_MIN_ELEMS
 
 vla_status vla_adaln_forward(float *out, float *mean, float *rstd, const float *in, const float *mod,
                              const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim, float eps) {

@@ -9,9 +9,15 @@
 #include <string.h>
 
 #include "nn/packing.h"
+#include "tensor/parallel.h"
+#include "tensor/vecmath.h"
 
 #define MAX_SRC 2
+/* Default tile edge: 64, or 128 for heads of <= 32 dims, whose 64-wide tile
+ * GEMMs are so small (64·64·16) that call overhead dominates: pi05-tiny
+ * (head_dim 16) trains ~7% faster with 128. */
 #define DEFAULT_TILE 64
+#define DEFAULT_TILE_SMALL_HEAD 128
 
 enum { TILE_SKIP = 0, TILE_FULL = 1, TILE_PARTIAL = 2 };
 
@@ -109,8 +115,9 @@ static vla_status plan_make(plan *p, const vla_ops *ops, const vla_attn_config *
     p->Hkv = cfg->n_kv_heads;
     p->d = cfg->head_dim;
     p->rep = p->H / p->Hkv;
-    p->bq = cfg->tile_q ? cfg->tile_q : DEFAULT_TILE;
-    p->bk = cfg->tile_k ? cfg->tile_k : DEFAULT_TILE;
+    int32_t dflt = cfg->head_dim <= 32 ? DEFAULT_TILE_SMALL_HEAD : DEFAULT_TILE;
+    p->bq = cfg->tile_q ? cfg->tile_q : dflt;
+    p->bk = cfg->tile_k ? cfg->tile_k : dflt;
     p->scale = cfg->scale != 0.0f ? cfg->scale : (float)(1.0 / sqrt((double)cfg->head_dim));
     p->n_seg = qs->n_seg;
     p->q = q;
@@ -157,11 +164,17 @@ static void tile_scores(const plan *p, const tile *qt, const tile *kt, int cls, 
     p->ops->sgemm(false, true, qt->len, kt->len, p->d, p->scale, Q, (int64_t)p->H * p->d, K,
                   (int64_t)p->Hkv * p->d, 0.0f, S, p->bk);
     if (cls != TILE_PARTIAL) return;
+    const int32_t *kg = sr->group ? sr->group + kt->start : NULL; /* NULL: every key is in group 0 */
     for (int32_t r = 0; r < qt->len; r++) {
         int32_t gi = p->group_q ? p->group_q[qt->start + r] : 0;
         float *srow = S + (int64_t)r * p->bk;
-        for (int32_t c = 0; c < kt->len; c++)
-            if ((sr->group ? sr->group[kt->start + c] : 0) > gi) srow[c] = -INFINITY;
+        if (!kg) {
+            if (0 > gi)
+                for (int32_t c = 0; c < kt->len; c++) srow[c] = -INFINITY;
+            continue;
+        }
+#pragma omp simd
+        for (int32_t c = 0; c < kt->len; c++) srow[c] = kg[c] > gi ? -INFINITY : srow[c];
     }
 }
 
@@ -176,15 +189,51 @@ static void tile_probs(const plan *p, const tile *qt, const tile *kt, int cls, i
             for (int32_t c = 0; c < kt->len; c++) row[c] = 0.0f;
             continue;
         }
-        for (int32_t c = 0; c < kt->len; c++) row[c] = expf(row[c] - L);
+#pragma omp simd
+        for (int32_t c = 0; c < kt->len; c++) row[c] = vla_expf(row[c] - L);
     }
 }
 
-/* Small problems run on the calling thread: a fork/join costs more than they do. */
-static int parallel_worth_it(const plan *p) {
-    int64_t work = p->n_qt * p->H * (int64_t)p->bq * p->bk * p->d;
-    return work > (1 << 20);
+/* Row kernels of the online softmax, written as LANES independent partial
+ * results so that GCC vectorises them without reassociating anything: the
+ * combination order is fixed, so results depend only on the row length. */
+#define LANES 16
+
+static inline float row_max(const float *x, int32_t n) {
+    float part[LANES];
+    for (int j = 0; j < LANES; j++) part[j] = -INFINITY;
+    int32_t c = 0;
+    for (; c + LANES <= n; c += LANES)
+        for (int j = 0; j < LANES; j++) part[j] = x[c + j] > part[j] ? x[c + j] : part[j];
+    float mx = -INFINITY;
+    for (int j = 0; j < LANES; j++) mx = part[j] > mx ? part[j] : mx;
+    for (; c < n; c++) mx = x[c] > mx ? x[c] : mx;
+    return mx;
 }
+
+/* x = exp(x − m) in place; returns the sum */
+static inline float row_exp_sum(float *x, int32_t n, float m) {
+    float part[LANES] = {0};
+    int32_t c = 0;
+    for (; c + LANES <= n; c += LANES)
+        for (int j = 0; j < LANES; j++) {
+            float e = vla_expf(x[c + j] - m);
+            x[c + j] = e;
+            part[j] += e;
+        }
+    float sum = 0.0f;
+    for (; c < n; c++) {
+        x[c] = vla_expf(x[c] - m);
+        sum += x[c];
+    }
+    for (int j = 0; j < LANES; j++) sum += part[j];
+    return sum;
+}
+
+/* Small problems run on the calling thread: a fork/join costs more than they
+ * do (tensor/parallel.h). */
+static int64_t tile_work(const plan *p) { return p->n_qt * p->H * (int64_t)p->bq * p->bk * p->d; }
+static int parallel_worth_it(const plan *p) { return tile_work(p) > VLA_PAR_MIN_ATTN; }
 
 static vla_status scratch_alloc(const plan *p, int64_t *per_thread, float **buf) {
     int64_t bmax = p->bq > p->bk ? p->bq : p->bk;
@@ -221,22 +270,18 @@ static vla_status attention_forward_plan(const plan *p, float *out, float *lse) 
                 tile_scores(p, qt, kt, cls, h, S);
                 for (int32_t r = 0; r < qt->len; r++) {
                     float *srow = S + (int64_t)r * bk;
-                    float mx = -INFINITY;
-                    for (int32_t c = 0; c < kt->len; c++) mx = srow[c] > mx ? srow[c] : mx;
+                    float mx = row_max(srow, kt->len);
                     if (mx == -INFINITY) { /* this row sees no key in this tile */
                         for (int32_t c = 0; c < kt->len; c++) srow[c] = 0.0f;
                         continue;
                     }
                     float mnew = m[r] > mx ? m[r] : mx;
-                    float corr = expf(m[r] - mnew);
-                    float sum = 0.0f;
-                    for (int32_t c = 0; c < kt->len; c++) {
-                        srow[c] = expf(srow[c] - mnew);
-                        sum += srow[c];
-                    }
+                    float corr = vla_expf(m[r] - mnew);
+                    float sum = row_exp_sum(srow, kt->len, mnew);
                     l[r] = l[r] * corr + sum;
                     if (corr != 1.0f) {
                         float *arow = acc + (int64_t)r * d;
+#pragma omp simd
                         for (int32_t c = 0; c < d; c++) arow[c] *= corr;
                     }
                     m[r] = mnew;
@@ -253,7 +298,9 @@ static vla_status attention_forward_plan(const plan *p, float *out, float *lse) 
                     continue;
                 }
                 float inv = 1.0f / l[r];
-                for (int32_t c = 0; c < d; c++) o[c] = acc[(int64_t)r * d + c] * inv;
+                const float *arow = acc + (int64_t)r * d;
+#pragma omp simd
+                for (int32_t c = 0; c < d; c++) o[c] = arow[c] * inv;
                 if (lse) lse[row] = m[r] + logf(l[r]);
             }
         }
@@ -300,6 +347,7 @@ static void tile_dscores(const plan *p, const tile *qt, const tile *kt, int32_t 
         float Dr = D[(int64_t)(qt->start + r) * p->H + h];
         const float *prow = P + (int64_t)r * p->bk;
         float *drow = dP + (int64_t)r * p->bk;
+#pragma omp simd
         for (int32_t c = 0; c < kt->len; c++) drow[c] = prow[c] * (drow[c] - Dr);
     }
 }
@@ -340,15 +388,20 @@ vla_status vla_attention_backward(const vla_ops *ops, const vla_attn_config *cfg
         return st;
     }
     /* D = rowsum(dO ⊙ O) per (token, head) */
-#pragma omp parallel for if (nq * H * d > (1 << 15))
+#pragma omp parallel for if (nq * H * d > VLA_PAR_MIN_ELEMS)
     for (int64_t row = 0; row < nq * H; row++) {
         double s = 0.0;
         for (int32_t c = 0; c < d; c++) s += (double)d_out[row * d + c] * (double)out[row * d + c];
         D[row] = (float)s;
     }
     const int64_t ldq = (int64_t)H * d, ldk = (int64_t)Hkv * d;
+    /* AUTO: fused (5 GEMMs and one exp per tile) unless a problem big enough
+     * for a team has too few (sample, kv head) items for it; decided from
+     * shapes alone, never from the thread count, so results stay bitwise
+     * thread-independent */
     int fused = cfg->bwd_mode == VLA_ATTN_BWD_FUSED ||
-                (cfg->bwd_mode == VLA_ATTN_BWD_AUTO && (int64_t)p.n_seg * Hkv >= 16);
+                (cfg->bwd_mode == VLA_ATTN_BWD_AUTO &&
+                 ((int64_t)p.n_seg * Hkv >= 16 || tile_work(&p) <= VLA_ATTN_PAR_WORK));
 #pragma omp parallel if (parallel_worth_it(&p))
     {
         float *P = scratch + per * omp_get_thread_num();

@@ -46,7 +46,7 @@ typedef enum { VLA_ATTN_BWD_AUTO = 0, VLA_ATTN_BWD_FUSED, VLA_ATTN_BWD_TWO_PASS 
 typedef struct {
     int32_t n_heads, n_kv_heads, head_dim;
     float scale;            /* softmax scale; 0 means 1/sqrt(head_dim) */
-    int32_t tile_q, tile_k; /* 0 means 64 */
+    int32_t tile_q, tile_k; /* 0 means 64 (128 when head_dim <= 32) */
     vla_attn_bwd_mode bwd_mode;
 } vla_attn_config;
 

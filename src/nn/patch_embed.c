@@ -2,6 +2,7 @@
 #include "nn/patch_embed.h"
 
 #include "nn/linear.h"
+#include "tensor/parallel.h"
 
 int64_t vla_patch_embed_tokens(const vla_patch_embed_config *c) { return (c->height / c->patch) * (c->width / c->patch); }
 
@@ -13,7 +14,7 @@ int64_t vla_patch_embed_patches_floats(const vla_patch_embed_config *c, int64_t 
  * Patches do not overlap, so both directions touch each pixel once. */
 static void im2col(const vla_patch_embed_config *c, float *images, float *patches, int64_t n_img, int dir) {
     int64_t p = c->patch, gh = c->height / p, gw = c->width / p, cpp = c->channels * p * p;
-#pragma omp parallel for collapse(2) if (n_img * gh * gw * cpp > (1 << 15))
+#pragma omp parallel for collapse(2) if (n_img * gh * gw * cpp > VLA_PAR_MIN_ELEMS)
     for (int64_t im = 0; im < n_img; im++)
         for (int64_t py = 0; py < gh; py++)
             for (int64_t px = 0; px < gw; px++) {

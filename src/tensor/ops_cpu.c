@@ -1,10 +1,36 @@
 /* ops_cpu.c — the CPU backend of the op table: OpenBLAS for GEMM, OpenMP for
  * elementwise work and reductions.
  *
- * Small loops stay serial: spawning a team costs a few microseconds, more than
- * the work below ~32k elements. Reductions accumulate in double per thread and
- * combine in a fixed order, so results do not depend on scheduling. */
+ * WHEN TO USE THREADS (tensor/parallel.h holds the numbers; nn/ uses them too)
+ * Measured on the 2-core dev box while other jobs ran (load 3–6), libgomp's
+ * default wait policy: an empty `omp parallel` costs a median 1.7 µs when
+ * regions come back to back, but ~7 ms when it follows ≥1 ms of serial work
+ * (the worker has gone to sleep and waits for a CPU; with
+ * OMP_WAIT_POLICY=passive the same region costs ~11 µs). A training step of
+ * the tiny policies is ~500 small ops separated by serial GEMMs, so with the
+ * old thresholds (16–32k elements, OpenBLAS threading every GEMM above
+ * 2^18 multiply-adds, attention above 2^20) 2 threads ran pi05-tiny at
+ * 5–47 samples/s against ~120 on 1 thread, and perf showed 60% of the time
+ * spinning in libgomp. Hence a parallel region must carry milliseconds of
+ * work: elementwise loops and norms ≥ 2^21 elements, GEMMs ≥ 2^25
+ * multiply-adds (smaller ones run OpenBLAS on the calling thread:
+ * omp_get_max_threads() is lowered to 1 around the call, which the OpenMP
+ * build of OpenBLAS honours), attention ≥ 2^27 tile multiply-adds. With
+ * these, the tiny policies run serially and 2 threads are as fast as 1
+ * (bench policy, batch 8: pi05-tiny ~320 samples/s at 1 and at 2 threads);
+ * the full-size configs (T·W in the millions, GEMMs of 10^9) still get a
+ * team for every op. Dynamic teams (omp_set_dynamic / OMP_DYNAMIC=true) were
+ * rejected: libgomp then sizes teams from the 15-minute load average, which
+ * counts our own threads, and `vla bench policy --threads 2` hung in its
+ * first threaded OpenBLAS GEMM (OpenBLAS's threads wait for team members
+ * that never come). Setting the
+ * wait policy needs the environment before libgomp starts, so it stays the
+ * user's choice (OMP_WAIT_POLICY=passive helps a loaded machine).
+ *
+ * Reductions accumulate in double per thread and combine in a fixed order,
+ * so results do not depend on scheduling. */
 #include "tensor/ops.h"
+#include "tensor/parallel.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -12,7 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PAR_MIN 32768
+#define PAR_MIN VLA_PAR_MIN_ELEMS
+
+int vla_parallel_always = 0;
 
 static void *cpu_alloc(size_t bytes) {
     void *p = NULL;
@@ -32,19 +60,28 @@ static void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
+    /* OpenBLAS's OpenMP build threads a GEMM when omp_get_max_threads() > 1
+     * and it is not inside an active parallel region; below the threshold
+     * it runs on this thread alone. */
+    int saved = 0;
+    if (m * n * k < VLA_PAR_MIN_GEMM && !omp_in_parallel() && (saved = omp_get_max_threads()) > 1)
+        omp_set_num_threads(1);
+    else
+        saved = 0;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,
                 (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+    if (saved) omp_set_num_threads(saved);
 }
 
 static void cpu_sgemm_strided_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                                       const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb,
                                       int64_t sb, float beta, float *c, int64_t ldc, int64_t sc, int64_t batch) {
     /* Many small products: one per thread (OpenBLAS's OpenMP build runs
-     * single-threaded inside our parallel region). Few large ones: let
-     * OpenBLAS thread each product. */
-    int64_t flops = m * n * k;
-    if (batch >= 2 && flops < (1 << 20)) {
-#pragma omp parallel for schedule(static)
+     * single-threaded inside our parallel region), when together they are
+     * worth a team. Few large ones: let OpenBLAS thread each product. */
+    int64_t macs = m * n * k;
+    if (batch >= 2 && macs < VLA_PAR_MIN_GEMM) {
+#pragma omp parallel for schedule(static) if (macs * batch >= VLA_PAR_MIN_GEMM)
         for (int64_t i = 0; i < batch; i++)
             cpu_sgemm(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
     } else {
@@ -54,6 +91,10 @@ static void cpu_sgemm_strided_batched(bool ta, bool tb, int64_t m, int64_t n, in
 }
 
 static void cpu_fill(float *y, float v, int64_t n) {
+    if (v == 0.0f && !signbit(v) && n <= PAR_MIN) { /* zeroing gradients: the most common fill */
+        if (n > 0) memset(y, 0, (size_t)n * sizeof(float));
+        return;
+    }
 #pragma omp parallel for if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = v;
 }
@@ -89,8 +130,11 @@ static void cpu_scale(float *y, float alpha, int64_t n) {
 
 static void cpu_add_row_vector(float *y, const float *bias, int64_t rows, int64_t cols) {
 #pragma omp parallel for if (rows * cols > PAR_MIN)
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) y[r * cols + c] += bias[c];
+    for (int64_t r = 0; r < rows; r++) {
+        float *yr = y + r * cols;
+#pragma omp simd
+        for (int64_t c = 0; c < cols; c++) yr[c] += bias[c];
+    }
 }
 
 /* Deterministic parallel reduction: fixed blocks summed in double, blocks
@@ -146,8 +190,11 @@ static void cpu_sum_rows(float *y, const float *x, int64_t rows, int64_t cols, f
     for (int64_t c0 = 0; c0 < cols; c0 += 64) {
         int64_t c1 = c0 + 64 < cols ? c0 + 64 : cols;
         double acc[64] = {0};
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = c0; c < c1; c++) acc[c - c0] += x[r * cols + c];
+        for (int64_t r = 0; r < rows; r++) {
+            const float *xr = x + r * cols + c0;
+#pragma omp simd
+            for (int64_t c = 0; c < c1 - c0; c++) acc[c] += xr[c];
+        }
         for (int64_t c = c0; c < c1; c++) y[c] = (beta == 0.0f ? 0.0f : beta * y[c]) + (float)acc[c - c0];
     }
 }

@@ -10,6 +10,7 @@
 #include "nn/attention_dense.h"
 #include "nn_test.h"
 #include "tensor/ops.h"
+#include "tensor/parallel.h"
 
 #define RTOL 2e-4
 #define ATOL 2e-5
@@ -307,12 +308,13 @@ static void test_thread_independence(void **state) {
     const vla_ops *ops = vla_ops_cpu();
     vla_rng r = vla_rng_stream(2024, 4);
     pack p;
-    make_pack(&p, &r, 6, 100, 200, MASK_PREFIX); /* big enough for the kernel to go parallel */
+    make_pack(&p, &r, 6, 100, 200, MASK_PREFIX); /* several tiles and work items per thread */
     int64_t H = 4, Hkv = 2, d = 32, n = p.n;
     float *q = frandn(n * H * d, 1001, 1.0), *k = frandn(n * Hkv * d, 1002, 1.0), *v = frandn(n * Hkv * d, 1003, 1.0);
     float *dy = frandn(n * H * d, 1004, 1.0);
     vla_attn_seqs s = seqs_of(&p);
     int saved = omp_get_max_threads();
+    vla_parallel_always = 1; /* this shape is below the thresholds that keep small problems serial */
     for (int mode = VLA_ATTN_BWD_FUSED; mode <= VLA_ATTN_BWD_TWO_PASS; mode++) {
         vla_attn_config cfg = {.n_heads = 4, .n_kv_heads = 2, .head_dim = 32, .tile_q = 32, .tile_k = 32,
                                .bwd_mode = (vla_attn_bwd_mode)mode};
@@ -333,6 +335,7 @@ static void test_thread_independence(void **state) {
         assert_memory_equal(res[0][3], res[1][3], (size_t)(n * Hkv * d) * 4);
         assert_memory_equal(res[0][4], res[1][4], (size_t)(n * Hkv * d) * 4);
     }
+    vla_parallel_always = 0;
     nn_free_all();
 }
 
