@@ -4,6 +4,7 @@
 
 #include "base/fsutil.h"
 #include "io/safetensors.h"
+#include "tensor/ops.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -112,17 +113,21 @@ vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_g
     if (hp->max_grad_norm > 0 && norm > hp->max_grad_norm) clip = (float)(hp->max_grad_norm / (norm + 1e-6));
 
     z->step++;
-    const float b1 = hp->beta1, b2 = hp->beta2, lr = hp->lr, eps = hp->eps;
-    const double bc1 = 1.0 - pow(b1, (double)z->step), bc2 = 1.0 - pow(b2, (double)z->step);
-    const float step_size = (float)(lr / bc1), bc2_sqrt = (float)sqrt(bc2);
-    const float decay = 1.0f - lr * hp->weight_decay;
+    const double bc1 = 1.0 - pow(hp->beta1, (double)z->step), bc2 = 1.0 - pow(hp->beta2, (double)z->step);
+    const vla_adamw_scalars sc = {
+        .beta1 = hp->beta1, .one_minus_beta1 = 1.0f - hp->beta1, .beta2 = hp->beta2,
+        .one_minus_beta2 = 1.0f - hp->beta2, .bias_correction2_sqrt = (float)sqrt(bc2), .eps = hp->eps,
+        .neg_step = (float)(-(hp->lr / bc1)), .decay_mul = 1.0f - hp->lr * hp->weight_decay, .grad_scale = clip,
+    };
+    /* runs of equal decay flag go to the op table's AdamW as one call each */
+    const vla_ops *ops = vla_ops_cpu();
     float *p = params + z->lo, *m = z->m, *v = z->v;
-    for (int64_t i = 0; i < n; i++) {
-        float gi = g[i] * clip;
-        if (!z->no_decay || !z->no_decay[i]) p[i] *= decay;
-        m[i] = b1 * m[i] + (1.0f - b1) * gi;
-        v[i] = b2 * v[i] + (1.0f - b2) * gi * gi;
-        p[i] -= step_size * m[i] / (sqrtf(v[i]) / bc2_sqrt + eps);
+    for (int64_t i = 0; i < n;) {
+        int nd = z->no_decay ? z->no_decay[i] : 0;
+        int64_t j = i + 1;
+        while (j < n && (z->no_decay ? z->no_decay[j] : 0) == nd) j++;
+        ops->adamw(p + i, g + i, m + i, v + i, j - i, &sc, !nd);
+        i = j;
     }
     /* the rest of the buckets must be complete before backward reuses the buffer */
     if (buckets) VLA_TRY(vla_grad_buckets_wait_all(buckets));

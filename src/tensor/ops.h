@@ -18,6 +18,17 @@
 #include "base/dtype.h"
 #include "tensor/tensor.h"
 
+/* Scalars of one AdamW step, formed once per step by the optimizer (in
+ * double, rounded to f32 once, as PyTorch does with its Python floats). */
+typedef struct {
+    float beta1, one_minus_beta1, beta2, one_minus_beta2;
+    float bias_correction2_sqrt; /* sqrt(1 − beta2^t) */
+    float eps;
+    float neg_step;              /* −lr / (1 − beta1^t) */
+    float decay_mul;             /* 1 − lr·weight_decay (applied when `decay`) */
+    float grad_scale;            /* gradient clipping coefficient (1: none) */
+} vla_adamw_scalars;
+
 typedef struct vla_ops {
     const char *name;
     vla_device device;
@@ -62,6 +73,14 @@ typedef struct vla_ops {
     void (*softmax_rows)(float *y, const float *x, int64_t rows, int64_t cols);
     /* dx = y ⊙ (dy − Σ_c dy·y), per row */
     void (*softmax_rows_backward)(float *dx, const float *y, const float *dy, int64_t rows, int64_t cols);
+
+    /* One AdamW step on n elements, in torch.optim.AdamW's order:
+     *   w ← w·decay_mul (if decay);  g ← g·grad_scale
+     *   m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
+     *   w ← w + neg_step · m / (sqrt(v)/sqrt(1−β2^t) + eps)
+     * Shared by train/optimizer.c and dist/zero1.c; elementwise, so results
+     * do not depend on how the vector is split across threads or ranks. */
+    void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s, bool decay);
 
     /* element type conversion (see dtype.h for rounding rules) */
     void (*convert)(void *dst, vla_dtype dst_type, const void *src, vla_dtype src_type, int64_t n);

@@ -245,6 +245,23 @@ static void cpu_convert(void *dst, vla_dtype dt, const void *src, vla_dtype st, 
     }
 }
 
+static void cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s,
+                      bool decay) {
+    const float b1 = s->beta1, omb1 = s->one_minus_beta1, b2 = s->beta2, omb2 = s->one_minus_beta2;
+    const float bc2s = s->bias_correction2_sqrt, eps = s->eps, neg_step = s->neg_step;
+    const float decay_mul = s->decay_mul, scale = s->grad_scale;
+#pragma omp parallel for schedule(static) if (n > VLA_PAR_MIN_ELEMS)
+    for (int64_t i = 0; i < n; i++) {
+        float wi = decay ? w[i] * decay_mul : w[i];
+        float gi = scale == 1.0f ? g[i] : g[i] * scale;
+        float mi = m[i] * b1 + gi * omb1;
+        float vi = v[i] * b2 + omb2 * gi * gi;
+        w[i] = wi + neg_step * (mi / (sqrtf(vi) / bc2s + eps));
+        m[i] = mi;
+        v[i] = vi;
+    }
+}
+
 static const vla_ops cpu_ops = {
     .name = "cpu",
     .device = VLA_DEVICE_CPU,
@@ -270,6 +287,7 @@ static const vla_ops cpu_ops = {
     .sum_rows = cpu_sum_rows,
     .softmax_rows = cpu_softmax_rows,
     .softmax_rows_backward = cpu_softmax_rows_backward,
+    .adamw = cpu_adamw,
     .convert = cpu_convert,
 };
 

@@ -61,6 +61,7 @@ static int finite_nonneg(double x) { return isfinite(x) && x >= 0; }
 vla_status vla_adamw_init(vla_adamw *opt, const vla_adamw_config *cfg, const vla_param *params, size_t n_params,
                           int64_t n_total) {
     memset(opt, 0, sizeof *opt);
+    opt->ops = vla_ops_cpu();
     if (!finite_nonneg(cfg->lr) || !finite_nonneg(cfg->weight_decay) || !(cfg->eps > 0) || !isfinite(cfg->eps) ||
         !(cfg->beta1 >= 0 && cfg->beta1 < 1) || !(cfg->beta2 >= 0 && cfg->beta2 < 1) || !isfinite(cfg->clip_norm))
         return vla_error(VLA_ERR_INVALID_ARG,
@@ -210,31 +211,16 @@ vla_status vla_adamw_step(vla_adamw *opt, float *weights, const float *grads, do
      * when it passes Python floats to f32 kernels. */
     double bc1 = 1.0 - pow(c->beta1, (double)t);
     double bc2_sqrt = sqrt(1.0 - pow(c->beta2, (double)t));
-    const float b1 = (float)c->beta1, omb1 = (float)(1.0 - c->beta1);
-    const float b2 = (float)c->beta2, omb2 = (float)(1.0 - c->beta2);
-    const float bc2s = (float)bc2_sqrt, eps = (float)c->eps;
-    const float neg_step = (float)(-(lr / bc1));
-    const float decay_mul = (float)(1.0 - lr * c->weight_decay);
+    const vla_adamw_scalars sc = {
+        .beta1 = (float)c->beta1, .one_minus_beta1 = (float)(1.0 - c->beta1),
+        .beta2 = (float)c->beta2, .one_minus_beta2 = (float)(1.0 - c->beta2),
+        .bias_correction2_sqrt = (float)bc2_sqrt, .eps = (float)c->eps,
+        .neg_step = (float)(-(lr / bc1)), .decay_mul = (float)(1.0 - lr * c->weight_decay), .grad_scale = 1.0f,
+    };
     for (size_t pi = 0; pi < opt->n_params; pi++) {
         const vla_param *p = &opt->params[pi];
-        float *w = weights + p->offset;
-        const float *g = grads + p->offset;
-        float *m = opt->m + opt->state_off[pi];
-        float *v = opt->v + opt->state_off[pi];
-        const int decay = p->decay && c->weight_decay != 0.0;
-        const int64_t n = p->numel;
-#pragma omp parallel for schedule(static) if (n > 32768)
-        for (int64_t i = 0; i < n; i++) {
-            float wi = w[i];
-            if (decay) wi = wi * decay_mul;
-            float gi = g[i];
-            float mi = m[i] * b1 + gi * omb1;
-            float vi = v[i] * b2 + omb2 * gi * gi;
-            float denom = sqrtf(vi) / bc2s + eps;
-            w[i] = wi + neg_step * (mi / denom);
-            m[i] = mi;
-            v[i] = vi;
-        }
+        opt->ops->adamw(weights + p->offset, grads + p->offset, opt->m + opt->state_off[pi],
+                        opt->v + opt->state_off[pi], p->numel, &sc, p->decay && c->weight_decay != 0.0);
     }
     opt->step = t;
     return VLA_OK;

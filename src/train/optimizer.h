@@ -36,6 +36,7 @@
 
 #include "base/status.h"
 #include "io/safetensors.h"
+#include "tensor/ops.h"
 
 typedef struct {
     const char *name; /* unique; copied by vla_adamw_init */
@@ -61,6 +62,7 @@ typedef struct {
     int64_t n_total;    /* size of the flat buffers the offsets index */
     float *m, *v;       /* exp_avg, exp_avg_sq */
     int64_t step;       /* updates done */
+    const vla_ops *ops; /* backend of the update (init sets the CPU table; a device backend replaces it) */
 } vla_adamw;
 
 /* Defaults of the references: "pi05" lr 2.5e-5, betas 0.9/0.95, eps 1e-8,
