@@ -52,13 +52,13 @@ int vla_adamw_default_decay(const char *policy, const char *name, int ndim) {
 }
 
 static int cmp_by_offset(const void *a, const void *b) {
-    const vla_param *x = *(const vla_param *const *)a, *y = *(const vla_param *const *)b;
+    const vla_opt_param *x = *(const vla_opt_param *const *)a, *y = *(const vla_opt_param *const *)b;
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
 static int finite_nonneg(double x) { return isfinite(x) && x >= 0; }
 
-vla_status vla_adamw_init(vla_adamw *opt, const vla_adamw_config *cfg, const vla_param *params, size_t n_params,
+vla_status vla_adamw_init(vla_adamw *opt, const vla_adamw_config *cfg, const vla_opt_param *params, size_t n_params,
                           int64_t n_total) {
     memset(opt, 0, sizeof *opt);
     opt->ops = vla_ops_cpu();
@@ -69,11 +69,11 @@ vla_status vla_adamw_init(vla_adamw *opt, const vla_adamw_config *cfg, const vla
                          "need lr, wd >= 0, 0 <= beta < 1, eps > 0",
                          cfg->lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay, cfg->clip_norm);
     if (n_total < 0) return vla_error(VLA_ERR_INVALID_ARG, "adamw: negative buffer size");
-    const vla_param **sorted = malloc((n_params ? n_params : 1) * sizeof *sorted);
+    const vla_opt_param **sorted = malloc((n_params ? n_params : 1) * sizeof *sorted);
     if (!sorted) return vla_error(VLA_ERR_NOMEM, "adamw: out of memory");
     int64_t n_state = 0;
     for (size_t i = 0; i < n_params; i++) {
-        const vla_param *p = &params[i];
+        const vla_opt_param *p = &params[i];
         if (!p->name || !p->name[0]) {
             free(sorted);
             return vla_error(VLA_ERR_INVALID_ARG, "adamw: parameter %zu has no name", i);
@@ -218,7 +218,7 @@ vla_status vla_adamw_step(vla_adamw *opt, float *weights, const float *grads, do
         .neg_step = (float)(-(lr / bc1)), .decay_mul = (float)(1.0 - lr * c->weight_decay), .grad_scale = 1.0f,
     };
     for (size_t pi = 0; pi < opt->n_params; pi++) {
-        const vla_param *p = &opt->params[pi];
+        const vla_opt_param *p = &opt->params[pi];
         opt->ops->adamw(weights + p->offset, grads + p->offset, opt->m + opt->state_off[pi],
                         opt->v + opt->state_off[pi], p->numel, &sc, p->decay && c->weight_decay != 0.0);
     }
@@ -256,7 +256,7 @@ static int64_t first_nonfinite(const float *x, int64_t n) {
 
 vla_status vla_adamw_check_finite(const vla_adamw *opt, const float *weights) {
     for (size_t i = 0; i < opt->n_params; i++) {
-        const vla_param *p = &opt->params[i];
+        const vla_opt_param *p = &opt->params[i];
         const struct {
             const char *what;
             const float *x;
@@ -277,7 +277,7 @@ vla_status vla_adamw_check_finite(const vla_adamw *opt, const float *weights) {
 vla_status vla_adamw_state_add(const vla_adamw *opt, vla_safetensors_writer *w) {
     VLA_TRY(vla_adamw_check_finite(opt, NULL));
     for (size_t i = 0; i < opt->n_params; i++) {
-        const vla_param *p = &opt->params[i];
+        const vla_opt_param *p = &opt->params[i];
         VLA_TRY(add_1d(w, "state.", p->name, ".exp_avg", opt->m + opt->state_off[i], p->numel));
         VLA_TRY(add_1d(w, "state.", p->name, ".exp_avg_sq", opt->v + opt->state_off[i], p->numel));
     }
@@ -293,7 +293,7 @@ vla_status vla_adamw_state_load(vla_adamw *opt, const vla_safetensors *st) {
     if (!s || !*s || *end || step < 0)
         return vla_error(VLA_ERR_FORMAT, "%s: optimizer state has no valid 'step' metadata", st->what);
     for (size_t i = 0; i < opt->n_params; i++) {
-        const vla_param *p = &opt->params[i];
+        const vla_opt_param *p = &opt->params[i];
         VLA_TRY(load_1d(st, "state.", p->name, ".exp_avg", opt->m + opt->state_off[i], p->numel));
         VLA_TRY(load_1d(st, "state.", p->name, ".exp_avg_sq", opt->v + opt->state_off[i], p->numel));
     }

@@ -43,7 +43,7 @@ typedef struct {
     int64_t offset;   /* first element in the flat weight/gradient buffers */
     int64_t numel;
     int decay;        /* 1: weight decay applies to this tensor */
-} vla_param;
+} vla_opt_param;
 
 typedef struct {
     double lr;           /* nominal peak lr (the schedule gives each step's lr) */
@@ -55,7 +55,7 @@ typedef struct {
 
 typedef struct {
     vla_adamw_config cfg;
-    vla_param *params;  /* copies (names strdup'ed) */
+    vla_opt_param *params;  /* copies (names strdup'ed) */
     int64_t *state_off; /* per param: offset into m/v/ema */
     size_t n_params;
     int64_t n_state;    /* sum of numel */
@@ -76,7 +76,7 @@ int vla_adamw_default_decay(const char *policy, const char *name, int ndim);
 
 /* Validates the config and the layout (offsets in [0, n_total), no overlap,
  * unique names) and allocates zeroed state. */
-vla_status vla_adamw_init(vla_adamw *opt, const vla_adamw_config *cfg, const vla_param *params, size_t n_params,
+vla_status vla_adamw_init(vla_adamw *opt, const vla_adamw_config *cfg, const vla_opt_param *params, size_t n_params,
                           int64_t n_total);
 void vla_adamw_free(vla_adamw *opt);
 

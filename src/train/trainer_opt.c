@@ -22,7 +22,7 @@ vla_status vla_train_opt_create(const char *policy_kind, const vla_train_opt_ten
     if (ov && ov->lr > 0) cfg.lr = ov->lr;
     if (ov && ov->weight_decay >= 0) cfg.weight_decay = ov->weight_decay;
     if (ov && ov->clip_norm >= 0) cfg.clip_norm = ov->clip_norm;
-    vla_param *ps = calloc((size_t)(n > 0 ? n : 1), sizeof *ps);
+    vla_opt_param *ps = calloc((size_t)(n > 0 ? n : 1), sizeof *ps);
     vla_train_opt *o = calloc(1, sizeof *o);
     if (!ps || !o) {
         free(ps), free(o);

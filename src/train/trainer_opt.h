@@ -1,10 +1,10 @@
 /* trainer_opt.h — the trainer's optimizer: AdamW + clipping + EMA + state
  * save/load (optimizer.h) behind names that do not clash with policy.h.
  *
- * Why a separate header: train/optimizer.h and policy/policy.h both define
- * a type named `vla_param` (different structs), so no translation unit can
- * include both; trainer.c (which needs the policy) talks to the optimizer
- * only through this header, and trainer_opt.c includes optimizer.h alone. */
+ * It was born to separate optimizer.h's parameter type from policy.h's,
+ * which once shared the name `vla_param` (the optimizer's is now
+ * `vla_opt_param`); it still keeps trainer.c free of optimizer details —
+ * folding it into trainer.c is a possible clean-up. */
 #ifndef VLA_TRAIN_TRAINER_OPT_H
 #define VLA_TRAIN_TRAINER_OPT_H
 

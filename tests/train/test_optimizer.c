@@ -73,7 +73,7 @@ static void test_adamw_matches_torch(void **state) {
         cfg.weight_decay = num(&r);
         cfg.clip_norm = num(&r);
         int accum = (int)num(&r), steps = (int)num(&r);
-        vla_param params[3];
+        vla_opt_param params[3];
         char pnames[3][32];
         for (int i = 0; i < 3; i++) {
             expect(&r, "param");
@@ -151,13 +151,13 @@ static void test_layout_and_defaults(void **state) {
 
     vla_adamw_defaults("groot", &cfg);
     vla_adamw opt;
-    vla_param overlap[2] = {{"a", 0, 10, 1}, {"b", 9, 2, 1}};
+    vla_opt_param overlap[2] = {{"a", 0, 10, 1}, {"b", 9, 2, 1}};
     assert_int_equal(vla_adamw_init(&opt, &cfg, overlap, 2, 20), VLA_ERR_INVALID_ARG);
     assert_non_null(strstr(vla_error_message(), "overlap"));
-    vla_param outside[1] = {{"a", 15, 10, 1}};
+    vla_opt_param outside[1] = {{"a", 15, 10, 1}};
     assert_int_equal(vla_adamw_init(&opt, &cfg, outside, 1, 20), VLA_ERR_INVALID_ARG);
     assert_non_null(strstr(vla_error_message(), "'a'"));
-    vla_param dup[2] = {{"a", 0, 1, 1}, {"a", 1, 1, 1}};
+    vla_opt_param dup[2] = {{"a", 0, 1, 1}, {"a", 1, 1, 1}};
     assert_int_equal(vla_adamw_init(&opt, &cfg, dup, 2, 20), VLA_ERR_INVALID_ARG);
     vla_adamw_config bad = cfg;
     bad.beta2 = 1.0;
@@ -167,7 +167,7 @@ static void test_layout_and_defaults(void **state) {
 static void test_nonfinite_refused(void **state) {
     vla_adamw_config cfg;
     vla_adamw_defaults("pi05", &cfg);
-    vla_param p[2] = {{"a", 0, 4, 1}, {"b", 4, 4, 0}};
+    vla_opt_param p[2] = {{"a", 0, 4, 1}, {"b", 4, 4, 0}};
     vla_adamw opt;
     assert_int_equal(vla_adamw_init(&opt, &cfg, p, 2, 8), VLA_OK);
     float g[8] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -205,7 +205,7 @@ static void test_ema_and_state_roundtrip(void **state) {
     vla_adamw_config cfg;
     vla_adamw_defaults("groot", &cfg);
     cfg.weight_decay = 0.1;
-    vla_param p[2] = {{"enc.weight", 0, 300, 1}, {"enc.bias", 310, 7, 0}};
+    vla_opt_param p[2] = {{"enc.weight", 0, 300, 1}, {"enc.bias", 310, 7, 0}};
     enum { N = 317 };
     float w[N], g[N];
     for (int i = 0; i < N; i++) w[i] = sinf((float)i);
@@ -267,7 +267,7 @@ static void test_ema_and_state_roundtrip(void **state) {
     json_decref(groups);
 
     /* a model with a different layout is refused with the tensor's name */
-    vla_param p3[1] = {{"enc.weight", 0, 200, 1}};
+    vla_opt_param p3[1] = {{"enc.weight", 0, 200, 1}};
     vla_adamw c;
     assert_int_equal(vla_adamw_init(&c, &cfg, p3, 1, N), VLA_OK);
     assert_int_equal(vla_safetensors_open(path, &st), VLA_OK);
@@ -292,7 +292,7 @@ static void test_sumsq_blocking_large(void **state) {
     }
     vla_adamw_config cfg;
     vla_adamw_defaults("pi05", &cfg);
-    vla_param p[1] = {{"big", 0, n, 1}};
+    vla_opt_param p[1] = {{"big", 0, n, 1}};
     vla_adamw opt;
     assert_int_equal(vla_adamw_init(&opt, &cfg, p, 1, n), VLA_OK);
     double got = vla_adamw_grad_sumsq(&opt, g);

@@ -30,7 +30,7 @@ enum { DIN = 16, DOUT = 8, NW = DOUT * DIN, FROZEN = 8, NTOT = NW + FROZEN + DOU
 enum { TOTAL = 60, EVERY = 10, NAN_STEP = 23 };
 static const uint64_t SEED = 42;
 
-static const vla_param PARAMS[2] = {{"proj.weight", 0, NW, 1}, {"proj.bias", NW + FROZEN, DOUT, 0}};
+static const vla_opt_param PARAMS[2] = {{"proj.weight", 0, NW, 1}, {"proj.bias", NW + FROZEN, DOUT, 0}};
 
 typedef struct {
     float w[NTOT], g[NTOT], micro[NTOT];
