@@ -46,6 +46,11 @@ int vla_cmd_train(int argc, char **argv) {
     bool resume = false, skip = false, augment = false, constant = false, quiet = false;
     const vla_flag flags[] = {
         {"dataset.root", VLA_FLAG_STRING, &o.dataset_root, "DIR", "LeRobot dataset (v2.1 or v3.0) to train on"},
+        {"dataset.state_keys", VLA_FLAG_STRING, &o.state_keys, "K1,K2",
+         "numeric features concatenated as the policy's state, each normalised with its own stats (default "
+         "observation.state; PushT: observation.state,observation.environment_state adds the block keypoints)"},
+        {"dataset.image_keys", VLA_FLAG_STRING, &o.image_keys, "K1,…",
+         "cameras fed to the policy (default: the dataset's; empty: none, a state-only policy)"},
         {"policy.type", VLA_FLAG_STRING, &o.policy_type, "TYPE", "pi05 | groot"},
         {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
          "preset (pi05-tiny, groot-tiny, pi05-nano, …) or JSON path (default: <type>-tiny)"},

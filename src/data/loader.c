@@ -17,6 +17,7 @@
 #include "base/timer.h"
 
 #define MAX_CAMS 8
+#define MAX_SKEYS 8
 
 enum { SLOT_FREE, SLOT_BUILDING, SLOT_READY };
 
@@ -36,7 +37,9 @@ typedef struct {
 struct vla_loader {
     vla_loader_opts o;
     const char *state_key, *action_key;
-    const vla_lr_feature *fstate, *faction;
+    const vla_lr_feature *fsk[MAX_SKEYS], *faction; /* state features, concatenated in order */
+    int nsk;
+    char state_keys[512];
     int64_t sw, aw, S_dim, A_dim, H, img;
     int ncam, cams[MAX_CAMS];
     double tol_s;
@@ -184,8 +187,9 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *reader) {
             st = vla_error(VLA_ERR_INVALID_ARG, "loader: row %lld out of range", (long long)row);
             goto done;
         }
-        /* state */
-        memcpy(st_tmp, L->fstate->values + row * L->sw, (size_t)L->sw * sizeof(float));
+        /* state: the state features side by side, as eval builds it from the env */
+        for (int k = 0, off = 0; k < L->nsk; off += (int)L->fsk[k]->width, k++)
+            memcpy(st_tmp + off, L->fsk[k]->values + row * L->fsk[k]->width, (size_t)L->fsk[k]->width * sizeof(float));
         vla_normalize(&L->ns, st_tmp, st_tmp, 1);
         float *sd = s->state_buf + i * L->S_dim;
         memset(sd, 0, (size_t)L->S_dim * sizeof(float));
@@ -303,6 +307,67 @@ static void *worker(void *arg) {
 
 /* ---- public --------------------------------------------------------------- */
 
+/* Split "a,b,c" into at most `max` trimmed keys of < 128 bytes in buf[]. */
+static vla_status split_keys(const char *keys, char buf[][128], int max, int *n) {
+    *n = 0;
+    for (const char *p = keys; *p;) {
+        while (*p == ' ' || *p == ',') p++;
+        if (!*p) break;
+        size_t len = strcspn(p, ",");
+        while (len > 0 && p[len - 1] == ' ') len--;
+        if (*n >= max) return vla_error(VLA_ERR_INVALID_ARG, "loader: more than %d keys in '%s'", max, keys);
+        if (len >= 128) return vla_error(VLA_ERR_INVALID_ARG, "loader: key too long in '%s'", keys);
+        memcpy(buf[*n], p, len);
+        buf[(*n)++][len] = 0;
+        p += len;
+        while (*p && *p != ',') p++;
+    }
+    return VLA_OK;
+}
+
+vla_status vla_loader_keys_width(const vla_lerobot *ds, const char *keys, int64_t *width) {
+    char k[MAX_SKEYS][128];
+    int n = 0;
+    *width = 0;
+    VLA_TRY(split_keys(keys ? keys : "observation.state", k, MAX_SKEYS, &n));
+    if (n == 0) return vla_error(VLA_ERR_INVALID_ARG, "loader: no state keys given");
+    for (int i = 0; i < n; i++) {
+        const vla_lr_feature *f = vla_lerobot_feature(ds, k[i]);
+        if (!f || !f->values)
+            return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no numeric feature '%s' (state keys '%s')", ds->root,
+                             k[i], keys);
+        *width += f->width;
+    }
+    return VLA_OK;
+}
+
+/* One normaliser over the concatenated state features, each with its own
+ * statistics in one mode (QUANTILES falls back to MIN_MAX for all of them
+ * when any feature lacks quantiles, so the modes agree). */
+static vla_status state_norm(vla_loader *L, vla_norm_mode mode) {
+    const vla_lerobot *ds = L->o.ds;
+    vla_normalizer parts[MAX_SKEYS];
+    memset(parts, 0, sizeof parts);
+    vla_status st = VLA_OK;
+    if (mode == VLA_NORM_QUANTILES)
+        for (int k = 0; k < L->nsk; k++) {
+            const vla_lr_stats *s = vla_lerobot_stats(ds, L->fsk[k]->key);
+            if (s && (!s->q01 || !s->q99)) mode = VLA_NORM_MIN_MAX;
+        }
+    for (int k = 0; k < L->nsk && st == VLA_OK; k++) st = vla_norm_from_stats(ds, L->fsk[k]->key, mode, &parts[k]);
+    float *a = calloc((size_t)L->sw + 1, sizeof *a), *b = calloc((size_t)L->sw + 1, sizeof *b);
+    if (st == VLA_OK && (!a || !b)) st = vla_error(VLA_ERR_NOMEM, "loader: out of memory");
+    if (st == VLA_OK) {
+        for (int k = 0, off = 0; k < L->nsk; off += (int)parts[k].dim, k++)
+            for (int64_t i = 0; parts[k].lo && i < parts[k].dim; i++) a[off + i] = parts[k].lo[i], b[off + i] = parts[k].hi[i];
+        st = vla_normalizer_init(&L->ns, parts[0].mode, parts[0].style, L->sw, mode == VLA_NORM_IDENTITY ? NULL : a,
+                                 mode == VLA_NORM_IDENTITY ? NULL : b, parts[0].eps);
+    }
+    for (int k = 0; k < L->nsk; k++) vla_normalizer_free(&parts[k]);
+    free(a), free(b);
+    return st;
+}
+
 vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
     *out = NULL;
     const vla_lerobot *ds = opts->ds;
@@ -322,20 +387,40 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
     pthread_cond_init(&L->cv_ready, NULL);
     pthread_cond_init(&L->cv_free, NULL);
     vla_status st = VLA_OK;
-    L->fstate = vla_lerobot_feature(ds, L->state_key);
+    {
+        char k[MAX_SKEYS][128];
+        const char *keys = opts->state_keys ? opts->state_keys : L->state_key;
+        if ((st = split_keys(keys, k, MAX_SKEYS, &L->nsk)) != VLA_OK) goto fail;
+        if (L->nsk == 0) {
+            st = vla_error(VLA_ERR_INVALID_ARG, "loader: no state keys given");
+            goto fail;
+        }
+        L->sw = 0;
+        for (int i = 0; i < L->nsk; i++) {
+            L->fsk[i] = vla_lerobot_feature(ds, k[i]);
+            if (!L->fsk[i] || !L->fsk[i]->values) {
+                st = vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no numeric feature '%s' (state keys '%s')",
+                               ds->root, k[i], keys);
+                goto fail;
+            }
+            L->sw += L->fsk[i]->width;
+            size_t used = strlen(L->state_keys);
+            snprintf(L->state_keys + used, sizeof L->state_keys - used, "%s%s", i ? "," : "", k[i]);
+        }
+        L->state_key = L->fsk[0]->key;
+    }
     L->faction = vla_lerobot_feature(ds, L->action_key);
-    if (!L->fstate || !L->faction || !L->fstate->values || !L->faction->values) {
-        st = vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs numeric features '%s' and '%s'", ds->root, L->state_key,
-                       L->action_key);
+    if (!L->faction || !L->faction->values) {
+        st = vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs a numeric feature '%s'", ds->root, L->action_key);
         goto fail;
     }
-    L->sw = L->fstate->width, L->aw = L->faction->width;
+    L->aw = L->faction->width;
     L->S_dim = cfg->action.state_dim, L->A_dim = cfg->action.action_dim, L->H = cfg->action.horizon;
     if (L->sw > L->S_dim || L->aw > L->A_dim) {
         st = vla_error(VLA_ERR_INVALID_ARG,
                        "%s: '%s' has %lld dims and '%s' %lld, but policy '%s' takes at most %lld state and %lld "
                        "action dims",
-                       ds->root, L->state_key, (long long)L->sw, L->action_key, (long long)L->aw, cfg->name,
+                       ds->root, L->state_keys, (long long)L->sw, L->action_key, (long long)L->aw, cfg->name,
                        (long long)L->S_dim, (long long)L->A_dim);
         goto fail;
     }
@@ -344,11 +429,27 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
         goto fail;
     }
     L->img = cfg->vision.image_size;
-    L->ncam = (int)(ds->n_cameras < cfg->vision.cameras ? ds->n_cameras : cfg->vision.cameras);
-    if (L->ncam > MAX_CAMS) L->ncam = MAX_CAMS;
-    for (int c = 0; c < L->ncam; c++) L->cams[c] = c;
+    if (opts->image_keys) {
+        char k[MAX_CAMS][128];
+        if ((st = split_keys(opts->image_keys, k, MAX_CAMS, &L->ncam)) != VLA_OK) goto fail;
+        for (int c = 0; c < L->ncam; c++)
+            if ((L->cams[c] = vla_lerobot_camera(ds, k[c])) < 0) {
+                st = vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no camera '%s' (image keys '%s')", ds->root, k[c],
+                               opts->image_keys);
+                goto fail;
+            }
+        if (L->ncam > cfg->vision.cameras) {
+            st = vla_error(VLA_ERR_INVALID_ARG, "loader: %d image keys but policy '%s' takes %lld cameras", L->ncam,
+                           cfg->name, (long long)cfg->vision.cameras);
+            goto fail;
+        }
+    } else {
+        L->ncam = (int)(ds->n_cameras < cfg->vision.cameras ? ds->n_cameras : cfg->vision.cameras);
+        if (L->ncam > MAX_CAMS) L->ncam = MAX_CAMS;
+        for (int c = 0; c < L->ncam; c++) L->cams[c] = c;
+    }
     L->tol_s = opts->tol_s > 0 ? opts->tol_s : 0.5 / (ds->fps > 0 ? ds->fps : 10);
-    if ((st = vla_norm_from_stats(ds, L->state_key, cfg->norm_state, &L->ns)) != VLA_OK) goto fail;
+    if ((st = state_norm(L, cfg->norm_state)) != VLA_OK) goto fail;
     if ((st = vla_norm_from_stats(ds, L->action_key, cfg->norm_action, &L->na)) != VLA_OK) goto fail;
     L->max_text = cfg->language.max_tokens > 0 ? cfg->language.max_tokens : 1;
     L->max_tok = vla_policy_sample_layout(opts->policy, L->ncam, (int32_t)L->max_text, NULL, NULL, NULL);
@@ -493,3 +594,4 @@ const vla_normalizer *vla_loader_action_norm(const vla_loader *L) { return &L->n
 int64_t vla_loader_state_width(const vla_loader *L) { return L->sw; }
 int64_t vla_loader_action_width(const vla_loader *L) { return L->aw; }
 int vla_loader_n_cameras(const vla_loader *L) { return L->ncam; }
+const char *vla_loader_state_keys(const vla_loader *L) { return L->state_keys; }

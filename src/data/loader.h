@@ -1,5 +1,7 @@
 /* loader.h — training batches for a policy from a LeRobot dataset: sample
- * assembly (state at t, the action chunk at offsets 0..horizon−1 with
+ * assembly (state at t — the state features (state_keys, default
+ * observation.state) side by side, each normalised with its own stats, as
+ * eval rebuilds it from the env —, the action chunk at offsets 0..horizon−1 with
  * is_pad, camera frames resized to the policy's image size as f32 [0,1]
  * NCHW, task → prompt tokens through the policy), normalisation with the
  * dataset's stats in the policy's modes, packing of a micro-batch into one
@@ -43,7 +45,11 @@ typedef struct {
     uint64_t seed;
     int num_workers;           /* background threads; 0 = assemble on the caller's thread */
     int queue_depth;           /* ready batches kept ahead (0: 2·workers + 2) */
-    const char *state_key;     /* NULL: "observation.state" */
+    const char *state_key;     /* NULL: "observation.state" (ignored when state_keys is set) */
+    const char *state_keys;    /* comma-separated numeric features concatenated in this order into the
+                                  policy's state, each normalised with its own stats (NULL: state_key) */
+    const char *image_keys;    /* comma-separated camera keys fed to the policy (NULL: the dataset's
+                                  cameras in order, up to the policy's count; "": no images) */
     const char *action_key;    /* NULL: "action" */
     bool augment;              /* small random brightness/contrast per sample */
     double tol_s;              /* frame timestamp tolerance (≤ 0: 1/(2·fps)) */
@@ -78,6 +84,12 @@ const vla_normalizer *vla_loader_action_norm(const vla_loader *L);
 int64_t vla_loader_state_width(const vla_loader *L);  /* real dims in the dataset */
 int64_t vla_loader_action_width(const vla_loader *L);
 int vla_loader_n_cameras(const vla_loader *L);         /* cameras fed to the policy */
+/* The state features concatenated, comma-separated ("observation.state"). */
+const char *vla_loader_state_keys(const vla_loader *L);
+
+/* Total width of the comma-separated numeric features `keys` (NULL:
+ * "observation.state"); fails naming a missing feature. */
+vla_status vla_loader_keys_width(const vla_lerobot *ds, const char *keys, int64_t *width);
 
 /* Build one micro-batch synchronously from explicit rows (tests, tools);
  * keys[i] is sample i's global key. The result is released with

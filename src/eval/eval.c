@@ -36,15 +36,82 @@ typedef struct {
 
 typedef enum { ROLL_POLICY, ROLL_ZERO } roll_kind;
 
-/* Which env vector is observation.state. */
+/* Which env vector feeds a state feature: observation.state is agent_pos when
+ * widths agree (PushT, as LeRobot's pusht) else the full state vector (Reach);
+ * observation.environment_state is env_state (PushT's block keypoints). */
+enum { SRC_AGENT_POS, SRC_STATE, SRC_ENV_STATE };
+#define MAX_SKEYS 8
+
+typedef struct {
+    int n, src[MAX_SKEYS], width[MAX_SKEYS];
+} state_map;
+
 static vla_status state_source(const vla_env_spec *spec, int64_t width, int *src) {
-    if (width == spec->agent_pos_dim) *src = 0;
-    else if (width == spec->state_dim) *src = 1;
+    if (width == spec->agent_pos_dim) *src = SRC_AGENT_POS;
+    else if (width == spec->state_dim) *src = SRC_STATE;
     else
         return vla_error(VLA_ERR_INVALID_ARG,
                          "eval: the policy's observation.state has %lld dims; env '%s' offers agent_pos (%d) or "
                          "state (%d)",
                          (long long)width, spec->name, spec->agent_pos_dim, spec->state_dim);
+    return VLA_OK;
+}
+
+/* The checkpoint's state keys (features.state_keys; none: observation.state
+ * alone) → env vectors, checked against the state width it was trained on. */
+static vla_status state_mapping(const vla_env_spec *spec, const vla_pretrained_meta *m, state_map *map) {
+    memset(map, 0, sizeof *map);
+    if (!m->state_keys[0]) {
+        map->n = 1, map->width[0] = (int)m->state_width;
+        return state_source(spec, m->state_width, &map->src[0]);
+    }
+    int total = 0;
+    for (const char *q = m->state_keys; *q;) {
+        size_t len = strcspn(q, ",");
+        if (map->n >= MAX_SKEYS) return vla_error(VLA_ERR_INVALID_ARG, "eval: too many state keys '%s'", m->state_keys);
+        int i = map->n++;
+        if (len == 17 && !strncmp(q, "observation.state", len)) {
+            /* its width: what is left once the other keys are counted */
+            int rest = 0;
+            for (const char *r = q + len + (q[len] == ','); *r;) {
+                size_t l2 = strcspn(r, ",");
+                if (l2 == 29 && !strncmp(r, "observation.environment_state", l2)) rest += spec->env_state_dim;
+                r += l2 + (r[l2] == ',');
+            }
+            map->width[i] = (int)m->state_width - total - rest;
+            VLA_TRY(state_source(spec, map->width[i], &map->src[i]));
+        } else if (len == 29 && !strncmp(q, "observation.environment_state", len)) {
+            map->src[i] = SRC_ENV_STATE, map->width[i] = spec->env_state_dim;
+        } else {
+            return vla_error(VLA_ERR_UNSUPPORTED,
+                             "eval: state key '%.*s' has no counterpart in env '%s' (observation.state, "
+                             "observation.environment_state)",
+                             (int)len, q, spec->name);
+        }
+        total += map->width[i];
+        q += len + (q[len] == ',');
+    }
+    if (total != m->state_width)
+        return vla_error(VLA_ERR_INVALID_ARG, "eval: state keys '%s' give %d dims in env '%s', the policy was trained on %lld",
+                         m->state_keys, total, spec->name, (long long)m->state_width);
+    return VLA_OK;
+}
+
+/* The policy's raw (unnormalised) state for an observation, as the loader
+ * concatenates the dataset features. */
+static void state_from_obs(const state_map *map, const vla_env_obs *ob, float *out) {
+    for (int i = 0, off = 0; i < map->n; off += map->width[i], i++) {
+        const double *v = map->src[i] == SRC_AGENT_POS ? ob->agent_pos : map->src[i] == SRC_STATE ? ob->state : ob->env_state;
+        for (int k = 0; k < map->width[i]; k++) out[off + k] = (float)v[k];
+    }
+}
+
+vla_status vla_eval_policy_state(const char *env, const vla_pretrained_meta *meta, const vla_env_obs *ob, float *out) {
+    const vla_env_vtable *vt = vla_env_find(env);
+    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", env);
+    state_map map;
+    VLA_TRY(state_mapping(vt->spec, meta, &map));
+    state_from_obs(&map, ob, out);
     return VLA_OK;
 }
 
@@ -60,7 +127,8 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
     int A = spec->action_dim;
     vla_status st = VLA_OK;
     int64_t H = 1, Sd = 0, Ad = 0, img = 0, cams = 0;
-    int src = 0, n_act = max_steps;
+    state_map smap;
+    int n_act = max_steps;
     vla_policy *p = pm ? pm->policy : NULL;
     (void)pols;
     float *state = NULL, *images = NULL, *acts = NULL;
@@ -73,7 +141,7 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
         if (pm->meta.action_width != A)
             return vla_error(VLA_ERR_INVALID_ARG, "eval: the policy predicts %lld action dims, env '%s' takes %d",
                              (long long)pm->meta.action_width, spec->name, A);
-        VLA_TRY(state_source(spec, pm->meta.state_width, &src));
+        VLA_TRY(state_mapping(spec, &pm->meta, &smap));
         n_act = o->n_action_steps > 0 ? o->n_action_steps : (int)(H < 8 ? H : 8);
         if (n_act > H) n_act = (int)H;
         state = calloc((size_t)(N * Sd) + 1, sizeof *state);
@@ -114,8 +182,7 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
                 vla_env_observe(e->env, &ob);
                 float *sd = state + (int64_t)j * Sd;
                 memset(sd, 0, (size_t)Sd * sizeof(float));
-                for (int64_t k = 0; k < pm->meta.state_width; k++)
-                    sd[k] = (float)(src == 0 ? ob.agent_pos[k] : ob.state[k]);
+                state_from_obs(&smap, &ob, sd);
                 vla_normalize(&pm->state_norm, sd, sd, 1);
                 if (cams > 0) {
                     uint8_t *rgb = malloc((size_t)(img * img * 3));

@@ -17,9 +17,14 @@
  * re-plan), so grouping changes results only by float rounding (GEMMs
  * round differently at other batch sizes; seen ~1e-8 relative).
  *
- * Observation → policy input: observation.state is the env's agent_pos when
- * the checkpoint's state has that width (PushT, as LeRobot's pusht), else the
- * env's full state vector (Reach: agent and target); images are rendered at
+ * Observation → policy input: the state is rebuilt in the order of the
+ * checkpoint's state keys (features.state_keys, saved by `vla train
+ * --dataset.state_keys`): observation.state is the env's agent_pos when the
+ * widths agree (PushT, as LeRobot's pusht) else the env's full state vector
+ * (Reach: agent and target); observation.environment_state is env_state
+ * (PushT: the 16-D block keypoints); the vector is normalised with the
+ * checkpoint's statistics (each feature's own, concatenated). A checkpoint
+ * without state keys means observation.state alone. Images are rendered at
  * the policy's image size in the renderer's default (gym) style, as the
  * recorded datasets were. */
 #ifndef VLA_EVAL_EVAL_H
@@ -29,6 +34,8 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "sim/env.h"
+#include "train/pretrained.h"
 
 typedef struct {
     const char *policy_path;  /* pretrained_model dir, checkpoint step dir or training output dir */
@@ -58,6 +65,12 @@ typedef struct {
 } vla_eval_result;
 
 void vla_eval_opts_default(vla_eval_opts *o);
+
+/* The policy's state vector (raw, before normalisation) for an env
+ * observation, in the order of the checkpoint's state keys: the vector the
+ * loader built from the recorded dataset at the same env state
+ * (observation.state ← agent_pos, observation.environment_state ← env_state). */
+vla_status vla_eval_policy_state(const char *env, const vla_pretrained_meta *meta, const vla_env_obs *ob, float *out);
 vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out);
 
 #endif

@@ -20,6 +20,16 @@ json_t *vla_pretrained_config_json(const vla_policy *p, const vla_normalizer *ns
     json_t *feat = json_pack("{s:I, s:I, s:i, s:I, s:f}", "observation.state", (json_int_t)m->state_width, "action",
                              (json_int_t)m->action_width, "cameras", m->cameras, "image_size",
                              (json_int_t)p->cfg.vision.image_size, "fps", m->fps);
+    if (feat && m->state_keys[0]) {
+        /* the order eval must rebuild the state vector in (see data/loader.h) */
+        json_t *keys = json_array();
+        for (const char *q = m->state_keys; *q;) {
+            size_t len = strcspn(q, ",");
+            json_array_append_new(keys, json_stringn(q, len));
+            q += len + (q[len] == ',');
+        }
+        json_object_set_new(feat, "state_keys", keys);
+    }
     return json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:I}", "type", vla_policy_kind_name(p->cfg.kind), "name",
                      p->cfg.name, "policy", pc, "normalization", norm, "features", feat, "task", m->task, "dataset",
                      m->dataset, "n_action_steps", (json_int_t)p->cfg.action.horizon);
@@ -150,6 +160,12 @@ vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrai
     out->meta.action_width = json_integer_value(json_object_get(feat, "action"));
     out->meta.cameras = (int)json_integer_value(json_object_get(feat, "cameras"));
     out->meta.fps = json_number_value(json_object_get(feat, "fps"));
+    json_t *sk = json_object_get(feat, "state_keys");
+    for (size_t i = 0; json_is_array(sk) && i < json_array_size(sk); i++) {
+        const char *k = json_string_value(json_array_get(sk, i));
+        size_t used = strlen(out->meta.state_keys);
+        if (k) snprintf(out->meta.state_keys + used, sizeof out->meta.state_keys - used, "%s%s", i ? "," : "", k);
+    }
     const char *task = json_string_value(json_object_get(root, "task"));
     snprintf(out->meta.task, sizeof out->meta.task, "%s", task ? task : "");
     const char *ds = json_string_value(json_object_get(root, "dataset"));

@@ -15,7 +15,9 @@
 #include "train/checkpoint.h"
 
 typedef struct {
-    int64_t state_width;   /* real observation.state dims */
+    int64_t state_width;   /* real state dims (all state features together) */
+    char state_keys[512];  /* dataset features concatenated into the state, comma-separated
+                              ("": an older checkpoint, observation.state alone) */
     int64_t action_width;  /* real action dims */
     int cameras;           /* images fed per sample */
     double fps;

@@ -246,13 +246,12 @@ static vla_status setup(trainer *t, int64_t *start_step) {
                          cfg.name, vla_policy_kind_name(cfg.kind));
 
     VLA_TRY(vla_lerobot_open(o->dataset_root, &t->ds));
-    const vla_lr_feature *fs = vla_lerobot_feature(t->ds, "observation.state");
     const vla_lr_feature *fa = vla_lerobot_feature(t->ds, "action");
-    if (!fs || !fa)
-        return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs 'observation.state' and 'action' features",
-                         o->dataset_root);
+    int64_t sw = 0;
+    VLA_TRY(vla_loader_keys_width(t->ds, o->state_keys, &sw));
+    if (!fa) return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs an 'action' feature", o->dataset_root);
     /* the padded dims grow to the dataset's (max_state_dim / max_action_dim) */
-    if (fs->width > cfg.action.state_dim) cfg.action.state_dim = fs->width;
+    if (sw > cfg.action.state_dim) cfg.action.state_dim = sw;
     if (fa->width > cfg.action.action_dim) cfg.action.action_dim = fa->width;
     VLA_TRY(vla_policy_config_validate(cfg.name, &cfg));
 
@@ -268,9 +267,10 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     t->src.accum = o->accum, t->src.B = o->batch_size, t->src.rank = t->rank;
     vla_loader_opts lo = {.ds = t->ds, .policy = t->p, .batch_size = o->batch_size, .source = src_fn,
                           .source_user = &t->src, .seed = o->seed, .num_workers = o->num_workers,
-                          .augment = o->augment};
+                          .augment = o->augment, .state_keys = o->state_keys, .image_keys = o->image_keys};
     VLA_TRY(vla_loader_create(&lo, &t->L));
     t->meta.state_width = vla_loader_state_width(t->L);
+    snprintf(t->meta.state_keys, sizeof t->meta.state_keys, "%s", vla_loader_state_keys(t->L));
     t->meta.action_width = vla_loader_action_width(t->L);
     t->meta.cameras = vla_loader_n_cameras(t->L);
     t->meta.fps = t->ds->fps;

@@ -34,6 +34,8 @@ typedef struct {
     const char *policy_type;    /* "pi05" | "groot" (checked against the config) */
     const char *policy_config;  /* preset name or path (NULL: "<type>-tiny") */
     const char *output_dir;
+    const char *state_keys;     /* dataset features concatenated as the state (NULL: observation.state) */
+    const char *image_keys;     /* cameras fed to the policy (NULL: the dataset's; "": none, state only) */
     int64_t batch_size;         /* per rank, per micro-batch */
     int64_t accum;              /* gradient accumulation (micro-batches per step) */
     int64_t steps;

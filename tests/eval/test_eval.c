@@ -19,6 +19,10 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "data/lerobot.h"
+#include "data/loader.h"
+#include "policy/config.h"
+#include "sim/record.h"
+#include "tensor/ops.h"
 #include "eval/eval.h"
 #include "sim/env.h"
 #include "train/trainer.h"
@@ -141,8 +145,103 @@ static void test_eval_cli_refuses_corruption(void **state) {
     assert_non_null(strstr(buf, "corrupted checkpoint"));
 }
 
+
+/* The data path end to end: PushT episodes recorded with the state keys
+ * agent pos + block keypoints; for rows across each episode, the loader's
+ * (normalised) state equals what eval builds from the env replayed to that
+ * row with the recorded actions, normalised with the same statistics; the
+ * action chunk is the recorded actions at offsets 0..H-1 (pad past the
+ * episode's end) and unnormalises back to them. */
+static void test_state_matches_env(void **state) {
+    (void)state;
+    const char *root = test_tmp_path("pusht_state_ds");
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+    vla_sim_record_opts ro = {.env = "pusht", .policy = "expert", .out = root, .episodes = 2, .seed = 7, .jobs = 1,
+                              .image_size = 32, .keep_failures = true};
+    vla_sim_record_result rr;
+    if (vla_sim_record(&ro, &rr) != VLA_OK) fail_msg("%s", vla_error_message());
+    vla_lerobot *ds = NULL;
+    if (vla_lerobot_open(root, &ds) != VLA_OK) fail_msg("%s", vla_error_message());
+    vla_policy_config cfg;
+    assert_int_equal(vla_policy_config_load("groot-nano", &cfg), VLA_OK);
+    int64_t sw = 0;
+    const char *keys = "observation.state,observation.environment_state";
+    assert_int_equal(vla_loader_keys_width(ds, keys, &sw), VLA_OK);
+    assert_int_equal(sw, 2 + 16);
+    if (cfg.action.state_dim < sw) cfg.action.state_dim = sw;
+    assert_int_equal(vla_policy_config_validate(cfg.name, &cfg), VLA_OK);
+    vla_policy *p = NULL;
+    assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &p), VLA_OK);
+    vla_loader_opts lo = {.ds = ds, .policy = p, .batch_size = 1, .seed = 1, .state_keys = keys, .image_keys = ""};
+    vla_loader *L = NULL;
+    if (vla_loader_create(&lo, &L) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(vla_loader_state_width(L), sw);
+    assert_int_equal(vla_loader_n_cameras(L), 0);
+    vla_pretrained_meta meta;
+    memset(&meta, 0, sizeof meta);
+    meta.state_width = sw;
+    snprintf(meta.state_keys, sizeof meta.state_keys, "%s", vla_loader_state_keys(L));
+    assert_string_equal(meta.state_keys, keys);
+    const vla_lr_feature *fa = vla_lerobot_feature(ds, "action");
+    const vla_normalizer *ns = vla_loader_state_norm(L), *na = vla_loader_action_norm(L);
+    int64_t H = cfg.action.horizon, Ad = cfg.action.action_dim, checked = 0;
+    for (int64_t e = 0; e < ds->n_episodes; e++) {
+        const vla_lr_episode *ep = &ds->episodes[e];
+        int64_t len = ep->to - ep->from;
+        const int64_t picks[] = {0, 1, len / 2, len - H / 2, len - 1};
+        for (size_t pi = 0; pi < sizeof picks / sizeof picks[0]; pi++) {
+            int64_t row = ep->from + picks[pi];
+            vla_loader_batch *b = NULL;
+            uint64_t key = (uint64_t)row;
+            if (vla_loader_build(L, &row, &key, 1, &b) != VLA_OK) fail_msg("%s", vla_error_message());
+            /* replay: reset with the episode's seed, the recorded actions up to the row */
+            vla_env *env = NULL;
+            assert_int_equal(vla_env_make("pusht", &env), VLA_OK);
+            vla_env_info info;
+            assert_int_equal(vla_env_reset(env, ro.seed + (uint64_t)e, &info), VLA_OK);
+            for (int64_t r = ep->from; r < row; r++) {
+                double a[VLA_ENV_MAX_DIM] = {0};
+                for (int64_t d = 0; d < fa->width; d++) a[d] = fa->values[r * fa->width + d];
+                vla_env_step_result sr;
+                assert_int_equal(vla_env_step(env, a, &sr), VLA_OK);
+            }
+            vla_env_obs ob;
+            memset(&ob, 0, sizeof ob);
+            ob.type = VLA_OBS_STATE;
+            vla_env_observe(env, &ob);
+            vla_env_free(env);
+            float want[64];
+            if (vla_eval_policy_state("pusht", &meta, &ob, want) != VLA_OK) fail_msg("%s", vla_error_message());
+            vla_normalize(ns, want, want, 1);
+            for (int64_t k = 0; k < sw; k++)
+                if (fabsf(b->batch.state[k] - want[k]) > 1e-5f)
+                    fail_msg("row %lld state[%lld]: loader %g, eval %g", (long long)row, (long long)k,
+                             b->batch.state[k], want[k]);
+            for (int64_t h = 0; h < H; h++) {
+                bool pad = row + h >= ep->to;
+                assert_int_equal(b->batch.action_is_pad[h], pad);
+                if (pad) continue;
+                float a[64];
+                memcpy(a, b->batch.actions + h * Ad, (size_t)Ad * sizeof(float));
+                vla_unnormalize(na, a, a, 1);
+                for (int64_t d = 0; d < fa->width; d++)
+                    assert_true(fabsf(a[d] - fa->values[(row + h) * fa->width + d]) < 1e-3f);
+            }
+            vla_loader_release(L, b);
+            checked++;
+        }
+    }
+    assert_true(checked >= 10);
+    vla_loader_free(L);
+    vla_policy_free(p);
+    vla_lerobot_close(ds);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_state_matches_env),
         cmocka_unit_test(test_trained_beats_random),
         cmocka_unit_test(test_eval_cli_refuses_corruption),
     };
