@@ -20,4 +20,12 @@ const char *test_cli_path(void);
 /* Run a shell command, capture stdout (up to cap bytes) and return the exit status. */
 int test_run(const char *cmd, char *out, size_t cap);
 
+/* Record `episodes` expert episodes of the Reach environment as a LeRobot
+ * v3.0 dataset at `root` (episode e uses seed0 + e; at most 50 steps each):
+ * observation.image (video, TEST_REACH_IMAGE_SIZE²), observation.state (4-D),
+ * action (2-D). nan_frame ≥ 0 poisons that frame's action (global frame
+ * count) to test that NaN data is refused. Fails the test on any error. */
+#define TEST_REACH_IMAGE_SIZE 64
+void test_record_reach(const char *root, int episodes, uint64_t seed0, int nan_frame);
+
 #endif
