@@ -19,8 +19,9 @@
  *   the result and gradients are the same).
  * At sampling time the cross-attention K/V of the VL tokens are computed once
  * (groot_head_cross_kv) and reused at every Euler step, like the VL features.
- * Dropout (0.2 in the published config) is not implemented: training runs
- * the deterministic forward. */
+ * Dropout (0.2 in the published config) is left out for now, a documented
+ * gap (docs/groot.md): training runs the deterministic forward; adding it
+ * needs a config key and masks keyed by sample, as flow.h keys its noise. */
 #include "policy/groot_internal.h"
 
 #include <string.h>
