@@ -6,6 +6,7 @@
  * skipped where namespaces cannot be created). Like test_dist_mpi.c, this
  * binary is also the worker mpirun starts (VLA_DIST_WORKER=1). */
 #include "test_util.h"
+#include "dist_test.h"
 #include "dist/synthetic.h"
 
 #include "base/timer.h"
@@ -15,8 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static char self_exe[1024];
-static char launcher[2048];
 
 static const char *common = "--dims 12,24,24,24,3 --samples 96 --seed 7 --lr 0.02 --wd 0.01 "
                             "--max-grad-norm 0.5 --bucket-bytes 1024 --json --threads 1";
@@ -76,35 +75,8 @@ static void test_multihost_netns(void **state) {
 }
 
 int main(int argc, char **argv) {
-    if (getenv("VLA_DIST_WORKER")) {
-        vla_synth_opts o;
-        vla_synth_defaults(&o);
-        int rc = vla_synth_parse(&o, "test_dist_faults worker", argc - 1, argv + 1);
-        if (rc >= 0) return rc;
-        return vla_synth_train(&o, stdout) == VLA_OK ? 0 : 1;
-    }
-    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
-    if (n <= 0) return 1;
-    self_exe[n] = '\0';
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
-    /* Under ASan, OpenMPI's allocations at exit come from MCA components it has
-     * already dlclose'd, so LeakSanitizer cannot name (or suppress) them: leak
-     * checking is off in the workers mpirun starts (it stays on in the plain
-     * single-process workers, which run the same dist code). The suppression
-     * file covers what can be named. */
-    char supp[1200];
-    snprintf(supp, sizeof supp, "suppressions=%s:print_suppressions=0",
-             test_source_path("tests/dist/lsan-mpi.supp"));
-    setenv("LSAN_OPTIONS", supp, 1);
-    snprintf(launcher, sizeof launcher,
-             "ASAN_OPTIONS=detect_leaks=0 mpirun --oversubscribe --allow-run-as-root --bind-to none "
-             "--mca btl self,vader,tcp -x LSAN_OPTIONS -x ASAN_OPTIONS");
-    if (system("mpirun --version >/dev/null 2>&1") != 0) {
-        printf("mpirun not found: skipping the multi-process tests\n");
-        return 0;
-    }
+    int rc = dist_test_start("test_dist_faults", argc, argv);
+    if (rc >= 0) return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_killed_rank),
         cmocka_unit_test(test_hung_rank),

@@ -1,0 +1,55 @@
+/* dist_test.h — the start shared by the multi-process test programs: the same
+ * binary is the cmocka driver and, under mpirun (VLA_DIST_WORKER set), the
+ * synthetic-training worker it launches. */
+#ifndef VLA_TEST_DIST_TEST_H
+#define VLA_TEST_DIST_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "dist/synthetic.h"
+#include "test_util.h"
+
+static char self_exe[1024];
+static char launcher[2048];
+
+/* Returns -1 when the caller should run its cmocka tests; otherwise the exit
+ * code to return (a worker finished, or mpirun is missing: skip). Fills
+ * self_exe (this binary) and launcher (the mpirun prefix). */
+static int dist_test_start(const char *prog, int argc, char **argv) {
+    if (getenv("VLA_DIST_WORKER")) {
+        vla_synth_opts o;
+        vla_synth_defaults(&o);
+        char name[128];
+        snprintf(name, sizeof name, "%s worker", prog);
+        int rc = vla_synth_parse(&o, name, argc - 1, argv + 1);
+        if (rc >= 0) return rc;
+        return vla_synth_train(&o, stdout) == VLA_OK ? 0 : 1;
+    }
+    ssize_t n = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
+    if (n <= 0) return 1;
+    self_exe[n] = '\0';
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 1);
+    /* Under ASan, OpenMPI's allocations at exit come from MCA components it has
+     * already dlclose'd, so LeakSanitizer cannot name (or suppress) them: leak
+     * checking is off in the workers mpirun starts (it stays on in the plain
+     * single-process workers, which run the same dist code). The suppression
+     * file covers what can be named. */
+    char supp[1200];
+    snprintf(supp, sizeof supp, "suppressions=%s:print_suppressions=0",
+             test_source_path("tests/dist/lsan-mpi.supp"));
+    setenv("LSAN_OPTIONS", supp, 1);
+    snprintf(launcher, sizeof launcher,
+             "ASAN_OPTIONS=detect_leaks=0 mpirun --oversubscribe --allow-run-as-root --bind-to none "
+             "--mca btl self,vader,tcp -x LSAN_OPTIONS -x ASAN_OPTIONS");
+    if (system("mpirun --version >/dev/null 2>&1") != 0) {
+        printf("mpirun not found: skipping the multi-process tests\n");
+        return 0;
+    }
+    return -1;
+}
+
+#endif
