@@ -88,19 +88,13 @@ static pi05_impl *impl_of(vla_policy *p) { return (pi05_impl *)p->impl; }
 static vla_status bind(const vla_policy *p, wg *t, int64_t numel, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static vla_status bind(const vla_policy *p, wg *t, int64_t numel, const char *fmt, ...) {
-    char name[256];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
+    float *w = NULL;
+    vla_status st = vla_policy_vbind(p, numel, &w, &t->g, fmt, ap);
     va_end(ap);
-    int64_t i = vla_param_find(&p->specs, name);
-    if (i < 0) return vla_error(VLA_ERR_INTERNAL, "pi05: parameter %s missing from the inventory", name);
-    if (p->specs.items[i].numel != numel)
-        return vla_error(VLA_ERR_INTERNAL, "pi05: %s has %lld elements, expected %lld", name,
-                         (long long)p->specs.items[i].numel, (long long)numel);
-    t->w = p->params[i].data;
-    t->g = p->params[i].grad;
-    return VLA_OK;
+    t->w = w;
+    return st;
 }
 
 static vla_status bind_all(vla_policy *p, pi05_impl *I) {

@@ -222,3 +222,17 @@ vla_status vla_policy_default_tokenize(const vla_policy_config *cfg, const vla_t
     if (truncated) *truncated = need > lim;
     return VLA_OK;
 }
+
+vla_status vla_policy_vbind(const vla_policy *p, int64_t numel, float **w, float **g, const char *fmt, va_list ap) {
+    char name[256];
+    vsnprintf(name, sizeof name, fmt, ap);
+    int64_t i = vla_param_find(&p->specs, name);
+    if (i < 0)
+        return vla_error(VLA_ERR_INTERNAL, "%s: parameter %s is not in the inventory", p->ops->name, name);
+    if (p->specs.items[i].numel != numel)
+        return vla_error(VLA_ERR_INTERNAL, "%s: parameter %s has %lld elements, expected %lld", p->ops->name, name,
+                         (long long)p->specs.items[i].numel, (long long)numel);
+    *w = p->params[i].data;
+    *g = p->params[i].grad;
+    return VLA_OK;
+}

@@ -67,6 +67,7 @@
 #ifndef VLA_POLICY_POLICY_H
 #define VLA_POLICY_POLICY_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -190,6 +191,10 @@ void vla_policy_free(vla_policy *p);
  * the p->params views from p->specs (p->cfg and p->tops set first). */
 vla_status vla_policy_alloc_params(vla_policy *p);
 void vla_policy_free_params(vla_policy *p);
+/* Find the parameter named by fmt/ap (printf style) and check it has numel
+ * elements; *w and *g (NULL when frozen) point at its weights and gradients.
+ * For implementations binding their layers to the inventory by name. */
+vla_status vla_policy_vbind(const vla_policy *p, int64_t numel, float **w, float **g, const char *fmt, va_list ap);
 /* Fill weights from specs' inits: parameter i draws from
  * vla_rng_stream(seed, i), so adding a parameter never changes the others. */
 void vla_policy_default_init(vla_policy *p, uint64_t seed);
