@@ -55,7 +55,8 @@ void vla_flow_interpolate(const vla_flow *f, float t, const float *a, const floa
 }
 
 double vla_flow_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
-                           const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, float *d_pred) {
+                           const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
+                           float *d_pred) {
     double sum = 0, count = 0;
     for (int64_t s = 0; s < S; s++) {
         int64_t rd = real_dims ? real_dims[s] : D;
@@ -71,7 +72,7 @@ double vla_flow_masked_mse(const float *pred, const float *target, int64_t S, in
             count += (double)rd;
         }
     }
-    double denom = red == VLA_MSE_MEAN_REAL ? count : (double)(S * H * D);
+    double denom = divisor > 0 ? divisor : red == VLA_MSE_MEAN_REAL ? count : (double)(S * H * D);
     double loss = denom > 0 && count > 0 ? sum / denom : 0.0;
     if (d_pred) {
         memset(d_pred, 0, (size_t)(S * H * D) * sizeof(float));

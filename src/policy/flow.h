@@ -65,11 +65,15 @@ typedef enum {
 /* Masked MSE over S samples × H steps × D dims (row-major [S, H, D]).
  * An entry counts when its step is not padding (is_pad[s·H + h] == 0; is_pad
  * may be NULL) and its dim is below the sample's real action dim (real_dims[s];
- * NULL means all D). Returns the loss; when d_pred is not NULL it is
- * *overwritten* with ∂loss/∂pred (zero on masked entries). A batch with no
- * real entries has loss 0 and gradient 0. */
+ * NULL means all D). The loss is Σ mask·err² over the reduction's
+ * denominator, or over `divisor` when divisor > 0 (vla_batch.loss_divisor:
+ * the data-parallel trainer passes 1 and divides by the global count itself).
+ * Returns the loss; when d_pred is not NULL it is *overwritten* with
+ * ∂loss/∂pred (zero on masked entries). A batch with no real entries has
+ * loss 0 and gradient 0. */
 double vla_flow_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
-                           const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, float *d_pred);
+                           const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
+                           float *d_pred);
 
 /* Velocity callback for sampling: v = model(x, t) for the whole chunk. */
 typedef vla_status (*vla_velocity_fn)(void *ctx, float t, const float *x, float *v, int64_t n);

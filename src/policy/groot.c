@@ -330,7 +330,7 @@ static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, v
     VLA_TRY(groot_vl_forward(p, a, pk, feats, g->need_vl, &g->vla));
     VLA_TRY(groot_head_forward(p, a, pk, g->vla.out, bucket, x_t, NULL, NULL, &g->ha));
     double loss = vla_flow_masked_mse(g->ha.pred, g->target, S, H, ad, b->action_is_pad, b->real_action_dim,
-                                      VLA_MSE_MEAN_REAL, g->d_pred);
+                                      VLA_MSE_MEAN_REAL, b->loss_divisor, g->d_pred);
     g->have_fwd = true;
     g->saved_bytes = a->used_total;
     if (info) {
@@ -368,9 +368,11 @@ static vla_status groot_backward(vla_policy *p) {
             if (d_feats) p->tops->fill(d_feats, 0.0f, PL);
         }
     }
+    vla_policy_ready_begin(p);
     if (st == VLA_OK) st = groot_head_backward(p, a, pk, &g->ha, g->d_pred, d_vl);
     if (st == VLA_OK && g->need_vl) st = groot_vl_backward(p, a, pk, &g->vla, d_vl, d_feats);
     if (st == VLA_OK && g->need_lm) st = groot_backbone_backward(p, a, pk, &g->bb, d_feats);
+    if (st == VLA_OK) vla_policy_ready_rest(p); /* frozen stages, and what the batch did not reach */
     vla_arena_rewind(a, m);
     return st;
 }
@@ -530,6 +532,7 @@ vla_status vla_groot_create(const vla_policy_config *cfg, const vla_ops *ops, vl
     vla_status st = g->lm && g->vl && g->dit ? VLA_OK : vla_error(VLA_ERR_NOMEM, "groot: out of memory");
     if (st == VLA_OK) st = vla_policy_alloc_params(p);
     if (st == VLA_OK) st = bind_all(p);
+    g->vit.owner = p; /* the ViT's backward reports its layers' gradients ready */
     if (st != VLA_OK) {
         groot_destroy(p);
         return vla_error_context(st, "groot %s", cfg->name);

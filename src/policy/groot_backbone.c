@@ -148,6 +148,7 @@ vla_status groot_backbone_backward(vla_policy *p, vla_arena *a, const groot_pack
     ops->fill(dres, 0.0f, P * L);
     vla_rmsnorm_backward(dres, g->final_norm.g, d_feats, bb->x + depth * P * L, g->final_norm.w, false, bb->rf, P,
                          L);
+    groot_ready(p, &g->final_norm, 1);
     vla_attn_config ac = lm_attn_cfg(l);
     vla_attn_seqs seqs = {pk->S, pk->cu_pre, pk->pre_group};
     for (int64_t i = depth - 1; i >= 0; i--) {
@@ -195,6 +196,7 @@ vla_status groot_backbone_backward(vla_policy *p, vla_arena *a, const groot_pack
         vla_linear_backward(ops, dh, w->k.g, NULL, dkp, h1, w->k.w, P, L, K);
         vla_linear_backward(ops, dh, w->v.g, NULL, dv, h1, w->v.w, P, L, K);
         vla_rmsnorm_backward(dres, w->in_ln.g, dh, x, w->in_ln.w, false, bb->r1 + i * P, P, L);
+        GROOT_READY_STRUCT(p, w);
     }
     /* dres is now ∂/∂(LM input): text rows → token embedding, image rows → mlp1 → ViT */
     if (pk->n_txt > 0 && g->embed.g) {
@@ -204,6 +206,7 @@ vla_status groot_backbone_backward(vla_policy *p, vla_arena *a, const groot_pack
             memcpy(dt + i * L, dres + (int64_t)pk->txt_rows[i] * L, (size_t)L * sizeof(float));
         vla_embedding_backward(g->embed.g, dt, pk->txt_ids, pk->n_txt, L);
     }
+    groot_ready(p, &g->embed, 1);
     if (pk->n_img > 0 && (g->need_conn || g->need_vision)) {
         float *dp, *dvit = NULL;
         GROOT_ALLOC(a, dp, pk->n_img_tok * L);
@@ -214,6 +217,8 @@ vla_status groot_backbone_backward(vla_policy *p, vla_arena *a, const groot_pack
             ops->fill(dvit, 0.0f, pk->n_img_tok * VW);
         }
         vla_linear_backward(ops, dvit, g->mlp1_w.g, g->mlp1_b.g, dp, bb->vit_out, g->mlp1_w.w, pk->n_img_tok, VW, L);
+        const groot_t mlp1[] = {g->mlp1_w, g->mlp1_b};
+        groot_ready(p, mlp1, 2);
         if (g->need_vision) {
             float *vs;
             GROOT_ALLOC(a, vs, vla_vit_scratch_floats(&g->vit, pk->n_img, false));

@@ -146,8 +146,11 @@ vla_status groot_vl_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, 
         vla_linear_backward(ops, dh, b->k_w.g, b->k_b.g, dk, h1, b->k_w.w, P, L, L);
         vla_linear_backward(ops, dh, b->v_w.g, b->v_b.g, dv, h1, b->v_w.w, P, L, L);
         vla_layernorm_backward(dres, b->n1_w.g, b->n1_b.g, dh, x, b->n1_w.w, va->m1 + i * P, va->r1 + i * P, P, L);
+        GROOT_READY_STRUCT(p, b);
     }
     vla_layernorm_backward(d_feats, g->vlln_w.g, g->vlln_b.g, dres, va->in, g->vlln_w.w, va->m0, va->r0, P, L);
+    const groot_t vlln[] = {g->vlln_w, g->vlln_b};
+    groot_ready(p, vlln, 2);
     return VLA_OK;
 }
 
@@ -361,6 +364,10 @@ vla_status groot_head_backward(vla_policy *p, vla_arena *a, const groot_pack *pk
     }
     ZALLOC(a, dstemb, S * D);
     vla_linear_backward(ops, dstemb, g->po1_w.g, g->po1_b.g, dmo, ha->stemb, g->po1_w.w, S, D, 2 * D);
+    {
+        const groot_t out[] = {g->d2_w, g->d2_b, g->d1_w, g->d1_b, g->po2_w, g->po2_b, g->po1_w, g->po1_b};
+        groot_ready(p, out, 8);
+    }
 
     /* DiT blocks */
     float *dX, *dh, *datt, *dq, *dk, *dv, *dmod, *scratch;
@@ -410,6 +417,7 @@ vla_status groot_head_backward(vla_policy *p, vla_arena *a, const groot_pack *pk
         ops->fill(dmod, 0.0f, S * 2 * D);
         VLA_TRY(vla_adaln_backward(dX, dmod, dh, x, mod, ha->m1 + i * N, ha->r1 + i * N, pk->cu_dit, pk->S, N, D));
         vla_linear_backward(ops, dstemb, b->n1_w.g, b->n1_b.g, dmod, ha->stemb, b->n1_w.w, S, D, 2 * D);
+        GROOT_READY_STRUCT(p, b); /* a block's weights serve that block only */
     }
 
     /* split dX: state row, future tokens, action rows */
@@ -423,6 +431,10 @@ vla_status groot_head_backward(vla_policy *p, vla_arena *a, const groot_pack *pk
         memcpy(da3 + s * H * D, x0 + (1 + F) * D, (size_t)(H * D) * sizeof(float));
     }
     if (g->pos.g) vla_embedding_backward(g->pos.g, da3, pk->act_pos, A, D);
+    {
+        const groot_t emb[] = {g->fut, g->pos};
+        groot_ready(p, emb, 2);
+    }
 
     /* action encoder (x_t and the timestep are inputs: no gradient past W1) */
     float *da2s, *da2, *dcat, *da1;
@@ -435,6 +447,10 @@ vla_status groot_head_backward(vla_policy *p, vla_arena *a, const groot_pack *pk
     GROOT_ALLOC(a, da1, A * D);
     for (int64_t r = 0; r < A; r++) memcpy(da1 + r * D, dcat + r * 2 * D, (size_t)D * sizeof(float));
     VLA_TRY(emb_bwd(p, pk, &g->a1_w, &g->a1_b, ad, D, NULL, da1, ha->xt, pk->cu_act, A));
+    {
+        const groot_t enc[] = {g->a1_w, g->a1_b, g->a2_w, g->a2_b, g->a3_w, g->a3_b};
+        groot_ready(p, enc, 6);
+    }
 
     /* state encoder */
     float *dsthr, *dsth;
@@ -443,6 +459,10 @@ vla_status groot_head_backward(vla_policy *p, vla_arena *a, const groot_pack *pk
     ZALLOC(a, dsth, S * Hs);
     vla_relu_backward(dsth, dsthr, ha->st_h, S * Hs);
     VLA_TRY(emb_bwd(p, pk, &g->st1_w, &g->st1_b, sd, Hs, NULL, dsth, pk->state, pk->cu_one, S));
+    {
+        const groot_t enc[] = {g->st1_w, g->st1_b, g->st2_w, g->st2_b};
+        groot_ready(p, enc, 4);
+    }
 
     /* timestep encoder */
     float *dtemb, *dte1a, *dte1;
@@ -453,5 +473,9 @@ vla_status groot_head_backward(vla_policy *p, vla_arena *a, const groot_pack *pk
     ZALLOC(a, dte1, S * D);
     vla_silu_backward(dte1, dte1a, ha->te1, S * D);
     vla_linear_backward(ops, NULL, g->te1_w.g, g->te1_b.g, dte1, ha->tproj, g->te1_w.w, S, C, D);
+    {
+        const groot_t te[] = {g->te1_w, g->te1_b, g->te2_w, g->te2_b}; /* after every block's dstemb */
+        groot_ready(p, te, 4);
+    }
     return VLA_OK;
 }

@@ -121,6 +121,20 @@ typedef struct {
 
 static inline groot_impl *groot_of(vla_policy *p) { return (groot_impl *)p->impl; }
 
+/* Gradient-ready report (policy.h) of the parameters behind n tensors, once
+ * their last gradient contribution of this backward is in. */
+static inline void groot_ready(vla_policy *p, const groot_t *t, int n) {
+    if (!p->grad_ready) return;
+    const float *w[24];
+    for (int k0 = 0; k0 < n; k0 += 24) { /* (a block has fewer tensors: one pass) */
+        int m = n - k0 < 24 ? n - k0 : 24;
+        for (int k = 0; k < m; k++) w[k] = t[k0 + k].w;
+        vla_policy_ready_weights(p, w, m);
+    }
+}
+/* A struct made only of groot_t (groot_lm_layer, groot_block). */
+#define GROOT_READY_STRUCT(p, s) groot_ready((p), (const groot_t *)(s), (int)(sizeof *(s) / sizeof(groot_t)))
+
 /* Allocation from an arena that fails with a status. */
 #define GROOT_ALLOC(arena, ptr, count)                                                                          \
     do {                                                                                                       \

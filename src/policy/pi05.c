@@ -72,6 +72,7 @@ typedef struct {
     vla_vit vit;
     lm_layer *lm;
     ex_layer *ex;
+    wg lm_norm; /* in the inventory (checkpoints carry it) but unused: the expert's output is the result */
     wg proj_w, proj_b, embed, fin_dw, fin_db, ain_w, ain_b, aout_w, aout_b, tin_w, tin_b, tout_w, tout_b;
     vla_flow flow;
     vla_arena arena;
@@ -107,6 +108,7 @@ static vla_status bind_all(vla_policy *p, pi05_impl *I) {
     VLA_TRY(bind(p, &I->proj_w, W * c->vision.width, "%s.multi_modal_projector.linear.weight", pg));
     VLA_TRY(bind(p, &I->proj_b, W, "%s.multi_modal_projector.linear.bias", pg));
     VLA_TRY(bind(p, &I->embed, l->vocab * W, "%s.language_model.embed_tokens.weight", pg));
+    VLA_TRY(bind(p, &I->lm_norm, W, "%s.language_model.norm.weight", pg));
     I->lm = calloc((size_t)l->depth, sizeof *I->lm);
     I->ex = calloc((size_t)l->depth, sizeof *I->ex);
     if (!I->lm || !I->ex) return vla_error(VLA_ERR_NOMEM, "pi05: out of memory");
@@ -149,6 +151,18 @@ static vla_status bind_all(vla_policy *p, pi05_impl *I) {
     VLA_TRY(bind(p, &I->tout_b, We, "time_mlp_out.bias"));
     return VLA_OK;
 }
+
+/* Gradient-ready report (policy.h) of the parameters behind n tensors. */
+static void ready(vla_policy *p, const wg *t, int n) {
+    if (!p->grad_ready) return;
+    const float *w[24];
+    for (int k0 = 0; k0 < n; k0 += 24) { /* (a layer has fewer tensors: one pass) */
+        int m = n - k0 < 24 ? n - k0 : 24;
+        for (int k = 0; k < m; k++) w[k] = t[k0 + k].w;
+        vla_policy_ready_weights(p, w, m);
+    }
+}
+#define READY_STRUCT(p, s) ready((p), (const wg *)(s), (int)(sizeof *(s) / sizeof(wg)))
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -512,7 +526,7 @@ static vla_status pi05_loss(vla_policy *p, const vla_batch *b, bool training, vl
     VLA_TRY(forward(p, b, x_t, t));
     ALLOCF(I->dpred, S * n);
     double loss = vla_flow_masked_mse(I->f.vpred, target, S, Hz, A, b->action_is_pad, b->real_action_dim,
-                                      VLA_MSE_MEAN_REAL, I->dpred);
+                                      VLA_MSE_MEAN_REAL, b->loss_divisor, I->dpred);
     if (info) {
         memset(info, 0, sizeof *info);
         info->loss = loss;
@@ -562,6 +576,8 @@ static vla_status pi05_backward(vla_policy *p) {
     int64_t ms = vla_mlp_scratch_floats(&mlp_p, Np), ms2 = vla_mlp_scratch_floats(&mlp_a, Na);
     ALLOCF(mscr, ms > ms2 ? ms : ms2);
     float *to = dQr; /* gathered attention outputs reuse a buffer that is idle at that point */
+    vla_policy_ready_begin(p);
+    ready(p, &I->lm_norm, 1); /* never used: final from the start */
     ops->fill(dxp, 0.0f, Np * W);
     ops->fill(dxa, 0.0f, Na * We);
     ops->fill(dcond, 0.0f, S * We);
@@ -572,6 +588,10 @@ static vla_status pi05_backward(vla_policy *p) {
     ops->fill(dmod, 0.0f, S * 3 * We);
     VLA_TRY(vla_adarmsnorm_backward(dxa, dmod, dtmp, f->xa[L], f->mod_f, f->arstd_f, f->acu, S, Na, We));
     vla_linear_backward(ops, dcond, I->fin_dw.g, I->fin_db.g, dmod, f->cond, I->fin_dw.w, S, We, 3 * We);
+    {
+        const wg head[] = {I->aout_w, I->aout_b, I->fin_dw, I->fin_db};
+        ready(p, head, 4);
+    }
 
     vla_attn_config ac = attn_cfg(c);
     vla_attn_seqs seqs = {S, f->cu, f->grp};
@@ -639,9 +659,16 @@ static vla_status pi05_backward(vla_policy *p) {
         vla_linear_backward(ops, dtmp, EL->v.g, NULL, dto, a->an, EL->v.w, Na, We, KD);
         VLA_TRY(vla_adarmsnorm_backward(dxa, dmod, dtmp, f->xa[li], a->mod_in, a->arstd, f->acu, S, Na, We));
         vla_linear_backward(ops, dcond, EL->in_dw.g, EL->in_db.g, dmod, f->cond, EL->in_dw.w, S, We, 3 * We);
+        /* each layer's weights serve this layer only: final now (LM and expert: two ranges) */
+        READY_STRUCT(p, EL);
+        READY_STRUCT(p, PL);
     }
     /* action embedding */
     vla_linear_backward(ops, NULL, I->ain_w.g, I->ain_b.g, dxa, f->xin, I->ain_w.w, Na, A, We);
+    {
+        const wg ain[] = {I->ain_w, I->ain_b};
+        ready(p, ain, 2);
+    }
     /* time MLP: cond = swish(tm2), tm2 = out(swish(tm1)), tm1 = in(temb) */
     ops->fill(dtmp, 0.0f, S * We);
     vla_silu_backward(dtmp, dcond, f->tm2, S * We);
@@ -650,6 +677,10 @@ static vla_status pi05_backward(vla_policy *p) {
     ops->fill(dtmp, 0.0f, S * We);
     vla_silu_backward(dtmp, dtmp2, f->tm1, S * We);
     vla_linear_backward(ops, NULL, I->tin_w.g, I->tin_b.g, dtmp, f->temb, I->tin_w.w, S, We, We);
+    {
+        const wg tm[] = {I->tin_w, I->tin_b, I->tout_w, I->tout_b}; /* after every layer's dcond */
+        ready(p, tm, 4);
+    }
     /* prefix embeddings: text rows into the table (×sqrt(W)), image rows into projector → ViT */
     float sq = sqrtf((float)W);
     if (I->embed.g)
@@ -659,6 +690,7 @@ static vla_status pi05_backward(vla_policy *p) {
             const float *d = dxp + i * W;
             for (int64_t k = 0; k < W; k++) g[k] += sq * d[k];
         }
+    ready(p, &I->embed, 1);
     int64_t n_imgtok = f->n_img * Ti;
     bool vision_trains = I->vit.patch_w.g || I->vit.pos.g || I->vit.post_w.g;
     if (n_imgtok > 0 && (I->proj_w.g || I->proj_b.g || vision_trains)) {
@@ -675,12 +707,15 @@ static vla_status pi05_backward(vla_policy *p) {
             }
         vla_linear_backward(ops, vision_trains ? d_vit : NULL, I->proj_w.g, I->proj_b.g, d_emb, f->vit_out,
                             I->proj_w.w, n_imgtok, Dv, W);
+        const wg proj[] = {I->proj_w, I->proj_b};
+        ready(p, proj, 2);
         if (vision_trains) {
             float *scr;
             ALLOCF(scr, vla_vit_scratch_floats(&I->vit, f->n_img, false));
-            st = vla_vit_backward(&I->vit, NULL, d_vit, f->vit_acts, scr, f->n_img);
+            st = vla_vit_backward(&I->vit, NULL, d_vit, f->vit_acts, scr, f->n_img); /* reports per layer */
         }
     }
+    if (st == VLA_OK) vla_policy_ready_rest(p); /* what this batch did not reach, and frozen parameters */
     vla_arena_rewind(&I->arena, mark);
     return st;
 }
@@ -935,6 +970,7 @@ vla_status vla_pi05_create(const vla_policy_config *cfg, const vla_ops *ops, vla
     vla_flow_from_config(&I->flow, cfg);
     vla_status st = vla_policy_alloc_params(p);
     if (st == VLA_OK) st = bind_all(p, I);
+    I->vit.owner = p; /* the ViT's backward reports its layers' gradients ready */
     if (st != VLA_OK) {
         pi05_destroy(p);
         return vla_error_context(st, "pi05 '%s'", cfg->name);

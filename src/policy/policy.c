@@ -42,9 +42,10 @@ vla_status vla_policy_alloc_params(vla_policy *p) {
         if (p->specs.items[i].trainable) ng += p->specs.items[i].numel;
     }
     p->params = calloc((size_t)p->specs.n, sizeof *p->params);
+    p->grad_reported = calloc((size_t)(p->specs.n > 0 ? p->specs.n : 1), 1);
     p->weights = p->tops->alloc((size_t)(nw ? nw : 1) * sizeof(float));
     p->grads = ng ? p->tops->alloc((size_t)ng * sizeof(float)) : NULL;
-    if (!p->params || !p->weights || (ng && !p->grads)) {
+    if (!p->params || !p->grad_reported || !p->weights || (ng && !p->grads)) {
         vla_policy_free_params(p);
         return vla_error(VLA_ERR_NOMEM, "policy %s: cannot allocate %lld weights and %lld gradients", p->cfg.name,
                          (long long)nw, (long long)ng);
@@ -71,10 +72,75 @@ void vla_policy_free_params(vla_policy *p) {
         if (p->grads) p->tops->free(p->grads);
     }
     free(p->params);
+    free(p->grad_reported);
+    p->grad_reported = NULL;
     vla_param_list_free(&p->specs);
     p->weights = p->grads = NULL;
     p->params = NULL;
     p->n_weight_floats = p->n_grad_floats = 0;
+}
+
+/* ---- gradient-ready reports --------------------------------------------------- */
+
+int64_t vla_policy_param_index(const vla_policy *p, const float *w) {
+    /* params[i].data increase with i (one allocation, spec order) */
+    int64_t lo = 0, hi = p->specs.n - 1;
+    while (lo <= hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        const float *d = p->params[mid].data;
+        if (d == w) return mid;
+        if (d < w) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+void vla_policy_ready_begin(vla_policy *p) {
+    if (p->grad_ready && p->grad_reported) memset(p->grad_reported, 0, (size_t)p->specs.n);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+void vla_policy_ready_weights(vla_policy *p, const float *const *w, int n) {
+    if (!p->grad_ready || !p->grad_reported) return;
+    int64_t idx[64];
+    while (n > 0) { /* in chunks of 64 (a block has a few dozen tensors at most) */
+        int m = 0, take = n < 64 ? n : 64;
+        for (int k = 0; k < take; k++) {
+            if (!w[k]) continue;
+            int64_t i = vla_policy_param_index(p, w[k]);
+            if (i >= 0 && !p->grad_reported[i]) idx[m++] = i;
+        }
+        qsort(idx, (size_t)m, sizeof *idx, cmp_i64);
+        /* runs of consecutive indices, last run first (backward's order) */
+        int end = m;
+        while (end > 0) {
+            int first = end - 1;
+            while (first > 0 && idx[first - 1] >= idx[first] - 1) first--;
+            for (int k = first; k < end; k++) p->grad_reported[idx[k]] = 1;
+            vla_policy_grads_ready(p, idx[first], idx[end - 1] + 1);
+            end = first;
+        }
+        w += take, n -= take;
+    }
+}
+
+void vla_policy_ready_rest(vla_policy *p) {
+    if (!p->grad_ready || !p->grad_reported) return;
+    int64_t end = p->specs.n;
+    while (end > 0) {
+        while (end > 0 && p->grad_reported[end - 1]) end--;
+        int64_t first = end;
+        while (first > 0 && !p->grad_reported[first - 1]) first--;
+        if (first < end) {
+            memset(p->grad_reported + first, 1, (size_t)(end - first));
+            vla_policy_grads_ready(p, first, end);
+        }
+        end = first;
+    }
 }
 
 void vla_policy_zero_grad(vla_policy *p) {
@@ -143,6 +209,9 @@ vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg) {
                                  (long long)cfg->vision.cameras);
         }
     }
+    if (!(b->loss_divisor >= 0) || isinf(b->loss_divisor))
+        return vla_error(VLA_ERR_INVALID_ARG, "batch: loss_divisor is %g; it must be 0 (the policy's mean) or positive",
+                         b->loss_divisor);
     if (b->actions && !b->action_is_pad)
         return vla_error(VLA_ERR_INVALID_ARG, "batch: actions without action_is_pad");
     for (int32_t s = 0; s < S && b->action_is_pad; s++)

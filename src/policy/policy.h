@@ -10,7 +10,8 @@
  *       vla_policy_zero_grad(p);
  *       vla_policy_loss(p, &batch, true, &info);   // forward, keeps activations
  *       vla_policy_backward(p);                    // accumulates into p->grads
- *       all-reduce p->grads[0 .. p->n_grad_floats) // one flat buffer
+ *       all-reduce p->grads[0 .. p->n_grad_floats) // one flat buffer (or bucket by
+ *                                                  // bucket from p->grad_ready, during backward)
  *       optimizer step on the trainable params
  *   vla_policy_sample_actions(p, &obs, actions);    // inference, no grads
  *   vla_policy_free(p);
@@ -111,6 +112,12 @@ typedef struct {
 
     uint64_t seed;                   /* run seed for flow.h streams */
     const uint64_t *sample_keys;     /* [S] global sample counters */
+
+    /* > 0: the loss is Σ masked err² / loss_divisor (gradient likewise)
+     * instead of ÷ the real entries; the data-parallel trainer passes 1 and
+     * divides by the global count after the all-reduce, so N ranks equal one
+     * rank exactly. 0 (a zeroed batch): the policy's own mean. */
+    double loss_divisor;
 } vla_batch;
 
 /* What one robot step gives the policy (no packing needed by the caller:
@@ -142,6 +149,15 @@ typedef struct {
 } vla_param;
 
 typedef struct vla_policy vla_policy;
+
+/* Called by backward, on the calling thread (never inside an OpenMP region), when the
+ * gradients of parameters [first, end) — indices into p->params — are final for this
+ * backward call. Every trainable parameter is reported exactly once per backward call
+ * (frozen ones may be included; callers ignore them); ranges come roughly in reverse
+ * parameter order, as backward produces them. NULL: not called. The data-parallel trainer
+ * starts each gradient bucket's all-reduce from here. A backward that fails may stop
+ * reporting early (the step is abandoned anyway). */
+typedef void (*vla_grad_ready_fn)(void *user, int64_t first, int64_t end);
 
 typedef struct {
     const char *name; /* "pi05", "groot" */
@@ -180,6 +196,10 @@ struct vla_policy {
     float *grads;                    /* trainable parameters, spec order */
     int64_t n_weight_floats, n_grad_floats;
     void *impl;                      /* the implementation's state (activations, arenas, caches) */
+    /* gradient-ready hook (see vla_grad_ready_fn); set by the caller, NULL by default */
+    vla_grad_ready_fn grad_ready;
+    void *grad_ready_user;
+    uint8_t *grad_reported;          /* [specs.n] what this backward has reported (implementations' bookkeeping) */
 };
 
 /* Build a policy for cfg on a backend. Policies are added to the switch in
@@ -198,6 +218,22 @@ vla_status vla_policy_vbind(const vla_policy *p, int64_t numel, float **w, float
 /* Fill weights from specs' inits: parameter i draws from
  * vla_rng_stream(seed, i), so adding a parameter never changes the others. */
 void vla_policy_default_init(vla_policy *p, uint64_t seed);
+
+/* Gradient-ready reporting, for implementations. The raw call: */
+static inline void vla_policy_grads_ready(vla_policy *p, int64_t first, int64_t end) {
+    if (p->grad_ready && end > first) p->grad_ready(p->grad_ready_user, first, end);
+}
+/* With bookkeeping, so each parameter is reported exactly once per backward:
+ * backward calls _begin first; _weights after the last gradient contribution
+ * of the parameters whose weights are w[0..n) (NULL entries skipped; already
+ * reported ones skipped), which it reports as runs of consecutive indices;
+ * and _rest at its end, for everything not reported yet (frozen parameters,
+ * modules the batch did not reach). All three do nothing without a hook. */
+void vla_policy_ready_begin(vla_policy *p);
+void vla_policy_ready_weights(vla_policy *p, const float *const *w, int n);
+void vla_policy_ready_rest(vla_policy *p);
+/* Index of the parameter whose weights start at w, or −1. */
+int64_t vla_policy_param_index(const vla_policy *p, const float *w);
 
 /* Check a packed batch against a config: cu_seqlens, roles, positions,
  * image counts, action_is_pad/real_action_dim ranges. Errors name the

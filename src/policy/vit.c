@@ -213,6 +213,17 @@ done:
     return st;
 }
 
+/* Gradient-ready report of n tensors to the owning policy (policy.h). */
+static void ready(const vla_vit *v, const vla_vit_tensor *t, int n) {
+    if (!v->owner || !v->owner->grad_ready) return;
+    const float *w[24];
+    for (int k0 = 0; k0 < n; k0 += 24) { /* (a layer has 16 tensors: one pass) */
+        int m = n - k0 < 24 ? n - k0 : 24;
+        for (int k = 0; k < m; k++) w[k] = t[k0 + k].w;
+        vla_policy_ready_weights(v->owner, w, m);
+    }
+}
+
 vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, const float *acts, float *scratch,
                             int64_t n_img) {
     if (n_img <= 0) return VLA_OK;
@@ -230,6 +241,10 @@ vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, con
     ops->fill(dx, 0.0f, n * D);
     vla_layernorm_backward(dx, v->post_w.g, v->post_b.g, d_out, xv[v->cfg.depth], v->post_w.w, a.pmean, a.prstd, n,
                            D);
+    {
+        const vla_vit_tensor post[] = {v->post_w, v->post_b};
+        ready(v, post, 2);
+    }
     vla_attn_config ac = attn_cfg(v);
     vla_attn_seqs seqs = {(int32_t)n_img, v->cu, NULL};
     vla_mlp_config mc = mlp_cfg(v);
@@ -255,6 +270,7 @@ vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, con
         vla_linear_backward(ops, dln, L->k_w.g, L->k_b.g, dk, la.ln1, L->k_w.w, n, D, D);
         vla_linear_backward(ops, dln, L->v_w.g, L->v_b.g, dv, la.ln1, L->v_w.w, n, D, D);
         vla_layernorm_backward(dx, L->ln1_w.g, L->ln1_b.g, dln, xv[l], L->ln1_w.w, la.mean1, la.rstd1, n, D);
+        ready(v, (const vla_vit_tensor *)L, (int)(sizeof *L / sizeof(vla_vit_tensor)));
     }
     /* x0 = patch(img) + pos */
     if (v->pos.g)
@@ -272,6 +288,10 @@ vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, con
         vla_patch_embed_backward(ops, &pc, d_img, v->patch_w.g, v->patch_b.g, pscratch, dx, a.patches, v->patch_w.w,
                                  n_img);
     if (d_images) ops->axpy(d_images, 2.0f, d_img, ni); /* d/dx of 2x − 1 */
+    {
+        const vla_vit_tensor emb[] = {v->patch_w, v->patch_b, v->pos};
+        ready(v, emb, 3);
+    }
 done:
     free(xv);
     return st;

@@ -54,6 +54,9 @@ typedef struct {
     vla_vit_layer *layers; /* [depth] */
     int32_t *cu;           /* [n_img + 1], grown on demand */
     int64_t cu_cap;
+    /* the policy whose parameters these are (set after bind; NULL: none):
+     * backward reports each layer's gradients ready to it (policy.h) */
+    vla_policy *owner;
 } vla_vit;
 
 /* Look up every ViT tensor "<prefix>.embeddings.patch_embedding.weight", …,

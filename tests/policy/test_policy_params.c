@@ -276,7 +276,7 @@ static void test_batch_check(void **state) {
     int32_t cu_img[3] = {0, 1, 2};
     float images[2 * 3 * 32 * 32] = {0}, state_v[4] = {0.1f, -0.2f, 0.3f, 0.4f}, actions[2 * 4 * 2] = {0};
     uint8_t pad[8] = {0, 0, 0, 1, 0, 0, 0, 0};
-    vla_batch b = {2, 45, cu, roles, pos, grp, ids, 2, cu_img, images, state_v, actions, pad, NULL, NULL, 1, NULL};
+    vla_batch b = {2, 45, cu, roles, pos, grp, ids, 2, cu_img, images, state_v, actions, pad, NULL, NULL, 1, NULL, 0};
     assert_int_equal(vla_batch_check(&b, &c), VLA_OK);
     cu[2] = 44;
     assert_int_equal(vla_batch_check(&b, &c), VLA_ERR_INVALID_ARG);
@@ -355,7 +355,7 @@ static void test_default_layout_and_pack(void **state) {
         float images[2 * 3 * 32 * 32] = {0}, actions[2 * 4 * 2] = {0};
         uint8_t pad[8] = {0};
         vla_batch b = {2, cu[2], cu, roles, pos, groups, ids, 2, cu_img, images, &st[0][0], actions, pad,
-                       NULL, NULL, 1, NULL};
+                       NULL, NULL, 1, NULL, 0};
         if (vla_batch_check(&b, &c) != VLA_OK) fail_msg("%s: %s", names[which], vla_error_message());
     }
 }
