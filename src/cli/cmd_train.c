@@ -5,8 +5,11 @@
 #include "train/trainer.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
     const char *env, *output_dir;
@@ -36,13 +39,29 @@ static vla_status eval_hook(void *user, const char *dir, int64_t step, double *s
     return VLA_OK;
 }
 
+/* Threads per process: the flag, else $OMP_NUM_THREADS (OpenMP reads it), else
+ * the host's cores shared among the ranks mpirun placed on it, so N ranks on
+ * one host do not each start one thread per core. */
+static void set_threads(int64_t flag) {
+    if (flag > 0) {
+        omp_set_num_threads((int)flag);
+        return;
+    }
+    if (getenv("OMP_NUM_THREADS")) return;
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!local) local = getenv("MPI_LOCALNRANKS");
+    long n = local ? strtol(local, NULL, 10) : 1, cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n > 1 && cores > 0) omp_set_num_threads(cores / n > 0 ? (int)(cores / n) : 1);
+}
+
 int vla_cmd_train(int argc, char **argv) {
     vla_train_opts o;
     vla_train_opts_default(&o);
     const char *env = NULL;
     int64_t batch = o.batch_size, steps = o.steps, seed = (int64_t)o.seed, workers = o.num_workers, accum = 1;
     int64_t save_freq = -1, log_freq = o.log_freq, eval_freq = 0, eval_eps = 10, warmup = -1, stop_after = 0,
-            nan_at = 0, eval_seed = 100000;
+            nan_at = 0, eval_seed = 100000, threads = 0, crash_at = 0;
+    int64_t n_obs = 1;
     bool resume = false, skip = false, augment = false, constant = false, quiet = false;
     const vla_flag flags[] = {
         {"dataset.root", VLA_FLAG_STRING, &o.dataset_root, "DIR", "LeRobot dataset (v2.1 or v3.0) to train on"},
@@ -51,6 +70,9 @@ int vla_cmd_train(int argc, char **argv) {
          "observation.state; PushT: observation.state,observation.environment_state adds the block keypoints)"},
         {"dataset.image_keys", VLA_FLAG_STRING, &o.image_keys, "K1,…",
          "cameras fed to the policy (default: the dataset's; empty: none, a state-only policy)"},
+        {"dataset.n_obs_steps", VLA_FLAG_INT, &n_obs, "K",
+         "frames of state history fed to the policy: the state keys at t-K+1..t, oldest first, clamped at the "
+         "episode start; eval rebuilds it (default 1)"},
         {"policy.type", VLA_FLAG_STRING, &o.policy_type, "TYPE", "pi05 | groot"},
         {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
          "preset (pi05-tiny, groot-tiny, pi05-nano, …) or JSON path (default: <type>-tiny)"},
@@ -79,6 +101,12 @@ int vla_cmd_train(int argc, char **argv) {
         {"max_time_s", VLA_FLAG_FLOAT, &o.max_time_s, "S", "time budget: checkpoint and stop after the step that passes S seconds"},
         {"stop_after", VLA_FLAG_INT, &stop_after, "N", "testing: stop after step N with no final checkpoint (as if killed)"},
         {"nan_at_step", VLA_FLAG_INT, &nan_at, "N", "testing: poison step N's gradient with NaN"},
+        {"crash_at_step", VLA_FLAG_INT, &crash_at, "N",
+         "testing: SIGKILL this process after step N of a run that did not resume (restart tests)"},
+        {"dist.threads_per_rank", VLA_FLAG_INT, &threads, "N",
+         "threads per process (default: $OMP_NUM_THREADS, else cores / ranks on this host)"},
+        {"dist.bucket_mb", VLA_FLAG_FLOAT, &o.bucket_mb, "MB",
+         "gradient all-reduce bucket size; buckets start during backward (default 25)"},
     };
     const vla_command_spec spec = {
         "vla train", NULL, "Train a pi05 or groot policy on a LeRobot dataset.",
@@ -86,7 +114,9 @@ int vla_cmd_train(int argc, char **argv) {
         "metrics to OUTPUT/metrics.{jsonl,csv}, plots to OUTPUT/{loss,lr,eval_success}.png. --resume=true\n"
         "continues from the last complete checkpoint and reproduces the uninterrupted run's losses bit for\n"
         "bit (CPU, same thread count). Under mpirun every rank takes the same flags; the global batch is\n"
-        "batch_size x ranks x gradient_accumulation_steps.",
+        "batch_size x ranks x gradient_accumulation_steps, and the run resumes on any number of ranks with\n"
+        "the same global batch. scripts/train_restarts.sh K -- CMD restarts a failed run from its last\n"
+        "checkpoint up to K times (docs/distributed.md).",
         flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
@@ -103,7 +133,13 @@ int vla_cmd_train(int argc, char **argv) {
     o.save_freq = save_freq >= 0 ? save_freq : (steps >= 5 ? steps / 5 : 0);
     o.log_freq = log_freq, o.eval_freq = eval_freq, o.warmup_steps = warmup, o.constant_lr = constant;
     o.resume = resume, o.skip_nonfinite = skip, o.augment = augment, o.progress = !quiet;
-    o.stop_after = stop_after, o.nan_at_step = nan_at;
+    o.stop_after = stop_after, o.nan_at_step = nan_at, o.crash_at_step = crash_at;
+    if (n_obs < 1 || n_obs > 64) {
+        fprintf(stderr, "vla: error: vla train: --dataset.n_obs_steps must be in 1..64\n");
+        return 2;
+    }
+    o.n_obs_steps = (int)n_obs;
+    set_threads(threads);
     eval_hook_ctx ctx = {env, o.output_dir, (int)eval_eps, (uint64_t)eval_seed};
     if (eval_freq > 0) o.eval_fn = eval_hook, o.eval_user = &ctx;
     vla_train_result r;
@@ -118,6 +154,10 @@ int vla_cmd_train(int argc, char **argv) {
            (long long)r.n_samples, r.last_ckpt);
     if (r.time_budget_hit) printf(",\"time_budget_hit\":true");
     if (!isnan(r.last_eval_success)) printf(",\"eval_success\":%.4f", r.last_eval_success);
+    printf(",\"world\":%d,\"threads_per_rank\":%d,\"buckets\":%d,\"comm_exposed_s\":%.4f,"
+           "\"buckets_started_in_backward\":%d,\"comm_exposed_frac\":%.4f,\"optimizer_state_bytes_per_rank\":%zu",
+           r.world, omp_get_max_threads(), r.n_buckets, r.comm_exposed_s, r.buckets_started_in_backward,
+           r.seconds > 0 ? r.comm_exposed_s / r.seconds : 0.0, r.opt_state_bytes);
     printf("}\n");
     return 0;
 }

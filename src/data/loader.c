@@ -18,6 +18,7 @@
 
 #define MAX_CAMS 8
 #define MAX_SKEYS 8
+#define MAX_OBS_STEPS 64
 
 enum { SLOT_FREE, SLOT_BUILDING, SLOT_READY };
 
@@ -38,8 +39,9 @@ struct vla_loader {
     vla_loader_opts o;
     const char *state_key, *action_key;
     const vla_lr_feature *fsk[MAX_SKEYS], *faction; /* state features, concatenated in order */
-    int nsk;
+    int nsk, K;     /* state features; frames of history (n_obs_steps) */
     char state_keys[512];
+    int64_t fw;     /* one frame's state width (the features side by side); sw = fw · K */
     int64_t sw, aw, S_dim, A_dim, H, img;
     int ncam, cams[MAX_CAMS];
     double tol_s;
@@ -187,9 +189,16 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *reader) {
             st = vla_error(VLA_ERR_INVALID_ARG, "loader: row %lld out of range", (long long)row);
             goto done;
         }
-        /* state: the state features side by side, as eval builds it from the env */
-        for (int k = 0, off = 0; k < L->nsk; off += (int)L->fsk[k]->width, k++)
-            memcpy(st_tmp + off, L->fsk[k]->values + row * L->fsk[k]->width, (size_t)L->fsk[k]->width * sizeof(float));
+        /* state: the state features side by side, as eval builds it from the env, for
+         * each of the frames t−K+1..t (oldest first, clamped to the episode's first row) */
+        int hoff[MAX_OBS_STEPS];
+        int64_t hrows[MAX_OBS_STEPS];
+        for (int f = 0; f < L->K; f++) hoff[f] = f - (L->K - 1);
+        vla_lerobot_window_rows(ds, row, hoff, L->K, hrows, NULL);
+        for (int f = 0; f < L->K; f++)
+            for (int k = 0, off = 0; k < L->nsk; off += (int)L->fsk[k]->width, k++)
+                memcpy(st_tmp + f * L->fw + off, L->fsk[k]->values + hrows[f] * L->fsk[k]->width,
+                       (size_t)L->fsk[k]->width * sizeof(float));
         vla_normalize(&L->ns, st_tmp, st_tmp, 1);
         float *sd = s->state_buf + i * L->S_dim;
         memset(sd, 0, (size_t)L->S_dim * sizeof(float));
@@ -343,7 +352,8 @@ vla_status vla_loader_keys_width(const vla_lerobot *ds, const char *keys, int64_
 
 /* One normaliser over the concatenated state features, each with its own
  * statistics in one mode (QUANTILES falls back to MIN_MAX for all of them
- * when any feature lacks quantiles, so the modes agree). */
+ * when any feature lacks quantiles, so the modes agree), repeated for each
+ * of the K frames of history. */
 static vla_status state_norm(vla_loader *L, vla_norm_mode mode) {
     const vla_lerobot *ds = L->o.ds;
     vla_normalizer parts[MAX_SKEYS];
@@ -358,8 +368,10 @@ static vla_status state_norm(vla_loader *L, vla_norm_mode mode) {
     float *a = calloc((size_t)L->sw + 1, sizeof *a), *b = calloc((size_t)L->sw + 1, sizeof *b);
     if (st == VLA_OK && (!a || !b)) st = vla_error(VLA_ERR_NOMEM, "loader: out of memory");
     if (st == VLA_OK) {
-        for (int k = 0, off = 0; k < L->nsk; off += (int)parts[k].dim, k++)
-            for (int64_t i = 0; parts[k].lo && i < parts[k].dim; i++) a[off + i] = parts[k].lo[i], b[off + i] = parts[k].hi[i];
+        for (int f = 0; f < L->K; f++)
+            for (int k = 0, off = (int)(f * L->fw); k < L->nsk; off += (int)parts[k].dim, k++)
+                for (int64_t i = 0; parts[k].lo && i < parts[k].dim; i++)
+                    a[off + i] = parts[k].lo[i], b[off + i] = parts[k].hi[i];
         st = vla_normalizer_init(&L->ns, parts[0].mode, parts[0].style, L->sw, mode == VLA_NORM_IDENTITY ? NULL : a,
                                  mode == VLA_NORM_IDENTITY ? NULL : b, parts[0].eps);
     }
@@ -408,6 +420,13 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
             snprintf(L->state_keys + used, sizeof L->state_keys - used, "%s%s", i ? "," : "", k[i]);
         }
         L->state_key = L->fsk[0]->key;
+        if (opts->n_obs_steps > MAX_OBS_STEPS) {
+            st = vla_error(VLA_ERR_INVALID_ARG, "loader: n_obs_steps %d exceeds %d", opts->n_obs_steps, MAX_OBS_STEPS);
+            goto fail;
+        }
+        L->K = opts->n_obs_steps > 1 ? opts->n_obs_steps : 1;
+        L->fw = L->sw;
+        L->sw *= L->K;
     }
     L->faction = vla_lerobot_feature(ds, L->action_key);
     if (!L->faction || !L->faction->values) {
@@ -592,6 +611,7 @@ int64_t vla_loader_num_samples(const vla_loader *L) { return L->o.ds->n_rows; }
 const vla_normalizer *vla_loader_state_norm(const vla_loader *L) { return &L->ns; }
 const vla_normalizer *vla_loader_action_norm(const vla_loader *L) { return &L->na; }
 int64_t vla_loader_state_width(const vla_loader *L) { return L->sw; }
+int vla_loader_n_obs_steps(const vla_loader *L) { return L->K; }
 int64_t vla_loader_action_width(const vla_loader *L) { return L->aw; }
 int vla_loader_n_cameras(const vla_loader *L) { return L->ncam; }
 const char *vla_loader_state_keys(const vla_loader *L) { return L->state_keys; }

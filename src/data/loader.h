@@ -1,7 +1,8 @@
 /* loader.h — training batches for a policy from a LeRobot dataset: sample
  * assembly (state at t — the state features (state_keys, default
  * observation.state) side by side, each normalised with its own stats, as
- * eval rebuilds it from the env —, the action chunk at offsets 0..horizon−1 with
+ * eval rebuilds it from the env; with n_obs_steps K > 1 the frames t−K+1..t
+ * of that vector, oldest first, clamped at the episode start —, the action chunk at offsets 0..horizon−1 with
  * is_pad, camera frames resized to the policy's image size as f32 [0,1]
  * NCHW, task → prompt tokens through the policy), normalisation with the
  * dataset's stats in the policy's modes, packing of a micro-batch into one
@@ -53,6 +54,9 @@ typedef struct {
     const char *action_key;    /* NULL: "action" */
     bool augment;              /* small random brightness/contrast per sample */
     double tol_s;              /* frame timestamp tolerance (≤ 0: 1/(2·fps)) */
+    int n_obs_steps;           /* frames of state history K (≤ 1: the current frame only): the state is the
+                                  state keys' vector at rows t−K+1..t, oldest first, each clamped to the
+                                  episode's first row (Diffusion Policy's n_obs_steps; eval rebuilds it) */
 } vla_loader_opts;
 
 /* One micro-batch, owned by the loader until vla_loader_release. */
@@ -81,7 +85,8 @@ void vla_loader_release(vla_loader *L, vla_loader_batch *b);
 int64_t vla_loader_num_samples(const vla_loader *L);
 const vla_normalizer *vla_loader_state_norm(const vla_loader *L);
 const vla_normalizer *vla_loader_action_norm(const vla_loader *L);
-int64_t vla_loader_state_width(const vla_loader *L);  /* real dims in the dataset */
+int64_t vla_loader_state_width(const vla_loader *L);  /* real state dims fed: frame width × n_obs_steps */
+int vla_loader_n_obs_steps(const vla_loader *L);       /* K ≥ 1 */
 int64_t vla_loader_action_width(const vla_loader *L);
 int vla_loader_n_cameras(const vla_loader *L);         /* cameras fed to the policy */
 /* The state features concatenated, comma-separated ("observation.state"). */

@@ -333,7 +333,8 @@ static vla_status train(run_state *r, const vla_synth_opts *o, FILE *out) {
     int64_t step0 = 0;
     if (o->resume) VLA_TRY(load_checkpoint(r->comm, m, r->P, r->z, &r->s, o->resume, &step0));
 
-    vla_adamw_hparams hp = {(float)o->lr, 0.9f, 0.999f, 1e-8f, (float)o->wd, (float)o->max_grad_norm};
+    vla_adamw_hparams hp = {.lr = o->lr, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = o->wd,
+                            .max_grad_norm = (float)o->max_grad_norm, .grad_mul = 1.0};
     double t_timed = 0, blocked_timed = 0;
     int64_t timed_steps = 0, started_bw = 0, completed_bw = 0;
     for (int64_t k = 0; k < o->steps; k++) {

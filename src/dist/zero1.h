@@ -1,19 +1,33 @@
-/* zero1.h — ZeRO stage 1: AdamW whose moments are sharded across ranks.
+/* zero1.h — ZeRO stage 1: AdamW whose moments (and EMA) are sharded across
+ * ranks. It is the product's only AdamW: at world 1 the one shard holds
+ * everything.
  *
- * The parameters are one flat f32 vector of `numel` elements, replicated on
- * every rank. Rank r owns the contiguous shard [numel·r/N, numel·(r+1)/N) and
- * holds AdamW's exp_avg and exp_avg_sq only for it, so optimizer memory per
- * rank is 8·numel/N bytes instead of 8·numel. (With bf16 model weights the
- * shard would also hold the fp32 master copy; today parameters are f32 and
- * are their own master.) A step is:
+ * Flat optimizer space. The optimizer sees the trainable tensors as segments:
+ * segment i covers params[offset_i, offset_i + numel_i) in the parameter
+ * buffer (parameter layout; gaps between segments are frozen tensors that get
+ * no state) and grads[flat_i, flat_i + numel_i) in the gradient buffer, where
+ * flat_i = Σ_{j<i} numel_j (gradients are compact). The flat space of
+ * numel = Σ numel_i elements is what is sharded: rank r owns
+ * [numel·r/N, numel·(r+1)/N) and holds exp_avg, exp_avg_sq (and the EMA) only
+ * for it, so optimizer memory per rank is 8·numel/N bytes (12 with EMA)
+ * instead of 8·numel. Parameters are replicated on every rank (f32; they are
+ * their own master copy). A step is:
  *   1. the averaged gradient of the shard: either already there (the gradient
  *      buckets all-reduced the whole buffer, overlapped with backward — the
  *      default) or reduce-scatter of the local gradients (MEAN);
- *   2. the global gradient norm: each rank's Σg² over its shard, all-reduced
- *      in f64, so every rank computes the same clip factor;
- *   3. AdamW on the shard (PyTorch's torch.optim.AdamW: decoupled weight
- *      decay p ← p − lr·wd·p, bias-corrected moments);
- *   4. all-gather of the updated shards into every rank's parameter vector.
+ *   2. multiplication by grad_mul (global loss normalisation);
+ *   3. the global gradient norm: each rank's Σg² over its shard with a fixed
+ *      blocking (thread-count invariant), all-reduced in f64, so every rank
+ *      computes the same clip factor — and every rank skips a non-finite step;
+ *   4. AdamW on the shard, exactly torch.optim.AdamW 1.13 (single-tensor
+ *      path): scalars formed in double and rounded to f32 once,
+ *        p ← p·(1 − lr·wd);  m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
+ *        p ← p − lr/(1−β1^t) · m / (sqrt(v)/sqrt(1−β2^t) + eps)
+ *      with weight decay only on segments whose decay flag is set, then the
+ *      EMA ema ← d·ema + (1−d)·p when enabled (openpi);
+ *   5. all-gather of the updated shards into every rank's parameters (in
+ *      place when there is one segment at offset 0; otherwise through a flat
+ *      scratch of numel floats, scattered back by segment).
  *
  * Why all-reduce buckets + local shard update by default, rather than
  * reduce-scatter: the buckets start during backward and hide behind it, and
@@ -23,11 +37,12 @@
  * final; it is kept (VLA_ZERO1_REDUCE_SCATTER) for bandwidth-bound runs where
  * backward is too short to hide anything.
  *
- * State on disk: each rank writes <dir>/zero1-rank<r>.safetensors with
- * tensors exp_avg and exp_avg_sq (its shard) and metadata format, rank,
- * world, offset, count, numel, step. The loader of rank r' in a world of M
- * opens only the files whose [offset, offset+count) meets its new shard and
- * copies the overlap — the shards are re-cut for any M. */
+ * State on disk: each rank writes <dir>/zero1-rank<r>.safetensors (atomic)
+ * with tensors exp_avg, exp_avg_sq and, with EMA on, ema (its shard), and
+ * metadata format, rank, world, offset, count, numel, step, layout (a hash of
+ * the segments). The loader of rank r' in a world of M opens only the files
+ * whose [offset, offset+count) meets its new shard and copies the overlap —
+ * the shards are re-cut for any M. */
 #ifndef VLA_DIST_ZERO1_H
 #define VLA_DIST_ZERO1_H
 
@@ -37,10 +52,24 @@
 #include "dist/comm.h"
 #include "dist/grad_buckets.h"
 
+/* Scalars are double where torch forms them in double from Python floats (lr,
+ * weight decay, betas, eps: 1 − β and the bias corrections are computed in
+ * double, then rounded to f32 once, which is what makes world 1 match torch
+ * bit for bit). */
 typedef struct {
-    float lr, beta1, beta2, eps, weight_decay;
+    double lr;
+    double beta1, beta2, eps;
+    double weight_decay;
     float max_grad_norm; /* ≤ 0: no clipping */
+    double grad_mul;     /* gradients are multiplied by it first; 0 is treated as 1 */
 } vla_adamw_hparams;
+
+/* Segment i: params[offset, offset + numel) in parameter layout; its gradient is
+ * grads[flat_i, flat_i + numel) with flat_i = Σ_{j<i} numel_j. */
+typedef struct {
+    int64_t offset, numel;
+    int decay; /* 1: weight decay applies */
+} vla_zero1_segment;
 
 typedef enum {
     VLA_ZERO1_GRADS_AVERAGED, /* grads already hold the mean over ranks (buckets) */
@@ -49,31 +78,54 @@ typedef enum {
 
 typedef struct vla_zero1 vla_zero1;
 
+/* Segments must not overlap in the parameter buffer; they are copied. */
+vla_status vla_zero1_create_segments(vla_comm *comm, const vla_zero1_segment *seg, int n_seg, vla_zero1 **out);
+/* = one segment {0, numel, decay 1}: parameters and gradients share the flat layout. */
 vla_status vla_zero1_create(vla_comm *comm, int64_t numel, vla_zero1 **out);
 void vla_zero1_free(vla_zero1 *z);
 
-/* This rank's shard [lo, hi). */
+/* Flat size Σ numel_i. */
+int64_t vla_zero1_numel(const vla_zero1 *z);
+/* This rank's shard [lo, hi) of the flat space. */
 void vla_zero1_shard(const vla_zero1 *z, int64_t *lo, int64_t *hi);
 /* Shard of rank r of `world` over numel elements (the cut used everywhere). */
 void vla_zero1_shard_of(int64_t numel, int r, int world, int64_t *lo, int64_t *hi);
-/* Optimizer-state bytes held by this rank. */
+/* Optimizer-state bytes held by this rank (moments, and the EMA when on). */
 size_t vla_zero1_state_bytes(const vla_zero1 *z);
 int64_t vla_zero1_step_count(const vla_zero1 *z);
 
-/* Elements in [lo[i], hi[i]) of the flat vector get no weight decay (biases,
- * norm scales: see train/optimizer.h's rule). Replaces any earlier call. */
-vla_status vla_zero1_set_no_decay(vla_zero1 *z, const int64_t *lo, const int64_t *hi, int n);
+/* EMA of the parameters over this rank's shard, updated after every successful
+ * step: ema ← d·ema + (1−d)·p (openpi), initialised from `params` (parameter
+ * layout). decay in (0, 1). Enable before vla_zero1_load to resume an EMA. */
+vla_status vla_zero1_ema_enable(vla_zero1 *z, double decay, const float *params);
+double vla_zero1_ema_decay(const vla_zero1 *z); /* 0: none */
+/* Collective: every rank receives the whole EMA, written into `out` (parameter
+ * layout; only the segments' elements are written, gaps untouched). */
+vla_status vla_zero1_ema_gather(vla_zero1 *z, float *out);
+/* Collective NaN/Inf guard before a checkpoint: the moments and EMA of every
+ * shard must be finite; VLA_ERR_NUMERIC (on every rank) names the rank, the
+ * flat index, the segment and the element. */
+vla_status vla_zero1_check_finite(vla_zero1 *z);
 
-/* One optimizer step. `buckets` (may be NULL) are waited for as needed in
- * GRADS_AVERAGED mode; they are always fully completed on return.
- * grad_norm (may be NULL) receives the global norm before clipping. */
+/* One optimizer step (collective). grads are flat/compact, params in parameter
+ * layout; grads are not modified (a scratch shard is used when grad_mul ≠ 1 or
+ * in REDUCE_SCATTER mode). `buckets` (may be NULL) are waited for as needed in
+ * GRADS_AVERAGED mode; they are always fully completed on return. grad_norm
+ * (may be NULL) receives the global norm of grad_mul·g before clipping. A
+ * non-finite norm returns VLA_ERR_NUMERIC on every rank without changing
+ * params, moments, EMA or the step count. Bad hyper-parameters are
+ * VLA_ERR_INVALID_ARG. */
 vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_grad_mode mode,
                           const vla_adamw_hparams *hp, vla_grad_buckets *buckets, double *grad_norm);
 
-/* Write this rank's shard; returns VLA_OK on every rank only when every
- * rank's file was written. */
+/* File name of rank r's shard relative to the save directory
+ * ("zero1-rank00003.safetensors"). */
+void vla_zero1_shard_file(int rank, char *buf, size_t cap);
+/* Write this rank's shard (refused if it holds NaN/Inf); returns VLA_OK on
+ * every rank only when every rank's file was written. */
 vla_status vla_zero1_save(vla_zero1 *z, const char *dir);
-/* Read shards written by any world size and re-cut them for this one. */
+/* Read shards written by any world size and re-cut them for this one. With the
+ * EMA on, the files must hold it (the error names the file). */
 vla_status vla_zero1_load(vla_zero1 *z, const char *dir);
 
 #endif

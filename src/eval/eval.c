@@ -26,6 +26,7 @@ void vla_eval_opts_default(vla_eval_opts *o) {
 
 typedef struct {
     vla_env *env;
+    vla_eval_history *hist; /* the policy's state history (policy rollouts) */
     bool done, success;
     int steps;
     double max_cov, sum_rew;
@@ -44,6 +45,7 @@ enum { SRC_AGENT_POS, SRC_STATE, SRC_ENV_STATE };
 
 typedef struct {
     int n, src[MAX_SKEYS], width[MAX_SKEYS];
+    int frame_w, K; /* one frame's width; frames of history (the state is K frames) */
 } state_map;
 
 static vla_status state_source(const vla_env_spec *spec, int64_t width, int *src) {
@@ -58,12 +60,19 @@ static vla_status state_source(const vla_env_spec *spec, int64_t width, int *src
 }
 
 /* The checkpoint's state keys (features.state_keys; none: observation.state
- * alone) → env vectors, checked against the state width it was trained on. */
+ * alone) → env vectors, checked against the state width it was trained on
+ * (one frame's: state_width / n_obs_steps). */
 static vla_status state_mapping(const vla_env_spec *spec, const vla_pretrained_meta *m, state_map *map) {
     memset(map, 0, sizeof *map);
+    map->K = m->n_obs_steps > 1 ? m->n_obs_steps : 1;
+    if (m->state_width % map->K != 0)
+        return vla_error(VLA_ERR_INVALID_ARG, "eval: state width %lld is not %d frames of history",
+                         (long long)m->state_width, map->K);
+    int64_t fw = m->state_width / map->K;
+    map->frame_w = (int)fw;
     if (!m->state_keys[0]) {
-        map->n = 1, map->width[0] = (int)m->state_width;
-        return state_source(spec, m->state_width, &map->src[0]);
+        map->n = 1, map->width[0] = (int)fw;
+        return state_source(spec, fw, &map->src[0]);
     }
     int total = 0;
     for (const char *q = m->state_keys; *q;) {
@@ -78,7 +87,7 @@ static vla_status state_mapping(const vla_env_spec *spec, const vla_pretrained_m
                 if (l2 == 29 && !strncmp(r, "observation.environment_state", l2)) rest += spec->env_state_dim;
                 r += l2 + (r[l2] == ',');
             }
-            map->width[i] = (int)m->state_width - total - rest;
+            map->width[i] = (int)fw - total - rest;
             VLA_TRY(state_source(spec, map->width[i], &map->src[i]));
         } else if (len == 29 && !strncmp(q, "observation.environment_state", len)) {
             map->src[i] = SRC_ENV_STATE, map->width[i] = spec->env_state_dim;
@@ -91,9 +100,10 @@ static vla_status state_mapping(const vla_env_spec *spec, const vla_pretrained_m
         total += map->width[i];
         q += len + (q[len] == ',');
     }
-    if (total != m->state_width)
-        return vla_error(VLA_ERR_INVALID_ARG, "eval: state keys '%s' give %d dims in env '%s', the policy was trained on %lld",
-                         m->state_keys, total, spec->name, (long long)m->state_width);
+    if (total != fw)
+        return vla_error(VLA_ERR_INVALID_ARG,
+                         "eval: state keys '%s' give %d dims in env '%s', the policy was trained on %lld per frame",
+                         m->state_keys, total, spec->name, (long long)fw);
     return VLA_OK;
 }
 
@@ -115,7 +125,72 @@ vla_status vla_eval_policy_state(const char *env, const vla_pretrained_meta *met
     return VLA_OK;
 }
 
+/* ---- state history (n_obs_steps) ----------------------------------------------
+ * A ring of the last K frames' raw state vectors; before K frames were seen the
+ * oldest slots repeat the first frame, as the loader clamps rows to the
+ * episode's first. */
+struct vla_eval_history {
+    state_map map;
+    int64_t pushed;
+    float *ring; /* [K × frame_w]; frame n lives at slot n % K */
+};
+
+vla_status vla_eval_history_create(const char *env, const vla_pretrained_meta *meta, vla_eval_history **out) {
+    *out = NULL;
+    const vla_env_vtable *vt = vla_env_find(env);
+    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", env);
+    vla_eval_history *h = calloc(1, sizeof *h);
+    if (!h) return vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+    vla_status st = state_mapping(vt->spec, meta, &h->map);
+    if (st == VLA_OK && !(h->ring = calloc((size_t)(h->map.K * h->map.frame_w) + 1, sizeof(float))))
+        st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+    if (st != VLA_OK) {
+        vla_eval_history_free(h);
+        return st;
+    }
+    *out = h;
+    return VLA_OK;
+}
+
+void vla_eval_history_free(vla_eval_history *h) {
+    if (!h) return;
+    free(h->ring);
+    free(h);
+}
+
+void vla_eval_history_reset(vla_eval_history *h) { h->pushed = 0; }
+
+void vla_eval_history_push(vla_eval_history *h, const vla_env_obs *ob) {
+    state_from_obs(&h->map, ob, h->ring + (h->pushed % h->map.K) * h->map.frame_w);
+    h->pushed++;
+}
+
+int64_t vla_eval_history_width(const vla_eval_history *h) { return (int64_t)h->map.K * h->map.frame_w; }
+
+void vla_eval_history_state(const vla_eval_history *h, float *out) {
+    int K = h->map.K, fw = h->map.frame_w;
+    for (int f = 0; f < K; f++) {
+        /* frame index of slot f (oldest first), clamped to the first frame */
+        int64_t n = h->pushed - K + f;
+        if (n < 0) n = 0;
+        if (h->pushed == 0) {
+            memset(out + f * fw, 0, (size_t)fw * sizeof(float));
+            continue;
+        }
+        memcpy(out + f * fw, h->ring + (n % K) * fw, (size_t)fw * sizeof(float));
+    }
+}
+
 #define MAX_POLICIES 16
+
+/* The env's current observation into the episode's state history. */
+static void episode_observe(episode *e) {
+    vla_env_obs ob;
+    memset(&ob, 0, sizeof ob);
+    ob.type = VLA_OBS_STATE;
+    vla_env_observe(e->env, &ob);
+    vla_eval_history_push(e->hist, &ob);
+}
 
 static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained *pm, vla_policy *const *pols,
                           int npol, int N, episode *eps, int keep_actions, vla_eval_summary *sum) {
@@ -161,6 +236,10 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
         vla_env_info info;
         if ((st = vla_env_reset(eps[i].env, o->seed + (uint64_t)i, &info)) != VLA_OK) goto done;
         eps[i].max_cov = info.coverage;
+        if (kind == ROLL_POLICY) {
+            if ((st = vla_eval_history_create(o->env, &pm->meta, &eps[i].hist)) != VLA_OK) goto done;
+            episode_observe(&eps[i]);
+        }
         if (i < keep_actions && !(eps[i].actions = calloc((size_t)(max_steps * A), sizeof(double)))) {
             st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
             goto done;
@@ -176,13 +255,9 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
 #pragma omp parallel for schedule(dynamic)
             for (int j = 0; j < na; j++) {
                 episode *e = &eps[active[j]];
-                vla_env_obs ob;
-                memset(&ob, 0, sizeof ob);
-                ob.type = VLA_OBS_STATE;
-                vla_env_observe(e->env, &ob);
                 float *sd = state + (int64_t)j * Sd;
                 memset(sd, 0, (size_t)Sd * sizeof(float));
-                state_from_obs(&smap, &ob, sd);
+                vla_eval_history_state(e->hist, sd); /* the last K frames, oldest first */
                 vla_normalize(&pm->state_norm, sd, sd, 1);
                 if (cams > 0) {
                     uint8_t *rgb = malloc((size_t)(img * img * 3));
@@ -249,6 +324,7 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
                     break;
                 }
                 if (e->actions) memcpy(e->actions + (int64_t)e->steps * A, a, (size_t)A * sizeof(double));
+                if (e->hist) episode_observe(e);
                 e->steps++;
                 e->sum_rew += r.reward;
                 if (r.info.coverage > e->max_cov) e->max_cov = r.info.coverage;
@@ -275,7 +351,8 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
 done:
     for (int i = 0; i < N; i++) {
         vla_env_free(eps[i].env);
-        eps[i].env = NULL;
+        vla_eval_history_free(eps[i].hist);
+        eps[i].env = NULL, eps[i].hist = NULL;
     }
     free(state), free(images), free(acts), free(keys), free(tasks), free(active);
     return st;
@@ -362,12 +439,12 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
                 pm.dir, o->env, N, 100 * out->policy.success_rate, out->policy.mean_max_coverage,
                 out->policy.mean_sum_reward, out->policy.seconds);
     json_t *agg = summary_json(&out->policy);
-    info = json_pack("{s:o, s:o, s:{s:s, s:s, s:I, s:i, s:i}}", "aggregated", agg, "per_episode",
+    info = json_pack("{s:o, s:o, s:{s:s, s:s, s:I, s:i, s:i, s:i}}", "aggregated", agg, "per_episode",
                      episodes_json(o, eps, N), "config", "policy_path", pm.dir, "env", o->env, "seed",
                      (json_int_t)o->seed, "n_action_steps",
                      o->n_action_steps > 0 ? o->n_action_steps
                                            : (int)(pm.policy->cfg.action.horizon < 8 ? pm.policy->cfg.action.horizon : 8),
-                     "n_episodes", N);
+                     "n_episodes", N, "n_obs_steps", pm.meta.n_obs_steps > 1 ? pm.meta.n_obs_steps : 1);
     if (o->output_dir && nv > 0) {
         json_t *vids = json_array();
         json_object_set_new(info, "videos", vids);

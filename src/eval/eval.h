@@ -24,7 +24,11 @@
  * (Reach: agent and target); observation.environment_state is env_state
  * (PushT: the 16-D block keypoints); the vector is normalised with the
  * checkpoint's statistics (each feature's own, concatenated). A checkpoint
- * without state keys means observation.state alone. Images are rendered at
+ * without state keys means observation.state alone. With n_obs_steps K > 1
+ * (features.n_obs_steps, from `vla train --dataset.n_obs_steps=K`) the state
+ * is that vector at the last K env steps, oldest first, the first frame
+ * repeated until K were seen — the loader's rows t−K+1..t clamped to the
+ * episode start (vla_eval_history). Images are rendered at
  * the policy's image size in the renderer's default (gym) style, as the
  * recorded datasets were. */
 #ifndef VLA_EVAL_EVAL_H
@@ -70,7 +74,21 @@ void vla_eval_opts_default(vla_eval_opts *o);
  * observation, in the order of the checkpoint's state keys: the vector the
  * loader built from the recorded dataset at the same env state
  * (observation.state ← agent_pos, observation.environment_state ← env_state). */
+/* One frame of it; with n_obs_steps > 1, one frame of the history. */
 vla_status vla_eval_policy_state(const char *env, const vla_pretrained_meta *meta, const vla_env_obs *ob, float *out);
+
+/* The policy's state history in a closed loop: push the observation after
+ * reset and after every env step; _state writes the raw (unnormalised)
+ * [n_obs_steps × frame width] vector the policy is fed, oldest frame first,
+ * frames before the first repeating it (what the loader builds at the same
+ * step of a recorded episode). */
+typedef struct vla_eval_history vla_eval_history;
+vla_status vla_eval_history_create(const char *env, const vla_pretrained_meta *meta, vla_eval_history **out);
+void vla_eval_history_free(vla_eval_history *h);
+void vla_eval_history_reset(vla_eval_history *h);
+void vla_eval_history_push(vla_eval_history *h, const vla_env_obs *ob);
+int64_t vla_eval_history_width(const vla_eval_history *h);
+void vla_eval_history_state(const vla_eval_history *h, float *out);
 vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out);
 
 #endif

@@ -162,6 +162,8 @@ vla_status vla_ckpt_file_path(vla_ckpt_writer *w, const char *rel, char *buf, si
     return VLA_OK;
 }
 
+const char *vla_ckpt_writer_dir(const vla_ckpt_writer *w) { return w->tmp; }
+
 vla_status vla_ckpt_add_file(vla_ckpt_writer *w, const char *rel) {
     if (!safe_rel(rel)) return vla_error(VLA_ERR_INVALID_ARG, "checkpoint: bad file name '%s'", rel ? rel : "");
     for (size_t i = 0; i < w->n_files; i++)

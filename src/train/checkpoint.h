@@ -67,6 +67,10 @@ vla_status vla_ckpt_begin(const char *output_dir, int64_t step, int64_t total_st
 vla_status vla_ckpt_write_file(vla_ckpt_writer *w, const char *rel, const void *data, size_t n);
 vla_status vla_ckpt_write_json(vla_ckpt_writer *w, const char *rel, const json_t *value);
 vla_status vla_ckpt_write_safetensors(vla_ckpt_writer *w, const char *rel, vla_safetensors_writer *sw);
+/* The directory the checkpoint is being built in (hidden until commit): the
+ * data-parallel trainer broadcasts it so every rank writes its own shard
+ * there before rank 0 registers the files and commits. */
+const char *vla_ckpt_writer_dir(const vla_ckpt_writer *w);
 /* For files written by other means: the absolute path to write `rel` to
  * (parent directories are created), then vla_ckpt_add_file once it is
  * complete and fsync'ed. */

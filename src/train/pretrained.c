@@ -30,6 +30,8 @@ json_t *vla_pretrained_config_json(const vla_policy *p, const vla_normalizer *ns
         }
         json_object_set_new(feat, "state_keys", keys);
     }
+    /* frames of state history the loader concatenated (eval keeps as many) */
+    if (feat) json_object_set_new(feat, "n_obs_steps", json_integer(m->n_obs_steps > 1 ? m->n_obs_steps : 1));
     return json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:I}", "type", vla_policy_kind_name(p->cfg.kind), "name",
                      p->cfg.name, "policy", pc, "normalization", norm, "features", feat, "task", m->task, "dataset",
                      m->dataset, "n_action_steps", (json_int_t)p->cfg.action.horizon);
@@ -165,6 +167,14 @@ vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrai
         const char *k = json_string_value(json_array_get(sk, i));
         size_t used = strlen(out->meta.state_keys);
         if (k) snprintf(out->meta.state_keys + used, sizeof out->meta.state_keys - used, "%s%s", i ? "," : "", k);
+    }
+    json_t *nobs = json_object_get(feat, "n_obs_steps");
+    out->meta.n_obs_steps = json_is_integer(nobs) ? (int)json_integer_value(nobs) : 1;
+    if (out->meta.n_obs_steps < 1 || out->meta.n_obs_steps > 64 ||
+        out->meta.state_width % out->meta.n_obs_steps != 0) {
+        st = vla_error(VLA_ERR_FORMAT, "%s: features.n_obs_steps %d does not divide the state width %lld (or is not "
+                       "in 1..64)", file, out->meta.n_obs_steps, (long long)out->meta.state_width);
+        goto done;
     }
     const char *task = json_string_value(json_object_get(root, "task"));
     snprintf(out->meta.task, sizeof out->meta.task, "%s", task ? task : "");

@@ -23,6 +23,8 @@ typedef struct {
     double fps;
     char task[512];        /* the dataset's first task (the prompt at eval) */
     char dataset[1024];    /* dataset root it was trained on */
+    int n_obs_steps;       /* frames of state history K: the state is K frames of the state keys' vector,
+                              oldest first (state_width = K × one frame; ≤ 1 or absent: one frame) */
 } vla_pretrained_meta;
 
 /* config.json as a JSON object. */

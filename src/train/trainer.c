@@ -2,6 +2,7 @@
 #include "train/trainer.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,8 @@ typedef struct {
     vla_train_opt *opt;
     vla_schedule sched;
     vla_grad_buckets *gb;
-    float *gfull;     /* weights-layout gradient when frozen tensors exist */
+    vla_status ready_st; /* a failed mark_ready inside the hook, reported after backward */
+    int64_t *tindex;  /* per parameter: its index among the trainable ones (the buckets'), -1 when frozen */
     float *scratch;   /* weights-layout buffer for EMA export */
     vla_sampler track;
     src_state src;
@@ -91,27 +93,42 @@ static json_t *config_json(trainer *t) {
     return vla_pretrained_config_json(t->p, vla_loader_state_norm(t->L), vla_loader_action_norm(t->L), &t->meta);
 }
 
-static const float *export_weights(trainer *t) {
-    if (!vla_train_opt_has_ema(t->opt)) return t->p->weights;
+/* Collective (the EMA is sharded): the weights to export — the EMA where
+ * there is one (frozen tensors from the live weights), else the weights. */
+static vla_status export_weights(trainer *t, const float **out) {
+    *out = t->p->weights;
+    if (!vla_train_opt_has_ema(t->opt)) return VLA_OK;
     memcpy(t->scratch, t->p->weights, (size_t)t->p->n_weight_floats * sizeof(float));
-    vla_train_opt_ema_to(t->opt, t->scratch);
-    return t->scratch;
+    VLA_TRY(vla_train_opt_ema_to(t->opt, t->scratch));
+    *out = t->scratch;
+    return VLA_OK;
 }
 
+/* Rank 0 writes the shared files; every rank writes its optimizer shard into
+ * the same hidden directory (its path broadcast from rank 0); rank 0 commits
+ * only once every shard is written, so the checkpoint is complete or absent.
+ * Every rank goes through the same collectives whatever fails where. */
 static vla_status save_checkpoint(trainer *t, int64_t step, double lr, char *dir_out, size_t cap) {
-    vla_status st = VLA_OK;
+    const float *wexp = NULL;
+    vla_status st = vla_train_opt_check_finite(t->opt, t->p->weights);
+    if (st != VLA_OK) st = vla_error_context(st, "step %lld: not writing a checkpoint", (long long)step);
+    if (st == VLA_OK) st = export_weights(t, &wexp);
+    if (st != VLA_OK) return vla_comm_agree(t->comm, st, "checkpoint");
+    vla_ckpt_writer *w = NULL;
+    char state_dir[VLA_CKPT_PATH_MAX + 32];
+    state_dir[0] = '\0';
+    if (t->rank == 0 && (st = vla_ckpt_begin(t->o->output_dir, step, t->o->steps, &w)) == VLA_OK)
+        snprintf(state_dir, sizeof state_dir, "%s/%s", vla_ckpt_writer_dir(w), VLA_CKPT_STATE_DIR);
+    VLA_TRY(vla_comm_agree(t->comm, st, "checkpoint: creating the directory"));
+    if (t->world > 1) VLA_TRY(vla_comm_bcast(t->comm, state_dir, sizeof state_dir, VLA_COMM_BYTE, 0));
+    st = vla_train_opt_save(t->opt, w, state_dir, lr); /* collective: every rank's shard */
     if (t->rank == 0) {
-        vla_ckpt_writer *w = NULL;
         json_t *cfg = NULL;
-        st = vla_train_opt_check_finite(t->opt, t->p->weights);
-        if (st != VLA_OK) st = vla_error_context(st, "step %lld: not writing a checkpoint", (long long)step);
-        if (st == VLA_OK) st = vla_ckpt_begin(t->o->output_dir, step, t->o->steps, &w);
         if (st == VLA_OK && !(cfg = config_json(t))) st = vla_error(VLA_ERR_INTERNAL, "checkpoint: config.json");
-        if (st == VLA_OK) st = vla_pretrained_write_ckpt(w, VLA_CKPT_MODEL_DIR, t->p, export_weights(t), cfg);
+        if (st == VLA_OK) st = vla_pretrained_write_ckpt(w, VLA_CKPT_MODEL_DIR, t->p, wexp, cfg);
         if (st == VLA_OK) st = vla_ckpt_write_json(w, "pretrained_model/train_config.json", t->train_cfg);
         if (st == VLA_OK && vla_train_opt_has_ema(t->opt))
             st = vla_pretrained_write_ckpt(w, "training_state/raw_model", t->p, NULL, cfg);
-        if (st == VLA_OK) st = vla_train_opt_save(t->opt, w, lr);
         if (st == VLA_OK) {
             vla_sampler_pos pos = vla_sampler_tell(&t->track);
             /* the losses of the unfinished log window, so a resumed run logs the same means
@@ -144,7 +161,7 @@ static vla_status load_checkpoint(trainer *t, const vla_ckpt_info *ck, int64_t *
     snprintf(path, sizeof path, "%s/training_state/raw_model/model.safetensors", ck->dir);
     if (!vla_path_exists(path)) snprintf(path, sizeof path, "%s/pretrained_model/model.safetensors", ck->dir);
     VLA_TRY(vla_pretrained_load_weights(t->p, path));
-    VLA_TRY(vla_train_opt_load(t->opt, ck->dir));
+    VLA_TRY(vla_train_opt_load(t->opt, ck->dir)); /* collective: shards re-cut for this world */
     json_t *rng;
     snprintf(path, sizeof path, "%s/training_state/rng_state.json", ck->dir);
     VLA_TRY(vla_json_load_file(path, &rng));
@@ -202,7 +219,7 @@ static void trainer_free(trainer *t) {
     vla_lerobot_close(t->ds);
     vla_sampler_free(&t->track);
     vla_sampler_free(&t->src.s);
-    free(t->gfull);
+    free(t->tindex);
     free(t->scratch);
     free(t->win);
     json_decref(t->train_cfg);
@@ -249,6 +266,7 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     const vla_lr_feature *fa = vla_lerobot_feature(t->ds, "action");
     int64_t sw = 0;
     VLA_TRY(vla_loader_keys_width(t->ds, o->state_keys, &sw));
+    if (o->n_obs_steps > 1) sw *= o->n_obs_steps; /* K frames of history side by side */
     if (!fa) return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs an 'action' feature", o->dataset_root);
     /* the padded dims grow to the dataset's (max_state_dim / max_action_dim) */
     if (sw > cfg.action.state_dim) cfg.action.state_dim = sw;
@@ -267,10 +285,12 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     t->src.accum = o->accum, t->src.B = o->batch_size, t->src.rank = t->rank;
     vla_loader_opts lo = {.ds = t->ds, .policy = t->p, .batch_size = o->batch_size, .source = src_fn,
                           .source_user = &t->src, .seed = o->seed, .num_workers = o->num_workers,
-                          .augment = o->augment, .state_keys = o->state_keys, .image_keys = o->image_keys};
+                          .augment = o->augment, .state_keys = o->state_keys, .image_keys = o->image_keys,
+                          .n_obs_steps = o->n_obs_steps};
     VLA_TRY(vla_loader_create(&lo, &t->L));
     t->meta.state_width = vla_loader_state_width(t->L);
     snprintf(t->meta.state_keys, sizeof t->meta.state_keys, "%s", vla_loader_state_keys(t->L));
+    t->meta.n_obs_steps = vla_loader_n_obs_steps(t->L);
     t->meta.action_width = vla_loader_action_width(t->L);
     t->meta.cameras = vla_loader_n_cameras(t->L);
     t->meta.fps = t->ds->fps;
@@ -281,12 +301,14 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     vla_policy *p = t->p;
     vla_train_opt_tensor *tt = calloc((size_t)p->specs.n, sizeof *tt);
     int64_t *sizes = calloc((size_t)p->specs.n, sizeof *sizes);
-    if (!tt || !sizes) {
+    t->tindex = calloc((size_t)p->specs.n, sizeof *t->tindex);
+    if (!tt || !sizes || !t->tindex) {
         free(tt), free(sizes);
         return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
     }
     int n = 0;
     for (int64_t i = 0; i < p->specs.n; i++) {
+        t->tindex[i] = p->params[i].grad ? n : -1;
         if (!p->params[i].grad) continue;
         tt[n].name = p->params[i].spec->name;
         tt[n].offset = p->params[i].data - p->weights;
@@ -297,14 +319,11 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     }
     vla_train_opt_overrides ov = {o->lr, o->weight_decay, o->clip_norm, o->ema_decay > 0 ? o->ema_decay : 0};
     const char *kind = vla_policy_kind_name(cfg.kind);
-    vla_status st = vla_train_opt_create(kind, tt, n, p->n_weight_floats, p->weights, &ov, &t->opt);
-    if (st == VLA_OK) st = vla_grad_buckets_create(t->comm, p->grads, sizes, n, 0, &t->gb);
+    vla_status st = vla_train_opt_create(t->comm, kind, tt, n, p->weights, &ov, &t->opt);
+    size_t bucket_bytes = o->bucket_mb > 0 ? (size_t)(o->bucket_mb * 1048576.0) : 0;
+    if (st == VLA_OK) st = vla_grad_buckets_create(t->comm, p->grads, sizes, n, bucket_bytes, &t->gb);
     free(tt), free(sizes);
     VLA_TRY(st);
-    if (p->n_grad_floats != p->n_weight_floats) {
-        t->gfull = calloc((size_t)p->n_weight_floats, sizeof(float));
-        if (!t->gfull) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
-    }
     t->capwin = o->log_freq > 0 ? o->log_freq : 1;
     t->win = calloc((size_t)t->capwin, sizeof *t->win);
     if (!t->win) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
@@ -349,6 +368,14 @@ static vla_status setup(trainer *t, int64_t *start_step) {
         VLA_TRY(vla_ckpt_cleanup(o->output_dir));
     }
     return VLA_OK;
+}
+
+/* The policy's gradient-ready hook: parameters [first, end) are final. */
+static void on_grads_ready(void *user, int64_t first, int64_t end) {
+    trainer *t = user;
+    for (int64_t i = first; i < end; i++)
+        if (t->tindex[i] >= 0 && t->ready_st == VLA_OK)
+            t->ready_st = vla_grad_buckets_mark_ready(t->gb, (int)t->tindex[i]);
 }
 
 static void mean_losses(const double *l, int64_t n, double *first, double *last) {
@@ -400,46 +427,58 @@ vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
     vla_meter meter;
     vla_meter_start(&meter, t_begin);
     int64_t step = start, nl = 0;
-    float *g = t.gfull ? t.gfull : p->grads;
     for (; step < o->steps; step++) {
         vla_policy_zero_grad(p);
         if ((st = vla_grad_buckets_begin(t.gb)) != VLA_OK) goto done;
-        double loss_sum = 0, wait = 0;
+        /* Loss normalisation over the whole global batch: each micro-batch's
+         * loss is its masked squared-error *sum* (loss_divisor 1), and the
+         * gradient is scaled once, after the all-reduce, by world / (real
+         * entries over all ranks and micro-batches) — the buckets average, so
+         * this is Σ gradients / global count: N ranks at B/N equal one rank at
+         * B, and accumulation equals one big batch. */
+        double sums[2] = {0, 0}, wait = 0; /* Σ err², Σ real entries */
         int64_t samples = 0;
         for (int64_t micro = 0; micro < o->accum; micro++) {
             vla_loader_batch *b = NULL;
             double w = 0;
             if ((st = vla_loader_next(t.L, &b, &w)) != VLA_OK) goto done;
             wait += w;
+            b->batch.loss_divisor = 1;
             vla_loss_info info;
             st = vla_policy_loss(p, &b->batch, true, &info);
+            /* the last micro-batch's backward starts each bucket's all-reduce as its gradients become final */
+            bool last = micro == o->accum - 1;
+            p->grad_ready = last ? on_grads_ready : NULL;
+            p->grad_ready_user = last ? &t : NULL;
             if (st == VLA_OK) st = vla_policy_backward(p);
+            p->grad_ready = NULL, p->grad_ready_user = NULL;
+            if (st == VLA_OK && t.ready_st != VLA_OK) st = t.ready_st;
             samples += b->batch.n_samples;
             vla_loader_release(t.L, b);
             if (st != VLA_OK) {
                 st = vla_error_context(st, "step %lld", (long long)step + 1);
                 goto done;
             }
-            loss_sum += info.loss;
+            sums[0] += info.loss;
+            sums[1] += (double)info.real_entries;
         }
-        if ((st = vla_grad_buckets_wait_all(t.gb)) != VLA_OK) goto done;
-        double loss = loss_sum / (double)o->accum;
-        if (t.world > 1 && (st = vla_comm_allreduce(t.comm, &loss, &loss, 1, VLA_COMM_F64, VLA_COMM_MEAN)) != VLA_OK)
+        if (t.world > 1 && (st = vla_comm_allreduce(t.comm, sums, sums, 2, VLA_COMM_F64, VLA_COMM_SUM)) != VLA_OK)
             goto done;
-        if (o->accum > 1) {
-            float s = 1.0f / (float)o->accum;
-            for (int64_t i = 0; i < p->n_grad_floats; i++) p->grads[i] *= s;
+        double loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
+        double grad_mul = (double)t.world / (sums[1] > 0 ? sums[1] : 1);
+        if (o->nan_at_step == step + 1 && p->n_grad_floats > 0) {
+            if ((st = vla_grad_buckets_wait_all(t.gb)) != VLA_OK) goto done;
+            p->grads[0] = NAN;
         }
-        if (o->nan_at_step == step + 1 && p->n_grad_floats > 0) p->grads[0] = NAN;
-        if (t.gfull)
-            for (int64_t i = 0; i < p->specs.n; i++)
-                if (p->params[i].grad)
-                    memcpy(t.gfull + (p->params[i].data - p->weights), p->params[i].grad,
-                           (size_t)p->params[i].spec->numel * sizeof(float));
         double lr = vla_schedule_lr(&t.sched, vla_train_opt_updates(t.opt));
         double norm = NAN;
-        vla_status cs = isfinite(loss) ? vla_train_opt_clip(t.opt, g, &norm)
-                                       : vla_error(VLA_ERR_NUMERIC, "loss is %g", loss);
+        vla_status cs;
+        if (isfinite(loss)) {
+            cs = vla_train_opt_step(t.opt, p->weights, p->grads, lr, grad_mul, t.gb, &norm);
+        } else {
+            if ((st = vla_grad_buckets_wait_all(t.gb)) != VLA_OK) goto done;
+            cs = vla_error(VLA_ERR_NUMERIC, "loss is %g", loss);
+        }
         if (cs == VLA_ERR_NUMERIC) {
             if (!o->skip_nonfinite) {
                 char why[512];
@@ -456,8 +495,6 @@ vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
         } else if (cs != VLA_OK) {
             st = cs;
             goto done;
-        } else if ((st = vla_train_opt_step(t.opt, p->weights, g, lr)) != VLA_OK) {
-            goto done;
         }
         if ((st = vla_sampler_advance(&t.track)) != VLA_OK) goto done;
         int64_t done_steps = step + 1;
@@ -470,11 +507,13 @@ vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
         for (int i = 0; i < NCOLS; i++) row[i] = NAN;
         bool log_now = o->log_freq > 0 && (done_steps % o->log_freq == 0 || done_steps == o->steps);
         if (o->eval_freq > 0 && o->eval_fn && done_steps % o->eval_freq == 0) {
+            const float *wexp = NULL;
+            if ((st = export_weights(&t, &wexp)) != VLA_OK) goto done; /* collective */
             if (t.rank == 0) {
                 char dir[4200];
                 snprintf(dir, sizeof dir, "%s/eval_model", o->output_dir);
                 json_t *cfgj = config_json(&t);
-                st = vla_pretrained_write_dir(dir, p, export_weights(&t), cfgj);
+                st = vla_pretrained_write_dir(dir, p, wexp, cfgj);
                 json_decref(cfgj);
                 if (st == VLA_OK) st = o->eval_fn(o->eval_user, dir, done_steps, &row[C_EVS], &row[C_EVC], &row[C_EVR]);
                 if (st != VLA_OK) {
@@ -529,12 +568,21 @@ vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
             step++;
             break;
         }
+        if (o->crash_at_step > 0 && done_steps == o->crash_at_step && start == 0) {
+            fflush(NULL);
+            raise(SIGKILL); /* a real kill: nothing after the last checkpoint survives */
+        }
         if (o->stop_after > 0 && done_steps >= o->stop_after) {
             step++;
             break;
         }
     }
     res->seconds = vla_now_s() - t_begin;
+    vla_grad_buckets_stats gs = vla_grad_buckets_get_stats(t.gb);
+    res->comm_exposed_s = gs.total_exposed_s;
+    res->n_buckets = gs.n_buckets;
+    res->buckets_started_in_backward = gs.started_before_wait;
+    res->opt_state_bytes = vla_train_opt_state_bytes(t.opt);
     res->steps_done = step - start;
     res->skipped = t.skipped;
     res->samples_per_s = res->seconds > 0 ? (double)(res->steps_done * o->batch_size * o->accum * t.world) / res->seconds : 0;

@@ -4,9 +4,11 @@
  *
  * Per step: the loader's micro-batches (background threads, packed), loss +
  * backward per micro-batch (gradients add up in the policy's flat buffer),
- * gradient all-reduce (dist/grad_buckets.h, averaged over ranks), ÷ accum,
- * global-norm clipping with the NaN/Inf guard, AdamW (replicated on every
- * rank: plain data parallelism), EMA, schedule. Rank 0 writes metrics,
+ * each bucket's all-reduce started by the policy's gradient-ready hook during
+ * the last micro-batch's backward (dist/grad_buckets.h), loss normalised by
+ * the real action entries of the whole global batch, global-norm clipping
+ * with the NaN/Inf guard, ZeRO-1 AdamW (moments and EMA sharded across
+ * ranks, weights all-gathered: train/trainer_opt.h), schedule. Rank 0 writes metrics,
  * the progress line, checkpoints and plots; a checkpoint counts once every
  * rank agrees it was written (vla_comm_agree).
  *
@@ -54,10 +56,14 @@ typedef struct {
     bool progress;              /* progress line on stderr */
     double max_time_s;          /* > 0: after the step that crosses this many seconds of training, write a
                                    checkpoint and stop (a time budget; the schedule is not shortened) */
+    double bucket_mb;           /* gradient bucket size in MiB (≤ 0: 25) */
     int64_t stop_after;         /* > 0: stop after this step without a final checkpoint (tests: simulates a kill) */
     int64_t nan_at_step;        /* > 0: poison that step's gradient with NaN (tests) */
+    int64_t crash_at_step;      /* > 0: SIGKILL itself after that step unless resuming (restart tests) */
     vla_train_eval_fn eval_fn;
     void *eval_user;
+    int n_obs_steps;            /* frames of state history fed to the policy (≤ 1: the current one; see
+                                   data/loader.h); recorded in the checkpoint for eval */
 } vla_train_opts;
 
 void vla_train_opts_default(vla_train_opts *o);
@@ -69,6 +75,9 @@ typedef struct {
     double first_loss, last_loss;  /* mean of the first / last min(10, n) step losses of this session */
     double seconds, samples_per_s, data_wait_frac;
     double last_eval_success;      /* NaN when no eval ran */
+    double comm_exposed_s;         /* time blocked waiting for gradient all-reduces (not hidden by backward) */
+    int n_buckets, buckets_started_in_backward; /* (the latter: of the last step) */
+    size_t opt_state_bytes;        /* optimizer state held by this rank (ZeRO-1: ÷ world) */
     int64_t n_params, n_trainable, n_samples;
     char last_ckpt[4096];
 } vla_train_result;

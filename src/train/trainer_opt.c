@@ -1,54 +1,56 @@
-/* trainer_opt.c — the trainer's optimizer bridge (see trainer_opt.h). */
+/* trainer_opt.c — the trainer's optimizer: policy defaults over ZeRO-1 (see trainer_opt.h). */
 #include "train/trainer_opt.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/safetensors.h"
+#include "dist/zero1.h"
 #include "train/optimizer.h"
 
 struct vla_train_opt {
-    vla_adamw opt;
-    vla_ema ema;
-    bool has_ema;
+    vla_comm *comm;
+    vla_zero1 *z;
+    vla_adamw_config cfg;
+    char **names;
+    int *decay;
+    int64_t *offset, *numel;
+    int n;
 };
 
-vla_status vla_train_opt_create(const char *policy_kind, const vla_train_opt_tensor *t, int n, int64_t n_total,
+vla_status vla_train_opt_create(vla_comm *comm, const char *policy_kind, const vla_train_opt_tensor *t, int n,
                                 const float *weights, const vla_train_opt_overrides *ov, vla_train_opt **out) {
     *out = NULL;
-    vla_adamw_config cfg;
-    VLA_TRY(vla_adamw_defaults(policy_kind, &cfg));
-    if (ov && ov->lr > 0) cfg.lr = ov->lr;
-    if (ov && ov->weight_decay >= 0) cfg.weight_decay = ov->weight_decay;
-    if (ov && ov->clip_norm >= 0) cfg.clip_norm = ov->clip_norm;
-    vla_opt_param *ps = calloc((size_t)(n > 0 ? n : 1), sizeof *ps);
     vla_train_opt *o = calloc(1, sizeof *o);
-    if (!ps || !o) {
-        free(ps), free(o);
-        return vla_error(VLA_ERR_NOMEM, "optimizer: out of memory");
+    if (!o) return vla_error(VLA_ERR_NOMEM, "optimizer: out of memory");
+    o->comm = comm;
+    vla_status st = vla_adamw_defaults(policy_kind, &o->cfg);
+    if (st == VLA_OK) {
+        if (ov && ov->lr > 0) o->cfg.lr = ov->lr;
+        if (ov && ov->weight_decay >= 0) o->cfg.weight_decay = ov->weight_decay;
+        if (ov && ov->clip_norm >= 0) o->cfg.clip_norm = ov->clip_norm;
     }
-    for (int i = 0; i < n; i++) {
-        ps[i].name = t[i].name;
-        ps[i].offset = t[i].offset;
-        ps[i].numel = t[i].numel;
-        ps[i].decay = vla_adamw_default_decay(policy_kind, t[i].name, t[i].ndim);
+    vla_zero1_segment *seg = calloc((size_t)(n > 0 ? n : 1), sizeof *seg);
+    o->names = calloc((size_t)(n > 0 ? n : 1), sizeof *o->names);
+    o->decay = calloc((size_t)(n > 0 ? n : 1), sizeof *o->decay);
+    o->offset = calloc((size_t)(n > 0 ? n : 1), 2 * sizeof *o->offset);
+    if (o->offset) o->numel = o->offset + (n > 0 ? n : 1);
+    if (st == VLA_OK && (!seg || !o->names || !o->decay || !o->offset)) st = vla_error(VLA_ERR_NOMEM, "optimizer: out of memory");
+    for (int i = 0; st == VLA_OK && i < n; i++) {
+        seg[i].offset = o->offset[i] = t[i].offset;
+        seg[i].numel = o->numel[i] = t[i].numel;
+        seg[i].decay = o->decay[i] = vla_adamw_default_decay(policy_kind, t[i].name, t[i].ndim);
+        if (!(o->names[i] = strdup(t[i].name))) st = vla_error(VLA_ERR_NOMEM, "optimizer: out of memory");
+        o->n = i + 1;
     }
-    vla_status st = vla_adamw_init(&o->opt, &cfg, ps, (size_t)n, n_total);
-    free(ps);
-    if (st != VLA_OK) {
-        free(o);
-        return st;
-    }
+    if (st == VLA_OK) st = vla_zero1_create_segments(comm, seg, n, &o->z);
+    free(seg);
     double decay = ov ? ov->ema_decay : 0;
-    if (decay > 0) {
-        st = vla_ema_init(&o->ema, &o->opt, weights, decay);
-        if (st != VLA_OK) {
-            vla_adamw_free(&o->opt);
-            free(o);
-            return st;
-        }
-        o->has_ema = true;
+    if (st == VLA_OK && decay > 0) st = vla_zero1_ema_enable(o->z, decay, weights);
+    if (st != VLA_OK) {
+        vla_train_opt_free(o);
+        return st;
     }
     *out = o;
     return VLA_OK;
@@ -56,61 +58,75 @@ vla_status vla_train_opt_create(const char *policy_kind, const vla_train_opt_ten
 
 void vla_train_opt_free(vla_train_opt *o) {
     if (!o) return;
-    vla_adamw_free(&o->opt);
-    if (o->has_ema) vla_ema_free(&o->ema);
+    vla_zero1_free(o->z);
+    for (int i = 0; i < o->n; i++) free(o->names[i]);
+    free(o->names), free(o->decay), free(o->offset);
     free(o);
 }
 
-double vla_train_opt_peak_lr(const vla_train_opt *o) { return o->opt.cfg.lr; }
-bool vla_train_opt_has_ema(const vla_train_opt *o) { return o->has_ema; }
-int64_t vla_train_opt_updates(const vla_train_opt *o) { return o->opt.step; }
+double vla_train_opt_peak_lr(const vla_train_opt *o) { return o->cfg.lr; }
+bool vla_train_opt_has_ema(const vla_train_opt *o) { return vla_zero1_ema_decay(o->z) > 0; }
+int64_t vla_train_opt_updates(const vla_train_opt *o) { return vla_zero1_step_count(o->z); }
+size_t vla_train_opt_state_bytes(const vla_train_opt *o) { return vla_zero1_state_bytes(o->z); }
 
-vla_status vla_train_opt_clip(vla_train_opt *o, float *grads, double *norm) {
-    return vla_adamw_clip_grads(&o->opt, grads, norm);
+vla_status vla_train_opt_step(vla_train_opt *o, float *weights, float *grads, double lr, double grad_mul,
+                              vla_grad_buckets *gb, double *norm) {
+    vla_adamw_hparams hp = {.lr = lr,
+                            .beta1 = o->cfg.beta1,
+                            .beta2 = o->cfg.beta2,
+                            .eps = o->cfg.eps,
+                            .weight_decay = o->cfg.weight_decay,
+                            .max_grad_norm = (float)o->cfg.clip_norm,
+                            .grad_mul = grad_mul};
+    return vla_zero1_step(o->z, weights, grads, VLA_ZERO1_GRADS_AVERAGED, &hp, gb, norm);
 }
 
-vla_status vla_train_opt_step(vla_train_opt *o, float *weights, const float *grads, double lr) {
-    VLA_TRY(vla_adamw_step(&o->opt, weights, grads, lr));
-    if (o->has_ema) vla_ema_update(&o->ema, &o->opt, weights);
-    return VLA_OK;
+vla_status vla_train_opt_check_finite(vla_train_opt *o, const float *weights) {
+    vla_status st = VLA_OK;
+    /* weights are replicated: rank 0 checks them, naming the tensor */
+    if (vla_comm_rank(o->comm) == 0)
+        for (int i = 0; i < o->n && st == VLA_OK; i++)
+            for (int64_t k = 0; k < o->numel[i]; k++)
+                if (!isfinite(weights[o->offset[i] + k])) {
+                    st = vla_error(VLA_ERR_NUMERIC, "weights of '%s' are not finite (element %lld is %g)",
+                                   o->names[i], (long long)k, (double)weights[o->offset[i] + k]);
+                    break;
+                }
+    VLA_TRY(vla_comm_agree(o->comm, st, "optimizer: finite weights"));
+    return vla_zero1_check_finite(o->z);
 }
 
-vla_status vla_train_opt_check_finite(const vla_train_opt *o, const float *weights) {
-    return vla_adamw_check_finite(&o->opt, weights);
+vla_status vla_train_opt_ema_to(vla_train_opt *o, float *weights) {
+    if (!vla_train_opt_has_ema(o)) return VLA_OK;
+    return vla_zero1_ema_gather(o->z, weights);
 }
 
-void vla_train_opt_ema_to(const vla_train_opt *o, float *weights) {
-    if (o->has_ema) vla_ema_copy_to(&o->ema, &o->opt, weights);
-}
-
-vla_status vla_train_opt_save(const vla_train_opt *o, vla_ckpt_writer *w, double current_lr) {
-    vla_safetensors_writer *sw = NULL;
-    VLA_TRY(vla_safetensors_writer_new(&sw));
-    vla_status st = vla_adamw_state_add(&o->opt, sw);
-    if (st == VLA_OK && o->has_ema) st = vla_ema_state_add(&o->ema, &o->opt, sw);
-    if (st == VLA_OK) st = vla_ckpt_write_safetensors(w, "training_state/optimizer_state.safetensors", sw);
-    vla_safetensors_writer_free(sw);
-    if (st != VLA_OK) return st;
-    json_t *groups = vla_adamw_param_groups_json(&o->opt, current_lr);
-    st = vla_ckpt_write_json(w, "training_state/optimizer_param_groups.json", groups);
+vla_status vla_train_opt_save(vla_train_opt *o, vla_ckpt_writer *w, const char *state_dir, double current_lr) {
+    VLA_TRY(vla_zero1_save(o->z, state_dir)); /* collective; OK on every rank only when every shard is written */
+    if (!w) return VLA_OK;
+    char rel[128], file[96];
+    int world = vla_comm_world(o->comm);
+    for (int r = 0; r < world; r++) {
+        vla_zero1_shard_file(r, file, sizeof file);
+        snprintf(rel, sizeof rel, "%s/%s", VLA_CKPT_STATE_DIR, file);
+        VLA_TRY(vla_ckpt_add_file(w, rel));
+    }
+    json_t *groups = vla_adamw_param_groups_json(&o->cfg, (const char *const *)o->names, o->decay, o->n, current_lr);
+    if (!groups) return vla_error(VLA_ERR_NOMEM, "optimizer: param groups");
+    vla_status st = vla_ckpt_write_json(w, "training_state/optimizer_param_groups.json", groups);
     json_decref(groups);
     return st;
 }
 
 vla_status vla_train_opt_load(vla_train_opt *o, const char *step_dir) {
-    char path[VLA_CKPT_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/training_state/optimizer_state.safetensors", step_dir);
-    vla_safetensors st;
-    VLA_TRY(vla_safetensors_open(path, &st));
-    vla_status s = vla_adamw_state_load(&o->opt, &st);
-    if (s == VLA_OK && o->has_ema) s = vla_ema_state_load(&o->ema, &o->opt, &st);
-    vla_safetensors_close(&st);
-    return s;
+    char dir[VLA_CKPT_PATH_MAX + 64];
+    snprintf(dir, sizeof dir, "%s/%s", step_dir, VLA_CKPT_STATE_DIR);
+    return vla_zero1_load(o->z, dir);
 }
 
 json_t *vla_train_opt_describe(const vla_train_opt *o) {
-    const vla_adamw_config *c = &o->opt.cfg;
-    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "type", "adamw", "lr", c->lr, "beta1", c->beta1,
-                     "beta2", c->beta2, "eps", c->eps, "weight_decay", c->weight_decay, "grad_clip_norm",
-                     c->clip_norm, "ema_decay", o->has_ema ? o->ema.decay : 0.0);
+    const vla_adamw_config *c = &o->cfg;
+    return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s}", "type", "adamw", "lr", c->lr, "beta1",
+                     c->beta1, "beta2", c->beta2, "eps", c->eps, "weight_decay", c->weight_decay, "grad_clip_norm",
+                     c->clip_norm, "ema_decay", vla_zero1_ema_decay(o->z), "state", "zero1");
 }

@@ -1,19 +1,24 @@
-/* trainer_opt.h — the trainer's optimizer: AdamW + clipping + EMA + state
- * save/load (optimizer.h) behind names that do not clash with policy.h.
+/* trainer_opt.h — the trainer's optimizer: the policy's AdamW defaults and
+ * weight-decay rule (optimizer.h) over the one AdamW the product has, ZeRO-1
+ * (dist/zero1.h): moments and EMA sharded across the ranks, a single shard
+ * holding everything when there is one rank.
  *
- * It was born to separate optimizer.h's parameter type from policy.h's,
- * which once shared the name `vla_param` (the optimizer's is now
- * `vla_opt_param`); it still keeps trainer.c free of optimizer details —
- * folding it into trainer.c is a possible clean-up. */
+ * The trainable tensors sit at their offsets in the policy's weight buffer
+ * (frozen ones in between get no state); gradients are compact (trainable
+ * tensors back to back). Every function marked "collective" must be called
+ * by all ranks in the same order. */
 #ifndef VLA_TRAIN_TRAINER_OPT_H
 #define VLA_TRAIN_TRAINER_OPT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <jansson.h>
 
 #include "base/status.h"
+#include "dist/comm.h"
+#include "dist/grad_buckets.h"
 #include "train/checkpoint.h"
 
 typedef struct vla_train_opt vla_train_opt;
@@ -30,21 +35,33 @@ typedef struct {
     double lr, weight_decay, clip_norm, ema_decay;
 } vla_train_opt_overrides;
 
-vla_status vla_train_opt_create(const char *policy_kind, const vla_train_opt_tensor *t, int n, int64_t n_total,
+vla_status vla_train_opt_create(vla_comm *comm, const char *policy_kind, const vla_train_opt_tensor *t, int n,
                                 const float *weights, const vla_train_opt_overrides *ov, vla_train_opt **out);
 void vla_train_opt_free(vla_train_opt *o);
 double vla_train_opt_peak_lr(const vla_train_opt *o);
 bool vla_train_opt_has_ema(const vla_train_opt *o);
 int64_t vla_train_opt_updates(const vla_train_opt *o);
-/* Norm before clipping into *norm; VLA_ERR_NUMERIC (grads untouched) when not finite. */
-vla_status vla_train_opt_clip(vla_train_opt *o, float *grads, double *norm);
-/* AdamW update + EMA. */
-vla_status vla_train_opt_step(vla_train_opt *o, float *weights, const float *grads, double lr);
-vla_status vla_train_opt_check_finite(const vla_train_opt *o, const float *weights);
-/* Copy the EMA of the trainable tensors into `weights` (a weights-layout buffer). */
-void vla_train_opt_ema_to(const vla_train_opt *o, float *weights);
-/* training_state/optimizer_state.safetensors (+ EMA) and optimizer_param_groups.json. */
-vla_status vla_train_opt_save(const vla_train_opt *o, vla_ckpt_writer *w, double current_lr);
+/* Optimizer-state bytes this rank holds (moments + EMA of its shard). */
+size_t vla_train_opt_state_bytes(const vla_train_opt *o);
+/* Collective. One update: waits for the gradient buckets this rank's shard
+ * needs (gb may be NULL when the gradients are already averaged), multiplies
+ * the gradients by grad_mul, global norm before clipping into *norm,
+ * clipping, AdamW + EMA on the shard, all-gather of the weights. A
+ * non-finite norm is VLA_ERR_NUMERIC on every rank and changes nothing. */
+vla_status vla_train_opt_step(vla_train_opt *o, float *weights, float *grads, double lr, double grad_mul,
+                              vla_grad_buckets *gb, double *norm);
+/* Collective: weights (replicated) and every shard's state are finite. */
+vla_status vla_train_opt_check_finite(vla_train_opt *o, const float *weights);
+/* Collective: the EMA of the trainable tensors into `weights` (a
+ * weights-layout buffer; frozen tensors untouched). No-op without EMA. */
+vla_status vla_train_opt_ema_to(vla_train_opt *o, float *weights);
+/* Collective. Every rank writes its shard into <state_dir> (the checkpoint's
+ * training_state/ being built); rank 0 passes its checkpoint writer `w`
+ * (others NULL), registers every rank's shard file and writes
+ * optimizer_param_groups.json. */
+vla_status vla_train_opt_save(vla_train_opt *o, vla_ckpt_writer *w, const char *state_dir, double current_lr);
+/* Collective: the shards of a checkpoint written by any number of ranks,
+ * re-cut for this one. */
 vla_status vla_train_opt_load(vla_train_opt *o, const char *step_dir);
 json_t *vla_train_opt_describe(const vla_train_opt *o);
 

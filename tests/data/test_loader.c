@@ -4,7 +4,8 @@
  * rows, action chunks padded past the episode end with is_pad set, images
  * in [0, 1], prompt tokens on the text slots; batches identical with 0 and
  * 3 worker threads (content depends on the job, not the thread); NaN
- * datasets refused. */
+ * datasets refused; with n_obs_steps the state is the rows t-K+1..t clamped
+ * to the episode start. */
 #include "test_util.h"
 
 #include <math.h>
@@ -112,6 +113,68 @@ static void test_batches(void **state) {
     vla_lerobot_close(ds);
 }
 
+/* --dataset.n_obs_steps=3: the state is rows t-2, t-1, t of observation.state
+ * (oldest first; rows before the episode's first clamped to it), each
+ * normalised with the feature's statistics; the normaliser spans all three. */
+static void test_history(void **state) {
+    (void)state;
+    const char *root = test_tmp_path("loader_hist_ds");
+    test_record_reach(root, 3, 0, -1);
+    vla_lerobot *ds;
+    assert_int_equal(vla_lerobot_open(root, &ds), VLA_OK);
+    vla_policy_config cfg;
+    assert_int_equal(vla_policy_config_load("pi05-nano", &cfg), VLA_OK);
+    enum { K = 3, W = 4 };
+    cfg.action.state_dim = K * W;
+    assert_int_equal(vla_policy_config_validate("t", &cfg), VLA_OK);
+    vla_policy *p;
+    assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &p), VLA_OK);
+    vla_loader_opts o = {.ds = ds, .policy = p, .batch_size = 4, .seed = 1, .n_obs_steps = K, .image_keys = ""};
+    vla_loader *L;
+    if (vla_loader_create(&o, &L) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(vla_loader_n_obs_steps(L), K);
+    assert_int_equal(vla_loader_state_width(L), K * W);
+    assert_int_equal(vla_loader_state_norm(L)->dim, K * W);
+    const vla_lr_feature *fs = vla_lerobot_feature(ds, "observation.state");
+    vla_normalizer one; /* one frame's statistics */
+    assert_int_equal(vla_norm_from_stats(ds, "observation.state", cfg.norm_state, &one), VLA_OK);
+    int checked = 0;
+    for (int64_t e = 0; e < ds->n_episodes; e++) {
+        const vla_lr_episode *ep = &ds->episodes[e];
+        int64_t rows[4] = {ep->from, ep->from + 1, ep->from + 2, ep->to - 1};
+        uint64_t keys[4] = {0, 1, 2, 3};
+        vla_loader_batch *b;
+        if (vla_loader_build(L, rows, keys, 4, &b) != VLA_OK) fail_msg("%s", vla_error_message());
+        for (int i = 0; i < 4; i++)
+            for (int f = 0; f < K; f++) {
+                int64_t r = rows[i] - (K - 1 - f);
+                if (r < ep->from) r = ep->from;
+                float want[W];
+                vla_normalize(&one, want, fs->values + r * W, 1);
+                assert_memory_equal(want, b->batch.state + i * cfg.action.state_dim + f * W, sizeof want);
+                checked++;
+            }
+        /* the first row's history is that row three times; the next rows shift in */
+        assert_memory_equal(b->batch.state, b->batch.state + W, W * sizeof(float));
+        assert_memory_equal(b->batch.state + (K - 1) * W, b->batch.state + cfg.action.state_dim + (K - 2) * W,
+                            W * sizeof(float));
+        vla_loader_release(L, b);
+    }
+    assert_int_equal(checked, 3 * 4 * K);
+    /* the policy's padded state must hold K frames */
+    cfg.action.state_dim = K * W - 1;
+    vla_policy *small;
+    assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &small), VLA_OK);
+    o.policy = small;
+    vla_loader *Lsmall = NULL;
+    assert_int_equal(vla_loader_create(&o, &Lsmall), VLA_ERR_INVALID_ARG);
+    vla_normalizer_free(&one);
+    vla_loader_free(L);
+    vla_policy_free(small);
+    vla_policy_free(p);
+    vla_lerobot_close(ds);
+}
+
 static void test_nan_refused(void **state) {
     (void)state;
     const char *root = test_tmp_path("loader_nan");
@@ -132,6 +195,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batches),
         cmocka_unit_test(test_nan_refused),
+        cmocka_unit_test(test_history),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

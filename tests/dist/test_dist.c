@@ -115,10 +115,10 @@ static void test_zero1_matches_pytorch(void **state) {
     assert_int_equal(vla_json_load_file(test_source_path("tests/dist/data/adamw_golden.json"), &j), VLA_OK);
     size_t n = (size_t)json_integer_value(json_object_get(j, "n"));
     vla_adamw_hparams hp = {
-        (float)json_number_value(json_object_get(j, "lr")), (float)json_number_value(json_object_get(j, "beta1")),
-        (float)json_number_value(json_object_get(j, "beta2")), (float)json_number_value(json_object_get(j, "eps")),
-        (float)json_number_value(json_object_get(j, "weight_decay")),
-        (float)json_number_value(json_object_get(j, "max_grad_norm"))};
+        .lr = json_number_value(json_object_get(j, "lr")), .beta1 = json_number_value(json_object_get(j, "beta1")),
+        .beta2 = json_number_value(json_object_get(j, "beta2")), .eps = json_number_value(json_object_get(j, "eps")),
+        .weight_decay = json_number_value(json_object_get(j, "weight_decay")),
+        .max_grad_norm = (float)json_number_value(json_object_get(j, "max_grad_norm")), .grad_mul = 1.0};
     float *p = json_floats(json_object_get(j, "p0"), n);
     json_t *grads = json_object_get(j, "grads"), *after = json_object_get(j, "params_after");
     vla_comm *c = single();
@@ -169,20 +169,32 @@ static void test_zero1_matches_pytorch(void **state) {
     json_decref(j);
 }
 
-/* No-decay ranges: with a zero gradient only the decay moves a parameter. */
-static void test_zero1_no_decay(void **state) {
+/* Segments: decay flags come from them, gaps are never written, the
+ * gradient is compact. With a zero gradient only the decay moves a parameter. */
+static void test_zero1_segments(void **state) {
     vla_comm *c = single();
     vla_zero1 *z;
-    assert_int_equal(vla_zero1_create(c, 6, &z), VLA_OK);
-    int64_t lo[1] = {2}, hi[1] = {4};
-    assert_int_equal(vla_zero1_set_no_decay(z, lo, hi, 1), VLA_OK);
-    float p[6] = {1, 1, 1, 1, 1, 1}, g[6] = {0};
-    vla_adamw_hparams hp = {0.1f, 0.9f, 0.999f, 1e-8f, 0.5f, 0};
+    /* params [0, 2) decay, [2, 4) frozen, [4, 6) no decay, [6, 8) decay, listed out of order */
+    vla_zero1_segment seg[3] = {{6, 2, 1}, {0, 2, 1}, {4, 2, 0}};
+    assert_int_equal(vla_zero1_create_segments(c, seg, 3, &z), VLA_OK);
+    assert_int_equal(vla_zero1_numel(z), 6);
+    float p[8] = {1, 1, 1, 1, 1, 1, 1, 1}, g[6] = {0};
+    vla_adamw_hparams hp = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.5};
     assert_int_equal(vla_zero1_step(z, p, g, VLA_ZERO1_GRADS_AVERAGED, &hp, NULL, NULL), VLA_OK);
-    for (int i = 0; i < 6; i++) assert_true(p[i] == ((i == 2 || i == 3) ? 1.0f : 0.95f));
-    hi[0] = 7;
-    assert_int_not_equal(vla_zero1_set_no_decay(z, lo, hi, 1), VLA_OK);
+    for (int i = 0; i < 8; i++) assert_true(p[i] == ((i >= 2 && i < 6) ? 1.0f : 0.95f));
+    /* a gradient on flat element 2 (= segment 1's first = param 0) moves only that one */
+    for (int i = 0; i < 8; i++) p[i] = 1;
+    hp.weight_decay = 0;
+    g[2] = 1;
+    assert_int_equal(vla_zero1_step(z, p, g, VLA_ZERO1_GRADS_AVERAGED, &hp, NULL, NULL), VLA_OK);
+    for (int i = 0; i < 8; i++) assert_true((p[i] != 1.0f) == (i == 0));
     vla_zero1_free(z);
+    /* one segment at offset 0 is vla_zero1_create */
+    assert_int_equal(vla_zero1_create(c, 6, &z), VLA_OK);
+    assert_int_equal(vla_zero1_numel(z), 6);
+    vla_zero1_free(z);
+    vla_zero1_segment bad[2] = {{0, 3, 1}, {2, 2, 1}};
+    assert_int_not_equal(vla_zero1_create_segments(c, bad, 2, &z), VLA_OK);
     vla_comm_finalize(c);
 }
 
@@ -329,7 +341,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_comm_single),         cmocka_unit_test(test_buckets_layout),
         cmocka_unit_test(test_zero1_matches_pytorch), cmocka_unit_test(test_zero1_recut_from_three),
-        cmocka_unit_test(test_zero1_no_decay),
+        cmocka_unit_test(test_zero1_segments),
         cmocka_unit_test(test_sampler),              cmocka_unit_test(test_plan_model),
         cmocka_unit_test(test_plan_cli),
     };

@@ -6,7 +6,8 @@
  * rank at batch B (buckets and reduce-scatter modes, and against gradient
  * accumulation); elastic resume 1 → 2 and 2 → 1 continues the uninterrupted
  * run; an incomplete checkpoint is refused; bucket all-reduces start (and
- * finish) while backward is still running. Faults and the two-namespace run
+ * finish) while backward is still running; ZeRO-1 over segments with gaps and
+ * an EMA on 2 ranks equals 1 rank (weights, gathered EMA, state re-cut). Faults and the two-namespace run
  * are in test_dist_faults.c (kept apart so each binary stays under 10 s).
  *
  * mpirun runs as root only with OMPI_ALLOW_RUN_AS_ROOT{,_CONFIRM}=1 (set
@@ -16,6 +17,7 @@
 #include "dist_test.h"
 #include "dist/comm.h"
 #include "dist/synthetic.h"
+#include "dist/zero1.h"
 
 #include "base/timer.h"
 
@@ -262,12 +264,120 @@ static void test_comm_collectives(void **state) {
     if (rc != 0) fail_msg("comm self-test on 3 ranks failed (%d):\n%s", rc, out);
 }
 
+/* Worker for test_zero1_segments_two_ranks: the same optimizer on the MPI
+ * communicator (2 ranks) and on a single one in each process, over segments
+ * listed out of order with frozen gaps, whose shard cut falls inside a
+ * segment. Returns the number of mismatches. */
+enum { ZP = 64, ZF = 34 };
+static const vla_zero1_segment ZSEG[4] = {{40, 11, 1}, {0, 7, 0}, {20, 13, 1}, {55, 3, 0}};
+
+static float zgrad(int k, int i) { return (float)(((i * 7 + k * 13) % 23) - 11) / 64.0f; } /* dyadic: exact means */
+
+static int zero1_selftest(const char *dir) {
+    vla_comm *c, *one;
+    vla_comm_options so = {VLA_COMM_SINGLE, 0};
+    if (vla_comm_init(NULL, &c) != VLA_OK || vla_comm_init(&so, &one) != VLA_OK)
+        return fprintf(stderr, "init: %s\n", vla_error_message()), 100;
+    int r = vla_comm_rank(c), n = vla_comm_world(c), bad = 0;
+#define CHECK(cond)                                                                    \
+    do {                                                                               \
+        if (!(cond)) bad++, fprintf(stderr, "rank %d: check failed: %s\n", r, #cond); \
+    } while (0)
+    CHECK(n == 2);
+    for (int variant = 0; variant < 3; variant++) {
+        /* 0: averaged grads, no clipping (bit-exact); 1: reduce-scatter of
+         * rank-dependent grads with the same mean (bit-exact); 2: clipping
+         * and grad_mul (the norm's summation order differs: close) */
+        vla_zero1 *z2, *z1;
+        CHECK(vla_zero1_create_segments(c, ZSEG, 4, &z2) == VLA_OK);
+        CHECK(vla_zero1_create_segments(one, ZSEG, 4, &z1) == VLA_OK);
+        int64_t lo, hi;
+        vla_zero1_shard(z2, &lo, &hi);
+        CHECK(hi - lo == ZF / 2 && vla_zero1_numel(z2) == ZF);
+        float p2[ZP], p1[ZP], g2[ZF], g1[ZF], e2[ZP], e1[ZP];
+        for (int i = 0; i < ZP; i++) p2[i] = p1[i] = sinf((float)i), e2[i] = e1[i] = -9.0f;
+        CHECK(vla_zero1_ema_enable(z2, 0.8, p2) == VLA_OK);
+        CHECK(vla_zero1_ema_enable(z1, 0.8, p1) == VLA_OK);
+        vla_adamw_hparams hp = {.lr = 0.05, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1,
+                                .max_grad_norm = variant == 2 ? 0.5f : 0.0f, .grad_mul = variant == 2 ? 0.75 : 1.0};
+        for (int k = 0; k < 4; k++) {
+            for (int i = 0; i < ZF; i++) {
+                g1[i] = zgrad(k, i);
+                g2[i] = variant == 1 ? g1[i] + (r == 0 ? 1.0f : -1.0f) / 128.0f : g1[i];
+            }
+            double n2 = 0, n1 = 0;
+            CHECK(vla_zero1_step(z2, p2, g2, variant == 1 ? VLA_ZERO1_REDUCE_SCATTER : VLA_ZERO1_GRADS_AVERAGED, &hp,
+                                 NULL, &n2) == VLA_OK);
+            CHECK(vla_zero1_step(z1, p1, g1, VLA_ZERO1_GRADS_AVERAGED, &hp, NULL, &n1) == VLA_OK);
+            if (variant != 1) CHECK(fabs(n2 - n1) <= 1e-12 * n1);
+        }
+        CHECK(vla_zero1_ema_gather(z2, e2) == VLA_OK);
+        CHECK(vla_zero1_ema_gather(z1, e1) == VLA_OK);
+        for (int i = 0; i < ZP; i++) {
+            int gap = (i >= 7 && i < 20) || (i >= 33 && i < 40) || (i >= 51 && i < 55) || i >= 58;
+            if (gap) {
+                CHECK(p2[i] == sinf((float)i) && e2[i] == -9.0f); /* frozen: untouched */
+            } else if (variant < 2) {
+                if (p2[i] != p1[i] || e2[i] != e1[i])
+                    bad++, fprintf(stderr, "rank %d variant %d param %d: %.9g/%.9g vs %.9g/%.9g\n", r, variant, i,
+                                   p2[i], e2[i], p1[i], e1[i]);
+            } else {
+                CHECK(fabsf(p2[i] - p1[i]) <= 1e-6f * (1 + fabsf(p1[i])));
+                CHECK(fabsf(e2[i] - e1[i]) <= 1e-6f * (1 + fabsf(e1[i])));
+            }
+            if (!gap) CHECK(e2[i] != sinf((float)i)); /* the EMA moved */
+        }
+        CHECK(vla_zero1_check_finite(z2) == VLA_OK);
+        if (variant == 0) {
+            /* 2 ranks' shards (with EMA) re-cut into 1: the next step is the
+             * single run's, bit for bit */
+            CHECK(vla_zero1_save(z2, dir) == VLA_OK);
+            if (r == 0) {
+                vla_zero1 *z3;
+                float p3[ZP], e3[ZP];
+                memcpy(p3, p2, sizeof p3);
+                CHECK(vla_zero1_create_segments(one, ZSEG, 4, &z3) == VLA_OK);
+                CHECK(vla_zero1_ema_enable(z3, 0.8, p3) == VLA_OK);
+                CHECK(vla_zero1_load(z3, dir) == VLA_OK);
+                CHECK(vla_zero1_step_count(z3) == 4);
+                for (int i = 0; i < ZF; i++) g1[i] = zgrad(9, i);
+                CHECK(vla_zero1_step(z3, p3, g1, VLA_ZERO1_GRADS_AVERAGED, &hp, NULL, NULL) == VLA_OK);
+                CHECK(vla_zero1_step(z1, p1, g1, VLA_ZERO1_GRADS_AVERAGED, &hp, NULL, NULL) == VLA_OK);
+                CHECK(memcmp(p3, p1, sizeof p1) == 0);
+                memcpy(e3, e1, sizeof e3);
+                CHECK(vla_zero1_ema_gather(z3, e3) == VLA_OK);
+                CHECK(vla_zero1_ema_gather(z1, e1) == VLA_OK);
+                CHECK(memcmp(e3, e1, sizeof e1) == 0);
+                vla_zero1_free(z3);
+            }
+            CHECK(vla_comm_barrier(c) == VLA_OK);
+        }
+        vla_zero1_free(z2), vla_zero1_free(z1);
+    }
+#undef CHECK
+    vla_comm_finalize(one);
+    vla_comm_finalize(c);
+    return bad;
+}
+
+static void test_zero1_segments_two_ranks(void **state) {
+    static char out[OUT_CAP];
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s -np 2 -x VLA_DIST_WORKER=zero1 %s %s 2>&1", launcher, self_exe,
+             test_tmp_path("z1seg"));
+    int rc = test_run(cmd, out, OUT_CAP);
+    if (rc != 0) fail_msg("ZeRO-1 segments on 2 ranks vs 1 failed (%d):\n%s", rc, out);
+}
+
 int main(int argc, char **argv) {
     if (getenv("VLA_DIST_WORKER") && !strcmp(getenv("VLA_DIST_WORKER"), "comm")) return comm_selftest();
+    if (getenv("VLA_DIST_WORKER") && !strcmp(getenv("VLA_DIST_WORKER"), "zero1"))
+        return zero1_selftest(argc > 1 ? argv[1] : ".");
     int rc = dist_test_start("test_dist_mpi", argc, argv);
     if (rc >= 0) return rc;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_comm_collectives),
+        cmocka_unit_test(test_zero1_segments_two_ranks),
         cmocka_unit_test(test_equivalence),
         cmocka_unit_test(test_elastic_resume),
         cmocka_unit_test(test_bucket_overlap),

@@ -192,9 +192,124 @@ static void test_state_matches_env(void **state) {
     vla_lerobot_close(ds);
 }
 
+/* n_obs_steps = 3 in a closed loop: replaying each recorded PushT episode
+ * in the env, pushing the observation after reset and after every step into
+ * the eval's history (as vla_eval_run does), gives at every row the state
+ * the loader built from the dataset rows t-2..t (clamped at the episode
+ * start). Then a checkpoint that records n_obs_steps (random groot-nano
+ * weights) loads with it and runs in `vla_eval_run`. */
+static void test_history_matches_loader(void **state) {
+    (void)state;
+    const char *root = test_tmp_path("pusht_hist_ds");
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+    vla_sim_record_opts ro = {.env = "pusht", .policy = "expert", .out = root, .episodes = 2, .seed = 11, .jobs = 1,
+                              .image_size = 32, .keep_failures = true};
+    vla_sim_record_result rr;
+    if (vla_sim_record(&ro, &rr) != VLA_OK) fail_msg("%s", vla_error_message());
+    vla_lerobot *ds = NULL;
+    if (vla_lerobot_open(root, &ds) != VLA_OK) fail_msg("%s", vla_error_message());
+    enum { K = 3, FW = 18 };
+    vla_policy_config cfg;
+    assert_int_equal(vla_policy_config_load("groot-nano", &cfg), VLA_OK);
+    if (cfg.action.state_dim < K * FW) cfg.action.state_dim = K * FW;
+    assert_int_equal(vla_policy_config_validate(cfg.name, &cfg), VLA_OK);
+    vla_policy *p = NULL;
+    assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &p), VLA_OK);
+    assert_int_equal(vla_policy_init_weights(p, 5), VLA_OK);
+    const char *keys = "observation.state,observation.environment_state";
+    vla_loader_opts lo = {.ds = ds, .policy = p, .batch_size = 1, .seed = 1, .state_keys = keys, .image_keys = "",
+                          .n_obs_steps = K};
+    vla_loader *L = NULL;
+    if (vla_loader_create(&lo, &L) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(vla_loader_state_width(L), K * FW);
+    vla_pretrained_meta meta;
+    memset(&meta, 0, sizeof meta);
+    meta.state_width = vla_loader_state_width(L);
+    meta.n_obs_steps = vla_loader_n_obs_steps(L);
+    meta.action_width = 2;
+    meta.fps = ds->fps;
+    snprintf(meta.state_keys, sizeof meta.state_keys, "%s", vla_loader_state_keys(L));
+    vla_eval_history *h = NULL;
+    if (vla_eval_history_create("pusht", &meta, &h) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(vla_eval_history_width(h), K * FW);
+    const vla_lr_feature *fa = vla_lerobot_feature(ds, "action");
+    const vla_normalizer *ns = vla_loader_state_norm(L);
+    int64_t checked = 0;
+    for (int64_t e = 0; e < ds->n_episodes; e++) {
+        const vla_lr_episode *ep = &ds->episodes[e];
+        vla_env *env = NULL;
+        assert_int_equal(vla_env_make("pusht", &env), VLA_OK);
+        vla_env_info info;
+        assert_int_equal(vla_env_reset(env, ro.seed + (uint64_t)e, &info), VLA_OK);
+        vla_eval_history_reset(h);
+        for (int64_t row = ep->from; row < ep->to; row++) {
+            vla_env_obs ob;
+            memset(&ob, 0, sizeof ob);
+            ob.type = VLA_OBS_STATE;
+            vla_env_observe(env, &ob);
+            vla_eval_history_push(h, &ob);
+            float got[K * FW];
+            vla_eval_history_state(h, got);
+            vla_normalize(ns, got, got, 1);
+            vla_loader_batch *b = NULL;
+            uint64_t key = (uint64_t)row;
+            if (vla_loader_build(L, &row, &key, 1, &b) != VLA_OK) fail_msg("%s", vla_error_message());
+            for (int k = 0; k < K * FW; k++)
+                if (fabsf(b->batch.state[k] - got[k]) > 1e-5f)
+                    fail_msg("episode %lld row %lld state[%d]: loader %g, eval history %g", (long long)e,
+                             (long long)row, k, b->batch.state[k], got[k]);
+            vla_loader_release(L, b);
+            checked++;
+            double a[VLA_ENV_MAX_DIM] = {0};
+            for (int64_t d = 0; d < fa->width; d++) a[d] = fa->values[row * fa->width + d];
+            vla_env_step_result sr;
+            assert_int_equal(vla_env_step(env, a, &sr), VLA_OK);
+        }
+        vla_env_free(env);
+    }
+    assert_true(checked > 40);
+    vla_eval_history_free(h);
+
+    /* the checkpoint records n_obs_steps; eval rebuilds K frames */
+    snprintf(meta.task, sizeof meta.task, "%s", ds->n_tasks > 0 ? ds->tasks[0] : "");
+    json_t *cj = vla_pretrained_config_json(p, ns, vla_loader_action_norm(L), &meta);
+    assert_non_null(cj);
+    const char *dir = test_tmp_path("pusht_hist_model");
+    if (vla_pretrained_write_dir(dir, p, NULL, cj) != VLA_OK) fail_msg("%s", vla_error_message());
+    json_decref(cj);
+    vla_pretrained pm;
+    if (vla_pretrained_load(dir, vla_ops_cpu(), &pm) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(pm.meta.n_obs_steps, K);
+    assert_int_equal(pm.meta.state_width, K * FW);
+    vla_pretrained_free(&pm);
+    vla_eval_opts eo;
+    vla_eval_opts_default(&eo);
+    eo.policy_path = dir;
+    eo.env = "pusht";
+    eo.n_episodes = 2;
+    eo.max_steps = 12;
+    eo.n_action_steps = 3;
+    eo.output_dir = test_tmp_path("pusht_hist_eval");
+    eo.n_videos = 0;
+    eo.quiet = true;
+    vla_eval_result er;
+    if (vla_eval_run(&eo, &er) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(er.policy.episodes, 2);
+    json_t *info;
+    assert_int_equal(vla_json_load_file(er.eval_info, &info), VLA_OK);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(info, "config"), "n_obs_steps")), K);
+    json_decref(info);
+    vla_loader_free(L);
+    vla_policy_free(p);
+    vla_lerobot_close(ds);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_state_matches_env),
+        cmocka_unit_test(test_history_matches_loader),
         cmocka_unit_test(test_trained_beats_random),
         cmocka_unit_test(test_eval_cli_refuses_corruption),
     };

@@ -11,6 +11,8 @@
 #include "base/log.h"
 #include "base/rng.h"
 #include "base/timer.h"
+#include "dist/comm.h"
+#include "dist/zero1.h"
 #include "io/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
@@ -30,12 +32,17 @@ enum { DIN = 16, DOUT = 8, NW = DOUT * DIN, FROZEN = 8, NTOT = NW + FROZEN + DOU
 enum { TOTAL = 60, EVERY = 10, NAN_STEP = 23 };
 static const uint64_t SEED = 42;
 
-static const vla_opt_param PARAMS[2] = {{"proj.weight", 0, NW, 1}, {"proj.bias", NW + FROZEN, DOUT, 0}};
+enum { NFLAT = NW + DOUT };
+/* the trainable tensors, a frozen one between them */
+static const vla_zero1_segment SEGS[2] = {{0, NW, 1}, {NW + FROZEN, DOUT, 0}};
+static const char *const NAMES[2] = {"proj.weight", "proj.bias"};
+static const int DECAY[2] = {1, 0};
 
 typedef struct {
-    float w[NTOT], g[NTOT], micro[NTOT];
-    vla_adamw opt;
-    vla_ema ema;
+    float w[NTOT], g[NTOT], micro[NTOT], gflat[NFLAT];
+    vla_comm *comm;
+    vla_zero1 *opt;
+    vla_adamw_config cfg;
     vla_schedule sched;
     int64_t step, skipped;
 } toy;
@@ -79,13 +86,14 @@ static vla_status save(toy *t, const char *out) {
     if (st == VLA_OK) st = vla_safetensors_writer_add(sw, "proj.bias", VLA_F32, 1, bshape, t->w + NW + FROZEN);
     if (st == VLA_OK) st = vla_ckpt_write_safetensors(w, "pretrained_model/model.safetensors", sw);
     vla_safetensors_writer_free(sw);
-    sw = NULL;
-    if (st == VLA_OK) st = vla_safetensors_writer_new(&sw);
-    if (st == VLA_OK) st = vla_adamw_state_add(&t->opt, sw);
-    if (st == VLA_OK) st = vla_ema_state_add(&t->ema, &t->opt, sw);
-    if (st == VLA_OK) st = vla_ckpt_write_safetensors(w, "training_state/optimizer_state.safetensors", sw);
-    vla_safetensors_writer_free(sw);
-    json_t *groups = vla_adamw_param_groups_json(&t->opt, vla_schedule_lr(&t->sched, t->step));
+    /* the optimizer's shard (one, world 1) goes into training_state/ */
+    char dir[VLA_CKPT_PATH_MAX + 64], file[64], rel[128];
+    snprintf(dir, sizeof dir, "%s/training_state", vla_ckpt_writer_dir(w));
+    vla_zero1_shard_file(0, file, sizeof file);
+    snprintf(rel, sizeof rel, "training_state/%s", file);
+    if (st == VLA_OK) st = vla_zero1_save(t->opt, dir);
+    if (st == VLA_OK) st = vla_ckpt_add_file(w, rel);
+    json_t *groups = vla_adamw_param_groups_json(&t->cfg, NAMES, DECAY, 2, vla_schedule_lr(&t->sched, t->step));
     if (st == VLA_OK) st = vla_ckpt_write_json(w, "training_state/optimizer_param_groups.json", groups);
     json_decref(groups);
     json_t *rng = json_pack("{s:I, s:I, s:I}", "seed", (json_int_t)SEED, "sampler_cursor",
@@ -109,21 +117,17 @@ static vla_status load(toy *t, const vla_ckpt_info *ck) {
     if (s == VLA_OK) s = vla_safetensors_load_f32(&st, "proj.bias", t->w + NW + FROZEN, DOUT);
     vla_safetensors_close(&st);
     VLA_TRY(s);
-    snprintf(path, sizeof path, "%s/training_state/optimizer_state.safetensors", ck->dir);
-    VLA_TRY(vla_safetensors_open(path, &st));
-    s = vla_adamw_state_load(&t->opt, &st);
-    if (s == VLA_OK) s = vla_ema_state_load(&t->ema, &t->opt, &st);
-    vla_safetensors_close(&st);
-    VLA_TRY(s);
+    snprintf(path, sizeof path, "%s/training_state", ck->dir);
+    VLA_TRY(vla_zero1_load(t->opt, path));
     json_t *rng;
     snprintf(path, sizeof path, "%s/training_state/rng_state.json", ck->dir);
     VLA_TRY(vla_json_load_file(path, &rng));
     s = vla_json_get_int(path, rng, "skipped_steps", &t->skipped);
     json_decref(rng);
     VLA_TRY(s);
-    if (t->opt.step + t->skipped != ck->step)
+    if (vla_zero1_step_count(t->opt) + t->skipped != ck->step)
         return vla_error(VLA_ERR_FORMAT, "%s: optimizer step %lld + skipped %lld != checkpoint step %lld", ck->dir,
-                         (long long)t->opt.step, (long long)t->skipped, (long long)ck->step);
+                         (long long)vla_zero1_step_count(t->opt), (long long)t->skipped, (long long)ck->step);
     t->step = ck->step;
     return VLA_OK;
 }
@@ -132,15 +136,16 @@ static vla_status load(toy *t, const vla_ckpt_info *ck) {
 static int train(const char *out, int resume) {
     toy t;
     memset(&t, 0, sizeof t);
-    vla_adamw_config cfg;
-    if (vla_adamw_defaults("groot", &cfg) != VLA_OK) return 10;
-    cfg.weight_decay = 0.01;
+    if (vla_adamw_defaults("groot", &t.cfg) != VLA_OK) return 10;
+    t.cfg.weight_decay = 0.01;
     if (vla_schedule_defaults("groot", TOTAL, &t.sched) != VLA_OK) return 11;
     t.sched.peak_lr = 3e-2;
     vla_rng init = vla_rng_stream(SEED, 1u << 30);
     for (int i = 0; i < NTOT; i++) t.w[i] = 0.1f * (float)vla_rng_normal(&init);
-    if (vla_adamw_init(&t.opt, &cfg, PARAMS, 2, NTOT) != VLA_OK) return 12;
-    if (vla_ema_init(&t.ema, &t.opt, t.w, 0.9) != VLA_OK) return 13;
+    vla_comm_options co = {VLA_COMM_SINGLE, 0};
+    if (vla_comm_init(&co, &t.comm) != VLA_OK) return 12;
+    if (vla_zero1_create_segments(t.comm, SEGS, 2, &t.opt) != VLA_OK) return 12;
+    if (vla_zero1_ema_enable(t.opt, 0.9, t.w) != VLA_OK) return 13;
     if (vla_ckpt_cleanup(out) != VLA_OK) return 14;
     if (resume) {
         vla_ckpt_info ck;
@@ -164,14 +169,18 @@ static int train(const char *out, int resume) {
         }
         vla_grad_scale(t.g, NTOT, 1.0f / ACCUM);
         double lr = vla_schedule_lr(&t.sched, t.step), norm;
-        vla_status s = vla_adamw_clip_grads(&t.opt, t.g, &norm);
+        /* compact gradient: the trainable tensors back to back */
+        memcpy(t.gflat, t.g, sizeof(float) * NW);
+        memcpy(t.gflat + NW, t.g + NW + FROZEN, sizeof(float) * DOUT);
+        vla_adamw_hparams hp = {.lr = lr, .beta1 = t.cfg.beta1, .beta2 = t.cfg.beta2, .eps = t.cfg.eps,
+                                .weight_decay = t.cfg.weight_decay, .max_grad_norm = (float)t.cfg.clip_norm,
+                                .grad_mul = 1.0};
+        vla_status s = vla_zero1_step(t.opt, t.w, t.gflat, VLA_ZERO1_GRADS_AVERAGED, &hp, NULL, &norm);
         if (s == VLA_ERR_NUMERIC) {
-            t.skipped++; /* the user asked to skip bad steps */
-        } else if (s != VLA_OK || vla_adamw_step(&t.opt, t.w, t.g, lr) != VLA_OK) {
+            t.skipped++; /* the user asked to skip bad steps; nothing was updated */
+        } else if (s != VLA_OK) {
             rc = 17;
             break;
-        } else {
-            vla_ema_update(&t.ema, &t.opt, t.w);
         }
         t.step++;
         double row[4] = {loss, s == VLA_OK ? norm : NAN, lr, (double)t.skipped};
@@ -179,14 +188,16 @@ static int train(const char *out, int resume) {
             rc = 18;
             break;
         }
-        if (t.step % EVERY == 0 && (vla_adamw_check_finite(&t.opt, t.w) != VLA_OK || save(&t, out) != VLA_OK)) {
+        int finite = 1;
+        for (int i = 0; i < NTOT; i++) finite &= isfinite(t.w[i]) != 0;
+        if (t.step % EVERY == 0 && (!finite || vla_zero1_check_finite(t.opt) != VLA_OK || save(&t, out) != VLA_OK)) {
             rc = 19;
             break;
         }
     }
     vla_metrics_close(&m);
-    vla_ema_free(&t.ema);
-    vla_adamw_free(&t.opt);
+    vla_zero1_free(t.opt);
+    vla_comm_finalize(t.comm);
     return rc;
 }
 
@@ -257,7 +268,7 @@ static void test_killed_and_resumed_run_matches(void **state) {
         assert_string_equal(got_csv, want_csv);
         /* final weights and optimizer state, bit for bit */
         const char *files[] = {"checkpoints/000060/pretrained_model/model.safetensors",
-                               "checkpoints/000060/training_state/optimizer_state.safetensors",
+                               "checkpoints/000060/training_state/zero1-rank00000.safetensors",
                                "checkpoints/000060/training_state/rng_state.json"};
         for (int i = 0; i < 3; i++) {
             size_t na, nb;
