@@ -3,7 +3,9 @@
 # joined by a veth pair, one MPI rank in each, OpenMPI over TCP across the
 # veth (a real network stack: addresses, routing, the kernel's TCP). Checks
 # that the 2-rank run across the "network" gives the same losses and
-# parameters as one rank on one host, then removes everything it created.
+# parameters as one rank on one host — for the synthetic model of
+# dist/synthetic.h and for the real `vla train` — then removes everything it
+# created.
 #
 # How mpirun reaches the second host: OpenMPI starts its daemon (orted) on
 # every non-local host through an "rsh agent". Here the agent is a small
@@ -112,6 +114,40 @@ ok=1
 compare "$tmp/l1" "$tmp/l2" 1e-6 losses || ok=0
 [ "$(wc -l <"$tmp/p1")" = "$(wc -l <"$tmp/p2")" ] || ok=0
 compare "$tmp/p1" "$tmp/p2" 1e-3 parameters || ok=0
+
+# The real trainer across the two hosts: `vla train` (pi05-nano on a small
+# Reach dataset recorded here, state only) at 2 ranks x batch 4 over the veth
+# against 1 rank x batch 8: same losses, gradient norms and final weights.
+vla=$(readlink -f "$build/vla" 2>/dev/null || true)
+if [ -x "$vla" ]; then
+    "$vla" sim record --env=reach --policy=expert --episodes=12 --seed=0 --out="$tmp/reach" --image_size=32 \
+        >/dev/null 2>&1 || { echo "multihost_netns: FAIL: recording the Reach dataset" >&2; exit 1; }
+    targs="train --dataset.root=$tmp/reach --policy.type=pi05 --policy.config=pi05-nano --dataset.image_keys= \
+--steps=6 --seed=3 --optimizer.lr=3e-3 --log_freq=1 --save_freq=0 --num_workers=1 --quiet=true --dist.threads_per_rank=1"
+    ASAN_OPTIONS=detect_leaks=0 "$vla" $targs --batch_size=8 --output_dir="$tmp/t1" >/dev/null 2>"$tmp/t1.err" ||
+        { cat "$tmp/t1.err" >&2; echo "multihost_netns: FAIL: 1-rank vla train" >&2; exit 1; }
+    ip netns exec "$ns1" unshare --uts sh -c "hostname vla-h1; ASAN_OPTIONS=detect_leaks=0 exec mpirun --allow-run-as-root \
+        --hostfile '$tmp/hostfile' -np 2 --map-by node --bind-to none \
+        --mca plm_rsh_agent '$tmp/netns-rsh' --mca btl self,tcp \
+        --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 -x ASAN_OPTIONS \
+        '$vla' $targs --batch_size=4 --output_dir='$tmp/t2'" >"$tmp/t2.json" 2>"$tmp/t2.err" ||
+        { cat "$tmp/t2.err" >&2; echo "multihost_netns: FAIL: 2-host vla train" >&2; exit 1; }
+    grep -q '"world":2' "$tmp/t2.json" || { echo "multihost_netns: FAIL: vla train did not have 2 ranks" >&2; exit 1; }
+    for col in loss grad_norm; do
+        grep -o "\"$col\":[^,}]*" "$tmp/t1/metrics.jsonl" | cut -d: -f2 >"$tmp/c1"
+        grep -o "\"$col\":[^,}]*" "$tmp/t2/metrics.jsonl" | cut -d: -f2 >"$tmp/c2"
+        [ "$(wc -l <"$tmp/c1")" = 6 ] && [ "$(wc -l <"$tmp/c2")" = 6 ] || ok=0
+        compare "$tmp/c1" "$tmp/c2" 1e-6 "vla train $col values" || ok=0
+    done
+    # the tensors' bytes after the safetensors header (same writer, same order)
+    tensors() { local h; h=$(od -An -t u8 -N8 "$1" | tr -d ' '); od -An -v -f -w4 -j $((8 + h)) "$1"; }
+    m=checkpoints/000006/pretrained_model/model.safetensors
+    tensors "$tmp/t1/$m" >"$tmp/w1"
+    tensors "$tmp/t2/$m" >"$tmp/w2"
+    [ "$(wc -l <"$tmp/w1")" = "$(wc -l <"$tmp/w2")" ] || ok=0
+    compare "$tmp/w1" "$tmp/w2" 1e-2 "vla train weights" || ok=0
+fi
+
 if [ $ok = 1 ]; then
     echo "multihost_netns: OK: 2 ranks on 2 network namespaces over TCP match 1 rank"
 else
