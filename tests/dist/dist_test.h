@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/timer.h"
 #include "dist/synthetic.h"
 #include "test_util.h"
 
@@ -50,6 +51,26 @@ static int dist_test_start(const char *prog, int argc, char **argv) {
         return 0;
     }
     return -1;
+}
+
+/* The synthetic model both programs train (small: a run is milliseconds). */
+static const char *common = "--dims 12,24,24,24,3 --samples 96 --seed 7 --lr 0.02 --wd 0.01 "
+                            "--max-grad-norm 0.5 --bucket-bytes 1024 --json --threads 1";
+
+/* Run the worker: np 0 means a plain process (no mpirun). Returns the exit
+ * status; stdout (rank 0's JSON lines) goes to out. With `elapsed` the
+ * caller expects failures (fault tests) and nothing is printed. */
+static int run_worker(int np, const char *args, char *out, size_t cap, double *elapsed) {
+    char cmd[4096];
+    if (np == 0)
+        snprintf(cmd, sizeof cmd, "VLA_DIST_WORKER=1 %s %s %s", self_exe, common, args);
+    else
+        snprintf(cmd, sizeof cmd, "%s -np %d -x VLA_DIST_WORKER=1 %s %s %s", launcher, np, self_exe, common, args);
+    double t0 = vla_now_s();
+    int rc = test_run(cmd, out, cap);
+    if (elapsed) *elapsed = vla_now_s() - t0;
+    if (rc != 0 && !elapsed) fprintf(stderr, "command failed (%d): %s\noutput:\n%s\n", rc, cmd, out);
+    return rc;
 }
 
 #endif
