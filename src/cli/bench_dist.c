@@ -12,24 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Append `s` single-quoted for sh. */
-static void shell_quote(char *dst, size_t cap, const char *s) {
-    size_t n = strlen(dst);
-    if (n + 3 >= cap) return;
-    dst[n++] = '\'';
-    for (; *s && n + 6 < cap; s++) {
-        if (*s == '\'') {
-            memcpy(dst + n, "'\\''", 4);
-            n += 4;
-        } else {
-            dst[n++] = *s;
-        }
-    }
-    dst[n++] = '\'';
-    dst[n++] = ' ';
-    dst[n] = '\0';
-}
-
 /* This process's own command line, up to (not including) the last `argc`
  * arguments, quoted: "'/path/vla' 'bench' 'dist' ". */
 static int self_prefix(int argc, char *buf, size_t cap) {
@@ -46,10 +28,10 @@ static int self_prefix(int argc, char *buf, size_t cap) {
     if (k <= 0) return -1;
     exe[k] = '\0';
     buf[0] = '\0';
-    shell_quote(buf, cap, exe);
+    vla_cli_shell_quote(buf, cap, exe);
     const char *p = raw + strlen(raw) + 1; /* skip argv[0]: use the resolved exe */
     for (int i = 1; i < total - argc; i++) {
-        shell_quote(buf, cap, p);
+        vla_cli_shell_quote(buf, cap, p);
         p += strlen(p) + 1;
     }
     return 0;
@@ -105,7 +87,7 @@ int vla_bench_dist(int argc, char **argv) {
             i++;
             continue;
         }
-        shell_quote(args, sizeof args, argv[i]);
+        vla_cli_shell_quote(args, sizeof args, argv[i]);
     }
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);

@@ -48,3 +48,21 @@ int vla_cli_fail(vla_status st) {
     fprintf(stderr, "vla: error: %s\n", vla_error_message());
     return vla_status_exit_code(st);
 }
+
+/* Append `s` single-quoted for sh. */
+void vla_cli_shell_quote(char *dst, size_t cap, const char *s) {
+    size_t n = strlen(dst);
+    if (n + 3 >= cap) return;
+    dst[n++] = '\'';
+    for (; *s && n + 6 < cap; s++) {
+        if (*s == '\'') {
+            memcpy(dst + n, "'\\''", 4);
+            n += 4;
+        } else {
+            dst[n++] = *s;
+        }
+    }
+    dst[n++] = '\'';
+    dst[n++] = ' ';
+    dst[n] = '\0';
+}

@@ -49,5 +49,10 @@ int vla_bench_parquet(int argc, char **argv);
 int vla_bench_dataset(int argc, char **argv);
 int vla_bench_video(int argc, char **argv);
 int vla_bench_policy(int argc, char **argv);
+int vla_bench_train_dist(int argc, char **argv);
+
+/* Append `s` to the command line in `dst` (capacity cap), single-quoted for
+ * sh and followed by a space (benchmarks relaunching themselves under mpirun). */
+void vla_cli_shell_quote(char *dst, size_t cap, const char *s);
 
 #endif
