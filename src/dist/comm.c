@@ -400,6 +400,10 @@ vla_status vla_comm_init(const vla_comm_options *opts, vla_comm **out) {
 
 void vla_comm_finalize(vla_comm *c) {
     if (!c) return;
+    /* MPI_Finalize synchronises with the peers but is not watched: meet them
+     * in a watched barrier first, so a peer that never arrives (stuck or
+     * dead) ends this rank after timeout_s instead of a spin forever. */
+    if (c->world > 1 && vla_comm_barrier(c) != VLA_OK) VLA_WARN("comm: %s", vla_error_message());
     watchdog_stop(c);
     c->be->finalize(c);
     free(c);
