@@ -8,6 +8,7 @@ int vla_cmd_sim_record(int argc, char **argv) {
     const char *env = "pusht", *policy = "expert", *out = NULL, *codec = NULL;
     int64_t episodes = 50, seed = 0, jobs = 0, size = 96, max_attempts = 0;
     bool keep_failures = false, json = false;
+    double noise = 0;
     const vla_flag flags[] = {
         {"env", VLA_FLAG_STRING, &env, "NAME", "environment: pusht | reach"},
         {"policy", VLA_FLAG_STRING, &policy, "NAME", "scripted policy: expert | random"},
@@ -19,6 +20,9 @@ int vla_cmd_sim_record(int argc, char **argv) {
         {"max_attempts", VLA_FLAG_INT, &max_attempts, "N", "episodes to try before giving up (0: 4 x episodes)"},
         {"keep_failures", VLA_FLAG_BOOL, &keep_failures, NULL, "keep unsuccessful episodes too"},
         {"video_codec", VLA_FLAG_STRING, &codec, "NAME", "encoder (default libsvtav1, libx264 fallback)"},
+        {"action_noise", VLA_FLAG_FLOAT, &noise, "STD",
+         "noise injection: execute the policy's action plus Gaussian noise of this std (PushT: px) and record "
+         "the policy's own action as the label, so the data covers recoveries (default 0: off)"},
         {"json", VLA_FLAG_BOOL, &json, NULL, "print the summary as JSON"},
     };
     const vla_command_spec spec = {
@@ -37,7 +41,7 @@ int vla_cmd_sim_record(int argc, char **argv) {
     vla_sim_record_opts o = {.env = env, .policy = policy, .out = out, .episodes = (int)episodes,
                              .max_attempts = (int)max_attempts, .seed = (uint64_t)seed, .jobs = (int)jobs,
                              .image_size = (int)size, .keep_failures = keep_failures, .video_codec = codec,
-                             .progress = !json};
+                             .progress = !json, .action_noise = noise};
     vla_sim_record_result r;
     vla_status st = vla_sim_record(&o, &r);
     if (st != VLA_OK) return vla_cli_fail(st);

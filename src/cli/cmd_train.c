@@ -73,6 +73,9 @@ int vla_cmd_train(int argc, char **argv) {
         {"dataset.n_obs_steps", VLA_FLAG_INT, &n_obs, "K",
          "frames of state history fed to the policy: the state keys at t-K+1..t, oldest first, clamped at the "
          "episode start; eval rebuilds it (default 1)"},
+        {"dataset.relative_actions", VLA_FLAG_BOOL, &o.relative_actions, NULL,
+         "predict each chunk relative to observation.state at t (action - state, normalised with the "
+         "differences' own statistics); eval adds the current state back"},
         {"policy.type", VLA_FLAG_STRING, &o.policy_type, "TYPE", "pi05 | groot"},
         {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
          "preset (pi05-tiny, groot-tiny, pi05-nano, …) or JSON path (default: <type>-tiny)"},

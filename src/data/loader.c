@@ -39,6 +39,7 @@ struct vla_loader {
     vla_loader_opts o;
     const char *state_key, *action_key;
     const vla_lr_feature *fsk[MAX_SKEYS], *faction; /* state features, concatenated in order */
+    const vla_lr_feature *fref; /* relative actions: observation.state, subtracted from the chunk */
     int nsk, K;     /* state features; frames of history (n_obs_steps) */
     char state_keys[512];
     int64_t fw;     /* one frame's state width (the features side by side); sw = fw · K */
@@ -206,6 +207,9 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *reader) {
         /* action chunk */
         st = vla_lerobot_window(ds, L->action_key, row, offsets, (int)H, act_tmp, s->is_pad + i * H);
         if (st != VLA_OK) goto done;
+        if (L->fref)
+            for (int64_t k = 0; k < H; k++)
+                for (int64_t d = 0; d < L->aw; d++) act_tmp[k * L->aw + d] -= L->fref->values[row * L->aw + d];
         vla_normalize(&L->na, act_tmp, act_tmp, H);
         float *ad = s->actions + i * H * L->A_dim;
         memset(ad, 0, (size_t)(H * L->A_dim) * sizeof(float));
@@ -380,6 +384,52 @@ static vla_status state_norm(vla_loader *L, vla_norm_mode mode) {
     return st;
 }
 
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Relative actions: the action normaliser from the statistics of action[t+h]
+ * − observation.state[t] over every row t and h = 0..H−1 (clamped to the
+ * episode, as the chunks the loader builds). */
+static vla_status relative_action_norm(vla_loader *L, vla_norm_mode mode) {
+    const vla_lerobot *ds = L->o.ds;
+    int64_t n = ds->n_rows * L->H, aw = L->aw;
+    float *v = malloc((size_t)n * sizeof *v), *a = calloc((size_t)aw, sizeof *a), *b = calloc((size_t)aw, sizeof *b);
+    int *offsets = malloc((size_t)L->H * sizeof *offsets);
+    int64_t *rows = malloc((size_t)L->H * sizeof *rows);
+    vla_status st = VLA_OK;
+    if (!v || !a || !b || !offsets || !rows) {
+        st = vla_error(VLA_ERR_NOMEM, "loader: out of memory");
+        goto done;
+    }
+    for (int64_t k = 0; k < L->H; k++) offsets[k] = (int)k;
+    for (int64_t d = 0; d < aw; d++) {
+        double sum = 0, sum2 = 0;
+        for (int64_t r = 0, m = 0; r < ds->n_rows; r++) {
+            vla_lerobot_window_rows(ds, r, offsets, (int)L->H, rows, NULL);
+            for (int64_t k = 0; k < L->H; k++, m++) {
+                v[m] = L->faction->values[rows[k] * aw + d] - L->fref->values[r * aw + d];
+                sum += v[m], sum2 += (double)v[m] * v[m];
+            }
+        }
+        if (mode == VLA_NORM_MEAN_STD) {
+            double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
+            a[d] = (float)mean, b[d] = (float)sqrt(var > 0 ? var : 0);
+        } else {
+            qsort(v, (size_t)n, sizeof *v, cmp_float);
+            bool q = mode == VLA_NORM_QUANTILES;
+            a[d] = q ? v[(int64_t)(0.01 * (double)(n - 1))] : v[0];
+            b[d] = q ? v[(int64_t)(0.99 * (double)(n - 1))] : v[n - 1];
+        }
+    }
+    st = vla_normalizer_init(&L->na, mode, VLA_NORM_EPS_LEROBOT, aw, mode == VLA_NORM_IDENTITY ? NULL : a,
+                             mode == VLA_NORM_IDENTITY ? NULL : b, 0);
+done:
+    free(v), free(a), free(b), free(offsets), free(rows);
+    return st;
+}
+
 vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
     *out = NULL;
     const vla_lerobot *ds = opts->ds;
@@ -469,7 +519,18 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
     }
     L->tol_s = opts->tol_s > 0 ? opts->tol_s : 0.5 / (ds->fps > 0 ? ds->fps : 10);
     if ((st = state_norm(L, cfg->norm_state)) != VLA_OK) goto fail;
-    if ((st = vla_norm_from_stats(ds, L->action_key, cfg->norm_action, &L->na)) != VLA_OK) goto fail;
+    if (opts->relative_actions) {
+        L->fref = vla_lerobot_feature(ds, "observation.state");
+        if (!L->fref || !L->fref->values || L->fref->width != L->aw) {
+            st = vla_error(VLA_ERR_INVALID_ARG,
+                           "%s: relative actions need a numeric observation.state as wide as '%s' (%lld dims)",
+                           ds->root, L->action_key, (long long)L->aw);
+            goto fail;
+        }
+        if ((st = relative_action_norm(L, cfg->norm_action)) != VLA_OK) goto fail;
+    } else if ((st = vla_norm_from_stats(ds, L->action_key, cfg->norm_action, &L->na)) != VLA_OK) {
+        goto fail;
+    }
     L->max_text = cfg->language.max_tokens > 0 ? cfg->language.max_tokens : 1;
     L->max_tok = vla_policy_sample_layout(opts->policy, L->ncam, (int32_t)L->max_text, NULL, NULL, NULL);
     if (L->max_tok <= 0) {
@@ -612,6 +673,7 @@ const vla_normalizer *vla_loader_state_norm(const vla_loader *L) { return &L->ns
 const vla_normalizer *vla_loader_action_norm(const vla_loader *L) { return &L->na; }
 int64_t vla_loader_state_width(const vla_loader *L) { return L->sw; }
 int vla_loader_n_obs_steps(const vla_loader *L) { return L->K; }
+bool vla_loader_relative_actions(const vla_loader *L) { return L->fref != NULL; }
 int64_t vla_loader_action_width(const vla_loader *L) { return L->aw; }
 int vla_loader_n_cameras(const vla_loader *L) { return L->ncam; }
 const char *vla_loader_state_keys(const vla_loader *L) { return L->state_keys; }

@@ -17,7 +17,8 @@
  * that built it, or the rank count. So a resumed run (seek to the saved
  * sampler position) sees exactly the batches the uninterrupted one saw.
  *
- * Normalisation statistics come from the dataset's meta/stats.json; a mode
+ * Normalisation statistics come from the dataset's meta/stats.json (relative
+ * actions: computed at create from every chunk of the dataset); a mode
  * the stats cannot serve (QUANTILES without q01/q99, v2.1) falls back to
  * MIN_MAX with a warning. The normalisers are exposed so a checkpoint can
  * store them and evaluation can rebuild them (vla_norm_json_*). */
@@ -57,6 +58,10 @@ typedef struct {
     int n_obs_steps;           /* frames of state history K (≤ 1: the current frame only): the state is the
                                   state keys' vector at rows t−K+1..t, oldest first, each clamped to the
                                   episode's first row (Diffusion Policy's n_obs_steps; eval rebuilds it) */
+    bool relative_actions;     /* the chunk's actions minus observation.state at t (same width as the
+                                  action: a position-controlled robot's current position), normalised with
+                                  statistics of those differences over the dataset (openpi's delta
+                                  actions); eval adds the current observation.state back */
 } vla_loader_opts;
 
 /* One micro-batch, owned by the loader until vla_loader_release. */
@@ -87,6 +92,7 @@ const vla_normalizer *vla_loader_state_norm(const vla_loader *L);
 const vla_normalizer *vla_loader_action_norm(const vla_loader *L);
 int64_t vla_loader_state_width(const vla_loader *L);  /* real state dims fed: frame width × n_obs_steps */
 int vla_loader_n_obs_steps(const vla_loader *L);       /* K ≥ 1 */
+bool vla_loader_relative_actions(const vla_loader *L);
 int64_t vla_loader_action_width(const vla_loader *L);
 int vla_loader_n_cameras(const vla_loader *L);         /* cameras fed to the policy */
 /* The state features concatenated, comma-separated ("observation.state"). */

@@ -27,6 +27,8 @@ void vla_eval_opts_default(vla_eval_opts *o) {
 typedef struct {
     vla_env *env;
     vla_eval_history *hist; /* the policy's state history (policy rollouts) */
+    int ref_src;            /* relative actions: where observation.state comes from (-1: absolute actions) */
+    double ref[VLA_ENV_MAX_DIM]; /* observation.state now: relative actions are added to it */
     bool done, success;
     int steps;
     double max_cov, sum_rew;
@@ -190,6 +192,8 @@ static void episode_observe(episode *e) {
     ob.type = VLA_OBS_STATE;
     vla_env_observe(e->env, &ob);
     vla_eval_history_push(e->hist, &ob);
+    if (e->ref_src >= 0)
+        memcpy(e->ref, e->ref_src == SRC_AGENT_POS ? ob.agent_pos : ob.state, sizeof e->ref);
 }
 
 static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained *pm, vla_policy *const *pols,
@@ -238,6 +242,8 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
         eps[i].max_cov = info.coverage;
         if (kind == ROLL_POLICY) {
             if ((st = vla_eval_history_create(o->env, &pm->meta, &eps[i].hist)) != VLA_OK) goto done;
+            eps[i].ref_src = -1;
+            if (pm->meta.relative_actions && (st = state_source(spec, A, &eps[i].ref_src)) != VLA_OK) goto done;
             episode_observe(&eps[i]);
         }
         if (i < keep_actions && !(eps[i].actions = calloc((size_t)(max_steps * A), sizeof(double)))) {
@@ -303,7 +309,12 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
                 }
             for (int j = 0; j < na; j++) {
                 float *a = acts + (int64_t)j * H * Ad;
-                for (int64_t h = 0; h < H; h++) vla_unnormalize(&pm->action_norm, a + h * Ad, a + h * Ad, 1);
+                const episode *e = &eps[active[j]];
+                for (int64_t h = 0; h < H; h++) {
+                    vla_unnormalize(&pm->action_norm, a + h * Ad, a + h * Ad, 1);
+                    if (e->ref_src >= 0) /* relative to observation.state at this re-plan */
+                        for (int d = 0; d < A; d++) a[h * Ad + d] += (float)e->ref[d];
+                }
             }
         }
 #pragma omp parallel for schedule(dynamic)

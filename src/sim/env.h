@@ -225,6 +225,8 @@ typedef struct {
     double max_coverage, sum_reward, max_reward;
     double seconds;          /* wall time of this episode (env + policy) */
     double *actions;         /* steps × action_dim for the first keep_actions episodes, else NULL (malloc'd) */
+    double *labels;          /* with action_noise > 0: the policy's own (noise-free) actions beside the
+                                executed ones in `actions`, same shape; else NULL (malloc'd) */
 } vla_sim_episode;
 
 typedef struct {
@@ -240,6 +242,11 @@ typedef struct {
     vla_sim_frame_fn on_frame;
     void *user;
     int image_width, image_height; /* > 0: render obs pixels for on_frame */
+    /* > 0: noise injection (DART, Laskey et al. 2017): each executed action is the policy's plus
+     * Gaussian noise of this std per dim (action units; PushT: px), keyed by the episode seed, so
+     * the episodes visit states just off the policy's path; the policy's own action is kept as
+     * the label (vla_sim_episode.labels). */
+    double action_noise;
 } vla_sim_run_opts;
 
 typedef struct {

@@ -12,9 +12,12 @@
 /* Replay one episode from its seed and actions, writing every observation
  * with the action taken from it and what the step returned. The action is
  * executed as stored (rounded to f32), so the dataset replays exactly; that
- * rounding can change a chaotic push slightly, so success is re-judged here. */
-static vla_status record_episode(vla_env *env, vla_lr_writer *w, uint64_t seed, const double *actions, int steps,
-                                 int size, uint8_t *pixels, int64_t *frames, bool *success_out) {
+ * rounding can change a chaotic push slightly, so success is re-judged here.
+ * With labels (noise injection) the executed actions still drive the replay,
+ * but the dataset's action is the label: what the policy wanted there. */
+static vla_status record_episode(vla_env *env, vla_lr_writer *w, uint64_t seed, const double *actions,
+                                 const double *labels, int steps, int size, uint8_t *pixels, int64_t *frames,
+                                 bool *success_out) {
     const vla_env_spec *spec = vla_env_get_spec(env);
     vla_env_info info;
     VLA_TRY(vla_env_reset(env, seed, &info));
@@ -29,6 +32,7 @@ static vla_status record_episode(vla_env *env, vla_lr_writer *w, uint64_t seed, 
         for (int i = 0; i < spec->action_dim; i++) {
             action[i] = (float)actions[(size_t)t * spec->action_dim + i];
             a[i] = action[i];
+            if (labels) action[i] = (float)labels[(size_t)t * spec->action_dim + i];
         }
         vla_env_step_result r;
         VLA_TRY(vla_env_step(env, a, &r));
@@ -60,7 +64,8 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
     int attempts = o->max_attempts > 0 ? o->max_attempts : 4 * o->episodes;
     if (o->keep_failures) attempts = o->episodes;
     vla_sim_run_opts ro = {.env = o->env, .policy = o->policy ? o->policy : "expert", .episodes = attempts,
-                           .seed = o->seed, .jobs = o->jobs, .keep_actions = attempts};
+                           .seed = o->seed, .jobs = o->jobs, .keep_actions = attempts,
+                           .action_noise = o->action_noise};
     vla_sim_run_result rr;
     VLA_TRY(vla_sim_run(&ro, &rr));
     out->episodes_run = rr.episodes;
@@ -91,7 +96,8 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
         if (!ep->success && !o->keep_failures) continue;
         bool success = false;
         int64_t frames = 0;
-        st = record_episode(env, w, o->seed + (uint64_t)e, ep->actions, ep->steps, size, pixels, &frames, &success);
+        st = record_episode(env, w, o->seed + (uint64_t)e, ep->actions, ep->labels, ep->steps, size, pixels, &frames,
+                            &success);
         if (st == VLA_OK && !success && !o->keep_failures) { /* diverged under f32 actions: drop it */
             vla_lr_writer_discard_episode(w);
             continue;

@@ -31,6 +31,9 @@ typedef struct {
     bool keep_failures;     /* keep unsuccessful episodes too */
     const char *video_codec;/* NULL: the writer's default (libsvtav1) */
     bool progress;          /* progress line on stderr */
+    double action_noise;    /* > 0: noise injection (vla_sim_run_opts.action_noise): episodes run with noisy
+                               actions, the dataset's action is the policy's noise-free one (so it does
+                               not replay the episode: the executed actions are not stored) */
 } vla_sim_record_opts;
 
 typedef struct {

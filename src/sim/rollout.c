@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rng.h"
 #include "base/timer.h"
 #include "sim/env.h"
 
@@ -28,10 +29,13 @@ static vla_status run_episode(const vla_sim_run_opts *o, int ep, vla_sim_episode
     memset(out, 0, sizeof *out);
     uint64_t seed = o->seed + (uint64_t)ep;
     if ((st = vla_sim_policy_make(o->policy, spec, &pol)) != VLA_OK) goto done;
-    if (ep < o->keep_actions && !(out->actions = malloc(sizeof(double) * (size_t)spec->action_dim * (size_t)max_steps))) {
+    size_t act_bytes = sizeof(double) * (size_t)spec->action_dim * (size_t)max_steps;
+    if (ep < o->keep_actions && (!(out->actions = malloc(act_bytes)) ||
+                                 (o->action_noise > 0 && !(out->labels = malloc(act_bytes))))) {
         st = vla_error(VLA_ERR_NOMEM, "rollout: out of memory");
         goto done;
     }
+    vla_rng noise = vla_rng_stream(0x44415254ULL /* "DART" */, seed);
     bool want_pixels = o->on_frame && o->image_width > 0 && o->image_height > 0;
     if (want_pixels && !(pixels = malloc((size_t)o->image_width * (size_t)o->image_height * 3))) {
         st = vla_error(VLA_ERR_NOMEM, "rollout: out of memory");
@@ -51,6 +55,9 @@ static vla_status run_episode(const vla_sim_run_opts *o, int ep, vla_sim_episode
         }
         double action[VLA_ENV_MAX_DIM];
         if ((st = vla_sim_policy_act(pol, env, action)) != VLA_OK) goto done;
+        if (out->labels) memcpy(out->labels + (size_t)t * (size_t)spec->action_dim, action, sizeof(double) * (size_t)spec->action_dim);
+        if (o->action_noise > 0) /* executed = the policy's + noise; the label stays the policy's */
+            for (int d = 0; d < spec->action_dim; d++) action[d] += o->action_noise * vla_rng_normal(&noise);
         vla_env_step_result r;
         if ((st = vla_env_step(env, action, &r)) != VLA_OK) goto done;
         if (out->actions) memcpy(out->actions + (size_t)t * (size_t)spec->action_dim, action, sizeof(double) * (size_t)spec->action_dim);
@@ -100,7 +107,7 @@ vla_status vla_sim_run(const vla_sim_run_opts *o, vla_sim_run_result *res) {
         if (errs[i].st != VLA_OK) {
             vla_status st = vla_error(errs[i].st, "episode %d (seed %llu): %s", i,
                                       (unsigned long long)(o->seed + (uint64_t)i), errs[i].msg);
-            for (int j = 0; j < o->episodes; j++) free(eps[j].actions);
+            for (int j = 0; j < o->episodes; j++) free(eps[j].actions), free(eps[j].labels);
             free(eps), free(errs);
             return st;
         }
@@ -127,7 +134,7 @@ vla_status vla_sim_run(const vla_sim_run_opts *o, vla_sim_run_result *res) {
 
 void vla_sim_run_result_free(vla_sim_run_result *r) {
     if (!r->per_episode) return;
-    for (int i = 0; i < r->episodes; i++) free(r->per_episode[i].actions);
+    for (int i = 0; i < r->episodes; i++) free(r->per_episode[i].actions), free(r->per_episode[i].labels);
     free(r->per_episode);
     r->per_episode = NULL;
 }

@@ -32,6 +32,8 @@ json_t *vla_pretrained_config_json(const vla_policy *p, const vla_normalizer *ns
     }
     /* frames of state history the loader concatenated (eval keeps as many) */
     if (feat) json_object_set_new(feat, "n_obs_steps", json_integer(m->n_obs_steps > 1 ? m->n_obs_steps : 1));
+    /* the action normalisation is of action − observation.state; eval adds the state back */
+    if (feat && m->relative_actions) json_object_set_new(feat, "relative_actions", json_true());
     return json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:I}", "type", vla_policy_kind_name(p->cfg.kind), "name",
                      p->cfg.name, "policy", pc, "normalization", norm, "features", feat, "task", m->task, "dataset",
                      m->dataset, "n_action_steps", (json_int_t)p->cfg.action.horizon);
@@ -168,6 +170,7 @@ vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrai
         size_t used = strlen(out->meta.state_keys);
         if (k) snprintf(out->meta.state_keys + used, sizeof out->meta.state_keys - used, "%s%s", i ? "," : "", k);
     }
+    out->meta.relative_actions = json_is_true(json_object_get(feat, "relative_actions"));
     json_t *nobs = json_object_get(feat, "n_obs_steps");
     out->meta.n_obs_steps = json_is_integer(nobs) ? (int)json_integer_value(nobs) : 1;
     if (out->meta.n_obs_steps < 1 || out->meta.n_obs_steps > 64 ||

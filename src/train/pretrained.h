@@ -25,6 +25,7 @@ typedef struct {
     char dataset[1024];    /* dataset root it was trained on */
     int n_obs_steps;       /* frames of state history K: the state is K frames of the state keys' vector,
                               oldest first (state_width = K × one frame; ≤ 1 or absent: one frame) */
+    bool relative_actions; /* actions are predicted relative to observation.state at t (data/loader.h) */
 } vla_pretrained_meta;
 
 /* config.json as a JSON object. */

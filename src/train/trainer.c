@@ -286,11 +286,12 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     vla_loader_opts lo = {.ds = t->ds, .policy = t->p, .batch_size = o->batch_size, .source = src_fn,
                           .source_user = &t->src, .seed = o->seed, .num_workers = o->num_workers,
                           .augment = o->augment, .state_keys = o->state_keys, .image_keys = o->image_keys,
-                          .n_obs_steps = o->n_obs_steps};
+                          .n_obs_steps = o->n_obs_steps, .relative_actions = o->relative_actions};
     VLA_TRY(vla_loader_create(&lo, &t->L));
     t->meta.state_width = vla_loader_state_width(t->L);
     snprintf(t->meta.state_keys, sizeof t->meta.state_keys, "%s", vla_loader_state_keys(t->L));
     t->meta.n_obs_steps = vla_loader_n_obs_steps(t->L);
+    t->meta.relative_actions = vla_loader_relative_actions(t->L);
     t->meta.action_width = vla_loader_action_width(t->L);
     t->meta.cameras = vla_loader_n_cameras(t->L);
     t->meta.fps = t->ds->fps;

@@ -64,6 +64,7 @@ typedef struct {
     void *eval_user;
     int n_obs_steps;            /* frames of state history fed to the policy (≤ 1: the current one; see
                                    data/loader.h); recorded in the checkpoint for eval */
+    bool relative_actions;      /* predict actions relative to observation.state (data/loader.h) */
 } vla_train_opts;
 
 void vla_train_opts_default(vla_train_opts *o);

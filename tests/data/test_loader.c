@@ -5,7 +5,8 @@
  * in [0, 1], prompt tokens on the text slots; batches identical with 0 and
  * 3 worker threads (content depends on the job, not the thread); NaN
  * datasets refused; with n_obs_steps the state is the rows t-K+1..t clamped
- * to the episode start. */
+ * to the episode start; relative actions are the chunk minus the state at t,
+ * normalised with the differences' statistics. */
 #include "test_util.h"
 
 #include <math.h>
@@ -18,6 +19,7 @@
 #include "data/loader.h"
 #include "policy/policy.h"
 #include "sim/env.h"
+#include "sim/record.h"
 
 
 
@@ -175,6 +177,73 @@ static void test_history(void **state) {
     vla_lerobot_close(ds);
 }
 
+/* --dataset.relative_actions: the chunk is action[t+h] − observation.state[t]
+ * (rows clamped to the episode), normalised with min/max of those
+ * differences over every chunk of the dataset. */
+static void test_relative_actions(void **state) {
+    (void)state;
+    const char *root = test_tmp_path("loader_rel_ds");
+    test_record_reach(root, 3, 4, -1);
+    vla_lerobot *ds;
+    assert_int_equal(vla_lerobot_open(root, &ds), VLA_OK);
+    vla_policy *p = make_policy();
+    vla_loader_opts o = {.ds = ds, .policy = p, .batch_size = 4, .seed = 1, .image_keys = "", .relative_actions = true};
+    vla_loader *L;
+    /* Reach's observation.state is 4 wide (agent + target), its action 2: no reference to subtract */
+    assert_int_equal(vla_loader_create(&o, &L), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "relative actions"));
+    vla_lerobot_close(ds);
+    vla_policy_free(p);
+
+    root = test_tmp_path("loader_rel_pusht");
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+    vla_sim_record_opts ro = {.env = "pusht", .policy = "expert", .out = root, .episodes = 2, .seed = 3, .jobs = 1,
+                              .image_size = 32, .keep_failures = true};
+    vla_sim_record_result rr;
+    if (vla_sim_record(&ro, &rr) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(vla_lerobot_open(root, &ds), VLA_OK);
+    p = make_policy();
+    p->cfg.norm_action = VLA_NORM_MIN_MAX; /* the check below is of min/max */
+    o.ds = ds, o.policy = p;
+    if (vla_loader_create(&o, &L) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_true(vla_loader_relative_actions(L));
+    const vla_lr_feature *fs = vla_lerobot_feature(ds, "observation.state"), *fa = vla_lerobot_feature(ds, "action");
+    int64_t H = p->cfg.action.horizon, A = p->cfg.action.action_dim;
+    /* the statistics: min/max of every chunk's differences */
+    float lo[2] = {1e30f, 1e30f}, hi[2] = {-1e30f, -1e30f};
+    for (int64_t r = 0; r < ds->n_rows; r++) {
+        int64_t to = ds->episodes[ds->row_episode[r]].to;
+        for (int64_t h = 0; h < H; h++)
+            for (int d = 0; d < 2; d++) {
+                int64_t q = r + h < to ? r + h : to - 1;
+                float v = fa->values[q * 2 + d] - fs->values[r * 2 + d];
+                lo[d] = fminf(lo[d], v), hi[d] = fmaxf(hi[d], v);
+            }
+    }
+    const vla_normalizer *na = vla_loader_action_norm(L);
+    for (int d = 0; d < 2; d++) assert_true(na->lo[d] == lo[d] && na->hi[d] == hi[d]);
+    int64_t rows[4] = {0, 5, ds->episodes[0].to - 3, ds->episodes[1].from + 7};
+    uint64_t keys[4] = {0, 1, 2, 3};
+    vla_loader_batch *b;
+    if (vla_loader_build(L, rows, keys, 4, &b) != VLA_OK) fail_msg("%s", vla_error_message());
+    for (int i = 0; i < 4; i++) {
+        int64_t to = ds->episodes[ds->row_episode[rows[i]]].to;
+        for (int64_t h = 0; h < H; h++) {
+            int64_t q = rows[i] + h < to ? rows[i] + h : to - 1;
+            float want[2], raw[2] = {fa->values[q * 2] - fs->values[rows[i] * 2],
+                                     fa->values[q * 2 + 1] - fs->values[rows[i] * 2 + 1]};
+            vla_normalize(na, want, raw, 1);
+            assert_memory_equal(want, b->batch.actions + (i * H + h) * A, sizeof want);
+        }
+    }
+    vla_loader_release(L, b);
+    vla_loader_free(L);
+    vla_policy_free(p);
+    vla_lerobot_close(ds);
+}
+
 static void test_nan_refused(void **state) {
     (void)state;
     const char *root = test_tmp_path("loader_nan");
@@ -196,6 +265,7 @@ int main(void) {
         cmocka_unit_test(test_batches),
         cmocka_unit_test(test_nan_refused),
         cmocka_unit_test(test_history),
+        cmocka_unit_test(test_relative_actions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

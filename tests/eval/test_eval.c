@@ -283,6 +283,16 @@ static void test_history_matches_loader(void **state) {
     if (vla_pretrained_load(dir, vla_ops_cpu(), &pm) != VLA_OK) fail_msg("%s", vla_error_message());
     assert_int_equal(pm.meta.n_obs_steps, K);
     assert_int_equal(pm.meta.state_width, K * FW);
+    assert_false(pm.meta.relative_actions);
+    vla_pretrained_free(&pm);
+    /* relative actions are recorded the same way (eval adds agent_pos back) */
+    meta.relative_actions = true;
+    cj = vla_pretrained_config_json(p, ns, vla_loader_action_norm(L), &meta);
+    const char *rdir = test_tmp_path("pusht_hist_model_rel");
+    if (vla_pretrained_write_dir(rdir, p, NULL, cj) != VLA_OK) fail_msg("%s", vla_error_message());
+    json_decref(cj);
+    if (vla_pretrained_load(rdir, vla_ops_cpu(), &pm) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_true(pm.meta.relative_actions);
     vla_pretrained_free(&pm);
     vla_eval_opts eo;
     vla_eval_opts_default(&eo);
@@ -297,6 +307,12 @@ static void test_history_matches_loader(void **state) {
     vla_eval_result er;
     if (vla_eval_run(&eo, &er) != VLA_OK) fail_msg("%s", vla_error_message());
     assert_int_equal(er.policy.episodes, 2);
+    eo.policy_path = rdir;
+    eo.output_dir = test_tmp_path("pusht_hist_eval_rel");
+    vla_eval_result er2;
+    if (vla_eval_run(&eo, &er2) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(er2.policy.episodes, 2);
+    eo.output_dir = test_tmp_path("pusht_hist_eval");
     json_t *info;
     assert_int_equal(vla_json_load_file(er.eval_info, &info), VLA_OK);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(info, "config"), "n_obs_steps")), K);

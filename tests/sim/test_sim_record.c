@@ -1,7 +1,8 @@
 /* test_sim_record.c — `vla sim record` end to end: the recorded dataset
  * validates, its actions replayed in a fresh environment reproduce its
  * observations exactly and end in success, its frames match the renderer
- * within AV1's loss, and refusals (no successes, existing output) are clean. */
+ * within AV1's loss, and refusals (no successes, existing output) are clean;
+ * with noise injection the dataset's actions are the expert's labels. */
 #include "test_util.h"
 #include "data/lerobot.h"
 #include "sim/env.h"
@@ -9,6 +10,7 @@
 #include "base/fsutil.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,10 +108,69 @@ static void test_random_policy_needs_keep_failures(void **state) {
     vla_lerobot_close(ds);
 }
 
+/* Noise injection (--action_noise): the executed actions are the expert's
+ * plus N(0, std²) per dim, keyed by the episode seed (a rerun draws the same),
+ * the expert's own actions come back as labels, and the recorded dataset's
+ * action column is those labels for the kept (successful) episodes. */
+static void test_action_noise_records_labels(void **state) {
+    (void)state;
+    vla_sim_run_opts ro = {.env = "pusht", .policy = "expert", .episodes = 4, .seed = 21, .jobs = 2,
+                           .keep_actions = 4, .action_noise = 10};
+    vla_sim_run_result a, b;
+    assert_int_equal(vla_sim_run(&ro, &a), VLA_OK);
+    assert_int_equal(vla_sim_run(&ro, &b), VLA_OK);
+    double s2 = 0;
+    int64_t n = 0;
+    for (int e = 0; e < 4; e++) {
+        const vla_sim_episode *x = &a.per_episode[e];
+        assert_non_null(x->labels);
+        assert_int_equal(x->steps, b.per_episode[e].steps);
+        assert_memory_equal(x->actions, b.per_episode[e].actions, sizeof(double) * 2 * (size_t)x->steps);
+        for (int64_t k = 0; k < 2 * (int64_t)x->steps; k++) {
+            double d = x->actions[k] - x->labels[k];
+            s2 += d * d, n++;
+        }
+    }
+    double sd = sqrt(s2 / (double)n);
+    printf("executed - label: std %.2f px over %lld values\n", sd, (long long)n);
+    assert_true(n > 200 && sd > 9 && sd < 11);
+    ro.action_noise = 0;
+    vla_sim_run_result c;
+    assert_int_equal(vla_sim_run(&ro, &c), VLA_OK);
+    assert_null(c.per_episode[0].labels);
+    vla_sim_run_result_free(&c);
+    vla_sim_run_result_free(&b);
+
+    const char *root = test_tmp_path("pusht_noise");
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+    vla_sim_record_opts o = {.env = "pusht", .policy = "expert", .out = root, .episodes = 2, .seed = 21, .jobs = 2,
+                             .max_attempts = 4, .image_size = 32, .action_noise = 10};
+    vla_sim_record_result r;
+    if (vla_sim_record(&o, &r) != VLA_OK) fail_msg("%s", vla_error_message());
+    vla_lerobot *ds;
+    assert_int_equal(vla_lerobot_open(root, &ds), VLA_OK);
+    const vla_lr_feature *act = vla_lerobot_feature(ds, "action");
+    int64_t e = 0;
+    for (int i = 0; i < 4 && e < ds->n_episodes; i++) {
+        const vla_sim_episode *x = &a.per_episode[i];
+        if (!x->success) continue;
+        const vla_lr_episode *ep = &ds->episodes[e++];
+        assert_int_equal(ep->to - ep->from, x->steps);
+        for (int64_t t = 0; t < x->steps; t++)
+            for (int d = 0; d < 2; d++) assert_true(act->values[(ep->from + t) * 2 + d] == (float)x->labels[t * 2 + d]);
+    }
+    assert_int_equal(e, 2);
+    vla_lerobot_close(ds);
+    vla_sim_run_result_free(&a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pusht_record_replays_and_validates),
         cmocka_unit_test(test_random_policy_needs_keep_failures),
+        cmocka_unit_test(test_action_noise_records_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
