@@ -205,7 +205,8 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
     int max_steps = o->max_steps > 0 ? o->max_steps : spec->max_episode_steps;
     int A = spec->action_dim;
     vla_status st = VLA_OK;
-    int64_t H = 1, Sd = 0, Ad = 0, img = 0, cams = 0;
+    int64_t H = 1, Sd = 0, Ad = 0, img = 0, cams = 0, pcams = 0;
+    uint8_t *valid = NULL;
     state_map smap;
     int n_act = max_steps;
     vla_policy *p = pm ? pm->policy : NULL;
@@ -216,7 +217,13 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
     int *active = NULL;
     if (kind == ROLL_POLICY) {
         H = p->cfg.action.horizon, Sd = p->cfg.action.state_dim, Ad = p->cfg.action.action_dim;
-        img = p->cfg.vision.image_size, cams = pm->meta.cameras;
+        /* cams: the cameras the policy was trained on; pcams: its image slots. A
+         * state-only policy (trained with no camera) must see no image tokens
+         * here either: the slots it has but was not trained on are marked invalid. */
+        img = p->cfg.vision.image_size, cams = pm->meta.cameras, pcams = p->cfg.vision.cameras;
+        if (cams > pcams)
+            return vla_error(VLA_ERR_FORMAT, "eval: the checkpoint says %lld cameras, the policy has %lld image slots",
+                             (long long)cams, (long long)pcams);
         if (pm->meta.action_width != A)
             return vla_error(VLA_ERR_INVALID_ARG, "eval: the policy predicts %lld action dims, env '%s' takes %d",
                              (long long)pm->meta.action_width, spec->name, A);
@@ -224,13 +231,15 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
         n_act = o->n_action_steps > 0 ? o->n_action_steps : (int)(H < 8 ? H : 8);
         if (n_act > H) n_act = (int)H;
         state = calloc((size_t)(N * Sd) + 1, sizeof *state);
-        images = calloc((size_t)(N * cams * 3 * img * img) + 1, sizeof *images);
+        images = calloc((size_t)(N * pcams * 3 * img * img) + 1, sizeof *images);
+        valid = calloc((size_t)(N * pcams) + 1, 1);
+        for (int64_t k = 0; valid && k < N * pcams; k++) valid[k] = k % pcams < cams;
         acts = calloc((size_t)(N * H * Ad) + 1, sizeof *acts);
         keys = calloc((size_t)N, sizeof *keys);
         tasks = calloc((size_t)N, sizeof *tasks);
     }
     active = calloc((size_t)N, sizeof *active);
-    if (!active || (kind == ROLL_POLICY && (!state || !images || !acts || !keys || !tasks))) {
+    if (!active || (kind == ROLL_POLICY && (!state || !images || !valid || !acts || !keys || !tasks))) {
         st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
         goto done;
     }
@@ -273,7 +282,7 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
                     } else {
                         int64_t plane = img * img;
                         for (int64_t c = 0; c < cams; c++) {
-                            float *dst = images + ((int64_t)j * cams + c) * 3 * plane;
+                            float *dst = images + ((int64_t)j * pcams + c) * 3 * plane;
                             for (int64_t q = 0; q < plane; q++)
                                 for (int ch = 0; ch < 3; ch++) dst[ch * plane + q] = rgb[q * 3 + ch] * (1.0f / 255.0f);
                         }
@@ -292,12 +301,12 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
             int G = npol < na ? npol : na;
             vla_status gst[MAX_POLICIES];
             char gerr[MAX_POLICIES][256];
-            int64_t img_fl = cams * 3 * img * img;
+            int64_t img_fl = pcams * 3 * img * img;
 #pragma omp parallel for num_threads(G) schedule(static, 1) if (G > 1)
             for (int g = 0; g < G; g++) {
                 int lo = na * g / G, hi = na * (g + 1) / G;
                 vla_observation obs = {.n_samples = hi - lo, .task = tasks + lo, .images = images + lo * img_fl,
-                                       .image_valid = NULL, .state = state + (int64_t)lo * Sd, .embodiment = NULL,
+                                       .image_valid = valid + lo * pcams, .state = state + (int64_t)lo * Sd, .embodiment = NULL,
                                        .seed = o->seed, .sample_keys = keys + lo};
                 gst[g] = vla_policy_sample_actions(pols[g], &obs, acts + (int64_t)lo * H * Ad);
                 if (gst[g] != VLA_OK) snprintf(gerr[g], sizeof gerr[g], "%s", vla_error_message());
@@ -365,7 +374,7 @@ done:
         vla_eval_history_free(eps[i].hist);
         eps[i].env = NULL, eps[i].hist = NULL;
     }
-    free(state), free(images), free(acts), free(keys), free(tasks), free(active);
+    free(state), free(images), free(valid), free(acts), free(keys), free(tasks), free(active);
     return st;
 }
 
