@@ -54,6 +54,10 @@
 #     every 4 actions (n_act 4)                                               10%     0.661 (2 policy groups, as the demo evaluates: 20%, 0.630;
 #                                                                                 seeds 200000+: 12%, 0.541; 300000+ ×100: 12%, 0.567;
 #                                                                                 every 6: 10%, 0.597; every 2: 10%, 0.491)
+#   the default again, training seed 2000
+#     (920 s, loss 0.20†)                        16,000   1,114      0.20†    6%     0.417 (2 groups: 4%, 0.409; seeds 200000+: 8%, 0.477;
+#                                                                                 n_act 8: 8%, 0.531) — the training seed moves
+#                                                                                 success between ~4% and ~20%
 #   (* = core shared with builds; † relative actions are normalised mean/std,
 #   a different loss scale.) groot-pusht = groot-tiny with the constant prompt
 #   cut to 8 tokens and 2 language layers: ~2× the samples/s and a lower loss
