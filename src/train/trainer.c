@@ -49,7 +49,6 @@ typedef struct {
     vla_sampler s;
     int64_t accum, B;
     int rank;
-    vla_status (*dummy)(void);
 } src_state;
 
 static vla_status src_fn(void *user, int64_t job, int64_t *rows, uint64_t *keys, int64_t n) {

@@ -99,6 +99,22 @@ static void test_eval_cli_refuses_corruption(void **state) {
 }
 
 
+/* Two PushT expert episodes (state keys + a 32×32 camera) recorded fresh
+ * into the test directory `name`, opened; root receives its path. */
+static vla_lerobot *record_pusht(const char *name, uint64_t seed, char *root, size_t cap) {
+    snprintf(root, cap, "%s", test_tmp_path(name));
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+    vla_sim_record_opts ro = {.env = "pusht", .policy = "expert", .out = root, .episodes = 2, .seed = seed, .jobs = 1,
+                              .image_size = 32, .keep_failures = true};
+    vla_sim_record_result rr;
+    if (vla_sim_record(&ro, &rr) != VLA_OK) fail_msg("%s", vla_error_message());
+    vla_lerobot *ds = NULL;
+    if (vla_lerobot_open(root, &ds) != VLA_OK) fail_msg("%s", vla_error_message());
+    return ds;
+}
+
 /* The data path end to end: PushT episodes recorded with the state keys
  * agent pos + block keypoints; for rows across each episode, the loader's
  * (normalised) state equals what eval builds from the env replayed to that
@@ -107,16 +123,9 @@ static void test_eval_cli_refuses_corruption(void **state) {
  * episode's end) and unnormalises back to them. */
 static void test_state_matches_env(void **state) {
     (void)state;
-    const char *root = test_tmp_path("pusht_state_ds");
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    assert_int_equal(system(cmd), 0);
-    vla_sim_record_opts ro = {.env = "pusht", .policy = "expert", .out = root, .episodes = 2, .seed = 7, .jobs = 1,
-                              .image_size = 32, .keep_failures = true};
-    vla_sim_record_result rr;
-    if (vla_sim_record(&ro, &rr) != VLA_OK) fail_msg("%s", vla_error_message());
-    vla_lerobot *ds = NULL;
-    if (vla_lerobot_open(root, &ds) != VLA_OK) fail_msg("%s", vla_error_message());
+    char root[1024];
+    const uint64_t seed0 = 7;
+    vla_lerobot *ds = record_pusht("pusht_state_ds", seed0, root, sizeof root);
     vla_policy_config cfg;
     assert_int_equal(vla_policy_config_load("groot-nano", &cfg), VLA_OK);
     int64_t sw = 0;
@@ -153,7 +162,7 @@ static void test_state_matches_env(void **state) {
             vla_env *env = NULL;
             assert_int_equal(vla_env_make("pusht", &env), VLA_OK);
             vla_env_info info;
-            assert_int_equal(vla_env_reset(env, ro.seed + (uint64_t)e, &info), VLA_OK);
+            assert_int_equal(vla_env_reset(env, seed0 + (uint64_t)e, &info), VLA_OK);
             for (int64_t r = ep->from; r < row; r++) {
                 double a[VLA_ENV_MAX_DIM] = {0};
                 for (int64_t d = 0; d < fa->width; d++) a[d] = fa->values[r * fa->width + d];
@@ -200,16 +209,9 @@ static void test_state_matches_env(void **state) {
  * weights) loads with it and runs in `vla_eval_run`. */
 static void test_history_matches_loader(void **state) {
     (void)state;
-    const char *root = test_tmp_path("pusht_hist_ds");
-    char cmd[4300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    assert_int_equal(system(cmd), 0);
-    vla_sim_record_opts ro = {.env = "pusht", .policy = "expert", .out = root, .episodes = 2, .seed = 11, .jobs = 1,
-                              .image_size = 32, .keep_failures = true};
-    vla_sim_record_result rr;
-    if (vla_sim_record(&ro, &rr) != VLA_OK) fail_msg("%s", vla_error_message());
-    vla_lerobot *ds = NULL;
-    if (vla_lerobot_open(root, &ds) != VLA_OK) fail_msg("%s", vla_error_message());
+    char root[1024];
+    const uint64_t seed0 = 11;
+    vla_lerobot *ds = record_pusht("pusht_hist_ds", seed0, root, sizeof root);
     enum { K = 3, FW = 18 };
     vla_policy_config cfg;
     assert_int_equal(vla_policy_config_load("groot-nano", &cfg), VLA_OK);
@@ -242,7 +244,7 @@ static void test_history_matches_loader(void **state) {
         vla_env *env = NULL;
         assert_int_equal(vla_env_make("pusht", &env), VLA_OK);
         vla_env_info info;
-        assert_int_equal(vla_env_reset(env, ro.seed + (uint64_t)e, &info), VLA_OK);
+        assert_int_equal(vla_env_reset(env, seed0 + (uint64_t)e, &info), VLA_OK);
         vla_eval_history_reset(h);
         for (int64_t row = ep->from; row < ep->to; row++) {
             vla_env_obs ob;
