@@ -2,9 +2,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
+#include <cairo.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,4 +69,71 @@ int test_run(const char *cmd, char *out, size_t cap) {
     }
     int st = pclose(f);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void test_rmrf(const char *path) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+    assert_int_equal(system(cmd), 0);
+}
+
+char *test_slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap + 1);
+    assert_non_null(buf);
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len, f)) > 0) {
+        len += got;
+        if (len == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap + 1);
+            assert_non_null(buf);
+        }
+    }
+    fclose(f);
+    buf[len] = '\0';
+    if (n) *n = len;
+    return buf;
+}
+
+char *test_losses_text(const char *output_dir) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", output_dir);
+    size_t n;
+    char *data = test_slurp(path, &n);
+    char *res = calloc(n + 1, 1), *save = NULL;
+    assert_non_null(res);
+    size_t k = 0;
+    for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        char *l = strstr(line, "\"loss\":"), *s = strstr(line, "\"step\":");
+        assert_non_null(l);
+        assert_non_null(s);
+        int m1 = (int)strcspn(s, ",}"), m2 = (int)strcspn(l, ",}");
+        k += (size_t)sprintf(res + k, "%.*s %.*s\n", m1, s, m2, l);
+    }
+    free(data);
+    return res;
+}
+
+void test_skip_unrunnable_openblas_core(void) {
+    const char *core = getenv("OPENBLAS_CORETYPE");
+    static const char *const avx512[] = {"skylakex", "cooperlake", "sapphirerapids"};
+    if (!core) return;
+    for (unsigned i = 0; i < sizeof avx512 / sizeof avx512[0]; i++)
+        if (strcasecmp(core, avx512[i]) == 0) {
+            __builtin_cpu_init();
+            if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+                return;
+            printf("skipped: OPENBLAS_CORETYPE=%s needs AVX-512, which this CPU lacks\n", core);
+            exit(77);
+        }
+}
+
+void test_release_font_caches(void) {
+    cairo_debug_reset_static_data();
+    void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
+    if (fc_fini) fc_fini();
 }

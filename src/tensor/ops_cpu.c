@@ -13,9 +13,8 @@
  * 5–47 samples/s against ~120 on 1 thread, and perf showed 60% of the time
  * spinning in libgomp. Hence a parallel region must carry milliseconds of
  * work: elementwise loops and norms ≥ 2^21 elements, GEMMs ≥ 2^25
- * multiply-adds (smaller ones run OpenBLAS on the calling thread:
- * omp_get_max_threads() is lowered to 1 around the call, which the OpenMP
- * build of OpenBLAS honours), attention ≥ 2^27 tile multiply-adds. With
+ * multiply-adds (below, a GEMM's tiles run on the calling thread; see the
+ * GEMM section for how they are cut), attention ≥ 2^27 tile multiply-adds. With
  * these, the tiny policies run serially and 2 threads are as fast as 1
  * (bench policy, batch 8: pi05-tiny ~320 samples/s at 1 and at 2 threads);
  * the full-size configs (T·W in the millions, GEMMs of 10^9) still get a
@@ -52,6 +51,87 @@ static void *cpu_alloc(size_t bytes) {
 static void cpu_free(void *p) { free(p); }
 static void cpu_copy_bytes(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 
+/* ---- GEMM: our own split of the output, one single-threaded BLAS call per tile ----
+ *
+ * OpenBLAS's own threading is never used. Its threaded GEMM cuts the
+ * problem differently for each thread count, and with some kernels (seen
+ * with OPENBLAS_CORETYPE=Haswell) that changes the rounding of the result,
+ * so a loss came out 0.93346474064994567 on 1 thread and 0.93346474723713913
+ * on 2. Instead the output C is cut into tiles by a rule that looks at the
+ * shape (m, n, k) alone, never at the thread count; each tile is one
+ * single-threaded cblas_sgemm over the whole of K (a reduction over K is
+ * never split), and threads only decide who computes which tile. So every
+ * element of C comes from the same call with the same arguments whatever
+ * the thread count, and results are bit-identical for 1, 2 or N threads
+ * with any OpenBLAS kernel. docs/design.md states the rule. */
+
+/* Multiply-adds per tile the split aims for: 2^23 (~0.1 ms on one core).
+ * Each tile packs its own slices of A and B, which costs one core 5–10% at
+ * mid-size shapes against one whole-matrix call (bench gemm, 1 thread,
+ * Haswell kernel); bigger tiles cost less but leave fewer to balance. */
+#define GEMM_TILE_MACS ((int64_t)1 << 23)
+#define GEMM_MAX_TILES 32
+/* tile edges are multiples of this (OpenBLAS's micro-kernels work in
+ * 4/8/16-wide strips; a ragged edge only in the last tile; no tile edge
+ * is cut below it) */
+#define GEMM_TILE_ALIGN 32
+
+typedef struct {
+    int64_t tm, tn;   /* tile rows, tile columns */
+    int64_t nm, nn;   /* tiles along m and along n */
+} gemm_split;
+
+static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* The split of an m×n×k product: a function of the shape only. The tile
+ * count is a power of two (so 2, 4 or 8 threads get equal shares); each
+ * halving goes to the longer side, in units of GEMM_TILE_ALIGN. */
+static gemm_split gemm_split_for(int64_t m, int64_t n, int64_t k) {
+    gemm_split s = {m, n, 1, 1};
+    int64_t want = (m * n * k) / GEMM_TILE_MACS;
+    int64_t tiles = 1;
+    while (tiles * 2 <= want && tiles * 2 <= GEMM_MAX_TILES) tiles *= 2;
+    int64_t um = div_up(m, GEMM_TILE_ALIGN), un = div_up(n, GEMM_TILE_ALIGN); /* sides in units */
+    int64_t pm = 1, pn = 1;
+    for (int64_t t = 1; t < tiles; t *= 2) {
+        bool can_m = um >= pm * 2, can_n = un >= pn * 2;
+        if (!can_m && !can_n) break;
+        if (can_m && (!can_n || div_up(um, pm) >= div_up(un, pn))) pm *= 2;
+        else pn *= 2;
+    }
+    s.tm = div_up(um, pm) * GEMM_TILE_ALIGN;
+    s.tn = div_up(un, pn) * GEMM_TILE_ALIGN;
+    if (s.tm > m) s.tm = m;
+    if (s.tn > n) s.tn = n;
+    s.nm = div_up(m, s.tm);
+    s.nn = div_up(n, s.tn);
+    return s;
+}
+
+/* One single-threaded BLAS call. The OpenMP build of OpenBLAS threads a
+ * call made outside an active parallel region when omp_get_max_threads()
+ * > 1, so that number is lowered to 1 around the call (it is per task:
+ * other threads are not affected). */
+static void blas_sgemm_1thread(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                               int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    int saved = omp_in_parallel() ? 0 : omp_get_max_threads();
+    if (saved > 1) omp_set_num_threads(1);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,
+                (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+    if (saved > 1) omp_set_num_threads(saved);
+}
+
+/* Tile `i` of split s: C[r0:r0+tm, c0:c0+tn] from rows r0.. of op(A) and columns c0.. of op(B). */
+static void gemm_tile(const gemm_split *s, int64_t i, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                      float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                      int64_t ldc) {
+    int64_t r0 = (i / s->nn) * s->tm, c0 = (i % s->nn) * s->tn;
+    int64_t rm = m - r0 < s->tm ? m - r0 : s->tm, cn = n - c0 < s->tn ? n - c0 : s->tn;
+    const float *at = ta ? a + r0 : a + r0 * lda; /* op(A) rows r0.. : columns of A when transposed */
+    const float *bt = tb ? b + c0 * ldb : b + c0; /* op(B) columns c0.. : rows of B when transposed */
+    blas_sgemm_1thread(ta, tb, rm, cn, k, alpha, at, lda, bt, ldb, beta, c + r0 * ldc + c0, ldc);
+}
+
 static void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     if (m == 0 || n == 0) return;
@@ -60,28 +140,26 @@ static void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
             for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
-    /* OpenBLAS's OpenMP build threads a GEMM when omp_get_max_threads() > 1
-     * and it is not inside an active parallel region; below the threshold
-     * it runs on this thread alone. */
-    int saved = 0;
-    if (m * n * k < VLA_PAR_MIN_GEMM && !omp_in_parallel() && (saved = omp_get_max_threads()) > 1)
-        omp_set_num_threads(1);
-    else
-        saved = 0;
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,
-                (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
-    if (saved) omp_set_num_threads(saved);
+    gemm_split s = gemm_split_for(m, n, k);
+    int64_t tiles = s.nm * s.nn;
+    if (tiles == 1) {
+        blas_sgemm_1thread(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    /* a team only for work worth waking it (tensor/parallel.h); the split is the same either way */
+#pragma omp parallel for schedule(dynamic, 1) if (!omp_in_parallel() && m * n * k >= VLA_PAR_MIN_GEMM)
+    for (int64_t i = 0; i < tiles; i++) gemm_tile(&s, i, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 static void cpu_sgemm_strided_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                                       const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb,
                                       int64_t sb, float beta, float *c, int64_t ldc, int64_t sc, int64_t batch) {
-    /* Many small products: one per thread (OpenBLAS's OpenMP build runs
-     * single-threaded inside our parallel region), when together they are
-     * worth a team. Few large ones: let OpenBLAS thread each product. */
+    /* Many small products: one per thread, when together they are worth a
+     * team; few large ones: each product splits its own output. Each
+     * product is computed the same way in both cases. */
     int64_t macs = m * n * k;
     if (batch >= 2 && macs < VLA_PAR_MIN_GEMM) {
-#pragma omp parallel for schedule(static) if (macs * batch >= VLA_PAR_MIN_GEMM)
+#pragma omp parallel for schedule(static) if (!omp_in_parallel() && macs * batch >= VLA_PAR_MIN_GEMM)
         for (int64_t i = 0; i < batch; i++)
             cpu_sgemm(ta, tb, m, n, k, alpha, a + i * sa, lda, b + i * sb, ldb, beta, c + i * sc, ldc);
     } else {

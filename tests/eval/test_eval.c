@@ -7,8 +7,6 @@
  * GR00T's continuous state token gets 67.5% (40 episodes, ~4-7 s of training). */
 #include "test_util.h"
 
-#include <cairo.h>
-#include <dlfcn.h>
 
 #include <jansson.h>
 #include <math.h>
@@ -332,11 +330,6 @@ int main(void) {
         cmocka_unit_test(test_eval_cli_refuses_corruption),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    /* The plots draw text through cairo → fontconfig, whose caches outlive
-     * the run: free them so LeakSanitizer (Debug+ASan) sees no leaks of
-     * theirs (as tests/train/test_plot.c does). */
-    cairo_debug_reset_static_data();
-    void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
-    if (fc_fini) fc_fini();
+    test_release_font_caches();
     return rc;
 }

@@ -5,6 +5,7 @@
 #include "test_util.h"
 #include "tensor/ops.h"
 #include "base/rng.h"
+#include "tensor/parallel.h"
 
 #include <math.h>
 #include <omp.h>
@@ -57,6 +58,56 @@ static void test_sgemm_all_transposes(void **state) {
                 }
             free(a), free(b), free(c), free(ref);
         }
+}
+
+/* Shapes big enough that the op table cuts C into tiles (≥ 2^24 multiply-adds):
+ * against the double reference (every tile written once, edges right), and the
+ * same bits at 1, 2, 3 and 4 threads with a team for every call. */
+static void test_sgemm_tiled_thread_independent(void **state) {
+    const vla_ops *ops = vla_ops_cpu();
+    int sizes[][3] = {{257, 263, 300}, {40, 1100, 700}, {1030, 48, 520}, {512, 512, 128}, {96, 96, 4000}};
+    int saved = omp_get_max_threads();
+    vla_parallel_always = 1;
+    for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int t = 0; t < 4; t++) {
+            bool ta = t & 1, tb = t & 2;
+            int m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
+            int lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 3, ldc = n + 2;
+            int arows = ta ? k : m, brows = tb ? n : k;
+            float *a = malloc(sizeof(float) * arows * lda), *b = malloc(sizeof(float) * brows * ldb);
+            float *c0 = malloc(sizeof(float) * m * ldc), *c = malloc(sizeof(float) * m * ldc);
+            randn(a, (int64_t)arows * lda, 31 + s);
+            randn(b, (int64_t)brows * ldb, 41 + s);
+            randn(c0, (int64_t)m * ldc, 51 + s);
+            float *first = NULL;
+            for (int threads = 1; threads <= 4; threads++) {
+                omp_set_num_threads(threads);
+                memcpy(c, c0, sizeof(float) * m * ldc);
+                ops->sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.5f, c, ldc);
+                if (!first) {
+                    first = malloc(sizeof(float) * m * ldc);
+                    memcpy(first, c, sizeof(float) * m * ldc);
+                    if (t == 0 || s == 0) { /* the reference is O(mnk): a few combinations */
+                        double *ref = malloc(sizeof(double) * m * ldc);
+                        for (int i = 0; i < m * ldc; i++) ref[i] = c0[i];
+                        naive_gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.5f, ref, ldc);
+                        for (int i = 0; i < m; i++)
+                            for (int j = 0; j < ldc; j++) {
+                                double tol = j < n ? 1e-5 * sqrt((double)k) + 1e-6 : 0;
+                                if (fabs(c[i * ldc + j] - ref[i * ldc + j]) > tol)
+                                    fail_msg("tiled gemm %dx%dx%d ta=%d tb=%d at (%d,%d): %g vs %g", m, n, k, ta, tb,
+                                             i, j, c[i * ldc + j], ref[i * ldc + j]);
+                            }
+                        free(ref);
+                    }
+                } else if (memcmp(first, c, sizeof(float) * m * ldc) != 0) {
+                    fail_msg("gemm %dx%dx%d ta=%d tb=%d: %d threads differ from 1", m, n, k, ta, tb, threads);
+                }
+            }
+            free(a), free(b), free(c0), free(c), free(first);
+        }
+    vla_parallel_always = 0;
+    omp_set_num_threads(saved);
 }
 
 static void test_sgemm_batched(void **state) {
@@ -188,8 +239,10 @@ static void test_matmul_checks_shapes(void **state) {
 }
 
 int main(void) {
+    test_skip_unrunnable_openblas_core();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sgemm_all_transposes), cmocka_unit_test(test_sgemm_batched),
+        cmocka_unit_test(test_sgemm_all_transposes), cmocka_unit_test(test_sgemm_tiled_thread_independent),
+        cmocka_unit_test(test_sgemm_batched),
         cmocka_unit_test(test_elementwise_and_reductions), cmocka_unit_test(test_softmax_and_backward),
         cmocka_unit_test(test_matmul_checks_shapes),
     };

@@ -8,7 +8,6 @@
 
 #include <cairo.h>
 #include <dirent.h>
-#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,11 +190,6 @@ int main(void) {
         cmocka_unit_test(test_metric_plot_and_faults),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    /* Free cairo's font caches and fontconfig's configuration so that
-     * LeakSanitizer (Debug+ASan builds) sees no leaks of theirs. fontconfig is
-     * cairo's dependency, not ours, so it is looked up rather than linked. */
-    cairo_debug_reset_static_data();
-    void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
-    if (fc_fini) fc_fini();
+    test_release_font_caches();
     return rc;
 }

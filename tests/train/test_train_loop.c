@@ -8,8 +8,6 @@
  * model.safetensors is refused. */
 #include "test_util.h"
 
-#include <cairo.h>
-#include <dlfcn.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -51,37 +49,10 @@ static void base_opts(vla_train_opts *o, const char *out) {
     o->progress = false;
 }
 
-static void rmrf(const char *p) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", p);
-    assert_int_equal(system(cmd), 0);
-}
-
-/* "loss" values of metrics.jsonl as text, one per line */
-static char *losses_text(const char *out) {
-    char path[2048];
-    snprintf(path, sizeof path, "%s/metrics.jsonl", out);
-    char *data;
-    size_t n;
-    assert_int_equal(vla_read_file(path, &data, &n), VLA_OK);
-    char *res = calloc(n + 1, 1);
-    size_t k = 0;
-    for (char *line = strtok(data, "\n"); line; line = strtok(NULL, "\n")) {
-        char *l = strstr(line, "\"loss\":");
-        char *s = strstr(line, "\"step\":");
-        assert_non_null(l);
-        assert_non_null(s);
-        int m1 = (int)strcspn(s, ",}"), m2 = (int)strcspn(l, ",}");
-        k += (size_t)sprintf(res + k, "%.*s %.*s\n", m1, s, m2, l);
-    }
-    free(data);
-    return res;
-}
-
 static void test_loss_decreases(void **state) {
     (void)state;
     const char *out = test_tmp_path("run_learn");
-    rmrf(out);
+    test_rmrf(out);
     vla_train_opts o;
     base_opts(&o, out);
     o.steps = 300;
@@ -103,7 +74,7 @@ static void test_loss_decreases(void **state) {
 static void test_resume_bit_exact(void **state) {
     (void)state;
     const char *a = test_tmp_path("run_full"), *b = test_tmp_path("run_resumed");
-    rmrf(a), rmrf(b);
+    test_rmrf(a), test_rmrf(b);
     vla_train_opts o;
     vla_train_result r;
     /* log rows every 3 steps (mean loss of the window), checkpoints every 4:
@@ -121,7 +92,7 @@ static void test_resume_bit_exact(void **state) {
     vla_status st = vla_train(&o, &r);
     if (st != VLA_OK) fail_msg("%s", vla_error_message());
     assert_int_equal(r.start_step, 4);
-    char *la = losses_text(a), *lb = losses_text(b);
+    char *la = test_losses_text(a), *lb = test_losses_text(b);
     assert_string_equal(la, lb);
     free(la), free(lb);
     /* the final weights are identical too */
@@ -140,7 +111,7 @@ static void test_resume_bit_exact(void **state) {
 static void test_nonfinite(void **state) {
     (void)state;
     const char *out = test_tmp_path("run_nan");
-    rmrf(out);
+    test_rmrf(out);
     vla_train_opts o;
     vla_train_result r;
     base_opts(&o, out);
@@ -152,7 +123,7 @@ static void test_nonfinite(void **state) {
     vla_ckpt_info ck;
     assert_int_equal(vla_ckpt_find_last(out, &ck), VLA_OK);
     assert_int_equal(ck.step, 4); /* nothing after the bad step */
-    rmrf(out);
+    test_rmrf(out);
     base_opts(&o, out);
     o.nan_at_step = 6;
     o.skip_nonfinite = true;
@@ -163,7 +134,7 @@ static void test_nonfinite(void **state) {
 static void test_nan_dataset_refused(void **state) {
     (void)state;
     const char *root = test_tmp_path("reach_nan");
-    rmrf(root);
+    test_rmrf(root);
     test_record_reach(root, 2, 50, 7);
     vla_train_opts o;
     vla_train_result r;
@@ -177,7 +148,7 @@ static void test_nan_dataset_refused(void **state) {
 static void test_corrupted_checkpoint_refused(void **state) {
     (void)state;
     const char *out = test_tmp_path("run_corrupt");
-    rmrf(out);
+    test_rmrf(out);
     vla_train_opts o;
     vla_train_result r;
     base_opts(&o, out);
@@ -206,7 +177,7 @@ static void test_sigkill_during_checkpoint(void **state) {
     (void)state;
     const char *out = test_tmp_path("run_kill");
     for (int round = 0; round < 3; round++) {
-        rmrf(out);
+        test_rmrf(out);
         char cmd[4096], buf[4096];
         snprintf(cmd, sizeof cmd,
                  "%s train --dataset.root=%s --policy.type=pi05 --policy.config=pi05-nano --batch_size=8 --steps=40 "
@@ -248,11 +219,6 @@ int main(void) {
         cmocka_unit_test(test_sigkill_during_checkpoint),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    /* The plots draw text through cairo → fontconfig, whose caches outlive
-     * the run: free them so LeakSanitizer (Debug+ASan) sees no leaks of
-     * theirs (as tests/train/test_plot.c does). */
-    cairo_debug_reset_static_data();
-    void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
-    if (fc_fini) fc_fini();
+    test_release_font_caches();
     return rc;
 }

@@ -57,12 +57,6 @@ static int train(int np, const char *policy, const char *outdir, const char *ext
     return rc;
 }
 
-static void rmrf(const char *p) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", p);
-    assert_int_equal(system(cmd), 0);
-}
-
 /* column `col` of metrics.jsonl, per step (index step−1); returns the rows read */
 static int metric(const char *outdir, const char *col, double *v, int cap) {
     char path[2048];
@@ -145,7 +139,7 @@ static void equivalence(const char *policy) {
     snprintf(a, sizeof a, "%s", test_tmp_path(policy));
     snprintf(b, sizeof b, "%s-np2", a);
     snprintf(c, sizeof c, "%s-accum", a);
-    rmrf(a), rmrf(b), rmrf(c);
+    test_rmrf(a), test_rmrf(b), test_rmrf(c);
     assert_int_equal(train(0, policy, a, "--batch_size=8", out1, sizeof out1), 0);
     assert_int_equal(train(2, policy, b, "--batch_size=4", out2, sizeof out2), 0);
     compare_runs(a, b, 1, 8, 1e-5, 1e-5, "1 rank x 8 vs 2 ranks x 4");
@@ -170,7 +164,7 @@ static void test_equivalence_groot(void **state) {
 static void test_buckets_overlap_backward(void **state) {
     (void)state;
     const char *d = test_tmp_path("pi05-buckets");
-    rmrf(d);
+    test_rmrf(d);
     assert_int_equal(train(2, "pi05-nano", d, "--batch_size=4 --dist.bucket_mb=0.02", out1, sizeof out1), 0);
     double nb = json_num(out1, "buckets"), started = json_num(out1, "buckets_started_in_backward");
     printf("%.0f buckets, %.0f started during backward (last step)\n", nb, started);
@@ -184,7 +178,7 @@ static void test_buckets_overlap_backward(void **state) {
 static void elastic(int first, int then) {
     char d[1024], extra[256];
     snprintf(d, sizeof d, "%s-%dto%d", test_tmp_path("pi05-elastic"), first, then);
-    rmrf(d);
+    test_rmrf(d);
     snprintf(extra, sizeof extra, "--batch_size=%d --stop_after=6", 8 / (first ? first : 1));
     assert_int_equal(train(first > 1 ? first : 0, "pi05-nano", d, extra, out1, sizeof out1), 0);
     snprintf(extra, sizeof extra, "--batch_size=%d --resume=true", 8 / (then ? then : 1));
@@ -208,7 +202,7 @@ static void test_elastic_1_to_2(void **state) {
 static void test_restart_after_kill(void **state) {
     (void)state;
     const char *d = test_tmp_path("pi05-restart");
-    rmrf(d);
+    test_rmrf(d);
     /* both ranks SIGKILL themselves after step 6 (the checkpoint of step 4 is complete) */
     char cmd[8192];
     snprintf(cmd, sizeof cmd,
