@@ -11,7 +11,7 @@ writes tests/policy/goldens/groot_nano_expected.safetensors  (loss, the gradient
 The model is written the PyTorch way, independently of the C code's structure: nn.Modules
 named as Isaac-GR00T N1.5's state_dict (the weights load with strict=True), each sample run
 alone (no packing) with dense masked attention, autograd for the gradients. Architecture as
-in shared/reference/models.md §2:
+in Isaac-GR00T N1.5 (lerobot v0.5.1 src/lerobot/policies/groot/):
   SigLIP ViT (pixels 2x-1, conv patches + learned positions, pre-LN blocks, GELU-tanh MLP,
   post-LN) -> mlp1 Linear -> image rows of the Qwen3 input (text rows: token embedding);
   Qwen3 layers (RMSNorm, q/k/v/o without bias, per-head q_norm/k_norm RMSNorm, RoPE

@@ -12,7 +12,7 @@ Output: tests/policy/goldens/pi05_nano_outputs.safetensors: "loss",
         "grad.<name>" for every parameter, "pred" (the velocity), and
         "sample.actions" (10 Euler steps from sample.noise, t = 1 → 0).
 
-Architecture (openpi pi0.py with pi05=True, models.md §3): SigLIP-style ViT
+Architecture (openpi models/pi0.py, gemma.py with pi05=True): SigLIP-style ViT
 (2x−1 pixels, patch conv, learned positions, pre-LN blocks with GELU-tanh
 MLP, post-LN) → projector to the LM width; text embeddings × sqrt(width);
 Gemma layers (RMSNorm with 1+w, GeGLU, RoPE rotate-half) for prefix tokens

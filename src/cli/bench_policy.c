@@ -1,7 +1,7 @@
 /* bench_policy.c — `vla bench policy`: training throughput (forward +
  * backward samples/s and achieved GFLOP/s) and batch-1 action-chunk latency
  * of whole policies, next to the SGEMM ceiling measured in the same run, so
- * MFU = achieved / peak is a measured ratio (DESIGN.md: numbers a user sees
+ * MFU = achieved / peak is a measured ratio (docs/design.md: numbers a user sees
  * are measured). Policies are created generically by config name; a config
  * whose policy has no implementation in this build prints a "skipped" line.
  *

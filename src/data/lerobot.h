@@ -1,6 +1,7 @@
 /* lerobot.h — LeRobot datasets (codebase v2.1 and v3.0): metadata, rows,
  * frames by timestamp, delta_timestamps windows, stats, validation, and a
- * v3.0 writer. Facts and sources: ../shared/reference/lerobot-format.md.
+ * v3.0 writer. The format is huggingface/lerobot's (src/lerobot/datasets/;
+ * v2.1 = the tree before commit f55c6e89f "Dataset v3 (#1412)").
  *
  * Opening a dataset reads meta/ (info, tasks, episodes, stats) and every
  * numeric column of the data parquet files into memory as f32 rows (and the

@@ -2,7 +2,7 @@
  * tasks, episodes, stats), every numeric column of the data parquet files
  * into memory, delta_timestamps windows, and frames through kept-open video
  * decoders (or PNG bytes embedded in the parquet for `image` features).
- * Facts: ../shared/reference/lerobot-format.md. */
+ * Format: huggingface/lerobot src/lerobot/datasets/ (see lerobot.h). */
 #include <ctype.h>
 #include <dirent.h>
 #include <math.h>

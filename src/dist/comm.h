@@ -15,8 +15,9 @@
  *            cudaEventQuery, wait → cudaEventSynchronize; errors are polled
  *            with ncclCommGetAsyncError and a hung peer is handled by the same
  *            watchdog, which calls ncclCommAbort before exiting. Everything the
- *            callers see (this header) stays the same; see
- *            shared/reference/gpu-notes.md §6.
+ *            callers see (this header) stays the same; see the NCCL User
+ *            Guide ("Creating a Communicator", "Examples") and
+ *            karpathy/llm.c train_gpt2.cu.
  *
  * Threading: only the thread that called vla_comm_init calls into a
  * communicator (MPI_THREAD_FUNNELED); loader threads and OpenMP regions never

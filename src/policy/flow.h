@@ -2,13 +2,14 @@
  * time and noise draws, the interpolant and its target velocity, the masked
  * MSE loss with its gradient, and Euler integration at sampling time.
  *
- * The two families use opposite time conventions (models.md §2.5, §3.4):
+ * The two families use opposite time conventions:
  *   π0.5  (openpi pi0.py): t = Beta(1.5, 1)·0.999 + 0.001, t = 1 is noise;
  *         x_t = t·noise + (1 − t)·actions, target u = noise − actions;
  *         sampling: Euler from t = 1 to 0, dt = −1/steps (10 steps).
- *   GR00T (flow_matching_action_head.py): t = (0.999 − Beta(1.5, 1))/0.999,
- *         t = 1 is data; x_t = (1 − t)·noise + t·actions, target =
- *         actions − noise; the network sees the bucket int(t·1000);
+ *   GR00T (lerobot v0.5.1 flow_matching_action_head.py):
+ *         t = (0.999 − Beta(1.5, 1))/0.999, t = 1 is data;
+ *         x_t = (1 − t)·noise + t·actions, target = actions − noise;
+ *         the network sees the bucket int(t·1000);
  *         sampling: Euler at t_k = k/steps, k = 0..steps−1, dt = 1/steps (4 steps).
  *
  * Randomness is a pure function of (seed, sample_key, purpose): sample_key

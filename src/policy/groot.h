@@ -1,7 +1,7 @@
 /* groot.h — the GR00T-N1.5-style policy (Isaac-GR00T GR00T_N1_5: Eagle 2.5
  * backbone cut after language.depth Qwen3 layers, flow-matching DiT action
- * head; models.md §2). Everything else goes through policy.h; this header
- * adds the constructor and the test hooks.
+ * head; as ported in lerobot v0.5.1 policies/groot/). Everything else goes
+ * through policy.h; this header adds the constructor and the test hooks.
  *
  * Conventions: SigLIP pixels 2x − 1 (vit.h); image rows of the LM input are
  * mlp1(ViT) with no scaling, text rows the token embedding (Qwen3 does not

@@ -6,16 +6,17 @@
  * goes through policy.h; this header adds the constructor and the
  * reference sampler the tests compare the KV-cached one with.
  *
- * Conventions (models.md §3): text embeddings ×sqrt(width); image tokens
- * are projector(ViT) with no scaling (openpi's JAX path); RMSNorm (1 + w),
- * eps language.norm_eps for LM and expert; RoPE theta language.rope_theta on
- * every token with the batch's positions; GeGLU MLPs; time embedding
- * sin‖cos with periods geometric in [time_min_period, time_max_period], then
- * time_mlp_in → swish → time_mlp_out → swish = the AdaRMS condition; loss
- * MSE over real entries (not action_is_pad, d < real_action_dim), mean over
- * those entries (VLA_MSE_MEAN_REAL). The LM's final norm
- * (language_model.norm) is kept in the inventory for checkpoints but feeds
- * nothing (openpi discards the prefix output), so its gradient is 0. */
+ * Conventions (openpi models/pi0.py, gemma.py): text embeddings ×sqrt(width);
+ * image tokens are projector(ViT) with no scaling (openpi's JAX path);
+ * RMSNorm (1 + w), eps language.norm_eps for LM and expert; RoPE theta
+ * language.rope_theta on every token with the batch's positions; GeGLU MLPs;
+ * time embedding sin‖cos with periods geometric in [time_min_period,
+ * time_max_period], then time_mlp_in → swish → time_mlp_out → swish = the
+ * AdaRMS condition; loss MSE over real entries (not action_is_pad, d <
+ * real_action_dim), mean over those entries (VLA_MSE_MEAN_REAL). The LM's
+ * final norm (language_model.norm) is kept in the inventory for checkpoints
+ * but feeds nothing (openpi discards the prefix output), so its gradient
+ * is 0. */
 #ifndef VLA_POLICY_PI05_H
 #define VLA_POLICY_PI05_H
 

@@ -35,7 +35,7 @@
  *   real_action_dim says how many dims are real.
  *
  * THE PACKED BATCH (vla_batch)
- *   Samples lie end to end on one token axis (DESIGN.md: packed is the
+ *   Samples lie end to end on one token axis (docs/design.md: packed is the
  *   native layout; a padded batch is a packed batch of equal lengths).
  *   cu_seqlens[s]..cu_seqlens[s+1] are sample s's tokens. Each token has a
  *   role (image | text | state | action), a position (RoPE; restarts at 0

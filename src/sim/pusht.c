@@ -1,17 +1,18 @@
 /* pusht.c — PushT (gym_pusht/PushT-v0) on Chipmunk2D, the engine under pymunk.
  *
- * The world is built exactly as gym-pusht's _setup() builds it (see
- * shared/reference/pusht.md): a 512×512 space with gravity 0 and damping 0
- * (Chipmunk's damping is a per-second retention factor, so 0 means the block
- * keeps no velocity from one step to the next: it moves only while pushed),
- * four static wall segments of radius 2, a kinematic circular agent of radius
- * 15 driven by a PD controller (k_p 100, k_v 20) at dt = 0.01 for 10 substeps
- * per step, and a T block of mass 1 made of two polygons whose moment of
- * inertia repeats the bar's (gym-pusht's quirk) and whose centre of gravity
- * is the mean of the two shapes' centroids. Shapes keep Chipmunk's default
- * friction and elasticity 0: gym-pusht sets `friction = 1` on the Body
- * objects, where pymunk ignores it. Shapes are created in gym-pusht's order
- * so Chipmunk assigns the same hash ids.
+ * The world is built exactly as gym-pusht's _setup() builds it
+ * (huggingface/gym-pusht 0.1.5, gym_pusht/envs/pusht.py): a 512×512 space
+ * with gravity 0 and damping 0 (Chipmunk's damping is a per-second retention
+ * factor, so 0 means the block keeps no velocity from one step to the next:
+ * it moves only while pushed), four static wall segments of radius 2, a
+ * kinematic circular agent of radius 15 driven by a PD controller (k_p 100,
+ * k_v 20) at dt = 0.01 for 10 substeps per step, and a T block of mass 1 made
+ * of two polygons whose moment of inertia repeats the bar's (gym-pusht's
+ * quirk) and whose centre of gravity is the mean of the two shapes'
+ * centroids. Shapes keep Chipmunk's default friction and elasticity 0:
+ * gym-pusht sets `friction = 1` on the Body objects, where pymunk ignores it.
+ * Shapes are created in gym-pusht's order so Chipmunk assigns the same hash
+ * ids.
  *
  * Reset seeds: we reimplement numpy's legacy RandomState (MT19937 + masked
  * randint + polar gauss, sim/np_random.c, ~100 lines) rather than use Philox,

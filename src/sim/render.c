@@ -2,7 +2,8 @@
  * background, goal filled LightGreen, block filled with a 1.2× lighter tint
  * of LightSlateGray and outlined by 2-px-radius fat segments, agent a
  * RoyalBlue disc with a lighter inner disc of radius r−4, walls LightGray,
- * and a red cross at the last action (see shared/reference/pusht.md §9).
+ * and a red cross at the last action (gym-pusht's pusht.py and
+ * pymunk_override.py).
  *
  * Two styles (env.h): GYM paints the 512-unit world without antialiasing at
  * integer positions, as pygame, and resizes it as cv2.resize(INTER_LINEAR),

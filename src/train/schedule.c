@@ -1,6 +1,7 @@
 /* schedule.c — learning-rate schedules (see schedule.h).
  *
- * Decision, from the references (shared/reference/models.md §2.6, §3.6):
+ * Decision, from the references (openpi training/config.py and
+ * optimizer.py; Isaac-GR00T N1.5 scripts/gr00t_finetune.py):
  *
  * π0.5 follows openpi's CosineDecaySchedule, which is
  *   optax.warmup_cosine_decay_schedule(init_value = peak/(warmup+1),

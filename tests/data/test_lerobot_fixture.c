@@ -1,5 +1,5 @@
 /* test_lerobot_fixture.c — the real LeRobot v3.0 dataset
- * SamueleSandrini/record-test (../shared/fixtures, parquet + meta, no mp4s):
+ * SamueleSandrini/record-test (tests/fixtures, parquet + meta, no mp4s):
  * metadata, every row against DuckDB's reading (tools/oracle), windows with
  * is_pad at episode edges, stats, and missing videos reported, not crashed on. */
 #include <jansson.h>
@@ -11,7 +11,7 @@
 #include "test_util.h"
 #include "data/lerobot.h"
 
-#define FIXTURE "../shared/fixtures/lerobot/so101-record-test-v3.0"
+#define FIXTURE "tests/fixtures/lerobot/so101-record-test-v3.0"
 
 static vla_lerobot *ds;
 static json_t *duck_data, *duck_eps;

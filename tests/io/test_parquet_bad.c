@@ -221,7 +221,7 @@ static void test_valid_base_file(void **state) {
 
 static void test_truncated(void **state) {
     (void)state;
-    const char *fixtures[] = {"../shared/fixtures/lerobot/so101-record-test-v3.0/meta/tasks.parquet", NULL};
+    const char *fixtures[] = {"tests/fixtures/lerobot/so101-record-test-v3.0/meta/tasks.parquet", NULL};
     for (int k = 0; k < 2; k++) {
         size_t n;
         uint8_t *d;

@@ -8,7 +8,7 @@
 #include "io/parquet.h"
 #include "parquet_oracle.h"
 
-#define FIXTURE "../shared/fixtures/lerobot/so101-record-test-v3.0"
+#define FIXTURE "tests/fixtures/lerobot/so101-record-test-v3.0"
 
 static uint32_t g_encodings;
 static int g_pages_v1, g_pages_v2, g_dict_pages;

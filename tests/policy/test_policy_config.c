@@ -24,7 +24,7 @@ static void test_presets_load(void **state) {
 static void test_published_values(void **state) {
     vla_policy_config c;
     assert_int_equal(vla_policy_config_load("pi05", &c), VLA_OK);
-    /* models.md §3.1 */
+    /* openpi models/gemma.py get_config, siglip.py, pi0_config.py */
     assert_int_equal(c.vision.width, 1152);
     assert_int_equal(c.vision.depth, 27);
     assert_int_equal(c.vision.heads, 16);
@@ -43,12 +43,12 @@ static void test_published_values(void **state) {
     assert_int_equal(c.action.horizon, 50);
     assert_int_equal(c.action.action_dim, 32);
     assert_int_equal(c.flow.steps, 10);
-    assert_int_equal(vla_policy_prefix_tokens(&c), 968); /* 3·256 + 200 (models.md §3.1, derived) */
+    assert_int_equal(vla_policy_prefix_tokens(&c), 968); /* 3·256 + 200 (openpi Pi0Config, derived) */
     assert_int_equal(c.norm_action, VLA_NORM_QUANTILES);
     for (int g = 0; g < VLA_GROUP_COUNT; g++) assert_false(c.frozen[g]);
 
     assert_int_equal(vla_policy_config_load("groot-n1.5", &c), VLA_OK);
-    /* models.md §2.1–2.4 */
+    /* nvidia/GR00T-N1.5-3B config.json (Eagle 2.5 backbone, Qwen3-1.7B LLM) */
     assert_int_equal(c.language.depth, 12);
     assert_int_equal(c.language.heads, 16);
     assert_int_equal(c.language.kv_heads, 8);

@@ -132,10 +132,10 @@ static void test_full_size(void **state) {
     assert_int_equal(n.params[VLA_GROUP_LANGUAGE], 2508531712LL);
     assert_int_equal(n.total_params, 3353433872LL);
     /* Published: π0 "3.3B" = PaliGemma 3B + gemma_300m; π0.5 adds AdaRMS
-     * (+116M here); LoongForge #21 calls π0.5 "3.5B" (models.md §5.4).
+     * (+116M here); baidu-baige/LoongForge #21 calls π0.5 "3.5B".
      * Accept 3.2–3.6 B. */
     assert_true(n.total_params > 3.2e9 && n.total_params < 3.6e9);
-    /* gemma_300m is "311M params" (models.md §3.1): the expert's layers
+    /* gemma_300m is "311M params" (openpi models/gemma.py): the expert's layers
      * without the AdaRMS dense layers. */
     int64_t ada = 0;
     for (int64_t i = 0; i < l.n; i++)
