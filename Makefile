@@ -1,6 +1,8 @@
-# Makefile — the front door. `make` builds into build/ (CLI at build/vla);
-# `make test`, `make demo` and `make bench` first install what is missing
-# (scripts/setup.sh), then build and run. See README.md.
+# Makefile — the front door. `make` only configures and builds into build/
+# (CLI at build/vla): no packages, no root; when a package is missing the
+# error says how to install it. `make test`, `make demo` and `make bench`
+# first install what is missing (scripts/setup.sh), then build and run. See
+# README.md.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
@@ -10,12 +12,13 @@ FUZZ_SECONDS ?= 10
 
 .PHONY: all setup test test-fast test-asan fuzz-smoke fuzz demo bench clean help
 
-all: setup-build
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+# CMake names what it could not find on stderr; the hint says how to get it.
+all:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null || { \
+		echo "make: configuring the build failed; if a package is missing (above), install what vla.c" >&2; \
+		echo "make: needs with: sudo scripts/setup.sh build   (or, with the test tools too: sudo make setup)" >&2; \
+		exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS)
-
-setup-build:
-	@bash scripts/setup.sh build
 
 setup:
 	@bash scripts/setup.sh test
@@ -58,7 +61,8 @@ clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
 
 help:
-	@echo "make          build libvla and build/vla"
+	@echo "make          build libvla and build/vla (installs nothing; see make setup)"
+	@echo "make setup    install the Debian packages vla.c and its tests need (root)"
 	@echo "make test     install deps, build, run all tests (+ASan/UBSan, fuzz smoke)"
 	@echo "make demo     install deps, build, run the main job on its built-in default"
 	@echo "make bench    install deps, build, print benchmark results as JSON"

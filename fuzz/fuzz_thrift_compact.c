@@ -21,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     (void)vla_thrift_skip(&r, VLA_TC_STRUCT);
 
     vla_thrift_reader_init(&r, data, size, 0);
-    pq_page_header h;
-    (void)pq_read_page_header(&r, &h);
+    vla_pq_page_header h;
+    (void)vla_pq_read_page_header(&r, &h);
 
     uint8_t *file = malloc(size + 12);
     if (!file) return 0;

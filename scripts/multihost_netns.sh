@@ -2,10 +2,9 @@
 # multihost_netns.sh — two "hosts" on one machine: two network namespaces
 # joined by a veth pair, one MPI rank in each, OpenMPI over TCP across the
 # veth (a real network stack: addresses, routing, the kernel's TCP). Checks
-# that the 2-rank run across the "network" gives the same losses and
-# parameters as one rank on one host — for the synthetic model of
-# dist/synthetic.h and for the real `vla train` — then removes everything it
-# created.
+# that `vla train` at 2 ranks across the "network" gives the same losses,
+# gradient norms and final weights as one rank on one host, then removes
+# everything it created.
 #
 # How mpirun reaches the second host: OpenMPI starts its daemon (orted) on
 # every non-local host through an "rsh agent". Here the agent is a small
@@ -16,13 +15,12 @@
 # and the MPI traffic are pinned to the veth subnet.
 #
 # Usage: scripts/multihost_netns.sh [BUILD_DIR]   (default build; needs root,
-# iproute2, and BUILD_DIR/tests/test_dist_mpi — the dist test binary doubles
-# as the training worker)
+# iproute2, and BUILD_DIR/vla)
 set -euo pipefail
 
 build=${1:-build}
-worker=$(readlink -f "$build/tests/test_dist_mpi")
-[ -x "$worker" ] || { echo "multihost_netns: $worker not built" >&2; exit 2; }
+vla=$(readlink -f "$build/vla" 2>/dev/null || true)
+[ -x "$vla" ] || { echo "multihost_netns: $build/vla not built" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "multihost_netns: SKIP: needs root (ip netns)" >&2; exit 77; }
 command -v ip >/dev/null || { echo "multihost_netns: SKIP: needs iproute2" >&2; exit 77; }
 
@@ -78,30 +76,6 @@ chmod +x "$tmp/netns-rsh"
 printf '%s slots=1\n%s slots=1\n' "$ip1" "$ip2" >"$tmp/hostfile"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-args="--dims 12,24,24,24,3 --samples 96 --seed 7 --lr 0.02 --wd 0.01 --max-grad-norm 0.5 --bucket-bytes 1024 --json --threads 1 --steps 6"
-
-# reference: one rank, one host, global batch 8
-VLA_DIST_WORKER=1 "$worker" $args --batch 8 --out-params "$tmp/single.bin" >"$tmp/single.jsonl"
-
-tx0=$(ip netns exec "$ns1" cat /sys/class/net/$if1/statistics/tx_bytes)
-# (in an ASan build, OpenMPI's exit-time allocations would read as leaks)
-ip netns exec "$ns1" unshare --uts sh -c "hostname vla-h1; ASAN_OPTIONS=detect_leaks=0 exec mpirun --allow-run-as-root \
-    --hostfile '$tmp/hostfile' -np 2 --map-by node --bind-to none \
-    --mca plm_rsh_agent '$tmp/netns-rsh' --mca btl self,tcp \
-    --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 \
-    -x VLA_DIST_WORKER=1 -x ASAN_OPTIONS \
-    '$worker' $args --batch 4 --out-params '$tmp/multi.bin'" >"$tmp/multi.jsonl"
-tx1=$(ip netns exec "$ns1" cat /sys/class/net/$if1/statistics/tx_bytes)
-
-echo "multihost_netns: $((tx1 - tx0)) bytes sent from $ns1 over $if1 during the 2-host run"
-grep -q '"ranks":2' "$tmp/multi.jsonl" || { echo "multihost_netns: FAIL: the run did not have 2 ranks" >&2; exit 1; }
-# same losses and parameters, to fp32 reduction-order tolerance (2e-4 relative)
-grep -o '"loss":[^,]*' "$tmp/single.jsonl" | cut -d: -f2 >"$tmp/l1"
-grep -o '"loss":[^,]*' "$tmp/multi.jsonl" | cut -d: -f2 >"$tmp/l2"
-od -An -v -f -w4 "$tmp/single.bin" >"$tmp/p1"
-od -An -v -f -w4 "$tmp/multi.bin" >"$tmp/p2"
-echo "multihost_netns: losses 1 host: $(tr '\n' ' ' <"$tmp/l1")"
-echo "multihost_netns: losses 2 hosts: $(tr '\n' ' ' <"$tmp/l2")"
 compare() { # file1 file2 floor what
     paste "$1" "$2" | awk -v floor="$3" -v what="$4" '
         function abs(x) { return x < 0 ? -x : x }
@@ -110,43 +84,41 @@ compare() { # file1 file2 floor what
               exit (n == 0 || worst > 2e-4) }'
 }
 ok=1
-[ "$(wc -l <"$tmp/l1")" = 6 ] && [ "$(wc -l <"$tmp/l2")" = 6 ] || ok=0
-compare "$tmp/l1" "$tmp/l2" 1e-6 losses || ok=0
-[ "$(wc -l <"$tmp/p1")" = "$(wc -l <"$tmp/p2")" ] || ok=0
-compare "$tmp/p1" "$tmp/p2" 1e-3 parameters || ok=0
 
-# The real trainer across the two hosts: `vla train` (pi05-nano on a small
-# Reach dataset recorded here, state only) at 2 ranks x batch 4 over the veth
-# against 1 rank x batch 8: same losses, gradient norms and final weights.
-vla=$(readlink -f "$build/vla" 2>/dev/null || true)
-if [ -x "$vla" ]; then
-    "$vla" sim record --env=reach --policy=expert --episodes=12 --seed=0 --out="$tmp/reach" --image_size=32 \
-        >/dev/null 2>&1 || { echo "multihost_netns: FAIL: recording the Reach dataset" >&2; exit 1; }
-    targs="train --dataset.root=$tmp/reach --policy.type=pi05 --policy.config=pi05-nano --dataset.image_keys= \
+# `vla train` (pi05-nano on a small Reach dataset recorded here, state only)
+# at 2 ranks x batch 4 over the veth against 1 rank x batch 8: same losses,
+# gradient norms and final weights.
+"$vla" sim record --env=reach --policy=expert --episodes=12 --seed=0 --out="$tmp/reach" --image_size=32 \
+    >/dev/null 2>&1 || { echo "multihost_netns: FAIL: recording the Reach dataset" >&2; exit 1; }
+targs="train --dataset.root=$tmp/reach --policy.type=pi05 --policy.config=pi05-nano --dataset.image_keys= \
 --steps=6 --seed=3 --optimizer.lr=3e-3 --log_freq=1 --save_freq=0 --num_workers=1 --quiet=true --dist.threads_per_rank=1"
-    ASAN_OPTIONS=detect_leaks=0 "$vla" $targs --batch_size=8 --output_dir="$tmp/t1" >/dev/null 2>"$tmp/t1.err" ||
-        { cat "$tmp/t1.err" >&2; echo "multihost_netns: FAIL: 1-rank vla train" >&2; exit 1; }
-    ip netns exec "$ns1" unshare --uts sh -c "hostname vla-h1; ASAN_OPTIONS=detect_leaks=0 exec mpirun --allow-run-as-root \
-        --hostfile '$tmp/hostfile' -np 2 --map-by node --bind-to none \
-        --mca plm_rsh_agent '$tmp/netns-rsh' --mca btl self,tcp \
-        --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 -x ASAN_OPTIONS \
-        '$vla' $targs --batch_size=4 --output_dir='$tmp/t2'" >"$tmp/t2.json" 2>"$tmp/t2.err" ||
-        { cat "$tmp/t2.err" >&2; echo "multihost_netns: FAIL: 2-host vla train" >&2; exit 1; }
-    grep -q '"world":2' "$tmp/t2.json" || { echo "multihost_netns: FAIL: vla train did not have 2 ranks" >&2; exit 1; }
-    for col in loss grad_norm; do
-        grep -o "\"$col\":[^,}]*" "$tmp/t1/metrics.jsonl" | cut -d: -f2 >"$tmp/c1"
-        grep -o "\"$col\":[^,}]*" "$tmp/t2/metrics.jsonl" | cut -d: -f2 >"$tmp/c2"
-        [ "$(wc -l <"$tmp/c1")" = 6 ] && [ "$(wc -l <"$tmp/c2")" = 6 ] || ok=0
-        compare "$tmp/c1" "$tmp/c2" 1e-6 "vla train $col values" || ok=0
-    done
-    # the tensors' bytes after the safetensors header (same writer, same order)
-    tensors() { local h; h=$(od -An -t u8 -N8 "$1" | tr -d ' '); od -An -v -f -w4 -j $((8 + h)) "$1"; }
-    m=checkpoints/000006/pretrained_model/model.safetensors
-    tensors "$tmp/t1/$m" >"$tmp/w1"
-    tensors "$tmp/t2/$m" >"$tmp/w2"
-    [ "$(wc -l <"$tmp/w1")" = "$(wc -l <"$tmp/w2")" ] || ok=0
-    compare "$tmp/w1" "$tmp/w2" 1e-2 "vla train weights" || ok=0
-fi
+# reference: one rank, one host
+ASAN_OPTIONS=detect_leaks=0 "$vla" $targs --batch_size=8 --output_dir="$tmp/t1" >/dev/null 2>"$tmp/t1.err" ||
+    { cat "$tmp/t1.err" >&2; echo "multihost_netns: FAIL: 1-rank vla train" >&2; exit 1; }
+tx0=$(ip netns exec "$ns1" cat /sys/class/net/$if1/statistics/tx_bytes)
+# (in an ASan build, OpenMPI's exit-time allocations would read as leaks)
+ip netns exec "$ns1" unshare --uts sh -c "hostname vla-h1; ASAN_OPTIONS=detect_leaks=0 exec mpirun --allow-run-as-root \
+    --hostfile '$tmp/hostfile' -np 2 --map-by node --bind-to none \
+    --mca plm_rsh_agent '$tmp/netns-rsh' --mca btl self,tcp \
+    --mca btl_tcp_if_include 10.77.0.0/24 --mca oob_tcp_if_include 10.77.0.0/24 -x ASAN_OPTIONS \
+    '$vla' $targs --batch_size=4 --output_dir='$tmp/t2'" >"$tmp/t2.json" 2>"$tmp/t2.err" ||
+    { cat "$tmp/t2.err" >&2; echo "multihost_netns: FAIL: 2-host vla train" >&2; exit 1; }
+tx1=$(ip netns exec "$ns1" cat /sys/class/net/$if1/statistics/tx_bytes)
+echo "multihost_netns: $((tx1 - tx0)) bytes sent from $ns1 over $if1 during the 2-host run"
+grep -q '"world":2' "$tmp/t2.json" || { echo "multihost_netns: FAIL: vla train did not have 2 ranks" >&2; exit 1; }
+for col in loss grad_norm; do
+    grep -o "\"$col\":[^,}]*" "$tmp/t1/metrics.jsonl" | cut -d: -f2 >"$tmp/c1"
+    grep -o "\"$col\":[^,}]*" "$tmp/t2/metrics.jsonl" | cut -d: -f2 >"$tmp/c2"
+    [ "$(wc -l <"$tmp/c1")" = 6 ] && [ "$(wc -l <"$tmp/c2")" = 6 ] || ok=0
+    compare "$tmp/c1" "$tmp/c2" 1e-6 "vla train $col values" || ok=0
+done
+# the tensors' bytes after the safetensors header (same writer, same order)
+tensors() { local h; h=$(od -An -t u8 -N8 "$1" | tr -d ' '); od -An -v -f -w4 -j $((8 + h)) "$1"; }
+m=checkpoints/000006/pretrained_model/model.safetensors
+tensors "$tmp/t1/$m" >"$tmp/w1"
+tensors "$tmp/t2/$m" >"$tmp/w2"
+[ "$(wc -l <"$tmp/w1")" = "$(wc -l <"$tmp/w2")" ] || ok=0
+compare "$tmp/w1" "$tmp/w2" 1e-2 "vla train weights" || ok=0
 
 if [ $ok = 1 ]; then
     echo "multihost_netns: OK: 2 ranks on 2 network namespaces over TCP match 1 rank"

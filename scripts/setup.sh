@@ -2,8 +2,10 @@
 # setup.sh — install every Debian package vla.c needs, if missing.
 #
 # Idempotent and fast when all is present (one dpkg-query, no apt call).
-# Run as root on Debian 12; `make`, `make test`, `make demo` and `make bench`
-# call it first. Groups:
+# Run as root on Debian 12; `make test`, `make demo` and `make bench` call it
+# first (`make setup` runs the test group). A plain `make` never installs: it
+# only builds, and when CMake cannot find a package it says to run
+# `sudo scripts/setup.sh build`. Groups:
 #   build  — what compiling libvla and the `vla` CLI needs
 #   test   — the C test framework, sanitizer/fuzzer runtimes, the ffmpeg CLI
 #            and Node.js (DuckDB oracle) used by tests as independent references

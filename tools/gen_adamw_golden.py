@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""gen_adamw_golden.py — PyTorch reference for dist/zero1.c: torch.optim.AdamW
+"""gen_adamw_golden.py — PyTorch reference for distributed/zero1.c: torch.optim.AdamW
 with torch.nn.utils.clip_grad_norm_ on a small parameter vector, written to
-tests/dist/data/adamw_golden.json (params after each step).
+tests/distributed/data/adamw_golden.json (params after each step).
 Run with Debian's interpreter: /usr/bin/python3 tools/gen_adamw_golden.py"""
 import json, math, os
 import torch
@@ -23,7 +23,7 @@ for s in range(steps):
 out = {"n": n, "lr": lr, "beta1": betas[0], "beta2": betas[1], "eps": eps, "weight_decay": wd,
        "max_grad_norm": max_norm, "p0": p0.tolist(), "grads": [g.tolist() for g in grads],
        "grad_norms": norms, "params_after": after}
-path = os.path.join(os.path.dirname(__file__), "..", "tests", "dist", "data", "adamw_golden.json")
+path = os.path.join(os.path.dirname(__file__), "..", "tests", "distributed", "data", "adamw_golden.json")
 with open(path, "w") as f:
     json.dump(out, f)
 print("wrote", path)

@@ -304,8 +304,134 @@ def gen_attention():
                                   dk=g(k), dv=g(v)))
 
 
+# ---- the transformer block (src/nn/block.h) ---------------------------------------
+def rope(x, pos, theta):
+    hd = x.shape[-1]
+    inv = theta ** (-torch.arange(0, hd, 2, dtype=torch.float64) / hd)
+    ang = pos.double()[:, None] * inv[None, :]
+    cos = torch.cat([ang.cos(), ang.cos()], -1)[:, None, :]
+    sin = torch.cat([ang.sin(), ang.sin()], -1)[:, None, :]
+    x1, x2 = x[..., : hd // 2], x[..., hd // 2:]
+    return x * cos + torch.cat([-x2, x1], -1) * sin
+
+
+def block_norm(kind, x, w, b, seg, cond, eps):
+    """norm output and (for AdaRMS) the gate, as the models define them."""
+    if kind == "layer":
+        return F.layer_norm(x, (x.shape[-1],), w, b, eps), None
+    if kind == "layer_plain":
+        return F.layer_norm(x, (x.shape[-1],), eps=eps), None
+    if kind == "rms":
+        return rms(x, eps) * w, None
+    if kind == "rms_1p":
+        return rms(x, eps) * (1 + w), None
+    mod = F.linear(cond, w, b)
+    if kind == "adarms":  # openpi gemma.py: scale, shift, gate
+        scale, shift, gate = mod.chunk(3, dim=1)
+        return rms(x, eps) * (1 + scale[seg]) + shift[seg], gate[seg]
+    scale, shift = mod.chunk(2, dim=1)  # GR00T AdaLayerNorm
+    return F.layer_norm(x, (x.shape[-1],), eps=eps) * (1 + scale[seg]) + shift[seg], None
+
+
+BLOCK_CASES = {
+    # name: norm1, norm2, heads, kv heads, head_dim, biases, qk_norm, rope, cross, mlp, groups
+    "vit": dict(n1="layer", n2="layer", H=4, Hk=4, hd=4, bias=True, qkn=False, rope=0.0, cross=False, mlp="gelu",
+                grp="bidir"),
+    "gemma": dict(n1="rms_1p", n2="rms_1p", H=4, Hk=1, hd=4, bias=False, qkn=False, rope=10000.0, cross=False,
+                  mlp="geglu", grp="prefix"),
+    "qwen3": dict(n1="rms", n2="rms", H=4, Hk=2, hd=4, bias=False, qkn=True, rope=1e6, cross=False, mlp="swiglu",
+                  grp="causal"),
+    "adarms": dict(n1="adarms", n2="adarms", H=2, Hk=1, hd=8, bias=False, qkn=False, rope=10000.0, cross=False,
+                   mlp="geglu", grp="prefix"),
+    "dit": dict(n1="adaln", n2="layer_plain", H=2, Hk=2, hd=8, bias=True, qkn=False, rope=0.0, cross=True,
+                mlp="gelu", grp="bidir"),
+}
+
+
+def gen_block():
+    """x_mid = x + R1(o(attn(norm1 x))), x_out = x_mid + R2(mlp(norm2 x_mid)), per BLOCK_CASES;
+    the loss is sum(x_out · dy); every input and weight gets its gradient."""
+    lens, ctx_lens = [5, 9, 3], [6, 2, 7]
+    cu, cuc = [0] + list(np.cumsum(lens)), [0] + list(np.cumsum(ctx_lens))
+    n, nc, S, D, Dc, Dkv, M, eps = cu[-1], cuc[-1], len(lens), 16, 12, 10, 24, 1e-6
+    seg = segments(cu)
+    pos = torch.cat([torch.arange(L) for L in lens])
+    grps = dict(bidir=torch.zeros(n, dtype=torch.long), causal=pos,
+                prefix=torch.cat([(torch.arange(L) >= L // 2).long() for L in lens]))
+    for name, c in BLOCK_CASES.items():
+        H, Hk, hd = c["H"], c["Hk"], c["hd"]
+        Q, K = H * hd, Hk * hd
+        t = dict(cu=torch.tensor(cu), cu_ctx=torch.tensor(cuc), pos=pos.int(), groups=grps[c["grp"]].int())
+        x, cond, ctx = rand(n, D), rand(S, Dc), rand(nc, Dkv)
+        t.update(x=x, cond=cond, ctx=ctx)
+        w = {}
+
+        def param(key, *shape, scale=0.3, offset=0.0):
+            w[key] = rand(*shape, scale=scale)
+            with torch.no_grad():
+                w[key] += offset
+            return w[key]
+
+        def norm_params(tag, kind):
+            if kind == "layer":
+                return param(tag + "_w", D, offset=1.0), param(tag + "_b", D)
+            if kind in ("rms", "rms_1p"):
+                return param(tag + "_w", D, offset=1.0 if kind == "rms" else 0.0), None
+            if kind in ("adarms", "adaln"):
+                k = 3 if kind == "adarms" else 2
+                return param(tag + "_w", k * D, Dc, scale=0.2), param(tag + "_b", k * D, scale=0.2)
+            return None, None
+
+        n1w, n1b = norm_params("norm1", c["n1"])
+        kv_in = Dkv if c["cross"] else D
+        qw, kw, vw, ow = param("q_w", Q, D), param("k_w", K, kv_in), param("v_w", K, kv_in), param("o_w", D, Q)
+        qb = kb = vb = ob = None
+        if c["bias"]:
+            qb, kb, vb, ob = param("q_b", Q), param("k_b", K), param("v_b", K), param("o_b", D)
+        n2w, n2b = norm_params("norm2", c["n2"])
+        uw, dw = param("up_w", M, D), param("down_w", D, M)
+        gw = param("gate_w", M, D) if c["mlp"] != "gelu" else None
+        ub = db = None
+        if c["mlp"] == "gelu" and c["bias"]:
+            ub, db = param("up_b", M), param("down_b", D)
+        if c["qkn"]:
+            param("q_norm", hd, offset=1.0), param("k_norm", hd, offset=1.0)
+
+        h1, gate1 = block_norm(c["n1"], x, n1w, n1b, seg, cond, eps)
+        src = ctx if c["cross"] else h1
+        q = F.linear(h1, qw, qb).view(n, H, hd)
+        k = F.linear(src, kw, kb).view(-1, Hk, hd)
+        v = F.linear(src, vw, vb).view(-1, Hk, hd)
+        if c["qkn"]:
+            q, k = rms(q, eps) * w["q_norm"], rms(k, eps) * w["k_norm"]
+        if c["rope"] > 0:
+            q, k = rope(q, pos, c["rope"]), rope(k, pos, c["rope"])
+        g_ = grps[c["grp"]]
+        mask = pack_mask(cu, cuc, torch.zeros(n, dtype=torch.long), torch.zeros(nc, dtype=torch.long)) \
+            if c["cross"] else pack_mask(cu, cu, g_, g_)
+        att = dense_attention(q, k, v, mask, H // Hk, 1.0 / math.sqrt(hd)).reshape(n, Q)
+        y1 = F.linear(att, ow, ob)
+        xm = x + (y1 * gate1 if gate1 is not None else y1)
+        h2, gate2 = block_norm(c["n2"], xm, n2w, n2b, seg, cond, eps)
+        if c["mlp"] == "gelu":
+            y2 = F.linear(F.gelu(F.linear(h2, uw, ub), approximate="tanh"), dw, db)
+        else:
+            act = (lambda z: F.gelu(z, approximate="tanh")) if c["mlp"] == "geglu" else F.silu
+            y2 = F.linear(act(F.linear(h2, gw)) * F.linear(h2, uw), dw)
+        out = xm + (y2 * gate2 if gate2 is not None else y2)
+        dy = rand(n, D).detach()
+        backward(out, dy)
+        zero_if_unused = lambda a: g(a) if g(a) is not None else torch.zeros_like(a)  # noqa: E731
+        t.update(dy=dy, y=out, dx=g(x), dcond=zero_if_unused(cond), dctx=zero_if_unused(ctx))
+        for key, val in w.items():
+            t[key] = val
+            t["d_" + key] = g(val)
+        write("block_" + name, t)
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     for fn in (gen_linear, gen_embedding, gen_layernorm, gen_rmsnorm, gen_adaln, gen_adarmsnorm, gen_activations,
-               gen_mlp, gen_rope, gen_time_embedding, gen_patch_embed, gen_embodiment_linear, gen_attention):
+               gen_mlp, gen_rope, gen_time_embedding, gen_patch_embed, gen_embodiment_linear, gen_attention,
+               gen_block):
         fn()

@@ -147,7 +147,7 @@ static int bench_one(const char *name, int64_t batch, double seconds, int64_t in
     if (st == VLA_ERR_UNSUPPORTED) {
         printf("{\"bench\":\"policy\",\"config\":\"%s\",\"skipped\":\"no implementation of policy '%s' in this "
                "build\"}\n",
-               name, vla_policy_kind_name(cfg.kind));
+               name, vla_policy_config_family_name(&cfg));
         fflush(stdout);
         vla_error_clear();
         return 0;

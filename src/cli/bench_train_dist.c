@@ -420,7 +420,7 @@ int vla_bench_train_dist(int argc, char **argv) {
             failed = 1;
             continue;
         }
-        job_spec j = {exe, dataset, mpirun, tmp, cfg, vla_policy_kind_name(pc.kind), batch, threads, workers, log_freq};
+        job_spec j = {exe, dataset, mpirun, tmp, cfg, vla_policy_config_family_name(&pc), batch, threads, workers, log_freq};
         /* rounds alternate the rank counts, so slow phases of a shared machine hit all of them; the
          * fastest round of each rank count is reported (its efficiency against the fastest base) */
         point best[MAX_RANK_COUNTS];

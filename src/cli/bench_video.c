@@ -111,6 +111,195 @@ static void json_escape_print(const char *s) {
     }
 }
 
+/* One run's clip, decoders, query times and results, shared by its phases. */
+typedef struct {
+    vla_video_decoder *dec[MAX_CAMS]; /* the same clip opened once per camera */
+    const vla_video_info *in;
+    double t_open;                    /* seconds to open one decoder */
+    int64_t samples;
+    int nwin;
+    const char *window_s;
+    double *ts;                       /* [samples × nwin] query times */
+    uint8_t *frames;                  /* [MAX_CAMS × nwin] frames of fb bytes */
+    size_t fb;
+    double tol;
+    uint64_t check_sum;               /* of the first samples' frames, camera 0 */
+    double fps_cpu[MAX_CAMS + 1], fps_wall[MAX_CAMS + 1]; /* sequential, by camera count */
+} video_bench;
+
+/* The clip: the given one, or a 640×480 AV1 one encoded into `dir` with
+ * LeRobot's settings by the ffmpeg CLI. */
+static vla_status make_clip(const char *clip_arg, const char *dir, int64_t width, int64_t height, int64_t fps,
+                            int64_t seconds, char *clip, size_t cap) {
+    if (clip_arg) {
+        snprintf(clip, cap, "%s", clip_arg);
+        return VLA_OK;
+    }
+    char cmd[2048];
+    snprintf(clip, cap, "%s/clip.mp4", dir);
+    snprintf(cmd, sizeof cmd,
+             "SVT_LOG=1 ffmpeg -hide_banner -loglevel error -nostdin -y -f lavfi "
+             "-i testsrc2=size=%dx%d:rate=%d -t %d -c:v libsvtav1 -g 2 -crf 30 -preset 12 -pix_fmt yuv420p '%s'",
+             (int)width, (int)height, (int)fps, (int)seconds, clip);
+    double t0 = vla_now_s();
+    if (system(cmd) != 0)
+        return vla_error(VLA_ERR_IO, "could not generate the clip with the ffmpeg CLI (libsvtav1): %s", cmd);
+    fprintf(stderr, "bench video: encoded %dx%d %d s AV1 clip in %.1f s\n", (int)width, (int)height, (int)seconds,
+            vla_now_s() - t0);
+    return VLA_OK;
+}
+
+static vla_status open_decoders(video_bench *b, const char *clip) {
+    vla_video_decoder_opts dopts = {.threads = 1, .cache_frames = 0};
+    double t0 = vla_now_s();
+    for (int c = 0; c < MAX_CAMS; c++) VLA_TRY(vla_video_decoder_open(clip, &dopts, &b->dec[c]));
+    b->t_open = (vla_now_s() - t0) / MAX_CAMS;
+    b->in = vla_video_decoder_info(b->dec[0]);
+    if (b->in->frame_count <= 0 || b->in->fps <= 0)
+        return vla_error(VLA_ERR_FORMAT, "%s: unknown frame count or fps", clip);
+    return VLA_OK;
+}
+
+/* Random sample indices as LeRobot turns them into query times — offsets
+ * round(d·fps), indices clamped to the episode (here the whole clip), time =
+ * index / fps — kept in b->ts and written to ts_path for the peer. */
+static vla_status make_timestamps(video_bench *b, const double *window, int64_t seed, const char *ts_path) {
+    int64_t nframes = b->in->frame_count, nwin = b->nwin;
+    double vfps = b->in->fps;
+    b->ts = malloc(sizeof(double) * (size_t)b->samples * (size_t)nwin);
+    FILE *tf = fopen(ts_path, "w");
+    if (!b->ts || !tf) {
+        if (tf) fclose(tf);
+        return vla_error(VLA_ERR_IO, "%s: cannot write", ts_path);
+    }
+    vla_rng rng = vla_rng_stream((uint64_t)seed, 0);
+    for (int64_t s = 0; s < b->samples; s++) {
+        int64_t idx = vla_rng_int(&rng, 0, nframes);
+        for (int k = 0; k < nwin; k++) {
+            int64_t j = idx + (int64_t)llround(window[k] * vfps);
+            if (j < 0) j = 0;
+            if (j > nframes - 1) j = nframes - 1;
+            b->ts[s * nwin + k] = (double)j / vfps;
+            fprintf(tf, "%s%.17g", k ? " " : "", b->ts[s * nwin + k]);
+        }
+        fputc('\n', tf);
+    }
+    fclose(tf);
+    return VLA_OK;
+}
+
+/* Fingerprint of the first samples (camera 0), untimed, to compare with the peer. */
+static vla_status fingerprint(video_bench *b) {
+    int n_check = b->samples < 20 ? (int)b->samples : 20;
+    b->check_sum = 0;
+    for (int s = 0; s < n_check; s++)
+        for (int k = 0; k < b->nwin; k++) {
+            VLA_TRY(vla_video_decoder_read(b->dec[0], b->ts[s * b->nwin + k], b->tol, 0, 0, b->frames, NULL));
+            b->check_sum += byte_sum(b->frames, b->fb);
+        }
+    return VLA_OK;
+}
+
+/* `cams` cameras read one after the other on one thread: the per-core figure. */
+static vla_status bench_sequential(video_bench *b, int cams) {
+    int nwin = b->nwin;
+    vla_video_stats before[MAX_CAMS];
+    for (int c = 0; c < cams; c++) before[c] = vla_video_decoder_stats(b->dec[c]);
+    double w0 = vla_now_s(), c0 = cpu_now_s();
+    for (int64_t s = 0; s < b->samples; s++)
+        for (int c = 0; c < cams; c++)
+            for (int k = 0; k < nwin; k++)
+                VLA_TRY(vla_video_decoder_read(b->dec[c], b->ts[s * nwin + k], b->tol, 0, 0,
+                                               b->frames + b->fb * (size_t)(c * nwin + k), NULL));
+    double wall = vla_now_s() - w0, cpu = cpu_now_s() - c0;
+    int64_t nf = b->samples * cams * nwin, seeks = 0, decoded = 0;
+    for (int c = 0; c < cams; c++) {
+        vla_video_stats a = vla_video_decoder_stats(b->dec[c]);
+        seeks += a.seeks - before[c].seeks;
+        decoded += a.decoded - before[c].decoded;
+    }
+    b->fps_wall[cams] = (double)nf / wall;
+    b->fps_cpu[cams] = (double)nf / cpu;
+    printf("{\"bench\":\"video\",\"impl\":\"vla\",\"mode\":\"sequential\",\"threads\":1,\"cameras\":%d,"
+           "\"samples\":%lld,\"window\":\"%s\",\"frames\":%lld,\"frames_per_s\":%.1f,\"frames_per_cpu_s\":%.1f,"
+           "\"decoded_per_returned\":%.2f,\"seeks_per_frame\":%.2f,\"open_ms\":%.1f,\"clip\":\"%dx%d %s %.0f fps\"}\n",
+           cams, (long long)b->samples, b->window_s, (long long)nf, b->fps_wall[cams], b->fps_cpu[cams],
+           (double)decoded / (double)nf, (double)seeks / (double)nf, b->t_open * 1e3, b->in->width, b->in->height,
+           b->in->codec, b->in->fps);
+    fflush(stdout);
+    return VLA_OK;
+}
+
+/* `cams` cameras in parallel, one thread each, as the loader does. */
+static vla_status bench_parallel(video_bench *b, int cams) {
+    int nwin = b->nwin;
+    vla_video_request q[MAX_CAMS];
+    double w0 = vla_now_s(), c0 = cpu_now_s();
+    for (int64_t s = 0; s < b->samples; s++) {
+        for (int c = 0; c < cams; c++)
+            q[c] = (vla_video_request){.dec = b->dec[c], .ts = b->ts + s * nwin, .n = nwin, .tol = b->tol,
+                                       .rgb = b->frames + b->fb * (size_t)(c * nwin)};
+        VLA_TRY(vla_video_read_batch(q, cams));
+    }
+    double wall = vla_now_s() - w0, cpu = cpu_now_s() - c0;
+    int64_t nf = b->samples * cams * nwin;
+    printf("{\"bench\":\"video\",\"impl\":\"vla\",\"mode\":\"parallel_cameras\",\"threads\":%d,\"cameras\":%d,"
+           "\"samples\":%lld,\"frames\":%lld,\"frames_per_s\":%.1f,\"frames_per_cpu_s\":%.1f}\n",
+           cams, cams, (long long)b->samples, (long long)nf, (double)nf / wall, (double)nf / cpu);
+    fflush(stdout);
+    return VLA_OK;
+}
+
+/* tools/bench_pyav.py: under $VLA_SOURCE_DIR, else beside the build
+ * directory the CLI lives in (<repo>/<build dir>/vla). */
+static void find_peer_script(char *buf, size_t cap) {
+    const char *src = getenv("VLA_SOURCE_DIR");
+    snprintf(buf, cap, "%s/tools/bench_pyav.py", src ? src : ".");
+    if (access(buf, R_OK) == 0) return;
+    char exe[900];
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (l <= 0) return;
+    exe[l] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    snprintf(buf, cap, "%s/../tools/bench_pyav.py", exe);
+}
+
+/* The PyAV peer on the same clip and timestamps, in LeRobot's mode and two
+ * kinder ones; one line per camera count with the ratio to ours. */
+static void bench_peer(const video_bench *b, const char *python, const char *script, const char *clip,
+                       const char *ts_path) {
+    /* reopen: a new container per call, as LeRobot's reader; persistent: one
+     * open container per camera; persistent1: that, with one decoder thread. */
+    const char *modes[3] = {"reopen", "persistent", "persistent1"};
+    for (int m = 0; m < 3; m++) {
+        peer_result pr[MAX_CAMS];
+        uint64_t py_sum = 0;
+        char why[512];
+        int np = run_peer(python, script, clip, ts_path, modes[m], MAX_CAMS, b->tol, pr, MAX_CAMS, &py_sum, why,
+                          sizeof why);
+        if (np < 0) {
+            printf("{\"bench\":\"video\",\"impl\":\"pyav\",\"mode\":\"%s\",\"available\":false,\"reason\":\"", modes[m]);
+            json_escape_print(why);
+            printf("\"}\n");
+            fflush(stdout);
+            break;
+        }
+        for (int i = 0; i < np; i++) {
+            int cams = pr[i].cams;
+            if (cams < 1 || cams > MAX_CAMS) continue;
+            printf("{\"bench\":\"video\",\"impl\":\"pyav\",\"mode\":\"%s\",\"cameras\":%d,\"frames_per_s\":%.1f,"
+                   "\"frames_per_cpu_s\":%.1f,\"vla_frames_per_cpu_s\":%.1f,\"ratio_per_core\":%.2f,"
+                   "\"ratio_wall\":%.2f,\"same_frames\":%s}\n",
+                   modes[m], cams, pr[i].fps_wall, pr[i].fps_cpu, b->fps_cpu[cams],
+                   pr[i].fps_cpu > 0 ? b->fps_cpu[cams] / pr[i].fps_cpu : 0.0,
+                   pr[i].fps_wall > 0 ? b->fps_wall[cams] / pr[i].fps_wall : 0.0,
+                   py_sum == b->check_sum ? "true" : "false");
+            fflush(stdout);
+        }
+    }
+}
+
 int vla_bench_video(int argc, char **argv) {
     const char *clip_arg = NULL, *window_s = "-0.1,0", *python = "/usr/bin/python3", *script = NULL;
     int64_t samples = 100, seconds = 20, fps = 30, width = 640, height = 480, seed = 1234;
@@ -143,203 +332,37 @@ int vla_bench_video(int argc, char **argv) {
     const char *tmpbase = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/vla-bench-video-XXXXXX", tmpbase ? tmpbase : "/tmp");
     if (!mkdtemp(dir)) return vla_cli_fail(vla_error(VLA_ERR_IO, "%s: mkdtemp: %s", dir, strerror(errno)));
-    char clip[640], ts_path[640], cmd[2048];
+    char clip[640], ts_path[640], cmd[2048], script_buf[1024];
     snprintf(ts_path, sizeof ts_path, "%s/timestamps.txt", dir);
-    int status = 1;
-    vla_video_decoder *dec[MAX_CAMS] = {0};
-    uint8_t *frames = NULL;
-    double *ts = NULL;
-
-    if (clip_arg) {
-        snprintf(clip, sizeof clip, "%s", clip_arg);
-    } else {
-        snprintf(clip, sizeof clip, "%s/clip.mp4", dir);
-        snprintf(cmd, sizeof cmd,
-                 "SVT_LOG=1 ffmpeg -hide_banner -loglevel error -nostdin -y -f lavfi "
-                 "-i testsrc2=size=%dx%d:rate=%d -t %d -c:v libsvtav1 -g 2 -crf 30 -preset 12 -pix_fmt yuv420p '%s'",
-                 (int)width, (int)height, (int)fps, (int)seconds, clip);
-        double t0 = vla_now_s();
-        if (system(cmd) != 0) {
-            vla_cli_fail(vla_error(VLA_ERR_IO, "could not generate the clip with the ffmpeg CLI (libsvtav1): %s", cmd));
-            goto done;
-        }
-        fprintf(stderr, "bench video: encoded %dx%d %d s AV1 clip in %.1f s\n", (int)width, (int)height, (int)seconds,
-                vla_now_s() - t0);
+    video_bench b = {.samples = samples, .nwin = nwin, .window_s = window_s, .tol = VLA_VIDEO_DEFAULT_TOLERANCE_S};
+    vla_status st = make_clip(clip_arg, dir, width, height, fps, seconds, clip, sizeof clip);
+    if (st == VLA_OK) st = open_decoders(&b, clip);
+    if (st == VLA_OK) st = make_timestamps(&b, window, seed, ts_path);
+    if (st == VLA_OK) {
+        b.fb = (size_t)b.in->width * (size_t)b.in->height * 3;
+        if (!(b.frames = malloc(b.fb * (size_t)nwin * MAX_CAMS))) st = vla_error(VLA_ERR_NOMEM, "out of memory");
     }
-
-    vla_video_decoder_opts dopts = {.threads = 1, .cache_frames = 0};
-    double t_open = vla_now_s();
-    for (int c = 0; c < MAX_CAMS; c++) {
-        vla_status st = vla_video_decoder_open(clip, &dopts, &dec[c]);
-        if (st != VLA_OK) {
-            vla_cli_fail(st);
-            goto done;
-        }
+    if (st == VLA_OK) st = fingerprint(&b);
+    for (int cams = 1; st == VLA_OK && cams <= MAX_CAMS; cams++) {
+        st = bench_sequential(&b, cams);
+        if (st == VLA_OK && cams > 1) st = bench_parallel(&b, cams);
     }
-    t_open = (vla_now_s() - t_open) / MAX_CAMS;
-    const vla_video_info *in = vla_video_decoder_info(dec[0]);
-    int64_t nframes = in->frame_count;
-    double vfps = in->fps;
-    if (nframes <= 0 || vfps <= 0) {
-        vla_cli_fail(vla_error(VLA_ERR_FORMAT, "%s: unknown frame count or fps", clip));
+    if (st != VLA_OK) {
+        vla_cli_fail(st);
         goto done;
     }
-
-    /* LeRobot: offsets round(d·fps), indices clamped to the episode (here
-     * the whole clip), query time = index / fps. */
-    ts = malloc(sizeof(double) * (size_t)samples * (size_t)nwin);
-    FILE *tf = fopen(ts_path, "w");
-    if (!ts || !tf) {
-        if (tf) fclose(tf);
-        vla_cli_fail(vla_error(VLA_ERR_IO, "%s: cannot write", ts_path));
-        goto done;
-    }
-    vla_rng rng = vla_rng_stream((uint64_t)seed, 0);
-    for (int64_t s = 0; s < samples; s++) {
-        int64_t idx = vla_rng_int(&rng, 0, nframes);
-        for (int k = 0; k < nwin; k++) {
-            int64_t j = idx + (int64_t)llround(window[k] * vfps);
-            if (j < 0) j = 0;
-            if (j > nframes - 1) j = nframes - 1;
-            ts[s * nwin + k] = (double)j / vfps;
-            fprintf(tf, "%s%.17g", k ? " " : "", ts[s * nwin + k]);
+    if (!no_peer) {
+        if (!script) {
+            find_peer_script(script_buf, sizeof script_buf);
+            script = script_buf;
         }
-        fputc('\n', tf);
+        bench_peer(&b, python, script, clip, ts_path);
     }
-    fclose(tf);
-
-    size_t fb = (size_t)in->width * (size_t)in->height * 3;
-    frames = malloc(fb * (size_t)nwin * MAX_CAMS);
-    if (!frames) {
-        vla_cli_fail(vla_error(VLA_ERR_NOMEM, "out of memory"));
-        goto done;
-    }
-    const double tol = VLA_VIDEO_DEFAULT_TOLERANCE_S;
-
-    /* Fingerprint of the first samples (camera 0), untimed, to compare with the peer. */
-    int n_check = samples < 20 ? (int)samples : 20;
-    uint64_t c_sum = 0;
-    for (int s = 0; s < n_check; s++)
-        for (int k = 0; k < nwin; k++) {
-            vla_status st = vla_video_decoder_read(dec[0], ts[s * nwin + k], tol, 0, 0, frames, NULL);
-            if (st != VLA_OK) {
-                vla_cli_fail(st);
-                goto done;
-            }
-            c_sum += byte_sum(frames, fb);
-        }
-
-    double c_fps_cpu[MAX_CAMS + 1] = {0}, c_fps_wall[MAX_CAMS + 1] = {0};
-    for (int cams = 1; cams <= MAX_CAMS; cams++) {
-        /* Sequential on one thread: the per-core figure. */
-        vla_video_stats before[MAX_CAMS];
-        for (int c = 0; c < cams; c++) before[c] = vla_video_decoder_stats(dec[c]);
-        double w0 = vla_now_s(), c0 = cpu_now_s();
-        for (int64_t s = 0; s < samples; s++)
-            for (int c = 0; c < cams; c++)
-                for (int k = 0; k < nwin; k++) {
-                    vla_status st = vla_video_decoder_read(dec[c], ts[s * nwin + k], tol, 0, 0,
-                                                           frames + fb * (size_t)(c * nwin + k), NULL);
-                    if (st != VLA_OK) {
-                        vla_cli_fail(st);
-                        goto done;
-                    }
-                }
-        double wall = vla_now_s() - w0, cpu = cpu_now_s() - c0;
-        int64_t nf = samples * cams * nwin, seeks = 0, decoded = 0;
-        for (int c = 0; c < cams; c++) {
-            vla_video_stats a = vla_video_decoder_stats(dec[c]);
-            seeks += a.seeks - before[c].seeks;
-            decoded += a.decoded - before[c].decoded;
-        }
-        c_fps_wall[cams] = (double)nf / wall;
-        c_fps_cpu[cams] = (double)nf / cpu;
-        printf("{\"bench\":\"video\",\"impl\":\"vla\",\"mode\":\"sequential\",\"threads\":1,\"cameras\":%d,"
-               "\"samples\":%lld,\"window\":\"%s\",\"frames\":%lld,\"frames_per_s\":%.1f,\"frames_per_cpu_s\":%.1f,"
-               "\"decoded_per_returned\":%.2f,\"seeks_per_frame\":%.2f,\"open_ms\":%.1f,\"clip\":\"%dx%d %s %.0f fps\"}\n",
-               cams, (long long)samples, window_s, (long long)nf, c_fps_wall[cams], c_fps_cpu[cams],
-               (double)decoded / (double)nf, (double)seeks / (double)nf, t_open * 1e3, in->width, in->height,
-               in->codec, vfps);
-        fflush(stdout);
-
-        if (cams > 1) { /* cameras in parallel, one thread each, as the loader does */
-            vla_video_request q[MAX_CAMS];
-            w0 = vla_now_s();
-            c0 = cpu_now_s();
-            for (int64_t s = 0; s < samples; s++) {
-                for (int c = 0; c < cams; c++)
-                    q[c] = (vla_video_request){.dec = dec[c], .ts = ts + s * nwin, .n = nwin, .tol = tol,
-                                               .rgb = frames + fb * (size_t)(c * nwin)};
-                vla_status st = vla_video_read_batch(q, cams);
-                if (st != VLA_OK) {
-                    vla_cli_fail(st);
-                    goto done;
-                }
-            }
-            wall = vla_now_s() - w0;
-            cpu = cpu_now_s() - c0;
-            printf("{\"bench\":\"video\",\"impl\":\"vla\",\"mode\":\"parallel_cameras\",\"threads\":%d,\"cameras\":%d,"
-                   "\"samples\":%lld,\"frames\":%lld,\"frames_per_s\":%.1f,\"frames_per_cpu_s\":%.1f}\n",
-                   cams, cams, (long long)samples, (long long)nf, (double)nf / wall, (double)nf / cpu);
-            fflush(stdout);
-        }
-    }
-
-    /* The PyAV peer on the same clip and timestamps. */
-    if (no_peer) {
-        status = 0;
-        goto done;
-    }
-    char script_buf[1024];
-    if (!script) {
-        const char *src = getenv("VLA_SOURCE_DIR");
-        snprintf(script_buf, sizeof script_buf, "%s/tools/bench_pyav.py", src ? src : ".");
-        if (access(script_buf, R_OK) != 0) {
-            /* the CLI lives in <repo>/<build dir>/vla */
-            char exe[900];
-            ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-            if (l > 0) {
-                exe[l] = 0;
-                char *slash = strrchr(exe, '/');
-                if (slash) *slash = 0;
-                snprintf(script_buf, sizeof script_buf, "%s/../tools/bench_pyav.py", exe);
-            }
-        }
-        script = script_buf;
-    }
-    /* reopen: a new container per call, as LeRobot's reader; persistent: one
-     * open container per camera; persistent1: that, with one decoder thread. */
-    const char *modes[3] = {"reopen", "persistent", "persistent1"};
-    for (int m = 0; m < 3; m++) {
-        peer_result pr[MAX_CAMS];
-        uint64_t py_sum = 0;
-        char why[512];
-        int np = run_peer(python, script, clip, ts_path, modes[m], MAX_CAMS, tol, pr, MAX_CAMS, &py_sum, why, sizeof why);
-        if (np < 0) {
-            printf("{\"bench\":\"video\",\"impl\":\"pyav\",\"mode\":\"%s\",\"available\":false,\"reason\":\"", modes[m]);
-            json_escape_print(why);
-            printf("\"}\n");
-            fflush(stdout);
-            break;
-        }
-        for (int i = 0; i < np; i++) {
-            int cams = pr[i].cams;
-            if (cams < 1 || cams > MAX_CAMS) continue;
-            printf("{\"bench\":\"video\",\"impl\":\"pyav\",\"mode\":\"%s\",\"cameras\":%d,\"frames_per_s\":%.1f,"
-                   "\"frames_per_cpu_s\":%.1f,\"vla_frames_per_cpu_s\":%.1f,\"ratio_per_core\":%.2f,"
-                   "\"ratio_wall\":%.2f,\"same_frames\":%s}\n",
-                   modes[m], cams, pr[i].fps_wall, pr[i].fps_cpu, c_fps_cpu[cams],
-                   pr[i].fps_cpu > 0 ? c_fps_cpu[cams] / pr[i].fps_cpu : 0.0,
-                   pr[i].fps_wall > 0 ? c_fps_wall[cams] / pr[i].fps_wall : 0.0, py_sum == c_sum ? "true" : "false");
-            fflush(stdout);
-        }
-    }
-    status = 0;
 done:
-    for (int c = 0; c < MAX_CAMS; c++) vla_video_decoder_close(dec[c]);
-    free(frames);
-    free(ts);
+    for (int c = 0; c < MAX_CAMS; c++) vla_video_decoder_close(b.dec[c]);
+    free(b.frames);
+    free(b.ts);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "bench video: could not remove %s\n", dir);
-    return status;
+    return st == VLA_OK ? 0 : 1;
 }

@@ -43,7 +43,6 @@ int vla_cmd_eval(int argc, char **argv);
 
 /* Benchmarks (one file each, bench_<name>.c), listed in cmd_bench.c. */
 int vla_bench_gemm(int argc, char **argv);
-int vla_bench_dist(int argc, char **argv);
 int vla_bench_sim(int argc, char **argv);
 int vla_bench_parquet(int argc, char **argv);
 int vla_bench_dataset(int argc, char **argv);
@@ -52,7 +51,7 @@ int vla_bench_policy(int argc, char **argv);
 int vla_bench_train_dist(int argc, char **argv);
 
 /* Append `s` to the command line in `dst` (capacity cap), single-quoted for
- * sh and followed by a space (benchmarks relaunching themselves under mpirun). */
+ * sh and followed by a space (benchmarks launching `vla` jobs, under mpirun or not). */
 void vla_cli_shell_quote(char *dst, size_t cap, const char *s);
 
 #endif

@@ -4,7 +4,6 @@
 
 static const vla_cli_command benches[] = {
     {"gemm", "SGEMM GFLOP/s through the op table (the machine's ceiling for MFU)", vla_bench_gemm},
-    {"dist", "data-parallel samples/s at 1 and 2 ranks, exposed communication", vla_bench_dist},
     {"train_dist", "`vla train` data-parallel scaling (pi05/groot-tiny): samples/s at 1 and 2 ranks, efficiency", vla_bench_train_dist},
     {"parquet", "Parquet scan rows/s and MB/s on a LeRobot-like file", vla_bench_parquet},
     {"video", "random-access video frames/s, vla.c vs PyAV (LeRobot's seek-then-decode)", vla_bench_video},

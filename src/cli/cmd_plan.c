@@ -1,10 +1,10 @@
 /* cmd_plan.c — `vla plan`: predict data-parallel step time, communication
  * time (total and exposed) and MFU at N GPUs from the α-β ring model of
- * dist/plan.h, with the compute per GPU either given (--compute-ms, measured)
+ * distributed/plan.h, with the compute per GPU either given (--compute-ms, measured)
  * or derived from FLOPs, peak TFLOP/s and the kernels' efficiency. */
 #include "cli/cli.h"
 #include "base/json.h"
-#include "dist/plan.h"
+#include "distributed/plan.h"
 
 #include <stdio.h>
 

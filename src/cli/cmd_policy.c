@@ -19,6 +19,165 @@ static void human(char *buf, size_t cap, double x, const char *unit) {
     else snprintf(buf, cap, "%.*f %s%s", i ? 2 : 0, x, pre[i], unit);
 }
 
+/* What `policy info` reports, computed once for both output forms. */
+typedef struct {
+    const vla_policy_config *cfg;
+    const vla_param_list *plist;
+    const vla_param_counts *cnt;
+    const vla_activation_estimate *act;
+    const vla_flops_estimate *fl;
+    const double *mem; /* bytes, in the order of mem_names */
+    int64_t batch, img_tokens;
+    bool list;         /* every parameter tensor too */
+} info_report;
+
+static const char *const mem_names[7] = {"weights_f32", "weights_bf16", "grads_f32", "grads_bf16",
+                                         "adamw_f32",   "activations_f32", "activations_bf16"};
+
+/* Per module group: counts, tokens, activations and FLOPs. */
+static json_t *groups_json(const info_report *r) {
+    const vla_param_counts *cnt = r->cnt;
+    json_t *groups = json_object();
+    for (int g = 0; g < VLA_GROUP_COUNT; g++) {
+        if (!cnt->tensors[g]) continue;
+        json_t *go = json_object();
+        json_object_set_new(go, "params", json_integer(cnt->params[g]));
+        json_object_set_new(go, "trainable", json_integer(cnt->trainable[g]));
+        json_object_set_new(go, "tensors", json_integer(cnt->tensors[g]));
+        json_object_set_new(go, "tokens_per_sample", json_integer(r->act->tokens[g]));
+        json_object_set_new(go, "activation_floats_per_sample", json_real(r->act->floats_per_sample[g]));
+        json_object_set_new(go, "peak_layer_floats_per_sample", json_real(r->act->transient_per_sample[g]));
+        json_object_set_new(go, "forward_flops_per_sample", json_real(r->fl->forward[g]));
+        json_object_set_new(go, "train_flops_per_sample", json_real(r->fl->train[g]));
+        json_object_set_new(groups, vla_param_group_name((vla_param_group)g), go);
+    }
+    return groups;
+}
+
+static json_t *params_json(const vla_param_list *plist) {
+    json_t *arr = json_array();
+    for (int64_t i = 0; i < plist->n; i++) {
+        const vla_param_spec *s = &plist->items[i];
+        json_t *po = json_object(), *shape = json_array();
+        for (int d = 0; d < s->ndim; d++) json_array_append_new(shape, json_integer(s->shape[d]));
+        json_object_set_new(po, "name", json_string(s->name));
+        json_object_set_new(po, "shape", shape);
+        json_object_set_new(po, "group", json_string(vla_param_group_name(s->group)));
+        json_object_set_new(po, "trainable", json_boolean(s->trainable));
+        json_array_append_new(arr, po);
+    }
+    return arr;
+}
+
+/* --json: one object. */
+static void print_json(const info_report *r) {
+    const vla_policy_config *cfg = r->cfg;
+    json_t *o = json_object();
+    json_object_set_new(o, "policy", json_string(vla_policy_config_family_name(cfg)));
+    json_object_set_new(o, "name", json_string(cfg->name));
+    json_object_set_new(o, "config", json_string(cfg->path));
+    json_object_set_new(o, "batch", json_integer(r->batch));
+    json_object_set_new(o, "groups", groups_json(r));
+    json_object_set_new(o, "total_params", json_integer(r->cnt->total_params));
+    json_object_set_new(o, "trainable_params", json_integer(r->cnt->total_trainable));
+    json_object_set_new(o, "tensors", json_integer(r->cnt->total_tensors));
+    json_t *tok = json_object();
+    json_object_set_new(tok, "image", json_integer(r->img_tokens));
+    json_object_set_new(tok, "text", json_integer(cfg->language.max_tokens));
+    json_object_set_new(tok, "action", json_integer(cfg->action.horizon));
+    json_object_set_new(o, "tokens_per_sample", tok);
+    json_t *m = json_object();
+    for (int i = 0; i < 7; i++) json_object_set_new(m, mem_names[i], json_real(r->mem[i]));
+    json_object_set_new(o, "memory_bytes", m);
+    json_t *f = json_object();
+    json_object_set_new(f, "forward_per_sample", json_real(r->fl->total_forward));
+    json_object_set_new(f, "train_per_sample", json_real(r->fl->total_train));
+    json_object_set_new(f, "train_per_step", json_real(r->fl->total_train * (double)r->batch));
+    json_object_set_new(f, "sample_actions_per_sample", json_real(r->fl->sample));
+    json_object_set_new(o, "flops", f);
+    if (r->list) json_object_set_new(o, "params", params_json(r->plist));
+    char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+    printf("%s\n", text ? text : "{}");
+    free(text);
+    json_decref(o);
+}
+
+/* The header, and parameters per module group with their weight bytes. */
+static void print_groups_text(const info_report *r) {
+    const vla_policy_config *cfg = r->cfg;
+    const vla_param_counts *cnt = r->cnt;
+    char a[32], b[32];
+    printf("policy %s (%s, %s)\n", cfg->name, vla_policy_config_family_name(cfg), cfg->path);
+    printf("tokens per sample: image %lld (%lld camera%s), text %lld, action %lld\n\n", (long long)r->img_tokens,
+           (long long)cfg->vision.cameras, cfg->vision.cameras == 1 ? "" : "s", (long long)cfg->language.max_tokens,
+           (long long)cfg->action.horizon);
+    printf("%-11s %14s %14s %8s %12s %12s\n", "group", "params", "trainable", "tensors", "weights f32", "bf16");
+    for (int g = 0; g < VLA_GROUP_COUNT; g++) {
+        if (!cnt->tensors[g]) continue;
+        human(a, sizeof a, 4.0 * cnt->params[g], "B");
+        human(b, sizeof b, 2.0 * cnt->params[g], "B");
+        printf("%-11s %14lld %14lld %8lld %12s %12s\n", vla_param_group_name((vla_param_group)g),
+               (long long)cnt->params[g], (long long)cnt->trainable[g], (long long)cnt->tensors[g], a, b);
+    }
+    human(a, sizeof a, r->mem[0], "B");
+    human(b, sizeof b, r->mem[1], "B");
+    printf("%-11s %14lld %14lld %8lld %12s %12s\n", "total", (long long)cnt->total_params,
+           (long long)cnt->total_trainable, (long long)cnt->total_tensors, a, b);
+    human(a, sizeof a, (double)cnt->total_params, "");
+    human(b, sizeof b, (double)cnt->total_trainable, "");
+    printf("(%s parameters, %s trainable)\n\n", a, b);
+}
+
+/* Training memory at the batch size: weights, gradients, AdamW, activations. */
+static void print_memory_text(const info_report *r) {
+    const double *mem = r->mem;
+    char a[32], b[32], c[32], d[32];
+    printf("training memory at batch %lld:\n", (long long)r->batch);
+    human(a, sizeof a, mem[0], "B"), human(b, sizeof b, mem[1], "B");
+    printf("  weights            f32 %12s   bf16 %12s\n", a, b);
+    human(a, sizeof a, mem[2], "B"), human(b, sizeof b, mem[3], "B");
+    printf("  grads (trainable)  f32 %12s   bf16 %12s\n", a, b);
+    human(a, sizeof a, mem[4], "B");
+    printf("  AdamW m+v          f32 %12s\n", a);
+    human(a, sizeof a, mem[5], "B"), human(b, sizeof b, mem[6], "B");
+    printf("  activations        f32 %12s   bf16 %12s\n", a, b);
+    human(c, sizeof c, mem[0] + mem[2] + mem[4] + mem[5], "B");
+    human(d, sizeof d, mem[0] + mem[2] + mem[4] + mem[6], "B");
+    printf("  total (f32 weights/grads/Adam) with f32 activations %s, with bf16 activations %s\n", c, d);
+}
+
+/* Activations per module group, and the model FLOPs. */
+static void print_compute_text(const info_report *r) {
+    const vla_activation_estimate *act = r->act;
+    const vla_flops_estimate *fl = r->fl;
+    char a[32], b[32], c[32], d[32];
+    printf("\nactivations per sample by group (floats saved for backward; peak single layer):\n");
+    for (int g = 0; g < VLA_GROUP_COUNT; g++) {
+        if (!r->cnt->tensors[g]) continue;
+        human(a, sizeof a, act->floats_per_sample[g], "");
+        human(b, sizeof b, act->transient_per_sample[g], "");
+        printf("  %-11s %6lld tokens  saved %10s  peak layer %10s\n", vla_param_group_name((vla_param_group)g),
+               (long long)act->tokens[g], a, b);
+    }
+    human(a, sizeof a, fl->total_train, "FLOP");
+    human(b, sizeof b, fl->total_train * (double)r->batch, "FLOP");
+    human(c, sizeof c, fl->total_forward, "FLOP");
+    human(d, sizeof d, fl->sample, "FLOP");
+    printf("\nmodel FLOPs: training %s per sample, %s per step at batch %lld; forward %s;\n"
+           "             sample_actions (prefix once, %lld flow steps) %s per sample\n",
+           a, b, (long long)r->batch, c, (long long)r->cfg->flow.steps, d);
+}
+
+static void print_params_text(const vla_param_list *plist) {
+    printf("\n");
+    for (int64_t i = 0; i < plist->n; i++) {
+        const vla_param_spec *s = &plist->items[i];
+        printf("%s [", s->name);
+        for (int k = 0; k < s->ndim; k++) printf("%s%lld", k ? ", " : "", (long long)s->shape[k]);
+        printf("] %s%s\n", vla_param_group_name(s->group), s->trainable ? "" : " frozen");
+    }
+}
+
 static int policy_info(int argc, char **argv) {
     const char *config = NULL;
     int64_t batch = 32;
@@ -65,124 +224,16 @@ static int policy_info(int argc, char **argv) {
     double P = (double)cnt.total_params, T = (double)cnt.total_trainable, B = (double)batch;
     double mem[7] = {4 * P, 2 * P, 4 * T, 2 * T, 8 * T, 4 * B * act.total_floats_per_sample,
                      2 * B * act.total_floats_per_sample};
-    static const char *const mem_names[7] = {"weights_f32", "weights_bf16", "grads_f32", "grads_bf16",
-                                             "adamw_f32",   "activations_f32", "activations_bf16"};
     int64_t img_tokens = cfg.vision.cameras * vla_policy_image_tokens(&cfg);
 
+    info_report r = {&cfg, &plist, &cnt, &act, &fl, mem, batch, img_tokens, list};
     if (as_json) {
-        json_t *o = json_object();
-        json_object_set_new(o, "policy", json_string(vla_policy_kind_name(cfg.kind)));
-        json_object_set_new(o, "name", json_string(cfg.name));
-        json_object_set_new(o, "config", json_string(cfg.path));
-        json_object_set_new(o, "batch", json_integer(batch));
-        json_t *groups = json_object();
-        for (int g = 0; g < VLA_GROUP_COUNT; g++) {
-            if (!cnt.tensors[g]) continue;
-            json_t *go = json_object();
-            json_object_set_new(go, "params", json_integer(cnt.params[g]));
-            json_object_set_new(go, "trainable", json_integer(cnt.trainable[g]));
-            json_object_set_new(go, "tensors", json_integer(cnt.tensors[g]));
-            json_object_set_new(go, "tokens_per_sample", json_integer(act.tokens[g]));
-            json_object_set_new(go, "activation_floats_per_sample", json_real(act.floats_per_sample[g]));
-            json_object_set_new(go, "peak_layer_floats_per_sample", json_real(act.transient_per_sample[g]));
-            json_object_set_new(go, "forward_flops_per_sample", json_real(fl.forward[g]));
-            json_object_set_new(go, "train_flops_per_sample", json_real(fl.train[g]));
-            json_object_set_new(groups, vla_param_group_name((vla_param_group)g), go);
-        }
-        json_object_set_new(o, "groups", groups);
-        json_object_set_new(o, "total_params", json_integer(cnt.total_params));
-        json_object_set_new(o, "trainable_params", json_integer(cnt.total_trainable));
-        json_object_set_new(o, "tensors", json_integer(cnt.total_tensors));
-        json_t *tok = json_object();
-        json_object_set_new(tok, "image", json_integer(img_tokens));
-        json_object_set_new(tok, "text", json_integer(cfg.language.max_tokens));
-        json_object_set_new(tok, "action", json_integer(cfg.action.horizon));
-        json_object_set_new(o, "tokens_per_sample", tok);
-        json_t *m = json_object();
-        for (int i = 0; i < 7; i++) json_object_set_new(m, mem_names[i], json_real(mem[i]));
-        json_object_set_new(o, "memory_bytes", m);
-        json_t *f = json_object();
-        json_object_set_new(f, "forward_per_sample", json_real(fl.total_forward));
-        json_object_set_new(f, "train_per_sample", json_real(fl.total_train));
-        json_object_set_new(f, "train_per_step", json_real(fl.total_train * B));
-        json_object_set_new(f, "sample_actions_per_sample", json_real(fl.sample));
-        json_object_set_new(o, "flops", f);
-        if (list) {
-            json_t *arr = json_array();
-            for (int64_t i = 0; i < plist.n; i++) {
-                const vla_param_spec *s = &plist.items[i];
-                json_t *po = json_object(), *shape = json_array();
-                for (int d = 0; d < s->ndim; d++) json_array_append_new(shape, json_integer(s->shape[d]));
-                json_object_set_new(po, "name", json_string(s->name));
-                json_object_set_new(po, "shape", shape);
-                json_object_set_new(po, "group", json_string(vla_param_group_name(s->group)));
-                json_object_set_new(po, "trainable", json_boolean(s->trainable));
-                json_array_append_new(arr, po);
-            }
-            json_object_set_new(o, "params", arr);
-        }
-        char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
-        printf("%s\n", text ? text : "{}");
-        free(text);
-        json_decref(o);
+        print_json(&r);
     } else {
-        char a[32], b[32], c[32], d[32];
-        printf("policy %s (%s, %s)\n", cfg.name, vla_policy_kind_name(cfg.kind), cfg.path);
-        printf("tokens per sample: image %lld (%lld camera%s), text %lld, action %lld\n\n", (long long)img_tokens,
-               (long long)cfg.vision.cameras, cfg.vision.cameras == 1 ? "" : "s", (long long)cfg.language.max_tokens,
-               (long long)cfg.action.horizon);
-        printf("%-11s %14s %14s %8s %12s %12s\n", "group", "params", "trainable", "tensors", "weights f32",
-               "bf16");
-        for (int g = 0; g < VLA_GROUP_COUNT; g++) {
-            if (!cnt.tensors[g]) continue;
-            human(a, sizeof a, 4.0 * cnt.params[g], "B");
-            human(b, sizeof b, 2.0 * cnt.params[g], "B");
-            printf("%-11s %14lld %14lld %8lld %12s %12s\n", vla_param_group_name((vla_param_group)g),
-                   (long long)cnt.params[g], (long long)cnt.trainable[g], (long long)cnt.tensors[g], a, b);
-        }
-        human(a, sizeof a, mem[0], "B");
-        human(b, sizeof b, mem[1], "B");
-        printf("%-11s %14lld %14lld %8lld %12s %12s\n", "total", (long long)cnt.total_params,
-               (long long)cnt.total_trainable, (long long)cnt.total_tensors, a, b);
-        human(a, sizeof a, P, "");
-        human(b, sizeof b, T, "");
-        printf("(%s parameters, %s trainable)\n\n", a, b);
-        printf("training memory at batch %lld:\n", (long long)batch);
-        human(a, sizeof a, mem[0], "B"), human(b, sizeof b, mem[1], "B");
-        printf("  weights            f32 %12s   bf16 %12s\n", a, b);
-        human(a, sizeof a, mem[2], "B"), human(b, sizeof b, mem[3], "B");
-        printf("  grads (trainable)  f32 %12s   bf16 %12s\n", a, b);
-        human(a, sizeof a, mem[4], "B");
-        printf("  AdamW m+v          f32 %12s\n", a);
-        human(a, sizeof a, mem[5], "B"), human(b, sizeof b, mem[6], "B");
-        printf("  activations        f32 %12s   bf16 %12s\n", a, b);
-        human(c, sizeof c, mem[0] + mem[2] + mem[4] + mem[5], "B");
-        human(d, sizeof d, mem[0] + mem[2] + mem[4] + mem[6], "B");
-        printf("  total (f32 weights/grads/Adam) with f32 activations %s, with bf16 activations %s\n", c, d);
-        printf("\nactivations per sample by group (floats saved for backward; peak single layer):\n");
-        for (int g = 0; g < VLA_GROUP_COUNT; g++) {
-            if (!cnt.tensors[g]) continue;
-            human(a, sizeof a, act.floats_per_sample[g], "");
-            human(b, sizeof b, act.transient_per_sample[g], "");
-            printf("  %-11s %6lld tokens  saved %10s  peak layer %10s\n", vla_param_group_name((vla_param_group)g),
-                   (long long)act.tokens[g], a, b);
-        }
-        human(a, sizeof a, fl.total_train, "FLOP");
-        human(b, sizeof b, fl.total_train * B, "FLOP");
-        human(c, sizeof c, fl.total_forward, "FLOP");
-        human(d, sizeof d, fl.sample, "FLOP");
-        printf("\nmodel FLOPs: training %s per sample, %s per step at batch %lld; forward %s;\n"
-               "             sample_actions (prefix once, %lld flow steps) %s per sample\n",
-               a, b, (long long)batch, c, (long long)cfg.flow.steps, d);
-        if (list) {
-            printf("\n");
-            for (int64_t i = 0; i < plist.n; i++) {
-                const vla_param_spec *s = &plist.items[i];
-                printf("%s [", s->name);
-                for (int k = 0; k < s->ndim; k++) printf("%s%lld", k ? ", " : "", (long long)s->shape[k]);
-                printf("] %s%s\n", vla_param_group_name(s->group), s->trainable ? "" : " frozen");
-            }
-        }
+        print_groups_text(&r);
+        print_memory_text(&r);
+        print_compute_text(&r);
+        if (list) print_params_text(&plist);
     }
     vla_param_list_free(&plist);
     return 0;

@@ -1,5 +1,6 @@
 /* cmd_train.c — `vla train`: LeRobot-style flags → vla_train (train/trainer.h),
  * with closed-loop evaluation during training wired in from src/eval. */
+#include "base/fault.h"
 #include "cli/cli.h"
 #include "eval/eval.h"
 #include "train/trainer.h"
@@ -52,6 +53,18 @@ static void set_threads(int64_t flag) {
     if (!local) local = getenv("MPI_LOCALNRANKS");
     long n = local ? strtol(local, NULL, 10) : 1, cores = sysconf(_SC_NPROCESSORS_ONLN);
     if (n > 1 && cores > 0) omp_set_num_threads(cores / n > 0 ? (int)(cores / n) : 1);
+}
+
+/* The testing flags, as fault points of the training loop (base/fault.h):
+ * --stop_after N ends the run after step N (or after the first step, when
+ * resumed past N) with no final checkpoint; --nan_at_step N poisons step
+ * N's gradients; --crash_at_step N SIGKILLs the process after step N — in a
+ * run that did not resume, so that scripts/train_restarts.sh, which adds
+ * --resume=true, finishes the job. */
+static void arm_test_faults(int64_t stop_after, int64_t nan_at, int64_t crash_at, bool resume) {
+    if (stop_after > 0) vla_fault_set(VLA_FAULT_TRAIN_STEP_END, VLA_FAULT_STOP, stop_after, VLA_FAULT_FOREVER);
+    if (nan_at > 0) vla_fault_set(VLA_FAULT_TRAIN_GRADS, VLA_FAULT_POISON, nan_at, nan_at);
+    if (crash_at > 0 && !resume) vla_fault_set(VLA_FAULT_TRAIN_STEP_END, VLA_FAULT_KILL, crash_at, crash_at);
 }
 
 int vla_cmd_train(int argc, char **argv) {
@@ -136,7 +149,7 @@ int vla_cmd_train(int argc, char **argv) {
     o.save_freq = save_freq >= 0 ? save_freq : (steps >= 5 ? steps / 5 : 0);
     o.log_freq = log_freq, o.eval_freq = eval_freq, o.warmup_steps = warmup, o.constant_lr = constant;
     o.resume = resume, o.skip_nonfinite = skip, o.augment = augment, o.progress = !quiet;
-    o.stop_after = stop_after, o.nan_at_step = nan_at, o.crash_at_step = crash_at;
+    arm_test_faults(stop_after, nan_at, crash_at, resume);
     if (n_obs < 1 || n_obs > 64) {
         fprintf(stderr, "vla: error: vla train: --dataset.n_obs_steps must be in 1..64\n");
         return 2;

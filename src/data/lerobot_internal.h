@@ -1,11 +1,20 @@
-/* lerobot_internal.h — helpers shared by the lerobot_*.c files (not API). */
+/* lerobot_internal.h — helpers shared by the lerobot_*.c files (not API).
+ *
+ * Reading a dataset is split by what is read: lerobot_open.c runs the
+ * sequence (info.json → tasks → episode index → stats → rows) and holds the
+ * shared helpers; lerobot_meta.c reads info.json and the tasks,
+ * lerobot_episodes.c the episode index, lerobot_stats_meta.c the shipped
+ * stats, lerobot_rows.c the data files and windows, lerobot_frames.c the
+ * camera frames. */
 #ifndef VLA_DATA_LEROBOT_INTERNAL_H
 #define VLA_DATA_LEROBOT_INTERNAL_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "data/lerobot.h"
+#include "io/parquet.h"
 
 /* Open with consistency problems collected into `problems` (each
  * {"file","reason"}) instead of failing; files that cannot be read are
@@ -38,5 +47,56 @@ typedef struct {
 vla_status vla_lr_format_path(const char *tmpl, const vla_lr_tmpl_vars *v, char *buf, size_t cap);
 
 int vla_lr_is_numeric_dtype(const char *dtype);
+
+/* ---- shared by the reader files (lerobot_open.c) ---- */
+
+/* malloc'd copies (NULL when out of memory; vla_lr_strdup(NULL) is NULL). */
+char *vla_lr_strdup(const char *s);
+char *vla_lr_strndup(const char *s, size_t n);
+/* `path` relative to the dataset root when inside it (for problem reports). */
+const char *vla_lr_rel(const vla_lerobot *ds, const char *path);
+
+/* The next non-empty line of a JSONL buffer, parsed into *obj (NULL at the
+ * end of the buffer); c->where ("what:line") locates it for messages. Start
+ * with a zeroed cursor. */
+typedef struct {
+    size_t pos;
+    int line;
+    char where[2600];
+} vla_lr_jsonl_cursor;
+vla_status vla_lr_jsonl_next(const char *what, const char *text, size_t len, vla_lr_jsonl_cursor *c, json_t **obj);
+/* Call fn for each non-empty line of a JSONL buffer (each must be an
+ * object); `what` and the line number locate errors. */
+typedef vla_status (*vla_lr_jsonl_fn)(vla_lerobot *ds, const char *what, int line, json_t *obj);
+vla_status vla_lr_parse_jsonl(vla_lerobot *ds, const char *what, const char *text, size_t len, vla_lr_jsonl_fn fn);
+
+/* ---- the steps of opening (each fails with a message naming the file) ---- */
+
+/* lerobot_meta.c: ds->info (parsed JSON of `what`) into version, fps,
+ * features, cameras and path templates. */
+vla_status vla_lr_parse_info(vla_lerobot *ds, const char *what);
+/* lerobot_meta.c: tasks from JSONL text, then checked for gaps in task_index. */
+vla_status vla_lr_tasks_jsonl(vla_lerobot *ds, const char *what, const char *text, size_t len);
+/* lerobot_meta.c: meta/tasks.parquet (v3.0; tasks.jsonl where a v3.0 writer
+ * left that) or meta/tasks.jsonl (v2.1). */
+vla_status vla_lr_load_tasks(vla_lerobot *ds);
+/* lerobot_episodes.c: v2.1 episodes from JSONL text, laid out one data file
+ * and one video per episode. */
+vla_status vla_lr_episodes_jsonl(vla_lerobot *ds, const char *what, const char *text, size_t len);
+/* lerobot_episodes.c: the episode index of either version, checked to tile
+ * the rows (problems != NULL: mismatches are listed instead of failing);
+ * *ep_file is the index's name for later reports. */
+vla_status vla_lr_load_episodes(vla_lerobot *ds, json_t *problems, const char **ep_file);
+/* lerobot_stats_meta.c: meta/stats.json or (v2.1) meta/episodes_stats.jsonl
+ * aggregated; optional (a dataset without stats loads), and with problems
+ * != NULL a bad stats file is listed instead of failing. */
+vla_status vla_lr_load_stats(vla_lerobot *ds, json_t *problems);
+void vla_lr_stats_free(vla_lr_stats *s);
+/* lerobot_rows.c: every data file's numeric columns into memory, checked
+ * against info.json and the episode index, non-finite values counted. */
+vla_status vla_lr_load_rows(vla_lerobot *ds, json_t *problems, const char *ep_file);
+/* lerobot_rows.c: a scalar numeric column of all row groups, as double
+ * (*out malloc'd, one value per row). */
+vla_status vla_lr_read_col_f64(vla_parquet_file *pq, const char *name, double **out, int64_t *rows);
 
 #endif

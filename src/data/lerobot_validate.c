@@ -12,18 +12,13 @@
 #include "data/lerobot_internal.h"
 #include "io/video.h"
 
-static const char *relpath(const vla_lerobot *ds, const char *p) {
-    size_t n = strlen(ds->root);
-    return !strncmp(p, ds->root, n) && p[n] == '/' ? p + n + 1 : p;
-}
-
 /* The data file holding row r (relative), for reports. */
 static void row_file(const vla_lerobot *ds, int64_t r, char *buf, size_t cap) {
     snprintf(buf, cap, "data");
     int64_t e = r >= 0 && r < ds->n_rows ? ds->row_episode[r] : -1;
     if (e < 0) return;
     char p[4096];
-    if (vla_lerobot_data_file(ds, e, p, sizeof p) == VLA_OK) snprintf(buf, cap, "%s", relpath(ds, p));
+    if (vla_lerobot_data_file(ds, e, p, sizeof p) == VLA_OK) snprintf(buf, cap, "%s", vla_lr_rel(ds, p));
 }
 
 #define MAX_PER_CHECK 5 /* list the first few of a kind, then a count */
@@ -107,24 +102,24 @@ static void check_videos(const vla_lerobot *ds, json_t *pr) {
                 snprintf(cur, sizeof cur, "%s", path);
                 cur_bad = 0;
                 if (!vla_path_exists(path)) {
-                    vla_lr_problem(pr, relpath(ds, path), "video file is missing (camera '%s', episode %lld)", f->key, (long long)ep->episode_index);
+                    vla_lr_problem(pr, vla_lr_rel(ds, path), "video file is missing (camera '%s', episode %lld)", f->key, (long long)ep->episode_index);
                     cur_bad = 1;
                 } else if (vla_video_decoder_open(path, NULL, &dec) != VLA_OK) {
-                    vla_lr_problem(pr, relpath(ds, path), "video does not open: %s", vla_error_message());
+                    vla_lr_problem(pr, vla_lr_rel(ds, path), "video does not open: %s", vla_error_message());
                     cur_bad = 1;
                 } else {
                     const vla_video_info *vi = vla_video_decoder_info(dec);
                     if (vi->width != f->width_px || vi->height != f->height)
-                        vla_lr_problem(pr, relpath(ds, path), "video is %dx%d, info.json says %dx%d for '%s'", vi->width, vi->height,
+                        vla_lr_problem(pr, vla_lr_rel(ds, path), "video is %dx%d, info.json says %dx%d for '%s'", vi->width, vi->height,
                                        f->width_px, f->height, f->key);
                     if (vi->fps > 0 && fabs(vi->fps - ds->fps) > 1e-3)
-                        vla_lr_problem(pr, relpath(ds, path), "video fps %g, dataset fps %g", vi->fps, ds->fps);
+                        vla_lr_problem(pr, vla_lr_rel(ds, path), "video fps %g, dataset fps %g", vi->fps, ds->fps);
                 }
             }
             if (cur_bad || !dec || ep->length == 0) continue;
             const vla_video_info *vi = vla_video_decoder_info(dec);
             if (vi->duration > 0 && ep->video[c].to_ts > vi->duration + 1.0 / ds->fps + 1e-3)
-                vla_lr_problem(pr, relpath(ds, path), "episode %lld ends at %.4f s but the video lasts %.4f s", (long long)ep->episode_index,
+                vla_lr_problem(pr, vla_lr_rel(ds, path), "episode %lld ends at %.4f s but the video lasts %.4f s", (long long)ep->episode_index,
                                ep->video[c].to_ts, vi->duration);
             if (ep->to > ds->n_rows) continue; /* rows missing: reported above */
             double t_last = ep->video[c].from_ts + (double)ds->timestamp[ep->to - 1];
@@ -132,7 +127,7 @@ static void check_videos(const vla_lerobot *ds, json_t *pr) {
             double ts[2] = {t_first, t_last};
             for (int k = 0; k < 2; k++)
                 if (vla_video_decoder_read(dec, ts[k], VLA_VIDEO_DEFAULT_TOLERANCE_S, 0, 0, rgb, NULL) != VLA_OK) {
-                    vla_lr_problem(pr, relpath(ds, path), "episode %lld: %s frame does not decode: %s", (long long)ep->episode_index,
+                    vla_lr_problem(pr, vla_lr_rel(ds, path), "episode %lld: %s frame does not decode: %s", (long long)ep->episode_index,
                                    k ? "last" : "first", vla_error_message());
                     break;
                 }

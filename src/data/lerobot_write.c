@@ -80,17 +80,10 @@ struct vla_lr_writer {
     char video_codec_used[32];
 };
 
-static char *xstrdup(const char *s) {
-    if (!s) return NULL;
-    char *d = malloc(strlen(s) + 1);
-    if (d) strcpy(d, s);
-    return d;
-}
-
 static vla_status add_num(vla_lr_writer *w, const char *key, num_kind kind, int ndim, const int64_t *shape, json_t *names, int user) {
     num_feat *f = &w->num[w->n_num++];
     memset(f, 0, sizeof *f);
-    f->key = xstrdup(key);
+    f->key = vla_lr_strdup(key);
     f->kind = kind;
     f->ndim = ndim;
     f->width = 1;
@@ -162,13 +155,13 @@ vla_status vla_lr_writer_open(const char *root, const vla_lr_writer_opts *opts, 
     if (vla_path_exists(root)) return vla_error(VLA_ERR_INVALID_ARG, "%s: already exists (the writer creates a new dataset)", root);
     vla_lr_writer *w = calloc(1, sizeof *w);
     if (!w) return vla_error(VLA_ERR_NOMEM, "out of memory");
-    w->root = xstrdup(root);
+    w->root = vla_lr_strdup(root);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.partial-%d", root, (int)getpid());
-    w->tmp = xstrdup(tmp);
+    w->tmp = vla_lr_strdup(tmp);
     w->fps = opts->fps;
-    w->robot_type = xstrdup(opts->robot_type ? opts->robot_type : "unknown");
-    w->codec_req = xstrdup(opts->video_codec);
+    w->robot_type = vla_lr_strdup(opts->robot_type ? opts->robot_type : "unknown");
+    w->codec_req = vla_lr_strdup(opts->video_codec);
     w->num = calloc((size_t)opts->n_features + 5, sizeof *w->num);
     w->cam = calloc((size_t)opts->n_features + 1, sizeof *w->cam);
     vla_status st = w->num && w->cam && w->root && w->tmp ? VLA_OK : vla_error(VLA_ERR_NOMEM, "out of memory");
@@ -186,7 +179,7 @@ vla_status vla_lr_writer_open(const char *root, const vla_lr_writer_opts *opts, 
                 break;
             }
             cam_feat *c = &w->cam[w->n_cam++];
-            c->key = xstrdup(s->key);
+            c->key = vla_lr_strdup(s->key);
             c->h = (int)s->shape[0];
             c->w = (int)s->shape[1];
             c->names = json_pack("[sss]", "height", "width", "channels");
@@ -238,7 +231,7 @@ static int64_t task_id(vla_lr_writer *w, const char *task) {
     char **t = realloc(w->tasks, (size_t)(w->n_tasks + 1) * sizeof *t);
     if (!t) return -1;
     w->tasks = t;
-    w->tasks[w->n_tasks] = xstrdup(task);
+    w->tasks[w->n_tasks] = vla_lr_strdup(task);
     return w->tasks[w->n_tasks] ? w->n_tasks++ : -1;
 }
 
@@ -618,7 +611,7 @@ static vla_status col_add(colset *s, const char *name, vla_pqw_type t, int is_li
         if (c) s->c = c;
         if (!f || !c) return vla_error(VLA_ERR_NOMEM, "out of memory");
     }
-    char *nm = own(s, xstrdup(name));
+    char *nm = own(s, vla_lr_strdup(name));
     if (!values && !bytes) return vla_error(VLA_ERR_NOMEM, "out of memory");
     s->f[s->n] = (vla_parquet_field){nm, t, is_list, 0};
     s->c[s->n] = (vla_parquet_wcolumn){.values = values, .list_offsets = loff, .byte_offsets = boff, .bytes = bytes};
@@ -769,7 +762,7 @@ vla_status vla_lr_writer_close(vla_lr_writer *w) {
 
 void vla_lr_writer_abort(vla_lr_writer *w) {
     if (!w) return;
-    char *tmp = xstrdup(w->tmp);
+    char *tmp = vla_lr_strdup(w->tmp);
     writer_free(w);
     if (tmp) rm_rf(tmp);
     free(tmp);

@@ -10,7 +10,7 @@
  * ready batches ahead of the training step.
  *
  * Determinism: the caller's index source (the trainer wraps the distributed
- * sampler of dist/sampler.h, a layer below this one) is called in job order,
+ * sampler of distributed/sampler.h, a layer below this one) is called in job order,
  * one job = one micro-batch, and gives rows and global keys; a sample's content and its randomness (augmentation, and the
  * flow-matching key handed to the policy) depend only on (seed, its global
  * position in the sampler's stream), never on the worker count, the thread

@@ -196,168 +196,191 @@ static void episode_observe(episode *e) {
         memcpy(e->ref, e->ref_src == SRC_AGENT_POS ? ob.agent_pos : ob.state, sizeof e->ref);
 }
 
-static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained *pm, vla_policy *const *pols,
-                          int npol, int N, episode *eps, int keep_actions, vla_eval_summary *sum) {
-    double t0 = vla_now_s();
-    const vla_env_vtable *vt = vla_env_find(o->env);
-    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", o->env);
-    const vla_env_spec *spec = vt->spec;
-    int max_steps = o->max_steps > 0 ? o->max_steps : spec->max_episode_steps;
-    int A = spec->action_dim;
-    vla_status st = VLA_OK;
-    int64_t H = 1, Sd = 0, Ad = 0, img = 0, cams = 0, pcams = 0;
-    uint8_t *valid = NULL;
-    state_map smap;
-    int n_act = max_steps;
-    vla_policy *p = pm ? pm->policy : NULL;
-    (void)pols;
-    float *state = NULL, *images = NULL, *acts = NULL;
-    uint64_t *keys = NULL;
-    const char **tasks = NULL;
-    int *active = NULL;
-    if (kind == ROLL_POLICY) {
-        H = p->cfg.action.horizon, Sd = p->cfg.action.state_dim, Ad = p->cfg.action.action_dim;
+/* One rollout's fixed inputs and the batch buffers each re-plan reuses. */
+typedef struct {
+    const vla_eval_opts *o;
+    roll_kind kind;
+    const vla_env_spec *spec;
+    vla_pretrained *pm;
+    vla_policy *const *pols;
+    int npol, N, A, max_steps, n_act;
+    int64_t H, Sd, Ad, img, cams, pcams;
+    float *state, *images, *acts; /* per running episode: normalised state, images, action chunk */
+    uint8_t *valid;               /* per running episode and image slot: trained on it */
+    uint64_t *keys;
+    const char **tasks;
+    int *active;                  /* the running episodes, this re-plan */
+} roll_ctx;
+
+static void roll_ctx_free(roll_ctx *c) {
+    free(c->state), free(c->images), free(c->valid), free(c->acts), free(c->keys), free(c->tasks), free(c->active);
+}
+
+/* The policy's shapes, checked against the env and the checkpoint, and the
+ * buffers: (kind ROLL_ZERO needs only the list of running episodes). */
+static vla_status rollout_prepare(roll_ctx *c) {
+    const vla_env_spec *spec = c->spec;
+    int N = c->N;
+    if (c->kind == ROLL_POLICY) {
+        vla_pretrained *pm = c->pm;
+        vla_policy *p = pm->policy;
+        c->H = p->cfg.action.horizon, c->Sd = p->cfg.action.state_dim, c->Ad = p->cfg.action.action_dim;
         /* cams: the cameras the policy was trained on; pcams: its image slots. A
          * state-only policy (trained with no camera) must see no image tokens
          * here either: the slots it has but was not trained on are marked invalid. */
-        img = p->cfg.vision.image_size, cams = pm->meta.cameras, pcams = p->cfg.vision.cameras;
-        if (cams > pcams)
+        c->img = p->cfg.vision.image_size, c->cams = pm->meta.cameras, c->pcams = p->cfg.vision.cameras;
+        if (c->cams > c->pcams)
             return vla_error(VLA_ERR_FORMAT, "eval: the checkpoint says %lld cameras, the policy has %lld image slots",
-                             (long long)cams, (long long)pcams);
-        if (pm->meta.action_width != A)
+                             (long long)c->cams, (long long)c->pcams);
+        if (pm->meta.action_width != c->A)
             return vla_error(VLA_ERR_INVALID_ARG, "eval: the policy predicts %lld action dims, env '%s' takes %d",
-                             (long long)pm->meta.action_width, spec->name, A);
+                             (long long)pm->meta.action_width, spec->name, c->A);
+        state_map smap;
         VLA_TRY(state_mapping(spec, &pm->meta, &smap));
-        n_act = o->n_action_steps > 0 ? o->n_action_steps : (int)(H < 8 ? H : 8);
-        if (n_act > H) n_act = (int)H;
-        state = calloc((size_t)(N * Sd) + 1, sizeof *state);
-        images = calloc((size_t)(N * pcams * 3 * img * img) + 1, sizeof *images);
-        valid = calloc((size_t)(N * pcams) + 1, 1);
-        for (int64_t k = 0; valid && k < N * pcams; k++) valid[k] = k % pcams < cams;
-        acts = calloc((size_t)(N * H * Ad) + 1, sizeof *acts);
-        keys = calloc((size_t)N, sizeof *keys);
-        tasks = calloc((size_t)N, sizeof *tasks);
+        c->n_act = c->o->n_action_steps > 0 ? c->o->n_action_steps : (int)(c->H < 8 ? c->H : 8);
+        if (c->n_act > c->H) c->n_act = (int)c->H;
+        c->state = calloc((size_t)(N * c->Sd) + 1, sizeof *c->state);
+        c->images = calloc((size_t)(N * c->pcams * 3 * c->img * c->img) + 1, sizeof *c->images);
+        c->valid = calloc((size_t)(N * c->pcams) + 1, 1);
+        for (int64_t k = 0; c->valid && k < N * c->pcams; k++) c->valid[k] = k % c->pcams < c->cams;
+        c->acts = calloc((size_t)(N * c->H * c->Ad) + 1, sizeof *c->acts);
+        c->keys = calloc((size_t)N, sizeof *c->keys);
+        c->tasks = calloc((size_t)N, sizeof *c->tasks);
     }
-    active = calloc((size_t)N, sizeof *active);
-    if (!active || (kind == ROLL_POLICY && (!state || !images || !valid || !acts || !keys || !tasks))) {
-        st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
-        goto done;
-    }
-    for (int i = 0; i < N; i++) {
+    c->active = calloc((size_t)N, sizeof *c->active);
+    if (!c->active ||
+        (c->kind == ROLL_POLICY && (!c->state || !c->images || !c->valid || !c->acts || !c->keys || !c->tasks)))
+        return vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+    return VLA_OK;
+}
+
+/* Every episode's env made and reset to its seed, its state history seeded
+ * with the first observation; the first `keep_actions` record their actions. */
+static vla_status start_episodes(roll_ctx *c, episode *eps, int keep_actions) {
+    const vla_eval_opts *o = c->o;
+    for (int i = 0; i < c->N; i++) {
         memset(&eps[i], 0, sizeof eps[i]);
-        if ((st = vla_env_make(o->env, &eps[i].env)) != VLA_OK) goto done;
+        VLA_TRY(vla_env_make(o->env, &eps[i].env));
         vla_env_info info;
-        if ((st = vla_env_reset(eps[i].env, o->seed + (uint64_t)i, &info)) != VLA_OK) goto done;
+        VLA_TRY(vla_env_reset(eps[i].env, o->seed + (uint64_t)i, &info));
         eps[i].max_cov = info.coverage;
-        if (kind == ROLL_POLICY) {
-            if ((st = vla_eval_history_create(o->env, &pm->meta, &eps[i].hist)) != VLA_OK) goto done;
+        if (c->kind == ROLL_POLICY) {
+            VLA_TRY(vla_eval_history_create(o->env, &c->pm->meta, &eps[i].hist));
             eps[i].ref_src = -1;
-            if (pm->meta.relative_actions && (st = state_source(spec, A, &eps[i].ref_src)) != VLA_OK) goto done;
+            if (c->pm->meta.relative_actions) VLA_TRY(state_source(c->spec, c->A, &eps[i].ref_src));
             episode_observe(&eps[i]);
         }
-        if (i < keep_actions && !(eps[i].actions = calloc((size_t)(max_steps * A), sizeof(double)))) {
-            st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
-            goto done;
-        }
+        if (i < keep_actions && !(eps[i].actions = calloc((size_t)(c->max_steps * c->A), sizeof(double))))
+            return vla_error(VLA_ERR_NOMEM, "eval: out of memory");
     }
-    for (int64_t replan = 0;; replan++) {
-        int na = 0;
-        for (int i = 0; i < N; i++)
-            if (!eps[i].done) active[na++] = i;
-        if (na == 0) break;
-        if (kind == ROLL_POLICY) {
-            int bad = -1;
+    return VLA_OK;
+}
+
+/* The policy's inputs for the `na` running episodes, in parallel: the last
+ * K frames of state (normalised), the rendered camera, the noise key. */
+static vla_status gather_observations(roll_ctx *c, episode *eps, int na, int64_t replan) {
+    vla_pretrained *pm = c->pm;
+    int64_t Sd = c->Sd, img = c->img, cams = c->cams, pcams = c->pcams;
+    int bad = -1;
 #pragma omp parallel for schedule(dynamic)
-            for (int j = 0; j < na; j++) {
-                episode *e = &eps[active[j]];
-                float *sd = state + (int64_t)j * Sd;
-                memset(sd, 0, (size_t)Sd * sizeof(float));
-                vla_eval_history_state(e->hist, sd); /* the last K frames, oldest first */
-                vla_normalize(&pm->state_norm, sd, sd, 1);
-                if (cams > 0) {
-                    uint8_t *rgb = malloc((size_t)(img * img * 3));
-                    if (!rgb || vla_env_render(e->env, (int)img, (int)img, rgb, 0, false) != VLA_OK) {
+    for (int j = 0; j < na; j++) {
+        episode *e = &eps[c->active[j]];
+        float *sd = c->state + (int64_t)j * Sd;
+        memset(sd, 0, (size_t)Sd * sizeof(float));
+        vla_eval_history_state(e->hist, sd); /* the last K frames, oldest first */
+        vla_normalize(&pm->state_norm, sd, sd, 1);
+        if (cams > 0) {
+            uint8_t *rgb = malloc((size_t)(img * img * 3));
+            if (!rgb || vla_env_render(e->env, (int)img, (int)img, rgb, 0, false) != VLA_OK) {
 #pragma omp critical
-                        bad = active[j];
-                    } else {
-                        int64_t plane = img * img;
-                        for (int64_t c = 0; c < cams; c++) {
-                            float *dst = images + ((int64_t)j * pcams + c) * 3 * plane;
-                            for (int64_t q = 0; q < plane; q++)
-                                for (int ch = 0; ch < 3; ch++) dst[ch * plane + q] = rgb[q * 3 + ch] * (1.0f / 255.0f);
-                        }
-                    }
-                    free(rgb);
-                }
-                keys[j] = (uint64_t)active[j] * 1000003ULL + (uint64_t)replan;
-                tasks[j] = pm->meta.task;
-            }
-            if (bad >= 0) {
-                st = vla_error(VLA_ERR_INTERNAL, "eval: rendering episode %d failed", bad);
-                goto done;
-            }
-            /* G groups of running episodes, one policy copy each, in parallel; one group
-             * (npol = 1) leaves the policy its own OpenMP threads */
-            int G = npol < na ? npol : na;
-            vla_status gst[MAX_POLICIES];
-            char gerr[MAX_POLICIES][256];
-            int64_t img_fl = pcams * 3 * img * img;
-#pragma omp parallel for num_threads(G) schedule(static, 1) if (G > 1)
-            for (int g = 0; g < G; g++) {
-                int lo = na * g / G, hi = na * (g + 1) / G;
-                vla_observation obs = {.n_samples = hi - lo, .task = tasks + lo, .images = images + lo * img_fl,
-                                       .image_valid = valid + lo * pcams, .state = state + (int64_t)lo * Sd, .embodiment = NULL,
-                                       .seed = o->seed, .sample_keys = keys + lo};
-                gst[g] = vla_policy_sample_actions(pols[g], &obs, acts + (int64_t)lo * H * Ad);
-                if (gst[g] != VLA_OK) snprintf(gerr[g], sizeof gerr[g], "%s", vla_error_message());
-            }
-            for (int g = 0; g < G; g++)
-                if (gst[g] != VLA_OK) {
-                    st = vla_error(gst[g], "eval: sample_actions: %s", gerr[g]);
-                    goto done;
-                }
-            for (int j = 0; j < na; j++) {
-                float *a = acts + (int64_t)j * H * Ad;
-                const episode *e = &eps[active[j]];
-                for (int64_t h = 0; h < H; h++) {
-                    vla_unnormalize(&pm->action_norm, a + h * Ad, a + h * Ad, 1);
-                    if (e->ref_src >= 0) /* relative to observation.state at this re-plan */
-                        for (int d = 0; d < A; d++) a[h * Ad + d] += (float)e->ref[d];
+                bad = c->active[j];
+            } else {
+                int64_t plane = img * img;
+                for (int64_t cam = 0; cam < cams; cam++) {
+                    float *dst = c->images + ((int64_t)j * pcams + cam) * 3 * plane;
+                    for (int64_t q = 0; q < plane; q++)
+                        for (int ch = 0; ch < 3; ch++) dst[ch * plane + q] = rgb[q * 3 + ch] * (1.0f / 255.0f);
                 }
             }
+            free(rgb);
         }
-#pragma omp parallel for schedule(dynamic)
-        for (int j = 0; j < na; j++) {
-            episode *e = &eps[active[j]];
-            for (int k = 0; k < n_act && !e->done; k++) {
-                double a[VLA_ENV_MAX_DIM] = {0};
-                if (kind == ROLL_POLICY)
-                    for (int d = 0; d < A; d++) a[d] = acts[((int64_t)j * H + k) * Ad + d];
-                for (int d = 0; d < A; d++)
-                    if (!isfinite(a[d])) a[d] = 0; /* a diverged policy still gets an episode, not a crash */
-                vla_env_step_result r;
-                vla_status s = vla_env_step(e->env, a, &r);
-                if (s != VLA_OK) {
-                    e->st = s;
-                    snprintf(e->err, sizeof e->err, "%s", vla_error_message());
-                    e->done = true;
-                    break;
-                }
-                if (e->actions) memcpy(e->actions + (int64_t)e->steps * A, a, (size_t)A * sizeof(double));
-                if (e->hist) episode_observe(e);
-                e->steps++;
-                e->sum_rew += r.reward;
-                if (r.info.coverage > e->max_cov) e->max_cov = r.info.coverage;
-                if (r.info.is_success) e->success = true;
-                if (r.terminated || r.truncated || e->steps >= max_steps) e->done = true;
-            }
-        }
-        for (int j = 0; j < na; j++)
-            if (eps[active[j]].st != VLA_OK) {
-                st = vla_error(eps[active[j]].st, "eval: episode %d: %s", active[j], eps[active[j]].err);
-                goto done;
-            }
+        c->keys[j] = (uint64_t)c->active[j] * 1000003ULL + (uint64_t)replan;
+        c->tasks[j] = pm->meta.task;
     }
+    if (bad >= 0) return vla_error(VLA_ERR_INTERNAL, "eval: rendering episode %d failed", bad);
+    return VLA_OK;
+}
+
+/* One action chunk per running episode, in env units: G groups of episodes,
+ * one policy copy each, in parallel (one group, npol = 1, leaves the policy
+ * its own OpenMP threads); then unnormalised, and made absolute for a policy
+ * trained on relative actions. */
+static vla_status sample_chunks(roll_ctx *c, const episode *eps, int na) {
+    int64_t H = c->H, Ad = c->Ad, Sd = c->Sd, pcams = c->pcams;
+    int G = c->npol < na ? c->npol : na;
+    vla_status gst[MAX_POLICIES];
+    char gerr[MAX_POLICIES][256];
+    int64_t img_fl = pcams * 3 * c->img * c->img;
+#pragma omp parallel for num_threads(G) schedule(static, 1) if (G > 1)
+    for (int g = 0; g < G; g++) {
+        int lo = na * g / G, hi = na * (g + 1) / G;
+        vla_observation obs = {.n_samples = hi - lo, .task = c->tasks + lo, .images = c->images + lo * img_fl,
+                               .image_valid = c->valid + lo * pcams, .state = c->state + (int64_t)lo * Sd, .embodiment = NULL,
+                               .seed = c->o->seed, .sample_keys = c->keys + lo};
+        gst[g] = vla_policy_sample_actions(c->pols[g], &obs, c->acts + (int64_t)lo * H * Ad);
+        if (gst[g] != VLA_OK) snprintf(gerr[g], sizeof gerr[g], "%s", vla_error_message());
+    }
+    for (int g = 0; g < G; g++)
+        if (gst[g] != VLA_OK) return vla_error(gst[g], "eval: sample_actions: %s", gerr[g]);
+    for (int j = 0; j < na; j++) {
+        float *a = c->acts + (int64_t)j * H * Ad;
+        const episode *e = &eps[c->active[j]];
+        for (int64_t h = 0; h < H; h++) {
+            vla_unnormalize(&c->pm->action_norm, a + h * Ad, a + h * Ad, 1);
+            if (e->ref_src >= 0) /* relative to observation.state at this re-plan */
+                for (int d = 0; d < c->A; d++) a[h * Ad + d] += (float)e->ref[d];
+        }
+    }
+    return VLA_OK;
+}
+
+/* Up to n_act env steps of each running episode, in parallel: the chunk's
+ * actions (zeros for ROLL_ZERO), until the episode ends. */
+static vla_status act(roll_ctx *c, episode *eps, int na) {
+    int A = c->A;
+#pragma omp parallel for schedule(dynamic)
+    for (int j = 0; j < na; j++) {
+        episode *e = &eps[c->active[j]];
+        for (int k = 0; k < c->n_act && !e->done; k++) {
+            double a[VLA_ENV_MAX_DIM] = {0};
+            if (c->kind == ROLL_POLICY)
+                for (int d = 0; d < A; d++) a[d] = c->acts[((int64_t)j * c->H + k) * c->Ad + d];
+            for (int d = 0; d < A; d++)
+                if (!isfinite(a[d])) a[d] = 0; /* a diverged policy still gets an episode, not a crash */
+            vla_env_step_result r;
+            vla_status s = vla_env_step(e->env, a, &r);
+            if (s != VLA_OK) {
+                e->st = s;
+                snprintf(e->err, sizeof e->err, "%s", vla_error_message());
+                e->done = true;
+                break;
+            }
+            if (e->actions) memcpy(e->actions + (int64_t)e->steps * A, a, (size_t)A * sizeof(double));
+            if (e->hist) episode_observe(e);
+            e->steps++;
+            e->sum_rew += r.reward;
+            if (r.info.coverage > e->max_cov) e->max_cov = r.info.coverage;
+            if (r.info.is_success) e->success = true;
+            if (r.terminated || r.truncated || e->steps >= c->max_steps) e->done = true;
+        }
+    }
+    for (int j = 0; j < na; j++)
+        if (eps[c->active[j]].st != VLA_OK)
+            return vla_error(eps[c->active[j]].st, "eval: episode %d: %s", c->active[j], eps[c->active[j]].err);
+    return VLA_OK;
+}
+
+static void summarize(const episode *eps, int N, double t0, vla_eval_summary *sum) {
     memset(sum, 0, sizeof *sum);
     sum->episodes = N;
     for (int i = 0; i < N; i++) {
@@ -368,13 +391,41 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
     }
     sum->success_rate /= N, sum->mean_max_coverage /= N, sum->mean_sum_reward /= N, sum->mean_steps /= N;
     sum->seconds = vla_now_s() - t0;
+}
+
+/* N episodes in closed loop: re-plan a chunk for every running episode,
+ * execute n_act actions of it, until every episode has ended. */
+static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained *pm, vla_policy *const *pols,
+                          int npol, int N, episode *eps, int keep_actions, vla_eval_summary *sum) {
+    double t0 = vla_now_s();
+    const vla_env_vtable *vt = vla_env_find(o->env);
+    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", o->env);
+    roll_ctx c = {.o = o, .kind = kind, .spec = vt->spec, .pm = pm, .pols = pols, .npol = npol, .N = N,
+                  .A = vt->spec->action_dim, .H = 1};
+    c.max_steps = o->max_steps > 0 ? o->max_steps : vt->spec->max_episode_steps;
+    c.n_act = c.max_steps;
+    vla_status st = rollout_prepare(&c);
+    if (st == VLA_OK) st = start_episodes(&c, eps, keep_actions);
+    if (st != VLA_OK) goto done;
+    for (int64_t replan = 0;; replan++) {
+        int na = 0;
+        for (int i = 0; i < N; i++)
+            if (!eps[i].done) c.active[na++] = i;
+        if (na == 0) break;
+        if (kind == ROLL_POLICY) {
+            if ((st = gather_observations(&c, eps, na, replan)) != VLA_OK) goto done;
+            if ((st = sample_chunks(&c, eps, na)) != VLA_OK) goto done;
+        }
+        if ((st = act(&c, eps, na)) != VLA_OK) goto done;
+    }
+    summarize(eps, N, t0, sum);
 done:
     for (int i = 0; i < N; i++) {
         vla_env_free(eps[i].env);
         vla_eval_history_free(eps[i].hist);
         eps[i].env = NULL, eps[i].hist = NULL;
     }
-    free(state), free(images), free(valid), free(acts), free(keys), free(tasks), free(active);
+    roll_ctx_free(&c);
     return st;
 }
 

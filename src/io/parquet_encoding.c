@@ -11,7 +11,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
-int pq_type_width(int type, int type_length) {
+int vla_pq_type_width(int type, int type_length) {
     switch (type) {
     case VLA_PQ_BOOLEAN: return 1;
     case VLA_PQ_INT32:
@@ -24,7 +24,7 @@ int pq_type_width(int type, int type_length) {
     }
 }
 
-int pq_bit_width(uint64_t v) {
+int vla_pq_bit_width(uint64_t v) {
     int w = 0;
     while (v) {
         w++;
@@ -65,14 +65,14 @@ static inline uint64_t get_bits(const uint8_t *buf, size_t n, uint64_t pos, int 
     return bw == 64 ? v : v & ((UINT64_C(1) << bw) - 1);
 }
 
-void pq_rle_init(pq_rle *d, const uint8_t *p, size_t n, int bit_width) {
+void vla_pq_rle_init(vla_pq_rle *d, const uint8_t *p, size_t n, int bit_width) {
     memset(d, 0, sizeof *d);
     d->p = p;
     d->end = p + n;
     d->bit_width = bit_width;
 }
 
-static vla_status rle_next_run(pq_rle *d) {
+static vla_status rle_next_run(vla_pq_rle *d) {
     uint64_t h;
     if (uleb(&d->p, d->end, &h) != 0) return vla_error(VLA_ERR_FORMAT, "RLE run header past the end");
     if (h & 1) {
@@ -102,7 +102,7 @@ static vla_status rle_next_run(pq_rle *d) {
     return VLA_OK;
 }
 
-vla_status pq_rle_get(pq_rle *d, uint32_t *out, int64_t n) {
+vla_status vla_pq_rle_get(vla_pq_rle *d, uint32_t *out, int64_t n) {
     int64_t i = 0;
     while (i < n) {
         if (d->rle_left > 0) {
@@ -141,13 +141,13 @@ vla_status pq_rle_get(pq_rle *d, uint32_t *out, int64_t n) {
     return VLA_OK;
 }
 
-vla_status pq_decode_levels(const uint8_t *p, size_t len, int max_level, int64_t n, uint8_t *out) {
-    pq_rle d;
-    pq_rle_init(&d, p, len, pq_bit_width((uint64_t)max_level));
+vla_status vla_pq_decode_levels(const uint8_t *p, size_t len, int max_level, int64_t n, uint8_t *out) {
+    vla_pq_rle d;
+    vla_pq_rle_init(&d, p, len, vla_pq_bit_width((uint64_t)max_level));
     uint32_t buf[1024];
     for (int64_t i = 0; i < n;) {
         int64_t k = n - i < 1024 ? n - i : 1024;
-        VLA_TRY(pq_rle_get(&d, buf, k));
+        VLA_TRY(vla_pq_rle_get(&d, buf, k));
         for (int64_t j = 0; j < k; j++) {
             if (buf[j] > (uint32_t)max_level)
                 return vla_error(VLA_ERR_FORMAT, "level %u above the maximum %d", buf[j], max_level);
@@ -171,7 +171,7 @@ static vla_status delta_header(const uint8_t **p, const uint8_t *end, uint64_t *
     return VLA_OK;
 }
 
-vla_status pq_delta_count(const uint8_t *p, size_t len, int64_t *n) {
+vla_status vla_pq_delta_count(const uint8_t *p, size_t len, int64_t *n) {
     uint64_t block, mbs, total;
     int64_t first;
     VLA_TRY(delta_header(&p, p + len, &block, &mbs, &total, &first));
@@ -180,7 +180,7 @@ vla_status pq_delta_count(const uint8_t *p, size_t len, int64_t *n) {
     return VLA_OK;
 }
 
-vla_status pq_delta_decode(const uint8_t *p, size_t len, int is32, int64_t n, void *out, size_t *used) {
+vla_status vla_pq_delta_decode(const uint8_t *p, size_t len, int is32, int64_t n, void *out, size_t *used) {
     const uint8_t *start = p, *end = p + len;
     uint64_t block, mbs, total;
     int64_t first;
@@ -229,7 +229,7 @@ vla_status pq_delta_decode(const uint8_t *p, size_t len, int is32, int64_t n, vo
     return VLA_OK;
 }
 
-vla_status pq_decompress(int codec, const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n) {
+vla_status vla_pq_decompress(int codec, const uint8_t *src, size_t n, uint8_t *dst, size_t dst_n) {
     switch (codec) {
     case VLA_PQ_UNCOMPRESSED:
         if (n != dst_n) return vla_error(VLA_ERR_FORMAT, "uncompressed page: %zu bytes stored, %zu declared", n, dst_n);
@@ -271,7 +271,7 @@ vla_status pq_decompress(int codec, const uint8_t *src, size_t n, uint8_t *dst, 
 
 /* ---- encoding ---- */
 
-void pq_buf_put(pq_buf *b, const void *d, size_t n) {
+void vla_pq_buf_put(vla_pq_buf *b, const void *d, size_t n) {
     if (b->oom) return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 4096;
@@ -288,14 +288,14 @@ void pq_buf_put(pq_buf *b, const void *d, size_t n) {
     b->len += n;
 }
 
-void pq_buf_u32(pq_buf *b, uint32_t v) { pq_buf_put(b, &v, 4); }
+void vla_pq_buf_u32(vla_pq_buf *b, uint32_t v) { vla_pq_buf_put(b, &v, 4); }
 
-void pq_buf_free(pq_buf *b) {
+void vla_pq_buf_free(vla_pq_buf *b) {
     free(b->data);
     memset(b, 0, sizeof *b);
 }
 
-static void put_uleb(pq_buf *b, uint64_t v) {
+static void put_uleb(vla_pq_buf *b, uint64_t v) {
     uint8_t t[10];
     int k = 0;
     while (v >= 0x80) {
@@ -303,12 +303,12 @@ static void put_uleb(pq_buf *b, uint64_t v) {
         v >>= 7;
     }
     t[k++] = (uint8_t)v;
-    pq_buf_put(b, t, (size_t)k);
+    vla_pq_buf_put(b, t, (size_t)k);
 }
 
 /* Runs of ≥ 8 equal values become RLE runs; everything else is bit-packed in
  * groups of 8 (a trailing partial group is padded with zeros). */
-void pq_rle_encode(pq_buf *b, const uint32_t *v, int64_t n, int bw) {
+void vla_pq_rle_encode(vla_pq_buf *b, const uint32_t *v, int64_t n, int bw) {
     int nb = (bw + 7) / 8;
     int64_t i = 0;
     while (i < n) {
@@ -317,7 +317,7 @@ void pq_rle_encode(pq_buf *b, const uint32_t *v, int64_t n, int bw) {
         if (run >= 8) {
             put_uleb(b, (uint64_t)run << 1);
             uint8_t t[4] = {(uint8_t)v[i], (uint8_t)(v[i] >> 8), (uint8_t)(v[i] >> 16), (uint8_t)(v[i] >> 24)};
-            pq_buf_put(b, t, (size_t)nb);
+            vla_pq_buf_put(b, t, (size_t)nb);
             i += run;
             continue;
         }
@@ -342,13 +342,13 @@ void pq_rle_encode(pq_buf *b, const uint32_t *v, int64_t n, int bw) {
         for (int64_t k = 0; k < count; k++, pos += (uint64_t)bw)
             for (int bit = 0; bit < bw; bit++)
                 if (v[i + k] >> bit & 1) tmp[(pos + bit) >> 3] |= (uint8_t)(1u << ((pos + bit) & 7));
-        pq_buf_put(b, tmp, bytes);
+        vla_pq_buf_put(b, tmp, bytes);
         free(tmp);
         i = j;
     }
 }
 
-vla_status pq_compress(int codec, const uint8_t *src, size_t n, uint8_t **out, size_t *out_n) {
+vla_status vla_pq_compress(int codec, const uint8_t *src, size_t n, uint8_t **out, size_t *out_n) {
     switch (codec) {
     case VLA_PQ_UNCOMPRESSED:
         *out = malloc(n ? n : 1);

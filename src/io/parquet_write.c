@@ -38,7 +38,7 @@ struct vla_parquet_writer {
     int64_t pos;
     rg_meta *rgs;
     int nrg, cap_rg;
-    pq_kv *kv;
+    vla_pq_kv *kv;
     int nkv;
     int failed;
 };
@@ -112,7 +112,7 @@ vla_status vla_parquet_writer_open(const char *path, const vla_parquet_field *fi
 }
 
 vla_status vla_parquet_writer_add_kv(vla_parquet_writer *w, const char *key, const char *value) {
-    pq_kv *kv = realloc(w->kv, (size_t)(w->nkv + 1) * sizeof *kv);
+    vla_pq_kv *kv = realloc(w->kv, (size_t)(w->nkv + 1) * sizeof *kv);
     if (!kv) return NOMEM();
     w->kv = kv;
     kv[w->nkv].key = strdup(key);
@@ -312,7 +312,7 @@ static vla_status try_dictionary(vla_parquet_writer *w, wchunk *c) {
         }
     }
     free(table);
-    int64_t est = dict_bytes + (c->nvals * pq_bit_width((uint64_t)(nd > 1 ? nd - 1 : 1)) + 7) / 8;
+    int64_t est = dict_bytes + (c->nvals * vla_pq_bit_width((uint64_t)(nd > 1 ? nd - 1 : 1)) + 7) / 8;
     if (!ok || est * 10 > plain * 8) {
         free(c->idx);
         free(c->dict_vals);
@@ -325,13 +325,13 @@ static vla_status try_dictionary(vla_parquet_writer *w, wchunk *c) {
 }
 
 /* PLAIN encoding of dense values [v0, v1) (or of the dictionary). */
-static void plain_values(const wchunk *c, pq_buf *b, const int64_t *which, int64_t v0, int64_t v1) {
+static void plain_values(const wchunk *c, vla_pq_buf *b, const int64_t *which, int64_t v0, int64_t v1) {
     if (c->ptype == VLA_PQ_BOOLEAN) {
         int64_t n = v1 - v0;
         size_t bytes = (size_t)((n + 7) / 8);
         size_t at = b->len;
         uint8_t zero[64] = {0};
-        for (size_t k = 0; k < bytes; k += 64) pq_buf_put(b, zero, bytes - k < 64 ? bytes - k : 64);
+        for (size_t k = 0; k < bytes; k += 64) vla_pq_buf_put(b, zero, bytes - k < 64 ? bytes - k : 64);
         if (b->oom) return;
         for (int64_t i = 0; i < n; i++)
             if (c->vals[v0 + i]) b->data[at + (size_t)(i >> 3)] |= (uint8_t)(1u << (i & 7));
@@ -340,8 +340,8 @@ static void plain_values(const wchunk *c, pq_buf *b, const int64_t *which, int64
     for (int64_t i = v0; i < v1; i++) {
         int64_t len, k = which ? which[i] : i;
         const uint8_t *p = val_ptr(c, k, &len);
-        if (!c->width) pq_buf_u32(b, (uint32_t)len);
-        pq_buf_put(b, p, (size_t)len);
+        if (!c->width) vla_pq_buf_u32(b, (uint32_t)len);
+        vla_pq_buf_put(b, p, (size_t)len);
     }
 }
 
@@ -358,7 +358,7 @@ static vla_status write_page(vla_parquet_writer *w, chunk_meta *m, vla_thrift_wr
 
 static vla_status write_chunk(vla_parquet_writer *w, wchunk *c, chunk_meta *m, int64_t nrows) {
     vla_status st = VLA_OK;
-    pq_buf body = {0}, vals = {0};
+    vla_pq_buf body = {0}, vals = {0};
     uint8_t *comp = NULL;
     size_t comp_n = 0;
     vla_thrift_writer hdr;
@@ -372,7 +372,7 @@ static vla_status write_chunk(vla_parquet_writer *w, wchunk *c, chunk_meta *m, i
         m->dict_page_offset = w->pos;
         plain_values(c, &body, c->dict_vals, 0, c->ndict);
         if (body.oom) { st = NOMEM(); goto done; }
-        if ((st = pq_compress(w->opt.codec, body.data, body.len, &comp, &comp_n)) != VLA_OK) goto done;
+        if ((st = vla_pq_compress(w->opt.codec, body.data, body.len, &comp, &comp_n)) != VLA_OK) goto done;
         vla_thrift_w_struct_begin(&hdr);
         vla_thrift_w_i32_field(&hdr, 1, PQ_PAGE_DICTIONARY);
         vla_thrift_w_i32_field(&hdr, 2, (int32_t)body.len);
@@ -388,8 +388,8 @@ static vla_status write_chunk(vla_parquet_writer *w, wchunk *c, chunk_meta *m, i
         comp = NULL;
     }
     m->data_page_offset = w->pos;
-    int lw_def = pq_bit_width((uint64_t)c->maxd), lw_rep = pq_bit_width((uint64_t)c->maxr);
-    int dict_bw = pq_bit_width((uint64_t)(c->ndict > 1 ? c->ndict - 1 : 1));
+    int lw_def = vla_pq_bit_width((uint64_t)c->maxd), lw_rep = vla_pq_bit_width((uint64_t)c->maxr);
+    int dict_bw = vla_pq_bit_width((uint64_t)(c->ndict > 1 ? c->ndict - 1 : 1));
     int64_t r = 0;
     while (r < nrows || (nrows == 0 && r == 0)) {
         /* rows [r, r2) whose plain values fit the target page size */
@@ -401,14 +401,14 @@ static vla_status write_chunk(vla_parquet_writer *w, wchunk *c, chunk_meta *m, i
         }
         int64_t e0 = nrows ? c->row_start[r] : 0, e1 = nrows ? c->row_start[r2] : 0;
         int64_t v0 = nrows ? c->val_start[r] : 0, v1 = nrows ? c->val_start[r2] : 0;
-        pq_buf rep = {0}, def = {0};
-        if (c->maxr) pq_rle_encode(&rep, c->rep + e0, e1 - e0, lw_rep);
-        if (c->maxd) pq_rle_encode(&def, c->def + e0, e1 - e0, lw_def);
+        vla_pq_buf rep = {0}, def = {0};
+        if (c->maxr) vla_pq_rle_encode(&rep, c->rep + e0, e1 - e0, lw_rep);
+        if (c->maxd) vla_pq_rle_encode(&def, c->def + e0, e1 - e0, lw_def);
         vals.len = 0;
         if (c->idx) {
             uint8_t bw = (uint8_t)dict_bw;
-            pq_buf_put(&vals, &bw, 1);
-            pq_rle_encode(&vals, c->idx + v0, v1 - v0, dict_bw);
+            vla_pq_buf_put(&vals, &bw, 1);
+            vla_pq_rle_encode(&vals, c->idx + v0, v1 - v0, dict_bw);
         } else {
             plain_values(c, &vals, NULL, v0, v1);
         }
@@ -416,22 +416,22 @@ static vla_status write_chunk(vla_parquet_writer *w, wchunk *c, chunk_meta *m, i
         body.len = 0;
         int64_t usize;
         if (!m->v2) {
-            if (c->maxr) { pq_buf_u32(&body, (uint32_t)rep.len); pq_buf_put(&body, rep.data, rep.len); }
-            if (c->maxd) { pq_buf_u32(&body, (uint32_t)def.len); pq_buf_put(&body, def.data, def.len); }
-            pq_buf_put(&body, vals.data, vals.len);
+            if (c->maxr) { vla_pq_buf_u32(&body, (uint32_t)rep.len); vla_pq_buf_put(&body, rep.data, rep.len); }
+            if (c->maxd) { vla_pq_buf_u32(&body, (uint32_t)def.len); vla_pq_buf_put(&body, def.data, def.len); }
+            vla_pq_buf_put(&body, vals.data, vals.len);
             if (body.oom || rep.oom || def.oom || vals.oom) st = NOMEM();
-            if (st == VLA_OK) st = pq_compress(w->opt.codec, body.data, body.len, &comp, &comp_n);
+            if (st == VLA_OK) st = vla_pq_compress(w->opt.codec, body.data, body.len, &comp, &comp_n);
             usize = (int64_t)body.len;
         } else {
             /* v2: levels stay uncompressed in front of the compressed values */
             uint8_t *vc = NULL;
             size_t vcn = 0;
             if (rep.oom || def.oom || vals.oom) st = NOMEM();
-            if (st == VLA_OK) st = pq_compress(w->opt.codec, vals.data, vals.len, &vc, &vcn);
+            if (st == VLA_OK) st = vla_pq_compress(w->opt.codec, vals.data, vals.len, &vc, &vcn);
             if (st == VLA_OK) {
-                pq_buf_put(&body, rep.data, rep.len);
-                pq_buf_put(&body, def.data, def.len);
-                pq_buf_put(&body, vc, vcn);
+                vla_pq_buf_put(&body, rep.data, rep.len);
+                vla_pq_buf_put(&body, def.data, def.len);
+                vla_pq_buf_put(&body, vc, vcn);
                 if (body.oom) st = NOMEM();
                 comp = body.data; /* borrowed; not freed below */
                 comp_n = body.len;
@@ -474,16 +474,16 @@ static vla_status write_chunk(vla_parquet_writer *w, wchunk *c, chunk_meta *m, i
         }
         if (!m->v2) free(comp);
         comp = NULL;
-        pq_buf_free(&rep);
-        pq_buf_free(&def);
+        vla_pq_buf_free(&rep);
+        vla_pq_buf_free(&def);
         if (st != VLA_OK) goto done;
         r = r2;
         if (nrows == 0) break;
     }
 done:
     free(comp);
-    pq_buf_free(&body);
-    pq_buf_free(&vals);
+    vla_pq_buf_free(&body);
+    vla_pq_buf_free(&vals);
     vla_thrift_writer_free(&hdr);
     return st;
 }
@@ -564,7 +564,7 @@ vla_status vla_parquet_writer_write_row_group(vla_parquet_writer *w, int64_t num
         memset(&c, 0, sizeof c);
         c.f = &w->fields[i];
         c.ptype = phys_type(c.f->type);
-        c.width = c.ptype == VLA_PQ_BYTE_ARRAY ? 0 : pq_type_width(c.ptype, 0);
+        c.width = c.ptype == VLA_PQ_BYTE_ARRAY ? 0 : vla_pq_type_width(c.ptype, 0);
         c.maxd = max_def(c.f);
         c.maxr = c.f->is_list ? 1 : 0;
         st = build_levels(w, &c, num_rows, &cols[i]);
@@ -665,7 +665,7 @@ static void write_column_meta(vla_parquet_writer *w, vla_thrift_writer *t, int i
         vla_thrift_w_struct_begin(t);
         vla_thrift_w_i64_field(t, 3, m->null_count);
         if (m->has_stats == 2) {
-            size_t wd = (size_t)pq_type_width(pt, 0);
+            size_t wd = (size_t)vla_pq_type_width(pt, 0);
             vla_thrift_w_binary_field(t, 5, m->max, wd);
             vla_thrift_w_binary_field(t, 6, m->min, wd);
         }

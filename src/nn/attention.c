@@ -365,6 +365,106 @@ static void add_rows(float *dk, float *dv, const float *acc_k, const float *acc_
     }
 }
 
+/* What every backward work item reads and writes. */
+typedef struct {
+    const plan *p;
+    const vla_ops *ops;
+    float *dq, *dk, *dv;
+    const float *d_out, *q, *k, *v, *lse, *D;
+    int64_t ldq, ldk;
+} bwd_ctx;
+
+/* One thread's tile buffers inside the backward scratch. */
+typedef struct {
+    float *P, *dP, *acc1, *acc2;
+} bwd_bufs;
+
+/* The probabilities and score gradients of one (q-tile, k-tile, head):
+ * acc_dv += Pᵀ·dO, dP = dO·Vᵀ → dS; returns with dP holding dS. */
+static void bwd_tile(const bwd_ctx *c, const tile *qt, const tile *kt, int cls, int32_t h, const float *V,
+                     float *acc_dv, const bwd_bufs *b) {
+    const plan *p = c->p;
+    const float *dO = c->d_out + (int64_t)qt->start * c->ldq + (int64_t)h * p->d;
+    tile_probs(p, qt, kt, cls, h, c->lse, b->P);
+    if (acc_dv) c->ops->sgemm(true, false, kt->len, p->d, qt->len, 1.0f, b->P, p->bk, dO, c->ldq, 1.0f, acc_dv, p->d);
+    c->ops->sgemm(false, true, qt->len, kt->len, p->d, 1.0f, dO, c->ldq, V, c->ldk, 0.0f, b->dP, p->bk);
+    tile_dscores(p, qt, kt, h, b->P, b->dP, c->D);
+}
+
+/* FUSED: one work item per (sample, kv head) owns dK/dV of the kv head and
+ * dQ of the group's query heads over the sample. */
+static void bwd_fused_item(const bwd_ctx *c, int64_t it, const bwd_bufs *b) {
+    const plan *p = c->p;
+    int32_t d = p->d, seg = (int32_t)(it / p->Hkv), kvh = (int32_t)(it % p->Hkv);
+    for (int64_t j = p->kt_first[seg]; j < p->kt_first[seg + 1]; j++) {
+        const tile *kt = &p->kt[j];
+        memset(b->acc1, 0, (size_t)kt->len * d * sizeof(float));
+        memset(b->acc2, 0, (size_t)kt->len * d * sizeof(float));
+        const float *K = c->k + (int64_t)kt->start * c->ldk + (int64_t)kvh * d;
+        const float *V = c->v + (int64_t)kt->start * c->ldk + (int64_t)kvh * d;
+        for (int32_t hh = 0; hh < p->rep; hh++) {
+            int32_t h = kvh * p->rep + hh;
+            for (int64_t i = p->qt_first[seg]; i < p->qt_first[seg + 1]; i++) {
+                const tile *qt = &p->qt[i];
+                int cls = classify(qt, kt);
+                if (cls == TILE_SKIP) continue;
+                const float *Q = c->q + (int64_t)qt->start * c->ldq + (int64_t)h * d;
+                bwd_tile(c, qt, kt, cls, h, V, b->acc2, b);
+                c->ops->sgemm(true, false, kt->len, d, qt->len, p->scale, b->dP, p->bk, Q, c->ldq, 1.0f, b->acc1, d);
+                c->ops->sgemm(false, false, qt->len, d, kt->len, p->scale, b->dP, p->bk, K, c->ldk, 1.0f,
+                              c->dq + (int64_t)qt->start * c->ldq + (int64_t)h * d, c->ldq);
+            }
+        }
+        add_rows(c->dk, c->dv, b->acc1, b->acc2, kt, kvh, c->ldk, d);
+    }
+}
+
+/* TWO_PASS, pass 1: dK, dV — one work item owns the rows of one (kv head,
+ * k-tile) and sums over the query heads of its group and the q-tiles in order. */
+static void bwd_dkdv_item(const bwd_ctx *c, int64_t it, const bwd_bufs *b) {
+    const plan *p = c->p;
+    int32_t d = p->d;
+    const tile *kt = &p->kt[it / p->Hkv];
+    int32_t kvh = (int32_t)(it % p->Hkv);
+    memset(b->acc1, 0, (size_t)kt->len * d * sizeof(float));
+    memset(b->acc2, 0, (size_t)kt->len * d * sizeof(float));
+    const float *V = c->v + (int64_t)kt->start * c->ldk + (int64_t)kvh * d;
+    for (int32_t hh = 0; hh < p->rep; hh++) {
+        int32_t h = kvh * p->rep + hh;
+        for (int64_t i = p->qt_first[kt->seg]; i < p->qt_first[kt->seg + 1]; i++) {
+            const tile *qt = &p->qt[i];
+            int cls = classify(qt, kt);
+            if (cls == TILE_SKIP) continue;
+            const float *Q = c->q + (int64_t)qt->start * c->ldq + (int64_t)h * d;
+            bwd_tile(c, qt, kt, cls, h, V, b->acc2, b);
+            c->ops->sgemm(true, false, kt->len, d, qt->len, p->scale, b->dP, p->bk, Q, c->ldq, 1.0f, b->acc1, d);
+        }
+    }
+    add_rows(c->dk, c->dv, b->acc1, b->acc2, kt, kvh, c->ldk, d);
+}
+
+/* TWO_PASS, pass 2: dQ — one work item owns the rows of one (head, q-tile). */
+static void bwd_dq_item(const bwd_ctx *c, int64_t it, const bwd_bufs *b) {
+    const plan *p = c->p;
+    int32_t d = p->d;
+    const tile *qt = &p->qt[it / p->H];
+    int32_t h = (int32_t)(it % p->H), kvh = h / p->rep;
+    memset(b->acc1, 0, (size_t)qt->len * d * sizeof(float));
+    for (int64_t j = p->kt_first[qt->seg]; j < p->kt_first[qt->seg + 1]; j++) {
+        const tile *kt = &p->kt[j];
+        int cls = classify(qt, kt);
+        if (cls == TILE_SKIP) continue;
+        const float *K = c->k + (int64_t)kt->start * c->ldk + (int64_t)kvh * d;
+        const float *V = c->v + (int64_t)kt->start * c->ldk + (int64_t)kvh * d;
+        bwd_tile(c, qt, kt, cls, h, V, NULL, b);
+        c->ops->sgemm(false, false, qt->len, d, kt->len, p->scale, b->dP, p->bk, K, c->ldk, 1.0f, b->acc1, d);
+    }
+    for (int32_t r = 0; r < qt->len; r++) {
+        float *dqr = c->dq + (int64_t)(qt->start + r) * c->ldq + (int64_t)h * d;
+        for (int32_t col = 0; col < d; col++) dqr[col] += b->acc1[(int64_t)r * d + col];
+    }
+}
+
 vla_status vla_attention_backward(const vla_ops *ops, const vla_attn_config *cfg, float *dq, float *dk, float *dv,
                                   const float *d_out, const float *q, const float *k, const float *v,
                                   const float *out, const float *lse, const vla_attn_seqs *qs,
@@ -394,7 +494,7 @@ vla_status vla_attention_backward(const vla_ops *ops, const vla_attn_config *cfg
         for (int32_t c = 0; c < d; c++) s += (double)d_out[row * d + c] * (double)out[row * d + c];
         D[row] = (float)s;
     }
-    const int64_t ldq = (int64_t)H * d, ldk = (int64_t)Hkv * d;
+    const bwd_ctx ctx = {&p, ops, dq, dk, dv, d_out, q, k, v, lse, D, (int64_t)H * d, (int64_t)Hkv * d};
     /* AUTO: fused (5 GEMMs and one exp per tile) unless a problem big enough
      * for a team has too few (sample, kv head) items for it; decided from
      * shapes alone, never from the thread count, so results stay bitwise
@@ -404,92 +504,19 @@ vla_status vla_attention_backward(const vla_ops *ops, const vla_attn_config *cfg
                  ((int64_t)p.n_seg * Hkv >= 16 || tile_work(&p) <= VLA_ATTN_PAR_WORK));
 #pragma omp parallel if (parallel_worth_it(&p))
     {
-        float *P = scratch + per * omp_get_thread_num();
-        float *dP = P + (int64_t)bq * bk;
-        float *acc1 = dP + (int64_t)bq * bk;
-        float *acc2 = acc1 + (int64_t)(bq > bk ? bq : bk) * d;
+        bwd_bufs b;
+        b.P = scratch + per * omp_get_thread_num();
+        b.dP = b.P + (int64_t)bq * bk;
+        b.acc1 = b.dP + (int64_t)bq * bk;
+        b.acc2 = b.acc1 + (int64_t)(bq > bk ? bq : bk) * d;
         if (fused) {
-            /* one work item per (sample, kv head): it owns dK/dV of the kv head
-             * and dQ of the group's query heads over the sample */
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t it = 0; it < (int64_t)p.n_seg * Hkv; it++) {
-                int32_t seg = (int32_t)(it / Hkv), kvh = (int32_t)(it % Hkv);
-                for (int64_t j = p.kt_first[seg]; j < p.kt_first[seg + 1]; j++) {
-                    const tile *kt = &p.kt[j];
-                    memset(acc1, 0, (size_t)kt->len * d * sizeof(float));
-                    memset(acc2, 0, (size_t)kt->len * d * sizeof(float));
-                    const float *K = k + (int64_t)kt->start * ldk + (int64_t)kvh * d;
-                    const float *V = v + (int64_t)kt->start * ldk + (int64_t)kvh * d;
-                    for (int32_t hh = 0; hh < p.rep; hh++) {
-                        int32_t h = kvh * p.rep + hh;
-                        for (int64_t i = p.qt_first[seg]; i < p.qt_first[seg + 1]; i++) {
-                            const tile *qt = &p.qt[i];
-                            int cls = classify(qt, kt);
-                            if (cls == TILE_SKIP) continue;
-                            const float *Q = q + (int64_t)qt->start * ldq + (int64_t)h * d;
-                            const float *dO = d_out + (int64_t)qt->start * ldq + (int64_t)h * d;
-                            tile_probs(&p, qt, kt, cls, h, lse, P);
-                            ops->sgemm(true, false, kt->len, d, qt->len, 1.0f, P, bk, dO, ldq, 1.0f, acc2, d);
-                            ops->sgemm(false, true, qt->len, kt->len, d, 1.0f, dO, ldq, V, ldk, 0.0f, dP, bk);
-                            tile_dscores(&p, qt, kt, h, P, dP, D);
-                            ops->sgemm(true, false, kt->len, d, qt->len, p.scale, dP, bk, Q, ldq, 1.0f, acc1, d);
-                            ops->sgemm(false, false, qt->len, d, kt->len, p.scale, dP, bk, K, ldk, 1.0f,
-                                       dq + (int64_t)qt->start * ldq + (int64_t)h * d, ldq);
-                        }
-                    }
-                    add_rows(dk, dv, acc1, acc2, kt, kvh, ldk, d);
-                }
-            }
+            for (int64_t it = 0; it < (int64_t)p.n_seg * Hkv; it++) bwd_fused_item(&ctx, it, &b);
         } else {
-            /* pass 1: dK, dV — one work item owns the rows of one (kv head, k-tile)
-             * and sums over the query heads of its group and the q-tiles in order */
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t it = 0; it < p.n_kt * Hkv; it++) {
-                const tile *kt = &p.kt[it / Hkv];
-                int32_t kvh = (int32_t)(it % Hkv);
-                memset(acc1, 0, (size_t)kt->len * d * sizeof(float));
-                memset(acc2, 0, (size_t)kt->len * d * sizeof(float));
-                const float *V = v + (int64_t)kt->start * ldk + (int64_t)kvh * d;
-                for (int32_t hh = 0; hh < p.rep; hh++) {
-                    int32_t h = kvh * p.rep + hh;
-                    for (int64_t i = p.qt_first[kt->seg]; i < p.qt_first[kt->seg + 1]; i++) {
-                        const tile *qt = &p.qt[i];
-                        int cls = classify(qt, kt);
-                        if (cls == TILE_SKIP) continue;
-                        const float *Q = q + (int64_t)qt->start * ldq + (int64_t)h * d;
-                        const float *dO = d_out + (int64_t)qt->start * ldq + (int64_t)h * d;
-                        tile_probs(&p, qt, kt, cls, h, lse, P);
-                        ops->sgemm(true, false, kt->len, d, qt->len, 1.0f, P, bk, dO, ldq, 1.0f, acc2, d);
-                        ops->sgemm(false, true, qt->len, kt->len, d, 1.0f, dO, ldq, V, ldk, 0.0f, dP, bk);
-                        tile_dscores(&p, qt, kt, h, P, dP, D);
-                        ops->sgemm(true, false, kt->len, d, qt->len, p.scale, dP, bk, Q, ldq, 1.0f, acc1, d);
-                    }
-                }
-                add_rows(dk, dv, acc1, acc2, kt, kvh, ldk, d);
-            }
-            /* pass 2: dQ — one work item owns the rows of one (head, q-tile) */
+            for (int64_t it = 0; it < p.n_kt * Hkv; it++) bwd_dkdv_item(&ctx, it, &b);
 #pragma omp for schedule(dynamic, 1)
-            for (int64_t it = 0; it < p.n_qt * H; it++) {
-                const tile *qt = &p.qt[it / H];
-                int32_t h = (int32_t)(it % H), kvh = h / p.rep;
-                const float *dO = d_out + (int64_t)qt->start * ldq + (int64_t)h * d;
-                memset(acc1, 0, (size_t)qt->len * d * sizeof(float));
-                for (int64_t j = p.kt_first[qt->seg]; j < p.kt_first[qt->seg + 1]; j++) {
-                    const tile *kt = &p.kt[j];
-                    int cls = classify(qt, kt);
-                    if (cls == TILE_SKIP) continue;
-                    const float *K = k + (int64_t)kt->start * ldk + (int64_t)kvh * d;
-                    const float *V = v + (int64_t)kt->start * ldk + (int64_t)kvh * d;
-                    tile_probs(&p, qt, kt, cls, h, lse, P);
-                    ops->sgemm(false, true, qt->len, kt->len, d, 1.0f, dO, ldq, V, ldk, 0.0f, dP, bk);
-                    tile_dscores(&p, qt, kt, h, P, dP, D);
-                    ops->sgemm(false, false, qt->len, d, kt->len, p.scale, dP, bk, K, ldk, 1.0f, acc1, d);
-                }
-                for (int32_t r = 0; r < qt->len; r++) {
-                    float *dqr = dq + (int64_t)(qt->start + r) * ldq + (int64_t)h * d;
-                    for (int32_t c = 0; c < d; c++) dqr[c] += acc1[(int64_t)r * d + c];
-                }
-            }
+            for (int64_t it = 0; it < p.n_qt * H; it++) bwd_dq_item(&ctx, it, &b);
         }
     }
     free(scratch);

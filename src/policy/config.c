@@ -1,10 +1,12 @@
 /* config.c — reading and validating policy configs (see config.h). Each
  * section is a table of (key, destination, range, default) so the error for
- * a missing, mistyped or out-of-range value always names "section.key". */
+ * a missing, mistyped or out-of-range value always names "section.key"; the
+ * family's own section goes through the same tables (family.h). */
 #include "policy/config.h"
 #include "base/flags.h"
 #include "base/fsutil.h"
 #include "base/json.h"
+#include "policy/family.h"
 
 #include <limits.h>
 #include <math.h>
@@ -18,8 +20,8 @@ static const char *group_names[VLA_GROUP_COUNT] = {"vision", "connector", "langu
                                                    "vl_adapter", "expert", "action_io"};
 static const char *norm_names[] = {"identity", "mean_std", "min_max", "quantiles"};
 
-const char *vla_policy_kind_name(vla_policy_kind k) {
-    return k == VLA_POLICY_PI05 ? "pi05" : k == VLA_POLICY_GROOT ? "groot" : "?";
+const char *vla_policy_config_family_name(const vla_policy_config *cfg) {
+    return cfg->family ? cfg->family->name : "?";
 }
 
 const char *vla_param_group_name(vla_param_group g) {
@@ -53,22 +55,15 @@ int64_t vla_policy_prefix_tokens(const vla_policy_config *cfg) {
 
 /* ---- table-driven section parsing --------------------------------------- */
 
-typedef enum { F_INT, F_NUM, F_BOOL } field_type;
-
-typedef struct {
-    const char *key;
-    field_type type;
-    void *dst;
-    double lo, hi;   /* inclusive range */
-    bool required;
-    double def;      /* when not required */
-} field;
-
-#define REQ_INT(k, d, lo, hi) {k, F_INT, d, lo, hi, true, 0}
-#define OPT_INT(k, d, lo, hi, def) {k, F_INT, d, lo, hi, false, def}
-#define REQ_NUM(k, d, lo, hi) {k, F_NUM, d, lo, hi, true, 0}
-#define OPT_NUM(k, d, lo, hi, def) {k, F_NUM, d, lo, hi, false, def}
-#define OPT_BOOL(k, d, def) {k, F_BOOL, d, 0, 1, false, def}
+typedef vla_config_field field;
+#define REQ_INT VLA_REQ_INT
+#define OPT_INT VLA_OPT_INT
+#define REQ_NUM VLA_REQ_NUM
+#define OPT_NUM VLA_OPT_NUM
+#define OPT_BOOL VLA_OPT_BOOL
+#define F_INT VLA_FIELD_INT
+#define F_NUM VLA_FIELD_NUM
+#define F_BOOL VLA_FIELD_BOOL
 
 static const double BIG = 1e12;
 
@@ -130,7 +125,8 @@ static vla_status read_fields(const char *what, const char *section, const json_
     return VLA_OK;
 }
 
-static vla_status parse_section(const char *what, const json_t *root, const char *section, const field *f, int n) {
+vla_status vla_config_parse_section(const char *what, const json_t *root, const char *section,
+                                    const vla_config_field *f, int n) {
     json_t *obj = json_object_get(root, section);
     if (!obj) return vla_error(VLA_ERR_FORMAT, "%s: section '%s' is missing", what, section);
     if (!json_is_object(obj)) return vla_error(VLA_ERR_FORMAT, "%s: '%s' must be an object", what, section);
@@ -150,7 +146,7 @@ static vla_status parse_vision(const char *what, const json_t *root, vla_vit_con
         REQ_INT("mlp", &v->mlp, 1, 1 << 20),            OPT_INT("cameras", &v->cameras, 1, 64, 1),
         OPT_NUM("norm_eps", &v->norm_eps, 0, 1, 1e-6),
     };
-    return parse_section(what, root, "vision", f, N(f));
+    return vla_config_parse_section(what, root, "vision", f, N(f));
 }
 
 static vla_status parse_language(const char *what, const json_t *root, vla_lm_config *l) {
@@ -162,36 +158,7 @@ static vla_status parse_language(const char *what, const json_t *root, vla_lm_co
         OPT_NUM("rope_theta", &l->rope_theta, 1, BIG, 10000.0),
         OPT_NUM("norm_eps", &l->norm_eps, 0, 1, 1e-6), OPT_BOOL("qk_norm", &l->qk_norm, false),
     };
-    return parse_section(what, root, "language", f, N(f));
-}
-
-static vla_status parse_expert(const char *what, const json_t *root, vla_expert_config *e) {
-    const field f[] = {
-        REQ_INT("width", &e->width, 1, 65536),
-        REQ_INT("depth", &e->depth, 1, 1024),
-        REQ_INT("mlp", &e->mlp, 1, 1 << 20),
-    };
-    return parse_section(what, root, "expert", f, N(f));
-}
-
-static vla_status parse_head(const char *what, const json_t *root, vla_groot_head_config *h) {
-    const field f[] = {
-        REQ_INT("vl_layers", &h->vl_layers, 0, 1024),
-        REQ_INT("vl_heads", &h->vl_heads, 1, 1024),
-        REQ_INT("vl_head_dim", &h->vl_head_dim, 1, 4096),
-        REQ_INT("dit_layers", &h->dit_layers, 1, 1024),
-        REQ_INT("dit_heads", &h->dit_heads, 1, 1024),
-        REQ_INT("dit_head_dim", &h->dit_head_dim, 1, 4096),
-        REQ_INT("output_dim", &h->output_dim, 1, 65536),
-        REQ_INT("state_hidden", &h->state_hidden, 1, 65536),
-        OPT_INT("ff_mult", &h->ff_mult, 1, 64, 4),
-        REQ_INT("embodiments", &h->embodiments, 1, 4096),
-        REQ_INT("future_tokens", &h->future_tokens, 0, 65536),
-        REQ_INT("max_seq_len", &h->max_seq_len, 1, 1 << 20),
-        REQ_INT("timestep_channels", &h->timestep_channels, 2, 65536),
-        OPT_INT("timestep_buckets", &h->timestep_buckets, 1, 1 << 20, 1000),
-    };
-    return parse_section(what, root, "action_head", f, N(f));
+    return vla_config_parse_section(what, root, "language", f, N(f));
 }
 
 static vla_status parse_action(const char *what, const json_t *root, vla_action_config *a) {
@@ -200,7 +167,7 @@ static vla_status parse_action(const char *what, const json_t *root, vla_action_
         REQ_INT("horizon", &a->horizon, 1, 65536),
         REQ_INT("state_dim", &a->state_dim, 0, 4096),
     };
-    return parse_section(what, root, "action", f, N(f));
+    return vla_config_parse_section(what, root, "action", f, N(f));
 }
 
 static vla_status parse_flow(const char *what, const json_t *root, vla_flow_config *fl) {
@@ -212,7 +179,7 @@ static vla_status parse_flow(const char *what, const json_t *root, vla_flow_conf
         OPT_NUM("time_min_period", &fl->time_min_period, 1e-12, BIG, 4e-3),
         OPT_NUM("time_max_period", &fl->time_max_period, 1e-12, BIG, 4.0),
     };
-    return parse_section(what, root, "flow", f, N(f));
+    return vla_config_parse_section(what, root, "flow", f, N(f));
 }
 
 static vla_status parse_norm_mode(const char *what, const json_t *obj, const char *key, vla_norm_mode *out) {
@@ -271,48 +238,22 @@ vla_status vla_policy_config_validate(const char *what, const vla_policy_config 
     if (l->head_dim % 2)
         return vla_error(VLA_ERR_FORMAT, "%s: language.head_dim (%lld) must be even (RoPE)", what,
                          (long long)l->head_dim);
-    if (c->kind == VLA_POLICY_PI05) {
-        /* openpi gemma.py Module asserts the experts share depth and heads. */
-        if (c->expert.depth != l->depth)
-            return vla_error(VLA_ERR_FORMAT, "%s: expert.depth (%lld) must equal language.depth (%lld)", what,
-                             (long long)c->expert.depth, (long long)l->depth);
-        if (c->expert.width % 2)
-            return vla_error(VLA_ERR_FORMAT, "%s: expert.width (%lld) must be even (sin/cos time embedding)", what,
-                             (long long)c->expert.width);
-        if (!(c->flow.time_max_period > c->flow.time_min_period))
-            return vla_error(VLA_ERR_FORMAT, "%s: flow.time_max_period must exceed flow.time_min_period", what);
-    } else {
-        const vla_groot_head_config *h = &c->head;
-        if (h->vl_heads * h->vl_head_dim != l->width)
-            return vla_error(VLA_ERR_FORMAT,
-                             "%s: action_head.vl_heads·vl_head_dim (%lld) must equal language.width (%lld)", what,
-                             (long long)(h->vl_heads * h->vl_head_dim), (long long)l->width);
-        if (h->timestep_channels % 2)
-            return vla_error(VLA_ERR_FORMAT, "%s: action_head.timestep_channels must be even", what);
-        if ((h->dit_heads * h->dit_head_dim) % 2)
-            return vla_error(VLA_ERR_FORMAT, "%s: action_head dit inner dim must be even (sin/cos encoding)", what);
-        if (c->action.horizon > h->max_seq_len)
-            return vla_error(VLA_ERR_FORMAT, "%s: action.horizon (%lld) exceeds action_head.max_seq_len (%lld)",
-                             what, (long long)c->action.horizon, (long long)h->max_seq_len);
-    }
-    return VLA_OK;
+    if (!c->family) return vla_error(VLA_ERR_FORMAT, "%s: no policy family", what);
+    return c->family->validate(what, c);
 }
 
 vla_status vla_policy_config_from_json(const char *what, const json_t *root, vla_policy_config *out) {
     memset(out, 0, sizeof *out);
     if (!json_is_object(root)) return vla_error(VLA_ERR_FORMAT, "%s: a config must be a JSON object", what);
     json_t *p = json_object_get(root, "policy");
-    if (!p) return vla_error(VLA_ERR_FORMAT, "%s: key 'policy' is missing (\"pi05\" or \"groot\")", what);
-    const char *kind = json_is_string(p) ? json_string_value(p) : "";
-    if (!strcmp(kind, "pi05")) out->kind = VLA_POLICY_PI05;
-    else if (!strcmp(kind, "groot")) out->kind = VLA_POLICY_GROOT;
-    else return vla_error(VLA_ERR_FORMAT, "%s: key 'policy' must be \"pi05\" or \"groot\"", what);
-
-    static const char *const pi05_keys[] = {"policy", "name", "vision", "language", "expert", "action", "flow",
-                                            "normalization", "frozen", NULL};
-    static const char *const groot_keys[] = {"policy", "name", "vision", "language", "action_head", "action",
-                                             "flow", "normalization", "frozen", NULL};
-    VLA_TRY(check_keys(what, NULL, root, NULL, 0, out->kind == VLA_POLICY_PI05 ? pi05_keys : groot_keys));
+    if (!p) return vla_error(VLA_ERR_FORMAT, "%s: key 'policy' is missing (one of %s)", what, vla_policy_family_names());
+    out->family = json_is_string(p) ? vla_policy_family_find(json_string_value(p)) : NULL;
+    if (!out->family)
+        return vla_error(VLA_ERR_FORMAT, "%s: key 'policy' must name a policy family (one of %s)", what,
+                         vla_policy_family_names());
+    const char *keys[] = {"policy", "name", "vision", "language", out->family->section, "action", "flow",
+                          "normalization", "frozen", NULL};
+    VLA_TRY(check_keys(what, NULL, root, NULL, 0, keys));
 
     json_t *name = json_object_get(root, "name");
     if (name) {
@@ -323,8 +264,9 @@ vla_status vla_policy_config_from_json(const char *what, const json_t *root, vla
     }
     VLA_TRY(parse_vision(what, root, &out->vision));
     VLA_TRY(parse_language(what, root, &out->language));
-    if (out->kind == VLA_POLICY_PI05) VLA_TRY(parse_expert(what, root, &out->expert));
-    else VLA_TRY(parse_head(what, root, &out->head));
+    vla_config_field ff[32];
+    int nf = out->family->section_fields(out, ff, 32);
+    VLA_TRY(vla_config_parse_section(what, root, out->family->section, ff, nf));
     VLA_TRY(parse_action(what, root, &out->action));
     VLA_TRY(parse_flow(what, root, &out->flow));
     VLA_TRY(parse_normalization(what, root, out));
@@ -342,6 +284,16 @@ vla_status vla_policy_config_parse(const char *what, const char *text, size_t le
 
 /* ---- writing ------------------------------------------------------------ */
 
+static int put_fields(json_t *obj, const field *f, int n);
+
+int vla_config_put_section(json_t *root, const char *section, const vla_config_field *f, int n) {
+    json_t *obj = json_object();
+    if (!obj) return 1;
+    int bad = put_fields(obj, f, n);
+    bad |= json_object_set_new(root, section, obj);
+    return bad;
+}
+
 static int put_fields(json_t *obj, const field *f, int n) {
     int bad = 0;
     for (int i = 0; i < n; i++) {
@@ -358,8 +310,6 @@ vla_status vla_policy_config_to_json(const vla_policy_config *cfg, json_t **out)
     vla_policy_config c = *cfg;
     vla_vit_config *v = &c.vision;
     vla_lm_config *l = &c.language;
-    vla_expert_config *e = &c.expert;
-    vla_groot_head_config *h = &c.head;
     vla_action_config *a = &c.action;
     vla_flow_config *fl = &c.flow;
     const field fv[] = {
@@ -377,18 +327,6 @@ vla_status vla_policy_config_to_json(const vla_policy_config *cfg, json_t **out)
         REQ_NUM("rope_theta", &l->rope_theta, 0, 0), REQ_NUM("norm_eps", &l->norm_eps, 0, 0),
         OPT_BOOL("qk_norm", &l->qk_norm, 0),
     };
-    const field fe[] = {REQ_INT("width", &e->width, 0, 0), REQ_INT("depth", &e->depth, 0, 0),
-                        REQ_INT("mlp", &e->mlp, 0, 0)};
-    const field fh[] = {
-        REQ_INT("vl_layers", &h->vl_layers, 0, 0),       REQ_INT("vl_heads", &h->vl_heads, 0, 0),
-        REQ_INT("vl_head_dim", &h->vl_head_dim, 0, 0),   REQ_INT("dit_layers", &h->dit_layers, 0, 0),
-        REQ_INT("dit_heads", &h->dit_heads, 0, 0),       REQ_INT("dit_head_dim", &h->dit_head_dim, 0, 0),
-        REQ_INT("output_dim", &h->output_dim, 0, 0),     REQ_INT("state_hidden", &h->state_hidden, 0, 0),
-        REQ_INT("ff_mult", &h->ff_mult, 0, 0),           REQ_INT("embodiments", &h->embodiments, 0, 0),
-        REQ_INT("future_tokens", &h->future_tokens, 0, 0), REQ_INT("max_seq_len", &h->max_seq_len, 0, 0),
-        REQ_INT("timestep_channels", &h->timestep_channels, 0, 0),
-        REQ_INT("timestep_buckets", &h->timestep_buckets, 0, 0),
-    };
     const field fa[] = {REQ_INT("dim", &a->action_dim, 0, 0), REQ_INT("horizon", &a->horizon, 0, 0),
                         REQ_INT("state_dim", &a->state_dim, 0, 0)};
     const field ff[] = {
@@ -397,27 +335,27 @@ vla_status vla_policy_config_to_json(const vla_policy_config *cfg, json_t **out)
         REQ_NUM("time_min_period", &fl->time_min_period, 0, 0),
         REQ_NUM("time_max_period", &fl->time_max_period, 0, 0),
     };
-    json_t *o = json_object(), *sv = json_object(), *sl = json_object(), *sx = json_object(), *sa = json_object(),
-           *sf = json_object(), *sn = json_object(), *fr = json_array();
-    int bad = !o || !sv || !sl || !sx || !sa || !sf || !sn || !fr;
+    if (!c.family) return vla_error(VLA_ERR_INVALID_ARG, "config '%s': no policy family", cfg->name);
+    vla_config_field fx[32];
+    int nfx = c.family->section_fields(&c, fx, 32);
+    json_t *o = json_object(), *sv = json_object(), *sl = json_object(), *sa = json_object(), *sf = json_object(),
+           *sn = json_object(), *fr = json_array();
+    int bad = !o || !sv || !sl || !sa || !sf || !sn || !fr;
     if (!bad) {
-        bad |= json_object_set_new(o, "policy", json_string(vla_policy_kind_name(c.kind)));
+        bad |= json_object_set_new(o, "policy", json_string(c.family->name));
         if (c.name[0]) bad |= json_object_set_new(o, "name", json_string(c.name));
         bad |= put_fields(sv, fv, N(fv)) | put_fields(sl, fl_, N(fl_)) | put_fields(sa, fa, N(fa)) |
                put_fields(sf, ff, N(ff));
-        if (c.kind == VLA_POLICY_PI05) bad |= put_fields(sx, fe, N(fe));
-        else bad |= put_fields(sx, fh, N(fh));
+        bad |= vla_config_put_section(o, c.family->section, fx, nfx);
         bad |= json_object_set_new(sn, "state", json_string(vla_norm_mode_name(c.norm_state)));
         bad |= json_object_set_new(sn, "action", json_string(vla_norm_mode_name(c.norm_action)));
         for (int g = 0; g < VLA_GROUP_COUNT; g++)
             if (c.frozen[g]) bad |= json_array_append_new(fr, json_string(group_names[g]));
         bad |= json_object_set(o, "vision", sv) | json_object_set(o, "language", sl) |
-               json_object_set(o, c.kind == VLA_POLICY_PI05 ? "expert" : "action_head", sx) |
                json_object_set(o, "action", sa) | json_object_set(o, "flow", sf) |
                json_object_set(o, "normalization", sn) | json_object_set(o, "frozen", fr);
     }
-    json_decref(sv), json_decref(sl), json_decref(sx), json_decref(sa), json_decref(sf), json_decref(sn),
-        json_decref(fr);
+    json_decref(sv), json_decref(sl), json_decref(sa), json_decref(sf), json_decref(sn), json_decref(fr);
     if (bad) {
         json_decref(o);
         return vla_error(VLA_ERR_NOMEM, "config '%s': cannot build JSON", cfg->name);

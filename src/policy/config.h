@@ -1,16 +1,16 @@
 /* config.h — a policy's architecture and conventions, read from a JSON file
  * in configs/ (or any path), validated with errors that name the key.
  *
- * One struct describes both families; `kind` says which sections matter:
- *   π0.5  (openpi pi0.py / pi0_pytorch.py): vision (SigLIP) → projector →
- *         Gemma LM (prefix) with a Gemma action expert sharing attention.
- *   GR00T (Isaac-GR00T N1.5): vision (SigLIP-2) → mlp1 → Qwen3 LM cut after
- *         `language.depth` layers → vlln + VL self-attention → DiT action head.
+ * One struct describes every family. The sections every policy has (vision,
+ * language, action, flow, normalization, frozen) are parsed here; the
+ * "policy" key names the family (family.h: "pi05", "groot"), which parses
+ * its own section ("expert", "action_head") with the same field tables and
+ * checks its own invariants.
  *
  * File format: a JSON object with the sections below. Keys that start with
  * '_' are comments and ignored (JSON has none); any other unknown key is an
  * error, so a typo never silently falls back to a default. Defaults exist
- * only where noted in config.c's tables.
+ * only where noted in the field tables.
  *
  * Finding a config by preset name (vla_policy_config_find): a name with a
  * '/' or ending in ".json" is a path. Otherwise "<name>.json" is looked up,
@@ -31,7 +31,7 @@
 
 #include "base/status.h"
 
-typedef enum { VLA_POLICY_PI05 = 1, VLA_POLICY_GROOT = 2 } vla_policy_kind;
+struct vla_policy_family; /* family.h */
 
 /* Normalisation of state / action features (see normalize.h). */
 typedef enum { VLA_NORM_IDENTITY, VLA_NORM_MEAN_STD, VLA_NORM_MIN_MAX, VLA_NORM_QUANTILES } vla_norm_mode;
@@ -61,13 +61,14 @@ typedef struct {
     bool qk_norm;        /* Qwen3 per-head q_norm/k_norm */
 } vla_lm_config;
 
-/* π0.5 action expert; heads, kv_heads and head_dim are the LM's (openpi
- * asserts they match) and depth must equal the LM's. */
+/* π0.5 action expert (the "expert" section); heads, kv_heads and head_dim
+ * are the LM's (openpi asserts they match) and depth must equal the LM's. */
 typedef struct {
     int64_t width, depth, mlp;
 } vla_expert_config;
 
-/* GR00T N1.5 action head (flow_matching_action_head.py, cross_attention_dit.py). */
+/* GR00T N1.5 action head, the "action_head" section (flow_matching_action_head.py,
+ * cross_attention_dit.py). */
 typedef struct {
     int64_t vl_layers, vl_heads, vl_head_dim;    /* vl_heads·vl_head_dim == language.width */
     int64_t dit_layers, dit_heads, dit_head_dim; /* inner = input_embedding_dim */
@@ -96,11 +97,11 @@ typedef struct {
 typedef struct {
     char name[64];             /* "pi05-tiny"; from "name" or the file name */
     char path[1024];           /* file it came from ("" when parsed from memory) */
-    vla_policy_kind kind;
+    const struct vla_policy_family *family; /* from "policy": which architecture */
     vla_vit_config vision;
     vla_lm_config language;
-    vla_expert_config expert;  /* π0.5 only */
-    vla_groot_head_config head; /* GR00T only */
+    vla_expert_config expert;  /* π0.5's section */
+    vla_groot_head_config head; /* GR00T's section */
     vla_action_config action;
     vla_flow_config flow;
     vla_norm_mode norm_state, norm_action;
@@ -123,7 +124,8 @@ vla_status vla_policy_config_to_json(const vla_policy_config *cfg, json_t **out)
  * edits a config in memory). */
 vla_status vla_policy_config_validate(const char *what, const vla_policy_config *cfg);
 
-const char *vla_policy_kind_name(vla_policy_kind k);
+/* The family's name ("pi05", "groot"). */
+const char *vla_policy_config_family_name(const vla_policy_config *cfg);
 const char *vla_param_group_name(vla_param_group g);
 /* -1 for an unknown name. */
 int vla_param_group_from_name(const char *name);
@@ -134,5 +136,32 @@ int vla_norm_mode_from_name(const char *name);
 /* Derived sizes. */
 int64_t vla_policy_image_tokens(const vla_policy_config *cfg);  /* per image */
 int64_t vla_policy_prefix_tokens(const vla_policy_config *cfg); /* cameras·image tokens + max text tokens */
+
+/* ---- field tables (for the families' own sections) ----
+ * A section is a table of (key, destination, range, default); the same
+ * table parses it (errors name "section.key"; unknown keys are refused with
+ * the nearest known one) and writes it back. */
+typedef enum { VLA_FIELD_INT, VLA_FIELD_NUM, VLA_FIELD_BOOL } vla_field_type;
+
+typedef struct {
+    const char *key;
+    vla_field_type type;
+    void *dst;       /* int64_t, double or bool */
+    double lo, hi;   /* inclusive range */
+    bool required;
+    double def;      /* when not required */
+} vla_config_field;
+
+#define VLA_REQ_INT(k, d, lo, hi) {k, VLA_FIELD_INT, d, lo, hi, true, 0}
+#define VLA_OPT_INT(k, d, lo, hi, def) {k, VLA_FIELD_INT, d, lo, hi, false, def}
+#define VLA_REQ_NUM(k, d, lo, hi) {k, VLA_FIELD_NUM, d, lo, hi, true, 0}
+#define VLA_OPT_NUM(k, d, lo, hi, def) {k, VLA_FIELD_NUM, d, lo, hi, false, def}
+#define VLA_OPT_BOOL(k, d, def) {k, VLA_FIELD_BOOL, d, 0, 1, false, def}
+
+/* Parse root[section] with the table; `what` names the file in errors. */
+vla_status vla_config_parse_section(const char *what, const json_t *root, const char *section,
+                                    const vla_config_field *f, int n);
+/* root[section] = the table's values; nonzero when out of memory. */
+int vla_config_put_section(json_t *root, const char *section, const vla_config_field *f, int n);
 
 #endif

@@ -1,18 +1,19 @@
 /* flow.c — flow-matching time/noise draws, interpolant, masked MSE and
  * Euler sampling for the π0.5 and GR00T conventions (see flow.h). */
 #include "policy/flow.h"
+#include "policy/family.h"
 
 #include <math.h>
 #include <string.h>
 
 void vla_flow_from_config(vla_flow *f, const vla_policy_config *cfg) {
     memset(f, 0, sizeof *f);
-    f->conv = cfg->kind == VLA_POLICY_GROOT ? VLA_FLOW_GROOT : VLA_FLOW_PI05;
     f->beta_alpha = cfg->flow.beta_alpha;
     f->beta_beta = cfg->flow.beta_beta;
     f->time_scale = cfg->flow.time_scale;
     f->steps = cfg->flow.steps;
-    f->timestep_buckets = cfg->kind == VLA_POLICY_GROOT ? cfg->head.timestep_buckets : 1000;
+    f->timestep_buckets = 1000;
+    if (cfg->family) cfg->family->flow(cfg, f); /* the convention and its bucketing */
 }
 
 vla_rng vla_flow_rng(uint64_t seed, uint64_t sample_key, vla_flow_rng_purpose purpose) {

@@ -1,14 +1,17 @@
 /* groot_internal.h — what the GR00T-N1.5-style policy's files share:
+ * groot_family.c (config section, inventory, estimates, layout),
  * groot.c (the policy.h interface, packing, loss, sampling),
  * groot_backbone.c (SigLIP ViT → mlp1 → Qwen3 LM cut after language.depth
  * layers) and groot_dit.c (vlln + VL self-attention, state/action encoders,
  * the DiT with AdaLN and interleaved cross/self attention, the decoder).
  *
- * Every weight is bound by its checkpoint name (param_spec.c) to a
- * (weight, grad) pair; grad is NULL for a frozen parameter, and the nn
- * layers skip NULL gradients, so freezing needs no special cases. Which
- * backward passes run at all follows the gradient flow: a stage runs
- * backward only when it or something upstream of it trains. */
+ * Every transformer layer is an nn/block.h block: Qwen3 (RMSNorm, q/k norm,
+ * RoPE, SwiGLU), the VL adapter's (LayerNorm, biased attention, GELU-tanh)
+ * and the DiT's (AdaLN from the timestep, cross-attention to the VL tokens
+ * in even layers). Frozen parameters have NULL gradients, which the layers
+ * skip; which backward passes run at all follows the gradient flow: a stage
+ * runs backward only when it or something upstream of it trains. Sizes as in
+ * policy.h's legend. */
 #ifndef VLA_POLICY_GROOT_INTERNAL_H
 #define VLA_POLICY_GROOT_INTERNAL_H
 
@@ -16,26 +19,22 @@
 #include <stdint.h>
 
 #include "base/arena.h"
-#include "nn/attention.h"
+#include "nn/block.h"
+#include "policy/family.h"
 #include "policy/flow.h"
+#include "policy/groot.h"
 #include "policy/policy.h"
 #include "policy/vit.h"
 
 typedef struct {
-    const float *w;
-    float *g; /* NULL when frozen */
-} groot_t;
-
-typedef struct {
-    groot_t in_ln, q, k, v, o, q_norm, k_norm, post_ln, gate, up, down;
-} groot_lm_layer;
-
-/* diffusers BasicTransformerBlock as GR00T uses it. VL self-attention:
- * n1 = affine LayerNorm (w, b), n3 = affine LayerNorm. DiT: n1 = AdaLN's
- * linear ([2D, D], bias), n3 unused (LayerNorm without affine). */
-typedef struct {
-    groot_t n1_w, n1_b, q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b, n3_w, n3_b, f1_w, f1_b, f2_w, f2_b;
-} groot_block;
+    vla_vit vit;                          /* backbone.eagle_model.vision_model */
+    vla_wg mlp1_w, mlp1_b, embed, final_norm;
+    vla_block_weights *lm;                /* [language.depth] Qwen3 layers */
+    vla_wg vlln_w, vlln_b;
+    vla_block_weights *vl, *dit;          /* [vl_layers], [dit_layers] */
+    vla_wg te1_w, te1_b, te2_w, te2_b, po1_w, po1_b, po2_w, po2_b;
+    vla_wg st1_w, st1_b, st2_w, st2_b, a1_w, a1_b, a2_w, a2_b, a3_w, a3_b, d1_w, d1_b, d2_w, d2_b, pos, fut;
+} groot_weights;
 
 /* The batch as the networks see it: the backbone's prefix (image + text
  * tokens) and the action head's own sequence [state, future×F, action×H],
@@ -58,52 +57,48 @@ typedef struct {
     const float *state;                         /* [S, state_dim] */
 } groot_pack;
 
-/* Saved activations of the backbone (one layer's worth, reused, when the
- * backbone is frozen: nothing is kept for a backward that never runs). */
+/* The backbone's saved activations (one block's worth, reused by every
+ * layer, when nothing will run its backward). */
 typedef struct {
     bool saved;
-    float *vit_acts, *vit_out, *emb; /* emb = LM input [P, L] */
-    float *x;                        /* [depth + 1][P, L] residual stream at each layer input; [depth] = last */
-    float *h1, *r1, *qp, *qn, *rq, *kp, *kn, *rk, *q, *k, *v, *att, *lse, *xm, *h2, *r2, *mlp;
-    float *rf, *feats; /* final RMSNorm: rstd [P], output [P, L] */
+    float *vit_acts, *vit_out; /* ViT */
+    float *x;                  /* [depth + 1][P, L] (saved) or [2][P, L]: the residual stream */
+    float *blocks;             /* [depth] (or [1]) block activations */
+    float *rf, *feats;         /* final RMSNorm: rstd [P], output [P, L] */
 } groot_bb_acts;
 
-/* Saved activations of the VL adapter (vlln + self-attention blocks). */
+/* The VL adapter's saved activations. */
 typedef struct {
-    float *in, *m0, *r0;                                            /* vlln: input feats, stats */
-    float *x;                                                       /* [layers + 1][P, L] */
-    float *h1, *m1, *r1, *q, *k, *v, *att, *lse, *xm, *h3, *m3, *r3, *mlp;
-    float *out;                                                     /* = x + layers·P·L */
+    const float *in;           /* its input: the backbone's features [P, L] */
+    float *m0, *r0;            /* vlln statistics */
+    float *x;                  /* [layers + 1][P, L] (or [2]) */
+    float *blocks;
+    float *out;                /* the VL tokens: x[layers] */
+    bool saved;
 } groot_vl_acts;
 
-/* Saved activations of one action-head forward (DiT side). */
+/* The action head's saved activations (one forward at the batch's flow times). */
 typedef struct {
-    const float *vl; /* [P, L] cross-attention K/V source */
-    float *bucket, *tproj, *te1, *te1a, *temb, *stemb; /* [S], [S, C], [S, D]… */
+    const float *vl;           /* [P, L] cross-attention context */
+    const float *ck, *cv;      /* sampling: the cross blocks' K/V of vl, cached ([dit_layers][P, D]) or NULL */
+    float *blk;                /* the DiT blocks' activations, layer after layer */
+    float *bucket, *tproj, *te1, *te1a, *temb, *stemb; /* timestep encoder */
     float *st_h, *st_hr, *st;                          /* state encoder */
-    float *xt, *a1, *cat, *a2, *a2s, *a3;              /* action encoder */
+    float *xt, *a1, *tau, *cat, *a2, *a2s, *a3;        /* action encoder */
     float *x;                                          /* [layers + 1][N, D] */
-    float *mod, *h1, *m1, *r1, *q, *kv_k, *kv_v, *att, *lse, *xm, *h3, *m3, *r3, *mlp; /* per layer */
-    int64_t kv_stride;                                 /* rows·D per layer of kv_k/kv_v (P or N rows) */
-    const float *ck, *cv;                              /* sampling: cross-attention K/V per layer, cached (or NULL) */
     float *xa, *mo, *mod_out, *ya, *ma, *ra, *za, *d1, *d1r, *pred; /* output side, action rows only */
 } groot_head_acts;
 
 typedef struct {
     const vla_policy_config *cfg;
-    vla_vit vit;
-    bool have_vit;
-    groot_t mlp1_w, mlp1_b, embed, final_norm;
-    groot_lm_layer *lm;
-    groot_t vlln_w, vlln_b;
-    groot_block *vl, *dit;
-    groot_t te1_w, te1_b, te2_w, te2_b, po1_w, po1_b, po2_w, po2_b;
-    groot_t st1_w, st1_b, st2_w, st2_b, a1_w, a1_b, a2_w, a2_b, a3_w, a3_b, d1_w, d1_b, d2_w, d2_b, pos, fut;
+    groot_weights W;
+    vla_block_config lm_cfg, vl_cfg, dit_self, dit_cross;
     /* gradient flow: backward runs through a stage iff it or something upstream trains */
     bool need_vision, need_conn, need_lm, need_vl;
     vla_flow flow;
-    vla_arena arena;  /* the last loss's activations (kept for backward) */
-    vla_arena sarena; /* sampling scratch */
+    vla_arena arena;        /* the last loss's activations (kept for backward) */
+    vla_arena sarena;       /* sampling and frozen-backbone scratch */
+    vla_arena params_arena; /* the weight struct's per-layer arrays */
     size_t arena_cap, sarena_cap; /* their chunk sizes (grown to the high-water mark) */
     /* the last loss call, for backward */
     bool have_fwd;
@@ -113,60 +108,44 @@ typedef struct {
     groot_head_acts ha;
     float *t, *noise, *target, *d_pred; /* [S], [A, ad] ×3 */
     size_t saved_bytes;                 /* arena use after the last loss */
-    const uint8_t *is_pad;
-    const int32_t *real_dims;
-    /* test hook: recompute the VL features at every Euler step */
-    bool recompute_vl;
 } groot_impl;
 
 static inline groot_impl *groot_of(vla_policy *p) { return (groot_impl *)p->impl; }
 
-/* Gradient-ready report (policy.h) of the parameters behind n tensors, once
- * their last gradient contribution of this backward is in. */
-static inline void groot_ready(vla_policy *p, const groot_t *t, int n) {
-    if (!p->grad_ready) return;
-    const float *w[24];
-    for (int k0 = 0; k0 < n; k0 += 24) { /* (a block has fewer tensors: one pass) */
-        int m = n - k0 < 24 ? n - k0 : 24;
-        for (int k = 0; k < m; k++) w[k] = t[k0 + k].w;
-        vla_policy_ready_weights(p, w, m);
-    }
-}
-/* A struct made only of groot_t (groot_lm_layer, groot_block). */
-#define GROOT_READY_STRUCT(p, s) groot_ready((p), (const groot_t *)(s), (int)(sizeof *(s) / sizeof(groot_t)))
-
-/* Allocation from an arena that fails with a status. */
-#define GROOT_ALLOC(arena, ptr, count)                                                                          \
-    do {                                                                                                       \
-        int64_t n_ = (count);                                                                                  \
-        (ptr) = vla_arena_alloc((arena), (size_t)(n_ > 0 ? n_ : 1) * sizeof *(ptr), 64);                      \
-        if (!(ptr)) return vla_error(VLA_ERR_NOMEM, "groot: out of memory (%lld elements)", (long long)n_);    \
-    } while (0)
+/* Gradient-ready report of a stack's layer (vla_block_stack_backward's `after`). */
+typedef struct {
+    vla_policy *p;
+    const vla_block_weights *w;
+} groot_layers_ready;
+void vla_groot_layer_ready(void *user, int64_t layer);
 
 /* groot_backbone.c: ViT → mlp1 → LM; out bb->feats [P, L]. save: keep what backward needs. */
-vla_status groot_backbone_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, bool save, groot_bb_acts *bb);
-/* d_feats [P, L]. Adds into the backbone's trainable grads. */
-vla_status groot_backbone_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, groot_bb_acts *bb,
-                                   const float *d_feats);
+vla_status vla_groot_backbone_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, bool save, groot_bb_acts *bb);
+/* d_feats [P, L] consumed. Adds into the backbone's trainable grads. */
+vla_status vla_groot_backbone_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, groot_bb_acts *bb,
+                                   float *d_feats);
 
 /* groot_dit.c */
-vla_status groot_vl_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, const float *feats, bool save,
+vla_status vla_groot_vl_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, const float *feats, bool save,
                             groot_vl_acts *va);
 /* d_out [P, L] consumed; d_feats [P, L] (accumulated, may be NULL). */
-vla_status groot_vl_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, groot_vl_acts *va, float *d_out,
+vla_status vla_groot_vl_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, groot_vl_acts *va, float *d_out,
                              float *d_feats);
 /* Action side: x_t [A, action_dim] at per-sample buckets → pred [A, action_dim] (ha->pred).
- * cross_k/cross_v (from groot_head_cross_kv, or NULL to compute them here): the
+ * cross_k/cross_v (from vla_groot_head_cross_kv, or NULL to compute them here): the
  * cross-attention blocks' K/V of the VL tokens, which do not change across
  * Euler steps. */
-vla_status groot_head_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, const float *vl,
+vla_status vla_groot_head_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, const float *vl,
                               const float *bucket, const float *x_t, const float *cross_k, const float *cross_v,
                               groot_head_acts *ha);
 /* K and V of every cross-attention block ([dit_layers][P, D] each; odd layers unused). */
-vla_status groot_head_cross_kv(vla_policy *p, vla_arena *a, const groot_pack *pk, const float *vl, float **k,
+vla_status vla_groot_head_cross_kv(vla_policy *p, vla_arena *a, const groot_pack *pk, const float *vl, float **k,
                                float **v);
 /* d_pred [A, action_dim]; d_vl [P, L] accumulated (NULL: not needed). */
-vla_status groot_head_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, groot_head_acts *ha,
+vla_status vla_groot_head_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, groot_head_acts *ha,
                                const float *d_pred, float *d_vl);
+
+/* this family's table (its *_family.c) */
+extern const vla_policy_family vla_groot_family;
 
 #endif

@@ -19,14 +19,23 @@
  * Left out on purpose (present in some checkpoints, unused by the policy):
  * the LM heads (tied to the token embedding in Gemma and Qwen3-1.7B), the
  * π0.5 expert's unused lm_head, SigLIP's pooling head, and the Qwen3 layers
- * after select_layer (deleted at construction in GR00T). */
+ * after select_layer (deleted at construction in GR00T).
+ *
+ * WRITTEN ONCE. A family's inventory function (family.h) declares each
+ * tensor once through a vla_param_builder — name, shape, init, and the
+ * vla_wg of the family's weight struct it belongs to. Run in LIST mode it
+ * appends the specs; run in BIND mode over the same list (the policy's
+ * allocation) it points every vla_wg at its weights and gradient, checking
+ * name and shape as it goes. So a name or shape is never written twice. */
 #ifndef VLA_POLICY_PARAM_SPEC_H
 #define VLA_POLICY_PARAM_SPEC_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/arena.h"
 #include "base/status.h"
+#include "nn/weight.h"
 #include "policy/config.h"
 
 typedef enum {
@@ -66,8 +75,50 @@ typedef struct {
     int64_t n, cap;
 } vla_param_list;
 
-/* Fill `out` (initialise it zeroed; it grows with realloc). */
+/* Fill `out` (initialise it zeroed; it grows with realloc) with the family's inventory. */
 vla_status vla_param_specs(const vla_policy_config *cfg, vla_param_list *out);
+
+/* ---- the builder the families' inventories call ---- */
+typedef struct {
+    vla_param_list *list;      /* LIST: appended to; BIND: walked in order */
+    const vla_policy_config *cfg;
+    vla_param_group group;     /* of the tensors added next */
+    vla_param_apply apply;     /* FLOP role of the matrices added next */
+    bool binding;
+    float *weights, *grads;    /* BIND: the policy's two allocations (spec order; grads of trainable ones) */
+    int64_t next, w_off, g_off;
+    vla_arena *arena;          /* per-layer weight arrays (vla_pb_array) */
+    vla_status st;             /* the first error; later calls do nothing */
+} vla_param_builder;
+
+/* Group and FLOP role of what follows. */
+void vla_pb_group(vla_param_builder *b, vla_param_group g, vla_param_apply apply);
+/* One tensor named by fmt; its vla_wg is bound in BIND mode (t may be NULL: a
+ * tensor the policy keeps for the checkpoint but never reads). */
+void vla_pb_tensor(vla_param_builder *b, vla_wg *t, vla_init_kind init, int ndim, const int64_t *shape,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Override the FLOP role of the tensor just added. */
+void vla_pb_last_apply(vla_param_builder *b, vla_param_apply apply, int64_t n_emb);
+/* PyTorch Linear "<prefix>.weight" [out, in] (+ "<prefix>.bias" [out] when bias != NULL). */
+void vla_pb_linear(vla_param_builder *b, vla_wg *w, vla_wg *bias, int64_t in, int64_t out, const char *prefix);
+/* LayerNorm "<prefix>.weight" (ones) and "<prefix>.bias" (zeros). */
+void vla_pb_layernorm(vla_param_builder *b, vla_wg *w, vla_wg *bias, int64_t dim, const char *prefix);
+/* GR00T CategorySpecificLinear "<prefix>.W" [n_emb, in, out], "<prefix>.b" [n_emb, out]. */
+void vla_pb_cat_linear(vla_param_builder *b, vla_wg *w, vla_wg *bias, int64_t n_emb, int64_t in, int64_t out,
+                       const char *prefix);
+/* A Hugging Face decoder layer's attention and gated MLP, no biases, in the
+ * state_dict's order: self_attn.{q,k,v,o}_proj, mlp.{gate,up,down}_proj under
+ * prefix (Gemma, Qwen3); q/k/v project width → Q, K, K, o Q → width. */
+void vla_pb_decoder_attn_mlp(vla_param_builder *b, vla_wg *q, vla_wg *k, vla_wg *v, vla_wg *o, vla_wg *gate,
+                             vla_wg *up, vla_wg *down, int64_t width, int64_t Q, int64_t K, int64_t mlp,
+                             const char *prefix);
+/* A zeroed array of count elements from the builder's arena (per-layer weight structs). */
+void *vla_pb_array(vla_param_builder *b, int64_t count, size_t size);
+/* Run cfg's family inventory in BIND mode over `list` (the policy's specs),
+ * pointing `weights` (the family's weight struct) at the two allocations;
+ * per-layer arrays come from `arena`. */
+vla_status vla_param_bind(const vla_policy_config *cfg, const vla_param_list *list, float *weights, float *grads,
+                          vla_arena *arena, void *weight_struct);
 void vla_param_list_free(vla_param_list *list);
 /* Index of a parameter by name, or -1. */
 int64_t vla_param_find(const vla_param_list *list, const char *name);
@@ -110,6 +161,12 @@ typedef struct {
 } vla_flops_estimate;
 
 void vla_flops_estimate_compute(const vla_policy_config *cfg, const vla_param_list *list, vla_flops_estimate *out);
+
+/* Floats one pre-norm transformer layer saves for its backward (for the
+ * families' activation estimates): n query tokens of width d, n_kv key
+ * tokens, an MLP of hidden width ff (gated: GeGLU/SwiGLU). */
+double vla_layer_act_floats(double n, double d, double heads, double kv_heads, double head_dim, double n_kv,
+                            double ff, bool gated);
 
 void vla_activation_estimate_compute(const vla_policy_config *cfg, const vla_param_list *list,
                                      vla_activation_estimate *out);

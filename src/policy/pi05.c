@@ -1,170 +1,153 @@
-/* pi05.c — the π0.5-style policy: loss (forward keeping activations in an
- * arena), backward into p->grads, and action sampling with a prefix KV
- * cache (see pi05.h for the conventions and policy.h for the interface).
+/* pi05.c — the π0.5 network behind policy.h: loss (forward keeping its
+ * activations), backward into p->grads, and action sampling with a prefix
+ * KV cache (pi05.h has the conventions; pi05_family.c the inventory).
  *
- * One layer of the mixture of transformers, for a packed batch whose tokens
- * are prefix (image, text) or action tokens:
- *   prefix rows xp [Np, W]  (LM weights)      action rows xa [Na, We]  (expert weights)
- *   pn = RMS1p(xp)                             an = AdaRMS(xa; cond)
- *   qp kp vp = pn·W{q,k,v}ᵀ                    qa ka va = an·W{q,k,v}ᵀ
- *        └──── scattered into the batch's token order: Q K V [T, …] ────┘
- *                RoPE(positions) · one prefix-LM attention (groups) → O
- *        ┌──── gathered back ─────────────────────────────────────────┐
- *   xp += op·Woᵀ                               xa += (oa·Woᵀ)·gate
- *   xp += GeGLU(RMS1p(xp))                     xa += GeGLU(AdaRMS(xa))·gate
- * The expert's final AdaRMS and action_out_proj give the velocity. */
+ * One layer is two nn/block.h blocks, one per weight stream, meeting in one
+ * attention over the batch's token order (a mixture of transformers):
+ *   prefix rows (image, text; Gemma weights)   action rows (expert weights, AdaRMS on the time)
+ *   vla_block_attn_in → q k v                   vla_block_attn_in → q k v
+ *        └──── scattered into token order Q K V; one prefix-LM attention → O ────┘
+ *        ┌──── O gathered back per stream ─────────────────────────────────────┐
+ *   vla_block_attn_out (o, residual, GeGLU)     vla_block_attn_out (gated residuals)
+ * In the last layer only the prefix's K/V matter, so its attn_out is skipped
+ * (openpi computes and discards it). The expert's final AdaRMS and
+ * action_out_proj give the velocity.
+ *
+ * Sizes (as in policy.h): S samples, T tokens, Np prefix and Na action rows,
+ * W and We the LM and expert widths, HD = heads·head_dim, KD = kv_heads·head_dim,
+ * A action dims, L layers. */
 #include "policy/pi05.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/arena.h"
+#include "nn/acts.h"
 #include "nn/activations.h"
 #include "nn/adarmsnorm.h"
 #include "nn/attention.h"
 #include "nn/linear.h"
-#include "nn/mlp.h"
-#include "nn/rmsnorm.h"
-#include "nn/rope.h"
 #include "nn/time_embedding.h"
 #include "policy/flow.h"
-#include "policy/vit.h"
+#include "policy/pi05_internal.h"
 
-static const char *VIT_PREFIX = "paligemma_with_expert.paligemma.model.vision_tower.vision_model";
+/* ---- the forward's size tables ---------------------------------------------------- */
 
-typedef vla_vit_tensor wg; /* a weight and its gradient (NULL when frozen) */
+/* Index maps of a packed batch (int32). */
+#define PI05_MAPS(X)                                                                                             \
+    X(cu, S + 1)         /* copies of the batch's arrays */                                                      \
+    X(pos, T)                                                                                                    \
+    X(grp, T)                                                                                                    \
+    X(ids, T)                                                                                                    \
+    X(pre_idx, T)        /* prefix / action row → token */                                                      \
+    X(act_idx, T)                                                                                                \
+    X(pre_img, T)        /* prefix row → image-token row, or −1 for text */                                     \
+    X(pre_pos, T)        /* positions of the prefix / action rows */                                            \
+    X(act_pos, T)                                                                                                \
+    X(pcu, S + 1)        /* per-sample row ranges of the two streams */                                         \
+    X(acu, S + 1)
+
+/* Saved activations (f32); `act` is 0 for a prefix-only forward (sampling cache). */
+#define PI05_ACTS(X)                                                                                             \
+    X(vit_acts, vit)                                                                                             \
+    X(vit_out, n_it * Dv)                                                                                        \
+    X(img_emb, n_it * W)                                                                                         \
+    X(temb, act * S * We) /* time condition: cond = swish(out(swish(in(sincos(t))))) */                          \
+    X(tm1, act * S * We)                                                                                         \
+    X(tm1s, act * S * We)                                                                                        \
+    X(tm2, act * S * We)                                                                                         \
+    X(cond, act * S * We)                                                                                        \
+    X(xin, Na * A)                                                                                               \
+    X(xp, (L + 1) * Np * W) /* residual streams at each layer's input */                                        \
+    X(xa, (L + 1) * Na * We)                                                                                     \
+    X(mod_f, act * S * 3 * We)                                                                                   \
+    X(af, Na * We)                                                                                               \
+    X(arstd_f, Na)                                                                                               \
+    X(vpred, Na * A)                                                                                             \
+    X(Q, L * T * HD)        /* per layer, token order, RoPE applied */                                          \
+    X(K, L * T * KD)                                                                                             \
+    X(V, L * T * KD)                                                                                             \
+    X(O, L * T * HD)                                                                                             \
+    X(lse, L * T * H)                                                                                            \
+    X(blk_p, L * bp)        /* per layer: the two blocks' own saved activations */                              \
+    X(blk_a, L * ba)                                                                                             \
+    X(tq, mx * HD)          /* one stream's q k v / attention output (temporaries) */                          \
+    X(tk, mx * KD)                                                                                               \
+    X(tv, mx * KD)                                                                                               \
+    X(to, mx * HD)
+
+/* Backward scratch. */
+#define PI05_GRADS(X)                                                                                            \
+    X(dxp, Np * W)                                                                                               \
+    X(dxa, Na * We)                                                                                              \
+    X(dcond, S * We)                                                                                             \
+    X(dmod, S * 3 * We)                                                                                          \
+    X(dtmp, mx * Wm)                                                                                             \
+    X(dtmp2, S * We)                                                                                             \
+    X(dq, T * HD)                                                                                                \
+    X(dk, T * KD)                                                                                                \
+    X(dv, T * KD)                                                                                                \
+    X(dO, T * HD)                                                                                                \
+    X(sp, bsp)                                                                                                   \
+    X(sa, bsa)                                                                                                   \
+    X(d_emb, n_it * W)                                                                                           \
+    X(d_vit, vt * n_it * Dv)                                                                                     \
+    X(vit_scratch, vt * vs)
 
 typedef struct {
-    wg in_norm, q, k, v, o, gate, up, down, post_norm;
-} lm_layer;
-
+    PI05_MAPS(VLA_ACTS_FIELD_I32)
+} fwd_maps;
 typedef struct {
-    wg in_dw, in_db, q, k, v, o, gate, up, down, post_dw, post_db;
-} ex_layer;
-
-/* What one layer keeps for the backward. */
+    PI05_ACTS(VLA_ACTS_FIELD)
+} fwd_acts;
 typedef struct {
-    float *pn, *prstd, *an, *arstd, *mod_in;   /* pre-attention norms */
-    float *Q, *K, *V, *O, *lse;                /* joint, token order, after RoPE */
-    float *xp_mid, *pn2, *prstd2, *mlp_p;      /* LM after attention */
-    float *ya, *xa_mid, *mod_post, *an2, *arstd2, *mlp_a, *ma; /* expert after attention */
-} layer_acts;
+    PI05_GRADS(VLA_ACTS_FIELD)
+} bwd_scratch;
 
 /* The last forward: sizes, index maps and activations (all in the arena). */
 typedef struct {
     int32_t S;
     int64_t T, Np, Na, n_img;
-    int32_t *cu, *pos, *grp, *ids;     /* copies of the batch's arrays */
-    int32_t *pre_idx, *act_idx;        /* prefix / action row → token */
-    int32_t *pre_img;                  /* prefix row → image-token row, or −1 for text */
-    int32_t *pcu, *acu;                /* per-sample row ranges of the two streams */
-    float *images, *vit_acts, *vit_out, *img_emb;
-    float *temb, *tm1, *tm1s, *tm2, *cond;
-    float *xin, *mod_f, *af, *arstd_f, *vpred;
-    float **xp, **xa;                  /* [L + 1] residual streams */
-    layer_acts *la;                    /* [L] */
+    bool act; /* with action rows (a loss or an uncached sampling step) */
+    fwd_maps m;
+    fwd_acts a;
 } fwd_state;
 
 typedef struct {
-    vla_vit vit;
-    lm_layer *lm;
-    ex_layer *ex;
-    wg lm_norm; /* in the inventory (checkpoints carry it) but unused: the expert's output is the result */
-    wg proj_w, proj_b, embed, fin_dw, fin_db, ain_w, ain_b, aout_w, aout_b, tin_w, tin_b, tout_w, tout_b;
+    pi05_weights W;
+    vla_block_config lm_cfg, ex_cfg; /* Gemma layer (prefix), expert layer (actions) */
+    vla_attn_config attn;            /* the joint attention */
     vla_flow flow;
-    vla_arena arena;
+    vla_arena arena;                 /* the last forward's activations; the backward's scratch above them */
+    vla_arena params_arena;          /* the weight struct's per-layer arrays */
     fwd_state f;
-    bool have_fwd;  /* f holds a training forward with action tokens */
-    float *dpred;   /* [Na, A] ∂loss/∂velocity of the last loss */
+    bool have_fwd;                   /* f holds a training forward with action tokens */
+    float *dpred;                    /* [Na, A] ∂loss/∂velocity of the last loss */
     double flops;
 } pi05_impl;
 
 static pi05_impl *impl_of(vla_policy *p) { return (pi05_impl *)p->impl; }
 
-/* ---- binding parameters by name ------------------------------------------ */
-
-static vla_status bind(const vla_policy *p, wg *t, int64_t numel, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static vla_status bind(const vla_policy *p, wg *t, int64_t numel, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    float *w = NULL;
-    vla_status st = vla_policy_vbind(p, numel, &w, &t->g, fmt, ap);
-    va_end(ap);
-    t->w = w;
-    return st;
-}
-
-static vla_status bind_all(vla_policy *p, pi05_impl *I) {
-    const vla_policy_config *c = &p->cfg;
-    const vla_lm_config *l = &c->language;
-    int64_t W = l->width, We = c->expert.width, HD = l->heads * l->head_dim, KD = l->kv_heads * l->head_dim;
-    int64_t A = c->action.action_dim;
-    const char *pg = "paligemma_with_expert.paligemma.model", *ex = "paligemma_with_expert.gemma_expert.model";
-    VLA_TRY(vla_vit_bind(&I->vit, &c->vision, p->tops, p->params, &p->specs, VIT_PREFIX));
-    VLA_TRY(bind(p, &I->proj_w, W * c->vision.width, "%s.multi_modal_projector.linear.weight", pg));
-    VLA_TRY(bind(p, &I->proj_b, W, "%s.multi_modal_projector.linear.bias", pg));
-    VLA_TRY(bind(p, &I->embed, l->vocab * W, "%s.language_model.embed_tokens.weight", pg));
-    VLA_TRY(bind(p, &I->lm_norm, W, "%s.language_model.norm.weight", pg));
-    I->lm = calloc((size_t)l->depth, sizeof *I->lm);
-    I->ex = calloc((size_t)l->depth, sizeof *I->ex);
-    if (!I->lm || !I->ex) return vla_error(VLA_ERR_NOMEM, "pi05: out of memory");
-    for (int64_t i = 0; i < l->depth; i++) {
-        lm_layer *L = &I->lm[i];
-        ex_layer *E = &I->ex[i];
-        long long li = (long long)i;
-        const char *pl = "paligemma_with_expert.paligemma.model.language_model.layers";
-        VLA_TRY(bind(p, &L->in_norm, W, "%s.%lld.input_layernorm.weight", pl, li));
-        VLA_TRY(bind(p, &L->q, HD * W, "%s.%lld.self_attn.q_proj.weight", pl, li));
-        VLA_TRY(bind(p, &L->k, KD * W, "%s.%lld.self_attn.k_proj.weight", pl, li));
-        VLA_TRY(bind(p, &L->v, KD * W, "%s.%lld.self_attn.v_proj.weight", pl, li));
-        VLA_TRY(bind(p, &L->o, W * HD, "%s.%lld.self_attn.o_proj.weight", pl, li));
-        VLA_TRY(bind(p, &L->gate, l->mlp * W, "%s.%lld.mlp.gate_proj.weight", pl, li));
-        VLA_TRY(bind(p, &L->up, l->mlp * W, "%s.%lld.mlp.up_proj.weight", pl, li));
-        VLA_TRY(bind(p, &L->down, W * l->mlp, "%s.%lld.mlp.down_proj.weight", pl, li));
-        VLA_TRY(bind(p, &L->post_norm, W, "%s.%lld.post_attention_layernorm.weight", pl, li));
-        int64_t M = c->expert.mlp;
-        VLA_TRY(bind(p, &E->in_dw, 3 * We * We, "%s.layers.%lld.input_layernorm.dense.weight", ex, li));
-        VLA_TRY(bind(p, &E->in_db, 3 * We, "%s.layers.%lld.input_layernorm.dense.bias", ex, li));
-        VLA_TRY(bind(p, &E->q, HD * We, "%s.layers.%lld.self_attn.q_proj.weight", ex, li));
-        VLA_TRY(bind(p, &E->k, KD * We, "%s.layers.%lld.self_attn.k_proj.weight", ex, li));
-        VLA_TRY(bind(p, &E->v, KD * We, "%s.layers.%lld.self_attn.v_proj.weight", ex, li));
-        VLA_TRY(bind(p, &E->o, We * HD, "%s.layers.%lld.self_attn.o_proj.weight", ex, li));
-        VLA_TRY(bind(p, &E->gate, M * We, "%s.layers.%lld.mlp.gate_proj.weight", ex, li));
-        VLA_TRY(bind(p, &E->up, M * We, "%s.layers.%lld.mlp.up_proj.weight", ex, li));
-        VLA_TRY(bind(p, &E->down, We * M, "%s.layers.%lld.mlp.down_proj.weight", ex, li));
-        VLA_TRY(bind(p, &E->post_dw, 3 * We * We, "%s.layers.%lld.post_attention_layernorm.dense.weight", ex, li));
-        VLA_TRY(bind(p, &E->post_db, 3 * We, "%s.layers.%lld.post_attention_layernorm.dense.bias", ex, li));
-    }
-    VLA_TRY(bind(p, &I->fin_dw, 3 * We * We, "%s.norm.dense.weight", ex));
-    VLA_TRY(bind(p, &I->fin_db, 3 * We, "%s.norm.dense.bias", ex));
-    VLA_TRY(bind(p, &I->ain_w, We * A, "action_in_proj.weight"));
-    VLA_TRY(bind(p, &I->ain_b, We, "action_in_proj.bias"));
-    VLA_TRY(bind(p, &I->aout_w, A * We, "action_out_proj.weight"));
-    VLA_TRY(bind(p, &I->aout_b, A, "action_out_proj.bias"));
-    VLA_TRY(bind(p, &I->tin_w, We * We, "time_mlp_in.weight"));
-    VLA_TRY(bind(p, &I->tin_b, We, "time_mlp_in.bias"));
-    VLA_TRY(bind(p, &I->tout_w, We * We, "time_mlp_out.weight"));
-    VLA_TRY(bind(p, &I->tout_b, We, "time_mlp_out.bias"));
-    return VLA_OK;
-}
-
-/* Gradient-ready report (policy.h) of the parameters behind n tensors. */
-static void ready(vla_policy *p, const wg *t, int n) {
-    if (!p->grad_ready) return;
-    const float *w[24];
-    for (int k0 = 0; k0 < n; k0 += 24) { /* (a layer has fewer tensors: one pass) */
-        int m = n - k0 < 24 ? n - k0 : 24;
-        for (int k = 0; k < m; k++) w[k] = t[k0 + k].w;
-        vla_policy_ready_weights(p, w, m);
-    }
-}
-#define READY_STRUCT(p, s) ready((p), (const wg *)(s), (int)(sizeof *(s) / sizeof(wg)))
-
-/* ---- small helpers ---------------------------------------------------------- */
+/* Every size the tables use, for a batch of S samples, T tokens, Np prefix
+ * and Na action rows, n_img images. */
+#define PI05_DIMS(I, c, S_, T_, Np_, Na_, nimg_, act_)                                                           \
+    const vla_lm_config *l_ = &(c)->language;                                                                    \
+    const int64_t S = (S_), T = (T_), Np = (Np_), Na = (Na_), act = (act_), L = l_->depth;                       \
+    const int64_t W = l_->width, We = (c)->expert.width, H = l_->heads, HD = l_->heads * l_->head_dim;           \
+    const int64_t KD = l_->kv_heads * l_->head_dim, A = (c)->action.action_dim, Dv = (c)->vision.width;         \
+    const int64_t n_it = (nimg_) * (I)->W.vit.tokens, mx = Np > Na ? Np : Na, Wm = W > We ? W : We;             \
+    const int64_t vit = (nimg_) > 0 ? vla_vit_acts_floats(&(I)->W.vit, (nimg_)) : 0;                              \
+    const int64_t bp = vla_block_acts_floats(&(I)->lm_cfg, Np, 0, (int32_t)S);                                   \
+    const int64_t ba = vla_block_acts_floats(&(I)->ex_cfg, Na, 0, (int32_t)S);                                   \
+    const int64_t bsp = vla_block_scratch_floats(&(I)->lm_cfg, Np, 0, (int32_t)S);                               \
+    const int64_t bsa = vla_block_scratch_floats(&(I)->ex_cfg, Na, 0, (int32_t)S);                               \
+    const int64_t vt = (nimg_) > 0 && vla_vit_trains(&(I)->W.vit);                                                \
+    const int64_t vs = vt ? vla_vit_scratch_floats(&(I)->W.vit, (nimg_), false) : 0;                             \
+    (void)S, (void)T, (void)Np, (void)Na, (void)act, (void)L, (void)W, (void)We, (void)H, (void)HD, (void)KD,   \
+        (void)A, (void)Dv, (void)n_it, (void)mx, (void)Wm, (void)vit, (void)bp, (void)ba, (void)bsp, (void)bsa,   \
+        (void)vt, (void)vs
 
 /* Start a new lifetime in the activation arena. Once a step has shown its
  * peak, the arena is rebuilt with one chunk that holds it, so later steps
@@ -179,27 +162,6 @@ static void arena_begin(pi05_impl *I) {
     }
 }
 
-static float *afloat(pi05_impl *I, int64_t n) {
-    return vla_arena_alloc(&I->arena, (size_t)(n > 0 ? n : 1) * sizeof(float), 64);
-}
-static int32_t *aint(pi05_impl *I, int64_t n) {
-    return vla_arena_alloc(&I->arena, (size_t)(n > 0 ? n : 1) * sizeof(int32_t), 64);
-}
-#define ALLOCF(ptr, n)                                                                                   \
-    do {                                                                                                 \
-        if (!((ptr) = afloat(I, (n)))) return vla_error(VLA_ERR_NOMEM, "pi05: out of activation memory"); \
-    } while (0)
-#define ALLOCI(ptr, n)                                                                                   \
-    do {                                                                                                 \
-        if (!((ptr) = aint(I, (n)))) return vla_error(VLA_ERR_NOMEM, "pi05: out of activation memory");   \
-    } while (0)
-
-static void lin(pi05_impl *I, const vla_ops *ops, float *out, const float *in, wg w, const float *b, int64_t n,
-                int64_t din, int64_t dout) {
-    vla_linear_forward(ops, out, in, w.w, b, n, din, dout);
-    I->flops += 2.0 * (double)n * (double)din * (double)dout;
-}
-
 static void gather_rows(float *dst, const float *src, const int32_t *idx, int64_t n, int64_t w) {
     for (int64_t i = 0; i < n; i++) memcpy(dst + i * w, src + (int64_t)idx[i] * w, (size_t)w * sizeof(float));
 }
@@ -207,12 +169,105 @@ static void scatter_rows(float *dst, const float *src, const int32_t *idx, int64
     for (int64_t i = 0; i < n; i++) memcpy(dst + (int64_t)idx[i] * w, src + i * w, (size_t)w * sizeof(float));
 }
 
+/* ---- index maps ------------------------------------------------------------------------ */
+
+/* Sort a sample's tokens into the two streams; every prefix token is an
+ * image or text token, sample s has exactly its images' worth of image
+ * tokens, and either every sample has `horizon` action tokens or (prefix-only)
+ * none. */
+static vla_status split_sample(const vla_policy *p, const vla_batch *b, fwd_maps *m, int32_t s, int64_t *np,
+                               int64_t *na, bool with_actions) {
+    int64_t Ti = vla_policy_image_tokens(&p->cfg), Hz = p->cfg.action.horizon;
+    int64_t img0 = b->n_images > 0 ? (int64_t)b->cu_images[s] * Ti : 0;
+    int64_t n_imgtok = b->n_images > 0 ? (int64_t)(b->cu_images[s + 1] - b->cu_images[s]) * Ti : 0;
+    int64_t k_img = 0, k_act = 0;
+    for (int64_t t = b->cu_seqlens[s]; t < b->cu_seqlens[s + 1]; t++) {
+        m->ids[t] = 0;
+        switch (b->roles[t]) {
+        case VLA_ROLE_IMAGE:
+            if (k_img >= n_imgtok)
+                return vla_error(VLA_ERR_INVALID_ARG,
+                                 "pi05: sample %d has more image tokens than its %lld images give (%lld)", s,
+                                 (long long)(n_imgtok / Ti), (long long)n_imgtok);
+            m->pre_img[*np] = (int32_t)(img0 + k_img++);
+            m->pre_pos[*np] = b->positions[t];
+            m->pre_idx[(*np)++] = (int32_t)t;
+            break;
+        case VLA_ROLE_TEXT:
+            if (!b->token_ids) return vla_error(VLA_ERR_INVALID_ARG, "pi05: text tokens but no token_ids");
+            m->ids[t] = b->token_ids[t];
+            m->pre_img[*np] = -1;
+            m->pre_pos[*np] = b->positions[t];
+            m->pre_idx[(*np)++] = (int32_t)t;
+            break;
+        case VLA_ROLE_ACTION:
+            m->act_pos[*na] = b->positions[t];
+            m->act_idx[(*na)++] = (int32_t)t;
+            k_act++;
+            break;
+        default:
+            return vla_error(VLA_ERR_INVALID_ARG, "pi05: token %lld has role %d (π0.5 has no state tokens)",
+                             (long long)t, b->roles[t]);
+        }
+    }
+    if (k_img != n_imgtok)
+        return vla_error(VLA_ERR_INVALID_ARG, "pi05: sample %d has %lld image tokens, its images give %lld", s,
+                         (long long)k_img, (long long)n_imgtok);
+    if (k_act != (with_actions ? Hz : 0))
+        return vla_error(VLA_ERR_INVALID_ARG, "pi05: sample %d has %lld action tokens, expected %lld", s,
+                         (long long)k_act, (long long)(with_actions ? Hz : 0));
+    return VLA_OK;
+}
+
+static vla_status build_maps(vla_policy *p, pi05_impl *I, const vla_batch *b, bool with_actions) {
+    fwd_state *f = &I->f;
+    const int64_t S = b->n_samples, T = b->n_tokens;
+    const int64_t sizes[] = {PI05_MAPS(VLA_ACTS_SIZE)};
+    VLA_TRY(vla_acts_from_arena_i32(&I->arena, sizes, VLA_ACTS_COUNT(sizes), (int32_t **)&f->m));
+    fwd_maps *m = &f->m;
+    f->S = b->n_samples, f->T = T;
+    f->n_img = b->n_images > 0 ? b->n_images : 0;
+    memcpy(m->cu, b->cu_seqlens, (size_t)(S + 1) * sizeof(int32_t));
+    memcpy(m->pos, b->positions, (size_t)T * sizeof(int32_t));
+    memcpy(m->grp, b->groups, (size_t)T * sizeof(int32_t));
+    int64_t np = 0, na = 0;
+    m->pcu[0] = m->acu[0] = 0;
+    for (int32_t s = 0; s < S; s++) {
+        VLA_TRY(split_sample(p, b, m, s, &np, &na, with_actions));
+        m->pcu[s + 1] = (int32_t)np;
+        m->acu[s + 1] = (int32_t)na;
+    }
+    f->Np = np, f->Na = na;
+    return VLA_OK;
+}
+
+/* ---- forward ------------------------------------------------------------------------------ */
+
+static void lin(pi05_impl *I, const vla_ops *ops, float *out, const float *in, vla_wg w, vla_wg b, int64_t n,
+                int64_t din, int64_t dout) {
+    vla_linear_forward(ops, out, in, w.w, b.w, n, din, dout);
+    I->flops += 2.0 * (double)n * (double)din * (double)dout;
+}
+
+/* The time condition of S samples: cond = swish(out(swish(in(sincos(t))))). */
+static void time_forward(vla_policy *p, pi05_impl *I, const float *t, int32_t S, float *temb, float *tm1,
+                         float *tm1s, float *tm2, float *cond) {
+    const vla_policy_config *c = &p->cfg;
+    int64_t We = c->expert.width;
+    vla_temb_config tc = {VLA_TEMB_PERIODS, We, c->flow.time_min_period, c->flow.time_max_period, 0, false};
+    vla_time_embedding_forward(&tc, temb, t, S);
+    lin(I, p->tops, tm1, temb, I->W.tin_w, I->W.tin_b, S, We, We);
+    vla_silu_forward(tm1s, tm1, S * We);
+    lin(I, p->tops, tm2, tm1s, I->W.tout_w, I->W.tout_b, S, We, We);
+    vla_silu_forward(cond, tm2, S * We);
+}
+
 static int cmp_i32(const void *a, const void *b) {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return (x > y) - (x < y);
 }
 
-/* (query, key) pairs the group rule allows, summed over samples. */
+/* (query, key) pairs the group rule allows, summed over samples (for FLOPs). */
 static double attn_pairs(const int32_t *cu, int32_t S, const int32_t *grp) {
     double pairs = 0;
     int64_t maxlen = 0;
@@ -235,269 +290,141 @@ static double attn_pairs(const int32_t *cu, int32_t S, const int32_t *grp) {
     return pairs;
 }
 
-static vla_attn_config attn_cfg(const vla_policy_config *c) {
-    vla_attn_config a = {0};
-    a.n_heads = (int32_t)c->language.heads;
-    a.n_kv_heads = (int32_t)c->language.kv_heads;
-    a.head_dim = (int32_t)c->language.head_dim;
-    return a;
+static vla_block_io prefix_io(const fwd_state *f) {
+    vla_block_io io = {0};
+    io.n = f->Np, io.n_seg = f->S, io.cu = f->m.pcu, io.pos = f->m.pre_pos;
+    return io;
 }
 
-static vla_mlp_config geglu(int64_t dim, int64_t hidden) {
-    vla_mlp_config m = {true, VLA_ACT_GELU_TANH, dim, hidden, 0};
-    return m;
+static vla_block_io action_io(const fwd_state *f) {
+    vla_block_io io = {0};
+    io.n = f->Na, io.n_seg = f->S, io.cu = f->m.acu, io.pos = f->m.act_pos, io.cond = f->a.cond;
+    return io;
 }
 
-/* ---- forward ------------------------------------------------------------------ */
+/* Layer li's saved activations: the two blocks' tables (their attention
+ * buffers point at the shared temporaries) and the token-order Q K V O lse. */
+typedef struct {
+    vla_block_acts p, a;
+    float *Q, *K, *V, *O, *lse;
+} layer_view;
 
-/* Index maps of a batch and their checks: every prefix token is an image or
- * text token, sample s has exactly its images' worth of image tokens, and
- * either every sample has `horizon` action tokens or (prefix-only) none. */
-static vla_status build_maps(vla_policy *p, pi05_impl *I, const vla_batch *b, bool with_actions) {
-    fwd_state *f = &I->f;
-    const vla_policy_config *c = &p->cfg;
-    int32_t S = b->n_samples;
-    int64_t T = b->n_tokens, Hz = c->action.horizon, Ti = I->vit.tokens;
-    f->S = S, f->T = T;
-    f->n_img = b->n_images > 0 ? b->n_images : 0;
-    ALLOCI(f->cu, S + 1);
-    ALLOCI(f->pos, T);
-    ALLOCI(f->grp, T);
-    ALLOCI(f->ids, T);
-    ALLOCI(f->pre_idx, T);
-    ALLOCI(f->act_idx, T);
-    ALLOCI(f->pre_img, T);
-    ALLOCI(f->pcu, S + 1);
-    ALLOCI(f->acu, S + 1);
-    memcpy(f->cu, b->cu_seqlens, (size_t)(S + 1) * sizeof(int32_t));
-    memcpy(f->pos, b->positions, (size_t)T * sizeof(int32_t));
-    memcpy(f->grp, b->groups, (size_t)T * sizeof(int32_t));
-    int64_t np = 0, na = 0;
-    f->pcu[0] = f->acu[0] = 0;
-    for (int32_t s = 0; s < S; s++) {
-        int64_t img0 = b->n_images > 0 ? (int64_t)b->cu_images[s] * Ti : 0;
-        int64_t n_imgtok = b->n_images > 0 ? (int64_t)(b->cu_images[s + 1] - b->cu_images[s]) * Ti : 0;
-        int64_t k_img = 0, k_act = 0;
-        for (int64_t t = b->cu_seqlens[s]; t < b->cu_seqlens[s + 1]; t++) {
-            f->ids[t] = 0;
-            switch (b->roles[t]) {
-            case VLA_ROLE_IMAGE:
-                if (k_img >= n_imgtok)
-                    return vla_error(VLA_ERR_INVALID_ARG,
-                                     "pi05: sample %d has more image tokens than its %lld images give (%lld)", s,
-                                     (long long)(n_imgtok / Ti), (long long)n_imgtok);
-                f->pre_img[np] = (int32_t)(img0 + k_img++);
-                f->pre_idx[np++] = (int32_t)t;
-                break;
-            case VLA_ROLE_TEXT:
-                if (!b->token_ids) return vla_error(VLA_ERR_INVALID_ARG, "pi05: text tokens but no token_ids");
-                f->ids[t] = b->token_ids[t];
-                f->pre_img[np] = -1;
-                f->pre_idx[np++] = (int32_t)t;
-                break;
-            case VLA_ROLE_ACTION:
-                f->act_idx[na++] = (int32_t)t;
-                k_act++;
-                break;
-            default:
-                return vla_error(VLA_ERR_INVALID_ARG, "pi05: token %lld has role %d (π0.5 has no state tokens)",
-                                 (long long)t, b->roles[t]);
-            }
-        }
-        if (k_img != n_imgtok)
-            return vla_error(VLA_ERR_INVALID_ARG, "pi05: sample %d has %lld image tokens, its images give %lld", s,
-                             (long long)k_img, (long long)n_imgtok);
-        if (k_act != (with_actions ? Hz : 0))
-            return vla_error(VLA_ERR_INVALID_ARG, "pi05: sample %d has %lld action tokens, expected %lld", s,
-                             (long long)k_act, (long long)(with_actions ? Hz : 0));
-        f->pcu[s + 1] = (int32_t)np;
-        f->acu[s + 1] = (int32_t)na;
-    }
-    f->Np = np, f->Na = na;
+static void view_layer(pi05_impl *I, const vla_policy_config *c, int64_t li, layer_view *v) {
+    const fwd_state *f = &I->f;
+    PI05_DIMS(I, c, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
+    vla_block_acts_carve(&I->lm_cfg, Np, 0, (int32_t)S, f->a.blk_p + li * bp, &v->p);
+    vla_block_acts_carve(&I->ex_cfg, Na, 0, (int32_t)S, f->a.blk_a + li * ba, &v->a);
+    v->p.q = v->a.q = f->a.tq, v->p.k = v->a.k = f->a.tk, v->p.v = v->a.v = f->a.tv;
+    v->p.att = v->a.att = f->a.to;
+    v->Q = f->a.Q + li * T * HD, v->K = f->a.K + li * T * KD, v->V = f->a.V + li * T * KD;
+    v->O = f->a.O + li * T * HD, v->lse = f->a.lse + li * T * H;
+}
+
+/* Norm, q k v and RoPE of one stream's rows, scattered into token order. */
+static vla_status stream_in(pi05_impl *I, const vla_ops *ops, const vla_block_config *bc, const vla_block_weights *w,
+                            const vla_block_io *io, const float *x, vla_block_acts *ba, const int32_t *idx,
+                            layer_view *v) {
+    VLA_TRY(vla_block_attn_in(ops, bc, w, io, x, ba));
+    int64_t HD = (int64_t)bc->attn.n_heads * bc->attn.head_dim, KD = (int64_t)bc->attn.n_kv_heads * bc->attn.head_dim;
+    I->flops += 2.0 * (double)io->n * (double)bc->dim * (double)(HD + 2 * KD) +
+                (bc->norm1 == VLA_BLOCK_NORM_ADARMS ? 2.0 * io->n_seg * bc->cond_dim * 3.0 * bc->dim : 0.0);
+    scatter_rows(v->Q, ba->q, idx, io->n, HD);
+    scatter_rows(v->K, ba->k, idx, io->n, KD);
+    scatter_rows(v->V, ba->v, idx, io->n, KD);
     return VLA_OK;
 }
 
-/* The time condition of S samples: cond = swish(out(swish(in(sincos(t))))). */
-static vla_status time_forward(vla_policy *p, pi05_impl *I, const float *t, int32_t S, float **temb, float **tm1,
-                               float **tm1s, float **tm2, float **cond) {
-    const vla_policy_config *c = &p->cfg;
-    int64_t We = c->expert.width;
-    ALLOCF(*temb, S * We);
-    ALLOCF(*tm1, S * We);
-    ALLOCF(*tm1s, S * We);
-    ALLOCF(*tm2, S * We);
-    ALLOCF(*cond, S * We);
-    vla_temb_config tc = {VLA_TEMB_PERIODS, We, c->flow.time_min_period, c->flow.time_max_period, 0, false};
-    vla_time_embedding_forward(&tc, *temb, t, S);
-    lin(I, p->tops, *tm1, *temb, I->tin_w, I->tin_b.w, S, We, We);
-    vla_silu_forward(*tm1s, *tm1, S * We);
-    lin(I, p->tops, *tm2, *tm1s, I->tout_w, I->tout_b.w, S, We, We);
-    vla_silu_forward(*cond, *tm2, S * We);
+/* This stream's rows of the attention output → o-projection, residual, MLP. */
+static vla_status stream_out(pi05_impl *I, const vla_ops *ops, const vla_block_config *bc,
+                             const vla_block_weights *w, const vla_block_io *io, const float *x, float *x_out,
+                             vla_block_acts *ba, const int32_t *idx, const layer_view *v) {
+    int64_t HD = (int64_t)bc->attn.n_heads * bc->attn.head_dim, D = bc->dim;
+    gather_rows(ba->att, v->O, idx, io->n, HD);
+    VLA_TRY(vla_block_attn_out(ops, bc, w, io, x, x_out, ba));
+    I->flops += 2.0 * (double)io->n * (double)HD * (double)D + 2.0 * (double)io->n * 3.0 * (double)D * bc->mlp.hidden +
+                (bc->norm2 == VLA_BLOCK_NORM_ADARMS ? 2.0 * io->n_seg * bc->cond_dim * 3.0 * D : 0.0);
+    return VLA_OK;
+}
+
+/* One layer: both streams in, the joint attention, both streams out. */
+static vla_status layer_forward(vla_policy *p, pi05_impl *I, int64_t li, double pairs) {
+    fwd_state *f = &I->f;
+    const vla_ops *ops = p->tops;
+    PI05_DIMS(I, &p->cfg, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
+    layer_view v;
+    view_layer(I, &p->cfg, li, &v);
+    vla_block_io iop = prefix_io(f), ioa = action_io(f);
+    float *xp = f->a.xp + li * Np * W, *xa = f->a.xa + li * Na * We;
+    VLA_TRY(stream_in(I, ops, &I->lm_cfg, &I->W.lm[li], &iop, xp, &v.p, f->m.pre_idx, &v));
+    if (act) VLA_TRY(stream_in(I, ops, &I->ex_cfg, &I->W.ex[li], &ioa, xa, &v.a, f->m.act_idx, &v));
+    vla_attn_seqs seqs = {f->S, f->m.cu, f->m.grp};
+    VLA_TRY(vla_attention_forward(ops, &I->attn, v.O, v.lse, v.Q, v.K, v.V, &seqs, &seqs, NULL));
+    I->flops += 4.0 * pairs * (double)HD;
+    if (li < L - 1) VLA_TRY(stream_out(I, ops, &I->lm_cfg, &I->W.lm[li], &iop, xp, xp + Np * W, &v.p, f->m.pre_idx, &v));
+    if (act) VLA_TRY(stream_out(I, ops, &I->ex_cfg, &I->W.ex[li], &ioa, xa, xa + Na * We, &v.a, f->m.act_idx, &v));
+    return VLA_OK;
+}
+
+/* Prefix embeddings: images → ViT → projector; text → table·sqrt(W). */
+static vla_status embed_prefix(vla_policy *p, pi05_impl *I, const vla_batch *b) {
+    fwd_state *f = &I->f;
+    const vla_lm_config *l = &p->cfg.language;
+    int64_t W = l->width, Dv = p->cfg.vision.width, n_it = f->n_img * I->W.vit.tokens;
+    if (f->n_img > 0) {
+        VLA_TRY(vla_vit_forward(&I->W.vit, f->a.vit_out, f->a.vit_acts, b->images, f->n_img));
+        I->flops += vla_vit_forward_flops(&I->W.vit, f->n_img);
+        lin(I, p->tops, f->a.img_emb, f->a.vit_out, I->W.proj_w, I->W.proj_b, n_it, Dv, W);
+    }
+    float sq = sqrtf((float)W);
+    for (int64_t i = 0; i < f->Np; i++) {
+        float *row = f->a.xp + i * W;
+        if (f->m.pre_img[i] >= 0) {
+            memcpy(row, f->a.img_emb + (int64_t)f->m.pre_img[i] * W, (size_t)W * sizeof(float));
+            continue;
+        }
+        int32_t id = f->m.ids[f->m.pre_idx[i]];
+        if (id < 0 || id >= l->vocab) return vla_error(VLA_ERR_INVALID_ARG, "pi05: token id %d outside the vocabulary", id);
+        const float *e = I->W.embed.w + (int64_t)id * W;
+        for (int64_t k = 0; k < W; k++) row[k] = e[k] * sq;
+    }
     return VLA_OK;
 }
 
 /* Forward of a packed batch. x_t [S, H, A] and t [S] are the action side's
  * input (both NULL for a prefix-only batch: then only the LM runs, and the
- * per-layer K/V of the prefix stay in f->la[l].K/V as the sampling cache).
- * The velocity lands in f->vpred [Na, A] (= [S, H, A]). */
+ * per-layer K/V of the prefix stay in the arena as the sampling cache).
+ * The velocity lands in f->a.vpred [Na, A] (= [S, H, A]). */
 static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, const float *t) {
     pi05_impl *I = impl_of(p);
     fwd_state *f = &I->f;
-    const vla_ops *ops = p->tops;
     const vla_policy_config *c = &p->cfg;
-    const vla_lm_config *l = &c->language;
-    int64_t L = l->depth, W = l->width, We = c->expert.width, hd = l->head_dim;
-    int64_t HD = l->heads * hd, KD = l->kv_heads * hd, A = c->action.action_dim;
-    float eps = (float)l->norm_eps;
-    bool act = x_t != NULL;
     I->have_fwd = false;
     I->flops = 0;
-    VLA_TRY(build_maps(p, I, b, act));
-    int32_t S = f->S;
-    int64_t T = f->T, Np = f->Np, Na = f->Na, Dv = c->vision.width, Ti = I->vit.tokens;
-
-    /* prefix embeddings: images → ViT → projector; text → table·sqrt(W) */
-    int64_t n_imgtok = f->n_img * Ti;
-    f->xp = vla_arena_alloc(&I->arena, (size_t)(L + 1) * sizeof(float *), 64);
-    f->xa = vla_arena_alloc(&I->arena, (size_t)(L + 1) * sizeof(float *), 64);
-    if (!f->xp || !f->xa) return vla_error(VLA_ERR_NOMEM, "pi05: out of activation memory");
-    for (int64_t i = 0; i <= L; i++) {
-        f->xp[i] = NULL;
-        if (i < L || i == 0) ALLOCF(f->xp[i], Np * W); /* the last layer's prefix output is never read */
-        f->xa[i] = NULL;
-        if (act) ALLOCF(f->xa[i], Na * We);
+    f->act = x_t != NULL;
+    VLA_TRY(build_maps(p, I, b, f->act));
+    PI05_DIMS(I, c, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
+    const int64_t sizes[] = {PI05_ACTS(VLA_ACTS_SIZE)};
+    VLA_TRY(vla_acts_from_arena(&I->arena, sizes, VLA_ACTS_COUNT(sizes), (float **)&f->a));
+    VLA_TRY(embed_prefix(p, I, b));
+    if (act) { /* action side: time condition and action embeddings (rows s·H + k: checked in build_maps) */
+        time_forward(p, I, t, f->S, f->a.temb, f->a.tm1, f->a.tm1s, f->a.tm2, f->a.cond);
+        memcpy(f->a.xin, x_t, (size_t)(Na * A) * sizeof(float));
+        lin(I, p->tops, f->a.xa, f->a.xin, I->W.ain_w, I->W.ain_b, Na, A, We);
     }
-    if (f->n_img > 0) {
-        ALLOCF(f->vit_acts, vla_vit_acts_floats(&I->vit, f->n_img));
-        ALLOCF(f->vit_out, n_imgtok * Dv);
-        ALLOCF(f->img_emb, n_imgtok * W);
-        VLA_TRY(vla_vit_forward(&I->vit, f->vit_out, f->vit_acts, b->images, f->n_img));
-        I->flops += vla_vit_forward_flops(&I->vit, f->n_img);
-        lin(I, ops, f->img_emb, f->vit_out, I->proj_w, I->proj_b.w, n_imgtok, Dv, W);
-    }
-    float sq = sqrtf((float)W);
-    for (int64_t i = 0; i < Np; i++) {
-        float *row = f->xp[0] + i * W;
-        if (f->pre_img[i] >= 0) {
-            memcpy(row, f->img_emb + (int64_t)f->pre_img[i] * W, (size_t)W * sizeof(float));
-        } else {
-            int32_t id = f->ids[f->pre_idx[i]];
-            if (id < 0 || id >= l->vocab)
-                return vla_error(VLA_ERR_INVALID_ARG, "pi05: token id %d outside the vocabulary", id);
-            const float *e = I->embed.w + (int64_t)id * W;
-            for (int64_t k = 0; k < W; k++) row[k] = e[k] * sq;
-        }
-    }
-
-    /* action side: time condition and action embeddings */
+    double pairs = attn_pairs(f->m.cu, f->S, f->m.grp);
+    for (int64_t li = 0; li < L; li++) VLA_TRY(layer_forward(p, I, li, pairs));
     if (act) {
-        VLA_TRY(time_forward(p, I, t, S, &f->temb, &f->tm1, &f->tm1s, &f->tm2, &f->cond));
-        /* rows s·H + k are the action rows in token order (checked in build_maps) */
-        ALLOCF(f->xin, Na * A);
-        memcpy(f->xin, x_t, (size_t)(Na * A) * sizeof(float));
-        lin(I, ops, f->xa[0], f->xin, I->ain_w, I->ain_b.w, Na, A, We);
-    }
-
-    f->la = vla_arena_alloc(&I->arena, sizeof(layer_acts) * (size_t)(L > 0 ? L : 1), 64);
-    if (!f->la) return vla_error(VLA_ERR_NOMEM, "pi05: out of activation memory");
-    vla_attn_config ac = attn_cfg(c);
-    vla_attn_seqs seqs = {S, f->cu, f->grp};
-    vla_mlp_config mlp_p = geglu(W, l->mlp), mlp_a = geglu(We, c->expert.mlp);
-    float *tq, *tk, *tv, *to;
-    ALLOCF(tq, (Np > Na ? Np : Na) * HD);
-    ALLOCF(tk, (Np > Na ? Np : Na) * KD);
-    ALLOCF(tv, (Np > Na ? Np : Na) * KD);
-    ALLOCF(to, (Np > Na ? Np : Na) * HD);
-    double pairs = attn_pairs(f->cu, S, f->grp);
-    for (int64_t li = 0; li < L; li++) {
-        layer_acts *a = &f->la[li];
-        memset(a, 0, sizeof *a);
-        const lm_layer *PL = &I->lm[li];
-        const ex_layer *EL = &I->ex[li];
-        ALLOCF(a->Q, T * HD);
-        ALLOCF(a->K, T * KD);
-        ALLOCF(a->V, T * KD);
-        ALLOCF(a->O, T * HD);
-        ALLOCF(a->lse, T * l->heads);
-        /* prefix Q/K/V */
-        ALLOCF(a->pn, Np * W);
-        ALLOCF(a->prstd, Np);
-        vla_rmsnorm_forward(a->pn, a->prstd, f->xp[li], PL->in_norm.w, true, Np, W, eps);
-        lin(I, ops, tq, a->pn, PL->q, NULL, Np, W, HD);
-        lin(I, ops, tk, a->pn, PL->k, NULL, Np, W, KD);
-        lin(I, ops, tv, a->pn, PL->v, NULL, Np, W, KD);
-        scatter_rows(a->Q, tq, f->pre_idx, Np, HD);
-        scatter_rows(a->K, tk, f->pre_idx, Np, KD);
-        scatter_rows(a->V, tv, f->pre_idx, Np, KD);
-        /* action Q/K/V */
-        if (act) {
-            ALLOCF(a->mod_in, S * 3 * We);
-            ALLOCF(a->an, Na * We);
-            ALLOCF(a->arstd, Na);
-            lin(I, ops, a->mod_in, f->cond, EL->in_dw, EL->in_db.w, S, We, 3 * We);
-            VLA_TRY(vla_adarmsnorm_forward(a->an, a->arstd, f->xa[li], a->mod_in, f->acu, S, Na, We, eps));
-            lin(I, ops, tq, a->an, EL->q, NULL, Na, We, HD);
-            lin(I, ops, tk, a->an, EL->k, NULL, Na, We, KD);
-            lin(I, ops, tv, a->an, EL->v, NULL, Na, We, KD);
-            scatter_rows(a->Q, tq, f->act_idx, Na, HD);
-            scatter_rows(a->K, tk, f->act_idx, Na, KD);
-            scatter_rows(a->V, tv, f->act_idx, Na, KD);
-        }
-        /* one joint attention */
-        vla_rope_forward(a->Q, a->Q, f->pos, T, l->heads, hd, l->rope_theta);
-        vla_rope_forward(a->K, a->K, f->pos, T, l->kv_heads, hd, l->rope_theta);
-        VLA_TRY(vla_attention_forward(ops, &ac, a->O, a->lse, a->Q, a->K, a->V, &seqs, &seqs, NULL));
-        I->flops += 4.0 * pairs * (double)HD;
-        /* prefix: o_proj, residual, MLP — except in the last layer, where only
-         * the prefix K/V matter (openpi computes and discards that output) */
-        if (li < L - 1) {
-            ALLOCF(a->xp_mid, Np * W);
-            ALLOCF(a->pn2, Np * W);
-            ALLOCF(a->prstd2, Np);
-            ALLOCF(a->mlp_p, vla_mlp_acts_floats(&mlp_p, Np));
-            gather_rows(to, a->O, f->pre_idx, Np, HD);
-            lin(I, ops, a->xp_mid, to, PL->o, NULL, Np, HD, W);
-            ops->add(a->xp_mid, a->xp_mid, f->xp[li], Np * W);
-            vla_rmsnorm_forward(a->pn2, a->prstd2, a->xp_mid, PL->post_norm.w, true, Np, W, eps);
-            vla_mlp_weights mw = {PL->up.w, NULL, PL->gate.w, NULL, PL->down.w, NULL};
-            vla_mlp_forward(ops, &mlp_p, f->xp[li + 1], a->mlp_p, a->pn2, &mw, Np);
-            I->flops += 2.0 * (double)Np * 3.0 * (double)W * (double)l->mlp;
-            ops->add(f->xp[li + 1], f->xp[li + 1], a->xp_mid, Np * W);
-        }
-        /* actions: o_proj, gated residual, AdaRMS, MLP, gated residual */
-        if (act) {
-            ALLOCF(a->ya, Na * We);
-            ALLOCF(a->xa_mid, Na * We);
-            ALLOCF(a->mod_post, S * 3 * We);
-            ALLOCF(a->an2, Na * We);
-            ALLOCF(a->arstd2, Na);
-            ALLOCF(a->mlp_a, vla_mlp_acts_floats(&mlp_a, Na));
-            ALLOCF(a->ma, Na * We);
-            gather_rows(to, a->O, f->act_idx, Na, HD);
-            lin(I, ops, a->ya, to, EL->o, NULL, Na, HD, We);
-            VLA_TRY(vla_gated_residual_forward(a->xa_mid, f->xa[li], a->ya, a->mod_in, f->acu, S, Na, We));
-            lin(I, ops, a->mod_post, f->cond, EL->post_dw, EL->post_db.w, S, We, 3 * We);
-            VLA_TRY(vla_adarmsnorm_forward(a->an2, a->arstd2, a->xa_mid, a->mod_post, f->acu, S, Na, We, eps));
-            vla_mlp_weights ew = {EL->up.w, NULL, EL->gate.w, NULL, EL->down.w, NULL};
-            vla_mlp_forward(ops, &mlp_a, a->ma, a->mlp_a, a->an2, &ew, Na);
-            I->flops += 2.0 * (double)Na * 3.0 * (double)We * (double)c->expert.mlp;
-            VLA_TRY(vla_gated_residual_forward(f->xa[li + 1], a->xa_mid, a->ma, a->mod_post, f->acu, S, Na, We));
-        }
-    }
-    if (act) {
-        ALLOCF(f->mod_f, S * 3 * We);
-        ALLOCF(f->af, Na * We);
-        ALLOCF(f->arstd_f, Na);
-        ALLOCF(f->vpred, Na * A);
-        lin(I, ops, f->mod_f, f->cond, I->fin_dw, I->fin_db.w, S, We, 3 * We);
-        VLA_TRY(vla_adarmsnorm_forward(f->af, f->arstd_f, f->xa[L], f->mod_f, f->acu, S, Na, We, eps));
-        lin(I, ops, f->vpred, f->af, I->aout_w, I->aout_b.w, Na, We, A);
+        float *xL = f->a.xa + L * Na * We;
+        lin(I, p->tops, f->a.mod_f, f->a.cond, I->W.fin_w, I->W.fin_b, S, We, 3 * We);
+        VLA_TRY(vla_adarmsnorm_forward(f->a.af, f->a.arstd_f, xL, f->a.mod_f, f->m.acu, f->S, Na, We,
+                                       (float)c->language.norm_eps));
+        lin(I, p->tops, f->a.vpred, f->a.af, I->W.aout_w, I->W.aout_b, Na, We, A);
         I->have_fwd = true;
     }
     return VLA_OK;
 }
 
-/* ---- loss and backward ------------------------------------------------------- */
+/* ---- loss ------------------------------------------------------------------------------------- */
 
 static vla_status pi05_loss(vla_policy *p, const vla_batch *b, bool training, vla_loss_info *info) {
     (void)training; /* π0.5 has no dropout */
@@ -510,11 +437,14 @@ static vla_status pi05_loss(vla_policy *p, const vla_batch *b, bool training, vl
     int64_t Hz = c->action.horizon, A = c->action.action_dim, n = Hz * A;
     arena_begin(I);
     I->have_fwd = false;
-    float *t, *noise, *x_t, *target;
-    ALLOCF(t, S);
-    ALLOCF(noise, S * n);
-    ALLOCF(x_t, S * n);
-    ALLOCF(target, S * n);
+#define PI05_LOSS(X) X(t, S) X(noise, S * n) X(x_t, S * n) X(target, S * n) X(dpred, S * n)
+    const int64_t sizes[] = {PI05_LOSS(VLA_ACTS_SIZE)};
+    struct {
+        PI05_LOSS(VLA_ACTS_FIELD)
+    } ls;
+    VLA_TRY(vla_acts_from_arena(&I->arena, sizes, VLA_ACTS_COUNT(sizes), (float **)&ls));
+    float *t = ls.t, *noise = ls.noise, *x_t = ls.x_t, *target = ls.target;
+    I->dpred = ls.dpred;
     double tsum = 0;
     for (int32_t s = 0; s < S; s++) {
         uint64_t key = b->sample_keys ? b->sample_keys[s] : (uint64_t)s;
@@ -524,19 +454,12 @@ static vla_status pi05_loss(vla_policy *p, const vla_batch *b, bool training, vl
         vla_flow_interpolate(&I->flow, t[s], b->actions + s * n, noise + s * n, x_t + s * n, target + s * n, n);
     }
     VLA_TRY(forward(p, b, x_t, t));
-    ALLOCF(I->dpred, S * n);
-    double loss = vla_flow_masked_mse(I->f.vpred, target, S, Hz, A, b->action_is_pad, b->real_action_dim,
+    double loss = vla_flow_masked_mse(I->f.a.vpred, target, S, Hz, A, b->action_is_pad, b->real_action_dim,
                                       VLA_MSE_MEAN_REAL, b->loss_divisor, I->dpred);
     if (info) {
         memset(info, 0, sizeof *info);
         info->loss = loss;
-        int64_t real = 0;
-        for (int32_t s = 0; s < S; s++) {
-            int64_t rd = b->real_action_dim ? b->real_action_dim[s] : A;
-            for (int64_t h = 0; h < Hz; h++)
-                if (!b->action_is_pad[s * Hz + h]) real += rd;
-        }
-        info->real_entries = real;
+        info->real_entries = vla_batch_real_entries(b, c);
         info->mean_time = tsum / S;
         info->tokens = b->n_tokens;
         info->flops = I->flops;
@@ -544,261 +467,155 @@ static vla_status pi05_loss(vla_policy *p, const vla_batch *b, bool training, vl
     return VLA_OK;
 }
 
+/* ---- backward -------------------------------------------------------------------------------- */
+
+/* The velocity head and the final AdaRMS: ∂ into dxa (the last layer's output) and dcond. */
+static vla_status head_backward(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
+    const fwd_state *f = &I->f;
+    const vla_ops *ops = p->tops;
+    PI05_DIMS(I, &p->cfg, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
+    ops->fill(g->dtmp, 0.0f, Na * We);
+    vla_linear_backward(ops, g->dtmp, I->W.aout_w.g, I->W.aout_b.g, I->dpred, f->a.af, I->W.aout_w.w, Na, We, A);
+    ops->fill(g->dmod, 0.0f, S * 3 * We);
+    VLA_TRY(vla_adarmsnorm_backward(g->dxa, g->dmod, g->dtmp, f->a.xa + L * Na * We, f->a.mod_f, f->a.arstd_f,
+                                    f->m.acu, f->S, Na, We));
+    vla_linear_backward(ops, g->dcond, I->W.fin_w.g, I->W.fin_b.g, g->dmod, f->a.cond, I->W.fin_w.w, S, We, 3 * We);
+    const vla_wg head[] = {I->W.aout_w, I->W.aout_b, I->W.fin_w, I->W.fin_b};
+    vla_policy_ready_wgs(p, head, 4);
+    return VLA_OK;
+}
+
+/* One layer backward: both streams' out halves (∂ of the attention output
+ * scattered into token order), the joint attention, both in halves. */
+static vla_status layer_backward(vla_policy *p, pi05_impl *I, int64_t li, bwd_scratch *g, vla_block_scratch *sp,
+                                 vla_block_scratch *sa) {
+    const fwd_state *f = &I->f;
+    const vla_ops *ops = p->tops;
+    PI05_DIMS(I, &p->cfg, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
+    layer_view v;
+    view_layer(I, &p->cfg, li, &v);
+    vla_block_io iop = prefix_io(f), ioa = action_io(f);
+    const float *xp = f->a.xp + li * Np * W, *xa = f->a.xa + li * Na * We;
+    ops->fill(g->dO, 0.0f, T * HD);
+    gather_rows(v.a.att, v.O, f->m.act_idx, Na, HD);
+    VLA_TRY(vla_block_attn_out_backward(ops, &I->ex_cfg, &I->W.ex[li], &ioa, &v.a, sa, g->dxa, g->dcond));
+    scatter_rows(g->dO, sa->datt, f->m.act_idx, Na, HD);
+    if (li < L - 1) { /* (the last layer's prefix output was never computed: its gradient is 0) */
+        gather_rows(v.p.att, v.O, f->m.pre_idx, Np, HD);
+        VLA_TRY(vla_block_attn_out_backward(ops, &I->lm_cfg, &I->W.lm[li], &iop, &v.p, sp, g->dxp, NULL));
+        scatter_rows(g->dO, sp->datt, f->m.pre_idx, Np, HD);
+    }
+    ops->fill(g->dq, 0.0f, T * HD);
+    ops->fill(g->dk, 0.0f, T * KD);
+    ops->fill(g->dv, 0.0f, T * KD);
+    vla_attn_seqs seqs = {f->S, f->m.cu, f->m.grp};
+    VLA_TRY(vla_attention_backward(ops, &I->attn, g->dq, g->dk, g->dv, g->dO, v.Q, v.K, v.V, v.O, v.lse, &seqs, &seqs,
+                                   NULL));
+    gather_rows(sp->dq, g->dq, f->m.pre_idx, Np, HD);
+    gather_rows(sp->dk, g->dk, f->m.pre_idx, Np, KD);
+    gather_rows(sp->dv, g->dv, f->m.pre_idx, Np, KD);
+    VLA_TRY(vla_block_attn_in_backward(ops, &I->lm_cfg, &I->W.lm[li], &iop, xp, &v.p, sp, g->dxp, NULL, NULL));
+    gather_rows(sa->dq, g->dq, f->m.act_idx, Na, HD);
+    gather_rows(sa->dk, g->dk, f->m.act_idx, Na, KD);
+    gather_rows(sa->dv, g->dv, f->m.act_idx, Na, KD);
+    VLA_TRY(vla_block_attn_in_backward(ops, &I->ex_cfg, &I->W.ex[li], &ioa, xa, &v.a, sa, g->dxa, NULL, g->dcond));
+    /* each layer's weights serve this layer only: final now */
+    vla_policy_ready_wgs(p, (const vla_wg *)&I->W.ex[li], (int)(sizeof I->W.ex[li] / sizeof(vla_wg)));
+    vla_policy_ready_wgs(p, (const vla_wg *)&I->W.lm[li], (int)(sizeof I->W.lm[li] / sizeof(vla_wg)));
+    return VLA_OK;
+}
+
+/* The action embedding and the time MLP: cond = swish(tm2), tm2 = out(swish(tm1)), tm1 = in(temb). */
+static void action_side_backward(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
+    const fwd_state *f = &I->f;
+    const vla_ops *ops = p->tops;
+    PI05_DIMS(I, &p->cfg, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
+    const pi05_weights *W_ = &I->W;
+    vla_linear_backward(ops, NULL, W_->ain_w.g, W_->ain_b.g, g->dxa, f->a.xin, W_->ain_w.w, Na, A, We);
+    const vla_wg ain[] = {W_->ain_w, W_->ain_b};
+    vla_policy_ready_wgs(p, ain, 2);
+    ops->fill(g->dtmp, 0.0f, S * We);
+    vla_silu_backward(g->dtmp, g->dcond, f->a.tm2, S * We);
+    ops->fill(g->dtmp2, 0.0f, S * We);
+    vla_linear_backward(ops, g->dtmp2, W_->tout_w.g, W_->tout_b.g, g->dtmp, f->a.tm1s, W_->tout_w.w, S, We, We);
+    ops->fill(g->dtmp, 0.0f, S * We);
+    vla_silu_backward(g->dtmp, g->dtmp2, f->a.tm1, S * We);
+    vla_linear_backward(ops, NULL, W_->tin_w.g, W_->tin_b.g, g->dtmp, f->a.temb, W_->tin_w.w, S, We, We);
+    const vla_wg tm[] = {W_->tin_w, W_->tin_b, W_->tout_w, W_->tout_b}; /* after every layer's dcond */
+    vla_policy_ready_wgs(p, tm, 4);
+}
+
+/* Prefix embeddings: text rows into the table (×sqrt(W)), image rows into the projector → ViT. */
+static vla_status prefix_backward(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
+    const fwd_state *f = &I->f;
+    const vla_ops *ops = p->tops;
+    PI05_DIMS(I, &p->cfg, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
+    float sq = sqrtf((float)W);
+    if (I->W.embed.g)
+        for (int64_t i = 0; i < Np; i++) {
+            if (f->m.pre_img[i] >= 0) continue;
+            float *e = I->W.embed.g + (int64_t)f->m.ids[f->m.pre_idx[i]] * W;
+            const float *d = g->dxp + i * W;
+            for (int64_t k = 0; k < W; k++) e[k] += sq * d[k];
+        }
+    vla_policy_ready_wgs(p, &I->W.embed, 1);
+    if (n_it == 0 || !(I->W.proj_w.g || I->W.proj_b.g || vt)) return VLA_OK;
+    ops->fill(g->d_emb, 0.0f, n_it * W);
+    if (vt) ops->fill(g->d_vit, 0.0f, n_it * Dv);
+    for (int64_t i = 0; i < Np; i++)
+        if (f->m.pre_img[i] >= 0) {
+            float *d = g->d_emb + (int64_t)f->m.pre_img[i] * W;
+            const float *s = g->dxp + i * W;
+            for (int64_t k = 0; k < W; k++) d[k] += s[k];
+        }
+    vla_linear_backward(ops, vt ? g->d_vit : NULL, I->W.proj_w.g, I->W.proj_b.g, g->d_emb, f->a.vit_out, I->W.proj_w.w,
+                        n_it, Dv, W);
+    const vla_wg proj[] = {I->W.proj_w, I->W.proj_b};
+    vla_policy_ready_wgs(p, proj, 2);
+    if (vt) VLA_TRY(vla_vit_backward(&I->W.vit, NULL, g->d_vit, f->a.vit_acts, g->vit_scratch, f->n_img));
+    return VLA_OK;
+}
+
+static vla_status backward_in(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
+    const fwd_state *f = &I->f;
+    const vla_ops *ops = p->tops;
+    PI05_DIMS(I, &p->cfg, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
+    vla_block_scratch sp, sa;
+    vla_block_scratch_carve(&I->lm_cfg, Np, 0, (int32_t)S, g->sp, &sp);
+    vla_block_scratch_carve(&I->ex_cfg, Na, 0, (int32_t)S, g->sa, &sa);
+    vla_policy_ready_begin(p);
+    vla_policy_ready_wgs(p, &I->W.lm_norm, 1); /* never used: final from the start */
+    ops->fill(g->dxp, 0.0f, Np * W);
+    ops->fill(g->dxa, 0.0f, Na * We);
+    ops->fill(g->dcond, 0.0f, S * We);
+    VLA_TRY(head_backward(p, I, g));
+    for (int64_t li = L - 1; li >= 0; li--) VLA_TRY(layer_backward(p, I, li, g, &sp, &sa));
+    action_side_backward(p, I, g);
+    VLA_TRY(prefix_backward(p, I, g));
+    vla_policy_ready_rest(p); /* what this batch did not reach, and frozen parameters */
+    return VLA_OK;
+}
+
 static vla_status pi05_backward(vla_policy *p) {
     pi05_impl *I = impl_of(p);
     if (!I->have_fwd) return vla_error(VLA_ERR_INVALID_ARG, "pi05 backward: no loss computed since the last step");
-    fwd_state *f = &I->f;
-    const vla_ops *ops = p->tops;
-    const vla_policy_config *c = &p->cfg;
-    const vla_lm_config *l = &c->language;
-    int64_t L = l->depth, W = l->width, We = c->expert.width, hd = l->head_dim;
-    int64_t HD = l->heads * hd, KD = l->kv_heads * hd, A = c->action.action_dim;
-    int32_t S = f->S;
-    int64_t T = f->T, Np = f->Np, Na = f->Na, Dv = c->vision.width, Ti = I->vit.tokens;
+    const fwd_state *f = &I->f;
+    PI05_DIMS(I, &p->cfg, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
     vla_arena_mark mark = vla_arena_get_mark(&I->arena);
-    vla_status st = VLA_OK;
-    vla_mlp_config mlp_p = geglu(W, l->mlp), mlp_a = geglu(We, c->expert.mlp);
-    int64_t mx = Np > Na ? Np : Na;
-    float *dxp, *dxa, *dcond, *dmod, *dtmp, *dtmp2, *dq, *dk, *dv, *dO, *dQr, *dKr, *mscr, *dto;
-    ALLOCF(dxp, Np * W);
-    ALLOCF(dxa, Na * We);
-    ALLOCF(dcond, S * We);
-    ALLOCF(dmod, S * 3 * We);
-    ALLOCF(dtmp, mx * (W > We ? W : We));
-    ALLOCF(dtmp2, mx * (W > We ? W : We));
-    ALLOCF(dq, T * HD);
-    ALLOCF(dk, T * KD);
-    ALLOCF(dv, T * KD);
-    ALLOCF(dO, T * HD);
-    ALLOCF(dQr, T * HD);
-    ALLOCF(dKr, T * KD);
-    ALLOCF(dto, mx * HD);
-    int64_t ms = vla_mlp_scratch_floats(&mlp_p, Np), ms2 = vla_mlp_scratch_floats(&mlp_a, Na);
-    ALLOCF(mscr, ms > ms2 ? ms : ms2);
-    float *to = dQr; /* gathered attention outputs reuse a buffer that is idle at that point */
-    vla_policy_ready_begin(p);
-    ready(p, &I->lm_norm, 1); /* never used: final from the start */
-    ops->fill(dxp, 0.0f, Np * W);
-    ops->fill(dxa, 0.0f, Na * We);
-    ops->fill(dcond, 0.0f, S * We);
-
-    /* velocity head and final AdaRMS */
-    ops->fill(dtmp, 0.0f, Na * We);
-    vla_linear_backward(ops, dtmp, I->aout_w.g, I->aout_b.g, I->dpred, f->af, I->aout_w.w, Na, We, A);
-    ops->fill(dmod, 0.0f, S * 3 * We);
-    VLA_TRY(vla_adarmsnorm_backward(dxa, dmod, dtmp, f->xa[L], f->mod_f, f->arstd_f, f->acu, S, Na, We));
-    vla_linear_backward(ops, dcond, I->fin_dw.g, I->fin_db.g, dmod, f->cond, I->fin_dw.w, S, We, 3 * We);
-    {
-        const wg head[] = {I->aout_w, I->aout_b, I->fin_dw, I->fin_db};
-        ready(p, head, 4);
-    }
-
-    vla_attn_config ac = attn_cfg(c);
-    vla_attn_seqs seqs = {S, f->cu, f->grp};
-    for (int64_t li = L - 1; li >= 0; li--) {
-        const layer_acts *a = &f->la[li];
-        const lm_layer *PL = &I->lm[li];
-        const ex_layer *EL = &I->ex[li];
-        /* expert: x_next = x_mid + ma·gate_post; ma = MLP(AdaRMS(x_mid)) */
-        ops->fill(dmod, 0.0f, S * 3 * We);
-        ops->fill(dtmp, 0.0f, Na * We);
-        VLA_TRY(vla_gated_residual_backward(NULL, dtmp, dmod, dxa, a->ma, a->mod_post, f->acu, S, Na, We));
-        vla_mlp_weights ew = {EL->up.w, NULL, EL->gate.w, NULL, EL->down.w, NULL};
-        vla_mlp_grads eg = {EL->up.g, NULL, EL->gate.g, NULL, EL->down.g, NULL};
-        ops->fill(dtmp2, 0.0f, Na * We);
-        vla_mlp_backward(ops, &mlp_a, dtmp2, &eg, mscr, dtmp, a->an2, a->mlp_a, &ew, Na);
-        VLA_TRY(vla_adarmsnorm_backward(dxa, dmod, dtmp2, a->xa_mid, a->mod_post, a->arstd2, f->acu, S, Na, We));
-        vla_linear_backward(ops, dcond, EL->post_dw.g, EL->post_db.g, dmod, f->cond, EL->post_dw.w, S, We, 3 * We);
-        /* expert: x_mid = x + ya·gate_in; ya = oa·Woᵀ */
-        ops->fill(dmod, 0.0f, S * 3 * We);
-        ops->fill(dtmp, 0.0f, Na * We);
-        VLA_TRY(vla_gated_residual_backward(NULL, dtmp, dmod, dxa, a->ya, a->mod_in, f->acu, S, Na, We));
-        ops->fill(dto, 0.0f, Na * HD);
-        gather_rows(to, a->O, f->act_idx, Na, HD);
-        vla_linear_backward(ops, dto, EL->o.g, NULL, dtmp, to, EL->o.w, Na, HD, We);
-        ops->fill(dO, 0.0f, T * HD);
-        scatter_rows(dO, dto, f->act_idx, Na, HD);
-        /* prefix: x_next = x_mid + MLP(RMS1p(x_mid)); x_mid = x + op·Woᵀ (not in
-         * the last layer: the forward skipped it, its gradients are 0) */
-        if (li < L - 1) {
-            vla_mlp_weights mw = {PL->up.w, NULL, PL->gate.w, NULL, PL->down.w, NULL};
-            vla_mlp_grads mg = {PL->up.g, NULL, PL->gate.g, NULL, PL->down.g, NULL};
-            ops->fill(dtmp, 0.0f, Np * W);
-            vla_mlp_backward(ops, &mlp_p, dtmp, &mg, mscr, dxp, a->pn2, a->mlp_p, &mw, Np);
-            vla_rmsnorm_backward(dxp, PL->post_norm.g, dtmp, a->xp_mid, PL->post_norm.w, true, a->prstd2, Np, W);
-            ops->fill(dto, 0.0f, Np * HD);
-            gather_rows(to, a->O, f->pre_idx, Np, HD);
-            vla_linear_backward(ops, dto, PL->o.g, NULL, dxp, to, PL->o.w, Np, HD, W);
-            scatter_rows(dO, dto, f->pre_idx, Np, HD);
-        }
-        /* joint attention and RoPE */
-        ops->fill(dq, 0.0f, T * HD);
-        ops->fill(dk, 0.0f, T * KD);
-        ops->fill(dv, 0.0f, T * KD);
-        VLA_TRY(vla_attention_backward(ops, &ac, dq, dk, dv, dO, a->Q, a->K, a->V, a->O, a->lse, &seqs, &seqs, NULL));
-        ops->fill(dQr, 0.0f, T * HD);
-        ops->fill(dKr, 0.0f, T * KD);
-        vla_rope_backward(dQr, dq, f->pos, T, l->heads, hd, l->rope_theta);
-        vla_rope_backward(dKr, dk, f->pos, T, l->kv_heads, hd, l->rope_theta);
-        /* prefix Q/K/V → RMS1p → x */
-        ops->fill(dtmp, 0.0f, Np * W);
-        gather_rows(dto, dQr, f->pre_idx, Np, HD);
-        vla_linear_backward(ops, dtmp, PL->q.g, NULL, dto, a->pn, PL->q.w, Np, W, HD);
-        gather_rows(dto, dKr, f->pre_idx, Np, KD);
-        vla_linear_backward(ops, dtmp, PL->k.g, NULL, dto, a->pn, PL->k.w, Np, W, KD);
-        gather_rows(dto, dv, f->pre_idx, Np, KD);
-        vla_linear_backward(ops, dtmp, PL->v.g, NULL, dto, a->pn, PL->v.w, Np, W, KD);
-        vla_rmsnorm_backward(dxp, PL->in_norm.g, dtmp, f->xp[li], PL->in_norm.w, true, a->prstd, Np, W);
-        /* action Q/K/V → AdaRMS → x, cond */
-        ops->fill(dtmp, 0.0f, Na * We);
-        gather_rows(dto, dQr, f->act_idx, Na, HD);
-        vla_linear_backward(ops, dtmp, EL->q.g, NULL, dto, a->an, EL->q.w, Na, We, HD);
-        gather_rows(dto, dKr, f->act_idx, Na, KD);
-        vla_linear_backward(ops, dtmp, EL->k.g, NULL, dto, a->an, EL->k.w, Na, We, KD);
-        gather_rows(dto, dv, f->act_idx, Na, KD);
-        vla_linear_backward(ops, dtmp, EL->v.g, NULL, dto, a->an, EL->v.w, Na, We, KD);
-        VLA_TRY(vla_adarmsnorm_backward(dxa, dmod, dtmp, f->xa[li], a->mod_in, a->arstd, f->acu, S, Na, We));
-        vla_linear_backward(ops, dcond, EL->in_dw.g, EL->in_db.g, dmod, f->cond, EL->in_dw.w, S, We, 3 * We);
-        /* each layer's weights serve this layer only: final now (LM and expert: two ranges) */
-        READY_STRUCT(p, EL);
-        READY_STRUCT(p, PL);
-    }
-    /* action embedding */
-    vla_linear_backward(ops, NULL, I->ain_w.g, I->ain_b.g, dxa, f->xin, I->ain_w.w, Na, A, We);
-    {
-        const wg ain[] = {I->ain_w, I->ain_b};
-        ready(p, ain, 2);
-    }
-    /* time MLP: cond = swish(tm2), tm2 = out(swish(tm1)), tm1 = in(temb) */
-    ops->fill(dtmp, 0.0f, S * We);
-    vla_silu_backward(dtmp, dcond, f->tm2, S * We);
-    ops->fill(dtmp2, 0.0f, S * We);
-    vla_linear_backward(ops, dtmp2, I->tout_w.g, I->tout_b.g, dtmp, f->tm1s, I->tout_w.w, S, We, We);
-    ops->fill(dtmp, 0.0f, S * We);
-    vla_silu_backward(dtmp, dtmp2, f->tm1, S * We);
-    vla_linear_backward(ops, NULL, I->tin_w.g, I->tin_b.g, dtmp, f->temb, I->tin_w.w, S, We, We);
-    {
-        const wg tm[] = {I->tin_w, I->tin_b, I->tout_w, I->tout_b}; /* after every layer's dcond */
-        ready(p, tm, 4);
-    }
-    /* prefix embeddings: text rows into the table (×sqrt(W)), image rows into projector → ViT */
-    float sq = sqrtf((float)W);
-    if (I->embed.g)
-        for (int64_t i = 0; i < Np; i++) {
-            if (f->pre_img[i] >= 0) continue;
-            float *g = I->embed.g + (int64_t)f->ids[f->pre_idx[i]] * W;
-            const float *d = dxp + i * W;
-            for (int64_t k = 0; k < W; k++) g[k] += sq * d[k];
-        }
-    ready(p, &I->embed, 1);
-    int64_t n_imgtok = f->n_img * Ti;
-    bool vision_trains = I->vit.patch_w.g || I->vit.pos.g || I->vit.post_w.g;
-    if (n_imgtok > 0 && (I->proj_w.g || I->proj_b.g || vision_trains)) {
-        float *d_emb, *d_vit;
-        ALLOCF(d_emb, n_imgtok * W);
-        ALLOCF(d_vit, n_imgtok * Dv);
-        ops->fill(d_emb, 0.0f, n_imgtok * W);
-        ops->fill(d_vit, 0.0f, n_imgtok * Dv);
-        for (int64_t i = 0; i < Np; i++)
-            if (f->pre_img[i] >= 0) {
-                float *d = d_emb + (int64_t)f->pre_img[i] * W;
-                const float *s = dxp + i * W;
-                for (int64_t k = 0; k < W; k++) d[k] += s[k];
-            }
-        vla_linear_backward(ops, vision_trains ? d_vit : NULL, I->proj_w.g, I->proj_b.g, d_emb, f->vit_out,
-                            I->proj_w.w, n_imgtok, Dv, W);
-        const wg proj[] = {I->proj_w, I->proj_b};
-        ready(p, proj, 2);
-        if (vision_trains) {
-            float *scr;
-            ALLOCF(scr, vla_vit_scratch_floats(&I->vit, f->n_img, false));
-            st = vla_vit_backward(&I->vit, NULL, d_vit, f->vit_acts, scr, f->n_img); /* reports per layer */
-        }
-    }
-    if (st == VLA_OK) vla_policy_ready_rest(p); /* what this batch did not reach, and frozen parameters */
+    const int64_t sizes[] = {PI05_GRADS(VLA_ACTS_SIZE)};
+    bwd_scratch g;
+    vla_status st = vla_acts_from_arena(&I->arena, sizes, VLA_ACTS_COUNT(sizes), (float **)&g);
+    if (st == VLA_OK) st = backward_in(p, I, &g);
     vla_arena_rewind(&I->arena, mark);
     return st;
 }
 
-/* ---- sampling ---------------------------------------------------------------- */
-
-/* An observation laid out as a packed batch (prefix, plus the action tokens
- * when `with_actions`), in malloc'd arrays. */
-typedef struct {
-    vla_batch b;
-    int32_t *cu, *cu_img, *pos, *grp, *ids;
-    uint8_t *roles;
-    float *images;
-} obs_pack;
-
-static void obs_pack_free(obs_pack *o) {
-    free(o->cu), free(o->cu_img), free(o->pos), free(o->grp), free(o->ids), free(o->roles), free(o->images);
-    memset(o, 0, sizeof *o);
-}
-
-static vla_status pack_obs(vla_policy *p, const vla_observation *obs, bool with_actions, obs_pack *o) {
-    memset(o, 0, sizeof *o);
-    const vla_policy_config *c = &p->cfg;
-    int32_t S = obs->n_samples;
-    if (S < 1) return vla_error(VLA_ERR_INVALID_ARG, "pi05 sample: n_samples is %d", S);
-    int64_t cams = c->vision.cameras, img_fl = c->vision.channels * c->vision.image_size * c->vision.image_size;
-    int64_t maxt = c->language.max_tokens, Hz = c->action.horizon, Ti = vla_policy_image_tokens(c);
-    int64_t cap = (int64_t)S * (cams * Ti + maxt + Hz);
-    o->cu = malloc((size_t)(S + 1) * sizeof(int32_t));
-    o->cu_img = malloc((size_t)(S + 1) * sizeof(int32_t));
-    o->pos = malloc((size_t)cap * sizeof(int32_t));
-    o->grp = malloc((size_t)cap * sizeof(int32_t));
-    o->ids = calloc((size_t)cap, sizeof(int32_t));
-    o->roles = malloc((size_t)cap);
-    o->images = malloc((size_t)(S * cams * img_fl > 0 ? S * cams * img_fl : 1) * sizeof(float));
-    int32_t *tok = malloc((size_t)maxt * sizeof(int32_t));
-    vla_status st = VLA_OK;
-    if (!o->cu || !o->cu_img || !o->pos || !o->grp || !o->ids || !o->roles || !o->images || !tok) {
-        st = vla_error(VLA_ERR_NOMEM, "pi05 sample: out of memory");
-        goto done;
-    }
-    int64_t T = 0, n_img = 0;
-    o->cu[0] = o->cu_img[0] = 0;
-    for (int32_t s = 0; s < S; s++) {
-        int32_t k = 0;
-        for (int64_t cam = 0; cam < cams; cam++) {
-            if (obs->image_valid && !obs->image_valid[s * cams + cam]) continue;
-            memcpy(o->images + n_img * img_fl, obs->images + (s * cams + cam) * img_fl, (size_t)img_fl * sizeof(float));
-            n_img++, k++;
-        }
-        int64_t nt = 0;
-        st = vla_policy_tokenize(p, obs->task ? obs->task[s] : "", obs->state + s * c->action.state_dim,
-                              c->action.state_dim, tok, maxt, &nt);
-        if (st != VLA_OK) goto done;
-        int64_t len = vla_policy_sample_layout(p, k, (int32_t)nt, o->roles + T, o->grp + T, o->pos + T);
-        int64_t keep = with_actions ? len : len - Hz;
-        for (int64_t i = 0, j = 0; i < keep; i++)
-            if (o->roles[T + i] == VLA_ROLE_TEXT && j < nt) o->ids[T + i] = tok[j++];
-        T += keep;
-        o->cu[s + 1] = (int32_t)T;
-        o->cu_img[s + 1] = (int32_t)n_img;
-    }
-    o->b.n_samples = S;
-    o->b.n_tokens = T;
-    o->b.cu_seqlens = o->cu;
-    o->b.roles = o->roles;
-    o->b.positions = o->pos;
-    o->b.groups = o->grp;
-    o->b.token_ids = o->ids;
-    o->b.n_images = (int32_t)n_img;
-    o->b.cu_images = o->cu_img;
-    o->b.images = o->images;
-    o->b.state = obs->state;
-done:
-    free(tok);
-    if (st != VLA_OK) obs_pack_free(o);
-    return st;
-}
+/* ---- sampling ----------------------------------------------------------------------------------- */
 
 typedef struct {
     vla_policy *p;
-    obs_pack *o;
-    float *tvec; /* [S] */
+    vla_batch b;      /* the observations packed (pi05_sample.c) */
+    float *tvec;      /* [S] */
     vla_arena_mark mark;
 } sample_ctx;
 
@@ -807,15 +624,37 @@ static vla_status velocity_uncached(void *vctx, float t, const float *x, float *
     sample_ctx *ctx = vctx;
     pi05_impl *I = impl_of(ctx->p);
     arena_begin(I);
-    for (int32_t s = 0; s < ctx->o->b.n_samples; s++) ctx->tvec[s] = t;
-    VLA_TRY(forward(ctx->p, &ctx->o->b, x, ctx->tvec));
-    memcpy(v, I->f.vpred, (size_t)n * sizeof(float));
+    for (int32_t s = 0; s < ctx->b.n_samples; s++) ctx->tvec[s] = t;
+    VLA_TRY(forward(ctx->p, &ctx->b, x, ctx->tvec));
+    memcpy(v, I->f.a.vpred, (size_t)n * sizeof(float));
     I->have_fwd = false;
     return VLA_OK;
 }
 
-/* Cached: the expert alone, its queries against the prefix K/V of f->la[l]
- * (computed once by a prefix-only forward) and its own new K/V. */
+/* The expert's rows of one Euler step (cached sampling): S·H rows, RoPE
+ * positions after each sample's prefix, attention group 1 (prefix-LM). */
+#define PI05_STEP(X)                                                                                             \
+    X(acu, S + 1)                                                                                                \
+    X(apos, Na)                                                                                                  \
+    X(agrp, Na)
+#define PI05_STEP_ACTS(X)                                                                                        \
+    X(temb, S * We)                                                                                              \
+    X(tm1, S * We)                                                                                               \
+    X(tm1s, S * We)                                                                                              \
+    X(tm2, S * We)                                                                                               \
+    X(cond, S * We)                                                                                              \
+    X(x0, Na * We)                                                                                               \
+    X(x1, Na * We)                                                                                               \
+    X(blk, ba)                                                                                                   \
+    X(q, Na * HD)                                                                                                \
+    X(k, Na * KD)                                                                                                \
+    X(v, Na * KD)                                                                                                \
+    X(o, Na * HD)                                                                                                \
+    X(mod, S * 3 * We)                                                                                           \
+    X(an, Na * We)
+
+/* Cached: the expert alone, its queries against the prefix K/V of each
+ * layer (computed once by a prefix-only forward) and its own new K/V. */
 static vla_status velocity_cached(void *vctx, float t, const float *x, float *v, int64_t n) {
     sample_ctx *ctx = vctx;
     vla_policy *p = ctx->p;
@@ -823,66 +662,48 @@ static vla_status velocity_cached(void *vctx, float t, const float *x, float *v,
     const fwd_state *f = &I->f;
     const vla_ops *ops = p->tops;
     const vla_policy_config *c = &p->cfg;
-    const vla_lm_config *l = &c->language;
-    int64_t L = l->depth, We = c->expert.width, hd = l->head_dim, HD = l->heads * hd, KD = l->kv_heads * hd;
-    int64_t A = c->action.action_dim, Hz = c->action.horizon;
-    int32_t S = f->S;
-    int64_t Na = (int64_t)S * Hz;
-    float eps = (float)l->norm_eps;
+    const int64_t Hz = c->action.horizon;
+    PI05_DIMS(I, c, f->S, f->T, f->Np, (int64_t)f->S * Hz, f->n_img, 1);
     (void)n;
     vla_arena_rewind(&I->arena, ctx->mark);
-    for (int32_t s = 0; s < S; s++) ctx->tvec[s] = t;
-    float *temb, *tm1, *tm1s, *tm2, *cond;
-    VLA_TRY(time_forward(p, I, ctx->tvec, S, &temb, &tm1, &tm1s, &tm2, &cond));
-    int32_t *acu, *apos, *agrp;
-    ALLOCI(acu, S + 1);
-    ALLOCI(apos, Na);
-    ALLOCI(agrp, Na);
-    for (int32_t s = 0; s <= S; s++) acu[s] = (int32_t)(s * Hz);
-    for (int32_t s = 0; s < S; s++)
+    const int64_t isz[] = {PI05_STEP(VLA_ACTS_SIZE)}, fsz[] = {PI05_STEP_ACTS(VLA_ACTS_SIZE)};
+    struct {
+        PI05_STEP(VLA_ACTS_FIELD_I32)
+    } m;
+    struct {
+        PI05_STEP_ACTS(VLA_ACTS_FIELD)
+    } a;
+    VLA_TRY(vla_acts_from_arena_i32(&I->arena, isz, VLA_ACTS_COUNT(isz), (int32_t **)&m));
+    VLA_TRY(vla_acts_from_arena(&I->arena, fsz, VLA_ACTS_COUNT(fsz), (float **)&a));
+    int32_t *acu = m.acu, *apos = m.apos, *agrp = m.agrp;
+    for (int32_t s = 0; s <= f->S; s++) acu[s] = (int32_t)(s * Hz);
+    for (int32_t s = 0; s < f->S; s++)
         for (int64_t k = 0; k < Hz; k++) {
-            /* positions continue after the sample's prefix; actions form group 1 (prefix-LM) */
-            apos[s * Hz + k] = (int32_t)(f->cu[s + 1] - f->cu[s] + k);
+            apos[s * Hz + k] = (int32_t)(f->m.cu[s + 1] - f->m.cu[s] + k);
             agrp[s * Hz + k] = 1;
         }
-    float *xa, *xn, *mod, *an, *q, *k, *vv, *o, *y, *mscr, *ma;
-    vla_mlp_config mlp_a = geglu(We, c->expert.mlp);
-    ALLOCF(xa, Na * We);
-    ALLOCF(xn, Na * We);
-    ALLOCF(mod, S * 3 * We);
-    ALLOCF(an, Na * We);
-    ALLOCF(q, Na * HD);
-    ALLOCF(k, Na * KD);
-    ALLOCF(vv, Na * KD);
-    ALLOCF(o, Na * HD);
-    ALLOCF(y, Na * We);
-    ALLOCF(ma, Na * We);
-    ALLOCF(mscr, vla_mlp_acts_floats(&mlp_a, Na));
-    lin(I, ops, xa, x, I->ain_w, I->ain_b.w, Na, A, We);
-    vla_attn_config ac = attn_cfg(c);
-    vla_attn_seqs qs = {S, acu, agrp}, cs = {S, f->cu, f->grp};
+    for (int32_t s = 0; s < f->S; s++) ctx->tvec[s] = t;
+    time_forward(p, I, ctx->tvec, f->S, a.temb, a.tm1, a.tm1s, a.tm2, a.cond);
+    lin(I, ops, a.x0, x, I->W.ain_w, I->W.ain_b, Na, A, We);
+    vla_block_io io = {0};
+    io.n = Na, io.n_seg = f->S, io.cu = acu, io.pos = apos, io.cond = a.cond;
+    vla_block_acts ba_;
+    vla_block_acts_carve(&I->ex_cfg, Na, 0, f->S, a.blk, &ba_);
+    ba_.q = a.q, ba_.k = a.k, ba_.v = a.v, ba_.att = a.o, ba_.lse = NULL;
+    vla_attn_seqs qs = {f->S, acu, agrp}, cs = {f->S, f->m.cu, f->m.grp};
+    float *xin = a.x0, *xout = a.x1;
     for (int64_t li = 0; li < L; li++) {
-        const ex_layer *EL = &I->ex[li];
-        const layer_acts *a = &f->la[li];
-        lin(I, ops, mod, cond, EL->in_dw, EL->in_db.w, S, We, 3 * We);
-        VLA_TRY(vla_adarmsnorm_forward(an, NULL, xa, mod, acu, S, Na, We, eps));
-        lin(I, ops, q, an, EL->q, NULL, Na, We, HD);
-        lin(I, ops, k, an, EL->k, NULL, Na, We, KD);
-        lin(I, ops, vv, an, EL->v, NULL, Na, We, KD);
-        vla_rope_forward(q, q, apos, Na, l->heads, hd, l->rope_theta);
-        vla_rope_forward(k, k, apos, Na, l->kv_heads, hd, l->rope_theta);
-        VLA_TRY(vla_attention_forward_cached(ops, &ac, o, NULL, q, &qs, a->K, a->V, &cs, k, vv, &qs, NULL));
-        lin(I, ops, y, o, EL->o, NULL, Na, HD, We);
-        VLA_TRY(vla_gated_residual_forward(xn, xa, y, mod, acu, S, Na, We));
-        lin(I, ops, mod, cond, EL->post_dw, EL->post_db.w, S, We, 3 * We);
-        VLA_TRY(vla_adarmsnorm_forward(an, NULL, xn, mod, acu, S, Na, We, eps));
-        vla_mlp_weights ew = {EL->up.w, NULL, EL->gate.w, NULL, EL->down.w, NULL};
-        vla_mlp_forward(ops, &mlp_a, ma, mscr, an, &ew, Na);
-        VLA_TRY(vla_gated_residual_forward(xa, xn, ma, mod, acu, S, Na, We));
+        layer_view lv;
+        view_layer(I, c, li, &lv); /* the prefix-only forward's layer: K, V in token order */
+        VLA_TRY(vla_block_attn_in(ops, &I->ex_cfg, &I->W.ex[li], &io, xin, &ba_));
+        VLA_TRY(vla_attention_forward_cached(ops, &I->attn, a.o, NULL, a.q, &qs, lv.K, lv.V, &cs, a.k, a.v, &qs, NULL));
+        VLA_TRY(vla_block_attn_out(ops, &I->ex_cfg, &I->W.ex[li], &io, xin, xout, &ba_));
+        float *tmp = xin;
+        xin = xout, xout = tmp;
     }
-    lin(I, ops, mod, cond, I->fin_dw, I->fin_db.w, S, We, 3 * We);
-    VLA_TRY(vla_adarmsnorm_forward(an, NULL, xa, mod, acu, S, Na, We, eps));
-    lin(I, ops, v, an, I->aout_w, I->aout_b.w, Na, We, A);
+    lin(I, ops, a.mod, a.cond, I->W.fin_w, I->W.fin_b, S, We, 3 * We);
+    VLA_TRY(vla_adarmsnorm_forward(a.an, NULL, xin, a.mod, acu, f->S, Na, We, (float)c->language.norm_eps));
+    lin(I, ops, v, a.an, I->W.aout_w, I->W.aout_b, Na, We, A);
     return VLA_OK;
 }
 
@@ -891,8 +712,8 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
     const vla_policy_config *c = &p->cfg;
     if (!obs || !obs->state || (c->vision.cameras > 0 && !obs->images))
         return vla_error(VLA_ERR_INVALID_ARG, "pi05 sample: observation needs state and images");
-    obs_pack o;
-    VLA_TRY(pack_obs(p, obs, !cached, &o));
+    vla_obs_pack o;
+    VLA_TRY(vla_obs_pack_build(p, obs, !cached, &o));
     vla_status st = vla_batch_check(&o.b, c);
     int32_t S = obs->n_samples;
     int64_t n = (int64_t)S * c->action.horizon * c->action.action_dim, per = n / S;
@@ -902,7 +723,7 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
         for (int32_t s = 0; s < S; s++)
             vla_flow_sample_noise(obs->seed, obs->sample_keys ? obs->sample_keys[s] : (uint64_t)s,
                                   VLA_FLOW_RNG_SAMPLING, actions + s * per, per);
-        sample_ctx ctx = {p, &o, tvec, {0}};
+        sample_ctx ctx = {p, o.b, tvec, {0}};
         arena_begin(I);
         if (cached) {
             st = forward(p, &o.b, NULL, NULL); /* the prefix once: K/V per layer stay in the arena */
@@ -914,7 +735,7 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
         I->have_fwd = false;
     }
     free(scratch), free(tvec);
-    obs_pack_free(&o);
+    vla_obs_pack_free(&o);
     return st != VLA_OK ? vla_error_context(st, "pi05 sample_actions") : VLA_OK;
 }
 
@@ -923,18 +744,22 @@ static vla_status pi05_sample_actions(vla_policy *p, const vla_observation *obs,
 }
 
 vla_status vla_pi05_sample_actions_uncached(vla_policy *p, const vla_observation *obs, float *actions) {
-    if (!p || p->cfg.kind != VLA_POLICY_PI05) return vla_error(VLA_ERR_INVALID_ARG, "not a pi05 policy");
+    if (!p || p->cfg.family != &vla_pi05_family) return vla_error(VLA_ERR_INVALID_ARG, "not a pi05 policy");
     return sample(p, obs, actions, false);
 }
 
-/* ---- the rest of the interface ----------------------------------------------- */
+vla_vit *vla_pi05_vit(vla_policy *p) {
+    return p && p->cfg.family == &vla_pi05_family ? &impl_of(p)->W.vit : NULL;
+}
+
+/* ---- creation ---------------------------------------------------------------------------------- */
 
 static void pi05_destroy(vla_policy *p) {
     pi05_impl *I = impl_of(p);
     if (I) {
-        vla_vit_release(&I->vit);
-        free(I->lm), free(I->ex);
+        vla_vit_release(&I->W.vit);
         vla_arena_free(&I->arena);
+        vla_arena_free(&I->params_arena);
         free(I);
     }
     vla_policy_free_params(p);
@@ -942,19 +767,34 @@ static void pi05_destroy(vla_policy *p) {
 }
 
 static const vla_policy_ops PI05_OPS = {
-    "pi05", pi05_destroy, NULL, NULL, NULL, /* init, tokenize, layout: policy.h defaults */
+    "pi05", pi05_destroy, NULL, NULL, NULL, /* init, tokenize, layout: the family's */
     pi05_loss, pi05_backward, pi05_sample_actions,
 };
 
+/* The two layer kinds as blocks: Gemma (prefix) and the AdaRMS expert (actions). */
+static void block_configs(pi05_impl *I, const vla_policy_config *c) {
+    const vla_lm_config *l = &c->language;
+    vla_block_config b = {0};
+    b.norm1 = b.norm2 = VLA_BLOCK_NORM_RMS_1P;
+    b.norm_eps = (float)l->norm_eps;
+    b.attn = (vla_attn_config){.n_heads = (int32_t)l->heads, .n_kv_heads = (int32_t)l->kv_heads,
+                               .head_dim = (int32_t)l->head_dim};
+    b.rope_theta = l->rope_theta;
+    b.external_attention = true;
+    b.dim = l->width;
+    b.mlp = (vla_mlp_config){true, VLA_ACT_GELU_TANH, l->width, l->mlp, 0};
+    I->lm_cfg = b;
+    b.norm1 = b.norm2 = VLA_BLOCK_NORM_ADARMS;
+    b.dim = b.cond_dim = c->expert.width;
+    b.mlp = (vla_mlp_config){true, VLA_ACT_GELU_TANH, c->expert.width, c->expert.mlp, 0};
+    I->ex_cfg = b;
+    I->attn = b.attn;
+}
+
 vla_status vla_pi05_create(const vla_policy_config *cfg, const vla_ops *ops, vla_policy **out) {
     *out = NULL;
-    if (cfg->kind != VLA_POLICY_PI05) return vla_error(VLA_ERR_INVALID_ARG, "pi05: config '%s' is not pi05", cfg->name);
-    const vla_lm_config *l = &cfg->language;
-    if (cfg->expert.depth != l->depth)
-        return vla_error(VLA_ERR_INVALID_ARG, "pi05 '%s': expert depth %lld must equal the LM's %lld", cfg->name,
-                         (long long)cfg->expert.depth, (long long)l->depth);
-    if (l->head_dim % 2 || l->kv_heads < 1 || l->heads % l->kv_heads)
-        return vla_error(VLA_ERR_INVALID_ARG, "pi05 '%s': bad attention shape", cfg->name);
+    if (cfg->family != &vla_pi05_family)
+        return vla_error(VLA_ERR_INVALID_ARG, "pi05: config '%s' is not pi05", cfg->name);
     vla_policy *p = calloc(1, sizeof *p);
     pi05_impl *I = calloc(1, sizeof *I);
     if (!p || !I) {
@@ -967,10 +807,15 @@ vla_status vla_pi05_create(const vla_policy_config *cfg, const vla_ops *ops, vla
     p->tokenizer = vla_tokenizer_bytes();
     p->impl = I;
     vla_arena_init(&I->arena, 8u << 20);
+    vla_arena_init(&I->params_arena, 0);
     vla_flow_from_config(&I->flow, cfg);
+    block_configs(I, cfg);
     vla_status st = vla_policy_alloc_params(p);
-    if (st == VLA_OK) st = bind_all(p, I);
-    I->vit.owner = p; /* the ViT's backward reports its layers' gradients ready */
+    if (st == VLA_OK) st = vla_param_bind(&p->cfg, &p->specs, p->weights, p->grads, &I->params_arena, &I->W);
+    if (st == VLA_OK) st = vla_vit_setup(&I->W.vit, &cfg->vision, ops);
+    if (st == VLA_OK) st = vla_block_check(&I->lm_cfg);
+    if (st == VLA_OK) st = vla_block_check(&I->ex_cfg);
+    I->W.vit.owner = p; /* the ViT's backward reports its layers' gradients ready */
     if (st != VLA_OK) {
         pi05_destroy(p);
         return vla_error_context(st, "pi05 '%s'", cfg->name);

@@ -29,4 +29,8 @@ vla_status vla_pi05_create(const vla_policy_config *cfg, const vla_ops *ops, vla
  * tests. Same initial noise and steps as sample_actions. */
 vla_status vla_pi05_sample_actions_uncached(vla_policy *p, const vla_observation *obs, float *actions);
 
+/* The policy's ViT (tests of the shared vision tower); NULL for other families. */
+struct vla_vit;
+struct vla_vit *vla_pi05_vit(vla_policy *p);
+
 #endif

@@ -1,10 +1,10 @@
-/* policy.c — what every policy shares: creation by kind, the one-allocation
- * parameter store, default initialisation and packed-batch validation (see
+/* policy.c — what every policy shares: creation through the family, the
+ * one-allocation parameter store, gradient-ready reports, default
+ * initialisation, packed-batch validation and observation packing (see
  * policy.h). */
 #include "policy/policy.h"
 #include "base/rng.h"
-#include "policy/groot.h"
-#include "policy/pi05.h"
+#include "policy/family.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,13 +14,8 @@
 vla_status vla_policy_create(const vla_policy_config *cfg, const vla_ops *ops, vla_policy **out) {
     *out = NULL;
     if (!ops) return vla_error(VLA_ERR_INVALID_ARG, "policy: no op table");
-    switch (cfg->kind) {
-    case VLA_POLICY_PI05: return vla_pi05_create(cfg, ops, out);
-    case VLA_POLICY_GROOT: return vla_groot_create(cfg, ops, out);
-    default:
-        return vla_error(VLA_ERR_UNSUPPORTED, "policy '%s' (%s): no implementation in this build yet", cfg->name,
-                         vla_policy_kind_name(cfg->kind));
-    }
+    if (!cfg->family) return vla_error(VLA_ERR_INVALID_ARG, "policy '%s': the config names no family", cfg->name);
+    return cfg->family->create(cfg, ops, out);
 }
 
 void vla_policy_free(vla_policy *p) {
@@ -128,6 +123,16 @@ void vla_policy_ready_weights(vla_policy *p, const float *const *w, int n) {
     }
 }
 
+void vla_policy_ready_wgs(vla_policy *p, const vla_wg *t, int n) {
+    if (!p->grad_ready) return;
+    const float *w[64];
+    for (int k0 = 0; k0 < n; k0 += 64) {
+        int m = n - k0 < 64 ? n - k0 : 64;
+        for (int k = 0; k < m; k++) w[k] = t[k0 + k].w;
+        vla_policy_ready_weights(p, w, m);
+    }
+}
+
 void vla_policy_ready_rest(vla_policy *p) {
     if (!p->grad_ready || !p->grad_reported) return;
     int64_t end = p->specs.n;
@@ -223,11 +228,11 @@ vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg) {
         if (b->real_action_dim[s] < 1 || b->real_action_dim[s] > cfg->action.action_dim)
             return vla_error(VLA_ERR_INVALID_ARG, "batch: real_action_dim[%d] = %d outside [1, %lld]", s,
                              b->real_action_dim[s], (long long)cfg->action.action_dim);
-    if (cfg->kind == VLA_POLICY_GROOT)
-        for (int32_t s = 0; s < S && b->embodiment; s++)
-            if (b->embodiment[s] < 0 || b->embodiment[s] >= cfg->head.embodiments)
-                return vla_error(VLA_ERR_INVALID_ARG, "batch: embodiment[%d] = %d outside [0, %lld)", s,
-                                 b->embodiment[s], (long long)cfg->head.embodiments);
+    int64_t n_emb = cfg->family ? cfg->family->embodiments(cfg) : 0;
+    for (int32_t s = 0; s < S && b->embodiment && n_emb > 0; s++)
+        if (b->embodiment[s] < 0 || b->embodiment[s] >= n_emb)
+            return vla_error(VLA_ERR_INVALID_ARG, "batch: embodiment[%d] = %d outside [0, %lld)", s, b->embodiment[s],
+                             (long long)n_emb);
     if (b->state)
         for (int64_t i = 0; i < (int64_t)S * cfg->action.state_dim; i++)
             if (!isfinite(b->state[i]))
@@ -237,71 +242,90 @@ vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg) {
 
 int64_t vla_policy_default_layout(const vla_policy_config *cfg, int32_t n_images, int32_t n_text, uint8_t *roles,
                                   int32_t *groups, int32_t *positions) {
-    int64_t n_img = (int64_t)n_images * vla_policy_image_tokens(cfg), H = cfg->action.horizon;
-    int64_t n_pre = n_img + n_text;
-    bool groot = cfg->kind == VLA_POLICY_GROOT;
-    int64_t total = n_pre + (groot ? 1 : 0) + H;
-    if (!roles && !groups && !positions) return total;
-    for (int64_t t = 0; t < total; t++) {
-        uint8_t role;
-        int32_t group, pos;
-        if (t < n_pre) {
-            role = t < n_img ? VLA_ROLE_IMAGE : VLA_ROLE_TEXT;
-            group = groot ? (int32_t)t : 0;
-            pos = (int32_t)t;
-        } else if (groot) {
-            int64_t k = t - n_pre; /* 0: state, then actions */
-            role = k == 0 ? VLA_ROLE_STATE : VLA_ROLE_ACTION;
-            group = 0;
-            pos = k == 0 ? 0 : (int32_t)(k - 1);
-        } else {
-            role = VLA_ROLE_ACTION;
-            group = 1;
-            pos = (int32_t)t;
-        }
-        if (roles) roles[t] = role;
-        if (groups) groups[t] = group;
-        if (positions) positions[t] = pos;
-    }
-    return total;
+    return cfg->family->layout(cfg, n_images, n_text, roles, groups, positions);
 }
 
 vla_status vla_policy_default_tokenize(const vla_policy_config *cfg, const vla_tokenizer *tok, const char *task,
                                        const float *state, int64_t state_dim, int32_t *ids, int64_t cap, int64_t *n,
                                        bool *truncated) {
-    int64_t lim = cap < cfg->language.max_tokens ? cap : cfg->language.max_tokens;
-    *n = 0;
-    if (truncated) *truncated = false;
-    if (lim < 1) return vla_error(VLA_ERR_INVALID_ARG, "tokenize: no room for tokens (cap %lld)", (long long)cap);
-    if (cfg->kind == VLA_POLICY_PI05) {
-        /* the π0.5 helper pads to a fixed length; packing wants only the real tokens */
-        int32_t *tmp = malloc((size_t)lim * sizeof *tmp);
-        if (!tmp) return vla_error(VLA_ERR_NOMEM, "tokenize: out of memory");
-        int64_t real = 0;
-        vla_status st = vla_pi05_tokenize(tok, task, state, state_dim, lim, tmp, NULL, &real, truncated);
-        if (st == VLA_OK) memcpy(ids, tmp, (size_t)real * sizeof *ids), *n = real;
-        free(tmp);
-        return st;
+    return cfg->family->tokenize(cfg, tok, task, state, state_dim, ids, cap, n, truncated);
+}
+
+int64_t vla_batch_real_entries(const vla_batch *b, const vla_policy_config *cfg) {
+    int64_t real = 0, H = cfg->action.horizon, A = cfg->action.action_dim;
+    for (int32_t s = 0; s < b->n_samples; s++) {
+        int64_t rd = b->real_action_dim ? b->real_action_dim[s] : A;
+        for (int64_t h = 0; h < H; h++)
+            if (!b->action_is_pad || !b->action_is_pad[s * H + h]) real += rd;
     }
-    if (!task) task = "";
-    int64_t need = 0;
-    vla_status st = tok->ops->encode(tok, task, strlen(task), ids, lim, &need);
-    if (st != VLA_OK) return vla_error_context(st, "tokenize");
-    *n = need < lim ? need : lim;
-    if (truncated) *truncated = need > lim;
+    return real;
+}
+
+/* ---- observations as a packed batch ---------------------------------------------- */
+
+void vla_obs_pack_free(vla_obs_pack *o) {
+    free(o->cu), free(o->cu_img), free(o->pos), free(o->grp), free(o->ids), free(o->roles), free(o->images);
+    memset(o, 0, sizeof *o);
+}
+
+/* Sample s's valid cameras (in camera order) and text tokens onto the token axis at T. */
+static vla_status pack_one(const vla_policy *p, const vla_observation *obs, bool with_actions, int32_t s,
+                           int32_t *tok, vla_obs_pack *o, int64_t *T, int64_t *n_img) {
+    const vla_policy_config *c = &p->cfg;
+    int64_t cams = c->vision.cameras, img_fl = c->vision.channels * c->vision.image_size * c->vision.image_size;
+    int32_t k = 0;
+    for (int64_t cam = 0; cam < cams; cam++) {
+        if (obs->image_valid && !obs->image_valid[s * cams + cam]) continue;
+        memcpy(o->images + *n_img * img_fl, obs->images + (s * cams + cam) * img_fl, (size_t)img_fl * sizeof(float));
+        (*n_img)++, k++;
+    }
+    int64_t nt = 0;
+    VLA_TRY(vla_policy_tokenize(p, obs->task ? obs->task[s] : "", obs->state + s * c->action.state_dim,
+                                c->action.state_dim, tok, c->language.max_tokens, &nt));
+    int64_t len = vla_policy_sample_layout(p, k, (int32_t)nt, o->roles + *T, o->grp + *T, o->pos + *T);
+    int64_t keep = len;
+    if (!with_actions) /* the prefix only: drop the trailing action-side tokens */
+        while (keep > 0 && o->roles[*T + keep - 1] != VLA_ROLE_IMAGE && o->roles[*T + keep - 1] != VLA_ROLE_TEXT) keep--;
+    for (int64_t i = 0, j = 0; i < keep; i++)
+        if (o->roles[*T + i] == VLA_ROLE_TEXT && j < nt) o->ids[*T + i] = tok[j++];
+    *T += keep;
     return VLA_OK;
 }
 
-vla_status vla_policy_vbind(const vla_policy *p, int64_t numel, float **w, float **g, const char *fmt, va_list ap) {
-    char name[256];
-    vsnprintf(name, sizeof name, fmt, ap);
-    int64_t i = vla_param_find(&p->specs, name);
-    if (i < 0)
-        return vla_error(VLA_ERR_INTERNAL, "%s: parameter %s is not in the inventory", p->ops->name, name);
-    if (p->specs.items[i].numel != numel)
-        return vla_error(VLA_ERR_INTERNAL, "%s: parameter %s has %lld elements, expected %lld", p->ops->name, name,
-                         (long long)p->specs.items[i].numel, (long long)numel);
-    *w = p->params[i].data;
-    *g = p->params[i].grad;
-    return VLA_OK;
+vla_status vla_obs_pack_build(const vla_policy *p, const vla_observation *obs, bool with_actions, vla_obs_pack *o) {
+    memset(o, 0, sizeof *o);
+    const vla_policy_config *c = &p->cfg;
+    int32_t S = obs->n_samples;
+    if (S < 1) return vla_error(VLA_ERR_INVALID_ARG, "sample_actions: n_samples is %d", S);
+    int64_t cams = c->vision.cameras, img_fl = c->vision.channels * c->vision.image_size * c->vision.image_size;
+    int64_t maxt = c->language.max_tokens;
+    int64_t cap = vla_policy_sample_layout(p, (int32_t)cams, (int32_t)maxt, NULL, NULL, NULL) * S;
+    o->cu = malloc((size_t)(S + 1) * sizeof(int32_t));
+    o->cu_img = malloc((size_t)(S + 1) * sizeof(int32_t));
+    o->pos = malloc((size_t)cap * sizeof(int32_t));
+    o->grp = malloc((size_t)cap * sizeof(int32_t));
+    o->ids = calloc((size_t)cap, sizeof(int32_t));
+    o->roles = malloc((size_t)cap);
+    o->images = malloc((size_t)(S * cams * img_fl > 0 ? S * cams * img_fl : 1) * sizeof(float));
+    int32_t *tok = malloc((size_t)maxt * sizeof(int32_t));
+    vla_status st = VLA_OK;
+    if (!o->cu || !o->cu_img || !o->pos || !o->grp || !o->ids || !o->roles || !o->images || !tok) {
+        st = vla_error(VLA_ERR_NOMEM, "sample_actions: out of memory");
+        goto done;
+    }
+    int64_t T = 0, n_img = 0;
+    o->cu[0] = o->cu_img[0] = 0;
+    for (int32_t s = 0; s < S && st == VLA_OK; s++) {
+        st = pack_one(p, obs, with_actions, s, tok, o, &T, &n_img);
+        o->cu[s + 1] = (int32_t)T;
+        o->cu_img[s + 1] = (int32_t)n_img;
+    }
+    vla_batch *b = &o->b;
+    b->n_samples = S, b->n_tokens = T, b->cu_seqlens = o->cu, b->roles = o->roles, b->positions = o->pos;
+    b->groups = o->grp, b->token_ids = o->ids, b->n_images = (int32_t)n_img, b->cu_images = o->cu_img;
+    b->images = o->images, b->state = obs->state, b->embodiment = obs->embodiment;
+done:
+    free(tok);
+    if (st != VLA_OK) vla_obs_pack_free(o);
+    return st;
 }

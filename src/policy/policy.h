@@ -64,15 +64,27 @@
  *
  * THREADING
  *   A policy object is used by one thread at a time; it parallelises inside
- *   through the op table (OpenMP on CPU). */
+ *   through the op table (OpenMP on CPU).
+ *
+ * SIZES — one legend for every file in src/policy:
+ *   S   samples in a packed batch          T   tokens of the batch (Σ over samples)
+ *   P   prefix rows (image + text tokens)  N   the action side's rows (GR00T: S·(1 + F + H))
+ *   Np, Na  π0.5's prefix and action rows  F   GR00T's future tokens per sample
+ *   H   action horizon (chunk length)      A   action dims (padded), SD state dims
+ *   W   LM width, We expert width          D   a block's residual width (ViT, DiT)
+ *   Hq, Hk  query / KV heads, hd head_dim  Q = Hq·hd, K = Hk·hd (HD, KD in π0.5)
+ *   L   layers (depth)                     M   MLP hidden width
+ * The architecture's parts: family.h (the table each family fills),
+ * registry.c (the only file naming the families), nn/block.h (the one
+ * transformer block every layer is). */
 #ifndef VLA_POLICY_POLICY_H
 #define VLA_POLICY_POLICY_H
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "base/status.h"
+#include "nn/weight.h"
 #include "policy/config.h"
 #include "policy/param_spec.h"
 #include "policy/tokenizer.h"
@@ -159,6 +171,7 @@ typedef struct vla_policy vla_policy;
  * reporting early (the step is abandoned anyway). */
 typedef void (*vla_grad_ready_fn)(void *user, int64_t first, int64_t end);
 
+/* The runtime of one policy object (its family's network). */
 typedef struct {
     const char *name; /* "pi05", "groot" */
     void (*destroy)(vla_policy *p);
@@ -202,8 +215,7 @@ struct vla_policy {
     uint8_t *grad_reported;          /* [specs.n] what this backward has reported (implementations' bookkeeping) */
 };
 
-/* Build a policy for cfg on a backend. Policies are added to the switch in
- * policy.c as pi05.c and groot.c land; until then it answers UNSUPPORTED. */
+/* Build a policy for cfg on a backend (the config's family creates it). */
 vla_status vla_policy_create(const vla_policy_config *cfg, const vla_ops *ops, vla_policy **out);
 void vla_policy_free(vla_policy *p);
 
@@ -211,10 +223,6 @@ void vla_policy_free(vla_policy *p);
  * the p->params views from p->specs (p->cfg and p->tops set first). */
 vla_status vla_policy_alloc_params(vla_policy *p);
 void vla_policy_free_params(vla_policy *p);
-/* Find the parameter named by fmt/ap (printf style) and check it has numel
- * elements; *w and *g (NULL when frozen) point at its weights and gradients.
- * For implementations binding their layers to the inventory by name. */
-vla_status vla_policy_vbind(const vla_policy *p, int64_t numel, float **w, float **g, const char *fmt, va_list ap);
 /* Fill weights from specs' inits: parameter i draws from
  * vla_rng_stream(seed, i), so adding a parameter never changes the others. */
 void vla_policy_default_init(vla_policy *p, uint64_t seed);
@@ -232,8 +240,25 @@ static inline void vla_policy_grads_ready(vla_policy *p, int64_t first, int64_t 
 void vla_policy_ready_begin(vla_policy *p);
 void vla_policy_ready_weights(vla_policy *p, const float *const *w, int n);
 void vla_policy_ready_rest(vla_policy *p);
+/* _weights for n bound weights (vla_wg), e.g. a struct made only of vla_wg. */
+void vla_policy_ready_wgs(vla_policy *p, const vla_wg *t, int n);
 /* Index of the parameter whose weights start at w, or −1. */
 int64_t vla_policy_param_index(const vla_policy *p, const float *w);
+
+/* Action entries that count in the loss: Σ over samples and unpadded steps of real_action_dim. */
+int64_t vla_batch_real_entries(const vla_batch *b, const vla_policy_config *cfg);
+
+/* Observations laid out as a packed batch for sample_actions (prefix, plus
+ * the action side's tokens when with_actions), in malloc'd arrays that
+ * vla_obs_pack_free releases; the layout and text tokens are the policy's. */
+typedef struct {
+    vla_batch b;
+    int32_t *cu, *cu_img, *pos, *grp, *ids;
+    uint8_t *roles;
+    float *images;
+} vla_obs_pack;
+vla_status vla_obs_pack_build(const vla_policy *p, const vla_observation *obs, bool with_actions, vla_obs_pack *o);
+void vla_obs_pack_free(vla_obs_pack *o);
 
 /* Check a packed batch against a config: cu_seqlens, roles, positions,
  * image counts, action_is_pad/real_action_dim ranges. Errors name the
@@ -248,9 +273,9 @@ static inline vla_status vla_policy_backward(vla_policy *p) { return p->ops->bac
 static inline vla_status vla_policy_sample_actions(vla_policy *p, const vla_observation *obs, float *actions) {
     return p->ops->sample_actions(p, obs, actions);
 }
-/* The token layout of one sample from the config alone (what the ops'
- * sample_layout returns unless a policy needs otherwise); returns the
- * token count; arrays may be NULL to count only.
+/* The token layout of one sample from the config alone (the family's
+ * layout, family.h; what the ops' sample_layout returns unless a policy
+ * needs otherwise); returns the token count; arrays may be NULL to count only.
  *   π0.5:  image tokens (n_images·image_tokens) and n_text text tokens in
  *          group 0, then `horizon` action tokens in group 1; positions
  *          0..len−1 (openpi: cumsum of the mask − 1 over prefix + suffix).
@@ -262,7 +287,7 @@ static inline vla_status vla_policy_sample_actions(vla_policy *p, const vla_obse
  *          (image tokens between text tokens) is not reproduced. */
 int64_t vla_policy_default_layout(const vla_policy_config *cfg, int32_t n_images, int32_t n_text, uint8_t *roles,
                                   int32_t *groups, int32_t *positions);
-/* Text tokens from the config's conventions, at most min(cap,
+/* Text tokens from the config's conventions (the family's), at most min(cap,
  * language.max_tokens) (longer prompts are cut, as openpi does):
  *   π0.5:  [BOS] + "Task: …, State: …;\nAction: " (vla_pi05_prompt_text);
  *   GR00T: the task text alone (no BOS, as Qwen3; no chat template yet).

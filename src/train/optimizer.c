@@ -1,6 +1,7 @@
 /* optimizer.c — AdamW configuration, decay rule, clip factor, param-group
- * description and gradient accumulation (see optimizer.h; the AdamW is dist/zero1.c). */
+ * description and gradient accumulation (see optimizer.h; the AdamW is distributed/zero1.c). */
 #include "train/optimizer.h"
+#include "policy/family.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -8,25 +9,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The family's published recipe (policy/family.h), looked up by name. */
+static const vla_train_defaults *family_defaults(const char *policy, const char *what) {
+    const vla_policy_family *f = vla_policy_family_find(policy);
+    if (!f) {
+        vla_error(VLA_ERR_INVALID_ARG, "%s: unknown policy '%s' (known: %s)", what, policy ? policy : "(null)",
+                  vla_policy_family_names());
+        return NULL;
+    }
+    return &f->train;
+}
+
 vla_status vla_adamw_defaults(const char *policy, vla_adamw_config *out) {
     memset(out, 0, sizeof *out);
-    if (policy && (strcmp(policy, "pi05") == 0 || strcmp(policy, "pi0") == 0)) {
-        *out = (vla_adamw_config){.lr = 2.5e-5, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
-                                  .weight_decay = 1e-10, .clip_norm = 1.0};
-        return VLA_OK;
-    }
-    if (policy && strcmp(policy, "groot") == 0) {
-        *out = (vla_adamw_config){.lr = 1e-4, .beta1 = 0.95, .beta2 = 0.999, .eps = 1e-8,
-                                  .weight_decay = 1e-5, .clip_norm = 1.0};
-        return VLA_OK;
-    }
-    return vla_error(VLA_ERR_INVALID_ARG, "optimizer defaults: unknown policy '%s' (known: pi05, groot)",
-                     policy ? policy : "(null)");
+    const vla_train_defaults *d = family_defaults(policy, "optimizer defaults");
+    if (!d) return VLA_ERR_INVALID_ARG;
+    *out = (vla_adamw_config){.lr = d->lr, .beta1 = d->beta1, .beta2 = d->beta2, .eps = d->eps,
+                              .weight_decay = d->weight_decay, .clip_norm = d->clip_norm};
+    return VLA_OK;
 }
 
 double vla_ema_default_decay(const char *policy) {
-    if (policy && (strcmp(policy, "pi05") == 0 || strcmp(policy, "pi0") == 0)) return 0.99;
-    return 0.0;
+    const vla_policy_family *f = vla_policy_family_find(policy);
+    return f ? f->train.ema_decay : 0.0;
 }
 
 static int contains_ci(const char *s, const char *needle) {
@@ -40,7 +45,8 @@ static int contains_ci(const char *s, const char *needle) {
 }
 
 int vla_adamw_default_decay(const char *policy, const char *name, int ndim) {
-    if (!policy || strcmp(policy, "groot") != 0) return 1;
+    const vla_policy_family *f = vla_policy_family_find(policy);
+    if (!f || f->train.decay_biases_and_norms) return 1;
     const char *last = strrchr(name, '.');
     last = last ? last + 1 : name;
     if (strcmp(last, "bias") == 0) return 0;

@@ -1,6 +1,6 @@
 /* optimizer.h — the optimizer's configuration and rules, and gradient
  * accumulation. The AdamW itself (moments, clipping, EMA, state files) is
- * dist/zero1.h's sharded one, used at every world size (world 1: one shard
+ * distributed/zero1.h's sharded one, used at every world size (world 1: one shard
  * holding everything); this file says which hyper-parameters, which tensors
  * decay and what LeRobot's optimizer_param_groups.json holds.
  *

@@ -34,7 +34,7 @@ json_t *vla_pretrained_config_json(const vla_policy *p, const vla_normalizer *ns
     if (feat) json_object_set_new(feat, "n_obs_steps", json_integer(m->n_obs_steps > 1 ? m->n_obs_steps : 1));
     /* the action normalisation is of action − observation.state; eval adds the state back */
     if (feat && m->relative_actions) json_object_set_new(feat, "relative_actions", json_true());
-    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:I}", "type", vla_policy_kind_name(p->cfg.kind), "name",
+    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:I}", "type", vla_policy_config_family_name(&p->cfg), "name",
                      p->cfg.name, "policy", pc, "normalization", norm, "features", feat, "task", m->task, "dataset",
                      m->dataset, "n_action_steps", (json_int_t)p->cfg.action.horizon);
 }

@@ -25,6 +25,7 @@
  * The step index is the count of updates already done, as in both references
  * (torch's LambdaLR and optax both give the first update schedule(0)). */
 #include "train/schedule.h"
+#include "policy/family.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -33,27 +34,26 @@
 vla_status vla_schedule_defaults(const char *policy, int64_t total_steps, vla_schedule *out) {
     memset(out, 0, sizeof *out);
     if (!policy) return vla_error(VLA_ERR_INVALID_ARG, "schedule defaults: no policy name");
-    if (strcmp(policy, "pi05") == 0 || strcmp(policy, "pi0") == 0) {
-        out->kind = VLA_SCHED_WARMUP_COSINE;
-        out->peak_lr = 2.5e-5;
-        out->end_lr = 2.5e-6;
-        out->decay_steps = total_steps > 0 ? total_steps : 30000;
-        out->warmup_steps = out->decay_steps < 1000 ? out->decay_steps : 1000;
-        out->init_lr = out->peak_lr / (double)(out->warmup_steps + 1);
-        return VLA_OK;
-    }
-    if (strcmp(policy, "groot") == 0) {
-        if (total_steps <= 0)
-            return vla_error(VLA_ERR_INVALID_ARG, "schedule defaults for groot: the run length (steps) is required");
-        out->kind = VLA_SCHED_WARMUP_COSINE;
-        out->peak_lr = 1e-4;
-        out->init_lr = 0.0;
-        out->end_lr = 0.0;
-        out->decay_steps = total_steps;
-        out->warmup_steps = (int64_t)ceil(0.05 * (double)total_steps);
-        return VLA_OK;
-    }
-    return vla_error(VLA_ERR_INVALID_ARG, "schedule defaults: unknown policy '%s' (known: pi05, groot)", policy);
+    const vla_policy_family *f = vla_policy_family_find(policy);
+    if (!f)
+        return vla_error(VLA_ERR_INVALID_ARG, "schedule defaults: unknown policy '%s' (known: %s)", policy,
+                         vla_policy_family_names());
+    const vla_train_defaults *d = &f->train;
+    if (total_steps <= 0 && d->default_run_steps <= 0)
+        return vla_error(VLA_ERR_INVALID_ARG, "schedule defaults for %s: the run length (steps) is required", policy);
+    out->kind = VLA_SCHED_WARMUP_COSINE;
+    out->peak_lr = d->lr;
+    out->end_lr = d->end_lr;
+    out->decay_steps = total_steps > 0 ? total_steps : d->default_run_steps;
+    if (d->warmup_fraction > 0) out->warmup_steps = (int64_t)ceil(d->warmup_fraction * (double)out->decay_steps);
+    else out->warmup_steps = out->decay_steps < d->warmup_steps ? out->decay_steps : d->warmup_steps;
+    out->init_lr = vla_schedule_warmup_start(policy, out->peak_lr, out->warmup_steps);
+    return VLA_OK;
+}
+
+double vla_schedule_warmup_start(const char *policy, double peak, int64_t warmup_steps) {
+    const vla_policy_family *f = vla_policy_family_find(policy);
+    return f && f->train.warmup_from_fraction_of_peak ? peak / (double)(warmup_steps + 1) : 0.0;
 }
 
 vla_status vla_schedule_validate(const vla_schedule *s) {

@@ -36,8 +36,12 @@ typedef struct {
  *           so a shorter or longer run ends on the floor), W clamped to D.
  *   "groot" (HF Trainer cosine, warmup_ratio 0.05): W = ceil(0.05 · total),
  *           from 0 to 1e-4, cosine to 0 at D = total_steps (required > 0).
+ * The numbers are the family's (policy/family.h: vla_train_defaults).
  * Unknown names are VLA_ERR_INVALID_ARG. */
 vla_status vla_schedule_defaults(const char *policy, int64_t total_steps, vla_schedule *out);
+/* The first lr of a warmup to `peak` over warmup_steps in the family's
+ * convention: peak/(W + 1) (optax, π0.5) or 0 (HF Trainer, GR00T). */
+double vla_schedule_warmup_start(const char *policy, double peak, int64_t warmup_steps);
 /* Checks the fields (finite, non-negative, W ≤ D, peak > 0 for cosine). */
 vla_status vla_schedule_validate(const vla_schedule *s);
 /* Learning rate for the update that follows `step` completed updates. */

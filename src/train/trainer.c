@@ -2,20 +2,20 @@
 #include "train/trainer.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "base/timer.h"
 #include "data/lerobot.h"
 #include "data/loader.h"
-#include "dist/comm.h"
-#include "dist/grad_buckets.h"
-#include "dist/sampler.h"
+#include "distributed/comm.h"
+#include "distributed/grad_buckets.h"
+#include "distributed/sampler.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/plot.h"
@@ -82,6 +82,13 @@ typedef struct {
     int64_t skipped;
     double *win;      /* finite step losses since the last logged row (the row shows their mean) */
     int64_t nwin, capwin;
+    /* the run (vla_train) */
+    vla_metrics metrics;
+    bool metrics_open, evals;
+    double *losses;   /* every step's loss of this session (first/last means) */
+    int64_t nl, start;
+    double t_begin, wait_total;
+    vla_meter meter;
 } trainer;
 
 static const char *const COLS[] = {"loss", "grad_norm", "lr", "samples_per_s", "data_wait", "skipped",
@@ -211,6 +218,7 @@ static void plots(const trainer *t, bool evals) {
 }
 
 static void trainer_free(trainer *t) {
+    free(t->losses);
     vla_loader_free(t->L);
     vla_grad_buckets_free(t->gb);
     vla_train_opt_free(t->opt);
@@ -225,57 +233,52 @@ static void trainer_free(trainer *t) {
     if (t->comm) vla_comm_finalize(t->comm);
 }
 
-static vla_status setup(trainer *t, int64_t *start_step) {
+/* The policy config: from the checkpoint when resuming, so the run goes on
+ * with what it started with; else the named preset (default <type>-tiny). */
+static vla_status load_config(trainer *t, vla_policy_config *cfg, vla_ckpt_info *ck, bool *have_ck) {
     const vla_train_opts *o = t->o;
-    if (o->batch_size < 1 || o->steps < 1 || o->accum < 1)
-        return vla_error(VLA_ERR_INVALID_ARG, "--batch_size, --steps and --accum must be at least 1");
-    if (!o->dataset_root) return vla_error(VLA_ERR_INVALID_ARG, "--dataset.root=DIR is required");
-    VLA_TRY(vla_comm_init(NULL, &t->comm));
-    t->rank = vla_comm_rank(t->comm), t->world = vla_comm_world(t->comm);
-    vla_log_set_rank(t->world > 1 ? t->rank : -1);
-
-    /* config: from the checkpoint when resuming, so the run goes on with what it started with */
-    vla_policy_config cfg;
-    vla_ckpt_info ck = {0};
-    bool have_ck = false;
-    if (o->resume) {
-        if (t->rank == 0) VLA_TRY(vla_ckpt_cleanup(o->output_dir));
-        VLA_TRY(vla_comm_barrier(t->comm));
-        vla_status st = vla_ckpt_find_last(o->output_dir, &ck);
-        if (st != VLA_OK) return vla_error_context(st, "--resume=true: no complete checkpoint in %s", o->output_dir);
-        have_ck = true;
-        char path[VLA_CKPT_PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s/pretrained_model/config.json", ck.dir);
-        json_t *root;
-        VLA_TRY(vla_json_load_file(path, &root));
-        st = vla_policy_config_from_json(path, json_object_get(root, "policy"), &cfg);
-        json_decref(root);
-        VLA_TRY(st);
-    } else {
+    *have_ck = false;
+    if (!o->resume) {
         char preset[128];
         const char *type = o->policy_type ? o->policy_type : "pi05";
         snprintf(preset, sizeof preset, "%s-tiny", type);
-        VLA_TRY(vla_policy_config_load(o->policy_config ? o->policy_config : preset, &cfg));
+        return vla_policy_config_load(o->policy_config ? o->policy_config : preset, cfg);
     }
-    if (o->policy_type && strcmp(o->policy_type, vla_policy_kind_name(cfg.kind)) != 0)
-        return vla_error(VLA_ERR_INVALID_ARG, "--policy.type=%s but config '%s' is a %s policy", o->policy_type,
-                         cfg.name, vla_policy_kind_name(cfg.kind));
+    if (t->rank == 0) VLA_TRY(vla_ckpt_cleanup(o->output_dir));
+    VLA_TRY(vla_comm_barrier(t->comm));
+    vla_status st = vla_ckpt_find_last(o->output_dir, ck);
+    if (st != VLA_OK) return vla_error_context(st, "--resume=true: no complete checkpoint in %s", o->output_dir);
+    *have_ck = true;
+    char path[VLA_CKPT_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/pretrained_model/config.json", ck->dir);
+    json_t *root;
+    VLA_TRY(vla_json_load_file(path, &root));
+    st = vla_policy_config_from_json(path, json_object_get(root, "policy"), cfg);
+    json_decref(root);
+    return st;
+}
 
+/* Open the dataset and build the policy, its padded state/action dims grown
+ * to the dataset's (max_state_dim / max_action_dim). */
+static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
+    const vla_train_opts *o = t->o;
     VLA_TRY(vla_lerobot_open(o->dataset_root, &t->ds));
     const vla_lr_feature *fa = vla_lerobot_feature(t->ds, "action");
     int64_t sw = 0;
     VLA_TRY(vla_loader_keys_width(t->ds, o->state_keys, &sw));
     if (o->n_obs_steps > 1) sw *= o->n_obs_steps; /* K frames of history side by side */
     if (!fa) return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs an 'action' feature", o->dataset_root);
-    /* the padded dims grow to the dataset's (max_state_dim / max_action_dim) */
-    if (sw > cfg.action.state_dim) cfg.action.state_dim = sw;
-    if (fa->width > cfg.action.action_dim) cfg.action.action_dim = fa->width;
-    VLA_TRY(vla_policy_config_validate(cfg.name, &cfg));
+    if (sw > cfg->action.state_dim) cfg->action.state_dim = sw;
+    if (fa->width > cfg->action.action_dim) cfg->action.action_dim = fa->width;
+    VLA_TRY(vla_policy_config_validate(cfg->name, cfg));
+    VLA_TRY(vla_policy_create(cfg, vla_ops_cpu(), &t->p));
+    return vla_policy_init_weights(t->p, o->seed);
+}
 
-    VLA_TRY(vla_policy_create(&cfg, vla_ops_cpu(), &t->p));
-    VLA_TRY(vla_policy_init_weights(t->p, o->seed));
-
-    /* sampler (tracking copy for checkpoints) and the loader's source copy */
+/* The samplers (a tracking copy for checkpoints, the loader's source copy),
+ * the loader, and what a checkpoint records about the data. */
+static vla_status create_loader(trainer *t) {
+    const vla_train_opts *o = t->o;
     VLA_TRY(vla_sampler_init(&t->track, t->ds->n_rows, o->seed, true, t->rank, t->world, o->batch_size, o->accum));
     VLA_TRY(vla_sampler_init(&t->src.s, t->ds->n_rows, o->seed, true, t->rank, t->world, o->batch_size, o->accum));
     if (vla_sampler_steps_per_epoch(&t->track) < 1)
@@ -296,8 +299,12 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     t->meta.fps = t->ds->fps;
     snprintf(t->meta.task, sizeof t->meta.task, "%s", t->ds->n_tasks > 0 ? t->ds->tasks[0] : "");
     snprintf(t->meta.dataset, sizeof t->meta.dataset, "%s", o->dataset_root);
+    return VLA_OK;
+}
 
-    /* optimizer over the trainable tensors (offsets into the weights) */
+/* The trainable tensors as the optimizer sees them (offsets into the
+ * weights) and their sizes (the buckets'); fills t->tindex. */
+static vla_status trainable_tensors(trainer *t, vla_train_opt_tensor **tt_out, int64_t **sizes_out, int *n_out) {
     vla_policy *p = t->p;
     vla_train_opt_tensor *tt = calloc((size_t)p->specs.n, sizeof *tt);
     int64_t *sizes = calloc((size_t)p->specs.n, sizeof *sizes);
@@ -317,18 +324,82 @@ static vla_status setup(trainer *t, int64_t *start_step) {
         sizes[n] = tt[n].numel;
         n++;
     }
+    *tt_out = tt, *sizes_out = sizes, *n_out = n;
+    return VLA_OK;
+}
+
+/* The log window and the EMA export buffer. */
+static vla_status alloc_buffers(trainer *t) {
+    t->capwin = t->o->log_freq > 0 ? t->o->log_freq : 1;
+    t->win = calloc((size_t)t->capwin, sizeof *t->win);
+    if (!t->win) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
+    t->scratch = malloc((size_t)t->p->n_weight_floats * sizeof(float));
+    if (!t->scratch) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
+    return VLA_OK;
+}
+
+/* train_config.json of the checkpoints: the flags that define the run. */
+static void describe_run(trainer *t, const char *kind, const char *config_name) {
+    const vla_train_opts *o = t->o;
+    char sd[256];
+    json_t *optj = vla_train_opt_describe(t->opt);
+    t->train_cfg = json_pack(
+        "{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:i, s:I, s:I, s:I, s:o, s:s, s:i, s:b, s:b}", "dataset.root",
+        o->dataset_root, "policy.type", kind, "policy.config", config_name, "batch_size", (json_int_t)o->batch_size,
+        "accum", (json_int_t)o->accum, "steps", (json_int_t)o->steps, "seed", (json_int_t)o->seed, "num_workers",
+        o->num_workers, "save_freq", (json_int_t)o->save_freq, "log_freq", (json_int_t)o->log_freq, "eval_freq",
+        (json_int_t)o->eval_freq, "optimizer", optj, "scheduler", vla_schedule_describe(&t->sched, sd, sizeof sd),
+        "world", t->world, "skip_nonfinite", o->skip_nonfinite, "augment", o->augment);
+}
+
+/* Resume from the checkpoint found, or start a fresh output directory. */
+static vla_status start_or_resume(trainer *t, bool have_ck, const vla_ckpt_info *ck, int64_t *start_step) {
+    *start_step = 0;
+    if (have_ck) {
+        VLA_TRY(load_checkpoint(t, ck, start_step));
+        if (t->rank == 0)
+            VLA_INFO("resuming from %s (step %lld, %lld skipped)", ck->dir, (long long)*start_step,
+                     (long long)t->skipped);
+    } else if (t->rank == 0) {
+        VLA_TRY(vla_mkdirs(t->o->output_dir));
+        VLA_TRY(vla_ckpt_cleanup(t->o->output_dir));
+    }
+    return VLA_OK;
+}
+
+static vla_status setup(trainer *t, int64_t *start_step) {
+    const vla_train_opts *o = t->o;
+    if (o->batch_size < 1 || o->steps < 1 || o->accum < 1)
+        return vla_error(VLA_ERR_INVALID_ARG, "--batch_size, --steps and --accum must be at least 1");
+    if (!o->dataset_root) return vla_error(VLA_ERR_INVALID_ARG, "--dataset.root=DIR is required");
+    VLA_TRY(vla_comm_init(NULL, &t->comm));
+    t->rank = vla_comm_rank(t->comm), t->world = vla_comm_world(t->comm);
+    vla_log_set_rank(t->world > 1 ? t->rank : -1);
+
+    vla_policy_config cfg;
+    vla_ckpt_info ck = {0};
+    bool have_ck = false;
+    VLA_TRY(load_config(t, &cfg, &ck, &have_ck));
+    if (o->policy_type && strcmp(o->policy_type, vla_policy_config_family_name(&cfg)) != 0)
+        return vla_error(VLA_ERR_INVALID_ARG, "--policy.type=%s but config '%s' is a %s policy", o->policy_type,
+                         cfg.name, vla_policy_config_family_name(&cfg));
+    VLA_TRY(open_dataset_and_policy(t, &cfg));
+    VLA_TRY(create_loader(t));
+
+    /* optimizer over the trainable tensors, and the gradient buckets */
+    vla_policy *p = t->p;
+    vla_train_opt_tensor *tt = NULL;
+    int64_t *sizes = NULL;
+    int n = 0;
+    VLA_TRY(trainable_tensors(t, &tt, &sizes, &n));
     vla_train_opt_overrides ov = {o->lr, o->weight_decay, o->clip_norm, o->ema_decay > 0 ? o->ema_decay : 0};
-    const char *kind = vla_policy_kind_name(cfg.kind);
+    const char *kind = vla_policy_config_family_name(&cfg);
     vla_status st = vla_train_opt_create(t->comm, kind, tt, n, p->weights, &ov, &t->opt);
     size_t bucket_bytes = o->bucket_mb > 0 ? (size_t)(o->bucket_mb * 1048576.0) : 0;
     if (st == VLA_OK) st = vla_grad_buckets_create(t->comm, p->grads, sizes, n, bucket_bytes, &t->gb);
     free(tt), free(sizes);
     VLA_TRY(st);
-    t->capwin = o->log_freq > 0 ? o->log_freq : 1;
-    t->win = calloc((size_t)t->capwin, sizeof *t->win);
-    if (!t->win) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
-    t->scratch = malloc((size_t)p->n_weight_floats * sizeof(float));
-    if (!t->scratch) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
+    VLA_TRY(alloc_buffers(t));
 
     /* schedule: the policy's, with the optimizer's peak; a short run warms up over 5% of it */
     if (o->constant_lr) {
@@ -341,33 +412,14 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     }
     double peak = vla_train_opt_peak_lr(t->opt);
     double ratio = t->sched.peak_lr > 0 ? peak / t->sched.peak_lr : 1;
-    t->sched.init_lr = cfg.kind == VLA_POLICY_PI05 ? peak / (double)(t->sched.warmup_steps + 1) : 0;
+    t->sched.init_lr = vla_schedule_warmup_start(kind, peak, t->sched.warmup_steps);
     t->sched.end_lr *= ratio;
     t->sched.peak_lr = peak;
     if (o->constant_lr) t->sched.init_lr = t->sched.end_lr = peak;
     VLA_TRY(vla_schedule_validate(&t->sched));
 
-    char sd[256];
-    json_t *optj = vla_train_opt_describe(t->opt);
-    t->train_cfg = json_pack(
-        "{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:i, s:I, s:I, s:I, s:o, s:s, s:i, s:b, s:b}", "dataset.root",
-        o->dataset_root, "policy.type", kind, "policy.config", cfg.name, "batch_size", (json_int_t)o->batch_size,
-        "accum", (json_int_t)o->accum, "steps", (json_int_t)o->steps, "seed", (json_int_t)o->seed, "num_workers",
-        o->num_workers, "save_freq", (json_int_t)o->save_freq, "log_freq", (json_int_t)o->log_freq, "eval_freq",
-        (json_int_t)o->eval_freq, "optimizer", optj, "scheduler", vla_schedule_describe(&t->sched, sd, sizeof sd),
-        "world", t->world, "skip_nonfinite", o->skip_nonfinite, "augment", o->augment);
-
-    *start_step = 0;
-    if (have_ck) {
-        VLA_TRY(load_checkpoint(t, &ck, start_step));
-        if (t->rank == 0)
-            VLA_INFO("resuming from %s (step %lld, %lld skipped)", ck.dir, (long long)*start_step,
-                     (long long)t->skipped);
-    } else if (t->rank == 0) {
-        VLA_TRY(vla_mkdirs(o->output_dir));
-        VLA_TRY(vla_ckpt_cleanup(o->output_dir));
-    }
-    return VLA_OK;
+    describe_run(t, kind, cfg.name);
+    return start_or_resume(t, have_ck, &ck, start_step);
 }
 
 /* The policy's gradient-ready hook: parameters [first, end) are final. */
@@ -386,221 +438,254 @@ static void mean_losses(const double *l, int64_t n, double *first, double *last)
     *last = k ? b / (double)k : NAN;
 }
 
+/* Before the first step: the run's sizes into the result, the metrics files
+ * and the header line (rank 0), the loss record, the loader threads, the clocks. */
+static vla_status begin_run(trainer *t, int64_t start, vla_train_result *res) {
+    const vla_train_opts *o = t->o;
+    vla_policy *p = t->p;
+    res->start_step = start;
+    res->rank = t->rank, res->world = t->world;
+    res->n_samples = t->ds->n_rows;
+    for (int64_t i = 0; i < p->specs.n; i++) {
+        res->n_params += p->params[i].spec->numel;
+        if (p->params[i].grad) res->n_trainable += p->params[i].spec->numel;
+    }
+    if (t->rank == 0) {
+        VLA_TRY(vla_metrics_open(&t->metrics, o->output_dir, COLS, NCOLS, o->resume ? start : -1));
+        t->metrics_open = true;
+        char sd[256];
+        VLA_INFO("train: %s (%lld params, %lld trainable) on %s: %lld frames, %lld episodes; batch %lld × %d "
+                 "rank(s) × %lld accum, %lld steps, %s",
+                 p->cfg.name, (long long)res->n_params, (long long)res->n_trainable, o->dataset_root,
+                 (long long)t->ds->n_rows, (long long)t->ds->n_episodes, (long long)o->batch_size, t->world,
+                 (long long)o->accum, (long long)o->steps, vla_schedule_describe(&t->sched, sd, sizeof sd));
+    }
+    t->losses = calloc((size_t)(o->steps - start + 1), sizeof *t->losses);
+    if (!t->losses) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
+    VLA_TRY(vla_loader_start(t->L));
+    t->start = start;
+    t->t_begin = vla_now_s();
+    vla_meter_start(&t->meter, t->t_begin);
+    return VLA_OK;
+}
+
+/* Forward and backward of every micro-batch of one step; gradients add up
+ * in the policy's buffer. Loss normalisation over the whole global batch:
+ * each micro-batch's loss is its masked squared-error *sum* (loss_divisor 1)
+ * and sums[] gets Σ err² and Σ real entries; the gradient is scaled once,
+ * after the all-reduce, by world / (real entries over all ranks and
+ * micro-batches) — the buckets average, so this is Σ gradients / global
+ * count: N ranks at B/N equal one rank at B, and accumulation equals one big
+ * batch. */
+static vla_status forward_backward(trainer *t, int64_t step, double sums[2], double *wait, int64_t *samples) {
+    vla_policy *p = t->p;
+    vla_policy_zero_grad(p);
+    VLA_TRY(vla_grad_buckets_begin(t->gb));
+    for (int64_t micro = 0; micro < t->o->accum; micro++) {
+        vla_loader_batch *b = NULL;
+        double w = 0;
+        VLA_TRY(vla_loader_next(t->L, &b, &w));
+        *wait += w;
+        b->batch.loss_divisor = 1;
+        vla_loss_info info;
+        vla_status st = vla_policy_loss(p, &b->batch, true, &info);
+        /* the last micro-batch's backward starts each bucket's all-reduce as its gradients become final */
+        bool last = micro == t->o->accum - 1;
+        p->grad_ready = last ? on_grads_ready : NULL;
+        p->grad_ready_user = last ? t : NULL;
+        if (st == VLA_OK) st = vla_policy_backward(p);
+        p->grad_ready = NULL, p->grad_ready_user = NULL;
+        if (st == VLA_OK && t->ready_st != VLA_OK) st = t->ready_st;
+        *samples += b->batch.n_samples;
+        vla_loader_release(t->L, b);
+        if (st != VLA_OK) return vla_error_context(st, "step %lld", (long long)step + 1);
+        sums[0] += info.loss;
+        sums[1] += (double)info.real_entries;
+    }
+    return VLA_OK;
+}
+
+/* The optimizer step with the NaN/Inf guard: a non-finite loss or gradient
+ * stops the run before the update, or with --skip_nonfinite skips the step. */
+static vla_status update(trainer *t, int64_t step, double loss, double grad_mul, double lr, double *norm) {
+    vla_policy *p = t->p;
+    if (vla_fault_at(VLA_FAULT_TRAIN_GRADS, step + 1) == VLA_FAULT_POISON && p->n_grad_floats > 0) {
+        VLA_TRY(vla_grad_buckets_wait_all(t->gb));
+        p->grads[0] = NAN;
+    }
+    *norm = NAN;
+    vla_status cs;
+    if (isfinite(loss)) {
+        cs = vla_train_opt_step(t->opt, p->weights, p->grads, lr, grad_mul, t->gb, norm);
+    } else {
+        VLA_TRY(vla_grad_buckets_wait_all(t->gb));
+        cs = vla_error(VLA_ERR_NUMERIC, "loss is %g", loss);
+    }
+    if (cs != VLA_ERR_NUMERIC) return cs;
+    if (!t->o->skip_nonfinite) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", vla_error_message());
+        return vla_error(VLA_ERR_NUMERIC,
+                         "step %lld: non-finite loss or gradients (%s); stopping before the update so nothing "
+                         "non-finite reaches a checkpoint (pass --skip_nonfinite=true to skip such steps)",
+                         (long long)step + 1, why);
+    }
+    t->skipped++;
+    if (t->rank == 0)
+        VLA_WARN("step %lld: non-finite loss or gradients, step skipped (%lld so far)", (long long)step + 1,
+                 (long long)t->skipped);
+    return VLA_OK;
+}
+
+/* Closed-loop evaluation of the weights to export (collective), on rank 0;
+ * its figures go into the metrics row. */
+static vla_status evaluate(trainer *t, int64_t done_steps, double *row, vla_train_result *res) {
+    const float *wexp = NULL;
+    VLA_TRY(export_weights(t, &wexp)); /* collective */
+    if (t->rank != 0) return VLA_OK;
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/eval_model", t->o->output_dir);
+    json_t *cfgj = config_json(t);
+    vla_status st = vla_pretrained_write_dir(dir, t->p, wexp, cfgj);
+    json_decref(cfgj);
+    if (st == VLA_OK) st = t->o->eval_fn(t->o->eval_user, dir, done_steps, &row[C_EVS], &row[C_EVC], &row[C_EVR]);
+    if (st != VLA_OK) return vla_error_context(st, "eval at step %lld", (long long)done_steps);
+    t->evals = true;
+    res->last_eval_success = row[C_EVS];
+    fprintf(stderr, "eval step %lld: success %.1f%%, max coverage %.3f, reward %.2f\n", (long long)done_steps,
+            100 * row[C_EVS], row[C_EVC], row[C_EVR]);
+    return VLA_OK;
+}
+
+/* Rank 0: one metrics row (the loss is the mean of the log window) and the
+ * progress line. */
+static vla_status log_row(trainer *t, int64_t done_steps, double loss, double norm, double lr, double *row) {
+    const vla_train_opts *o = t->o;
+    double sps, wf;
+    double now = vla_now_s();
+    vla_meter_read(&t->meter, now, &sps, &wf);
+    double shown = loss;
+    if (t->nwin > 0) {
+        double sum = 0;
+        for (int64_t i = 0; i < t->nwin; i++) sum += t->win[i];
+        shown = sum / (double)t->nwin;
+    }
+    t->nwin = 0;
+    row[C_LOSS] = shown, row[C_GRAD] = norm, row[C_LR] = lr, row[C_SPS] = sps, row[C_WAIT] = wf;
+    row[C_SKIP] = (double)t->skipped;
+    VLA_TRY(vla_metrics_log(&t->metrics, done_steps, row));
+    if (o->progress) {
+        vla_progress pr = {done_steps, o->steps, shown, norm, lr, sps, wf,
+                           vla_eta_s(now - t->t_begin, done_steps - t->start, o->steps - done_steps), t->skipped};
+        char line[512];
+        fprintf(stderr, "%s\n", vla_progress_format(&pr, line, sizeof line));
+    }
+    return VLA_OK;
+}
+
+/* Has the run passed --max_time_s (the slowest rank's clock decides)? */
+static vla_status over_time_budget(trainer *t, int64_t done_steps, bool *over) {
+    *over = false;
+    if (t->o->max_time_s <= 0 || done_steps >= t->o->steps) return VLA_OK;
+    double el = vla_now_s() - t->t_begin;
+    if (t->world > 1) VLA_TRY(vla_comm_allreduce(t->comm, &el, &el, 1, VLA_COMM_F64, VLA_COMM_MAX));
+    *over = el > t->o->max_time_s;
+    return VLA_OK;
+}
+
+/* One training step (step+1 of the run): gradients, update, bookkeeping,
+ * eval, metrics, checkpoint. *stop is set when the run ends early (time
+ * budget, or an injected stop). */
+static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bool *stop) {
+    const vla_train_opts *o = t->o;
+    double sums[2] = {0, 0}, wait = 0; /* Σ err², Σ real entries */
+    int64_t samples = 0;
+    VLA_TRY(forward_backward(t, step, sums, &wait, &samples));
+    if (t->world > 1) VLA_TRY(vla_comm_allreduce(t->comm, sums, sums, 2, VLA_COMM_F64, VLA_COMM_SUM));
+    double loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
+    double grad_mul = (double)t->world / (sums[1] > 0 ? sums[1] : 1);
+    double lr = vla_schedule_lr(&t->sched, vla_train_opt_updates(t->opt));
+    double norm;
+    VLA_TRY(update(t, step, loss, grad_mul, lr, &norm));
+    VLA_TRY(vla_sampler_advance(&t->track));
+    int64_t done_steps = step + 1;
+    t->losses[t->nl++] = loss;
+    if (isfinite(loss) && t->nwin < t->capwin) t->win[t->nwin++] = loss;
+    t->wait_total += wait;
+    vla_meter_add(&t->meter, samples * t->world, wait);
+
+    double row[NCOLS];
+    for (int i = 0; i < NCOLS; i++) row[i] = NAN;
+    bool log_now = o->log_freq > 0 && (done_steps % o->log_freq == 0 || done_steps == o->steps);
+    if (o->eval_freq > 0 && o->eval_fn && done_steps % o->eval_freq == 0) {
+        VLA_TRY(evaluate(t, done_steps, row, res));
+        log_now = true;
+    }
+    if (log_now && t->rank == 0) VLA_TRY(log_row(t, done_steps, loss, norm, lr, row));
+    bool over_time;
+    VLA_TRY(over_time_budget(t, done_steps, &over_time));
+    if ((o->save_freq > 0 && done_steps % o->save_freq == 0) || done_steps == o->steps || over_time)
+        VLA_TRY(save_checkpoint(t, done_steps, lr, res->last_ckpt, sizeof res->last_ckpt));
+    if (over_time) {
+        res->time_budget_hit = true;
+        if (t->rank == 0)
+            VLA_WARN("time budget of %.0f s reached after step %lld of %lld: checkpoint written, stopping",
+                     o->max_time_s, (long long)done_steps, (long long)o->steps);
+        *stop = true;
+        return VLA_OK;
+    }
+    /* tests: a kill (never returns) or a stop as if killed, after this step */
+    if (vla_fault_at(VLA_FAULT_TRAIN_STEP_END, done_steps) == VLA_FAULT_STOP) *stop = true;
+    return VLA_OK;
+}
+
+/* After the last step: the result's figures, then (rank 0) the metrics
+ * files closed and the plots drawn from them. */
+static void finish_run(trainer *t, int64_t steps_done, vla_train_result *res) {
+    res->seconds = vla_now_s() - t->t_begin;
+    vla_grad_buckets_stats gs = vla_grad_buckets_get_stats(t->gb);
+    res->comm_exposed_s = gs.total_exposed_s;
+    res->n_buckets = gs.n_buckets;
+    res->buckets_started_in_backward = gs.started_before_wait;
+    res->opt_state_bytes = vla_train_opt_state_bytes(t->opt);
+    res->steps_done = steps_done;
+    res->skipped = t->skipped;
+    res->samples_per_s =
+        res->seconds > 0 ? (double)(res->steps_done * t->o->batch_size * t->o->accum * t->world) / res->seconds : 0;
+    res->data_wait_frac = res->seconds > 0 ? t->wait_total / res->seconds : 0;
+    mean_losses(t->losses, t->nl, &res->first_loss, &res->last_loss);
+    if (t->rank == 0) {
+        vla_metrics_close(&t->metrics);
+        t->metrics_open = false;
+        plots(t, t->evals);
+    }
+}
+
 vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
     memset(res, 0, sizeof *res);
     res->last_eval_success = NAN;
     trainer t;
     memset(&t, 0, sizeof t);
     t.o = o;
-    int64_t start = 0;
+    int64_t start = 0, step = 0;
     vla_status st = setup(&t, &start);
-    vla_metrics m;
-    memset(&m, 0, sizeof m);
-    bool metrics_open = false, evals = false;
-    double *losses = NULL;
+    if (st == VLA_OK) st = begin_run(&t, start, res);
     if (st != VLA_OK) goto done;
-    vla_policy *p = t.p;
-    res->start_step = start;
-    res->rank = t.rank, res->world = t.world;
-    res->n_samples = t.ds->n_rows;
-    for (int64_t i = 0; i < p->specs.n; i++) {
-        res->n_params += p->params[i].spec->numel;
-        if (p->params[i].grad) res->n_trainable += p->params[i].spec->numel;
+    for (step = start; step < o->steps;) {
+        bool stop = false;
+        if ((st = train_step(&t, step, res, &stop)) != VLA_OK) goto done;
+        step++;
+        if (stop) break;
     }
-    if (t.rank == 0) {
-        if ((st = vla_metrics_open(&m, o->output_dir, COLS, NCOLS, o->resume ? start : -1)) != VLA_OK) goto done;
-        metrics_open = true;
-        char sd[256];
-        VLA_INFO("train: %s (%lld params, %lld trainable) on %s: %lld frames, %lld episodes; batch %lld × %d "
-                 "rank(s) × %lld accum, %lld steps, %s",
-                 p->cfg.name, (long long)res->n_params, (long long)res->n_trainable, o->dataset_root,
-                 (long long)t.ds->n_rows, (long long)t.ds->n_episodes, (long long)o->batch_size, t.world,
-                 (long long)o->accum, (long long)o->steps, vla_schedule_describe(&t.sched, sd, sizeof sd));
-    }
-    losses = calloc((size_t)(o->steps - start + 1), sizeof *losses);
-    if (!losses) {
-        st = vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
-        goto done;
-    }
-    if ((st = vla_loader_start(t.L)) != VLA_OK) goto done;
-    double t_begin = vla_now_s(), wait_total = 0;
-    vla_meter meter;
-    vla_meter_start(&meter, t_begin);
-    int64_t step = start, nl = 0;
-    for (; step < o->steps; step++) {
-        vla_policy_zero_grad(p);
-        if ((st = vla_grad_buckets_begin(t.gb)) != VLA_OK) goto done;
-        /* Loss normalisation over the whole global batch: each micro-batch's
-         * loss is its masked squared-error *sum* (loss_divisor 1), and the
-         * gradient is scaled once, after the all-reduce, by world / (real
-         * entries over all ranks and micro-batches) — the buckets average, so
-         * this is Σ gradients / global count: N ranks at B/N equal one rank at
-         * B, and accumulation equals one big batch. */
-        double sums[2] = {0, 0}, wait = 0; /* Σ err², Σ real entries */
-        int64_t samples = 0;
-        for (int64_t micro = 0; micro < o->accum; micro++) {
-            vla_loader_batch *b = NULL;
-            double w = 0;
-            if ((st = vla_loader_next(t.L, &b, &w)) != VLA_OK) goto done;
-            wait += w;
-            b->batch.loss_divisor = 1;
-            vla_loss_info info;
-            st = vla_policy_loss(p, &b->batch, true, &info);
-            /* the last micro-batch's backward starts each bucket's all-reduce as its gradients become final */
-            bool last = micro == o->accum - 1;
-            p->grad_ready = last ? on_grads_ready : NULL;
-            p->grad_ready_user = last ? &t : NULL;
-            if (st == VLA_OK) st = vla_policy_backward(p);
-            p->grad_ready = NULL, p->grad_ready_user = NULL;
-            if (st == VLA_OK && t.ready_st != VLA_OK) st = t.ready_st;
-            samples += b->batch.n_samples;
-            vla_loader_release(t.L, b);
-            if (st != VLA_OK) {
-                st = vla_error_context(st, "step %lld", (long long)step + 1);
-                goto done;
-            }
-            sums[0] += info.loss;
-            sums[1] += (double)info.real_entries;
-        }
-        if (t.world > 1 && (st = vla_comm_allreduce(t.comm, sums, sums, 2, VLA_COMM_F64, VLA_COMM_SUM)) != VLA_OK)
-            goto done;
-        double loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
-        double grad_mul = (double)t.world / (sums[1] > 0 ? sums[1] : 1);
-        if (o->nan_at_step == step + 1 && p->n_grad_floats > 0) {
-            if ((st = vla_grad_buckets_wait_all(t.gb)) != VLA_OK) goto done;
-            p->grads[0] = NAN;
-        }
-        double lr = vla_schedule_lr(&t.sched, vla_train_opt_updates(t.opt));
-        double norm = NAN;
-        vla_status cs;
-        if (isfinite(loss)) {
-            cs = vla_train_opt_step(t.opt, p->weights, p->grads, lr, grad_mul, t.gb, &norm);
-        } else {
-            if ((st = vla_grad_buckets_wait_all(t.gb)) != VLA_OK) goto done;
-            cs = vla_error(VLA_ERR_NUMERIC, "loss is %g", loss);
-        }
-        if (cs == VLA_ERR_NUMERIC) {
-            if (!o->skip_nonfinite) {
-                char why[512];
-                snprintf(why, sizeof why, "%s", vla_error_message());
-                st = vla_error(VLA_ERR_NUMERIC,
-                               "step %lld: non-finite loss or gradients (%s); stopping before the update so nothing "
-                               "non-finite reaches a checkpoint (pass --skip_nonfinite=true to skip such steps)",
-                               (long long)step + 1, why);
-                goto done;
-            }
-            t.skipped++;
-            if (t.rank == 0) VLA_WARN("step %lld: non-finite loss or gradients, step skipped (%lld so far)",
-                                      (long long)step + 1, (long long)t.skipped);
-        } else if (cs != VLA_OK) {
-            st = cs;
-            goto done;
-        }
-        if ((st = vla_sampler_advance(&t.track)) != VLA_OK) goto done;
-        int64_t done_steps = step + 1;
-        losses[nl++] = loss;
-        if (isfinite(loss) && t.nwin < t.capwin) t.win[t.nwin++] = loss;
-        wait_total += wait;
-        vla_meter_add(&meter, samples * t.world, wait);
-
-        double row[NCOLS];
-        for (int i = 0; i < NCOLS; i++) row[i] = NAN;
-        bool log_now = o->log_freq > 0 && (done_steps % o->log_freq == 0 || done_steps == o->steps);
-        if (o->eval_freq > 0 && o->eval_fn && done_steps % o->eval_freq == 0) {
-            const float *wexp = NULL;
-            if ((st = export_weights(&t, &wexp)) != VLA_OK) goto done; /* collective */
-            if (t.rank == 0) {
-                char dir[4200];
-                snprintf(dir, sizeof dir, "%s/eval_model", o->output_dir);
-                json_t *cfgj = config_json(&t);
-                st = vla_pretrained_write_dir(dir, p, wexp, cfgj);
-                json_decref(cfgj);
-                if (st == VLA_OK) st = o->eval_fn(o->eval_user, dir, done_steps, &row[C_EVS], &row[C_EVC], &row[C_EVR]);
-                if (st != VLA_OK) {
-                    st = vla_error_context(st, "eval at step %lld", (long long)done_steps);
-                    goto done;
-                }
-                evals = true;
-                res->last_eval_success = row[C_EVS];
-                fprintf(stderr, "eval step %lld: success %.1f%%, max coverage %.3f, reward %.2f\n",
-                        (long long)done_steps, 100 * row[C_EVS], row[C_EVC], row[C_EVR]);
-            }
-            log_now = true;
-        }
-        if (log_now && t.rank == 0) {
-            double sps, wf;
-            double now = vla_now_s();
-            vla_meter_read(&meter, now, &sps, &wf);
-            double shown = loss;
-            if (t.nwin > 0) {
-                double sum = 0;
-                for (int64_t i = 0; i < t.nwin; i++) sum += t.win[i];
-                shown = sum / (double)t.nwin;
-            }
-            t.nwin = 0;
-            row[C_LOSS] = shown, row[C_GRAD] = norm, row[C_LR] = lr, row[C_SPS] = sps, row[C_WAIT] = wf;
-            row[C_SKIP] = (double)t.skipped;
-            if ((st = vla_metrics_log(&m, done_steps, row)) != VLA_OK) goto done;
-            if (o->progress) {
-                vla_progress pr = {done_steps, o->steps, shown, norm, lr, sps, wf,
-                                   vla_eta_s(now - t_begin, done_steps - start, o->steps - done_steps), t.skipped};
-                char line[512];
-                fprintf(stderr, "%s\n", vla_progress_format(&pr, line, sizeof line));
-            }
-        }
-        bool over_time = false;
-        if (o->max_time_s > 0 && done_steps < o->steps) {
-            double el = vla_now_s() - t_begin;
-            if (t.world > 1 &&
-                (st = vla_comm_allreduce(t.comm, &el, &el, 1, VLA_COMM_F64, VLA_COMM_MAX)) != VLA_OK)
-                goto done;
-            over_time = el > o->max_time_s;
-        }
-        bool final = done_steps == o->steps || over_time;
-        if ((o->save_freq > 0 && done_steps % o->save_freq == 0) || final) {
-            if ((st = save_checkpoint(&t, done_steps, lr, res->last_ckpt, sizeof res->last_ckpt)) != VLA_OK) goto done;
-        }
-        if (over_time) {
-            res->time_budget_hit = true;
-            if (t.rank == 0)
-                VLA_WARN("time budget of %.0f s reached after step %lld of %lld: checkpoint written, stopping",
-                         o->max_time_s, (long long)done_steps, (long long)o->steps);
-            step++;
-            break;
-        }
-        if (o->crash_at_step > 0 && done_steps == o->crash_at_step && start == 0) {
-            fflush(NULL);
-            raise(SIGKILL); /* a real kill: nothing after the last checkpoint survives */
-        }
-        if (o->stop_after > 0 && done_steps >= o->stop_after) {
-            step++;
-            break;
-        }
-    }
-    res->seconds = vla_now_s() - t_begin;
-    vla_grad_buckets_stats gs = vla_grad_buckets_get_stats(t.gb);
-    res->comm_exposed_s = gs.total_exposed_s;
-    res->n_buckets = gs.n_buckets;
-    res->buckets_started_in_backward = gs.started_before_wait;
-    res->opt_state_bytes = vla_train_opt_state_bytes(t.opt);
-    res->steps_done = step - start;
-    res->skipped = t.skipped;
-    res->samples_per_s = res->seconds > 0 ? (double)(res->steps_done * o->batch_size * o->accum * t.world) / res->seconds : 0;
-    res->data_wait_frac = res->seconds > 0 ? wait_total / res->seconds : 0;
-    mean_losses(losses, nl, &res->first_loss, &res->last_loss);
-    if (t.rank == 0) {
-        vla_metrics_close(&m);
-        metrics_open = false;
-        plots(&t, evals);
-    }
+    finish_run(&t, step - start, res);
 done:
-    if (metrics_open) vla_metrics_close(&m);
-    free(losses);
+    /* rows logged so far reach the files even when an error aborts the job below */
+    if (t.metrics_open) vla_metrics_close(&t.metrics);
     if (st != VLA_OK && t.comm && t.world > 1) {
         VLA_ERROR("%s", vla_error_message());
         vla_comm_abort(t.comm, 1);
     }
-    /* keep the message: finalize and frees do not touch it */
+    /* keep the message: closing, finalize and frees do not touch it */
     trainer_free(&t);
     return st;
 }

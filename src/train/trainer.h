@@ -1,11 +1,11 @@
 /* trainer.h — `vla train`: the training loop of docs/train.md over a LeRobot
  * dataset and a policy, data parallel from its first line (one rank = the
- * single backend of dist/comm.h; under mpirun, N ranks with the same flags).
+ * single backend of distributed/comm.h; under mpirun, N ranks with the same flags).
  *
  * Per step: the loader's micro-batches (background threads, packed), loss +
  * backward per micro-batch (gradients add up in the policy's flat buffer),
  * each bucket's all-reduce started by the policy's gradient-ready hook during
- * the last micro-batch's backward (dist/grad_buckets.h), loss normalised by
+ * the last micro-batch's backward (distributed/grad_buckets.h), loss normalised by
  * the real action entries of the whole global batch, global-norm clipping
  * with the NaN/Inf guard, ZeRO-1 AdamW (moments and EMA sharded across
  * ranks, weights all-gathered: train/trainer_opt.h), schedule. Rank 0 writes metrics,
@@ -16,7 +16,12 @@
  * and loader keys), the optimizer is thread-count invariant, and the state a
  * checkpoint holds (weights, moments, EMA, sampler position, skipped count)
  * is all the loop carries, so a resumed run prints the losses of an
- * uninterrupted one bit for bit on CPU with the same thread count. */
+ * uninterrupted one bit for bit on CPU with the same thread count.
+ *
+ * Tests break the loop through base/fault.h, not through options here:
+ * VLA_FAULT_TRAIN_GRADS (POISON: a NaN into step n's gradients) and
+ * VLA_FAULT_TRAIN_STEP_END (STOP: end after step n without a final
+ * checkpoint, as if killed; KILL: SIGKILL after step n). */
 #ifndef VLA_TRAIN_TRAINER_H
 #define VLA_TRAIN_TRAINER_H
 
@@ -57,9 +62,6 @@ typedef struct {
     double max_time_s;          /* > 0: after the step that crosses this many seconds of training, write a
                                    checkpoint and stop (a time budget; the schedule is not shortened) */
     double bucket_mb;           /* gradient bucket size in MiB (≤ 0: 25) */
-    int64_t stop_after;         /* > 0: stop after this step without a final checkpoint (tests: simulates a kill) */
-    int64_t nan_at_step;        /* > 0: poison that step's gradient with NaN (tests) */
-    int64_t crash_at_step;      /* > 0: SIGKILL itself after that step unless resuming (restart tests) */
     vla_train_eval_fn eval_fn;
     void *eval_user;
     int n_obs_steps;            /* frames of state history fed to the policy (≤ 1: the current one; see

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/zero1.h"
+#include "distributed/zero1.h"
 #include "train/optimizer.h"
 
 struct vla_train_opt {

@@ -1,6 +1,6 @@
 /* trainer_opt.h — the trainer's optimizer: the policy's AdamW defaults and
  * weight-decay rule (optimizer.h) over the one AdamW the product has, ZeRO-1
- * (dist/zero1.h): moments and EMA sharded across the ranks, a single shard
+ * (distributed/zero1.h): moments and EMA sharded across the ranks, a single shard
  * holding everything when there is one rank.
  *
  * The trainable tensors sit at their offsets in the policy's weight buffer
@@ -17,8 +17,8 @@
 #include <jansson.h>
 
 #include "base/status.h"
-#include "dist/comm.h"
-#include "dist/grad_buckets.h"
+#include "distributed/comm.h"
+#include "distributed/grad_buckets.h"
 #include "train/checkpoint.h"
 
 typedef struct vla_train_opt vla_train_opt;

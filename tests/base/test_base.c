@@ -1,7 +1,9 @@
 /* test_base.c — status messages with context, arenas, atomic files (with
- * injected write faults), flags with suggestions, JSON with located errors. */
+ * injected write faults), named fault points, flags with suggestions, JSON
+ * with located errors. */
 #include "test_util.h"
 #include "base/arena.h"
+#include "base/fault.h"
 #include "base/flags.h"
 #include "base/fsutil.h"
 #include "base/json.h"
@@ -106,6 +108,25 @@ static void test_atomic_write_and_faults(void **state) {
     assert_int_equal(vla_mkdirs(path), VLA_ERR_IO); /* a file is in the way */
 }
 
+/* Fault points fire only where and when armed; the first armed wins. (KILL
+ * is covered by tests/train/test_train_mpi.c's restart test.) */
+static void test_fault_points(void **state) {
+    assert_int_equal(vla_fault_at(VLA_FAULT_TRAIN_STEP_END, 1), VLA_FAULT_NONE);
+    vla_fault_set(VLA_FAULT_TRAIN_GRADS, VLA_FAULT_POISON, 3, 3);
+    vla_fault_set(VLA_FAULT_TRAIN_STEP_END, VLA_FAULT_STOP, 5, VLA_FAULT_FOREVER);
+    vla_fault_set(VLA_FAULT_TRAIN_GRADS, VLA_FAULT_STOP, 2, 4);
+    vla_fault_set(VLA_FAULT_TRAIN_GRADS, VLA_FAULT_POISON, 9, 8); /* empty range: never armed */
+    assert_int_equal(vla_fault_at(VLA_FAULT_TRAIN_GRADS, 1), VLA_FAULT_NONE);
+    assert_int_equal(vla_fault_at(VLA_FAULT_TRAIN_GRADS, 2), VLA_FAULT_STOP);
+    assert_int_equal(vla_fault_at(VLA_FAULT_TRAIN_GRADS, 3), VLA_FAULT_POISON);
+    assert_int_equal(vla_fault_at(VLA_FAULT_TRAIN_GRADS, 8), VLA_FAULT_NONE);
+    assert_int_equal(vla_fault_at(VLA_FAULT_TRAIN_STEP_END, 4), VLA_FAULT_NONE);
+    assert_int_equal(vla_fault_at(VLA_FAULT_TRAIN_STEP_END, 5), VLA_FAULT_STOP);
+    assert_int_equal(vla_fault_at(VLA_FAULT_TRAIN_STEP_END, INT64_MAX), VLA_FAULT_STOP);
+    vla_fault_clear();
+    assert_int_equal(vla_fault_at(VLA_FAULT_TRAIN_STEP_END, 5), VLA_FAULT_NONE);
+}
+
 static void test_flags(void **state) {
     const char *root = NULL, *type = "pi05";
     int64_t steps = 10;
@@ -197,7 +218,7 @@ static void test_json(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_context), cmocka_unit_test(test_arena),
-        cmocka_unit_test(test_atomic_write_and_faults), cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_atomic_write_and_faults), cmocka_unit_test(test_fault_points), cmocka_unit_test(test_flags),
         cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

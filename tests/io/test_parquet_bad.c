@@ -137,24 +137,24 @@ static void test_rle_roundtrip(void **state) {
             int run = vla_rng_u32(&g) % 2;
             for (int k = 0; k < len && i < N; k++, i++) v[i] = run ? x : (uint32_t)(vla_rng_u32(&g) & mask);
         }
-        pq_buf b = {0};
-        pq_rle_encode(&b, v, N, bw);
+        vla_pq_buf b = {0};
+        vla_pq_rle_encode(&b, v, N, bw);
         assert_false(b.oom);
-        pq_rle d;
-        pq_rle_init(&d, b.data, b.len, bw);
+        vla_pq_rle d;
+        vla_pq_rle_init(&d, b.data, b.len, bw);
         for (int i = 0; i < N;) {
             int k = 1 + (int)(vla_rng_u32(&g) % 700);
             if (k > N - i) k = N - i;
-            assert_int_equal(pq_rle_get(&d, got + i, k), VLA_OK);
+            assert_int_equal(vla_pq_rle_get(&d, got + i, k), VLA_OK);
             i += k;
         }
         for (int i = 0; i < N; i++)
             if (got[i] != v[i]) fail_msg("bit width %d, value %d: %u != %u", bw, i, got[i], v[i]);
         /* asking for more than was encoded fails cleanly (padding aside) */
         uint32_t extra[64];
-        vla_status st = pq_rle_get(&d, extra, 64);
+        vla_status st = vla_pq_rle_get(&d, extra, 64);
         assert_true(st == VLA_OK || st == VLA_ERR_FORMAT);
-        pq_buf_free(&b);
+        vla_pq_buf_free(&b);
     }
     free(v);
     free(got);

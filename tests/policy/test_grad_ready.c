@@ -81,7 +81,7 @@ static void make_batch(vla_policy *p, int32_t S, tbatch *t) {
         /* padded steps; real entries not a power of two, so scaling by them rounds */
         for (int64_t h = 0; h < Hz; h++) t->pad[s * Hz + h] = s % 2 == 1 && h >= Hz - 1;
         t->rd[s] = s == 0 && A > 1 ? (int32_t)A - 1 : (int32_t)A;
-        t->emb[s] = c->kind == VLA_POLICY_GROOT ? s % (int32_t)c->head.embodiments : 0;
+        t->emb[s] = !strcmp(vla_policy_config_family_name(c), "groot") ? s % (int32_t)c->head.embodiments : 0;
         t->keys[s] = 500 + (uint64_t)s;
         int64_t nt = 0;
         assert_int_equal(vla_policy_tokenize(p, TASKS[s % 4], t->state + s * SD, SD, tok, maxt, &nt), VLA_OK);

@@ -17,7 +17,7 @@ static void test_presets_load(void **state) {
         vla_status st = vla_policy_config_load(names[i], &c);
         if (st != VLA_OK) fail_msg("%s: %s", names[i], vla_error_message());
         assert_string_equal(c.name, names[i]);
-        assert_int_equal(c.kind, strncmp(names[i], "pi05", 4) ? VLA_POLICY_GROOT : VLA_POLICY_PI05);
+        assert_string_equal(vla_policy_config_family_name(&c), strncmp(names[i], "pi05", 4) ? "groot" : "pi05");
     }
 }
 
@@ -145,7 +145,7 @@ static void test_errors_name_the_key(void **state) {
     expect_error("\"depth\":2,\"mlp\":32", "\"depth\":3,\"mlp\":32", "expert.depth (3) must equal language.depth (2)");
     expect_error("\"vocab\":259", "\"vocab\":259,\"vocabb\":1", "unknown key 'language.vocabb'; did you mean 'vocab'?");
     expect_error("\"name\":\"t\"", "\"name\":\"t\",\"extra\":1", "unknown key 'extra'");
-    expect_error("\"policy\":\"pi05\"", "\"policy\":\"pi0\"", "'policy' must be \"pi05\" or \"groot\"");
+    expect_error("\"policy\":\"pi05\"", "\"policy\":\"pi0\"", "'policy' must name a policy family (one of pi05, groot)");
     expect_error("\"state\":\"quantiles\"", "\"state\":\"quantile\"", "'normalization.state' must be one of");
     expect_error("\"flow\":{\"steps\":10}", "\"flow\":{}", "'flow.steps' is missing");
     expect_error("\"flow\":{\"steps\":10}", "\"flow\":{\"steps\":10},\"frozen\":[\"vison\"]", "'frozen[0]'");

@@ -310,7 +310,7 @@ static void test_default_layout_and_pack(void **state) {
     for (int which = 0; which < 2; which++) {
         vla_policy_config c;
         assert_int_equal(vla_policy_config_load(names[which], &c), VLA_OK);
-        bool groot = c.kind == VLA_POLICY_GROOT;
+        bool groot = !strcmp(vla_policy_config_family_name(&c), "groot");
         const char *tasks[2] = {"push the T", "a_much longer task that will not fit in forty-eight tokens at all"};
         float st[2][2] = {{0.0f, 1.0f}, {-1.0f, 0.5f}};
         int32_t cu[3] = {0}, cu_img[3] = {0, 1, 2};

@@ -1,12 +1,12 @@
-/* test_optimizer.c — the product's AdamW (dist/zero1.h at world 1, segments
+/* test_optimizer.c — the product's AdamW (distributed/zero1.h at world 1, segments
  * over a parameter buffer with frozen gaps), clipping and accumulation
  * against PyTorch goldens (tools/gen_train_goldens.py); the policy defaults
  * and decay rule (train/optimizer.h); NaN/Inf refusal, EMA, grad_mul, the
  * thread-invariant norm and the state round trip. */
 #include "test_util.h"
 #include "base/fsutil.h"
-#include "dist/comm.h"
-#include "dist/zero1.h"
+#include "distributed/comm.h"
+#include "distributed/zero1.h"
 #include "io/safetensors.h"
 #include "train/optimizer.h"
 

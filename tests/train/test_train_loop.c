@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/fault.h"
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "data/lerobot.h"
@@ -84,12 +85,15 @@ static void test_resume_bit_exact(void **state) {
     assert_int_equal(vla_train(&o, &r), VLA_OK);
     base_opts(&o, b);
     o.log_freq = 3;
-    o.stop_after = 6; /* killed two steps after the checkpoint of step 4 */
-    assert_int_equal(vla_train(&o, &r), VLA_OK);
+    /* killed two steps after the checkpoint of step 4 */
+    vla_fault_set(VLA_FAULT_TRAIN_STEP_END, VLA_FAULT_STOP, 6, VLA_FAULT_FOREVER);
+    vla_status st = vla_train(&o, &r);
+    vla_fault_clear();
+    assert_int_equal(st, VLA_OK);
     base_opts(&o, b);
     o.log_freq = 3;
     o.resume = true;
-    vla_status st = vla_train(&o, &r);
+    st = vla_train(&o, &r);
     if (st != VLA_OK) fail_msg("%s", vla_error_message());
     assert_int_equal(r.start_step, 4);
     char *la = test_losses_text(a), *lb = test_losses_text(b);
@@ -115,8 +119,9 @@ static void test_nonfinite(void **state) {
     vla_train_opts o;
     vla_train_result r;
     base_opts(&o, out);
-    o.nan_at_step = 6;
+    vla_fault_set(VLA_FAULT_TRAIN_GRADS, VLA_FAULT_POISON, 6, 6);
     vla_status st = vla_train(&o, &r);
+    vla_fault_clear();
     assert_int_equal(st, VLA_ERR_NUMERIC);
     assert_non_null(strstr(vla_error_message(), "step 6"));
     assert_non_null(strstr(vla_error_message(), "skip_nonfinite"));
@@ -125,9 +130,11 @@ static void test_nonfinite(void **state) {
     assert_int_equal(ck.step, 4); /* nothing after the bad step */
     test_rmrf(out);
     base_opts(&o, out);
-    o.nan_at_step = 6;
     o.skip_nonfinite = true;
-    assert_int_equal(vla_train(&o, &r), VLA_OK);
+    vla_fault_set(VLA_FAULT_TRAIN_GRADS, VLA_FAULT_POISON, 6, 6);
+    st = vla_train(&o, &r);
+    vla_fault_clear();
+    assert_int_equal(st, VLA_OK);
     assert_int_equal(r.skipped, 1);
 }
 

@@ -32,8 +32,8 @@
  * When a peer process dies, OpenMPI 4's mpirun itself kills the remaining
  * ranks at once ("mpirun noticed that process rank 1 … exited on signal 9")
  * and exits non-zero; see docs/distributed.md. */
-#ifndef VLA_DIST_COMM_H
-#define VLA_DIST_COMM_H
+#ifndef VLA_DISTRIBUTED_COMM_H
+#define VLA_DISTRIBUTED_COMM_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -43,14 +43,14 @@
  * the segments). The loader of rank r' in a world of M opens only the files
  * whose [offset, offset+count) meets its new shard and copies the overlap —
  * the shards are re-cut for any M. */
-#ifndef VLA_DIST_ZERO1_H
-#define VLA_DIST_ZERO1_H
+#ifndef VLA_DISTRIBUTED_ZERO1_H
+#define VLA_DISTRIBUTED_ZERO1_H
 
 #include <stdint.h>
 
 #include "base/status.h"
-#include "dist/comm.h"
-#include "dist/grad_buckets.h"
+#include "distributed/comm.h"
+#include "distributed/grad_buckets.h"
 
 /* Scalars are double where torch forms them in double from Python floats (lr,
  * weight decay, betas, eps: 1 − β and the bias corrections are computed in

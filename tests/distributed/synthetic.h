@@ -1,10 +1,13 @@
-/* synthetic.h — a synthetic MLP regression task and a data-parallel training
- * loop over it, used by tests/dist and `vla bench dist` to exercise the whole
- * dist layer end to end: communicator, sampler, overlapped gradient buckets,
- * ZeRO-1 AdamW, coordinated checkpoints and elastic resume.
+/* synthetic.h — test helper (not in libvla): a synthetic MLP regression task
+ * and a data-parallel training loop over it, compiled only into
+ * test_dist_mpi and test_dist_faults, which need "some model trained by N
+ * ranks" to exercise the whole distributed layer end to end: communicator,
+ * sampler, overlapped gradient buckets, ZeRO-1 AdamW, coordinated checkpoints,
+ * elastic resume, and the failure of a rank (killed or hung) at a given step.
+ * It is milliseconds per run where the real trainer (src/train) needs a
+ * dataset and a policy; tests/train/test_train_mpi.c checks the real one.
  *
- * It is also the reference for how src/train plugs in: parameters and
- * gradients are flat f32 buffers, backward calls
+ * Parameters and gradients are flat f32 buffers, backward calls
  * vla_grad_buckets_mark_ready(i) as each parameter's gradient becomes final
  * (last layer first), and the optimizer is vla_zero1_step.
  *
@@ -18,8 +21,8 @@
  *   manifest.json            rank 0, written last and only after every rank
  *                            reported its part written: a checkpoint without
  *                            it is incomplete and is refused on resume. */
-#ifndef VLA_DIST_SYNTHETIC_H
-#define VLA_DIST_SYNTHETIC_H
+#ifndef VLA_TEST_SYNTHETIC_H
+#define VLA_TEST_SYNTHETIC_H
 
 #include <stdbool.h>
 #include <stdint.h>

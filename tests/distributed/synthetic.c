@@ -1,6 +1,6 @@
-/* synthetic.c — synthetic MLP regression trained data-parallel with the whole
- * dist layer (see synthetic.h). */
-#include "dist/synthetic.h"
+/* synthetic.c — test helper: a synthetic MLP regression trained data-parallel
+ * with the whole distributed layer (see synthetic.h). */
+#include "synthetic.h"
 
 #include "base/flags.h"
 #include "base/fsutil.h"
@@ -8,10 +8,10 @@
 #include "base/log.h"
 #include "base/rng.h"
 #include "base/timer.h"
-#include "dist/comm.h"
-#include "dist/grad_buckets.h"
-#include "dist/sampler.h"
-#include "dist/zero1.h"
+#include "distributed/comm.h"
+#include "distributed/grad_buckets.h"
+#include "distributed/sampler.h"
+#include "distributed/zero1.h"
 #include "io/safetensors.h"
 #include "tensor/ops.h"
 

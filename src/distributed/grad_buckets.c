@@ -1,6 +1,6 @@
 /* grad_buckets.c — bucketed, overlapped gradient all-reduce (see
  * grad_buckets.h). */
-#include "dist/grad_buckets.h"
+#include "distributed/grad_buckets.h"
 
 #include "base/timer.h"
 

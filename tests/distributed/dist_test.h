@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/timer.h"
-#include "dist/synthetic.h"
+#include "synthetic.h"
 #include "test_util.h"
 
 static char self_exe[1024];
@@ -41,7 +41,7 @@ static int dist_test_start(const char *prog, int argc, char **argv) {
      * file covers what can be named. */
     char supp[1200];
     snprintf(supp, sizeof supp, "suppressions=%s:print_suppressions=0",
-             test_source_path("tests/dist/lsan-mpi.supp"));
+             test_source_path("tests/distributed/lsan-mpi.supp"));
     setenv("LSAN_OPTIONS", supp, 1);
     snprintf(launcher, sizeof launcher,
              "ASAN_OPTIONS=detect_leaks=0 mpirun --oversubscribe --allow-run-as-root --bind-to none "

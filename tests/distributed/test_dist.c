@@ -1,4 +1,4 @@
-/* test_dist.c — the dist layer inside one process: the single backend of the
+/* test_dist.c — the distributed layer inside one process: the single backend of the
  * communicator, bucket layout and bookkeeping, ZeRO-1 AdamW against PyTorch
  * (tools/gen_adamw_golden.py), shard files re-cut for another world size,
  * the sampler's partition and resume, and the α-β planning model. The
@@ -6,11 +6,11 @@
 #include "test_util.h"
 #include "base/fsutil.h"
 #include "base/json.h"
-#include "dist/comm.h"
-#include "dist/grad_buckets.h"
-#include "dist/plan.h"
-#include "dist/sampler.h"
-#include "dist/zero1.h"
+#include "distributed/comm.h"
+#include "distributed/grad_buckets.h"
+#include "distributed/plan.h"
+#include "distributed/sampler.h"
+#include "distributed/zero1.h"
 #include "io/safetensors.h"
 
 #include <math.h>
@@ -112,7 +112,7 @@ static float *json_floats(json_t *a, size_t n) {
 
 static void test_zero1_matches_pytorch(void **state) {
     json_t *j;
-    assert_int_equal(vla_json_load_file(test_source_path("tests/dist/data/adamw_golden.json"), &j), VLA_OK);
+    assert_int_equal(vla_json_load_file(test_source_path("tests/distributed/data/adamw_golden.json"), &j), VLA_OK);
     size_t n = (size_t)json_integer_value(json_object_get(j, "n"));
     vla_adamw_hparams hp = {
         .lr = json_number_value(json_object_get(j, "lr")), .beta1 = json_number_value(json_object_get(j, "beta1")),

@@ -1,7 +1,7 @@
 /* zero1.c — ZeRO-1 sharded AdamW (+ EMA) over segments of a parameter
  * buffer, with shard state files that can be re-cut for another world size
  * (zero1.h). */
-#include "dist/zero1.h"
+#include "distributed/zero1.h"
 
 #include "base/fsutil.h"
 #include "io/safetensors.h"

@@ -1,7 +1,7 @@
 /* comm.c — the communicator: single-process and MPI backends, the
  * dispatching front end, and the watchdog that turns a hung collective into
  * a clear message and a non-zero exit. See comm.h. */
-#include "dist/comm.h"
+#include "distributed/comm.h"
 
 #include "base/log.h"
 #include "base/timer.h"

@@ -1,6 +1,7 @@
-/* test_dist_mpi.c — the dist layer across real processes: this binary is
+/* test_dist_mpi.c — the distributed layer across real processes: this binary is
  * both the cmocka test and, with VLA_DIST_WORKER=1 in its environment, the
- * worker that `mpirun -np N` starts (the synthetic MLP of dist/synthetic.h).
+ * worker that `mpirun -np N` starts (the synthetic MLP of synthetic.h, a test
+ * helper compiled only into the multi-process test programs).
  *
  * Checks: N ranks at per-rank batch B/N give the losses and parameters of one
  * rank at batch B (buckets and reduce-scatter modes, and against gradient
@@ -12,12 +13,12 @@
  *
  * mpirun runs as root only with OMPI_ALLOW_RUN_AS_ROOT{,_CONFIRM}=1 (set
  * here) and with --oversubscribe on this 2-core machine. Under ASan the
- * workers use tests/dist/lsan-mpi.supp for OpenMPI's own leaks at exit. */
+ * workers use tests/distributed/lsan-mpi.supp for OpenMPI's own leaks at exit. */
 #include "test_util.h"
 #include "dist_test.h"
-#include "dist/comm.h"
-#include "dist/synthetic.h"
-#include "dist/zero1.h"
+#include "distributed/comm.h"
+#include "synthetic.h"
+#include "distributed/zero1.h"
 
 #include "base/timer.h"
 

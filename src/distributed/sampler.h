@@ -14,8 +14,8 @@
  * size with the same G continues exactly where the last one stopped.
  * A tail shorter than G is dropped (every rank takes the same number of
  * steps); then the epoch advances and the cursor returns to 0. */
-#ifndef VLA_DIST_SAMPLER_H
-#define VLA_DIST_SAMPLER_H
+#ifndef VLA_DISTRIBUTED_SAMPLER_H
+#define VLA_DISTRIBUTED_SAMPLER_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -15,8 +15,8 @@
  *
  * The paper's setting (arXiv 2603.11101): 8 GPUs per node, 3.2 Tb/s RDMA per
  * node, i.e. β = 400 Gb/s per GPU between nodes. */
-#ifndef VLA_DIST_PLAN_H
-#define VLA_DIST_PLAN_H
+#ifndef VLA_DISTRIBUTED_PLAN_H
+#define VLA_DISTRIBUTED_PLAN_H
 
 #include <stdint.h>
 

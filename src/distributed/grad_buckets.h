@@ -26,15 +26,15 @@
  * Gradient accumulation: call mark_ready only on the last micro-batch (the
  * earlier ones just accumulate into the buffer), or call begin + wait_all
  * with no marks — wait_all starts whatever was not started. */
-#ifndef VLA_DIST_GRAD_BUCKETS_H
-#define VLA_DIST_GRAD_BUCKETS_H
+#ifndef VLA_DISTRIBUTED_GRAD_BUCKETS_H
+#define VLA_DISTRIBUTED_GRAD_BUCKETS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/status.h"
-#include "dist/comm.h"
+#include "distributed/comm.h"
 
 typedef struct vla_grad_buckets vla_grad_buckets;
 

@@ -1,13 +1,14 @@
 /* test_dist_faults.c — failure behaviour of multi-process runs, and the
  * two-"host" run: a rank killed by SIGKILL makes mpirun end the job at once;
  * a rank that hangs makes the others' collective watchdog print which rank
- * and collective, and exit non-zero, within a bounded time; as root, 2 ranks
- * in 2 network namespaces over TCP match 1 rank (scripts/multihost_netns.sh,
- * skipped where namespaces cannot be created). Like test_dist_mpi.c, this
- * binary is also the worker mpirun starts (VLA_DIST_WORKER=1). */
+ * and collective, and exit non-zero, within a bounded time; as root, `vla
+ * train` on 2 ranks in 2 network namespaces over TCP matches 1 rank
+ * (scripts/multihost_netns.sh, skipped where namespaces cannot be created).
+ * Like test_dist_mpi.c, this binary is also the worker mpirun starts
+ * (VLA_DIST_WORKER=1). */
 #include "test_util.h"
 #include "dist_test.h"
-#include "dist/synthetic.h"
+#include "synthetic.h"
 
 #include "base/timer.h"
 

@@ -1,6 +1,6 @@
 /* sampler.c — global shuffled order, per-rank slices, resumable cursor
  * (see sampler.h). */
-#include "dist/sampler.h"
+#include "distributed/sampler.h"
 
 #include "base/rng.h"
 

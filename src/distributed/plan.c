@@ -1,6 +1,6 @@
 /* plan.c — α-β model of ring collectives and the step-time prediction of
  * `vla plan` (see plan.h). */
-#include "dist/plan.h"
+#include "distributed/plan.h"
 
 void vla_plan_defaults(vla_plan_input *in) {
     *in = (vla_plan_input){0};
