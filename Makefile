@@ -9,8 +9,11 @@ FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 10
+# make fuzz-long: per-target execution budget and time cap (docs/fuzzing.md)
+FUZZ_RUNS ?= 10000000
+FUZZ_MAX_TIME ?= 3600
 
-.PHONY: all setup test test-fast test-asan fuzz-smoke fuzz demo bench clean help
+.PHONY: all setup test test-fast test-asan fuzz-smoke fuzz fuzz-long demo bench clean help
 
 # CMake names what it could not find on stderr; the hint says how to get it.
 all:
@@ -48,6 +51,20 @@ fuzz-smoke: setup
 fuzz: setup
 	@$(MAKE) --no-print-directory fuzz-smoke FUZZ_SECONDS=300
 
+# The long campaign (docs/fuzzing.md): every target to FUZZ_RUNS executions or
+# FUZZ_MAX_TIME seconds, corpora kept in $(FUZZ_BUILD)/corpus-<target>, findings
+# in $(FUZZ_BUILD)/findings/; then every allocation-failure sweep over every N
+# (tests/alloc_fail.h) in the ASan build, where LeakSanitizer checks each N.
+fuzz-long: setup
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DVLA_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@status=0; FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_MAX_TIME=$(FUZZ_MAX_TIME) bash scripts/fuzz.sh $(FUZZ_BUILD) --long || status=$$?; \
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DVLA_SANITIZE=ON -DVLA_NATIVE=OFF >/dev/null && \
+	cmake --build $(ASAN_BUILD) -j $(JOBS) && \
+	(cd $(ASAN_BUILD) && VLA_ALLOC_SWEEP=full ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		ctest --output-on-failure -j $(JOBS) -R _alloc_fail) || status=1; \
+	exit $$status
+
 demo: setup
 	@$(MAKE) --no-print-directory all
 	@bash scripts/demo.sh $(BUILD)
@@ -67,3 +84,4 @@ help:
 	@echo "make demo     install deps, build, run the main job on its built-in default"
 	@echo "make bench    install deps, build, print benchmark results as JSON"
 	@echo "make fuzz     run each fuzz target for 5 minutes"
+	@echo "make fuzz-long  long campaign: 10 M executions or 1 h per target, full allocation-failure sweeps"

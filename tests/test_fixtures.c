@@ -1,7 +1,10 @@
 /* test_fixtures.c — small datasets several tests train or load from,
- * recorded through the real simulator and the real dataset writer. */
+ * recorded through the real simulator and the real dataset writer, and
+ * small Parquet and safetensors files written by vla.c's own writers. */
 #include "test_util.h"
 #include "data/lerobot.h"
+#include "io/parquet.h"
+#include "io/safetensors.h"
 #include "sim/env.h"
 
 #include <math.h>
@@ -54,4 +57,76 @@ void test_record_reach(const char *root, int episodes, uint64_t seed0, int nan_f
     vla_sim_policy_free(pol);
     vla_env_free(env);
     assert_int_equal(vla_lr_writer_close(w), VLA_OK);
+}
+
+void test_write_sample_parquet(const char *path, int codec, int page_version) {
+    static const vla_parquet_field f[] = {
+        {"index", VLA_PQW_INT64, 0, 0},         {"timestamp", VLA_PQW_FLOAT, 0, 0},
+        {"observation.state", VLA_PQW_FLOAT, 1, 0}, {"task", VLA_PQW_STRING, 0, 0},
+        {"image", VLA_PQW_BINARY, 0, 1},        {"done", VLA_PQW_BOOLEAN, 0, 0},
+        {"reward", VLA_PQW_DOUBLE, 0, 1},
+    };
+    enum { ROWS = 40, W = 4 };
+    static const char *tasks[] = {"push the T", "reach the target"};
+    int64_t index[ROWS], bo[ROWS + 1], io[ROWS + 1], lo[ROWS + 1];
+    float ts[ROWS], state[ROWS * W];
+    char tb[ROWS * 20];
+    uint8_t img[ROWS * 8], done[ROWS], valid[ROWS];
+    double reward[ROWS];
+    vla_parquet_write_options o = vla_parquet_write_defaults();
+    o.codec = codec;
+    o.page_version = page_version;
+    o.page_bytes = 256; /* several pages per chunk */
+    vla_parquet_writer *w;
+    assert_int_equal(vla_parquet_writer_open(path, f, 7, &o, &w), VLA_OK);
+    assert_int_equal(vla_parquet_writer_add_kv(w, "huggingface", "{\"info\": {}}"), VLA_OK);
+    for (int g = 0; g < 3; g++) {
+        bo[0] = io[0] = lo[0] = 0;
+        for (int r = 0; r < ROWS; r++) {
+            int64_t i = g * ROWS + r;
+            index[r] = i;
+            ts[r] = (float)r / 10.0f;
+            for (int k = 0; k < W; k++) state[r * W + k] = (float)(i * W + k) * 0.25f;
+            const char *t = tasks[(r / 7) % 2];
+            memcpy(tb + bo[r], t, strlen(t));
+            bo[r + 1] = bo[r] + (int64_t)strlen(t);
+            for (int k = 0; k < 8; k++) img[r * 8 + k] = (uint8_t)(i * 8 + k);
+            io[r + 1] = io[r] + (r % 5 == 4 ? 0 : 8);
+            valid[r] = r % 5 != 4;
+            done[r] = r == ROWS - 1;
+            reward[r] = r % 3 ? 0.5 * r : 0;
+            lo[r + 1] = lo[r] + W;
+        }
+        /* image: rows r%5==4 are null and hold no bytes */
+        uint8_t packed[ROWS * 8];
+        for (int r = 0, at = 0; r < ROWS; r++)
+            if (valid[r]) memcpy(packed + at, img + r * 8, 8), at += 8;
+        vla_parquet_wcolumn c[] = {
+            {.values = index}, {.values = ts}, {.values = state, .list_offsets = lo},
+            {.byte_offsets = bo, .bytes = (const uint8_t *)tb}, {.byte_offsets = io, .bytes = packed, .valid = valid},
+            {.values = done}, {.values = reward, .valid = valid},
+        };
+        assert_int_equal(vla_parquet_writer_write_row_group(w, ROWS, c), VLA_OK);
+    }
+    assert_int_equal(vla_parquet_writer_close(w), VLA_OK);
+}
+
+void test_write_sample_safetensors(const char *path) {
+    float a[6 * 5];
+    uint16_t b[16];
+    int64_t c[3] = {-1, 0, INT64_MAX};
+    uint8_t d[7] = {1, 2, 3, 4, 5, 6, 7};
+    for (int i = 0; i < 30; i++) a[i] = (float)i * 0.5f - 3.0f;
+    for (int i = 0; i < 16; i++) b[i] = (uint16_t)(0x3f80 + i); /* bf16 1.0, 1.0078, … */
+    const int64_t sa[2] = {6, 5}, sb[1] = {16}, sc[1] = {3}, sd[1] = {7};
+    vla_safetensors_writer *w;
+    assert_int_equal(vla_safetensors_writer_new(&w), VLA_OK);
+    assert_int_equal(vla_safetensors_writer_add(w, "layer.weight", VLA_F32, 2, sa, a), VLA_OK);
+    assert_int_equal(vla_safetensors_writer_add(w, "layer.bias_bf16", VLA_BF16, 1, sb, b), VLA_OK);
+    assert_int_equal(vla_safetensors_writer_add(w, "step", VLA_I64, 1, sc, c), VLA_OK);
+    assert_int_equal(vla_safetensors_writer_add(w, "mask", VLA_U8, 1, sd, d), VLA_OK);
+    assert_int_equal(vla_safetensors_writer_set_meta(w, "format", "pt"), VLA_OK);
+    assert_int_equal(vla_safetensors_writer_set_meta(w, "note", "written by test_fixtures.c"), VLA_OK);
+    assert_int_equal(vla_safetensors_writer_write(w, path), VLA_OK);
+    vla_safetensors_writer_free(w);
 }

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/rng.h"
+
 static char tmp_dir[512];
 
 static void remove_tmp_dir(void) {
@@ -136,4 +138,57 @@ void test_release_font_caches(void) {
     cairo_debug_reset_static_data();
     void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
     if (fc_fini) fc_fini();
+}
+
+/* One read of a copy of data[0..n): exact size, so ASan catches overreads. */
+static vla_status read_copy(const uint8_t *data, size_t n, test_read_fn read, void *user) {
+    uint8_t *copy = malloc(n ? n : 1);
+    assert_non_null(copy);
+    if (n) memcpy(copy, data, n);
+    vla_error_clear();
+    vla_status st = read(copy, n, user);
+    free(copy);
+    return st;
+}
+
+static int near_mark(size_t len, size_t n, const size_t *marks, int n_marks) {
+    if (len + 64 >= n) return 1;
+    for (int i = 0; i < n_marks; i++)
+        if (len + 64 >= marks[i] && len <= marks[i] + 64) return 1;
+    return 0;
+}
+
+void test_sweep_prefixes(const char *what, const uint8_t *data, size_t n, size_t stride, const size_t *marks,
+                         int n_marks, test_read_fn read, void *user) {
+    if (stride < 1) stride = 1;
+    for (size_t len = 0; len < n; len++) {
+        if (len % stride && !near_mark(len, n, marks, n_marks)) continue;
+        vla_status st = read_copy(data, len, read, user);
+        if (st == VLA_OK) fail_msg("%s cut to %zu of %zu bytes was accepted", what, len, n);
+        if (!vla_error_message()[0]) fail_msg("%s cut to %zu bytes: status %s without a message", what, len, vla_status_name(st));
+    }
+}
+
+int test_sweep_bit_flips(const char *what, const uint8_t *data, size_t n, size_t from, int count, uint64_t seed,
+                         test_read_fn read, void *user) {
+    uint8_t *copy = malloc(n ? n : 1);
+    assert_non_null(copy);
+    memcpy(copy, data, n);
+    vla_rng r = vla_rng_stream(seed, 0);
+    int rejected = 0;
+    for (int i = 0; i < count && from < n; i++) {
+        size_t at = from + (size_t)(vla_rng_u32(&r) % (uint32_t)(n - from));
+        uint8_t bit = (uint8_t)(1u << (vla_rng_u32(&r) % 8));
+        copy[at] ^= bit;
+        vla_status st = read_copy(copy, n, read, user);
+        copy[at] ^= bit;
+        if (st != VLA_OK) {
+            rejected++;
+            if (!vla_error_message()[0])
+                fail_msg("%s with bit 0x%02x of byte %zu flipped: status %s without a message", what, bit, at,
+                         vla_status_name(st));
+        }
+    }
+    free(copy);
+    return rejected;
 }

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "base/status.h"
+
 /* Absolute path of a file in the source tree (VLA_SOURCE_DIR set by ctest). */
 const char *test_source_path(const char *relative);
 /* A directory created fresh for this process under $TMPDIR; removed at exit. */
@@ -40,6 +42,24 @@ char *test_slurp(const char *path, size_t *n);
  * per logged step), so two runs' losses compare with one string compare. Free it. */
 char *test_losses_text(const char *output_dir);
 
+/* Damaged-file sweeps. `read` parses a whole file given as bytes (it may
+ * write them to disk first) and returns its status; the bytes are an
+ * exact-size heap copy, so the ASan build sees any read past the end.
+ *
+ * Every prefix of data[0..n) — all of them when `stride` is 1, else every
+ * stride-th plus the 64 around each offset in marks[0..n_marks) (structure
+ * boundaries) and the last 64 — must make `read` fail with a message;
+ * `what` names the file in failures. */
+typedef vla_status (*test_read_fn)(const uint8_t *data, size_t n, void *user);
+void test_sweep_prefixes(const char *what, const uint8_t *data, size_t n, size_t stride, const size_t *marks,
+                         int n_marks, test_read_fn read, void *user);
+/* `count` single-bit flips at offsets and bits drawn from `seed` (offsets
+ * within [from, n)): each must either read (VLA_OK: the format cannot tell,
+ * e.g. a value inside a page) or fail with a message, never crash. Returns
+ * how many were rejected. */
+int test_sweep_bit_flips(const char *what, const uint8_t *data, size_t n, size_t from, int count, uint64_t seed,
+                         test_read_fn read, void *user);
+
 /* Record `episodes` expert episodes of the Reach environment as a LeRobot
  * v3.0 dataset at `root` (episode e uses seed0 + e; at most 50 steps each):
  * observation.image (video, TEST_REACH_IMAGE_SIZE²), observation.state (4-D),
@@ -47,5 +67,15 @@ char *test_losses_text(const char *output_dir);
  * count) to test that NaN data is refused. Fails the test on any error. */
 #define TEST_REACH_IMAGE_SIZE 64
 void test_record_reach(const char *root, int episodes, uint64_t seed0, int nan_frame);
+
+/* A LeRobot-like Parquet file written by vla.c's writer (3 row groups of 40
+ * rows, pages of ~256 bytes): index int64, timestamp float,
+ * observation.state list<float>[4], task string (repeating: dictionary),
+ * image binary (every 5th null), done bool, reward double (every 5th null);
+ * `codec` VLA_PQ_*, `page_version` 1 or 2. Fails the test on any error. */
+void test_write_sample_parquet(const char *path, int codec, int page_version);
+/* A safetensors file written by vla.c's writer: f32 [6,5], bf16 [16],
+ * i64 [3], u8 [7] and two metadata entries. */
+void test_write_sample_safetensors(const char *path);
 
 #endif

@@ -87,7 +87,11 @@ vla_status vla_atomic_write(vla_atomic_file *af, const void *data, size_t n) {
 
 vla_status vla_atomic_commit(vla_atomic_file *af) {
     vla_status st = VLA_OK;
-    if (fsync(af->fd) != 0)
+    /* before the rename: failing after it would report an error for a file
+     * that was already replaced */
+    char *dir = dup_dirname(af->path);
+    if (!dir) st = vla_error(VLA_ERR_NOMEM, "%s: out of memory", af->path);
+    if (st == VLA_OK && fsync(af->fd) != 0)
         st = vla_error(VLA_ERR_IO, "%s: fsync: %s", af->path, strerror(errno));
     if (close(af->fd) != 0 && st == VLA_OK)
         st = vla_error(VLA_ERR_IO, "%s: close: %s", af->path, strerror(errno));
@@ -95,12 +99,11 @@ vla_status vla_atomic_commit(vla_atomic_file *af) {
     if (st == VLA_OK && rename(af->tmp_path, af->path) != 0)
         st = vla_error(VLA_ERR_IO, "%s: rename into place: %s", af->path, strerror(errno));
     if (st == VLA_OK) {
-        char *dir = dup_dirname(af->path);
-        st = dir ? vla_fsync_dir(dir) : vla_error(VLA_ERR_NOMEM, "out of memory");
-        free(dir);
+        st = vla_fsync_dir(dir);
         free(af->tmp_path); /* renamed: nothing to remove */
         af->tmp_path = NULL;
     }
+    free(dir);
     vla_atomic_abort(af);
     return st;
 }

@@ -43,7 +43,7 @@ static vla_status episode_line(vla_lerobot *ds, const char *what, int line, json
         for (size_t i = 0; i < json_array_size(tasks); i++) {
             const char *t = json_string_value(json_array_get(tasks, i));
             if (!t) return vla_error(VLA_ERR_FORMAT, "%s: tasks[%zu] is not a string", what, i);
-            e->tasks[e->n_tasks++] = vla_lr_strdup(t);
+            if (!(e->tasks[e->n_tasks++] = vla_lr_strdup(t))) return vla_error(VLA_ERR_NOMEM, "out of memory");
         }
     }
     return VLA_OK;
@@ -54,10 +54,16 @@ static int cmp_episode(const void *a, const void *b) {
     return (x->episode_index > y->episode_index) - (x->episode_index < y->episode_index);
 }
 
+/* With no episodes the list is NULL, and qsort's array must not be NULL
+ * even for zero elements (C11 7.22.5). */
+static void sort_episodes(vla_lerobot *ds) {
+    if (ds->n_episodes > 1) qsort(ds->episodes, (size_t)ds->n_episodes, sizeof *ds->episodes, cmp_episode);
+}
+
 /* v2.1 episodes: rows from cumulative lengths, one data file and one video
  * per episode. */
 static vla_status finish_v21_episodes(vla_lerobot *ds, const char *what) {
-    qsort(ds->episodes, (size_t)ds->n_episodes, sizeof *ds->episodes, cmp_episode);
+    sort_episodes(ds);
     int64_t row = 0;
     for (int64_t i = 0; i < ds->n_episodes; i++) {
         vla_lr_episode *e = &ds->episodes[i];
@@ -109,7 +115,9 @@ static vla_status list_chunk_files(const char *dir, const char *ext, char ***out
             }
             char path[4400];
             snprintf(path, sizeof path, "%s/%s", sub, f->d_name);
-            list[cnt++] = vla_lr_strdup(path);
+            char *copy = vla_lr_strdup(path);
+            if (!copy) { st = vla_error(VLA_ERR_NOMEM, "out of memory"); break; }
+            list[cnt++] = copy;
         }
         closedir(d2);
     }
@@ -191,6 +199,7 @@ static vla_status read_episode_tasks(vla_lerobot *ds, vla_parquet_file *pq, cons
             for (int64_t s = s0; s < s1; s++) {
                 if (!col.valid[s]) continue;
                 e->tasks[e->n_tasks++] = vla_lr_strndup((const char *)col.data + col.offsets[s], (size_t)(col.offsets[s + 1] - col.offsets[s]));
+                if (!e->tasks[e->n_tasks - 1]) { st = vla_error(VLA_ERR_NOMEM, "out of memory"); break; }
             }
         }
         r0 += col.num_rows;
@@ -236,7 +245,7 @@ static vla_status load_episodes_parquet(vla_lerobot *ds, const char *path) {
 }
 
 static vla_status check_episodes(vla_lerobot *ds, const char *what, json_t *problems) {
-    qsort(ds->episodes, (size_t)ds->n_episodes, sizeof *ds->episodes, cmp_episode);
+    sort_episodes(ds);
     int64_t expect = 0;
     for (int64_t i = 0; i < ds->n_episodes; i++) {
         vla_lr_episode *e = &ds->episodes[i];

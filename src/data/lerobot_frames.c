@@ -92,10 +92,15 @@ static vla_status get_decoder(vla_lr_reader *r, const char *path, vla_video_deco
     if (!vla_path_exists(path)) return vla_error(VLA_ERR_NOT_FOUND, "%s: video file is missing", path);
     vla_video_decoder *d;
     VLA_TRY(vla_video_decoder_open(path, NULL, &d));
+    char *copy = vla_lr_strdup(path);
+    if (!copy) {
+        vla_video_decoder_close(d);
+        return vla_error(VLA_ERR_NOMEM, "%s: out of memory", path);
+    }
     dec_slot *s = &r->slots[victim];
     free(s->path);
     vla_video_decoder_close(s->dec);
-    s->path = vla_lr_strdup(path);
+    s->path = copy;
     s->dec = d;
     s->used = ++r->clock;
     *out = d;

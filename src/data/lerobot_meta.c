@@ -202,7 +202,8 @@ vla_status vla_lr_parse_info(vla_lerobot *ds, const char *what) {
     if (nf > 4096) return vla_error(VLA_ERR_FORMAT, "%s: %zu features", what, nf);
     ds->features = calloc(nf ? nf : 1, sizeof *ds->features);
     ds->camera_feature = calloc(nf ? nf : 1, sizeof *ds->camera_feature);
-    if (!ds->features || !ds->camera_feature || !ds->robot_type || !ds->data_path) return vla_error(VLA_ERR_NOMEM, "out of memory");
+    if (!ds->features || !ds->camera_feature || !ds->robot_type || !ds->data_path || (vp && !ds->video_path))
+        return vla_error(VLA_ERR_NOMEM, "out of memory");
     const char *key;
     json_t *fj;
     json_object_foreach(feats, key, fj) {

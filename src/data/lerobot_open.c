@@ -121,7 +121,8 @@ vla_status vla_lerobot_open_meta_buffers(const char *info_json, size_t info_len,
     vla_lerobot *ds = calloc(1, sizeof *ds);
     if (!ds) return vla_error(VLA_ERR_NOMEM, "out of memory");
     ds->root = vla_lr_strdup(".");
-    vla_status st = vla_json_parse("meta/info.json", info_json, info_len, &ds->info);
+    vla_status st = ds->root ? vla_json_parse("meta/info.json", info_json, info_len, &ds->info)
+                             : vla_error(VLA_ERR_NOMEM, "out of memory");
     if (st == VLA_OK) st = vla_lr_parse_info(ds, "meta/info.json");
     if (st == VLA_OK && tasks_jsonl) st = vla_lr_tasks_jsonl(ds, "meta/tasks.jsonl", tasks_jsonl, tasks_len);
     if (st == VLA_OK && episodes_jsonl) st = vla_lr_episodes_jsonl(ds, "meta/episodes.jsonl", episodes_jsonl, episodes_len);
@@ -143,6 +144,10 @@ vla_status vla_lr_open_internal(const char *root, json_t *problems, vla_lerobot 
     char path[2048];
     vla_status st = VLA_OK;
     const char *ep_file = "meta/episodes";
+    if (!ds->root) {
+        st = vla_error(VLA_ERR_NOMEM, "%s: out of memory", root);
+        goto fail;
+    }
     if (!vla_is_dir(ds->root)) {
         st = vla_error(VLA_ERR_NOT_FOUND, "%s: not a directory", ds->root);
         goto fail;

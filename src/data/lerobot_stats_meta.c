@@ -26,14 +26,18 @@ static int flatten(json_t *v, double *out, int cap, int n) {
     return -1;
 }
 
-static double *flat_array(json_t *v, int *n) {
+/* *out stays NULL when v is not (nested arrays of) numbers: the caller
+ * says what it expected. */
+static vla_status flat_array(json_t *v, double **out, int *n) {
+    *out = NULL;
     int k = flatten(v, NULL, 0, 0);
-    if (k < 0) return NULL;
+    if (k < 0) return VLA_OK;
     double *d = malloc((size_t)(k ? k : 1) * sizeof *d);
-    if (!d) return NULL;
+    if (!d) return vla_error(VLA_ERR_NOMEM, "out of memory");
     flatten(v, d, k, 0);
     *n = k;
-    return d;
+    *out = d;
+    return VLA_OK;
 }
 
 void vla_lr_stats_free(vla_lr_stats *s) {
@@ -52,6 +56,7 @@ void vla_lr_stats_free(vla_lr_stats *s) {
 static vla_status stats_from_json(const char *what, const char *key, json_t *obj, vla_lr_stats *s) {
     memset(s, 0, sizeof *s);
     s->key = vla_lr_strdup(key);
+    if (!s->key) return vla_error(VLA_ERR_NOMEM, "out of memory");
     double **dst[] = {&s->min, &s->max, &s->mean, &s->std, &s->q01, &s->q10, &s->q50, &s->q90, &s->q99};
     const char *names[] = {"min", "max", "mean", "std", "q01", "q10", "q50", "q90", "q99"};
     s->n = -1;
@@ -62,7 +67,7 @@ static vla_status stats_from_json(const char *what, const char *key, json_t *obj
             continue;
         }
         int n;
-        *dst[k] = flat_array(v, &n);
+        VLA_TRY(flat_array(v, dst[k], &n));
         if (!*dst[k]) return vla_error(VLA_ERR_FORMAT, "%s: stats of '%s': '%s' must be numbers", what, key, names[k]);
         if (s->n >= 0 && n != s->n)
             return vla_error(VLA_ERR_FORMAT, "%s: stats of '%s': '%s' has %d values, 'min' has %d", what, key, names[k], n, s->n);
@@ -74,8 +79,9 @@ static vla_status stats_from_json(const char *what, const char *key, json_t *obj
         s->q01 = s->q10 = s->q50 = s->q90 = s->q99 = NULL;
     }
     json_t *c = json_object_get(obj, "count");
-    int nc;
-    double *cv = c ? flat_array(c, &nc) : NULL;
+    int nc = 0;
+    double *cv = NULL;
+    if (c) VLA_TRY(flat_array(c, &cv, &nc));
     s->count = cv && nc > 0 ? (int64_t)cv[0] : 0;
     free(cv);
     return VLA_OK;

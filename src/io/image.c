@@ -6,6 +6,7 @@
 #include <libavcodec/avcodec.h>
 #include <libavutil/imgutils.h>
 #include <libavutil/pixdesc.h>
+#include <zlib.h>
 
 #include "base/fsutil.h"
 #include "io/image.h"
@@ -135,6 +136,35 @@ static vla_status to_rgb24(const AVFrame *f, uint8_t *out) {
     return VLA_OK;
 }
 
+static uint32_t be32(const uint8_t *p) {
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Walk the chunks (length, type, data, CRC-32 of type and data; PNG spec
+ * §5.3) up to IEND. FFmpeg's decoder checks neither the CRCs (unless asked)
+ * nor that IEND is there, so a cut or damaged file would otherwise decode to
+ * whatever pixels survived. Bytes after IEND are ignored, as readers do. */
+static vla_status check_chunks(const uint8_t *png, size_t n) {
+    size_t pos = 8;
+    for (;;) {
+        if (n - pos < 12) return vla_error(VLA_ERR_FORMAT, "png: truncated at byte %zu (no IEND chunk)", n);
+        uint32_t len = be32(png + pos);
+        char type[5] = {0};
+        for (int i = 0; i < 4; i++) {
+            uint8_t ch = png[pos + 4 + i];
+            type[i] = ch >= 32 && ch < 127 ? (char)ch : '?';
+        }
+        if (len > n - pos - 12)
+            return vla_error(VLA_ERR_FORMAT, "png: chunk '%s' at byte %zu: %u bytes run past the end (%zu bytes)", type,
+                             pos, len, n);
+        const uint8_t *c = png + pos + 8 + len;
+        if ((uint32_t)crc32(0, png + pos + 4, len + 4) != be32(c))
+            return vla_error(VLA_ERR_FORMAT, "png: chunk '%s' at byte %zu: CRC mismatch", type, pos);
+        if (!memcmp(png + pos + 4, "IEND", 4)) return VLA_OK;
+        pos += 12 + (size_t)len;
+    }
+}
+
 vla_status vla_image_decode_png(const uint8_t *png, size_t png_size, uint8_t **rgb, int *width, int *height) {
     *rgb = NULL;
     *width = *height = 0;
@@ -142,6 +172,7 @@ vla_status vla_image_decode_png(const uint8_t *png, size_t png_size, uint8_t **r
     if (!png || png_size < 8 || memcmp(png, sig, 8) != 0) return vla_error(VLA_ERR_FORMAT, "png: bad signature");
     if (png_size > (size_t)INT32_MAX - AV_INPUT_BUFFER_PADDING_SIZE)
         return vla_error(VLA_ERR_FORMAT, "png: %zu bytes is too large", png_size);
+    VLA_TRY(check_chunks(png, png_size));
     const AVCodec *codec = avcodec_find_decoder(AV_CODEC_ID_PNG);
     if (!codec) return vla_error(VLA_ERR_UNSUPPORTED, "png: FFmpeg has no png decoder");
     AVCodecContext *cc = avcodec_alloc_context3(codec);

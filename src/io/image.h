@@ -6,7 +6,9 @@
  * Decoding accepts every PNG colour type and bit depth: alpha is dropped
  * (as PIL's convert("RGB") does), grey is replicated, palettes are
  * expanded and 16-bit samples keep their high byte. Images over 2^25 pixels
- * are refused. */
+ * are refused, and so is a file whose chunks do not check out (a CRC-32
+ * mismatch, a chunk past the end, no IEND): a cut or damaged PNG is an
+ * error, never the pixels that happened to survive. */
 #ifndef VLA_IO_IMAGE_H
 #define VLA_IO_IMAGE_H
 

@@ -61,7 +61,9 @@ vla_status vla_pq_dict_decode(vla_pq_chunk_reader *cr, const uint8_t *p, size_t 
                 memcpy(dst + (i + j) * w, cr->dict + (int64_t)x * w, (size_t)w);
             } else {
                 int64_t len = cr->dict_off[x + 1] - cr->dict_off[x];
-                vla_pq_buf_put(&cr->bytes, cr->dict_data + cr->dict_off[x], (size_t)len);
+                /* a dictionary of empty values has no data buffer (NULL): form
+                 * dict_data + off only when there are bytes to copy */
+                if (len) vla_pq_buf_put(&cr->bytes, cr->dict_data + cr->dict_off[x], (size_t)len);
                 lens[i + j] = len;
             }
         }

@@ -187,9 +187,9 @@ static vla_status build_schema(vla_parquet_file *pq) {
     }
     for (int k = 0; k <= sp; k++)
         if (left[k] != 0) return vla_error(VLA_ERR_FORMAT, "schema ends before all children are listed");
-    pq->ncols = nleaves;
     pq->cols = calloc((size_t)(nleaves ? nleaves : 1), sizeof *pq->cols);
     if (!pq->cols) return NOMEM();
+    pq->ncols = nleaves; /* only now: close frees cols[0..ncols) */
     int li = 0;
     for (int i = 1; i < pq->nnodes; i++) {
         vla_parquet_node *n = &pq->nodes[i];

@@ -41,12 +41,18 @@ static json_t *leaf(const vla_parquet_column_info *info, const vla_parquet_colum
     }
 }
 
+/* NULL when out of memory (ours in hex(), or jansson's). */
 static json_t *slot(const vla_parquet_column_info *info, const vla_parquet_column *col, int level, int64_t s) {
     if (level == col->max_rep) return leaf(info, col, s);
     if (!col->list[level].valid[s]) return json_null();
     json_t *a = json_array();
-    for (int64_t i = col->list[level].offsets[s]; i < col->list[level].offsets[s + 1]; i++)
-        json_array_append_new(a, slot(info, col, level + 1, i));
+    for (int64_t i = col->list[level].offsets[s]; a && i < col->list[level].offsets[s + 1]; i++) {
+        json_t *v = slot(info, col, level + 1, i);
+        if (!v || json_array_append_new(a, v) != 0) {
+            json_decref(a);
+            a = NULL;
+        }
+    }
     return a;
 }
 
@@ -106,9 +112,14 @@ vla_status vla_parquet_to_json(const vla_parquet_file *pq, json_t **out) {
              * against decoded levels, not just the footer's claim */
             while (json_array_size(rows) < base + (size_t)col.num_rows) json_array_append_new(rows, json_object());
             for (int64_t r = 0; r < col.num_rows; r++) {
-                json_t *row = json_array_get(rows, base + (size_t)r);
+                json_t *row = json_array_get(rows, base + (size_t)r), *v = vla_parquet_value_json(info, &col, r);
+                if (!v) {
+                    vla_parquet_column_free(&col);
+                    json_decref(root);
+                    return vla_error(VLA_ERR_NOMEM, "%s: column '%s': out of memory", vla_parquet_path(pq), info->path);
+                }
                 if (leaves == 1) {
-                    json_object_set_new(row, info->top, vla_parquet_value_json(info, &col, r));
+                    json_object_set_new(row, info->top, v);
                     continue;
                 }
                 /* struct member: {"<leaf name>": value}, the struct itself is never null here */
@@ -117,7 +128,7 @@ vla_status vla_parquet_to_json(const vla_parquet_file *pq, json_t **out) {
                     obj = json_object();
                     json_object_set_new(row, info->top, obj);
                 }
-                json_object_set_new(obj, vla_parquet_node_at(pq, info->node)->name, vla_parquet_value_json(info, &col, r));
+                json_object_set_new(obj, vla_parquet_node_at(pq, info->node)->name, v);
             }
             vla_parquet_column_free(&col);
         }

@@ -415,7 +415,8 @@ vla_status vla_ckpt_verify(const char *step_dir, int64_t *step_out) {
         uint32_t got;
         struct stat sb;
         if (stat(fpath, &sb) != 0) {
-            st = vla_error(VLA_ERR_NOT_FOUND, "%s: the checkpoint is incomplete: %s is missing", step_dir, rel);
+            st = vla_error(VLA_ERR_NOT_FOUND, "%s: the checkpoint is incomplete: %s is missing (%s lists it)", step_dir,
+                           rel, VLA_CKPT_MANIFEST);
             goto done;
         }
         if ((uint64_t)sb.st_size != (uint64_t)bytes) {
@@ -443,8 +444,8 @@ vla_status vla_ckpt_verify(const char *step_dir, int64_t *step_out) {
     st = vla_json_get_int(path, sj, "step", &file_step);
     json_decref(sj);
     if (st == VLA_OK && file_step != step)
-        st = vla_error(VLA_ERR_FORMAT, "%s: step %lld differs from the manifest's %lld", path, (long long)file_step,
-                       (long long)step);
+        st = vla_error(VLA_ERR_FORMAT, "%s: step %lld differs from the manifest's %lld (%s)", path,
+                       (long long)file_step, (long long)step, VLA_CKPT_MANIFEST);
     if (st == VLA_OK && step_out) *step_out = step;
 done:
     json_decref(m);

@@ -119,14 +119,15 @@ vla_status vla_metrics_open(vla_metrics *m, const char *dir, const char *const *
         return vla_error(VLA_ERR_NOMEM, "metrics: out of memory");
     }
     strcpy(header, "step");
+    vla_status st = VLA_OK;
     for (int i = 0; i < ncols; i++) {
         strcat(header, ",");
         strcat(header, cols[i]);
         m->cols[i] = strdup(cols[i]);
+        if (!m->cols[i]) st = vla_error(VLA_ERR_NOMEM, "metrics: out of memory");
     }
     m->ncols = ncols;
-    vla_status st = VLA_OK;
-    if (resume_step >= 0) {
+    if (st == VLA_OK && resume_step >= 0) {
         st = trim_log(m->jsonl_path, resume_step, 0, NULL);
         if (st == VLA_OK) st = trim_log(m->csv_path, resume_step, 1, header);
     }

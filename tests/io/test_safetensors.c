@@ -1,8 +1,8 @@
 /* test_safetensors.c — the safetensors reader and writer: files written by an
  * independent Python writer (tools/gen_safetensors_fixtures.py), byte-exact
  * agreement with the reference layout, round trips of every dtype, each class
- * of bad file, truncation at every length, and atomic writes under injected
- * write faults. */
+ * of bad file, truncation at every length, single-bit flips of a file vla.c
+ * wrote, and atomic writes under injected write faults. */
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
@@ -389,6 +389,62 @@ static void test_truncated_at_every_length(void **state) {
     }
 }
 
+/* Parse and convert every tensor to f32 (touching all of its data). */
+static vla_status read_all_tensors(const uint8_t *d, size_t n, void *user) {
+    (void)user;
+    vla_safetensors st;
+    VLA_TRY(vla_safetensors_parse(d, n, "sweep.safetensors", &st));
+    vla_status s = VLA_OK;
+    for (size_t i = 0; s == VLA_OK && i < vla_safetensors_count(&st); i++) {
+        const vla_safetensors_tensor *t = vla_safetensors_at(&st, i);
+        float *f = malloc((size_t)(t->numel ? t->numel : 1) * sizeof *f);
+        assert_non_null(f);
+        s = vla_safetensors_tensor_to_f32(&st, t, f, (size_t)t->numel);
+        free(f);
+    }
+    vla_safetensors_close(&st);
+    return s;
+}
+
+/* A file written by vla.c's writer: every prefix is refused; every single
+ * bit of the length and JSON header flipped is refused or parses (a name or
+ * a metadata value changed), and a flipped data bit always parses (a value
+ * changed: the format has no checksum); nothing crashes or reads out of
+ * bounds (ASan build). */
+static void test_written_file_sweeps(void **state) {
+    (void)state;
+    const char *path = test_tmp_path("sample.safetensors");
+    test_write_sample_safetensors(path);
+    size_t n;
+    uint8_t *d = (uint8_t *)test_slurp(path, &n);
+    assert_int_equal(read_all_tensors(d, n, NULL), VLA_OK);
+    uint64_t hl;
+    memcpy(&hl, d, 8); /* little-endian, as the host */
+    size_t head = 8 + (size_t)hl;
+    size_t marks[] = {8, head};
+    test_sweep_prefixes("sample.safetensors", d, n, 1, marks, 2, read_all_tensors, NULL);
+    int rejected = 0;
+    for (size_t at = 0; at < head; at++)
+        for (int bit = 0; bit < 8; bit++) {
+            d[at] ^= (uint8_t)(1u << bit);
+            uint8_t *copy = malloc(n);
+            memcpy(copy, d, n);
+            vla_error_clear();
+            vla_status st = read_all_tensors(copy, n, NULL);
+            free(copy);
+            d[at] ^= (uint8_t)(1u << bit);
+            if (st != VLA_OK) {
+                rejected++;
+                if (!vla_error_message()[0]) fail_msg("header bit %d of byte %zu: no message", bit, at);
+            }
+        }
+    int data_rejected = test_sweep_bit_flips("sample.safetensors data", d, n, head, 500, 5, read_all_tensors, NULL);
+    assert_int_equal(data_rejected, 0);
+    printf("# %zu-byte header: %d of %zu bit flips refused, the rest parse; 500 data bit flips all parse\n", head,
+           rejected, head * 8);
+    free(d);
+}
+
 static int count_temp_files(const char *dir) {
     DIR *d = opendir(dir);
     assert_non_null(d);
@@ -520,7 +576,7 @@ int main(void) {
         cmocka_unit_test(test_writer_matches_python_layout), cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_writer_rejects_bad_arguments), cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_truncated_at_every_length), cmocka_unit_test(test_writer_atomic_under_faults),
-        cmocka_unit_test(test_header_edge_cases),
+        cmocka_unit_test(test_header_edge_cases), cmocka_unit_test(test_written_file_sweeps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

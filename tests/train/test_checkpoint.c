@@ -1,5 +1,6 @@
 /* test_checkpoint.c — checkpoints: layout and round trip, refusal of
- * corrupted/truncated/incomplete checkpoints with a message naming the file,
+ * corrupted/truncated/incomplete checkpoints with a message naming the file
+ * (every prefix and sampled bit flips of each of its files),
  * fallback when `last` is broken, write faults injected at many byte budgets,
  * and a writer SIGKILLed at random moments that always leaves a loadable
  * last checkpoint and no half-written one. */
@@ -343,6 +344,57 @@ static void test_sigkill_during_writes(void **state) {
     vla_log_set_level(VLA_LOG_INFO);
 }
 
+/* For the sweeps: `bytes` become the file `rel` of checkpoint `dir`, which is
+ * then verified. */
+typedef struct {
+    const char *dir;
+    char path[VLA_CKPT_PATH_MAX + 64];
+} ckpt_file;
+
+static vla_status verify_with(const uint8_t *bytes, size_t n, void *user) {
+    ckpt_file *f = user;
+    FILE *fp = fopen(f->path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(bytes, 1, n, fp), n);
+    fclose(fp);
+    vla_status st = vla_ckpt_verify(f->dir, NULL);
+    /* a damaged manifest shows as a listed file that disagrees with it */
+    const char *base = strrchr(f->path, '/') + 1, *name = strcmp(base, "manifest.json") ? base : "manifest";
+    if (st != VLA_OK && !strstr(vla_error_message(), name))
+        fail_msg("damaged %s refused without naming it: %s", base, vla_error_message());
+    return st;
+}
+
+/* Every file of a checkpoint, cut short (every prefix; for the model a
+ * dense sample plus every prefix near its header and end) or with one of
+ * 300 sampled bits flipped, is refused with a message naming it: the
+ * manifest's sizes and CRC-32s catch all of them. */
+static void test_damage_sweeps(void **state) {
+    vla_log_set_level(VLA_LOG_ERROR);
+    const char *out = test_tmp_path("sweep");
+    fresh_dir(out);
+    assert_int_equal(write_ckpt(out, 3, 10), VLA_OK);
+    vla_ckpt_info info;
+    assert_int_equal(vla_ckpt_find_last(out, &info), VLA_OK);
+    const char *files[] = {"training_state/manifest.json", "training_state/training_step.json",
+                           "pretrained_model/config.json", "training_state/rng_state.json",
+                           "pretrained_model/model.safetensors", "training_state/optimizer_state.safetensors"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        ckpt_file f = {.dir = info.dir};
+        snprintf(f.path, sizeof f.path, "%s/%s", info.dir, files[i]);
+        size_t n;
+        uint8_t *d = (uint8_t *)test_slurp(f.path, &n);
+        uint64_t header = 0;
+        if (n >= 8 && strstr(files[i], ".safetensors")) memcpy(&header, d, 8);
+        size_t marks[] = {8 + (size_t)header};
+        test_sweep_prefixes(files[i], d, n, n > 4096 ? 61 : 1, marks, header ? 1 : 0, verify_with, &f);
+        assert_int_equal(test_sweep_bit_flips(files[i], d, n, 0, 300, 40 + i, verify_with, &f), 300);
+        assert_int_equal(verify_with(d, n, &f), VLA_OK); /* put back */
+        free(d);
+    }
+    vla_log_set_level(VLA_LOG_INFO);
+}
+
 static void test_cleanup_stale(void **state) {
     const char *out = test_tmp_path("stale");
     fresh_dir(out);
@@ -368,7 +420,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layout_roundtrip),      cmocka_unit_test(test_corruption_refused),
         cmocka_unit_test(test_fault_injection),       cmocka_unit_test(test_sigkill_during_writes),
-        cmocka_unit_test(test_cleanup_stale),
+        cmocka_unit_test(test_cleanup_stale),         cmocka_unit_test(test_damage_sweeps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
