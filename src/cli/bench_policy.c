@@ -1,9 +1,13 @@
-/* bench_policy.c — `vla bench policy`: training throughput (forward +
- * backward samples/s and achieved GFLOP/s) and batch-1 action-chunk latency
- * of whole policies, next to the SGEMM ceiling measured in the same run, so
- * MFU = achieved / peak is a measured ratio (docs/design.md: numbers a user sees
- * are measured). Policies are created generically by config name; a config
- * whose policy has no implementation in this build prints a "skipped" line.
+/* bench_policy.c — `vla bench policy`: training throughput (forward,
+ * backward and the AdamW step: samples/s and achieved GFLOP/s) and batch-1
+ * action-chunk latency of whole policies, next to the SGEMM ceiling measured
+ * in the same run, so MFU = achieved / peak is a measured ratio
+ * (docs/design.md: numbers a user sees are measured), and next to the
+ * PyTorch eager peer of the same architecture (tools/bench_torch_policy.py,
+ * Debian's python3-torch) at the same batch and thread count, so the ratio
+ * to what a LeRobot user runs is measured in the same run too. Policies are
+ * created generically by config name; a config whose policy has no
+ * implementation in this build prints a "skipped" line.
  *
  * FLOPs are model FLOPs: the forward's count from vla_loss_info.flops (every
  * matrix 2·in·out per token it touches, attention 4·pairs·heads·head_dim over
@@ -16,15 +20,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "base/rng.h"
 #include "base/timer.h"
+#include "distributed/comm.h"
 #include "policy/policy.h"
 #include "tensor/ops.h"
+#include "train/trainer_opt.h"
 
-/* Best SGEMM GFLOP/s over a few square shapes (short: ~0.1 s each). */
+/* Best SGEMM GFLOP/s through the op table over a few square shapes (~0.1 s each). */
 static double gemm_peak(const vla_ops *ops, bool quick) {
-    static const int64_t sizes[] = {256, 512, 1024};
+    static const int64_t sizes[] = {256, 512, 1024, 2048};
     double best = 0;
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         int64_t n = sizes[i];
@@ -137,13 +144,152 @@ static vla_status synth_make(vla_policy *p, int32_t S, synth *s) {
     return VLA_OK;
 }
 
-static int bench_one(const char *name, int64_t batch, double seconds, int64_t infer_reps, double peak, int nthreads,
-                     const vla_ops *ops) {
+/* The trainer's AdamW (ZeRO-1 with one shard) over the policy's trainable
+ * tensors, the policy family's defaults, no EMA. */
+static vla_status make_optimizer(vla_policy *p, vla_comm *comm, vla_train_opt **opt) {
+    vla_train_opt_tensor *tt = calloc((size_t)p->specs.n, sizeof *tt);
+    if (!tt) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory");
+    int n = 0;
+    for (int64_t i = 0; i < p->specs.n; i++) {
+        if (!p->params[i].grad) continue;
+        const vla_param_spec *sp = p->params[i].spec;
+        tt[n++] = (vla_train_opt_tensor){sp->name, p->params[i].data - p->weights, sp->numel, sp->ndim};
+    }
+    vla_train_opt_overrides ov = {-1, -1, -1, 0};
+    vla_status st = vla_train_opt_create(comm, vla_policy_config_family_name(&p->cfg), tt, n, p->weights, &ov, opt);
+    free(tt);
+    return st;
+}
+
+/* One training step: loss, backward, AdamW. */
+static vla_status train_step(vla_policy *p, const vla_batch *b, vla_train_opt *opt, vla_loss_info *info) {
+    vla_policy_zero_grad(p);
+    VLA_TRY(vla_policy_loss(p, b, true, info));
+    VLA_TRY(vla_policy_backward(p));
+    double norm;
+    return vla_train_opt_step(opt, p->weights, p->grads, 1e-5, 1.0, NULL, &norm);
+}
+
+/* Seconds per training step, timed for at least `seconds` after a warm-up step. */
+static vla_status time_training(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds,
+                                double *per_step, vla_loss_info *info) {
+    VLA_TRY(train_step(p, b, opt, info)); /* first touch of the activation arena, OpenBLAS buffers */
+    int64_t steps = 0;
+    double t0 = vla_now_s(), el = 0;
+    while (steps < 2 || el < seconds) {
+        VLA_TRY(train_step(p, b, opt, info));
+        steps++;
+        el = vla_now_s() - t0;
+    }
+    *per_step = el / (double)steps;
+    return VLA_OK;
+}
+
+/* The PyTorch peer on the same config, batch and threads; samples/s, or 0
+ * with a reason in `why`. Its trainable parameter count must equal ours
+ * (`trainable`), so the ratio compares the same model. */
+static double torch_peer(const vla_policy_config *cfg, int64_t trainable, int64_t batch, int threads, double seconds,
+                         const char *python, char *why, size_t why_cap) {
+    char script[1024], cmd[4096], line[4096], result[4096] = "", last[4096] = "";
+    vla_cli_find_source_file("tools/bench_torch_policy.py", script, sizeof script);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --config '%s' --batch %lld --threads %d --seconds %g 2>&1", python, script,
+             cfg->path, (long long)batch, threads, seconds);
+    FILE *f = popen(cmd, "r");
+    if (!f) {
+        snprintf(why, why_cap, "cannot run %s", python);
+        return 0;
+    }
+    while (fgets(line, sizeof line, f)) { /* keep the result line and the last line (a traceback's exception) */
+        line[strcspn(line, "\r\n")] = 0;
+        if (strstr(line, "\"samples_per_s\": ")) snprintf(result, sizeof result, "%s", line);
+        if (line[0]) snprintf(last, sizeof last, "%s", line);
+    }
+    int status = pclose(f), rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const char *k = strstr(result, "\"samples_per_s\": "), *tp = strstr(result, "\"trainable_params\": ");
+    double sps = k ? strtod(k + strlen("\"samples_per_s\": "), NULL) : 0;
+    long long peer_params = tp ? strtoll(tp + strlen("\"trainable_params\": "), NULL, 10) : -1;
+    if (rc != 0 || !k) snprintf(why, why_cap, "peer failed (exit %d): %.200s", rc, last);
+    else if (peer_params != trainable)
+        snprintf(why, why_cap, "peer trains %lld parameters, vla.c %lld: not the same model", peer_params,
+                 (long long)trainable);
+    else return sps;
+    for (char *c = why; *c; c++) /* it goes into a JSON string */
+        if ((unsigned char)*c < 0x20 || *c == '"' || *c == '\\') *c = *c == '"' ? '\'' : ' ';
+    return 0;
+}
+
+static int64_t trainable_count(const vla_policy *p) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < p->specs.n; i++)
+        if (p->params[i].grad) n += p->params[i].spec->numel;
+    return n;
+}
+
+typedef struct {
+    double seconds, peak;
+    int64_t batch, infer_reps;
+    int nthreads;
+    const vla_ops *ops;
+    vla_comm *comm;
+    bool peer;
+    const char *python;
+} bench_opts;
+
+static void print_train(const char *name, const vla_policy *p, const bench_opts *o, const synth *s,
+                        const vla_loss_info *info, double per_step, double torch_sps, const char *why) {
+    double train_flops = 3.0 * info->flops; /* forward + backward, model FLOPs */
+    vla_flops_estimate est;
+    vla_flops_estimate_compute(&p->cfg, &p->specs, &est);
+    double achieved = train_flops / per_step * 1e-9, sps = (double)o->batch / per_step;
+    printf("{\"bench\":\"policy_train\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"threads\":%d,"
+           "\"batch\":%lld,\"tokens\":%lld,\"ms_per_step\":%.3f,\"samples_per_s\":%.2f,"
+           "\"gflop_per_step\":%.4f,\"estimate_gflop_per_step\":%.4f,\"achieved_gflops\":%.3f,"
+           "\"gemm_peak_gflops\":%.2f,\"mfu\":%.4f,\"loss\":%.5f",
+           name, p->ops->name, o->ops->name, o->nthreads, (long long)o->batch, (long long)s->b.n_tokens,
+           per_step * 1e3, sps, train_flops * 1e-9, est.total_train * (double)o->batch * 1e-9, achieved, o->peak,
+           o->peak > 0 ? achieved / o->peak : 0.0, info->loss);
+    if (torch_sps > 0) printf(",\"torch_samples_per_s\":%.3f,\"vs_torch\":%.3f", torch_sps, sps / torch_sps);
+    else if (o->peer) printf(",\"torch_skipped\":\"%s\"", why);
+    printf("}\n");
+    fflush(stdout);
+}
+
+/* Batch-1 inference: one action chunk from one observation. */
+static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts *o, const synth *s) {
+    const vla_policy_config *cfg = &p->cfg;
+    const char *tasks[1] = {TASK};
+    vla_observation ob = {0};
+    ob.n_samples = 1, ob.task = tasks, ob.images = s->images, ob.state = s->state, ob.seed = 3;
+    float *act = calloc((size_t)(cfg->action.horizon * cfg->action.action_dim), sizeof(float));
+    if (!act) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory");
+    vla_status st = vla_policy_sample_actions(p, &ob, act); /* warm-up */
+    double best = 1e30, sum = 0;
+    for (int64_t i = 0; i < o->infer_reps && st == VLA_OK; i++) {
+        double a = vla_now_s();
+        st = vla_policy_sample_actions(p, &ob, act);
+        double d = vla_now_s() - a;
+        sum += d;
+        if (d < best) best = d;
+    }
+    free(act);
+    VLA_TRY(st);
+    vla_flops_estimate est;
+    vla_flops_estimate_compute(cfg, &p->specs, &est);
+    printf("{\"bench\":\"policy_infer\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"threads\":%d,"
+           "\"batch\":1,\"horizon\":%lld,\"flow_steps\":%lld,\"reps\":%lld,\"best_ms\":%.3f,\"mean_ms\":%.3f,"
+           "\"estimate_gflop\":%.5f}\n",
+           name, p->ops->name, o->ops->name, o->nthreads, (long long)cfg->action.horizon, (long long)cfg->flow.steps,
+           (long long)o->infer_reps, best * 1e3, sum / (double)o->infer_reps * 1e3, est.sample * 1e-9);
+    fflush(stdout);
+    return VLA_OK;
+}
+
+static int bench_one(const char *name, const bench_opts *o) {
     vla_policy_config cfg;
     vla_status st = vla_policy_config_load(name, &cfg);
     if (st != VLA_OK) return vla_cli_fail(st);
     vla_policy *p = NULL;
-    st = vla_policy_create(&cfg, ops, &p);
+    st = vla_policy_create(&cfg, o->ops, &p);
     if (st == VLA_ERR_UNSUPPORTED) {
         printf("{\"bench\":\"policy\",\"config\":\"%s\",\"skipped\":\"no implementation of policy '%s' in this "
                "build\"}\n",
@@ -153,92 +299,29 @@ static int bench_one(const char *name, int64_t batch, double seconds, int64_t in
         return 0;
     }
     if (st != VLA_OK) return vla_cli_fail(st);
-    synth s;
-    int rc = 0;
-    st = vla_policy_init_weights(p, 1);
-    if (st == VLA_OK) st = synth_make(p, (int32_t)batch, &s);
-    if (st != VLA_OK) {
-        vla_policy_free(p);
-        return vla_cli_fail(st);
-    }
+    synth s = {0};
+    vla_train_opt *opt = NULL;
     vla_loss_info info = {0};
-    /* one warm-up step (first-touch of the activation arena, OpenBLAS buffers) */
-    vla_policy_zero_grad(p);
-    st = vla_policy_loss(p, &s.b, true, &info);
-    if (st == VLA_OK) st = vla_policy_backward(p);
-    int64_t steps = 0;
-    double t0 = vla_now_s(), el = 0;
-    while (st == VLA_OK && (steps < 2 || el < seconds)) {
-        vla_policy_zero_grad(p);
-        st = vla_policy_loss(p, &s.b, true, &info);
-        if (st == VLA_OK) st = vla_policy_backward(p);
-        steps++;
-        el = vla_now_s() - t0;
-    }
-    if (st != VLA_OK) {
-        rc = vla_cli_fail(st);
-        goto done;
-    }
-    double per_step = el / (double)steps;
-    double train_flops = 3.0 * info.flops; /* forward + backward, model FLOPs */
-    vla_flops_estimate est;
-    vla_flops_estimate_compute(&cfg, &p->specs, &est);
-    double achieved = train_flops / per_step * 1e-9;
-    printf("{\"bench\":\"policy_train\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"threads\":%d,"
-           "\"batch\":%lld,\"tokens\":%lld,\"steps\":%lld,\"ms_per_step\":%.3f,\"samples_per_s\":%.2f,"
-           "\"gflop_per_step\":%.4f,\"estimate_gflop_per_step\":%.4f,\"achieved_gflops\":%.3f,"
-           "\"gemm_peak_gflops\":%.2f,\"mfu\":%.4f,\"loss\":%.5f}\n",
-           name, p->ops->name, ops->name, nthreads, (long long)batch, (long long)s.b.n_tokens, (long long)steps,
-           per_step * 1e3, (double)batch / per_step, train_flops * 1e-9, est.total_train * (double)batch * 1e-9,
-           achieved, peak, peak > 0 ? achieved / peak : 0.0, info.loss);
-    fflush(stdout);
-
-    /* batch-1 inference: one action chunk from one observation */
-    {
-        const char *tasks[1] = {TASK};
-        vla_observation o = {0};
-        o.n_samples = 1;
-        o.task = tasks;
-        o.images = s.images;
-        o.state = s.state;
-        o.seed = 3;
-        float *act = calloc((size_t)(cfg.action.horizon * cfg.action.action_dim), sizeof(float));
-        if (!act) {
-            rc = vla_cli_fail(vla_error(VLA_ERR_NOMEM, "bench policy: out of memory"));
-            goto done;
-        }
-        st = vla_policy_sample_actions(p, &o, act); /* warm-up */
-        double best = 1e30, sum = 0;
-        for (int64_t i = 0; i < infer_reps && st == VLA_OK; i++) {
-            double a = vla_now_s();
-            st = vla_policy_sample_actions(p, &o, act);
-            double d = vla_now_s() - a;
-            sum += d;
-            if (d < best) best = d;
-        }
-        free(act);
-        if (st != VLA_OK) {
-            rc = vla_cli_fail(st);
-            goto done;
-        }
-        printf("{\"bench\":\"policy_infer\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"threads\":%d,"
-               "\"batch\":1,\"horizon\":%lld,\"flow_steps\":%lld,\"reps\":%lld,\"best_ms\":%.3f,\"mean_ms\":%.3f,"
-               "\"estimate_gflop\":%.5f}\n",
-               name, p->ops->name, ops->name, nthreads, (long long)cfg.action.horizon, (long long)cfg.flow.steps,
-               (long long)infer_reps, best * 1e3, sum / (double)infer_reps * 1e3, est.sample * 1e-9);
-        fflush(stdout);
-    }
-done:
+    double per_step = 0, torch_sps = 0;
+    char why[300] = "";
+    st = vla_policy_init_weights(p, 1);
+    if (st == VLA_OK) st = synth_make(p, (int32_t)o->batch, &s);
+    if (st == VLA_OK) st = make_optimizer(p, o->comm, &opt);
+    if (st == VLA_OK) st = time_training(p, &s.b, opt, o->seconds, &per_step, &info);
+    if (st == VLA_OK && o->peer) torch_sps = torch_peer(&cfg, trainable_count(p), o->batch, o->nthreads, o->seconds, o->python, why, sizeof why);
+    if (st == VLA_OK) print_train(name, p, o, &s, &info, per_step, torch_sps, why);
+    if (st == VLA_OK) st = bench_infer(name, p, o, &s);
+    vla_train_opt_free(opt);
     synth_free(&s);
     vla_policy_free(p);
-    return rc;
+    return st == VLA_OK ? 0 : vla_cli_fail(st);
 }
 
 int vla_bench_policy(int argc, char **argv) {
-    const char *configs = "pi05-tiny,groot-tiny";
+    const char *configs = "pi05-tiny,groot-tiny", *python = "/usr/bin/python3";
     int64_t batch = 8, threads = 0, reps = 10;
     double seconds = 2.0;
-    bool quick = false;
+    bool quick = false, no_peer = false;
     const vla_flag flags[] = {
         {"config", VLA_FLAG_STRING, &configs, "A,B", "comma-separated config names or paths"},
         {"batch", VLA_FLAG_INT, &batch, "N", "samples per training step"},
@@ -246,12 +329,16 @@ int vla_bench_policy(int argc, char **argv) {
         {"reps", VLA_FLAG_INT, &reps, "N", "timed batch-1 sample_actions calls"},
         {"threads", VLA_FLAG_INT, &threads, "N", "OpenMP/OpenBLAS threads (0: all cores)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run (smoke test)"},
+        {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyTorch eager peer (tools/bench_torch_policy.py)"},
+        {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
     };
     const vla_command_spec spec = {
         "vla bench policy", NULL, "Training samples/s, GFLOP/s and MFU, and batch-1 inference latency of policies.",
-        "Prints {\"bench\":\"gemm_peak\"} (measured first, in this run), then per config a \"policy_train\" and a "
-        "\"policy_infer\" line, or a \"skipped\" line when the policy has no implementation in this build.",
-        flags, 6, 0, 0};
+        "Prints {\"bench\":\"gemm_peak\"} (measured first, in this run), then per config a \"policy_train\" line "
+        "(forward + backward + AdamW; with the PyTorch eager peer's samples/s at the same batch and threads and "
+        "the ratio, \"vs_torch\") and a \"policy_infer\" line, or a \"skipped\" line when the policy has no "
+        "implementation in this build.",
+        flags, 8, 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
@@ -267,14 +354,19 @@ int vla_bench_policy(int argc, char **argv) {
     printf("{\"bench\":\"gemm_peak\",\"backend\":\"%s\",\"threads\":%d,\"gflops\":%.2f}\n", ops->name, nthreads,
            peak);
     fflush(stdout);
+    vla_comm *comm = NULL;
+    vla_status st = vla_comm_init(NULL, &comm);
+    if (st != VLA_OK) return vla_cli_fail(st);
+    bench_opts o = {seconds, peak, batch, reps, nthreads, ops, comm, !no_peer && !quick, python};
     char *list = strdup(configs);
     if (!list) return 1;
     char *save = NULL;
     for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (!*tok) continue;
-        rc = bench_one(tok, batch, seconds, reps, peak, nthreads, ops);
+        rc = bench_one(tok, &o);
         if (rc) break;
     }
     free(list);
+    vla_comm_finalize(comm);
     return rc;
 }

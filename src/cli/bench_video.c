@@ -250,21 +250,6 @@ static vla_status bench_parallel(video_bench *b, int cams) {
     return VLA_OK;
 }
 
-/* tools/bench_pyav.py: under $VLA_SOURCE_DIR, else beside the build
- * directory the CLI lives in (<repo>/<build dir>/vla). */
-static void find_peer_script(char *buf, size_t cap) {
-    const char *src = getenv("VLA_SOURCE_DIR");
-    snprintf(buf, cap, "%s/tools/bench_pyav.py", src ? src : ".");
-    if (access(buf, R_OK) == 0) return;
-    char exe[900];
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (l <= 0) return;
-    exe[l] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    snprintf(buf, cap, "%s/../tools/bench_pyav.py", exe);
-}
-
 /* The PyAV peer on the same clip and timestamps, in LeRobot's mode and two
  * kinder ones; one line per camera count with the ratio to ours. */
 static void bench_peer(const video_bench *b, const char *python, const char *script, const char *clip,
@@ -353,7 +338,7 @@ int vla_bench_video(int argc, char **argv) {
     }
     if (!no_peer) {
         if (!script) {
-            find_peer_script(script_buf, sizeof script_buf);
+            vla_cli_find_source_file("tools/bench_pyav.py", script_buf, sizeof script_buf);
             script = script_buf;
         }
         bench_peer(&b, python, script, clip, ts_path);

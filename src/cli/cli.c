@@ -2,7 +2,9 @@
 #include "cli/cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void print_command_list(const char *prefix, const vla_cli_command *cmds, int n, FILE *out) {
     fprintf(out, "usage: %s <command> [flags]\n\ncommands:\n", prefix);
@@ -65,4 +67,18 @@ void vla_cli_shell_quote(char *dst, size_t cap, const char *s) {
     dst[n++] = '\'';
     dst[n++] = ' ';
     dst[n] = '\0';
+}
+
+void vla_cli_find_source_file(const char *relpath, char *buf, size_t cap) {
+    const char *src = getenv("VLA_SOURCE_DIR");
+    snprintf(buf, cap, "%s/%s", src ? src : ".", relpath);
+    if (access(buf, R_OK) == 0) return;
+    char exe[900], alt[1100];
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (l <= 0) return;
+    exe[l] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    snprintf(alt, sizeof alt, "%s/../%s", exe, relpath);
+    if (access(alt, R_OK) == 0) snprintf(buf, cap, "%s", alt);
 }

@@ -50,9 +50,16 @@ int vla_bench_dataset(int argc, char **argv);
 int vla_bench_video(int argc, char **argv);
 int vla_bench_policy(int argc, char **argv);
 int vla_bench_train_dist(int argc, char **argv);
+int vla_bench_threads(int argc, char **argv);
 
 /* Append `s` to the command line in `dst` (capacity cap), single-quoted for
  * sh and followed by a space (benchmarks launching `vla` jobs, under mpirun or not). */
 void vla_cli_shell_quote(char *dst, size_t cap, const char *s);
+
+/* A file of the source tree the CLI was built from (tools/bench_pyav.py, …):
+ * under $VLA_SOURCE_DIR, else beside the build directory the CLI lives in
+ * (<repo>/<build dir>/vla). buf receives the first candidate even when it
+ * does not exist (the caller's error then names it). */
+void vla_cli_find_source_file(const char *relpath, char *buf, size_t cap);
 
 #endif

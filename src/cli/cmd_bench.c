@@ -9,7 +9,8 @@ static const vla_cli_command benches[] = {
     {"video", "random-access video frames/s, vla.c vs PyAV (LeRobot's seek-then-decode)", vla_bench_video},
     {"dataset", "random rows, delta windows and 1-3 cameras' frames through the dataset API (640x480 AV1)", vla_bench_dataset},
     {"sim", "environment steps/s per core (state and 96x96 pixel observations)", vla_bench_sim},
-    {"policy", "policy training samples/s, GFLOP/s, MFU and batch-1 action-chunk latency", vla_bench_policy},
+    {"policy", "policy training samples/s, GFLOP/s, MFU and batch-1 action-chunk latency, vs the PyTorch eager peer", vla_bench_policy},
+    {"threads", "cost of an OpenMP region after serial gaps; break-even size of a threaded loop", vla_bench_threads},
 };
 
 int vla_cmd_bench(int argc, char **argv) {

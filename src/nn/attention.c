@@ -501,7 +501,7 @@ vla_status vla_attention_backward(const vla_ops *ops, const vla_attn_config *cfg
      * thread-independent */
     int fused = cfg->bwd_mode == VLA_ATTN_BWD_FUSED ||
                 (cfg->bwd_mode == VLA_ATTN_BWD_AUTO &&
-                 ((int64_t)p.n_seg * Hkv >= 16 || tile_work(&p) <= VLA_ATTN_PAR_WORK));
+                 ((int64_t)p.n_seg * Hkv >= 16 || tile_work(&p) <= VLA_ATTN_TWO_PASS_WORK));
 #pragma omp parallel if (parallel_worth_it(&p))
     {
         bwd_bufs b;

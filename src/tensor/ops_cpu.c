@@ -2,28 +2,25 @@
  * elementwise work and reductions.
  *
  * WHEN TO USE THREADS (tensor/parallel.h holds the numbers; nn/ uses them too)
- * Measured on the 2-core dev box while other jobs ran (load 3–6), libgomp's
- * default wait policy: an empty `omp parallel` costs a median 1.7 µs when
- * regions come back to back, but ~7 ms when it follows ≥1 ms of serial work
- * (the worker has gone to sleep and waits for a CPU; with
- * OMP_WAIT_POLICY=passive the same region costs ~11 µs). A training step of
- * the tiny policies is ~500 small ops separated by serial GEMMs, so with the
- * old thresholds (16–32k elements, OpenBLAS threading every GEMM above
- * 2^18 multiply-adds, attention above 2^20) 2 threads ran pi05-tiny at
- * 5–47 samples/s against ~120 on 1 thread, and perf showed 60% of the time
- * spinning in libgomp. Hence a parallel region must carry milliseconds of
- * work: elementwise loops and norms ≥ 2^21 elements, GEMMs ≥ 2^25
- * multiply-adds (below, a GEMM's tiles run on the calling thread; see the
- * GEMM section for how they are cut), attention ≥ 2^27 tile multiply-adds. With
- * these, the tiny policies run serially and 2 threads are as fast as 1
- * (bench policy, batch 8: pi05-tiny ~320 samples/s at 1 and at 2 threads);
- * the full-size configs (T·W in the millions, GEMMs of 10^9) still get a
- * team for every op. Dynamic teams (omp_set_dynamic / OMP_DYNAMIC=true) were
- * rejected: libgomp then sizes teams from the 15-minute load average, which
- * counts our own threads, and `vla bench policy --threads 2` hung in its
- * first threaded OpenBLAS GEMM (OpenBLAS's threads wait for team members
- * that never come). Setting the
- * wait policy needs the environment before libgomp starts, so it stays the
+ * libgomp's default wait policy spins a while, then sleeps. `vla bench
+ * threads` on the quiet 2-core box: an empty region costs ~1 µs back to
+ * back, ~3 µs after 1 ms of serial work, 60–80 µs (p90 ~240) after 10 ms;
+ * on a loaded box (load 3–6) ~7 ms, because the sleeping worker waits for
+ * a CPU. The first thresholds (16–32k elements, every GEMM above 2^18
+ * multiply-adds threaded by OpenBLAS) ran pi05-tiny at 5–47 samples/s on
+ * 2 threads against ~120 on 1 (60% of the time spinning in libgomp); the
+ * next (2^21 elements, 2^25 GEMM multiply-adds, 2^27 attention work) kept
+ * tiny policies serial but left mid-size ones at 1.5× on two cores, the
+ * small ops between GEMMs running on one. The present ones (2^16, 2^22,
+ * 2^22) are the smallest measured to keep one thread as fast (tiny presets
+ * within noise) while pi05-small/groot-small reach 1.85–1.9× on two cores
+ * and the tiny ones gain 17–30%. Designs weighed: a persistent team that
+ * spins before sleeping is what libgomp already is (GOMP_SPINCOUNT); dynamic
+ * teams (omp_set_dynamic / OMP_DYNAMIC=true) were rejected: libgomp then
+ * sizes teams from the 15-minute load average, which counts our own
+ * threads, and `vla bench policy --threads 2` hung in its first threaded
+ * OpenBLAS GEMM. Coarse work per region is the lever we own. The wait
+ * policy needs the environment before libgomp starts, so it stays the
  * user's choice (OMP_WAIT_POLICY=passive helps a loaded machine).
  *
  * Reductions accumulate in double per thread and combine in a fixed order,
@@ -71,6 +68,12 @@ static void cpu_copy_bytes(void *dst, const void *src, size_t bytes) { memcpy(ds
  * Haswell kernel); bigger tiles cost less but leave fewer to balance. */
 #define GEMM_TILE_MACS ((int64_t)1 << 23)
 #define GEMM_MAX_TILES 32
+/* Tile area (tm·tn) the split does not go below: each tile packs k·(tm+tn)
+ * floats for k·tm·tn multiply-adds, and below ~128×128 the packing copies
+ * cost more than a quarter of the kernel's time. Matters for the large-k
+ * products of weight gradients (k = tokens in the batch), where the MAC
+ * target alone would cut 256×1024 outputs into 64×128 tiles. */
+#define GEMM_MIN_TILE_AREA ((int64_t)128 * 128)
 /* tile edges are multiples of this (OpenBLAS's micro-kernels work in
  * 4/8/16-wide strips; a ragged edge only in the last tile; no tile edge
  * is cut below it) */
@@ -89,6 +92,7 @@ static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static gemm_split gemm_split_for(int64_t m, int64_t n, int64_t k) {
     gemm_split s = {m, n, 1, 1};
     int64_t want = (m * n * k) / GEMM_TILE_MACS;
+    if (want > (m * n) / GEMM_MIN_TILE_AREA) want = (m * n) / GEMM_MIN_TILE_AREA;
     int64_t tiles = 1;
     while (tiles * 2 <= want && tiles * 2 <= GEMM_MAX_TILES) tiles *= 2;
     int64_t um = div_up(m, GEMM_TILE_ALIGN), un = div_up(n, GEMM_TILE_ALIGN); /* sides in units */

@@ -1,8 +1,11 @@
 /* parallel.h — how much work a CPU loop needs before it gets an OpenMP team.
  * One set of numbers for ops_cpu.c and nn/; the measurements behind them
- * are at the top of ops_cpu.c. In short: on a loaded 2-core box a parallel
- * region that follows a stretch of serial work costs ~7 ms (the sleeping
- * worker waits for a CPU), so a region must carry milliseconds of work. */
+ * are at the top of ops_cpu.c. In short: waking a sleeping worker costs
+ * ~3 µs after 1 ms of serial work and ~60–80 µs after 10 ms on a quiet
+ * machine (`vla bench threads`), ~7 ms on a loaded one, so a region must
+ * carry tens of microseconds of work at least; these thresholds are the
+ * smallest that keep one thread as fast as before and give mid-size
+ * policies ~1.85× on two cores (docs/benchmarks.md). */
 #ifndef VLA_TENSOR_PARALLEL_H
 #define VLA_TENSOR_PARALLEL_H
 
@@ -13,14 +16,19 @@
  * thresholds; set it while no parallel work runs. Default 0. */
 extern int vla_parallel_always;
 
-/* elementwise loops and row-wise norms: elements (about 1–3 ms serial) */
-#define VLA_PAR_MIN_ELEMS (vla_parallel_always ? (int64_t)0 : (int64_t)1 << 21)
-/* GEMM: m·n·k multiply-adds below which OpenBLAS runs on the calling thread
- * (2^25 ≈ 67 MFLOP, ~1 ms at one core's ~70 GFLOP/s) */
-#define VLA_PAR_MIN_GEMM (vla_parallel_always ? (int64_t)0 : (int64_t)1 << 25)
+/* elementwise loops and row-wise norms: elements (~15–60 µs serial) */
+#define VLA_PAR_MIN_ELEMS (vla_parallel_always ? (int64_t)0 : (int64_t)1 << 16)
+/* GEMM: m·n·k multiply-adds below which all tiles run on the calling thread
+ * (2^22 ≈ 8 MFLOP, ~70 µs at one core's ~120 GFLOP/s) */
+#define VLA_PAR_MIN_GEMM (vla_parallel_always ? (int64_t)0 : (int64_t)1 << 22)
 /* tiled attention: q-tiles × heads × bq·bk·head_dim (QKᵀ multiply-adds of
- * the tiles, masked or not; 2^27 ≈ 2–4 ms of forward) */
-#define VLA_ATTN_PAR_WORK ((int64_t)1 << 27)
+ * the tiles, masked or not; 2^22 ≈ 0.1 ms of forward) */
+#define VLA_ATTN_PAR_WORK ((int64_t)1 << 22)
+/* attention backward: tile work above which the two-pass form (more items
+ * for a team, each P computed twice) replaces the fused one when a problem
+ * has fewer than 16 (sample, kv head) items; a shape rule, so results do not
+ * depend on the thread count (nn/attention.c) */
+#define VLA_ATTN_TWO_PASS_WORK ((int64_t)1 << 27)
 #define VLA_PAR_MIN_ATTN (vla_parallel_always ? (int64_t)0 : VLA_ATTN_PAR_WORK)
 
 #endif

@@ -1,16 +1,18 @@
 /* test_cli.c — the `vla` command as a user meets it: help on every level,
  * version as JSON, unknown commands and flags rejected with a suggestion and
- * exit code 2, and the GEMM benchmark printing parseable JSON. */
+ * exit code 2, the GEMM benchmark printing parseable JSON, and `bench
+ * policy` refusing a PyTorch peer that failed or trains a different model. */
 #include "test_util.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static char out[65536];
 
 static int run(const char *args) {
-    char cmd[1024];
+    char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s %s 2>&1", test_cli_path(), args);
     return test_run(cmd, out, sizeof out);
 }
@@ -66,12 +68,65 @@ static void test_bench_gemm_json(void **state) {
     assert_int_equal(peak, 1);
 }
 
+/* A stand-in interpreter: `sh SCRIPT ...` ignoring the peer script's arguments. */
+static const char *fake_python(const char *name, const char *body) {
+    const char *path = test_tmp_path(name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\n%s\n", body);
+    fclose(f);
+    assert_int_equal(chmod(path, 0755), 0);
+    return path;
+}
+
+/* The policy_train line of a bench policy run, parsed (caller frees). */
+static json_t *bench_policy_train_line(const char *python) {
+    char args[1024];
+    snprintf(args, sizeof args, "bench policy --config=%s --batch=2 --seconds=0.05 --reps=1 --threads=1 --python=%s",
+             test_source_path("configs/pi05-nano.json"), python);
+    assert_int_equal(run(args), 0);
+    json_t *train = NULL;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] != '{') continue;
+        json_error_t err;
+        json_t *v = json_loads(line, 0, &err);
+        if (!v) fail_msg("not JSON: %s", line); /* the peer's message must be escaped */
+        if (!train && !strcmp(json_string_value(json_object_get(v, "bench")), "policy_train")) train = v;
+        else json_decref(v);
+    }
+    assert_non_null(train);
+    assert_true(json_number_value(json_object_get(train, "samples_per_s")) > 0);
+    return train;
+}
+
+static void test_bench_policy_peer_checks(void **state) {
+    /* a peer that crashes with a traceback: the reason is its last line, and no ratio */
+    json_t *v = bench_policy_train_line(fake_python(
+        "py_fail", "echo 'Traceback (most recent call last):'; echo '  \"quoted\"\tand tabs'; "
+                   "echo \"ModuleNotFoundError: No module named 'torch'\"; exit 1"));
+    assert_null(json_object_get(v, "vs_torch"));
+    const char *why = json_string_value(json_object_get(v, "torch_skipped"));
+    assert_non_null(why);
+    assert_non_null(strstr(why, "exit 1"));
+    assert_non_null(strstr(why, "No module named"));
+    json_decref(v);
+    /* a peer that trains another model: refused, naming both counts */
+    v = bench_policy_train_line(fake_python(
+        "py_other", "echo '{\"bench\": \"policy_train_peer\", \"samples_per_s\": 5.0, \"trainable_params\": 7}'"));
+    assert_null(json_object_get(v, "vs_torch"));
+    why = json_string_value(json_object_get(v, "torch_skipped"));
+    assert_non_null(why);
+    assert_non_null(strstr(why, "peer trains 7 parameters"));
+    json_decref(v);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_dispatch),
         cmocka_unit_test(test_unknown_flag),
         cmocka_unit_test(test_version_json),
         cmocka_unit_test(test_bench_gemm_json),
+        cmocka_unit_test(test_bench_policy_peer_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
