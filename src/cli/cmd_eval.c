@@ -4,6 +4,9 @@
 #include "eval/eval.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include "train/published.h"
 
 int vla_cmd_eval(int argc, char **argv) {
     vla_eval_opts o;
@@ -11,10 +14,13 @@ int vla_cmd_eval(int argc, char **argv) {
     int64_t pthreads = 0;
     int64_t n = o.n_episodes, seed = (int64_t)o.seed, n_act = 0, max_steps = 0, n_videos = o.n_videos, vsize = 256;
     bool baselines = false, json = false;
-    const char *out = "outputs/eval";
+    const char *out = "outputs/eval", *pretrained = NULL;
     const vla_flag flags[] = {
         {"policy.path", VLA_FLAG_STRING, &o.policy_path, "DIR",
          "pretrained_model dir, checkpoint step dir, or a training output dir (newest valid checkpoint)"},
+        {"policy.pretrained_path", VLA_FLAG_STRING, &pretrained, "DIR",
+         "the same as --policy.path (LeRobot's other name for it); a published base checkpoint is refused: it carries "
+         "no dataset statistics or features, so fine-tune it first (vla train --policy.pretrained_path)"},
         {"env.type", VLA_FLAG_STRING, &o.env, "NAME", "pusht | reach (default pusht)"},
         {"eval.n_episodes", VLA_FLAG_INT, &n, "N", "episodes (episode i resets with seed+i; default 50)"},
         {"eval.n_videos", VLA_FLAG_INT, &n_videos, "N", "MP4s of the first N episodes (default 2)"},
@@ -37,9 +43,20 @@ int vla_cmd_eval(int argc, char **argv) {
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
+    if (pretrained && o.policy_path && strcmp(pretrained, o.policy_path)) {
+        fprintf(stderr, "vla: error: vla eval: --policy.path and --policy.pretrained_path name different checkpoints\n");
+        return 2;
+    }
+    if (pretrained) o.policy_path = pretrained;
     if (!o.policy_path) {
         fprintf(stderr, "vla: error: vla eval: --policy.path=DIR is required\n");
         return 2;
+    }
+    if (vla_published_detect(o.policy_path)) {
+        fprintf(stderr, "vla: error: vla eval: %s is a published checkpoint (LeRobot/openpi/GR00T config.json): it has "
+                "no vla.c dataset statistics or features to evaluate with; fine-tune it first with vla train "
+                "--policy.pretrained_path=%s --dataset.root=... and evaluate the output\n", o.policy_path, o.policy_path);
+        return 1;
     }
     o.n_episodes = (int)n, o.seed = (uint64_t)seed, o.n_action_steps = (int)n_act, o.max_steps = (int)max_steps;
     o.n_videos = (int)n_videos, o.video_size = (int)vsize, o.baselines = baselines, o.output_dir = out;

@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "policy/config.h"
 #include "policy/param_spec.h"
+#include "train/published.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -29,6 +30,9 @@ typedef struct {
     const double *mem; /* bytes, in the order of mem_names */
     int64_t batch, img_tokens;
     bool list;         /* every parameter tensor too */
+    const char *pretrained;                 /* --policy.pretrained_path, or NULL */
+    const vla_published_report *ckpt;       /* its binding (names, shapes, dtypes checked) */
+    vla_pub_format fmt;
 } info_report;
 
 static const char *const mem_names[7] = {"weights_f32", "weights_bf16", "grads_f32", "grads_bf16",
@@ -96,6 +100,16 @@ static void print_json(const info_report *r) {
     json_object_set_new(f, "sample_actions_per_sample", json_real(r->fl->sample));
     json_object_set_new(o, "flops", f);
     if (r->list) json_object_set_new(o, "params", params_json(r->plist));
+    if (r->pretrained) {
+        const vla_published_report *c = r->ckpt;
+        json_object_set_new(o, "pretrained",
+                            json_pack("{s:s, s:s, s:i, s:I, s:s, s:I, s:I, s:I, s:I, s:I}", "path", r->pretrained,
+                                      "format", vla_pub_format_name(r->fmt), "files", c->n_files, "file_bytes",
+                                      (json_int_t)c->file_bytes, "prefix", c->prefix, "file_tensors",
+                                      (json_int_t)c->file_tensors, "bound", (json_int_t)c->bound, "converted",
+                                      (json_int_t)c->converted, "aliased", (json_int_t)c->aliased, "unused",
+                                      (json_int_t)c->unused));
+    }
     char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
     printf("%s\n", text ? text : "{}");
     free(text);
@@ -179,11 +193,14 @@ static void print_params_text(const vla_param_list *plist) {
 }
 
 static int policy_info(int argc, char **argv) {
-    const char *config = NULL;
+    const char *config = NULL, *pretrained = NULL;
     int64_t batch = 32;
     bool as_json = false, list = false;
     const vla_flag flags[] = {
         {"config", VLA_FLAG_STRING, &config, "NAME|PATH", "preset name (pi05, groot-n1.5, pi05-tiny, …) or JSON path"},
+        {"policy.pretrained_path", VLA_FLAG_STRING, &pretrained, "DIR|FILE",
+         "a checkpoint (published or vla.c): its config.json picks the config (--config: the base it overrides), "
+         "and every tensor's name, shape and dtype is checked against the policy without reading the weights"},
         {"batch", VLA_FLAG_INT, &batch, "N", "samples per step for the activation estimate (default 32)"},
         {"json", VLA_FLAG_BOOL, &as_json, NULL, "print one JSON object"},
         {"params", VLA_FLAG_BOOL, &list, NULL, "also list every parameter tensor (name, shape, group, trainable)"},
@@ -196,12 +213,12 @@ static int policy_info(int argc, char **argv) {
         "the shapes; frozen modules at the front of the network save none. Model FLOPs count\n"
         "2·weights·tokens per matrix plus attention; training adds one forward's worth per kind\n"
         "of gradient (inputs, weights).",
-        flags, 4, 0, 0};
+        flags, 5, 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
-    if (!config) {
-        fprintf(stderr, "vla: error: --config is required (e.g. --config pi05)\n");
+    if (!config && !pretrained) {
+        fprintf(stderr, "vla: error: --config or --policy.pretrained_path is required (e.g. --config pi05)\n");
         return 2;
     }
     if (batch < 1) {
@@ -209,11 +226,17 @@ static int policy_info(int argc, char **argv) {
         return 2;
     }
     vla_policy_config cfg;
-    vla_status st = vla_policy_config_load(config, &cfg);
+    vla_pub_format fmt = VLA_PUB_UNKNOWN;
+    vla_status st = pretrained ? vla_published_config(pretrained, config, &cfg, &fmt) : vla_policy_config_load(config, &cfg);
     if (st != VLA_OK) return vla_cli_fail(st);
     vla_param_list plist = {0};
     st = vla_param_specs(&cfg, &plist);
     if (st != VLA_OK) return vla_cli_fail(st);
+    vla_published_report ckpt = {0};
+    if (pretrained && (st = vla_published_check(pretrained, &plist, &ckpt)) != VLA_OK) {
+        vla_param_list_free(&plist);
+        return vla_cli_fail(st);
+    }
     vla_param_counts cnt;
     vla_param_count(&plist, &cnt);
     vla_activation_estimate act;
@@ -226,7 +249,7 @@ static int policy_info(int argc, char **argv) {
                      2 * B * act.total_floats_per_sample};
     int64_t img_tokens = cfg.vision.cameras * vla_policy_image_tokens(&cfg);
 
-    info_report r = {&cfg, &plist, &cnt, &act, &fl, mem, batch, img_tokens, list};
+    info_report r = {&cfg, &plist, &cnt, &act, &fl, mem, batch, img_tokens, list, pretrained, &ckpt, fmt};
     if (as_json) {
         print_json(&r);
     } else {
@@ -234,6 +257,13 @@ static int policy_info(int argc, char **argv) {
         print_memory_text(&r);
         print_compute_text(&r);
         if (list) print_params_text(&plist);
+        if (pretrained)
+            printf("\npretrained %s (%s): %d file%s, %.2f GiB, %lld tensors, prefix '%s'\n"
+                   "  every policy tensor present with its shape: %lld (%lld stored as bf16/f16, %lld through a tie "
+                   "or alias); %lld known-unused tensors skipped\n",
+                   pretrained, vla_pub_format_name(fmt), ckpt.n_files, ckpt.n_files == 1 ? "" : "s",
+                   (double)ckpt.file_bytes / (1 << 30), (long long)ckpt.file_tensors, ckpt.prefix,
+                   (long long)ckpt.bound, (long long)ckpt.converted, (long long)ckpt.aliased, (long long)ckpt.unused);
     }
     vla_param_list_free(&plist);
     return 0;

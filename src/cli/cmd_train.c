@@ -91,7 +91,12 @@ int vla_cmd_train(int argc, char **argv) {
          "differences' own statistics); eval adds the current state back"},
         {"policy.type", VLA_FLAG_STRING, &o.policy_type, "TYPE", "pi05 | groot"},
         {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
-         "preset (pi05-tiny, groot-tiny, pi05-nano, …) or JSON path (default: <type>-tiny)"},
+         "preset (pi05-tiny, groot-tiny, pi05-nano, …) or JSON path (default: <type>-tiny; with "
+         "--policy.pretrained_path, the base its config.json overrides, default the full-size pi05 / groot-n1.5)"},
+        {"policy.pretrained_path", VLA_FLAG_STRING, &o.pretrained_path, "DIR|FILE",
+         "fine-tune from these weights: a published checkpoint (lerobot/pi05_base, openpi's PyTorch pi05, "
+         "nvidia/GR00T-N1.5-3B, LeRobot fine-tunes; sharded or not, F32/BF16/F16) or a vla.c pretrained_model "
+         "directory; its config.json picks the architecture (docs/checkpoints.md)"},
         {"batch_size", VLA_FLAG_INT, &batch, "N", "samples per micro-batch per rank (default 8)"},
         {"gradient_accumulation_steps", VLA_FLAG_INT, &accum, "K", "micro-batches per optimizer step (default 1)"},
         {"steps", VLA_FLAG_INT, &steps, "N", "optimizer steps (default 1000)"},

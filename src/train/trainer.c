@@ -20,6 +20,7 @@
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/pretrained.h"
+#include "train/published.h"
 #include "train/schedule.h"
 #include "train/trainer_opt.h"
 
@@ -238,6 +239,14 @@ static void trainer_free(trainer *t) {
 static vla_status load_config(trainer *t, vla_policy_config *cfg, vla_ckpt_info *ck, bool *have_ck) {
     const vla_train_opts *o = t->o;
     *have_ck = false;
+    if (!o->resume && o->pretrained_path) {
+        vla_pub_format fmt;
+        VLA_TRY(vla_published_config(o->pretrained_path, o->policy_config, cfg, &fmt));
+        if (o->policy_type && strcmp(o->policy_type, vla_policy_config_family_name(cfg)))
+            return vla_error(VLA_ERR_INVALID_ARG, "--policy.type=%s, but %s is a %s checkpoint", o->policy_type,
+                             o->pretrained_path, vla_policy_config_family_name(cfg));
+        return VLA_OK;
+    }
     if (!o->resume) {
         char preset[128];
         const char *type = o->policy_type ? o->policy_type : "pi05";
@@ -272,7 +281,20 @@ static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
     if (fa->width > cfg->action.action_dim) cfg->action.action_dim = fa->width;
     VLA_TRY(vla_policy_config_validate(cfg->name, cfg));
     VLA_TRY(vla_policy_create(cfg, vla_ops_cpu(), &t->p));
-    return vla_policy_init_weights(t->p, o->seed);
+    VLA_TRY(vla_policy_init_weights(t->p, o->seed));
+    if (!o->pretrained_path || o->resume) return VLA_OK; /* resuming: the checkpoint's weights come later */
+    vla_published_report rep;
+    vla_status st = vla_published_load_weights(t->p, o->pretrained_path, &rep);
+    if (st != VLA_OK)
+        return vla_error_context(st, "--policy.pretrained_path (state/action widths %lld/%lld after fitting the dataset's; "
+                                 "a checkpoint's max_state_dim/max_action_dim must hold them)",
+                                 (long long)cfg->action.state_dim, (long long)cfg->action.action_dim);
+    if (t->rank == 0)
+        VLA_INFO("pretrained: %lld tensors from %s (%d file%s, prefix '%s', %lld converted from bf16/f16, %lld "
+                     "through a tie or alias, %lld known-unused skipped)", (long long)rep.bound, o->pretrained_path,
+                     rep.n_files, rep.n_files == 1 ? "" : "s", rep.prefix, (long long)rep.converted,
+                     (long long)rep.aliased, (long long)rep.unused);
+    return VLA_OK;
 }
 
 /* The samplers (a tracking copy for checkpoints, the loader's source copy),

@@ -39,7 +39,10 @@ typedef vla_status (*vla_train_eval_fn)(void *user, const char *pretrained_dir, 
 typedef struct {
     const char *dataset_root;
     const char *policy_type;    /* "pi05" | "groot" (checked against the config) */
-    const char *policy_config;  /* preset name or path (NULL: "<type>-tiny") */
+    const char *policy_config;  /* preset name or path (NULL: "<type>-tiny"; with pretrained_path: the
+                                   base the checkpoint's config.json overrides, NULL: the family's full size) */
+    const char *pretrained_path;/* start from these weights (published or vla.c; train/published.h):
+                                   a weights-only start, the optimizer and schedule begin afresh */
     const char *output_dir;
     const char *state_keys;     /* dataset features concatenated as the state (NULL: observation.state) */
     const char *image_keys;     /* cameras fed to the policy (NULL: the dataset's; "": none, state only) */
