@@ -89,7 +89,9 @@ static json_t *camera_probe(const vla_lerobot *ds, int cam) {
     if (f->dtype != VLA_LR_VIDEO || ds->n_episodes == 0) return o;
     char path[2048];
     vla_video_decoder *d;
-    if (vla_lerobot_video_file(ds, cam, 0, path, sizeof path) == VLA_OK && vla_video_decoder_open(path, NULL, &d) == VLA_OK) {
+    int64_t ep = 0; /* the first episode whose video is there (a partial download may lack the first) */
+    while (ep + 1 < ds->n_episodes && !(vla_lerobot_video_file(ds, cam, ep, path, sizeof path) == VLA_OK && vla_path_exists(path))) ep++;
+    if (vla_lerobot_video_file(ds, cam, ep, path, sizeof path) == VLA_OK && vla_video_decoder_open(path, NULL, &d) == VLA_OK) {
         const vla_video_info *vi = vla_video_decoder_info(d);
         json_object_set_new(o, "file", json_pack("{s:s,s:s,s:s,s:i,s:i,s:f,s:f}", "path", path, "codec", vi->codec, "decoder",
                                                  vi->decoder, "width", vi->width, "height", vi->height, "fps", vi->fps,
@@ -101,19 +103,42 @@ static json_t *camera_probe(const vla_lerobot *ds, int cam) {
     return o;
 }
 
+#define EPISODES_FLAG(var)                                                                                       \
+    {"dataset.episodes", VLA_FLAG_STRING, &var, "LIST",                                                              \
+     "only these episodes (LeRobot's name): 0,3,7 or 2-5 or [1, 2]; for partial downloads"}
+
+/* Open with an optional episode selection (--dataset.episodes). */
+static vla_status open_selected(const char *root, const char *episodes, bool meta_only, vla_lerobot **ds) {
+    vla_lr_open_opts o = {0};
+    int64_t *eps = NULL;
+    if (episodes) VLA_TRY(vla_lerobot_parse_episodes(episodes, &eps, &o.n_episodes));
+    o.episodes = eps;
+    o.meta_only = meta_only;
+    vla_status st = vla_lerobot_open_opts(root, &o, ds);
+    free(eps);
+    return st;
+}
+
 static int cmd_info(int argc, char **argv) {
     bool as_json = false;
-    const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "machine-readable output"}};
+    const char *episodes = NULL;
+    const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "machine-readable output"}, EPISODES_FLAG(episodes)};
     const vla_command_spec spec = {"vla dataset info", "ROOT", "Print a LeRobot dataset's metadata.",
-                                   "Version, fps, robot type, episodes, frames, tasks, features (shape, dtype) and "
-                                   "cameras (codec, size, and what the first video file holds).",
-                                   flags, 1, 1, 1};
+                                   "Version, fps, robot type, episodes (and how many have their data files: a partial "
+                                   "download), frames, tasks, features (shape, dtype) and cameras (codec, size, and what "
+                                   "the first present video file holds). Reads meta/ only.",
+                                   flags, 2, 1, 1};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
     vla_lerobot *ds;
-    vla_status st = vla_lerobot_open(res.positional[0], &ds);
+    vla_status st = open_selected(res.positional[0], episodes, true, &ds);
     if (st != VLA_OK) return vla_cli_fail(st);
+    int64_t frames = 0, first_missing;
+    for (int64_t e = 0; e < ds->n_episodes; e++) frames += ds->episodes[e].length;
+    int64_t present = vla_lerobot_present_episodes(ds, &first_missing);
+    char present_list[256];
+    vla_lerobot_present_list(ds, present_list, sizeof present_list);
     json_t *feats = json_array(), *cams = json_array(), *tasks = json_array();
     for (int i = 0; i < ds->n_features; i++) {
         const vla_lr_feature *f = &ds->features[i];
@@ -121,16 +146,21 @@ static int cmd_info(int argc, char **argv) {
     }
     for (int c = 0; c < ds->n_cameras; c++) json_array_append_new(cams, camera_probe(ds, c));
     for (int64_t t = 0; t < ds->n_tasks; t++) json_array_append_new(tasks, json_string(ds->tasks[t]));
-    json_t *j = json_pack("{s:s,s:s,s:f,s:s,s:I,s:I,s:I,s:o,s:o,s:o,s:I}", "root", ds->root, "codebase_version", ds->codebase_version,
-                          "fps", ds->fps, "robot_type", ds->robot_type, "total_episodes", (json_int_t)ds->n_episodes, "total_frames",
-                          (json_int_t)ds->n_rows, "total_tasks", (json_int_t)ds->n_tasks, "tasks", tasks, "features", feats, "cameras",
-                          cams, "nonfinite_values", (json_int_t)ds->n_nonfinite);
+    json_t *j = json_pack("{s:s,s:s,s:f,s:s,s:I,s:I,s:I,s:s,s:I,s:I,s:o,s:o,s:o}", "root", ds->root, "codebase_version",
+                          ds->codebase_version, "fps", ds->fps, "robot_type", ds->robot_type, "total_episodes",
+                          (json_int_t)ds->n_episodes_listed, "episodes", (json_int_t)ds->n_episodes, "episodes_present",
+                          (json_int_t)present, "present_list", present_list, "total_frames", (json_int_t)frames,
+                          "total_tasks", (json_int_t)ds->n_tasks, "tasks", tasks, "features", feats, "cameras", cams);
     if (as_json) {
         print_json(j);
     } else {
-        printf("%s\n  version     %s\n  fps         %g\n  robot_type  %s\n  episodes    %lld\n  frames      %lld\n  tasks       %lld\n",
-               ds->root, ds->codebase_version, ds->fps, ds->robot_type, (long long)ds->n_episodes, (long long)ds->n_rows,
-               (long long)ds->n_tasks);
+        printf("%s\n  version     %s\n  fps         %g\n  robot_type  %s\n  episodes    %lld", ds->root,
+               ds->codebase_version, ds->fps, ds->robot_type, (long long)ds->n_episodes);
+        if (ds->selected) printf(" selected of %lld", (long long)ds->n_episodes_listed);
+        if (present < ds->n_episodes)
+            printf(" (%lld with data files: a partial download; use --dataset.episodes=%s)", (long long)present,
+                   present ? present_list : "...");
+        printf("\n  frames      %lld\n  tasks       %lld\n", (long long)frames, (long long)ds->n_tasks);
         for (int64_t t = 0; t < ds->n_tasks && t < 10; t++) printf("    [%lld] %s\n", (long long)t, ds->tasks[t]);
         printf("  features\n");
         for (int i = 0; i < ds->n_features; i++) {
@@ -155,7 +185,6 @@ static int cmd_info(int argc, char **argv) {
             else
                 printf("\n");
         }
-        if (ds->n_nonfinite) printf("  WARNING: %lld non-finite values in numeric features (run `vla dataset validate`)\n", (long long)ds->n_nonfinite);
     }
     json_decref(j);
     vla_lerobot_close(ds);
@@ -164,20 +193,34 @@ static int cmd_info(int argc, char **argv) {
 
 static int cmd_validate(int argc, char **argv) {
     bool as_json = false;
-    const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "print {\"root\",\"clean\",\"problems\":[{\"file\",\"reason\"}]}"}};
+    const char *episodes = NULL;
+    const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "print {\"root\",\"clean\",\"problems\":[{\"file\",\"reason\"}]}"},
+                              EPISODES_FLAG(episodes)};
     const vla_command_spec spec = {"vla dataset validate", "ROOT", "Read every file of a dataset and list every problem.",
                                    "Checks row counts against info.json and the episodes metadata, contiguous index, "
                                    "episode ranges and frame_index, timestamps against fps, finite numeric values, task "
                                    "indices, and that every episode's first and last video frames decode. Exit 0 only "
                                    "when clean.",
-                                   flags, 1, 1, 1};
+                                   flags, 2, 1, 1};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
     json_t *problems = json_array();
     vla_log_level lvl = vla_log_get_level();
     if (lvl < VLA_LOG_ERROR) vla_log_set_level(VLA_LOG_ERROR); /* problems are listed below, not logged */
-    vla_lerobot_validate(res.positional[0], problems);
+    vla_lr_open_opts o = {0};
+    int64_t *eps = NULL;
+    if (episodes) {
+        vla_status st = vla_lerobot_parse_episodes(episodes, &eps, &o.n_episodes);
+        if (st != VLA_OK) {
+            json_decref(problems);
+            vla_log_set_level(lvl);
+            return vla_cli_fail(st);
+        }
+        o.episodes = eps;
+    }
+    vla_lerobot_validate_opts(res.positional[0], &o, problems);
+    free(eps);
     vla_log_set_level(lvl);
     size_t n = json_array_size(problems);
     if (as_json) {
@@ -198,9 +241,10 @@ static int cmd_validate(int argc, char **argv) {
 static int cmd_frame(int argc, char **argv) {
     bool as_json = false;
     int64_t index = -1, width = 0, height = 0;
-    const char *camera = NULL, *png = NULL;
+    const char *camera = NULL, *png = NULL, *episodes = NULL;
     const vla_flag flags[] = {
-        {"index", VLA_FLAG_INT, &index, "N", "global row index (required)"},
+        {"index", VLA_FLAG_INT, &index, "N", "the row's global `index` (required); only its episode is read"},
+        EPISODES_FLAG(episodes),
         {"camera", VLA_FLAG_STRING, &camera, "KEY", "camera whose frame to decode (default: the first)"},
         {"png", VLA_FLAG_STRING, &png, "OUT", "write the frame as a PNG file"},
         {"width", VLA_FLAG_INT, &width, "W", "scale the frame to W pixels wide (0: native)"},
@@ -208,7 +252,7 @@ static int cmd_frame(int argc, char **argv) {
         {"json", VLA_FLAG_BOOL, &as_json, NULL, "print the row's columns and values as JSON"},
     };
     const vla_command_spec spec = {"vla dataset frame", "ROOT", "Print one row of a dataset and decode its camera frame.", NULL,
-                                   flags, 6, 1, 1};
+                                   flags, 7, 1, 1};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
@@ -217,10 +261,28 @@ static int cmd_frame(int argc, char **argv) {
         return 2;
     }
     vla_lerobot *ds;
-    vla_status st = vla_lerobot_open(res.positional[0], &ds);
+    char one[32] = "";
+    if (!episodes) { /* read only the episode that holds the row: a partial download serves its present rows */
+        vla_status st = open_selected(res.positional[0], NULL, true, &ds);
+        if (st != VLA_OK) return vla_cli_fail(st);
+        for (int64_t e = 0; e < ds->n_episodes; e++)
+            if (index >= ds->episodes[e].index_from && index < ds->episodes[e].index_from + ds->episodes[e].length)
+                snprintf(one, sizeof one, "%lld", (long long)ds->episodes[e].episode_index);
+        int64_t total = ds->n_episodes ? ds->episodes[ds->n_episodes - 1].index_from + ds->episodes[ds->n_episodes - 1].length : 0;
+        vla_lerobot_close(ds);
+        if (!one[0]) {
+            fprintf(stderr, "vla: error: %s: --index %lld out of range [0, %lld)\n", res.positional[0], (long long)index,
+                    (long long)total);
+            return 2;
+        }
+        episodes = one;
+    }
+    vla_status st = open_selected(res.positional[0], episodes, false, &ds);
     if (st != VLA_OK) return vla_cli_fail(st);
-    if (index >= ds->n_rows) {
-        fprintf(stderr, "vla: error: %s: --index %lld out of range [0, %lld)\n", ds->root, (long long)index, (long long)ds->n_rows);
+    int64_t stored_index = index;
+    index = vla_lerobot_row_of_index(ds, stored_index);
+    if (index < 0) {
+        fprintf(stderr, "vla: error: %s: --index %lld is in none of the selected episodes\n", ds->root, (long long)stored_index);
         vla_lerobot_close(ds);
         return 2;
     }
@@ -246,7 +308,7 @@ static int cmd_frame(int argc, char **argv) {
     json_object_set_new(row, "episode_index", json_integer(ds->episode_index[index]));
     json_object_set_new(row, "task_index", json_integer(ds->task_index[index]));
     int64_t t = ds->task_index[index];
-    json_t *out = json_pack("{s:I,s:o,s:s?}", "index", (json_int_t)index, "row", row, "task",
+    json_t *out = json_pack("{s:I,s:o,s:s?}", "index", (json_int_t)stored_index, "row", row, "task",
                             t >= 0 && t < ds->n_tasks ? ds->tasks[t] : NULL);
     int exit_code = 0;
     int cam = camera ? vla_lerobot_camera(ds, camera) : (ds->n_cameras ? 0 : -1);
@@ -304,18 +366,21 @@ static int cmd_frame(int argc, char **argv) {
 static int cmd_stats(int argc, char **argv) {
     bool as_json = false;
     int64_t frames = 100;
+    const char *episodes = NULL;
     const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "print the comparison as JSON"},
-                              {"image-frames", VLA_FLAG_INT, &frames, "N", "frames sampled per camera for image stats (0: none)"}};
+                              {"image-frames", VLA_FLAG_INT, &frames, "N", "frames sampled per camera for image stats (0: none)"},
+                              EPISODES_FLAG(episodes)};
     const vla_command_spec spec = {"vla dataset stats", "ROOT", "Recompute a dataset's stats and compare them with the stored ones.",
                                    "min/max/mean/std/count must agree (f32 tolerance; 0.05 for sampled image stats); "
                                    "quantiles are shown but not judged, since LeRobot stores per-episode envelopes. "
-                                   "Exit 1 when a judged statistic differs.",
-                                   flags, 2, 1, 1};
+                                   "Exit 1 when a judged statistic differs. Over a selection of episodes the stored "
+                                   "(whole-dataset) stats are not expected to agree.",
+                                   flags, 3, 1, 1};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
     vla_lerobot *ds;
-    vla_status st = vla_lerobot_open(res.positional[0], &ds);
+    vla_status st = open_selected(res.positional[0], episodes, false, &ds);
     if (st != VLA_OK) return vla_cli_fail(st);
     json_t *computed = NULL;
     const char *image_note = NULL;
@@ -357,16 +422,22 @@ static int cmd_stats(int argc, char **argv) {
 }
 
 static int cmd_convert(int argc, char **argv) {
-    const char *codec = NULL;
-    const vla_flag flags[] = {{"vcodec", VLA_FLAG_STRING, &codec, "NAME", "video encoder (default libsvtav1, libx264 fallback)"}};
+    const char *codec = NULL, *episodes = NULL;
+    const vla_flag flags[] = {{"vcodec", VLA_FLAG_STRING, &codec, "NAME", "video encoder (default libsvtav1, libx264 fallback)"},
+                              EPISODES_FLAG(episodes)};
     const vla_command_spec spec = {"vla dataset convert", "SRC DST", "Write a LeRobot dataset (v2.1 or v3.0) as v3.0.",
                                    "DST must not exist; it appears complete or not at all. Video frames are decoded and "
                                    "re-encoded with LeRobot's defaults.",
-                                   flags, 1, 2, 2};
+                                   flags, 2, 2, 2};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
-    vla_status st = vla_lerobot_convert(res.positional[0], res.positional[1], codec);
+    vla_lr_open_opts o = {0};
+    int64_t *eps = NULL;
+    vla_status st = episodes ? vla_lerobot_parse_episodes(episodes, &eps, &o.n_episodes) : VLA_OK;
+    o.episodes = eps;
+    if (st == VLA_OK) st = vla_lerobot_convert_opts(res.positional[0], &o, res.positional[1], codec);
+    free(eps);
     if (st != VLA_OK) return vla_cli_fail(st);
     printf("%s → %s (v3.0)\n", res.positional[0], res.positional[1]);
     return 0;

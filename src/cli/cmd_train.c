@@ -78,6 +78,8 @@ int vla_cmd_train(int argc, char **argv) {
     bool resume = false, skip = false, augment = false, constant = false, quiet = false;
     const vla_flag flags[] = {
         {"dataset.root", VLA_FLAG_STRING, &o.dataset_root, "DIR", "LeRobot dataset (v2.1 or v3.0) to train on"},
+        {"dataset.episodes", VLA_FLAG_STRING, &o.episodes, "LIST",
+         "train on these episodes only: 0,3,7 or 2-5 or [1, 2] (LeRobot's name; what a partial download needs)"},
         {"dataset.state_keys", VLA_FLAG_STRING, &o.state_keys, "K1,K2",
          "numeric features concatenated as the policy's state, each normalised with its own stats (default "
          "observation.state; PushT: observation.state,observation.environment_state adds the block keypoints)"},

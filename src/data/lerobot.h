@@ -63,7 +63,8 @@ typedef struct {
 typedef struct {
     int64_t episode_index;
     int64_t length;
-    int64_t from, to;       /* global rows [from, to) */
+    int64_t from, to;       /* rows [from, to) of this dataset object (compact over a selection) */
+    int64_t index_from;     /* the stored `index` of its first row (== from unless episodes are selected) */
     int64_t data_chunk, data_file;
     int64_t file_row;       /* row of the episode's first frame inside its data file */
     int n_tasks;
@@ -98,7 +99,11 @@ typedef struct {
     char **tasks;           /* by task_index */
 
     int64_t n_episodes;
-    vla_lr_episode *episodes; /* in episode_index order */
+    vla_lr_episode *episodes; /* in episode_index order (the selected ones, when selected) */
+    int64_t n_episodes_listed; /* episodes the metadata lists (n_episodes unless selected) */
+    bool selected;            /* opened with an episode selection (vla_lr_open_opts.episodes) */
+    int64_t n_selected_dropped; /* listed episodes left out by the selection (kept after n_episodes for close) */
+    bool meta_only;           /* opened with meta_only: no rows were read (n_rows == 0) */
 
     int64_t n_rows;
     float *timestamp;
@@ -118,6 +123,31 @@ typedef struct {
 
 vla_status vla_lerobot_open(const char *root, vla_lerobot **out);
 void vla_lerobot_close(vla_lerobot *ds);
+
+/* PARTIAL DATASETS. LeRobot downloads a subset of episodes when asked
+ * (`episodes=[…]`); info.json still lists them all. Opening with
+ * `episodes` reads only those episodes' rows (LeRobot's
+ * --dataset.episodes): rows are addressed compactly, 0..n_rows-1 over the
+ * selected episodes in episode_index order, and each row's stored `index`
+ * stays in ds->index. Without a selection a dataset whose data files are
+ * partly missing is refused by a message that counts the missing episodes
+ * and suggests --dataset.episodes with the present ones. `meta_only` reads
+ * meta/ and nothing else (for `vla dataset info`). */
+typedef struct {
+    const int64_t *episodes; /* episode_index values, any order, no duplicates (NULL: all) */
+    int64_t n_episodes;
+    bool meta_only;
+} vla_lr_open_opts;
+vla_status vla_lerobot_open_opts(const char *root, const vla_lr_open_opts *opts, vla_lerobot **out);
+/* "1,2,4", "3-7", "[1, 2, 4]" (LeRobot's list) into a malloc'd array. */
+vla_status vla_lerobot_parse_episodes(const char *spec, int64_t **episodes, int64_t *n);
+/* How many listed episodes have their data file present (first missing:
+ * *first_missing = its episode_index, else -1). Cheap: one stat per file. */
+int64_t vla_lerobot_present_episodes(const vla_lerobot *ds, int64_t *first_missing);
+/* The present episodes as a --dataset.episodes value ("0-2,5"), into buf. */
+void vla_lerobot_present_list(const vla_lerobot *ds, char *buf, size_t cap);
+/* The compact row of a stored `index` value, or -1 when not loaded. */
+int64_t vla_lerobot_row_of_index(const vla_lerobot *ds, int64_t index);
 
 /* Metadata only (no data files, no stats): info.json text plus, for v2.1,
  * episodes.jsonl and tasks.jsonl texts (either may be NULL). Episode rows
@@ -197,6 +227,8 @@ vla_status vla_lerobot_compare_stats(const vla_lerobot *ds, const json_t *comput
  * checks could run (clean or not); a dataset that cannot even be opened gives
  * one problem and the open error. */
 vla_status vla_lerobot_validate(const char *root, json_t *problems);
+/* The same over a selection of episodes (opts->episodes; meta_only ignored). */
+vla_status vla_lerobot_validate_opts(const char *root, const vla_lr_open_opts *opts, json_t *problems);
 
 /* ---- writer (v3.0) -------------------------------------------------------- */
 
@@ -237,5 +269,9 @@ void vla_lr_writer_abort(vla_lr_writer *w);
  * rows, tasks and episodes as they are; video frames decoded and re-encoded
  * with the writer's defaults (LeRobot's converter remuxes instead). */
 vla_status vla_lerobot_convert(const char *src_root, const char *dst_root, const char *video_codec);
+/* The same over a selection of episodes (episodes renumbered 0..n-1, as
+ * LeRobot writes a subset). */
+vla_status vla_lerobot_convert_opts(const char *src_root, const vla_lr_open_opts *opts, const char *dst_root,
+                                    const char *video_codec);
 
 #endif

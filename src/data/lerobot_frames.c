@@ -245,7 +245,9 @@ vla_status vla_lr_reader_sample(vla_lr_reader *r, const int *cams, int n_cams, c
         VLA_TRY(vla_lerobot_video_file(ds, cam, ep, path, sizeof path));
         vla_video_decoder *dec = NULL;
         vla_status st = get_decoder(r, path, &dec);
-        if (st != VLA_OK) return vla_error_context(st, "camera '%s', row %lld", f->key, (long long)rows[0]);
+        if (st != VLA_OK)
+            return vla_error_context(st, "camera '%s', index %lld (episode %lld)", f->key, (long long)ds->index[rows[0]],
+                                     (long long)ds->episodes[ep].episode_index);
         for (int k = 0; k < nreq; k++)
             if (reqs[k].dec == dec) return vla_error(VLA_ERR_INVALID_ARG, "camera %d requested twice", cam);
         for (int i = 0; i < n; i++) ts[nreq][i] = ds->episodes[ep].video[cam].from_ts + (double)ds->timestamp[rows[i]];

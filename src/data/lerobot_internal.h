@@ -19,7 +19,15 @@
 /* Open with consistency problems collected into `problems` (each
  * {"file","reason"}) instead of failing; files that cannot be read are
  * skipped. problems == NULL is the strict open of vla_lerobot_open. */
-vla_status vla_lr_open_internal(const char *root, json_t *problems, vla_lerobot **out);
+vla_status vla_lr_open_internal(const char *root, json_t *problems, const vla_lr_open_opts *opts, vla_lerobot **out);
+
+/* lerobot_select.c: keep only the selected episodes (rows recomputed
+ * compactly, index_from kept); an episode_index not listed is an error. */
+vla_status vla_lr_apply_selection(vla_lerobot *ds, const int64_t *episodes, int64_t n);
+/* lerobot_select.c: strict open of a partial download: the error that counts
+ * the missing episodes and suggests --dataset.episodes (VLA_OK when every
+ * data file is there). */
+vla_status vla_lr_check_present(const vla_lerobot *ds);
 
 /* Append {"file": file (relative to the root), "reason": ...}. */
 void vla_lr_problem(json_t *problems, const char *file, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -93,7 +93,7 @@ void vla_lerobot_close(vla_lerobot *ds) {
     free(ds->camera_feature);
     for (int64_t i = 0; i < ds->n_tasks; i++) free(ds->tasks[i]);
     free(ds->tasks);
-    for (int64_t i = 0; i < ds->n_episodes; i++) {
+    for (int64_t i = 0; i < ds->n_episodes + ds->n_selected_dropped; i++) {
         for (int k = 0; k < ds->episodes[i].n_tasks; k++) free(ds->episodes[i].tasks[k]);
         free(ds->episodes[i].tasks);
         free(ds->episodes[i].video);
@@ -134,7 +134,7 @@ vla_status vla_lerobot_open_meta_buffers(const char *info_json, size_t info_len,
     return VLA_OK;
 }
 
-vla_status vla_lr_open_internal(const char *root, json_t *problems, vla_lerobot **out) {
+vla_status vla_lr_open_internal(const char *root, json_t *problems, const vla_lr_open_opts *opts, vla_lerobot **out) {
     *out = NULL;
     vla_lerobot *ds = calloc(1, sizeof *ds);
     if (!ds) return vla_error(VLA_ERR_NOMEM, "out of memory");
@@ -162,6 +162,15 @@ vla_status vla_lr_open_internal(const char *root, json_t *problems, vla_lerobot 
     if (st == VLA_OK) st = vla_lr_load_tasks(ds);
     if (st == VLA_OK) st = vla_lr_load_episodes(ds, problems, &ep_file);
     if (st == VLA_OK) st = vla_lr_load_stats(ds, problems);
+    if (st == VLA_OK) ds->n_episodes_listed = ds->n_episodes;
+    for (int64_t e = 0; st == VLA_OK && e < ds->n_episodes; e++) ds->episodes[e].index_from = ds->episodes[e].from;
+    if (st == VLA_OK && opts && opts->episodes) st = vla_lr_apply_selection(ds, opts->episodes, opts->n_episodes);
+    if (st == VLA_OK && opts && opts->meta_only && !problems) {
+        ds->meta_only = true;
+        *out = ds;
+        return VLA_OK;
+    }
+    if (st == VLA_OK && !problems) st = vla_lr_check_present(ds);
     if (st == VLA_OK) st = vla_lr_load_rows(ds, problems, ep_file);
     if (st != VLA_OK) goto fail;
     *out = ds;
@@ -171,7 +180,11 @@ fail:
     return st;
 }
 
-vla_status vla_lerobot_open(const char *root, vla_lerobot **out) { return vla_lr_open_internal(root, NULL, out); }
+vla_status vla_lerobot_open(const char *root, vla_lerobot **out) { return vla_lr_open_internal(root, NULL, NULL, out); }
+
+vla_status vla_lerobot_open_opts(const char *root, const vla_lr_open_opts *opts, vla_lerobot **out) {
+    return vla_lr_open_internal(root, NULL, opts, out);
+}
 
 const vla_lr_feature *vla_lerobot_feature(const vla_lerobot *ds, const char *key) {
     for (int i = 0; i < ds->n_features; i++)

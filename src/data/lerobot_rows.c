@@ -143,6 +143,43 @@ static vla_status load_data_file(vla_lerobot *ds, const char *path, int64_t *cap
 
 typedef struct { int64_t chunk, file; } file_key;
 
+/* Position in ds->episodes of an episode_index, or -1 (episodes are sorted). */
+static int64_t episode_pos(const vla_lerobot *ds, int64_t episode_index) {
+    int64_t lo = 0, hi = ds->n_episodes - 1;
+    while (lo <= hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (ds->episodes[mid].episode_index < episode_index) lo = mid + 1;
+        else if (ds->episodes[mid].episode_index > episode_index) hi = mid - 1;
+        else return mid;
+    }
+    return -1;
+}
+
+/* Selection: of the rows [r0, n_rows) just read from one file, keep those
+ * of selected episodes (in place, in order); each kept episode's file_row
+ * is where its rows start inside the file. */
+static void keep_selected_rows(vla_lerobot *ds, int64_t r0) {
+    int64_t w = r0;
+    for (int64_t r = r0; r < ds->n_rows; r++) {
+        int64_t e = episode_pos(ds, ds->episode_index[r]);
+        if (e < 0) continue;
+        if (w == r0 || ds->episode_index[w - 1] != ds->episode_index[r]) ds->episodes[e].file_row = r - r0;
+        if (w != r) {
+            for (int i = 0; i < ds->n_features; i++) {
+                vla_lr_feature *f = &ds->features[i];
+                if (f->values) memcpy(f->values + w * f->width, f->values + r * f->width, (size_t)f->width * sizeof(float));
+            }
+            ds->timestamp[w] = ds->timestamp[r];
+            ds->frame_index[w] = ds->frame_index[r];
+            ds->episode_index[w] = ds->episode_index[r];
+            ds->index[w] = ds->index[r];
+            ds->task_index[w] = ds->task_index[r];
+        }
+        w++;
+    }
+    ds->n_rows = w;
+}
+
 static vla_status load_data(vla_lerobot *ds, json_t *problems) {
     int64_t cap = ds->total_frames > 0 ? ds->total_frames : 1024;
     VLA_TRY(grow_rows(ds, cap));
@@ -178,14 +215,16 @@ static vla_status load_data(vla_lerobot *ds, json_t *problems) {
             vla_lr_problem(problems, vla_lr_rel(ds, path), "data file is missing (episode %lld)", (long long)ds->episodes[ep].episode_index);
             continue;
         }
+        int64_t r0 = ds->n_rows;
         vla_status fs = load_data_file(ds, path, &cap);
+        if (fs == VLA_OK && ds->selected) keep_selected_rows(ds, r0);
         if (fs != VLA_OK) {
             if (!problems) { st = fs; break; }
             vla_lr_problem(problems, vla_lr_rel(ds, path), "%s", vla_error_message());
         }
     }
     /* each episode's first row inside its file */
-    for (int64_t e = 0; st == VLA_OK && e < ds->n_episodes; e++) {
+    for (int64_t e = 0; st == VLA_OK && !ds->selected && e < ds->n_episodes; e++) {
         vla_lr_episode *ep = &ds->episodes[e];
         for (int64_t i = 0; i < nk; i++)
             if (keys[i].chunk == ep->data_chunk && keys[i].file == ep->data_file) {
@@ -207,27 +246,30 @@ static vla_status check_rows(vla_lerobot *ds, json_t *problems, const char *info
         if (!problems) return vla_error(VLA_ERR_FORMAT, "%s: %s", file, msg); \
         vla_lr_problem(problems, file, "%s", msg);                         \
     } while (0)
-    if (ds->n_rows != ds->total_frames)
+    if (!ds->selected && ds->n_rows != ds->total_frames)
         REPORT(info_file, "total_frames is %lld but the data files hold %lld rows", (long long)ds->total_frames, (long long)ds->n_rows);
-    if (ds->n_episodes != ds->total_episodes)
-        REPORT(info_file, "total_episodes is %lld but %s lists %lld episodes", (long long)ds->total_episodes, ep_file, (long long)ds->n_episodes);
+    if (ds->n_episodes_listed != ds->total_episodes)
+        REPORT(info_file, "total_episodes is %lld but %s lists %lld episodes", (long long)ds->total_episodes, ep_file, (long long)ds->n_episodes_listed);
     int64_t sum = ds->n_episodes ? ds->episodes[ds->n_episodes - 1].to : 0;
     if (sum != ds->n_rows)
         REPORT(ep_file, "episodes cover rows [0, %lld) but the data files hold %lld rows", (long long)sum, (long long)ds->n_rows);
     if (ds->total_tasks >= 0 && ds->total_tasks != ds->n_tasks)
         REPORT(info_file, "total_tasks is %lld but the tasks file lists %lld", (long long)ds->total_tasks, (long long)ds->n_tasks);
-    for (int64_t r = 0; r < ds->n_rows; r++)
-        if (ds->index[r] != r) {
-            char df[2048] = "data";
-            for (int64_t e = 0; e < ds->n_episodes; e++)
-                if (r >= ds->episodes[e].from && r < ds->episodes[e].to) { vla_lerobot_data_file(ds, e, df, sizeof df); break; }
-            REPORT(vla_lr_rel(ds, df), "column 'index' is not contiguous: row %lld has index %lld", (long long)r, (long long)ds->index[r]);
-            break;
-        }
     /* row → episode */
     for (int64_t r = 0; r < ds->n_rows; r++) ds->row_episode[r] = -1;
     for (int64_t e = 0; e < ds->n_episodes; e++)
         for (int64_t r = ds->episodes[e].from; r < ds->episodes[e].to && r < ds->n_rows; r++) ds->row_episode[r] = e;
+    /* `index` runs on inside each episode from where the metadata puts it (0, 1, 2, … over a whole dataset) */
+    for (int64_t r = 0; r < ds->n_rows; r++) {
+        int64_t e = ds->row_episode[r];
+        int64_t want = e >= 0 ? ds->episodes[e].index_from + (r - ds->episodes[e].from) : r;
+        if (ds->index[r] != want) {
+            char df[2048] = "data";
+            if (e >= 0) vla_lerobot_data_file(ds, e, df, sizeof df);
+            REPORT(vla_lr_rel(ds, df), "column 'index' is not contiguous: row %lld has index %lld", (long long)r, (long long)ds->index[r]);
+            break;
+        }
+    }
     for (int64_t r = 0; r < ds->n_rows; r++)
         if (ds->row_episode[r] < 0) {
             REPORT(ep_file, "row %lld belongs to no episode", (long long)r);

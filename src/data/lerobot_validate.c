@@ -29,7 +29,7 @@ static void check_rows(const vla_lerobot *ds, json_t *pr) {
     /* index contiguity was reported by open (first break); report frame_index, episode_index, timestamps */
     int64_t n_idx = 0;
     for (int64_t r = 1; r < ds->n_rows; r++)
-        if (ds->index[r] != ds->index[r - 1] + 1) {
+        if (ds->index[r] != ds->index[r - 1] + 1 && !(ds->selected && ds->row_episode[r] != ds->row_episode[r - 1])) {
             if (++n_idx <= MAX_PER_CHECK) {
                 row_file(ds, r, f, sizeof f);
                 vla_lr_problem(pr, f, "column 'index' jumps from %lld to %lld at row %lld", (long long)ds->index[r - 1],
@@ -137,9 +137,13 @@ static void check_videos(const vla_lerobot *ds, json_t *pr) {
     }
 }
 
-vla_status vla_lerobot_validate(const char *root, json_t *problems) {
+vla_status vla_lerobot_validate(const char *root, json_t *problems) { return vla_lerobot_validate_opts(root, NULL, problems); }
+
+vla_status vla_lerobot_validate_opts(const char *root, const vla_lr_open_opts *opts, json_t *problems) {
     vla_lerobot *ds;
-    vla_status st = vla_lr_open_internal(root, problems, &ds);
+    vla_lr_open_opts o = opts ? *opts : (vla_lr_open_opts){0};
+    o.meta_only = false;
+    vla_status st = vla_lr_open_internal(root, problems, &o, &ds);
     if (st != VLA_OK) {
         /* the message names the file; split "path: reason" when it does */
         const char *msg = vla_error_message();

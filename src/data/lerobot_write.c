@@ -771,8 +771,13 @@ void vla_lr_writer_abort(vla_lr_writer *w) {
 /* ---- convert ---------------------------------------------------------------------- */
 
 vla_status vla_lerobot_convert(const char *src_root, const char *dst_root, const char *video_codec) {
+    return vla_lerobot_convert_opts(src_root, NULL, dst_root, video_codec);
+}
+
+vla_status vla_lerobot_convert_opts(const char *src_root, const vla_lr_open_opts *opts, const char *dst_root,
+                                    const char *video_codec) {
     vla_lerobot *ds;
-    VLA_TRY(vla_lerobot_open(src_root, &ds));
+    VLA_TRY(vla_lerobot_open_opts(src_root, opts, &ds));
     vla_lr_feature_spec *specs = calloc((size_t)ds->n_features + 1, sizeof *specs);
     int *map = calloc((size_t)ds->n_features + 1, sizeof *map);
     int ns = 0, nv = 0, ncam = 0;

@@ -271,7 +271,13 @@ static vla_status load_config(trainer *t, vla_policy_config *cfg, vla_ckpt_info 
  * to the dataset's (max_state_dim / max_action_dim). */
 static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
     const vla_train_opts *o = t->o;
-    VLA_TRY(vla_lerobot_open(o->dataset_root, &t->ds));
+    vla_lr_open_opts lo = {0};
+    int64_t *eps = NULL;
+    if (o->episodes) VLA_TRY(vla_lerobot_parse_episodes(o->episodes, &eps, &lo.n_episodes));
+    lo.episodes = eps;
+    vla_status ost = vla_lerobot_open_opts(o->dataset_root, &lo, &t->ds);
+    free(eps);
+    VLA_TRY(ost);
     const vla_lr_feature *fa = vla_lerobot_feature(t->ds, "action");
     int64_t sw = 0;
     VLA_TRY(vla_loader_keys_width(t->ds, o->state_keys, &sw));

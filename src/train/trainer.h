@@ -38,6 +38,7 @@ typedef vla_status (*vla_train_eval_fn)(void *user, const char *pretrained_dir, 
 
 typedef struct {
     const char *dataset_root;
+    const char *episodes;       /* --dataset.episodes: "0,3,7", "2-5" (NULL: all; data/lerobot.h "PARTIAL DATASETS") */
     const char *policy_type;    /* "pi05" | "groot" (checked against the config) */
     const char *policy_config;  /* preset name or path (NULL: "<type>-tiny"; with pretrained_path: the
                                    base the checkpoint's config.json overrides, NULL: the family's full size) */

@@ -404,6 +404,124 @@ static void test_v21_open_and_convert(void **state) {
     vla_lerobot_close(ds);
 }
 
+/* A partial download (LeRobot's episodes=[…]): info.json lists both
+ * episodes, episode 0's data and video are gone. Selected reads equal the
+ * full read row for row and frame for frame; the strict open says what is
+ * missing and how to go on; info, frame and validate serve what is there. */
+static void test_partial_download(void **state) {
+    (void)state;
+    const char *root = test_tmp_path("v21-partial");
+    test_rmrf(root);
+    write_v21(root, -1);
+    vla_lerobot *full, *sel;
+    assert_int_equal(vla_lerobot_open(root, &full), VLA_OK);
+    int64_t one[1] = {1};
+    vla_lr_open_opts o = {one, 1, false};
+    vla_status st = vla_lerobot_open_opts(root, &o, &sel);
+    if (st != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_true(sel->selected);
+    assert_int_equal(sel->n_episodes, 1);
+    assert_int_equal(sel->n_episodes_listed, 2);
+    assert_int_equal(sel->n_rows, EP_LEN[1]);
+    assert_int_equal(sel->episodes[0].from, 0);
+    assert_int_equal(sel->episodes[0].index_from, EP_LEN[0]);
+    const vla_lr_feature *fa = vla_lerobot_feature(full, "action"), *sa = vla_lerobot_feature(sel, "action");
+    vla_lr_reader *rf, *rs;
+    assert_int_equal(vla_lr_reader_open(full, &rf), VLA_OK);
+    assert_int_equal(vla_lr_reader_open(sel, &rs), VLA_OK);
+    uint8_t a[S * S * 3], b[S * S * 3];
+    for (int64_t r = 0; r < sel->n_rows; r++) {
+        int64_t fr = r + EP_LEN[0];
+        assert_int_equal(sel->index[r], full->index[fr]);
+        assert_int_equal(vla_lerobot_row_of_index(sel, full->index[fr]), r);
+        assert_true(sa->values[r * 2] == fa->values[fr * 2] && sa->values[r * 2 + 1] == fa->values[fr * 2 + 1]);
+        assert_int_equal(sel->frame_index[r], full->frame_index[fr]);
+        assert_int_equal(vla_lr_reader_frame(rf, 0, fr, 0, 0, 0, a), VLA_OK);
+        assert_int_equal(vla_lr_reader_frame(rs, 0, r, 0, 0, 0, b), VLA_OK);
+        assert_memory_equal(a, b, sizeof a);
+    }
+    assert_int_equal(vla_lerobot_row_of_index(sel, 0), -1);
+    vla_lr_reader_close(rf);
+    vla_lr_reader_close(rs);
+    vla_lerobot_close(sel);
+    vla_lerobot_close(full);
+    /* selections that cannot be */
+    int64_t bad[2] = {1, 5};
+    o = (vla_lr_open_opts){bad, 2, false};
+    assert_int_equal(vla_lerobot_open_opts(root, &o, &sel), VLA_ERR_NOT_FOUND);
+    assert_non_null(strstr(vla_error_message(), "episode 5 is not in the dataset"));
+    int64_t twice[2] = {1, 1};
+    o = (vla_lr_open_opts){twice, 2, false};
+    assert_int_equal(vla_lerobot_open_opts(root, &o, &sel), VLA_ERR_INVALID_ARG);
+    int64_t *eps, n;
+    assert_int_equal(vla_lerobot_parse_episodes("[0, 2-4,7]", &eps, &n), VLA_OK);
+    assert_int_equal(n, 5);
+    assert_true(eps[0] == 0 && eps[1] == 2 && eps[3] == 4 && eps[4] == 7);
+    free(eps);
+    assert_int_equal(vla_lerobot_parse_episodes("1,x", &eps, &n), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_lerobot_parse_episodes("3-1", &eps, &n), VLA_ERR_INVALID_ARG);
+
+    /* the download that lacks episode 0 */
+    char p[4096], cmd[8192], out[16384];
+    snprintf(p, sizeof p, "%s/data/chunk-000/episode_000000.parquet", root);
+    assert_int_equal(unlink(p), 0);
+    snprintf(p, sizeof p, "%s/videos/chunk-000/observation.images.cam/episode_000000.mp4", root);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(vla_lerobot_open(root, &sel), VLA_ERR_NOT_FOUND);
+    const char *msg = vla_error_message();
+    if (!strstr(msg, "1 of 2 episodes have no data file") || !strstr(msg, "episode_000000.parquet") ||
+        !strstr(msg, "--dataset.episodes=1"))
+        fail_msg("unhelpful message: %s", msg);
+    o = (vla_lr_open_opts){one, 1, false};
+    assert_int_equal(vla_lerobot_open_opts(root, &o, &sel), VLA_OK);
+    assert_int_equal(sel->n_rows, EP_LEN[1]);
+    vla_lerobot_close(sel);
+    int64_t zero[1] = {0};
+    o = (vla_lr_open_opts){zero, 1, false};
+    assert_int_equal(vla_lerobot_open_opts(root, &o, &sel), VLA_ERR_NOT_FOUND);
+    assert_non_null(strstr(vla_error_message(), "episode_000000.parquet: data file is missing (episode 0)"));
+
+    /* the CLI: info reads meta/ only; frame reads the row's episode; validate over the selection */
+    snprintf(cmd, sizeof cmd, "'%s' dataset info --json '%s'", test_cli_path(), root);
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    json_error_t err;
+    json_t *j = json_loads(out, 0, &err);
+    assert_non_null(j);
+    assert_int_equal(json_integer_value(json_object_get(j, "total_episodes")), 2);
+    assert_int_equal(json_integer_value(json_object_get(j, "episodes_present")), 1);
+    assert_string_equal(json_string_value(json_object_get(j, "present_list")), "1");
+    json_decref(j);
+    snprintf(cmd, sizeof cmd, "'%s' dataset frame --json --index=%d '%s'", test_cli_path(), EP_LEN[0] + 2, root);
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    j = json_loads(out, 0, &err);
+    assert_non_null(j);
+    json_t *row = json_object_get(j, "row");
+    assert_int_equal(json_integer_value(json_object_get(row, "frame_index")), 2);
+    assert_int_equal(json_integer_value(json_object_get(row, "episode_index")), 1);
+    json_decref(j);
+    snprintf(cmd, sizeof cmd, "'%s' dataset frame --index=1 '%s' 2>&1", test_cli_path(), root);
+    assert_int_not_equal(test_run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "data file is missing (episode 0)"));
+    snprintf(cmd, sizeof cmd, "'%s' dataset validate --dataset.episodes=1 '%s'", test_cli_path(), root);
+    if (test_run(cmd, out, sizeof out) != 0) fail_msg("validate over the present episode: %s", out);
+    snprintf(cmd, sizeof cmd, "'%s' dataset validate '%s'", test_cli_path(), root);
+    assert_int_equal(test_run(cmd, out, sizeof out), 1);
+    assert_non_null(strstr(out, "data file is missing (episode 0)"));
+    snprintf(cmd, sizeof cmd, "'%s' dataset stats --image-frames=0 --dataset.episodes=1 '%s' 2>&1", test_cli_path(), root);
+    test_run(cmd, out, sizeof out); /* stored stats are whole-dataset: may differ, must not fail to run */
+    assert_non_null(strstr(out, "mismatch"));
+    const char *dst = test_tmp_path("v21-partial-as-v30");
+    test_rmrf(dst);
+    snprintf(cmd, sizeof cmd, "'%s' dataset convert --dataset.episodes=1 '%s' '%s'", test_cli_path(), root, dst);
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    assert_int_equal(vla_lerobot_open(dst, &sel), VLA_OK);
+    assert_int_equal(sel->n_rows, EP_LEN[1]);
+    assert_int_equal(sel->n_episodes, 1);
+    vla_lerobot_close(sel);
+    test_rmrf(dst);
+    test_rmrf(root);
+}
+
 /* An `image` feature (PNG bytes in a {bytes, path} struct column, written
  * by DuckDB) reads back pixel for pixel. The PNGs are frames of a written
  * dataset, exported by `vla dataset frame --png`. */
@@ -582,6 +700,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_v21_open_and_convert),
+        cmocka_unit_test(test_partial_download),
         cmocka_unit_test(test_image_feature),
         cmocka_unit_test(test_corruptions),
     };
