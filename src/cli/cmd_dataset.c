@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -193,15 +194,18 @@ static int cmd_info(int argc, char **argv) {
 
 static int cmd_validate(int argc, char **argv) {
     bool as_json = false;
-    const char *episodes = NULL;
+    const char *episodes = NULL, *frames = "ends";
     const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "print {\"root\",\"clean\",\"problems\":[{\"file\",\"reason\"}]}"},
-                              EPISODES_FLAG(episodes)};
+                              EPISODES_FLAG(episodes),
+                              {"frames", VLA_FLAG_STRING, &frames, "ends|all",
+                               "decode each episode's first and last frames (ends, quick) or every frame of every "
+                               "video, reporting each decode error with file, episode and time (all)"}};
     const vla_command_spec spec = {"vla dataset validate", "ROOT", "Read every file of a dataset and list every problem.",
                                    "Checks row counts against info.json and the episodes metadata, contiguous index, "
                                    "episode ranges and frame_index, timestamps against fps, finite numeric values, task "
                                    "indices, and that every episode's first and last video frames decode. Exit 0 only "
                                    "when clean.",
-                                   flags, 2, 1, 1};
+                                   flags, 3, 1, 1};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
@@ -219,7 +223,15 @@ static int cmd_validate(int argc, char **argv) {
         }
         o.episodes = eps;
     }
-    vla_lerobot_validate_opts(res.positional[0], &o, problems);
+    if (strcmp(frames, "ends") && strcmp(frames, "all")) {
+        fprintf(stderr, "vla: error: vla dataset validate: --frames must be ends or all\n");
+        json_decref(problems);
+        free(eps);
+        vla_log_set_level(lvl);
+        return 2;
+    }
+    vla_lr_validate_opts vo = {!strcmp(frames, "all"), isatty(STDERR_FILENO) != 0}; /* a progress line for people, not logs */
+    vla_lerobot_validate_opts(res.positional[0], &o, &vo, problems);
     free(eps);
     vla_log_set_level(lvl);
     size_t n = json_array_size(problems);

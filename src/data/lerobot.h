@@ -227,8 +227,17 @@ vla_status vla_lerobot_compare_stats(const vla_lerobot *ds, const json_t *comput
  * checks could run (clean or not); a dataset that cannot even be opened gives
  * one problem and the open error. */
 vla_status vla_lerobot_validate(const char *root, json_t *problems);
-/* The same over a selection of episodes (opts->episodes; meta_only ignored). */
-vla_status vla_lerobot_validate_opts(const char *root, const vla_lr_open_opts *opts, json_t *problems);
+/* The same over a selection of episodes (opts->episodes; meta_only ignored),
+ * and with v->all_frames every frame of every video the episodes use is
+ * decoded (files in parallel, one thread per core; vla_video_scan) and each
+ * decode problem is listed with its file, camera, episode and time; with
+ * v->progress a progress line goes to stderr. v may be NULL. */
+typedef struct {
+    bool all_frames;
+    bool progress;
+} vla_lr_validate_opts;
+vla_status vla_lerobot_validate_opts(const char *root, const vla_lr_open_opts *opts, const vla_lr_validate_opts *v,
+                                     json_t *problems);
 
 /* ---- writer (v3.0) -------------------------------------------------------- */
 

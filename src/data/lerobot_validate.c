@@ -2,13 +2,17 @@
  * problem with the file it is in and the reason: row counts against
  * info/episodes, contiguous index, episode ranges, frame_index, timestamps
  * against fps, finite values, task indices, and for videos presence,
- * duration and decodability (first and last frame of every episode). */
+ * duration and decodability (first and last frame of every episode; with
+ * all_frames every frame, every problem reported by vla_video_scan). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <omp.h>
+
 #include "base/fsutil.h"
+#include "base/timer.h"
 #include "data/lerobot_internal.h"
 #include "io/video.h"
 
@@ -137,9 +141,156 @@ static void check_videos(const vla_lerobot *ds, json_t *pr) {
     }
 }
 
-vla_status vla_lerobot_validate(const char *root, json_t *problems) { return vla_lerobot_validate_opts(root, NULL, problems); }
+/* ---- every frame (--frames=all) ---- */
 
-vla_status vla_lerobot_validate_opts(const char *root, const vla_lr_open_opts *opts, json_t *problems) {
+#define SCAN_MAX_FINDINGS 20 /* per file; the rest are counted */
+
+typedef struct {
+    double t;
+    char what[240];
+} finding;
+
+typedef struct {
+    int cam;
+    char path[2048];
+    int64_t frames, errors;
+    finding found[SCAN_MAX_FINDINGS];
+    int n_found;
+    vla_status st;
+    char err[512];
+} scan_job;
+
+typedef struct {
+    int64_t frames; /* decoded so far, all files */
+    int64_t files_done, n_files;
+    double t0, last_print;
+    bool on;
+} scan_progress;
+
+static scan_progress g_progress; /* one validate at a time per process prints */
+
+static void on_finding(void *user, double t, const char *what) {
+    scan_job *j = user;
+    if (j->n_found < SCAN_MAX_FINDINGS) {
+        j->found[j->n_found].t = t;
+        snprintf(j->found[j->n_found].what, sizeof j->found[j->n_found].what, "%s", what);
+        j->n_found++;
+    }
+}
+
+static void print_progress(bool final) {
+    scan_progress *p = &g_progress;
+    double now = vla_now_s();
+    if (!p->on || (!final && now - p->last_print < 0.5)) return;
+    p->last_print = now;
+    double el = now - p->t0, rate = el > 0 ? (double)p->frames / el : 0;
+    char eta[32];
+    vla_format_hms(vla_eta_s(el, p->files_done, p->n_files - p->files_done), eta, sizeof eta);
+    fprintf(stderr, "\rvalidate: files %lld/%lld | %lld frames decoded | %.0f frames/s | ETA %s%s",
+            (long long)p->files_done, (long long)p->n_files, (long long)p->frames, rate, eta, final ? "\n" : "");
+    fflush(stderr);
+}
+
+static void on_frames(void *user, int64_t frames) {
+    (void)user;
+    (void)frames;
+#pragma omp atomic
+    g_progress.frames += 64;
+    if (omp_get_thread_num() == 0) print_progress(false);
+}
+
+/* The distinct video files the episodes use, per camera, that exist
+ * (missing ones were listed by check_videos). */
+static int scan_jobs(const vla_lerobot *ds, scan_job **out) {
+    int cap = 16, n = 0;
+    scan_job *j = malloc((size_t)cap * sizeof *j);
+    for (int c = 0; j && c < ds->n_cameras; c++) {
+        if (ds->features[ds->camera_feature[c]].dtype != VLA_LR_VIDEO) continue;
+        for (int64_t e = 0; e < ds->n_episodes; e++) {
+            char path[2048];
+            if (vla_lerobot_video_file(ds, c, e, path, sizeof path) != VLA_OK || !vla_path_exists(path)) continue;
+            int seen = 0;
+            for (int k = n - 1; k >= 0 && !seen; k--) seen = j[k].cam == c && !strcmp(j[k].path, path);
+            if (seen) continue;
+            if (n == cap) {
+                scan_job *g = realloc(j, (size_t)(cap *= 2) * sizeof *g);
+                if (!g) break;
+                j = g;
+            }
+            memset(&j[n], 0, sizeof j[n]);
+            j[n].cam = c;
+            snprintf(j[n].path, sizeof j[n].path, "%s", path);
+            n++;
+        }
+    }
+    vla_error_clear();
+    *out = j;
+    return j ? n : 0;
+}
+
+/* Where a finding at time t of camera c's file `path` falls: "episode E,
+ * t=… s (frame F of the episode)", or the file time alone. */
+static void locate(const vla_lerobot *ds, int c, const char *path, double t, char *buf, size_t cap) {
+    if (!isfinite(t)) {
+        snprintf(buf, cap, "whole file");
+        return;
+    }
+    double half = 0.5 / ds->fps;
+    for (int64_t e = 0; e < ds->n_episodes; e++) {
+        char p[2048];
+        if (vla_lerobot_video_file(ds, c, e, p, sizeof p) != VLA_OK || strcmp(p, path)) continue;
+        const vla_lr_episode_video *v = &ds->episodes[e].video[c];
+        if (t >= v->from_ts - half && t < v->to_ts + half) {
+            snprintf(buf, cap, "episode %lld, t=%.3f s (episode time %.3f s, frame %lld)",
+                     (long long)ds->episodes[e].episode_index, t, t - v->from_ts,
+                     (long long)llround((t - v->from_ts) * ds->fps));
+            return;
+        }
+    }
+    vla_error_clear();
+    snprintf(buf, cap, "t=%.3f s (in no selected episode)", t);
+}
+
+static void check_all_frames(const vla_lerobot *ds, json_t *pr, bool progress) {
+    scan_job *jobs = NULL;
+    int n = scan_jobs(ds, &jobs);
+    g_progress = (scan_progress){0, 0, n, vla_now_s(), 0, progress};
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < n; i++) {
+        scan_job *j = &jobs[i];
+        j->st = vla_video_scan(j->path, SCAN_MAX_FINDINGS, on_finding, j, on_frames, &j->frames, &j->errors);
+        if (j->st != VLA_OK) snprintf(j->err, sizeof j->err, "%s", vla_error_message());
+#pragma omp atomic
+        g_progress.frames += j->frames % 64; /* on_frames counted the whole 64s */
+#pragma omp atomic
+        g_progress.files_done++;
+    }
+    print_progress(true);
+    for (int i = 0; i < n; i++) { /* in file order, whatever order the threads finished in */
+        const scan_job *j = &jobs[i];
+        const char *key = ds->features[ds->camera_feature[j->cam]].key;
+        if (j->st != VLA_OK) {
+            vla_lr_problem(pr, vla_lr_rel(ds, j->path), "camera '%s': video does not decode: %s", key, j->err);
+            continue;
+        }
+        for (int k = 0; k < j->n_found; k++) {
+            char where[256];
+            locate(ds, j->cam, j->path, j->found[k].t, where, sizeof where);
+            vla_lr_problem(pr, vla_lr_rel(ds, j->path), "camera '%s', %s: %s", key, where, j->found[k].what);
+        }
+        if (j->errors > j->n_found)
+            vla_lr_problem(pr, vla_lr_rel(ds, j->path), "camera '%s': %lld more decode problems in this file", key,
+                           (long long)(j->errors - j->n_found));
+    }
+    free(jobs);
+}
+
+vla_status vla_lerobot_validate(const char *root, json_t *problems) {
+    return vla_lerobot_validate_opts(root, NULL, NULL, problems);
+}
+
+vla_status vla_lerobot_validate_opts(const char *root, const vla_lr_open_opts *opts, const vla_lr_validate_opts *v,
+                                     json_t *problems) {
     vla_lerobot *ds;
     vla_lr_open_opts o = opts ? *opts : (vla_lr_open_opts){0};
     o.meta_only = false;
@@ -164,6 +315,7 @@ vla_status vla_lerobot_validate_opts(const char *root, const vla_lr_open_opts *o
     }
     check_rows(ds, problems);
     check_videos(ds, problems);
+    if (v && v->all_frames) check_all_frames(ds, problems, v->progress);
     vla_lerobot_close(ds);
     return VLA_OK;
 }

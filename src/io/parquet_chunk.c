@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "io/parquet_internal.h"
 #include "io/thrift_compact.h"
@@ -82,6 +83,12 @@ vla_status vla_pq_read_page_header(vla_thrift_reader *r, vla_pq_page_header *h) 
         if (id == 1) { VLA_TRY(vla_thrift_i32(r, t, &h->type)); seen |= 1; }
         else if (id == 2) { VLA_TRY(vla_thrift_i32(r, t, &h->usize)); seen |= 2; }
         else if (id == 3) { VLA_TRY(vla_thrift_i32(r, t, &h->csize)); seen |= 4; }
+        else if (id == 4) {
+            int32_t c;
+            VLA_TRY(vla_thrift_i32(r, t, &c));
+            h->crc = (uint32_t)c;
+            h->has_crc = 1;
+        }
         else if ((id == 5 || id == 7 || id == 8) && t == VLA_TC_STRUCT) {
             VLA_TRY(vla_thrift_struct_begin(r));
             for (;;) {
@@ -233,6 +240,13 @@ vla_status vla_pq_read_chunk(vla_pq_chunk_reader *cr, vla_parquet_column *col) {
                                 (long long)end);
         if (h.usize > pq->limits.max_page_bytes)
             return vla_pq_cfail(cr, VLA_ERR_FORMAT, "page of %d uncompressed bytes exceeds the limit", h.usize);
+        if (h.has_crc) { /* where the writer stored one, a damaged page is refused rather than decoded */
+            uint32_t c = (uint32_t)crc32(crc32(0L, Z_NULL, 0), pq->data + body, (uInt)h.csize);
+            if (c != h.crc)
+                return vla_pq_cfail(cr, VLA_ERR_FORMAT,
+                                    "page CRC mismatch (stored %08x, computed %08x): the page's %d bytes are damaged",
+                                    h.crc, c, h.csize);
+        }
         if (h.type == PQ_PAGE_DICTIONARY) {
             if (!h.has_dict) return vla_pq_cfail(cr, VLA_ERR_FORMAT, "dictionary page without its header");
             VLA_TRY(ensure_scratch(cr, (size_t)h.usize + 1));

@@ -75,6 +75,8 @@ typedef struct {
     int32_t num_values, enc, def_enc, rep_enc;
     int32_t v2_nulls, v2_rows, v2_def_len, v2_rep_len;
     int v2_compressed;
+    int has_crc;   /* PageHeader.crc present: CRC-32 of the page bytes after the header */
+    uint32_t crc;
 } vla_pq_page_header;
 
 /* Decode one PageHeader at the reader's cursor. */

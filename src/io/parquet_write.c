@@ -6,6 +6,7 @@
  * target is either the complete new file or untouched. */
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "base/fsutil.h"
 #include "io/parquet.h"
@@ -345,6 +346,17 @@ static void plain_values(const wchunk *c, vla_pq_buf *b, const int64_t *which, i
     }
 }
 
+/* PageHeader.crc (parquet-format PARQUET-1539): the standard CRC-32 (zlib's,
+ * as GZip) of the page bytes after the header, as stored (compressed),
+ * for dictionary and v1/v2 data pages alike; stored as a signed i32. It is
+ * what lets a reader see a flipped byte inside a compressed page, which can
+ * otherwise change one value and nothing else. */
+static int32_t page_crc(const uint8_t *body, size_t n) {
+    uLong c = crc32(0L, Z_NULL, 0);
+    if (n) c = crc32(c, body, (uInt)n);
+    return (int32_t)(uint32_t)c;
+}
+
 /* Write one page (header + body) and account for it. */
 static vla_status write_page(vla_parquet_writer *w, chunk_meta *m, vla_thrift_writer *hdr, const uint8_t *body, size_t n,
                              int64_t usize) {
@@ -377,6 +389,7 @@ static vla_status write_chunk(vla_parquet_writer *w, wchunk *c, chunk_meta *m, i
         vla_thrift_w_i32_field(&hdr, 1, PQ_PAGE_DICTIONARY);
         vla_thrift_w_i32_field(&hdr, 2, (int32_t)body.len);
         vla_thrift_w_i32_field(&hdr, 3, (int32_t)comp_n);
+        vla_thrift_w_i32_field(&hdr, 4, page_crc(comp, comp_n));
         vla_thrift_w_field(&hdr, VLA_TC_STRUCT, 7);
         vla_thrift_w_struct_begin(&hdr);
         vla_thrift_w_i32_field(&hdr, 1, (int32_t)c->ndict);
@@ -449,6 +462,7 @@ static vla_status write_chunk(vla_parquet_writer *w, wchunk *c, chunk_meta *m, i
             vla_thrift_w_i32_field(&hdr, 1, m->v2 ? PQ_PAGE_DATA_V2 : PQ_PAGE_DATA);
             vla_thrift_w_i32_field(&hdr, 2, (int32_t)usize);
             vla_thrift_w_i32_field(&hdr, 3, (int32_t)comp_n);
+            vla_thrift_w_i32_field(&hdr, 4, page_crc(comp, comp_n));
             if (!m->v2) {
                 vla_thrift_w_field(&hdr, VLA_TC_STRUCT, 5);
                 vla_thrift_w_struct_begin(&hdr);

@@ -59,6 +59,7 @@ typedef struct {
 typedef struct {
     int threads;      /* decoder threads per file; 0 → 1 (parallelism comes from cameras/loaders) */
     int cache_frames; /* decoded frames kept for reuse; 0 → 8, -1 → none */
+    int strict;       /* ask the decoder to check CRCs and bitstream conformance (vla_video_scan) */
 } vla_video_decoder_opts;
 
 typedef struct vla_video_decoder vla_video_decoder;
@@ -82,6 +83,20 @@ typedef struct {
     int64_t seeks, decoded, cache_hits, returned;
 } vla_video_stats;
 vla_video_stats vla_video_decoder_stats(const vla_video_decoder *d);
+
+/* Decode every frame of a file in order and report, instead of concealing,
+ * what is damaged: packets the demuxer or decoder rejects ("Invalid data
+ * found when processing input", as the ffmpeg CLI says), frames the decoder
+ * flags corrupt or had to conceal, and frames missing against the
+ * container's count. Each finding goes to `on_error` with the time (s, in
+ * the file's timeline; NAN when unknown) and what happened; reading goes on
+ * after one (at most `max_errors` are reported, then counted). Returns
+ * VLA_OK when the file could be read through (clean or not) with the frame
+ * count and error count in *frames / *errors; an error status when it does
+ * not open. `progress` (may be NULL) is called every 64 frames. */
+typedef void (*vla_video_error_fn)(void *user, double t, const char *what);
+vla_status vla_video_scan(const char *path, int max_errors, vla_video_error_fn on_error, void *user,
+                          void (*progress)(void *user, int64_t frames), int64_t *frames, int64_t *errors);
 
 /* One camera's part of a batch: n timestamps from one decoder. rgb holds n
  * frames of out_w×out_h×3 bytes (native size when 0), in the order of ts. */

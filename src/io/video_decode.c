@@ -4,6 +4,7 @@
  * keyframe-aware seeking, a small frame cache and a parallel batch call. */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,6 +208,7 @@ vla_status vla_video_decoder_open(const char *path, const vla_video_decoder_opts
     }
     d->cc->pkt_timebase = d->st->time_base;
     d->cc->thread_count = opts && opts->threads > 0 ? opts->threads : 1;
+    if (opts && opts->strict) d->cc->err_recognition |= AV_EF_CRCCHECK | AV_EF_BITSTREAM | AV_EF_BUFFER;
     r = avcodec_open2(d->cc, codec, NULL);
     if (r < 0) {
         st = vla_error(VLA_ERR_FORMAT, "%s: cannot open the %s decoder: %s", path, codec->name, av_err2str(r));
@@ -292,6 +294,90 @@ static vla_status decode_next(vla_video_decoder *d) {
             break;
         }
     }
+}
+
+/* ---- whole-file scan (validate --frames=all) ---- */
+
+typedef struct {
+    vla_video_error_fn fn;
+    void *user;
+    int max;
+    int64_t n;
+} scan_report;
+
+static void report(scan_report *r, double t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void report(scan_report *r, double t, const char *fmt, ...) {
+    if (r->n++ >= r->max || !r->fn) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    r->fn(r->user, t, msg);
+}
+
+static double pkt_time(const vla_video_decoder *d, const AVPacket *p) {
+    int64_t ts = p->pts != AV_NOPTS_VALUE ? p->pts : p->dts;
+    return ts == AV_NOPTS_VALUE ? NAN : (double)ts * d->tb;
+}
+
+/* Frames out of the decoder until it wants input (or ends). */
+static int scan_receive(vla_video_decoder *d, scan_report *rep, int64_t *frames,
+                        void (*progress)(void *, int64_t), void *user) {
+    for (;;) {
+        int r = avcodec_receive_frame(d->cc, d->frame);
+        if (r == AVERROR(EAGAIN) || r == AVERROR_EOF) return r;
+        if (r < 0) {
+            report(rep, d->have_pos ? d->last_t : NAN, "decoding failed: %s", av_err2str(r));
+            return r;
+        }
+        double t = frame_time(d, d->frame);
+        d->have_pos = 1, d->last_t = t;
+        if (d->frame->decode_error_flags || (d->frame->flags & AV_FRAME_FLAG_CORRUPT))
+            report(rep, t, "frame decoded with errors (concealed by the decoder; flags 0x%x)",
+                   d->frame->decode_error_flags);
+        (*frames)++;
+        if (progress && *frames % 64 == 0) progress(user, *frames);
+        av_frame_unref(d->frame);
+    }
+}
+
+vla_status vla_video_scan(const char *path, int max_errors, vla_video_error_fn on_error, void *user,
+                          void (*progress)(void *user, int64_t frames), int64_t *frames, int64_t *errors) {
+    *frames = 0;
+    *errors = 0;
+    vla_video_decoder_opts o = {.threads = 1, .cache_frames = -1, .strict = 1};
+    vla_video_decoder *d;
+    VLA_TRY(vla_video_decoder_open(path, &o, &d));
+    scan_report rep = {on_error, user, max_errors, 0};
+    int read_errors = 0;
+    for (;;) {
+        int r = av_read_frame(d->fmt, d->pkt);
+        if (r == AVERROR_EOF || (r < 0 && avio_feof(d->fmt->pb))) break;
+        if (r < 0) { /* the demuxer lost sync: say so, and stop after a few in a row */
+            report(&rep, d->have_pos ? d->last_t : NAN, "reading packets failed: %s", av_err2str(r));
+            if (++read_errors > 16) break;
+            continue;
+        }
+        read_errors = 0;
+        if (d->pkt->stream_index != d->si) {
+            av_packet_unref(d->pkt);
+            continue;
+        }
+        double t = pkt_time(d, d->pkt);
+        if (d->pkt->flags & AV_PKT_FLAG_CORRUPT) report(&rep, t, "packet flagged corrupt by the demuxer");
+        r = avcodec_send_packet(d->cc, d->pkt);
+        av_packet_unref(d->pkt);
+        if (r < 0 && r != AVERROR(EAGAIN)) report(&rep, t, "Invalid packet: %s", av_err2str(r));
+        scan_receive(d, &rep, frames, progress, user);
+    }
+    avcodec_send_packet(d->cc, NULL);
+    scan_receive(d, &rep, frames, progress, user);
+    if (d->st->nb_frames > 0 && *frames < d->st->nb_frames)
+        report(&rep, NAN, "%lld of the container's %lld frames decoded", (long long)*frames, (long long)d->st->nb_frames);
+    *errors = rep.n;
+    vla_video_decoder_close(d);
+    return VLA_OK;
 }
 
 /* Seek so that the next decoded frame is at or before t (the keyframe

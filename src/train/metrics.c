@@ -232,22 +232,6 @@ vla_status vla_metrics_read_column(const char *jsonl_path, const char *col, doub
 
 /* ---- progress line ---------------------------------------------------------- */
 
-const char *vla_format_hms(double seconds, char *buf, size_t cap) {
-    if (!isfinite(seconds) || seconds < 0 || seconds > 1e9) {
-        snprintf(buf, cap, "--:--:--");
-        return buf;
-    }
-    long long s = (long long)(seconds + 0.5);
-    snprintf(buf, cap, "%lld:%02lld:%02lld", s / 3600, (s / 60) % 60, s % 60);
-    return buf;
-}
-
-double vla_eta_s(double elapsed_s, int64_t steps_done, int64_t steps_left) {
-    if (steps_done <= 0 || !(elapsed_s >= 0)) return -1;
-    if (steps_left <= 0) return 0;
-    return elapsed_s / (double)steps_done * (double)steps_left;
-}
-
 void vla_meter_start(vla_meter *m, double now_s) {
     m->start_s = now_s;
     m->wait_s = 0;

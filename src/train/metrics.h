@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "base/status.h"
+#include "base/timer.h"
 
 #define VLA_METRICS_MAX_COLS 64
 
@@ -68,9 +69,6 @@ void vla_meter_read(vla_meter *m, double now_s, double *samples_per_s, double *d
 /* "step 1200/30000 (4.0%) | loss 0.01234 | grad 0.532 | lr 2.50e-05 |
  *  412.3 samples/s | data 3.1% | ETA 1:02:03" into buf; returns buf. */
 const char *vla_progress_format(const vla_progress *p, char *buf, size_t cap);
-/* Seconds as h:mm:ss ("--:--:--" when unknown or negative). */
-const char *vla_format_hms(double seconds, char *buf, size_t cap);
-/* Remaining time from the pace of this session: elapsed / done · left. */
-double vla_eta_s(double elapsed_s, int64_t steps_done, int64_t steps_left);
+/* vla_format_hms, vla_eta_s: base/timer.h */
 
 #endif

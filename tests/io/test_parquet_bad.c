@@ -277,8 +277,9 @@ static vla_status read_sample(const uint8_t *d, size_t n, void *user) {
 /* A LeRobot-like file written by vla.c (lists, nulls, dictionaries, several
  * pages and row groups), snappy with v1 pages and uncompressed with v2
  * pages: every prefix is refused; of 1500 single-bit flips anywhere, each
- * is refused or reads (values inside an uncompressed page carry no
- * checksum), and none crashes or reads out of bounds (ASan build). */
+ * is refused or reads (page bodies carry CRCs, test_page_crcs; a flip in
+ * footer statistics or an unused header field can still read), and none
+ * crashes or reads out of bounds (ASan build). */
 static void test_sample_file_sweeps(void **state) {
     (void)state;
     const struct { int codec, page_version; } kinds[] = {{VLA_PQ_SNAPPY, 1}, {VLA_PQ_UNCOMPRESSED, 2}};
@@ -292,6 +293,60 @@ static void test_sample_file_sweeps(void **state) {
         int rejected = test_sweep_bit_flips("sample.parquet", d, n, 0, 1500, 17 + (uint64_t)k, read_sample, NULL);
         printf("# codec %d, v%d pages, %zu bytes: every prefix refused; %d of 1500 bit flips refused, the rest read\n",
                kinds[k].codec, kinds[k].page_version, n, rejected);
+        free(d);
+    }
+}
+
+/* CRC-32 (IEEE 802.3, reflected 0xEDB88320) bit by bit: a second algorithm
+ * against zlib's table-driven one that the writer and reader use. */
+static uint32_t crc32_bitwise(const uint8_t *p, size_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
+/* Every page vla.c writes (dictionary, v1 and v2 data, snappy and
+ * uncompressed) carries PageHeader.crc = CRC-32 of the bytes after its
+ * header; a bit flipped anywhere in a page body is refused naming the CRC. */
+static void test_page_crcs(void **state) {
+    (void)state;
+    const struct { int codec, page_version; } kinds[] = {{VLA_PQ_SNAPPY, 1}, {VLA_PQ_UNCOMPRESSED, 2}};
+    for (int k = 0; k < 2; k++) {
+        const char *path = test_tmp_path("crc.parquet");
+        test_write_sample_parquet(path, kinds[k].codec, kinds[k].page_version);
+        size_t n;
+        uint8_t *d = (uint8_t *)test_slurp(path, &n);
+        vla_parquet_file *pq;
+        assert_int_equal(vla_parquet_open_memory(d, n, "crc.parquet", NULL, &pq), VLA_OK);
+        int64_t pos = 4, end = pq->footer_start;
+        vla_parquet_close(pq);
+        int pages = 0, dict_pages = 0, flipped = 0;
+        while (pos < end) { /* vla.c writes the chunks' pages back to back */
+            vla_thrift_reader r;
+            vla_thrift_reader_init(&r, d + pos, (size_t)(end - pos), pos);
+            vla_pq_page_header h;
+            assert_int_equal(vla_pq_read_page_header(&r, &h), VLA_OK);
+            int64_t body = vla_thrift_offset(&r);
+            assert_true(h.has_crc);
+            assert_int_equal(h.crc, crc32_bitwise(d + body, (size_t)h.csize));
+            pages++;
+            dict_pages += h.type == PQ_PAGE_DICTIONARY;
+            for (int64_t b = body; b < body + h.csize; b += 1 + h.csize / 5, flipped++) { /* ~5 flips per page */
+                d[b] ^= (uint8_t)(1u << (b % 8));
+                if (read_all(d, n, "crc.parquet") != VLA_ERR_FORMAT || !strstr(vla_error_message(), "CRC mismatch"))
+                    fail_msg("flip at byte %lld (page body %lld+%d) not refused: %s", (long long)b, (long long)body,
+                             h.csize, vla_error_message());
+                d[b] ^= (uint8_t)(1u << (b % 8));
+            }
+            pos = body + h.csize;
+        }
+        assert_int_equal(pos, end);
+        assert_true(pages >= 6 && dict_pages >= 1);
+        printf("# codec %d, v%d pages: %d pages (%d dictionary) carry the CRC; %d body flips all refused\n",
+               kinds[k].codec, kinds[k].page_version, pages, dict_pages, flipped);
         free(d);
     }
 }
@@ -411,8 +466,9 @@ static void test_dictionary_index_out_of_range(void **state) {
     (void)state;
     size_t n;
     uint8_t *d = make_file(VLA_PQ_UNCOMPRESSED, 1, &n);
-    /* dictionary page header of "v" at byte 4: ... field 7 struct (0x4c), num_values 2 (0x15 0x04) */
-    const uint8_t pat[] = {0x4c, 0x15, 0x04};
+    /* dictionary page header of "v" at byte 4: ... field 4 crc, field 7 struct (delta 3: 0x3c), num_values 2
+     * (0x15 0x04); the CRC covers the bytes after the header, so it still holds */
+    const uint8_t pat[] = {0x3c, 0x15, 0x04};
     size_t at = find(d, 40, pat, 3, 4);
     assert_true(at != (size_t)-1);
     d[at + 2] = 0x02; /* the dictionary now claims 1 value; index 1 is out of range */
@@ -456,6 +512,7 @@ int main(void) {
         cmocka_unit_test(test_valid_base_file),
         cmocka_unit_test(test_truncated),
         cmocka_unit_test(test_sample_file_sweeps),
+        cmocka_unit_test(test_page_crcs),
         cmocka_unit_test(test_footer_flips),
         cmocka_unit_test(test_bad_magic_and_missing),
         cmocka_unit_test(test_page_size_past_end),
