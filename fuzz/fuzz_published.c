@@ -27,6 +27,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static char dir[256], preset_pi05[2048], preset_groot[2048];
 static vla_param_list specs;
 
+/* The work directory goes when the process ends. */
+static void cleanup(void) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (dir[0] && system(cmd) != 0) return;
+}
+
 /* The presets beside this source file; a work directory with a shard of
  * pi05-nano's tensors (zeros) and an openpi config.json. */
 static int setup(void) {
@@ -37,6 +44,7 @@ static int setup(void) {
     snprintf(preset_groot, sizeof preset_groot, "%s/../configs/groot-nano.json", d);
     snprintf(dir, sizeof dir, "/tmp/vla_fuzz_published_XXXXXX");
     if (!mkdtemp(dir)) return -1;
+    atexit(cleanup);
     vla_policy_config cfg;
     if (vla_policy_config_load(preset_pi05, &cfg) != VLA_OK || vla_param_specs(&cfg, &specs) != VLA_OK) return -1;
     int64_t most = 0;
