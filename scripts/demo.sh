@@ -159,6 +159,7 @@ last=$(json_field "$out/train.json" last_loss)
 ckpt=$(json_field "$out/train.json" checkpoint)
 succ=$(json_field "$out/eval.json" success_rate)
 cov=$(json_field "$out/eval.json" mean_max_coverage)
+rew=$(json_field "$out/eval.json" mean_max_reward)
 zs=$(sed -n 's/.*"zero_action":{"success_rate":\([^,]*\),"mean_max_coverage":\([^,]*\).*/\1 \2/p' "$out/eval.json")
 rs=$(sed -n 's/.*"random":{"success_rate":\([^,]*\),"mean_max_coverage":\([^,]*\).*/\1 \2/p' "$out/eval.json")
 echo
@@ -168,7 +169,7 @@ done_steps=$(json_field "$out/train.json" steps)
 echo "inputs         state [$state_keys] x $n_obs frames, images [${image_keys:-none}], relative actions $relative"
 echo "training       $policy, $done_steps of $steps steps x $batch ($ranks rank(s) x $((batch / ranks))) in $((t2 - t1)) s, $sps samples/s, data wait $wait of step time"
 echo "loss           $first (first 10 steps) -> $last (last 10 steps)"
-echo "eval ($eval_eps ep.) success $succ, mean max coverage $cov  (eval took $((t3 - t2)) s)"
+echo "eval ($eval_eps ep.) success $succ, mean max coverage $cov, LeRobot avg_max_reward $rew (clip(coverage/0.95))  (eval took $((t3 - t2)) s)"
 echo "zero-action    success/coverage $zs"
 echo "random         success/coverage $rs"
 echo "plots          $run/loss.png $run/lr.png"

@@ -65,15 +65,17 @@ int vla_cmd_eval(int argc, char **argv) {
     vla_eval_result r;
     vla_status st = vla_eval_run(&o, &r);
     if (st != VLA_OK) return vla_cli_fail(st);
-    printf("{\"env\":\"%s\",\"episodes\":%d,\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,\"mean_sum_reward\":%.4f,"
-           "\"mean_steps\":%.1f,\"seconds\":%.2f",
-           o.env, r.policy.episodes, r.policy.success_rate, r.policy.mean_max_coverage, r.policy.mean_sum_reward,
-           r.policy.mean_steps, r.policy.seconds);
+    /* mean_max_coverage: raw coverage; mean_max_reward: LeRobot's avg_max_reward (PushT: clip(coverage / 0.95)) */
+    printf("{\"env\":\"%s\",\"episodes\":%d,\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,\"mean_max_reward\":%.4f,"
+           "\"mean_sum_reward\":%.4f,\"mean_steps\":%.1f,\"seconds\":%.2f",
+           o.env, r.policy.episodes, r.policy.success_rate, r.policy.mean_max_coverage, r.policy.mean_max_reward,
+           r.policy.mean_sum_reward, r.policy.mean_steps, r.policy.seconds);
     if (r.has_baselines)
-        printf(",\"zero_action\":{\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,\"mean_sum_reward\":%.4f},"
-               "\"random\":{\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,\"mean_sum_reward\":%.4f}",
-               r.zero.success_rate, r.zero.mean_max_coverage, r.zero.mean_sum_reward, r.random.success_rate,
-               r.random.mean_max_coverage, r.random.mean_sum_reward);
+        printf(",\"zero_action\":{\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,\"mean_max_reward\":%.4f,"
+               "\"mean_sum_reward\":%.4f},\"random\":{\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,"
+               "\"mean_max_reward\":%.4f,\"mean_sum_reward\":%.4f}",
+               r.zero.success_rate, r.zero.mean_max_coverage, r.zero.mean_max_reward, r.zero.mean_sum_reward,
+               r.random.success_rate, r.random.mean_max_coverage, r.random.mean_max_reward, r.random.mean_sum_reward);
     printf(",\"eval_info\":\"%s\"}\n", r.eval_info);
     return 0;
 }

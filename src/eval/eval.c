@@ -31,7 +31,7 @@ typedef struct {
     double ref[VLA_ENV_MAX_DIM]; /* observation.state now: relative actions are added to it */
     bool done, success;
     int steps;
-    double max_cov, sum_rew;
+    double max_cov, max_rew, sum_rew;
     double *actions; /* kept for videos */
     vla_status st;
     char err[512];
@@ -369,6 +369,7 @@ static vla_status act(roll_ctx *c, episode *eps, int na) {
             if (e->hist) episode_observe(e);
             e->steps++;
             e->sum_rew += r.reward;
+            if (r.reward > e->max_rew) e->max_rew = r.reward;
             if (r.info.coverage > e->max_cov) e->max_cov = r.info.coverage;
             if (r.info.is_success) e->success = true;
             if (r.terminated || r.truncated || e->steps >= c->max_steps) e->done = true;
@@ -386,10 +387,12 @@ static void summarize(const episode *eps, int N, double t0, vla_eval_summary *su
     for (int i = 0; i < N; i++) {
         sum->success_rate += eps[i].success;
         sum->mean_max_coverage += eps[i].max_cov;
+        sum->mean_max_reward += eps[i].max_rew;
         sum->mean_sum_reward += eps[i].sum_rew;
         sum->mean_steps += eps[i].steps;
     }
-    sum->success_rate /= N, sum->mean_max_coverage /= N, sum->mean_sum_reward /= N, sum->mean_steps /= N;
+    sum->success_rate /= N, sum->mean_max_coverage /= N, sum->mean_max_reward /= N, sum->mean_sum_reward /= N;
+    sum->mean_steps /= N;
     sum->seconds = vla_now_s() - t0;
 }
 
@@ -430,17 +433,18 @@ done:
 }
 
 static json_t *summary_json(const vla_eval_summary *s) {
-    return json_pack("{s:i, s:f, s:f, s:f, s:f, s:f}", "n_episodes", s->episodes, "pc_success", 100 * s->success_rate,
-                     "avg_max_reward", s->mean_max_coverage, "avg_sum_reward", s->mean_sum_reward, "avg_steps",
-                     s->mean_steps, "eval_s", s->seconds);
+    /* LeRobot's names; avg_max_reward is its reward (PushT: clip(coverage / 0.95)), the raw coverage beside it */
+    return json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "n_episodes", s->episodes, "pc_success", 100 * s->success_rate,
+                     "avg_max_reward", s->mean_max_reward, "avg_max_coverage", s->mean_max_coverage, "avg_sum_reward",
+                     s->mean_sum_reward, "avg_steps", s->mean_steps, "eval_s", s->seconds);
 }
 
 static json_t *episodes_json(const vla_eval_opts *o, const episode *eps, int N) {
     json_t *a = json_array();
     for (int i = 0; i < N; i++)
-        json_array_append_new(a, json_pack("{s:i, s:I, s:b, s:f, s:f, s:i}", "episode_ix", i, "seed",
+        json_array_append_new(a, json_pack("{s:i, s:I, s:b, s:f, s:f, s:f, s:i}", "episode_ix", i, "seed",
                                            (json_int_t)(o->seed + (uint64_t)i), "success", eps[i].success,
-                                           "max_coverage", eps[i].max_cov, "sum_reward", eps[i].sum_rew, "steps",
+                                           "max_coverage", eps[i].max_cov, "max_reward", eps[i].max_rew, "sum_reward", eps[i].sum_rew, "steps",
                                            eps[i].steps));
     return a;
 }
@@ -506,8 +510,8 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
     for (int i = 1; i < npol; i++) vla_policy_free(pols[i]);
     if (st != VLA_OK) goto done;
     if (!o->quiet)
-        fprintf(stderr, "eval %s on %s: %d episodes, success %.1f%%, mean max coverage %.3f, mean reward %.2f (%.1f s)\n",
-                pm.dir, o->env, N, 100 * out->policy.success_rate, out->policy.mean_max_coverage,
+        fprintf(stderr, "eval %s on %s: %d episodes, success %.1f%%, mean max coverage %.3f (LeRobot avg_max_reward %.3f), mean reward %.2f (%.1f s)\n",
+                pm.dir, o->env, N, 100 * out->policy.success_rate, out->policy.mean_max_coverage, out->policy.mean_max_reward,
                 out->policy.mean_sum_reward, out->policy.seconds);
     json_t *agg = summary_json(&out->policy);
     info = json_pack("{s:o, s:o, s:{s:s, s:s, s:I, s:i, s:i, s:i}}", "aggregated", agg, "per_episode",
@@ -535,7 +539,7 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
         vla_sim_run_result rr;
         if ((st = vla_sim_run(&ro, &rr)) != VLA_OK) goto done;
         out->random = (vla_eval_summary){rr.episodes, rr.success_rate, rr.mean_max_coverage, rr.mean_sum_reward,
-                                         rr.mean_steps, rr.seconds};
+                                         rr.mean_steps, rr.seconds, rr.mean_max_reward};
         vla_sim_run_result_free(&rr);
         out->has_baselines = true;
         json_object_set_new(info, "baselines",

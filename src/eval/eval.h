@@ -60,6 +60,9 @@ typedef struct {
 typedef struct {
     int episodes;
     double success_rate, mean_max_coverage, mean_sum_reward, mean_steps, seconds;
+    /* LeRobot's avg_max_reward: the mean over episodes of the largest per-step
+     * reward, which for PushT is clip(coverage / 0.95, 0, 1), not coverage */
+    double mean_max_reward;
 } vla_eval_summary;
 
 typedef struct {

@@ -316,6 +316,19 @@ static void test_history_matches_loader(void **state) {
     json_t *info;
     assert_int_equal(vla_json_load_file(er.eval_info, &info), VLA_OK);
     assert_int_equal(json_integer_value(json_object_get(json_object_get(info, "config"), "n_obs_steps")), K);
+    /* LeRobot's avg_max_reward is the mean of each episode's best step reward, clip(coverage / 0.95, 0, 1)
+     * for PushT; raw coverage is reported beside it under its own name */
+    json_t *agg = json_object_get(info, "aggregated"), *per = json_object_get(info, "per_episode");
+    double sum_rew = 0, sum_cov = 0;
+    for (size_t i = 0; i < json_array_size(per); i++) {
+        json_t *e = json_array_get(per, i);
+        double mr = json_number_value(json_object_get(e, "max_reward")), mc = json_number_value(json_object_get(e, "max_coverage"));
+        double clip = mc / 0.95 > 1 ? 1 : mc / 0.95;
+        assert_true(mr >= 0 && mr <= clip + 1e-12);
+        sum_rew += mr, sum_cov += mc;
+    }
+    assert_true(fabs(json_number_value(json_object_get(agg, "avg_max_reward")) - sum_rew / 2) < 1e-12);
+    assert_true(fabs(json_number_value(json_object_get(agg, "avg_max_coverage")) - sum_cov / 2) < 1e-12);
     json_decref(info);
     vla_loader_free(L);
     vla_policy_free(p);
