@@ -51,7 +51,7 @@ vla_status vla_lr_format_path(const char *tmpl, const vla_lr_tmpl_vars *v, char 
                 /* only "0Nd" / "Nd" / "d" */
                 const char *s = spec;
                 if (*s == '0') s++;
-                while (isdigit((unsigned char)*s)) width = width * 10 + (*s++ - '0');
+                while (isdigit((unsigned char)*s) && width <= 32) width = width * 10 + (*s++ - '0'); /* no overflow */
                 if (strcmp(s, "d") || width > 32)
                     return vla_error(VLA_ERR_UNSUPPORTED, "path template '%s': format ':%s' not supported", tmpl, spec);
             }
