@@ -20,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include "base/rng.h"
 #include "base/timer.h"
@@ -190,32 +189,18 @@ static vla_status time_training(vla_policy *p, const vla_batch *b, vla_train_opt
  * (`trainable`), so the ratio compares the same model. */
 static double torch_peer(const vla_policy_config *cfg, int64_t trainable, int64_t batch, int threads, double seconds,
                          const char *python, char *why, size_t why_cap) {
-    char script[1024], cmd[4096], line[4096], result[4096] = "", last[4096] = "";
+    char script[1024], cmd[4096], line[4096];
     vla_cli_find_source_file("tools/bench_torch_policy.py", script, sizeof script);
     snprintf(cmd, sizeof cmd, "'%s' '%s' --config '%s' --batch %lld --threads %d --seconds %g 2>&1", python, script,
              cfg->path, (long long)batch, threads, seconds);
-    FILE *f = popen(cmd, "r");
-    if (!f) {
-        snprintf(why, why_cap, "cannot run %s", python);
+    if (!vla_cli_run_peer(cmd, "\"samples_per_s\": ", line, sizeof line, why, why_cap)) return 0;
+    double peer_params = vla_cli_peer_number(line, "\"trainable_params\": ");
+    if (peer_params != (double)trainable) {
+        snprintf(why, why_cap, "peer trains %.0f parameters, vla.c %lld: not the same model", peer_params,
+                 (long long)trainable);
         return 0;
     }
-    while (fgets(line, sizeof line, f)) { /* keep the result line and the last line (a traceback's exception) */
-        line[strcspn(line, "\r\n")] = 0;
-        if (strstr(line, "\"samples_per_s\": ")) snprintf(result, sizeof result, "%s", line);
-        if (line[0]) snprintf(last, sizeof last, "%s", line);
-    }
-    int status = pclose(f), rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    const char *k = strstr(result, "\"samples_per_s\": "), *tp = strstr(result, "\"trainable_params\": ");
-    double sps = k ? strtod(k + strlen("\"samples_per_s\": "), NULL) : 0;
-    long long peer_params = tp ? strtoll(tp + strlen("\"trainable_params\": "), NULL, 10) : -1;
-    if (rc != 0 || !k) snprintf(why, why_cap, "peer failed (exit %d): %.200s", rc, last);
-    else if (peer_params != trainable)
-        snprintf(why, why_cap, "peer trains %lld parameters, vla.c %lld: not the same model", peer_params,
-                 (long long)trainable);
-    else return sps;
-    for (char *c = why; *c; c++) /* it goes into a JSON string */
-        if ((unsigned char)*c < 0x20 || *c == '"' || *c == '\\') *c = *c == '"' ? '\'' : ' ';
-    return 0;
+    return vla_cli_peer_number(line, "\"samples_per_s\": ");
 }
 
 static int64_t trainable_count(const vla_policy *p) {

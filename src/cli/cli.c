@@ -1,9 +1,11 @@
 /* cli.c — dispatch, flag parsing and error reporting shared by all commands. */
 #include "cli/cli.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void print_command_list(const char *prefix, const vla_cli_command *cmds, int n, FILE *out) {
@@ -81,4 +83,35 @@ void vla_cli_find_source_file(const char *relpath, char *buf, size_t cap) {
     if (slash) *slash = 0;
     snprintf(alt, sizeof alt, "%s/../%s", exe, relpath);
     if (access(alt, R_OK) == 0) snprintf(buf, cap, "%s", alt);
+}
+
+void vla_cli_json_safe(char *s) {
+    for (char *c = s; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == '"' || *c == '\\') *c = *c == '"' ? '\'' : ' ';
+}
+
+bool vla_cli_run_peer(const char *cmd, const char *key, char *line, size_t line_cap, char *why, size_t why_cap) {
+    char buf[4096], last[4096] = "";
+    line[0] = 0;
+    FILE *f = popen(cmd, "r");
+    if (!f) {
+        snprintf(why, why_cap, "cannot run: %.200s", cmd);
+        vla_cli_json_safe(why);
+        return false;
+    }
+    while (fgets(buf, sizeof buf, f)) {
+        buf[strcspn(buf, "\r\n")] = 0;
+        if (strstr(buf, key)) snprintf(line, line_cap, "%s", buf);
+        if (buf[0]) snprintf(last, sizeof last, "%s", buf);
+    }
+    int status = pclose(f), rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (rc == 0 && line[0]) return true;
+    snprintf(why, why_cap, "peer failed (exit %d): %.200s", rc, last);
+    vla_cli_json_safe(why);
+    return false;
+}
+
+double vla_cli_peer_number(const char *line, const char *key) {
+    const char *k = strstr(line, key);
+    return k ? strtod(k + strlen(key), NULL) : NAN;
 }

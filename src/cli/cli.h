@@ -51,6 +51,7 @@ int vla_bench_video(int argc, char **argv);
 int vla_bench_policy(int argc, char **argv);
 int vla_bench_train_dist(int argc, char **argv);
 int vla_bench_threads(int argc, char **argv);
+int vla_bench_attention(int argc, char **argv);
 
 /* Append `s` to the command line in `dst` (capacity cap), single-quoted for
  * sh and followed by a space (benchmarks launching `vla` jobs, under mpirun or not). */
@@ -61,5 +62,16 @@ void vla_cli_shell_quote(char *dst, size_t cap, const char *s);
  * (<repo>/<build dir>/vla). buf receives the first candidate even when it
  * does not exist (the caller's error then names it). */
 void vla_cli_find_source_file(const char *relpath, char *buf, size_t cap);
+
+/* Run a peer benchmark (`cmd`, stderr merged) and return its JSON result
+ * line: the last line holding `key` ("\"samples_per_s\": " …), copied to
+ * `line`. On failure returns false with the reason in `why` — the exit
+ * status and the peer's last line (a Python traceback ends with the
+ * exception) — made safe to print inside a JSON string. */
+bool vla_cli_run_peer(const char *cmd, const char *key, char *line, size_t line_cap, char *why, size_t why_cap);
+/* The number after `key` in a peer's result line (NAN when absent). */
+double vla_cli_peer_number(const char *line, const char *key);
+/* Make `s` safe inside a JSON string (control characters, quotes, backslashes). */
+void vla_cli_json_safe(char *s);
 
 #endif

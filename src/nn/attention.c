@@ -15,9 +15,15 @@
 #define MAX_SRC 2
 /* Default tile edge: 64, or 128 for heads of <= 32 dims, whose 64-wide tile
  * GEMMs are so small (64·64·16) that call overhead dominates: pi05-tiny
- * (head_dim 16) trains ~7% faster with 128. */
+ * (head_dim 16) trains ~7% faster with 128; and 128 for heads of >= 128
+ * dims, whose tile GEMMs (64·64·256) spend their time packing operands:
+ * π0.5's full shape (head_dim 256, `vla bench attention`) runs forward and
+ * backward ~13% faster with 128. */
 #define DEFAULT_TILE 64
 #define DEFAULT_TILE_SMALL_HEAD 128
+#define DEFAULT_TILE_LARGE_HEAD 128
+
+#define VLA_ATTN_FUSED_MIN_ITEMS 4
 
 enum { TILE_SKIP = 0, TILE_FULL = 1, TILE_PARTIAL = 2 };
 
@@ -115,7 +121,9 @@ static vla_status plan_make(plan *p, const vla_ops *ops, const vla_attn_config *
     p->Hkv = cfg->n_kv_heads;
     p->d = cfg->head_dim;
     p->rep = p->H / p->Hkv;
-    int32_t dflt = cfg->head_dim <= 32 ? DEFAULT_TILE_SMALL_HEAD : DEFAULT_TILE;
+    int32_t dflt = cfg->head_dim <= 32 ? DEFAULT_TILE_SMALL_HEAD
+                   : cfg->head_dim >= 128 ? DEFAULT_TILE_LARGE_HEAD
+                                          : DEFAULT_TILE;
     p->bq = cfg->tile_q ? cfg->tile_q : dflt;
     p->bk = cfg->tile_k ? cfg->tile_k : dflt;
     p->scale = cfg->scale != 0.0f ? cfg->scale : (float)(1.0 / sqrt((double)cfg->head_dim));
@@ -496,12 +504,14 @@ vla_status vla_attention_backward(const vla_ops *ops, const vla_attn_config *cfg
     }
     const bwd_ctx ctx = {&p, ops, dq, dk, dv, d_out, q, k, v, lse, D, (int64_t)H * d, (int64_t)Hkv * d};
     /* AUTO: fused (5 GEMMs and one exp per tile) unless a problem big enough
-     * for a team has too few (sample, kv head) items for it; decided from
+     * for a team has fewer than 4 (sample, kv head) items; decided from
      * shapes alone, never from the thread count, so results stay bitwise
-     * thread-independent */
+     * thread-independent. Two-pass costs ~25% more work (π0.5's shape, `vla
+     * bench attention --bwd`), so it is kept for what fused cannot split at
+     * all; 4 items already feed 2–4 cores, and training batches give 32+. */
     int fused = cfg->bwd_mode == VLA_ATTN_BWD_FUSED ||
                 (cfg->bwd_mode == VLA_ATTN_BWD_AUTO &&
-                 ((int64_t)p.n_seg * Hkv >= 16 || tile_work(&p) <= VLA_ATTN_TWO_PASS_WORK));
+                 ((int64_t)p.n_seg * Hkv >= VLA_ATTN_FUSED_MIN_ITEMS || tile_work(&p) <= VLA_ATTN_TWO_PASS_WORK));
 #pragma omp parallel if (parallel_worth_it(&p))
     {
         bwd_bufs b;

@@ -39,14 +39,15 @@
  *  TWO_PASS: dK/dV per (sample, kv head, k-tile), then dQ per (sample,
  *            head, q-tile): 7 GEMMs per tile but parallel within a sample
  *            (good for one long sample with few kv heads).
- *  AUTO:     FUSED when samples × kv heads >= 16. The choice depends on the
- *            shapes only, never on the thread count. */
+ *  AUTO:     FUSED when samples × kv heads >= 4 (or the problem is small).
+ *            The choice depends on the shapes only, never on the thread
+ *            count. */
 typedef enum { VLA_ATTN_BWD_AUTO = 0, VLA_ATTN_BWD_FUSED, VLA_ATTN_BWD_TWO_PASS } vla_attn_bwd_mode;
 
 typedef struct {
     int32_t n_heads, n_kv_heads, head_dim;
     float scale;            /* softmax scale; 0 means 1/sqrt(head_dim) */
-    int32_t tile_q, tile_k; /* 0 means 64 (128 when head_dim <= 32) */
+    int32_t tile_q, tile_k; /* 0 means 64 (128 when head_dim <= 32 or >= 128) */
     vla_attn_bwd_mode bwd_mode;
 } vla_attn_config;
 
