@@ -10,7 +10,7 @@
 #include "base/fsutil.h"
 #include "data/lerobot_internal.h"
 
-#define MAX_SELECTED ((int64_t)1 << 24)
+#define MAX_SELECTED ((int64_t)1 << 20) /* a million episodes: more than any dataset has */
 
 vla_status vla_lerobot_parse_episodes(const char *spec, int64_t **episodes, int64_t *n) {
     *episodes = NULL;
@@ -31,7 +31,8 @@ vla_status vla_lerobot_parse_episodes(const char *spec, int64_t **episodes, int6
             b = strtoll(p + 1, &end, 10);
             p = end;
         }
-        if (a < 0 || b < a || b - a >= MAX_SELECTED || k + (b - a + 1) > MAX_SELECTED) goto bad;
+        if (a < 0 || b < a || b >= ((long long)1 << 40) || b - a >= MAX_SELECTED || k + (b - a + 1) > MAX_SELECTED)
+            goto bad; /* (b < 2^40 keeps v++ below from overflowing) */
         for (long long v = a; v <= b; v++) {
             if (k == cap) {
                 cap *= 2;
