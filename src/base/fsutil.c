@@ -3,6 +3,7 @@
 #include "base/fsutil.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdatomic.h>
@@ -226,4 +227,17 @@ int vla_path_exists(const char *path) {
 int vla_is_dir(const char *path) {
     struct stat sb;
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+vla_status vla_remove_tree(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return VLA_OK;
+    if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        return vla_error(VLA_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
+    return VLA_OK;
 }

@@ -50,6 +50,9 @@ void vla_unmap_file(vla_mapped_file *m);
 vla_status vla_mkdirs(const char *path);
 vla_status vla_fsync_dir(const char *dir);
 int vla_path_exists(const char *path);
+/* Remove a file or a directory tree (symlinks are removed, not followed);
+ * absent is fine. */
+vla_status vla_remove_tree(const char *path);
 int vla_is_dir(const char *path);
 
 /* Fault injection for tests: fail writes once `bytes` more bytes have been

@@ -39,6 +39,7 @@ int vla_cmd_sim_record(int argc, char **argv);
 int vla_cmd_parquet(int argc, char **argv);
 int vla_cmd_dataset(int argc, char **argv);
 int vla_cmd_train(int argc, char **argv);
+int vla_cmd_dagger(int argc, char **argv);
 int vla_cmd_eval(int argc, char **argv);
 int vla_cmd_tokenize(int argc, char **argv);
 

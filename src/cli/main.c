@@ -10,6 +10,7 @@ static const vla_cli_command commands[] = {
     {"policy", "inspect policy configs: parameter counts and training memory", vla_cmd_policy},
     {"sim", "simulators (PushT, Reach): run scripted policies, record, render", vla_cmd_sim},
     {"tokenize", "text to token ids (or back) with the Gemma/PaliGemma and Qwen3/Eagle tokenizers", vla_cmd_tokenize},
+    {"dagger", "DAgger with the simulator's scripted expert: roll out, relabel, fine-tune, evaluate, K rounds", vla_cmd_dagger},
     {"train", "train a pi05 or groot policy on a LeRobot dataset (checkpoints, metrics, plots, resume, MPI)", vla_cmd_train},
     {"version", "print the version and the features compiled in", vla_cmd_version},
 };

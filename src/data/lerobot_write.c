@@ -141,11 +141,7 @@ static void writer_free(vla_lr_writer *w) {
 }
 
 static void rm_rf(const char *path) {
-    /* the partial tree is ours alone; nftw would be cleaner but this is short */
-    char cmd[4200];
-    if (strchr(path, '\'')) return;
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-    if (system(cmd) != 0) VLA_WARN("could not remove %s", path);
+    if (vla_remove_tree(path) != VLA_OK) VLA_WARN("%s", vla_error_message());
 }
 
 vla_status vla_lr_writer_open(const char *root, const vla_lr_writer_opts *opts, vla_lr_writer **out) {

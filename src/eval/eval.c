@@ -482,6 +482,11 @@ static vla_status write_videos(const vla_eval_opts *o, const episode *eps, int n
     return VLA_OK;
 }
 
+void vla_eval_result_free(vla_eval_result *r) {
+    for (int i = 0; r && i < r->n_traj; i++) free(r->traj[i].actions);
+    if (r) free(r->traj), r->traj = NULL, r->n_traj = 0;
+}
+
 vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
     memset(out, 0, sizeof *out);
     if (o->n_episodes < 1) return vla_error(VLA_ERR_INVALID_ARG, "eval: --eval.n_episodes must be at least 1");
@@ -492,6 +497,8 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
     int N = o->n_episodes;
     int nv = o->output_dir ? (o->n_videos < N ? o->n_videos : N) : 0;
     if (nv < 0) nv = 0;
+    int nt = o->keep_trajectories < N ? o->keep_trajectories : N, nkeep = nv > nt ? nv : nt;
+    if (nt < 0) nt = 0;
     episode *eps = calloc((size_t)N, sizeof *eps);
     json_t *info = NULL;
     vla_status st = eps ? VLA_OK : vla_error(VLA_ERR_NOMEM, "eval: out of memory");
@@ -506,7 +513,18 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
         if (st == VLA_OK)
             memcpy(pols[i]->weights, pm.policy->weights, (size_t)pm.policy->n_weight_floats * sizeof(float));
     }
-    if (st == VLA_OK) st = rollout(o, ROLL_POLICY, &pm, pols, npol, N, eps, nv, &out->policy);
+    if (st == VLA_OK) st = rollout(o, ROLL_POLICY, &pm, pols, npol, N, eps, nkeep, &out->policy);
+    if (st == VLA_OK && nt > 0) { /* hand the actions over */
+        out->traj = calloc((size_t)nt, sizeof *out->traj);
+        if (!out->traj) st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+        for (int i = 0; st == VLA_OK && i < nt; i++) {
+            size_t bytes = (size_t)eps[i].steps * vla_env_find(o->env)->spec->action_dim * sizeof(double);
+            out->traj[i] = (vla_eval_trajectory){o->seed + (uint64_t)i, eps[i].steps, eps[i].success, malloc(bytes ? bytes : 1)};
+            if (!out->traj[i].actions) st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+            else if (bytes) memcpy(out->traj[i].actions, eps[i].actions, bytes);
+            out->n_traj = i + 1;
+        }
+    }
     for (int i = 1; i < npol; i++) vla_policy_free(pols[i]);
     if (st != VLA_OK) goto done;
     if (!o->quiet)

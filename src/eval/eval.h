@@ -53,6 +53,7 @@ typedef struct {
     int policy_threads;       /* policy copies running groups of episodes in parallel (≤ 0: the OpenMP
                                  thread count; 1: one batched call that uses the policy's own threads) */
     const char *output_dir;   /* eval_info.json and videos/ (NULL: nothing written) */
+    int keep_trajectories;    /* return the executed actions of the first N episodes (vla_eval_result.traj; DAgger) */
     bool baselines;           /* also zero-action and random */
     bool quiet;
 } vla_eval_opts;
@@ -65,11 +66,23 @@ typedef struct {
     double mean_max_reward;
 } vla_eval_summary;
 
+/* One episode's trajectory: a pure function of (seed, actions) in the simulator. */
+typedef struct {
+    uint64_t seed;
+    int steps;
+    bool success;
+    double *actions;          /* steps × action_dim (malloc'd) */
+} vla_eval_trajectory;
+
 typedef struct {
     vla_eval_summary policy, zero, random;
     bool has_baselines;
     char eval_info[4096];     /* path written, or "" */
+    vla_eval_trajectory *traj; /* opts.keep_trajectories entries, or NULL; vla_eval_result_free */
+    int n_traj;
 } vla_eval_result;
+
+void vla_eval_result_free(vla_eval_result *r);
 
 void vla_eval_opts_default(vla_eval_opts *o);
 

@@ -402,7 +402,12 @@ static void exp_reset(void *self, vla_env *env, uint64_t seed) {
     vla_pusht_state st;
     state_of(env, &st);
     e->cmd[0] = st.agent_p[0], e->cmd[1] = st.agent_p[1];
-    e->vel[0] = e->vel[1] = 0;
+    /* Re-planned mid-episode (DAgger, sim/relabel.h) the agent may be moving:
+     * the commanded point starts with the agent's velocity per control step,
+     * so the turn limit (A_MAX) bends its path smoothly instead of stopping
+     * it dead. At an episode's start the agent is at rest and this is 0. */
+    double fps = vla_env_get_spec(env)->fps;
+    e->vel[0] = st.agent_v[0] / fps, e->vel[1] = st.agent_v[1] / fps;
 }
 
 /* Move the commanded point toward `to` by at most v. Returns the distance left. */

@@ -15,17 +15,25 @@
  * rounding can change a chaotic push slightly, so success is re-judged here.
  * With labels (noise injection) the executed actions still drive the replay,
  * but the dataset's action is the label: what the policy wanted there. */
+/* `first` > 0 (a DAgger branch): steps before it are replayed, not written.
+ * `round` ≥ 0: the dagger.round value of every frame (the dataset has the feature). */
 static vla_status record_episode(vla_env *env, vla_lr_writer *w, uint64_t seed, const double *actions,
-                                 const double *labels, int steps, int size, uint8_t *pixels, int64_t *frames,
-                                 bool *success_out) {
+                                 const double *labels, int steps, int first, int round, int size, uint8_t *pixels,
+                                 int64_t *frames, bool *success_out) {
     const vla_env_spec *spec = vla_env_get_spec(env);
     vla_env_info info;
     VLA_TRY(vla_env_reset(env, seed, &info));
     float state[VLA_ENV_MAX_DIM], env_state[VLA_ENV_MAX_DIM], action[VLA_ENV_MAX_DIM];
-    float reward, done, success = 0.0f;
-    const float *values[6] = {state, env_state, action, &reward, &done, &success};
+    float reward, done, success = 0.0f, round_f = (float)round;
+    const float *values[7] = {state, env_state, action, &reward, &done, &success, &round_f};
     const uint8_t *images[1] = {pixels};
-    for (int t = 0; t < steps; t++) {
+    for (int t = 0; t < first; t++) {
+        double a[VLA_ENV_MAX_DIM];
+        for (int i = 0; i < spec->action_dim; i++) a[i] = (float)actions[(size_t)t * spec->action_dim + i];
+        vla_env_step_result r;
+        VLA_TRY(vla_env_step(env, a, &r));
+    }
+    for (int t = first; t < steps; t++) {
         vla_env_obs obs = {.type = VLA_OBS_PIXELS_AGENT_POS, .width = size, .height = size, .pixels = pixels};
         VLA_TRY(vla_env_observe(env, &obs));
         double a[VLA_ENV_MAX_DIM];
@@ -73,7 +81,7 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
 
     /* 2. replay the kept ones into the writer, in seed order */
     const char *state_names[2] = {"x", "y"};
-    vla_lr_feature_spec features[7] = {
+    vla_lr_feature_spec features[8] = {
         {"observation.image", "video", 3, {size, size, 3}, NULL, 0},
         {"observation.state", "float32", 1, {spec->agent_pos_dim}, spec->agent_pos_dim == 2 ? state_names : NULL,
          spec->agent_pos_dim == 2 ? 2 : 0},
@@ -82,9 +90,11 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
         {"next.reward", "float32", 1, {1}, NULL, 0},
         {"next.done", "bool", 1, {1}, NULL, 0},
         {"next.success", "bool", 1, {1}, NULL, 0},
+        {"dagger.round", "int64", 1, {1}, NULL, 0},
     };
-    vla_lr_writer_opts wo = {.fps = spec->fps, .robot_type = spec->name, .features = features, .n_features = 7,
-                             .video_codec = o->video_codec};
+    bool dagger = o->branches && o->n_branches > 0;
+    vla_lr_writer_opts wo = {.fps = spec->fps, .robot_type = spec->name, .features = features,
+                             .n_features = dagger ? 8 : 7, .video_codec = o->video_codec};
     vla_lr_writer *w = NULL;
     vla_env *env = NULL;
     uint8_t *pixels = malloc((size_t)size * size * 3);
@@ -96,8 +106,8 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
         if (!ep->success && !o->keep_failures) continue;
         bool success = false;
         int64_t frames = 0;
-        st = record_episode(env, w, o->seed + (uint64_t)e, ep->actions, ep->labels, ep->steps, size, pixels, &frames,
-                            &success);
+        st = record_episode(env, w, o->seed + (uint64_t)e, ep->actions, ep->labels, ep->steps, 0, 0, size, pixels,
+                            &frames, &success);
         if (st == VLA_OK && !success && !o->keep_failures) { /* diverged under f32 actions: drop it */
             vla_lr_writer_discard_episode(w);
             continue;
@@ -107,6 +117,19 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
         if (st == VLA_OK && o->progress)
             fprintf(stderr, "\rsim record: %d/%d episodes, %lld frames, %.1f s", out->episodes_kept, o->episodes,
                     (long long)out->frames, vla_now_s() - t0);
+    }
+    for (int b = 0; st == VLA_OK && dagger && out->episodes_kept == o->episodes && b < o->n_branches; b++) {
+        const vla_sim_branch *br = &o->branches[b];
+        bool success = false;
+        int64_t frames = 0;
+        st = record_episode(env, w, br->seed, br->actions, NULL, br->steps, br->first, br->round, size, pixels,
+                            &frames, &success);
+        if (st == VLA_OK && !success) {
+            vla_lr_writer_discard_episode(w);
+            continue;
+        }
+        if (st == VLA_OK) st = vla_lr_writer_save_episode(w);
+        if (st == VLA_OK) out->branches_kept++, out->frames += frames;
     }
     if (o->progress) fputc('\n', stderr);
     if (st == VLA_OK && out->episodes_kept < o->episodes)

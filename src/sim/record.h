@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "sim/relabel.h"
 
 typedef struct {
     const char *env;        /* "pusht", "reach" */
@@ -34,10 +35,16 @@ typedef struct {
     double action_noise;    /* > 0: noise injection (vla_sim_run_opts.action_noise): episodes run with noisy
                                actions, the dataset's action is the policy's noise-free one (so it does
                                not replay the episode: the executed actions are not stored) */
+    /* DAgger (relabel.h): after the expert's episodes, one episode per branch, frames from its branch
+     * point on; with branches every frame also gets an int64 `dagger.round` (0: the expert's own
+     * episodes, k: a branch of round k). NULL/0: none. */
+    const vla_sim_branch *branches;
+    int n_branches;
 } vla_sim_record_opts;
 
 typedef struct {
     int episodes_kept, episodes_run;
+    int branches_kept;      /* of opts.branches (one that no longer succeeds under f32 replay is dropped) */
     int64_t frames;
     double success_rate;    /* over all episodes run */
     double seconds;

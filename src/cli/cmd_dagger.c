@@ -1,0 +1,250 @@
+/* cmd_dagger.c — `vla dagger`: DAgger (Ross et al. 2011) in a simulator with
+ * a scripted expert. Each round rolls out the current policy, lets the
+ * expert take over from the states it visited (sim/relabel.h), writes the
+ * expert's episodes plus every correction so far as one LeRobot v3.0
+ * dataset, fine-tunes from the current weights on it (a weights-only start,
+ * `--policy.pretrained_path`), and evaluates closed loop. docs/train.md
+ * ("DAgger") has the design and the measurements.
+ *
+ * Seeds are kept apart: the expert's episodes use --dagger.expert_seed
+ * (default 0, as `make demo` records), round k's rollouts
+ * --dagger.rollout_seed + (k−1)·rollouts (default 200000), evaluation
+ * --seed (default 100000, as `vla eval`): no evaluation episode is ever a
+ * training or correction episode. */
+#include "cli/cli.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fsutil.h"
+#include "base/timer.h"
+#include "eval/eval.h"
+#include "sim/record.h"
+#include "sim/relabel.h"
+#include "train/metrics.h"
+#include "train/plot.h"
+#include "train/pretrained.h"
+#include "train/trainer.h"
+
+typedef struct {
+    const char *policy_path, *out, *env;
+    int64_t rounds, rollouts, every, per_rollout, expert_episodes, expert_seed, rollout_seed;
+    int64_t steps, batch, eval_episodes, eval_seed, n_act, workers;
+    double lr, ema;
+} dagger_opts;
+
+typedef struct {
+    int round, branches_total, rollout_fails;
+    int64_t frames;
+    double rollout_success, success, coverage, reward, train_s, record_s, eval_s;
+} round_row;
+
+/* Closed-loop success of `policy` on the evaluation seeds. */
+static vla_status evaluate(const dagger_opts *d, const char *policy, const char *dir, round_row *row) {
+    vla_eval_opts o;
+    vla_eval_opts_default(&o);
+    o.policy_path = policy, o.env = d->env, o.n_episodes = (int)d->eval_episodes, o.seed = (uint64_t)d->eval_seed;
+    o.n_action_steps = (int)d->n_act, o.output_dir = dir, o.n_videos = 2, o.quiet = true;
+    vla_eval_result r;
+    double t0 = vla_now_s();
+    vla_status st = vla_eval_run(&o, &r);
+    vla_eval_result_free(&r);
+    row->eval_s = vla_now_s() - t0;
+    row->success = r.policy.success_rate, row->coverage = r.policy.mean_max_coverage;
+    row->reward = r.policy.mean_max_reward;
+    return st;
+}
+
+/* Roll out `policy` on this round's seeds and add the expert's branches from its failed episodes. */
+static vla_status collect(const dagger_opts *d, const char *policy, int round, vla_sim_branch **br, int *nb,
+                          round_row *row) {
+    vla_eval_opts o;
+    vla_eval_opts_default(&o);
+    o.policy_path = policy, o.env = d->env, o.n_episodes = (int)d->rollouts, o.n_action_steps = (int)d->n_act;
+    o.seed = (uint64_t)(d->rollout_seed + (int64_t)(round - 1) * d->rollouts);
+    o.keep_trajectories = (int)d->rollouts, o.n_videos = 0, o.quiet = true;
+    vla_eval_result r;
+    vla_status st = vla_eval_run(&o, &r);
+    row->rollout_success = r.policy.success_rate;
+    int before = *nb;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < r.n_traj; i++) {
+        if (r.traj[i].success) continue; /* nothing to correct */
+        vla_sim_branch *mine = NULL;
+        int n = 0;
+        vla_status s = vla_sim_expert_branches(d->env, r.traj[i].seed, r.traj[i].actions, r.traj[i].steps,
+                                               (int)d->every, (int)d->per_rollout, 0, round, &mine, &n);
+#pragma omp critical
+        {
+            row->rollout_fails++;
+            if (s != VLA_OK && st == VLA_OK) st = s;
+            vla_sim_branch *g = n ? realloc(*br, (size_t)(*nb + n) * sizeof *g) : *br;
+            if (g) {
+                *br = g;
+                memcpy(*br + *nb, mine, (size_t)n * sizeof *mine);
+                *nb += n;
+                free(mine);
+            } else {
+                vla_sim_branches_free(mine, n);
+            }
+        }
+    }
+    vla_eval_result_free(&r);
+    row->branches_total = *nb;
+    if (st == VLA_OK && *nb == before)
+        fprintf(stderr, "dagger: round %d: no corrections (the policy succeeded on every rollout, or the expert could "
+                "not recover from its states)\n", round);
+    return st;
+}
+
+/* The expert's episodes + every branch so far as one dataset. */
+static vla_status write_dataset(const dagger_opts *d, const char *root, const vla_sim_branch *br, int nb,
+                                round_row *row) {
+    VLA_TRY(vla_remove_tree(root)); /* a rerun rebuilds the round */
+    vla_sim_record_opts o = {0};
+    o.env = d->env, o.policy = "expert", o.out = root, o.episodes = (int)d->expert_episodes;
+    o.seed = (uint64_t)d->expert_seed, o.branches = br, o.n_branches = nb;
+    vla_sim_record_result r;
+    double t0 = vla_now_s();
+    vla_status st = vla_sim_record(&o, &r);
+    row->record_s = vla_now_s() - t0;
+    row->frames = r.frames;
+    return st;
+}
+
+/* Fine-tune from `from` (a pretrained_model directory) on `data`, as the checkpoint was trained. */
+static vla_status train_round(const dagger_opts *d, const char *from, const char *data, const char *out,
+                              round_row *row) {
+    vla_pretrained pm;
+    VLA_TRY(vla_pretrained_load(from, vla_ops_cpu(), &pm));
+    vla_train_opts o;
+    vla_train_opts_default(&o);
+    o.dataset_root = data, o.pretrained_path = pm.dir, o.output_dir = out;
+    o.policy_type = vla_policy_config_family_name(&pm.policy->cfg);
+    o.state_keys = pm.meta.state_keys[0] ? pm.meta.state_keys : NULL;
+    o.image_keys = pm.meta.cameras == 0 ? "" : NULL;
+    o.n_obs_steps = pm.meta.n_obs_steps, o.relative_actions = pm.meta.relative_actions;
+    o.steps = d->steps, o.batch_size = d->batch, o.lr = d->lr, o.ema_decay = d->ema, o.num_workers = (int)d->workers;
+    o.log_freq = 50, o.progress = true, o.seed = 1000 + (uint64_t)row->round;
+    vla_train_result r;
+    double t0 = vla_now_s();
+    vla_status st = vla_train(&o, &r);
+    row->train_s = vla_now_s() - t0;
+    vla_pretrained_free(&pm);
+    return st;
+}
+
+static void append_metrics(const char *out, const round_row *r) {
+    char path[4200], line[512];
+    snprintf(path, sizeof path, "%s/dagger.jsonl", out);
+    int n = snprintf(line, sizeof line,
+                     "{\"round\":%d,\"rollout_success\":%.4f,\"failed_rollouts\":%d,\"corrections\":%d,\"frames\":%lld,"
+                     "\"success\":%.4f,\"mean_max_coverage\":%.4f,\"avg_max_reward\":%.4f,\"record_s\":%.1f,"
+                     "\"train_s\":%.1f,\"eval_s\":%.1f}\n",
+                     r->round, r->rollout_success, r->rollout_fails, r->branches_total, (long long)r->frames,
+                     r->success, r->coverage, r->reward, r->record_s, r->train_s, r->eval_s);
+    FILE *f = fopen(path, r->round == 0 ? "w" : "a");
+    if (f) {
+        fwrite(line, 1, (size_t)n, f);
+        fclose(f);
+    }
+}
+
+static void plot_rounds(const char *out, const round_row *rows, int n) {
+    double x[64], s[64], c[64];
+    for (int i = 0; i < n && i < 64; i++) x[i] = rows[i].round, s[i] = rows[i].success, c[i] = rows[i].coverage;
+    vla_plot_series ser[2] = {{"success", x, s, (size_t)n, 0}, {"mean max coverage", x, c, (size_t)n, 0}};
+    vla_plot_opts po = {"DAgger: closed-loop eval per round", "round", "rate", 0, 0, 0, 0};
+    char path[4200];
+    snprintf(path, sizeof path, "%s/dagger.png", out);
+    if (vla_plot_png(path, &po, ser, 2) != VLA_OK) vla_error_clear();
+}
+
+static void print_table(const round_row *rows, int n, int eval_n) {
+    printf("\nround  rollouts ok  corrections  dataset frames  train s  success (%d ep.)  coverage  avg_max_reward\n",
+           eval_n);
+    for (int i = 0; i < n; i++)
+        printf("%5d  %11.2f  %11d  %14lld  %7.0f  %16.3f  %8.3f  %14.3f\n", rows[i].round, rows[i].rollout_success,
+               rows[i].branches_total, (long long)rows[i].frames, rows[i].train_s, rows[i].success, rows[i].coverage,
+               rows[i].reward);
+}
+
+int vla_cmd_dagger(int argc, char **argv) {
+    dagger_opts d = {NULL, "outputs/dagger", "pusht", 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1,
+                     -1, -1};
+    const vla_flag flags[] = {
+        {"policy.path", VLA_FLAG_STRING, &d.policy_path, "DIR", "the trained policy to start from (required)"},
+        {"output_dir", VLA_FLAG_STRING, &d.out, "DIR", "round-K/{data,train,eval}, dagger.jsonl, dagger.png"},
+        {"env.type", VLA_FLAG_STRING, &d.env, "NAME", "simulator with a scripted expert (default pusht)"},
+        {"dagger.rounds", VLA_FLAG_INT, &d.rounds, "K", "rounds (default 3)"},
+        {"dagger.rollouts", VLA_FLAG_INT, &d.rollouts, "N", "policy rollouts per round (default 50)"},
+        {"dagger.every", VLA_FLAG_INT, &d.every, "M", "steps between the expert's take-over points (default 10)"},
+        {"dagger.per_rollout", VLA_FLAG_INT, &d.per_rollout, "B", "take-overs per failed rollout, at most (default 4)"},
+        {"dagger.expert_episodes", VLA_FLAG_INT, &d.expert_episodes, "E",
+         "the expert's own episodes in every round's dataset (default 100, as make demo)"},
+        {"dagger.expert_seed", VLA_FLAG_INT, &d.expert_seed, "S", "their first seed (default 0)"},
+        {"dagger.rollout_seed", VLA_FLAG_INT, &d.rollout_seed, "S", "first rollout seed (default 200000)"},
+        {"steps", VLA_FLAG_INT, &d.steps, "N", "training steps per round (default 2000)"},
+        {"batch_size", VLA_FLAG_INT, &d.batch, "B", "batch size (default 64)"},
+        {"optimizer.lr", VLA_FLAG_FLOAT, &d.lr, "LR", "learning rate (default: the policy's)"},
+        {"ema_decay", VLA_FLAG_FLOAT, &d.ema, "D", "EMA of the weights (default: none)"},
+        {"num_workers", VLA_FLAG_INT, &d.workers, "N", "loader threads (default 1)"},
+        {"eval.n_episodes", VLA_FLAG_INT, &d.eval_episodes, "N", "evaluation episodes per round (default 100)"},
+        {"seed", VLA_FLAG_INT, &d.eval_seed, "S", "first evaluation seed (default 100000)"},
+        {"policy.n_action_steps", VLA_FLAG_INT, &d.n_act, "N", "actions executed per chunk (default: eval's)"},
+    };
+    const vla_command_spec spec = {
+        "vla dagger", NULL, "DAgger with the simulator's scripted expert: correct the policy's own mistakes.",
+        "Round k: roll out the policy (--dagger.rollouts, seeds --dagger.rollout_seed + (k-1)·N), let the expert take\n"
+        "over every --dagger.every steps of each failed rollout, write the expert's episodes plus all corrections so\n"
+        "far as OUT/round-k/data (LeRobot v3.0, frames marked dagger.round), fine-tune from the current weights\n"
+        "(OUT/round-k/train) and evaluate (OUT/round-k/eval). Round 0 evaluates the starting policy. Metrics go to\n"
+        "OUT/dagger.jsonl, the plot to OUT/dagger.png, the table to stdout. docs/train.md explains the design.",
+        flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
+    vla_flags_result res;
+    int rc = vla_cli_parse(&spec, argc, argv, &res);
+    if (rc >= 0) return rc;
+    if (!d.policy_path) {
+        fprintf(stderr, "vla: error: vla dagger: --policy.path=DIR is required (a checkpoint from vla train)\n");
+        return 2;
+    }
+    if (d.rounds < 1 || d.rounds > 60 || d.rollouts < 1 || d.every < 1 || d.steps < 1) {
+        fprintf(stderr, "vla: error: vla dagger: rounds 1..60, rollouts, every and steps at least 1\n");
+        return 2;
+    }
+    vla_status st = vla_mkdirs(d.out);
+    round_row rows[64] = {{0}};
+    char dir[4200], data[4200], train[4200], cur[4200];
+    snprintf(cur, sizeof cur, "%s", d.policy_path);
+    snprintf(dir, sizeof dir, "%s/round-0/eval", d.out);
+    if (st == VLA_OK) st = evaluate(&d, cur, dir, &rows[0]);
+    if (st != VLA_OK) return vla_cli_fail(st);
+    append_metrics(d.out, &rows[0]);
+    fprintf(stderr, "dagger: round 0 (the starting policy): success %.3f, coverage %.3f\n", rows[0].success,
+            rows[0].coverage);
+    vla_sim_branch *br = NULL;
+    int nb = 0;
+    for (int k = 1; st == VLA_OK && k <= d.rounds; k++) {
+        round_row *r = &rows[k];
+        r->round = k;
+        snprintf(data, sizeof data, "%s/round-%d/data", d.out, k);
+        snprintf(train, sizeof train, "%s/round-%d/train", d.out, k);
+        snprintf(dir, sizeof dir, "%s/round-%d/eval", d.out, k);
+        st = collect(&d, cur, k, &br, &nb, r);
+        if (st == VLA_OK) st = write_dataset(&d, data, br, nb, r);
+        if (st == VLA_OK) st = train_round(&d, cur, data, train, r);
+        if (st == VLA_OK) snprintf(cur, sizeof cur, "%s", train);
+        if (st == VLA_OK) st = evaluate(&d, cur, dir, r);
+        if (st != VLA_OK) break;
+        append_metrics(d.out, r);
+        plot_rounds(d.out, rows, k + 1);
+        fprintf(stderr, "dagger: round %d: %d corrections from %d failed rollouts; success %.3f, coverage %.3f\n", k,
+                nb, r->rollout_fails, r->success, r->coverage);
+    }
+    vla_sim_branches_free(br, nb);
+    if (st != VLA_OK) return vla_cli_fail(st);
+    print_table(rows, (int)d.rounds + 1, (int)d.eval_episodes);
+    return 0;
+}
