@@ -252,7 +252,7 @@ vla_status vla_policy_config_from_json(const char *what, const json_t *root, vla
         return vla_error(VLA_ERR_FORMAT, "%s: key 'policy' must name a policy family (one of %s)", what,
                          vla_policy_family_names());
     const char *keys[] = {"policy", "name", "vision", "language", out->family->section, "action", "flow",
-                          "normalization", "frozen", NULL};
+                          "normalization", "frozen", "tokenizer", NULL};
     VLA_TRY(check_keys(what, NULL, root, NULL, 0, keys));
 
     json_t *name = json_object_get(root, "name");
@@ -271,6 +271,10 @@ vla_status vla_policy_config_from_json(const char *what, const json_t *root, vla
     VLA_TRY(parse_flow(what, root, &out->flow));
     VLA_TRY(parse_normalization(what, root, out));
     VLA_TRY(parse_frozen(what, root, out));
+    json_t *tk = json_object_get(root, "tokenizer");
+    if (tk && (!json_is_string(tk) || json_string_length(tk) >= sizeof out->tokenizer))
+        return vla_error(VLA_ERR_FORMAT, "%s: key 'tokenizer' must be a string (bytes, paligemma or a path)", what);
+    snprintf(out->tokenizer, sizeof out->tokenizer, "%s", tk ? json_string_value(tk) : "");
     return vla_policy_config_validate(what, out);
 }
 
@@ -344,6 +348,8 @@ vla_status vla_policy_config_to_json(const vla_policy_config *cfg, json_t **out)
     if (!bad) {
         bad |= json_object_set_new(o, "policy", json_string(c.family->name));
         if (c.name[0]) bad |= json_object_set_new(o, "name", json_string(c.name));
+        if (c.tokenizer[0] && strcmp(c.tokenizer, "bytes"))
+            bad |= json_object_set_new(o, "tokenizer", json_string(c.tokenizer));
         bad |= put_fields(sv, fv, N(fv)) | put_fields(sl, fl_, N(fl_)) | put_fields(sa, fa, N(fa)) |
                put_fields(sf, ff, N(ff));
         bad |= vla_config_put_section(o, c.family->section, fx, nfx);

@@ -106,6 +106,11 @@ typedef struct {
     vla_flow_config flow;
     vla_norm_mode norm_state, norm_action;
     bool frozen[VLA_GROUP_COUNT]; /* default freezing of each group */
+    /* The text tokenizer (key "tokenizer"): "" or "bytes" = byte-level (the
+     * from-scratch presets), "paligemma" (π0.5's published vocabulary, needed
+     * to start from its weights), or a tokenizer name/path policy/tokenizer.h
+     * resolves; its vocabulary must fit language.vocab. */
+    char tokenizer[256];
 } vla_policy_config;
 
 /* Parse and validate a config object; `what` names it in errors. */

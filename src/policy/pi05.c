@@ -811,6 +811,7 @@ vla_status vla_pi05_create(const vla_policy_config *cfg, const vla_ops *ops, vla
     vla_flow_from_config(&I->flow, cfg);
     block_configs(I, cfg);
     vla_status st = vla_policy_alloc_params(p);
+    if (st == VLA_OK) st = vla_policy_open_tokenizer(p);
     if (st == VLA_OK) st = vla_param_bind(&p->cfg, &p->specs, p->weights, p->grads, &I->params_arena, &I->W);
     if (st == VLA_OK) st = vla_vit_setup(&I->W.vit, &cfg->vision, ops);
     if (st == VLA_OK) st = vla_block_check(&I->lm_cfg);

@@ -61,7 +61,25 @@ vla_status vla_policy_alloc_params(vla_policy *p) {
     return VLA_OK;
 }
 
+vla_status vla_policy_open_tokenizer(vla_policy *p) {
+    const char *name = p->cfg.tokenizer;
+    p->tokenizer = vla_tokenizer_bytes();
+    if (!name[0] || !strcmp(name, "bytes")) return VLA_OK;
+    VLA_TRY(vla_tokenizer_hf_load(name, &p->owned_tokenizer));
+    if (p->owned_tokenizer->vocab_size > p->cfg.language.vocab) {
+        int32_t v = p->owned_tokenizer->vocab_size;
+        vla_tokenizer_free(p->owned_tokenizer);
+        p->owned_tokenizer = NULL;
+        return vla_error(VLA_ERR_INVALID_ARG, "policy %s: tokenizer '%s' has %d tokens, language.vocab is %lld",
+                         p->cfg.name, name, v, (long long)p->cfg.language.vocab);
+    }
+    p->tokenizer = p->owned_tokenizer;
+    return VLA_OK;
+}
+
 void vla_policy_free_params(vla_policy *p) {
+    vla_tokenizer_free(p->owned_tokenizer);
+    p->owned_tokenizer = NULL;
     if (p->tops) {
         if (p->weights) p->tops->free(p->weights);
         if (p->grads) p->tops->free(p->grads);

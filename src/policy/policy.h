@@ -203,6 +203,7 @@ struct vla_policy {
     vla_policy_config cfg;
     const vla_ops *tops;             /* backend op table */
     const vla_tokenizer *tokenizer;
+    vla_tokenizer *owned_tokenizer;  /* the one cfg.tokenizer loaded (freed with the parameters), or NULL */
     vla_param_list specs;
     vla_param *params;               /* [specs.n] */
     float *weights;                  /* all parameters, spec order */
@@ -222,6 +223,9 @@ void vla_policy_free(vla_policy *p);
 /* Shared helpers for implementations: allocate p->weights / p->grads and
  * the p->params views from p->specs (p->cfg and p->tops set first). */
 vla_status vla_policy_alloc_params(vla_policy *p);
+/* p->tokenizer from p->cfg.tokenizer (byte-level when unset); a vocabulary
+ * larger than language.vocab is refused. */
+vla_status vla_policy_open_tokenizer(vla_policy *p);
 void vla_policy_free_params(vla_policy *p);
 /* Fill weights from specs' inits: parameter i draws from
  * vla_rng_stream(seed, i), so adding a parameter never changes the others. */

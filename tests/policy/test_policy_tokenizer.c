@@ -1,115 +1,83 @@
-/* test_policy_tokenizer.c — the byte-level tokenizer and π0.5's prompt:
- * openpi's 256-bin state discretisation at and around bin edges, task
- * cleaning, BOS/padding/truncation, with expectations worked out by hand. */
+/* test_policy_tokenizer.c — a policy config's "tokenizer" reaches the policy:
+ * with "paligemma" a π0.5 policy's prompt ids are the published
+ * vocabulary's (equal to vla_pi05_tokenize with the PaliGemma tokenizer,
+ * whose own tests check it against Hugging Face), not bytes; the key
+ * survives the config's JSON round trip (checkpoints); a vocabulary larger
+ * than the embedding is refused; GR00T says it is not wired yet. */
 #include "test_util.h"
 
-#include <math.h>
-#include <stdlib.h>
+#include <jansson.h>
 #include <string.h>
 
+#include "policy/config.h"
+#include "policy/policy.h"
 #include "policy/tokenizer.h"
+#include "tensor/ops.h"
 
-static void test_state_bins(void **state) {
-    /* bin k holds [−1 + k/128, −1 + (k+1)/128) (np.linspace(-1, 1, 257)[:-1] edges) */
-    assert_int_equal(vla_pi05_state_bin(-1.0f), 0);
-    assert_int_equal(vla_pi05_state_bin(nextafterf(-1.0f, -2.0f)), -1); /* below the first edge: digitize → 0, −1 */
-    assert_int_equal(vla_pi05_state_bin(-3.0f), -1);
-    assert_int_equal(vla_pi05_state_bin(0.0f), 128);
-    assert_int_equal(vla_pi05_state_bin(-0.0f), 128);
-    assert_int_equal(vla_pi05_state_bin(nextafterf(0.0f, -1.0f)), 127); /* just below the edge at 0 */
-    assert_int_equal(vla_pi05_state_bin(-1e-30f), 127);                 /* (x+1)·128 rounds to 128; still 127 */
-    assert_int_equal(vla_pi05_state_bin(0.5f), 192);                    /* −1 + 192/128 = 0.5 exactly */
-    assert_int_equal(vla_pi05_state_bin(nextafterf(0.5f, 0.0f)), 191);
-    assert_int_equal(vla_pi05_state_bin(nextafterf(0.5f, 1.0f)), 192);
-    assert_int_equal(vla_pi05_state_bin(-0.99f), 1);                    /* 0.01·128 = 1.28 */
-    assert_int_equal(vla_pi05_state_bin(0.9921875f), 255);              /* the last edge, 1 − 1/128 */
-    assert_int_equal(vla_pi05_state_bin(nextafterf(0.9921875f, 0.0f)), 254);
-    assert_int_equal(vla_pi05_state_bin(1.0f), 255);
-    assert_int_equal(vla_pi05_state_bin(5.0f), 255);
-    assert_int_equal(vla_pi05_state_bin(INFINITY), 255);
-    assert_int_equal(vla_pi05_state_bin(-INFINITY), -1);
-    /* every edge maps to its own bin and the float just below it to the one before */
-    for (int k = 1; k < 256; k++) {
-        float e = (float)(-1.0 + k / 128.0);
-        assert_int_equal(vla_pi05_state_bin(e), k);
-        assert_int_equal(vla_pi05_state_bin(nextafterf(e, -2.0f)), k - 1);
-    }
+/* pi05-nano's shapes with PaliGemma's vocabulary (the embedding is 257,152 × 16). */
+static const char *CFG =
+    "{\"policy\": \"pi05\", \"name\": \"pi05-nano-paligemma\", \"tokenizer\": \"paligemma\","
+    " \"vision\": {\"image_size\": 32, \"patch\": 8, \"channels\": 3, \"width\": 16, \"depth\": 1, \"heads\": 2,"
+    "   \"mlp\": 32, \"cameras\": 1},"
+    " \"language\": {\"width\": 16, \"depth\": 1, \"heads\": 2, \"kv_heads\": 1, \"head_dim\": 8, \"mlp\": 32,"
+    "   \"vocab\": %d, \"max_tokens\": 48},"
+    " \"expert\": {\"width\": 16, \"depth\": 1, \"mlp\": 32},"
+    " \"action\": {\"dim\": 2, \"horizon\": 4, \"state_dim\": 2},"
+    " \"flow\": {\"steps\": 2, \"beta_alpha\": 1.5, \"beta_beta\": 1.0, \"time_scale\": 0.999,"
+    "   \"time_min_period\": 0.004, \"time_max_period\": 4.0},"
+    " \"normalization\": {\"state\": \"quantiles\", \"action\": \"quantiles\"}, \"frozen\": []}";
+
+static void test_paligemma_prompt(void **state) {
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof text, CFG, 257152);
+    vla_policy_config cfg;
+    assert_int_equal(vla_policy_config_parse("t", text, strlen(text), &cfg), VLA_OK);
+    assert_string_equal(cfg.tokenizer, "paligemma");
+    vla_policy *p;
+    vla_status st = vla_policy_create(&cfg, vla_ops_cpu(), &p);
+    if (st != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(p->tokenizer->vocab_size, 257152);
+    const float st2[2] = {0.25f, -0.5f};
+    int32_t ids[48], want[48];
+    bool mask[48];
+    int64_t n = 0, m = 0;
+    assert_int_equal(vla_policy_tokenize(p, "pick up the red cube", st2, 2, ids, 48, &n), VLA_OK);
+    vla_tokenizer *pg;
+    assert_int_equal(vla_tokenizer_hf_load("paligemma", &pg), VLA_OK);
+    assert_int_equal(vla_pi05_tokenize(pg, "pick up the red cube", st2, 2, 48, want, mask, &m, NULL), VLA_OK);
+    assert_int_equal(n, m);
+    assert_memory_equal(ids, want, (size_t)n * sizeof *ids);
+    assert_int_equal(ids[0], 2); /* Gemma's <bos>, not the byte tokenizer's 256 */
+    int above_bytes = 0;
+    for (int64_t i = 0; i < n; i++) above_bytes += ids[i] >= VLA_BYTE_VOCAB;
+    assert_true(above_bytes > n / 2);
+    /* the key survives the JSON a checkpoint stores */
+    json_t *j = NULL;
+    assert_int_equal(vla_policy_config_to_json(&cfg, &j), VLA_OK);
+    assert_string_equal(json_string_value(json_object_get(j, "tokenizer")), "paligemma");
+    json_decref(j);
+    vla_tokenizer_free(pg);
+    vla_policy_free(p);
 }
 
-static void test_prompt_text(void **state) {
-    float s[4] = {-1.0f, 0.0f, 1.0f, 0.5f};
-    char *p = NULL;
-    assert_int_equal(vla_pi05_prompt_text("  pick_up the\ncube \n", s, 4, &p), VLA_OK);
-    /* strip, '_' → ' ', '\n' → ' ', case kept (openpi does not lowercase) */
-    assert_string_equal(p, "Task: pick up the cube, State: 0 128 255 192;\nAction: ");
-    free(p);
-    assert_int_equal(vla_pi05_prompt_text("Push The T", s, 0, &p), VLA_OK);
-    assert_string_equal(p, "Task: Push The T, State: ;\nAction: ");
-    free(p);
-    float neg[2] = {-1.5f, 0.25f}; /* 0.25 → (1.25·128) = 160 */
-    assert_int_equal(vla_pi05_prompt_text("\t", neg, 2, &p), VLA_OK);
-    assert_string_equal(p, "Task: , State: -1 160;\nAction: ");
-    free(p);
-    float bad[2] = {0.0f, NAN};
-    assert_int_equal(vla_pi05_prompt_text("x", bad, 2, &p), VLA_ERR_NUMERIC);
-    assert_null(p);
-    assert_non_null(strstr(vla_error_message(), "state[1] is NaN"));
-}
-
-static void test_bytes_and_tokenize(void **state) {
-    const vla_tokenizer *tok = vla_tokenizer_bytes();
-    assert_int_equal(tok->vocab_size, 259);
-    int32_t ids[128];
-    int64_t n = 0;
-    assert_int_equal(tok->ops->encode(tok, "A\xc3\xa9", 3, ids, 128, &n), VLA_OK); /* "Aé" in UTF-8 */
-    assert_int_equal(n, 3);
-    assert_int_equal(ids[0], 65);
-    assert_int_equal(ids[1], 0xc3);
-    assert_int_equal(ids[2], 0xa9);
-    assert_int_equal(tok->ops->encode(tok, "hello", 5, ids, 0, &n), VLA_OK); /* sizing call */
-    assert_int_equal(n, 5);
-
-    float s[2] = {0.0f, 1.0f};
-    const char *expect = "Task: go, State: 128 255;\nAction: "; /* 34 bytes */
-    bool mask[64];
-    int64_t n_real = 0;
-    bool trunc = true;
-    assert_int_equal(vla_pi05_tokenize(tok, "go", s, 2, 64, ids, mask, &n_real, &trunc), VLA_OK);
-    assert_int_equal(n_real, 35);
-    assert_false(trunc);
-    assert_int_equal(ids[0], VLA_BYTE_BOS);
-    for (int i = 0; i < 34; i++) assert_int_equal(ids[1 + i], (unsigned char)expect[i]);
-    for (int i = 35; i < 64; i++) {
-        assert_int_equal(ids[i], VLA_BYTE_PAD);
-        assert_false(mask[i]);
-    }
-    assert_true(mask[0] && mask[34]);
-    char text[128];
-    size_t len = 0;
-    assert_int_equal(tok->ops->decode(tok, ids, 64, text, sizeof text, &len), VLA_OK);
-    assert_string_equal(text, expect); /* BOS and PAD are skipped */
-    assert_int_equal(len, 34);
-
-    /* truncation keeps BOS and the first max_len − 1 bytes */
-    assert_int_equal(vla_pi05_tokenize(tok, "go", s, 2, 10, ids, mask, &n_real, &trunc), VLA_OK);
-    assert_int_equal(n_real, 10);
-    assert_true(trunc);
-    assert_int_equal(ids[9], (unsigned char)expect[8]);
-    assert_true(mask[9]);
-
-    int32_t bad[2] = {65, 300};
-    assert_int_equal(tok->ops->decode(tok, bad, 2, text, sizeof text, &len), VLA_ERR_INVALID_ARG);
-    /* a too-small output buffer still NUL-terminates and reports the full length */
-    assert_int_equal(tok->ops->decode(tok, ids, 10, text, 4, &len), VLA_OK);
-    assert_string_equal(text, "Tas");
-    assert_int_equal(len, 9);
+static void test_refusals(void **state) {
+    (void)state;
+    char text[2048];
+    snprintf(text, sizeof text, CFG, 259); /* an embedding of 259 rows cannot take 257,152 ids */
+    vla_policy_config cfg;
+    assert_int_equal(vla_policy_config_parse("t", text, strlen(text), &cfg), VLA_OK);
+    vla_policy *p;
+    assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &p), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "language.vocab is 259"));
+    vla_policy_config g;
+    assert_int_equal(vla_policy_config_load("groot-nano", &g), VLA_OK);
+    snprintf(g.tokenizer, sizeof g.tokenizer, "eagle");
+    assert_int_equal(vla_policy_create(&g, vla_ops_cpu(), &p), VLA_ERR_UNSUPPORTED);
+    vla_error_clear();
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_state_bins),
-        cmocka_unit_test(test_prompt_text),
-        cmocka_unit_test(test_bytes_and_tokenize),
-    };
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_paligemma_prompt), cmocka_unit_test(test_refusals)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
