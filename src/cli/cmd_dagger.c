@@ -33,6 +33,7 @@ typedef struct {
     int64_t rounds, rollouts, every, per_rollout, expert_episodes, expert_seed, rollout_seed;
     int64_t steps, batch, eval_episodes, eval_seed, n_act, workers;
     double lr, ema;
+    bool keep_norm;
 } dagger_opts;
 
 typedef struct {
@@ -128,6 +129,7 @@ static vla_status train_round(const dagger_opts *d, const char *from, const char
     o.n_obs_steps = pm.meta.n_obs_steps, o.relative_actions = pm.meta.relative_actions;
     o.steps = d->steps, o.batch_size = d->batch, o.lr = d->lr, o.ema_decay = d->ema, o.num_workers = (int)d->workers;
     o.log_freq = 50, o.progress = true, o.seed = 1000 + (uint64_t)row->round;
+    o.keep_normalization = d->keep_norm; /* the weights' own scaling, not the grown dataset's */
     vla_train_result r;
     double t0 = vla_now_s();
     vla_status st = vla_train(&o, &r);
@@ -173,7 +175,7 @@ static void print_table(const round_row *rows, int n, int eval_n) {
 
 int vla_cmd_dagger(int argc, char **argv) {
     dagger_opts d = {NULL, "outputs/dagger", "pusht", 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1,
-                     -1, -1};
+                     -1, -1, true};
     const vla_flag flags[] = {
         {"policy.path", VLA_FLAG_STRING, &d.policy_path, "DIR", "the trained policy to start from (required)"},
         {"output_dir", VLA_FLAG_STRING, &d.out, "DIR", "round-K/{data,train,eval}, dagger.jsonl, dagger.png"},
@@ -194,6 +196,9 @@ int vla_cmd_dagger(int argc, char **argv) {
         {"eval.n_episodes", VLA_FLAG_INT, &d.eval_episodes, "N", "evaluation episodes per round (default 100)"},
         {"seed", VLA_FLAG_INT, &d.eval_seed, "S", "first evaluation seed (default 100000)"},
         {"policy.n_action_steps", VLA_FLAG_INT, &d.n_act, "N", "actions executed per chunk (default: eval's)"},
+        {"dagger.keep_normalization", VLA_FLAG_BOOL, &d.keep_norm, NULL,
+         "normalise with the starting checkpoint's statistics in every round (default true; false: recompute "
+         "them from each round's grown dataset)"},
     };
     const vla_command_spec spec = {
         "vla dagger", NULL, "DAgger with the simulator's scripted expert: correct the policy's own mistakes.",

@@ -95,6 +95,9 @@ int vla_cmd_train(int argc, char **argv) {
         {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
          "preset (pi05-tiny, groot-tiny, pi05-nano, …) or JSON path (default: <type>-tiny; with "
          "--policy.pretrained_path, the base its config.json overrides, default the full-size pi05 / groot-n1.5)"},
+        {"keep_normalization", VLA_FLAG_BOOL, &o.keep_normalization, NULL,
+         "with --policy.pretrained_path of a vla.c checkpoint: normalise with its stored statistics instead of the "
+         "dataset's (continuing on more data of the same task)"},
         {"policy.pretrained_path", VLA_FLAG_STRING, &o.pretrained_path, "DIR|FILE",
          "fine-tune from these weights: a published checkpoint (lerobot/pi05_base, openpi's PyTorch pi05, "
          "nvidia/GR00T-N1.5-3B, LeRobot fine-tunes; sharded or not, F32/BF16/F16) or a vla.c pretrained_model "

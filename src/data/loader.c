@@ -358,6 +358,18 @@ vla_status vla_loader_keys_width(const vla_lerobot *ds, const char *keys, int64_
  * statistics in one mode (QUANTILES falls back to MIN_MAX for all of them
  * when any feature lacks quantiles, so the modes agree), repeated for each
  * of the K frames of history. */
+/* A given normaliser in place of the one built from the dataset (same width). */
+static vla_status replace_norm(vla_normalizer *n, const vla_normalizer *given, const char *what) {
+    if (given->dim != n->dim)
+        return vla_error(VLA_ERR_INVALID_ARG, "loader: the given %s normaliser has %lld dims, the data %lld", what,
+                         (long long)given->dim, (long long)n->dim);
+    vla_normalizer copy;
+    VLA_TRY(vla_normalizer_init(&copy, given->mode, given->style, given->dim, given->lo, given->hi, given->eps));
+    vla_normalizer_free(n);
+    *n = copy;
+    return VLA_OK;
+}
+
 static vla_status state_norm(vla_loader *L, vla_norm_mode mode) {
     const vla_lerobot *ds = L->o.ds;
     vla_normalizer parts[MAX_SKEYS];
@@ -519,6 +531,7 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
     }
     L->tol_s = opts->tol_s > 0 ? opts->tol_s : 0.5 / (ds->fps > 0 ? ds->fps : 10);
     if ((st = state_norm(L, cfg->norm_state)) != VLA_OK) goto fail;
+    if (opts->fixed_state_norm && (st = replace_norm(&L->ns, opts->fixed_state_norm, "state")) != VLA_OK) goto fail;
     if (opts->relative_actions) {
         L->fref = vla_lerobot_feature(ds, "observation.state");
         if (!L->fref || !L->fref->values || L->fref->width != L->aw) {
@@ -531,6 +544,7 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
     } else if ((st = vla_norm_from_stats(ds, L->action_key, cfg->norm_action, &L->na)) != VLA_OK) {
         goto fail;
     }
+    if (opts->fixed_action_norm && (st = replace_norm(&L->na, opts->fixed_action_norm, "action")) != VLA_OK) goto fail;
     L->max_text = cfg->language.max_tokens > 0 ? cfg->language.max_tokens : 1;
     L->max_tok = vla_policy_sample_layout(opts->policy, L->ncam, (int32_t)L->max_text, NULL, NULL, NULL);
     if (L->max_tok <= 0) {

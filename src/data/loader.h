@@ -62,6 +62,10 @@ typedef struct {
                                   action: a position-controlled robot's current position), normalised with
                                   statistics of those differences over the dataset (openpi's delta
                                   actions); eval adds the current observation.state back */
+    /* Use these normalisers (copied) instead of the dataset's statistics: a warm start that
+     * must see its inputs and targets scaled as its weights learnt them (`vla dagger`). Each
+     * must have the width the loader builds; NULL: from the dataset. */
+    const vla_normalizer *fixed_state_norm, *fixed_action_norm;
 } vla_loader_opts;
 
 /* One micro-batch, owned by the loader until vla_loader_release. */

@@ -42,6 +42,8 @@ typedef struct {
     const char *policy_type;    /* "pi05" | "groot" (checked against the config) */
     const char *policy_config;  /* preset name or path (NULL: "<type>-tiny"; with pretrained_path: the
                                    base the checkpoint's config.json overrides, NULL: the family's full size) */
+    bool keep_normalization;    /* with a vla.c pretrained_path: normalise with its stored statistics, not the
+                                   dataset's (a warm start on grown data, as `vla dagger` does) */
     const char *pretrained_path;/* start from these weights (published or vla.c; train/published.h):
                                    a weights-only start, the optimizer and schedule begin afresh */
     const char *output_dir;

@@ -151,6 +151,16 @@ static void test_dagger_cli(void **state) {
     assert_true(vla_path_exists(path));
     snprintf(path, sizeof path, "%s/round-1/train/checkpoints", out);
     assert_true(vla_is_dir(path));
+    /* the fine-tuned policy kept the starting checkpoint's normalisation (--dagger.keep_normalization),
+     * though the grown dataset's statistics differ */
+    char p0[2048], p1[2048];
+    snprintf(p0, sizeof p0, "%s/checkpoints/last/pretrained_model/config.json", run);
+    snprintf(p1, sizeof p1, "%s/round-1/train/checkpoints/last/pretrained_model/config.json", out);
+    json_t *c0 = json_load_file(p0, 0, &err), *c1 = json_load_file(p1, 0, &err);
+    assert_non_null(c0);
+    assert_non_null(c1);
+    assert_true(json_equal(json_object_get(c0, "normalization"), json_object_get(c1, "normalization")));
+    json_decref(c0), json_decref(c1);
     test_rmrf(data), test_rmrf(run), test_rmrf(out);
 }
 
