@@ -2,6 +2,7 @@
 #include "train/plot.h"
 
 #include <cairo.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,4 +304,11 @@ vla_status vla_plot_metric(const char *jsonl_path, const char *column, const cha
     vla_status st = vla_plot_png(png_path, &o, &s, 1);
     free(x), free(y);
     return st;
+}
+
+void vla_plot_release_caches(void) {
+    cairo_debug_reset_static_data();
+    /* fontconfig comes in through cairo; look FcFini up rather than link it */
+    void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
+    if (fc_fini) fc_fini();
 }

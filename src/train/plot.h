@@ -49,4 +49,8 @@ vla_status vla_plot_png(const char *path, const vla_plot_opts *o, const vla_plot
 vla_status vla_plot_metric(const char *jsonl_path, const char *column, const char *png_path, const char *title,
                            int log_y, double smooth);
 
+/* At process exit: drop cairo's and fontconfig's caches (the fonts the
+ * plots loaded), so a leak checker sees only what the program lost. */
+void vla_plot_release_caches(void);
+
 #endif
