@@ -72,6 +72,7 @@ static vla_status generate(const char *root, int episodes, int ep_len, int cams)
 int vla_bench_dataset(int argc, char **argv) {
     int64_t episodes = 4, ep_len = 90, iters = 200, seed = 1, out_size = 0;
     const char *root = NULL;
+    bool quick = false;
     const vla_flag flags[] = {
         {"root", VLA_FLAG_STRING, &root, "DIR", "use this dataset instead of generating one"},
         {"episodes", VLA_FLAG_INT, &episodes, "N", "episodes to generate (default 4)"},
@@ -79,12 +80,14 @@ int vla_bench_dataset(int argc, char **argv) {
         {"iters", VLA_FLAG_INT, &iters, "N", "samples per case (default 200)"},
         {"size", VLA_FLAG_INT, &out_size, "PX", "resize frames to PX×PX (default native)"},
         {"seed", VLA_FLAG_INT, &seed, "N", "sampling seed"},
+        {"quick", VLA_FLAG_BOOL, &quick, NULL, "2 episodes of 30 frames, 20 samples per case (smoke test)"},
     };
     const vla_command_spec spec = {"vla bench dataset", NULL, "Random-access throughput of the dataset API (rows, windows, frames).",
-                                   NULL, flags, 6, 0, 0};
+                                   NULL, flags, 7, 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
+    if (quick) episodes = 2, ep_len = 30, iters = 20;
     char gen[512] = "";
     if (!root) {
         snprintf(gen, sizeof gen, "%s/vla-bench-dataset-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());

@@ -105,18 +105,21 @@ static vla_status dense(const char *path) {
 int vla_bench_parquet(int argc, char **argv) {
     int64_t rows = 100000, ep_len = 400, repeat = 5;
     const char *file = NULL, *out = NULL;
+    bool quick = false;
     const vla_flag flags[] = {
         {"rows", VLA_FLAG_INT, &rows, "N", "rows in the generated file"},
         {"episode-len", VLA_FLAG_INT, &ep_len, "N", "rows per episode (= per row group)"},
         {"repeat", VLA_FLAG_INT, &repeat, "N", "scans to time (the best is reported)"},
         {"file", VLA_FLAG_STRING, &file, "PATH", "scan this file instead of a generated one"},
         {"out", VLA_FLAG_STRING, &out, "PATH", "where to write the generated file (default: a temp file, removed)"},
+        {"quick", VLA_FLAG_BOOL, &quick, NULL, "10,000 rows, one scan (smoke test)"},
     };
     const vla_command_spec spec = {"vla bench parquet", NULL, "Parquet write and scan throughput on a LeRobot-like file.",
-                                   NULL, flags, 5, 0, 0};
+                                   NULL, flags, 6, 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
+    if (quick) rows = rows < 10000 ? rows : 10000, repeat = 1;
     if (rows < 1 || ep_len < 1 || repeat < 1) {
         fprintf(stderr, "vla: error: --rows, --episode-len and --repeat must be positive\n");
         return 2;

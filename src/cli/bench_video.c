@@ -288,7 +288,7 @@ static void bench_peer(const video_bench *b, const char *python, const char *scr
 int vla_bench_video(int argc, char **argv) {
     const char *clip_arg = NULL, *window_s = "-0.1,0", *python = "/usr/bin/python3", *script = NULL;
     int64_t samples = 100, seconds = 20, fps = 30, width = 640, height = 480, seed = 1234;
-    bool no_peer = false;
+    bool no_peer = false, quick = false;
     const vla_flag flags[] = {
         {"clip", VLA_FLAG_STRING, &clip_arg, "FILE", "use this video instead of generating one"},
         {"samples", VLA_FLAG_INT, &samples, "N", "random samples per camera count (default 100)"},
@@ -301,6 +301,7 @@ int vla_bench_video(int argc, char **argv) {
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-av (default /usr/bin/python3)"},
         {"pyav-script", VLA_FLAG_STRING, &script, "FILE", "the PyAV peer (default tools/bench_pyav.py)"},
         {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyAV comparison"},
+        {"quick", VLA_FLAG_BOOL, &quick, NULL, "a 2 s 320x240 clip, 10 samples, no peer (smoke test)"},
     };
     const vla_command_spec spec = {"vla bench video", NULL,
                                    "Random-access video frame throughput (vla.c vs PyAV, LeRobot's access pattern).",
@@ -308,6 +309,7 @@ int vla_bench_video(int argc, char **argv) {
     vla_flags_result fres;
     int rc = vla_cli_parse(&spec, argc, argv, &fres);
     if (rc >= 0) return rc;
+    if (quick) samples = 10, seconds = 2, width = 320, height = 240, no_peer = true;
     double window[MAX_WIN];
     int nwin = parse_window(window_s, window, MAX_WIN);
     if (nwin <= 0 || samples <= 0 || fps <= 0 || seconds <= 0)

@@ -1,0 +1,44 @@
+/* test_bench_quick.c — `make bench`'s script in its smoke mode
+ * (BENCH_QUICK=1 scripts/bench.sh): every benchmark `vla bench --help`
+ * lists runs with --quick, exits 0, and prints only JSON objects, each
+ * naming its benchmark — so adding a benchmark without a quick mode, or
+ * breaking one, fails here rather than in someone's `make bench`. */
+#include "test_util.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char out[1 << 20];
+
+static void test_every_bench_quick(void **state) {
+    (void)state;
+    char cmd[4096];
+    const char *bin = getenv("VLA_BINARY_DIR");
+    snprintf(cmd, sizeof cmd, "cd '%s' && BENCH_QUICK=1 VLA_CONFIG_DIR='%s' bash scripts/bench.sh '%s' 2>/dev/null",
+             test_source_path("."), test_source_path("configs"), bin ? bin : "build");
+    int rc = test_run(cmd, out, sizeof out);
+    if (rc != 0) fail_msg("bench.sh failed (exit %d); output so far:\n%.2000s", rc, out);
+    int lines = 0;
+    const char *want[] = {"gemm", "parquet", "video", "dataset", "sim", "policy", "attention", "omp_region"};
+    int seen[8] = {0};
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        json_error_t err;
+        json_t *v = json_loads(line, 0, &err);
+        if (!v) fail_msg("not JSON: %s", line);
+        const char *b = json_string_value(json_object_get(v, "bench"));
+        if (!b) fail_msg("no \"bench\" in %s", line);
+        for (int i = 0; i < 8; i++) seen[i] |= strstr(b, want[i]) != NULL;
+        json_decref(v);
+        lines++;
+    }
+    for (int i = 0; i < 8; i++)
+        if (!seen[i]) fail_msg("no result from a '%s' benchmark", want[i]);
+    assert_true(lines >= 20);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_every_bench_quick)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
