@@ -119,21 +119,6 @@ char *test_losses_text(const char *output_dir) {
     return res;
 }
 
-void test_skip_unrunnable_openblas_core(void) {
-    const char *core = getenv("OPENBLAS_CORETYPE");
-    static const char *const avx512[] = {"skylakex", "cooperlake", "sapphirerapids"};
-    if (!core) return;
-    for (unsigned i = 0; i < sizeof avx512 / sizeof avx512[0]; i++)
-        if (strcasecmp(core, avx512[i]) == 0) {
-            __builtin_cpu_init();
-            if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
-                return;
-            printf("skipped: OPENBLAS_CORETYPE=%s needs AVX-512, which this CPU lacks\n", core);
-            exit(77);
-        }
-}
-
 void test_release_font_caches(void) {
     cairo_debug_reset_static_data();
     void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");

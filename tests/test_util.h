@@ -22,12 +22,6 @@ const char *test_cli_path(void);
 /* Run a shell command, capture stdout (up to cap bytes) and return the exit status. */
 int test_run(const char *cmd, char *out, size_t cap);
 
-/* For programs ctest also runs under other OpenBLAS kernels (CMakeLists.txt):
- * when OPENBLAS_CORETYPE names an AVX-512 kernel this CPU cannot run (it
- * would stop with SIGILL), print why and exit 77, which ctest counts as
- * skipped. Call first thing in main. */
-void test_skip_unrunnable_openblas_core(void);
-
 /* Free cairo's font caches and fontconfig's configuration at the end of a
  * test program that drew text (plots), so LeakSanitizer in the Debug+ASan
  * build sees no leaks of theirs. fontconfig is cairo's dependency, not

@@ -239,7 +239,6 @@ static void test_matmul_checks_shapes(void **state) {
 }
 
 int main(void) {
-    test_skip_unrunnable_openblas_core();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sgemm_all_transposes), cmocka_unit_test(test_sgemm_tiled_thread_independent),
         cmocka_unit_test(test_sgemm_batched),
