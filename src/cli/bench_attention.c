@@ -170,7 +170,9 @@ int vla_bench_attention(int argc, char **argv) {
                 printf(",\"torch_fwd_ms\":%.3f,\"torch_fwd_bwd_ms\":%.3f,\"vs_torch\":%.3f,\"vs_torch_fwd\":%.3f", pf,
                        pfb, pfb / fb, pf / fwd);
             } else {
-                printf(",\"torch_skipped\":\"%s\"", why);
+                printf(",\"torch_skipped\":\"");
+                vla_cli_print_json_chars(why);
+                printf("\"");
             }
         }
         printf("}\n");

@@ -234,7 +234,11 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
            per_step * 1e3, sps, train_flops * 1e-9, est.total_train * (double)o->batch * 1e-9, achieved, o->peak,
            o->peak > 0 ? achieved / o->peak : 0.0, info->loss);
     if (torch_sps > 0) printf(",\"torch_samples_per_s\":%.3f,\"vs_torch\":%.3f", torch_sps, sps / torch_sps);
-    else if (o->peer) printf(",\"torch_skipped\":\"%s\"", why);
+    else if (o->peer) {
+        printf(",\"torch_skipped\":\"");
+        vla_cli_print_json_chars(why);
+        printf("\"");
+    }
     printf("}\n");
     fflush(stdout);
 }

@@ -104,13 +104,6 @@ static int run_peer(const char *python, const char *script, const char *clip, co
     return n;
 }
 
-static void json_escape_print(const char *s) {
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') putchar('\\');
-        if ((unsigned char)*s >= 0x20) putchar(*s);
-    }
-}
-
 /* One run's clip, decoders, query times and results, shared by its phases. */
 typedef struct {
     vla_video_decoder *dec[MAX_CAMS]; /* the same clip opened once per camera */
@@ -265,7 +258,7 @@ static void bench_peer(const video_bench *b, const char *python, const char *scr
                           sizeof why);
         if (np < 0) {
             printf("{\"bench\":\"video\",\"impl\":\"pyav\",\"mode\":\"%s\",\"available\":false,\"reason\":\"", modes[m]);
-            json_escape_print(why);
+            vla_cli_print_json_chars(why);
             printf("\"}\n");
             fflush(stdout);
             break;

@@ -85,9 +85,11 @@ void vla_cli_find_source_file(const char *relpath, char *buf, size_t cap) {
     if (access(alt, R_OK) == 0) snprintf(buf, cap, "%s", alt);
 }
 
-void vla_cli_json_safe(char *s) {
-    for (char *c = s; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == '"' || *c == '\\') *c = *c == '"' ? '\'' : ' ';
+void vla_cli_print_json_chars(const char *s) {
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') putchar('\\');
+        if ((unsigned char)*s >= 0x20) putchar(*s);
+    }
 }
 
 bool vla_cli_run_peer(const char *cmd, const char *key, char *line, size_t line_cap, char *why, size_t why_cap) {
@@ -96,7 +98,6 @@ bool vla_cli_run_peer(const char *cmd, const char *key, char *line, size_t line_
     FILE *f = popen(cmd, "r");
     if (!f) {
         snprintf(why, why_cap, "cannot run: %.200s", cmd);
-        vla_cli_json_safe(why);
         return false;
     }
     while (fgets(buf, sizeof buf, f)) {
@@ -107,7 +108,6 @@ bool vla_cli_run_peer(const char *cmd, const char *key, char *line, size_t line_
     int status = pclose(f), rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     if (rc == 0 && line[0]) return true;
     snprintf(why, why_cap, "peer failed (exit %d): %.200s", rc, last);
-    vla_cli_json_safe(why);
     return false;
 }
 

@@ -66,13 +66,14 @@ void vla_cli_find_source_file(const char *relpath, char *buf, size_t cap);
 
 /* Run a peer benchmark (`cmd`, stderr merged) and return its JSON result
  * line: the last line holding `key` ("\"samples_per_s\": " …), copied to
- * `line`. On failure returns false with the reason in `why` — the exit
+ * `line`. On failure returns false with the reason in `why`: the exit
  * status and the peer's last line (a Python traceback ends with the
- * exception) — made safe to print inside a JSON string. */
+ * exception). */
 bool vla_cli_run_peer(const char *cmd, const char *key, char *line, size_t line_cap, char *why, size_t why_cap);
 /* The number after `key` in a peer's result line (NAN when absent). */
 double vla_cli_peer_number(const char *line, const char *key);
-/* Make `s` safe inside a JSON string (control characters, quotes, backslashes). */
-void vla_cli_json_safe(char *s);
+/* Print `s` as the inside of a JSON string (quotes and backslashes escaped,
+ * control characters dropped). */
+void vla_cli_print_json_chars(const char *s);
 
 #endif

@@ -137,9 +137,8 @@ static int cmd_info(int argc, char **argv) {
     if (st != VLA_OK) return vla_cli_fail(st);
     int64_t frames = 0, first_missing;
     for (int64_t e = 0; e < ds->n_episodes; e++) frames += ds->episodes[e].length;
-    int64_t present = vla_lerobot_present_episodes(ds, &first_missing);
     char present_list[256];
-    vla_lerobot_present_list(ds, present_list, sizeof present_list);
+    int64_t present = vla_lerobot_presence(ds, &first_missing, present_list, sizeof present_list);
     json_t *feats = json_array(), *cams = json_array(), *tasks = json_array();
     for (int i = 0; i < ds->n_features; i++) {
         const vla_lr_feature *f = &ds->features[i];

@@ -141,11 +141,11 @@ typedef struct {
 vla_status vla_lerobot_open_opts(const char *root, const vla_lr_open_opts *opts, vla_lerobot **out);
 /* "1,2,4", "3-7", "[1, 2, 4]" (LeRobot's list) into a malloc'd array. */
 vla_status vla_lerobot_parse_episodes(const char *spec, int64_t **episodes, int64_t *n);
-/* How many listed episodes have their data file present (first missing:
- * *first_missing = its episode_index, else -1). Cheap: one stat per file. */
-int64_t vla_lerobot_present_episodes(const vla_lerobot *ds, int64_t *first_missing);
-/* The present episodes as a --dataset.episodes value ("0-2,5"), into buf. */
-void vla_lerobot_present_list(const vla_lerobot *ds, char *buf, size_t cap);
+/* Which episodes have their data file: returns how many; *first_missing is
+ * the first missing one's episode_index (-1: none); `list` (may be NULL)
+ * receives the present ones as a --dataset.episodes value ("0-2,5", cut at
+ * cap). One stat per distinct file. */
+int64_t vla_lerobot_presence(const vla_lerobot *ds, int64_t *first_missing, char *list, size_t cap);
 /* The compact row of a stored `index` value, or -1 when not loaded. */
 int64_t vla_lerobot_row_of_index(const vla_lerobot *ds, int64_t index);
 

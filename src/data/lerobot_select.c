@@ -105,47 +105,50 @@ vla_status vla_lr_apply_selection(vla_lerobot *ds, const int64_t *episodes, int6
     return VLA_OK;
 }
 
-int64_t vla_lerobot_present_episodes(const vla_lerobot *ds, int64_t *first_missing) {
-    int64_t present = 0;
-    if (first_missing) *first_missing = -1;
+/* Append episode run [a, b] to a "0-2,5" list. */
+static void list_run(char *list, size_t cap, size_t *k, int64_t a, int64_t b) {
+    if (!list || a < 0 || *k >= cap) return;
+    int m = a == b ? snprintf(list + *k, cap - *k, "%s%lld", *k ? "," : "", (long long)a)
+                   : snprintf(list + *k, cap - *k, "%s%lld-%lld", *k ? "," : "", (long long)a, (long long)b);
+    *k += m > 0 ? (size_t)m : 0;
+}
+
+int64_t vla_lerobot_presence(const vla_lerobot *ds, int64_t *first_missing, char *list, size_t cap) {
+    int64_t present = 0, run_a = -1, run_b = -1;
+    size_t k = 0;
+    if (list && cap) list[0] = 0;
+    *first_missing = -1;
+    char path[2048], prev[2048] = "";
+    bool prev_ok = false;
     for (int64_t e = 0; e < ds->n_episodes; e++) {
-        char path[2048];
-        if (vla_lerobot_data_file(ds, e, path, sizeof path) == VLA_OK && vla_path_exists(path)) present++;
-        else if (first_missing && *first_missing < 0) *first_missing = ds->episodes[e].episode_index;
+        bool ok = vla_lerobot_data_file(ds, e, path, sizeof path) == VLA_OK;
+        if (ok && strcmp(path, prev) != 0) { /* v3.0: many episodes share a file; stat it once */
+            snprintf(prev, sizeof prev, "%s", path);
+            prev_ok = vla_path_exists(path);
+        }
+        ok = ok && prev_ok;
+        int64_t idx = ds->episodes[e].episode_index;
+        if (!ok) {
+            if (*first_missing < 0) *first_missing = idx;
+            continue;
+        }
+        present++;
+        if (run_b >= 0 && idx == run_b + 1) {
+            run_b = idx;
+            continue;
+        }
+        list_run(list, cap, &k, run_a, run_b);
+        run_a = run_b = idx;
     }
+    list_run(list, cap, &k, run_a, run_b);
     vla_error_clear();
     return present;
 }
 
-void vla_lerobot_present_list(const vla_lerobot *ds, char *buf, size_t cap) {
-    size_t k = 0;
-    buf[0] = 0;
-    int64_t run_a = -1, run_b = -1;
-    for (int64_t e = 0; e <= ds->n_episodes && k < cap; e++) {
-        int64_t idx = -1;
-        if (e < ds->n_episodes) {
-            char path[2048];
-            if (vla_lerobot_data_file(ds, e, path, sizeof path) == VLA_OK && vla_path_exists(path))
-                idx = ds->episodes[e].episode_index;
-        }
-        if (idx >= 0 && run_b >= 0 && idx == run_b + 1) {
-            run_b = idx;
-            continue;
-        }
-        if (run_a >= 0) {
-            int m = run_a == run_b ? snprintf(buf + k, cap - k, "%s%lld", k ? "," : "", (long long)run_a)
-                                   : snprintf(buf + k, cap - k, "%s%lld-%lld", k ? "," : "", (long long)run_a,
-                                              (long long)run_b);
-            k += m > 0 ? (size_t)m : 0;
-        }
-        run_a = run_b = idx;
-    }
-    vla_error_clear();
-}
-
 vla_status vla_lr_check_present(const vla_lerobot *ds) {
     int64_t first_missing;
-    int64_t present = vla_lerobot_present_episodes(ds, &first_missing);
+    char list[256];
+    int64_t present = vla_lerobot_presence(ds, &first_missing, list, sizeof list);
     if (present == ds->n_episodes) return VLA_OK;
     int64_t e = 0;
     while (e < ds->n_episodes && ds->episodes[e].episode_index != first_missing) e++;
@@ -155,8 +158,6 @@ vla_status vla_lr_check_present(const vla_lerobot *ds) {
     if (present == 0)
         return vla_error(VLA_ERR_NOT_FOUND, "%s: data file is missing (episode %lld): none of the %lld episodes' data "
                          "files is present", path, (long long)first_missing, (long long)ds->n_episodes);
-    char list[256];
-    vla_lerobot_present_list(ds, list, sizeof list);
     bool cut = strlen(list) >= sizeof list - 1;
     return vla_error(VLA_ERR_NOT_FOUND, "%s: %lld of %lld %sepisodes have no data file (first: episode %lld, %s): a "
                      "partial download? Download them, or use the %lld present ones with --dataset.episodes=%s%s",
