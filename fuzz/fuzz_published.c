@@ -29,9 +29,7 @@ static vla_param_list specs;
 
 /* The work directory goes when the process ends. */
 static void cleanup(void) {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (dir[0] && system(cmd) != 0) return;
+    if (dir[0] && vla_remove_tree(dir) != VLA_OK) vla_error_clear();
 }
 
 /* The presets beside this source file; a work directory with a shard of

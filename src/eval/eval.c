@@ -514,17 +514,6 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
             memcpy(pols[i]->weights, pm.policy->weights, (size_t)pm.policy->n_weight_floats * sizeof(float));
     }
     if (st == VLA_OK) st = rollout(o, ROLL_POLICY, &pm, pols, npol, N, eps, nkeep, &out->policy);
-    if (st == VLA_OK && nt > 0) { /* hand the actions over */
-        out->traj = calloc((size_t)nt, sizeof *out->traj);
-        if (!out->traj) st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
-        for (int i = 0; st == VLA_OK && i < nt; i++) {
-            size_t bytes = (size_t)eps[i].steps * vla_env_find(o->env)->spec->action_dim * sizeof(double);
-            out->traj[i] = (vla_eval_trajectory){o->seed + (uint64_t)i, eps[i].steps, eps[i].success, malloc(bytes ? bytes : 1)};
-            if (!out->traj[i].actions) st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
-            else if (bytes) memcpy(out->traj[i].actions, eps[i].actions, bytes);
-            out->n_traj = i + 1;
-        }
-    }
     for (int i = 1; i < npol; i++) vla_policy_free(pols[i]);
     if (st != VLA_OK) goto done;
     if (!o->quiet)
@@ -575,6 +564,13 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
     }
 done:
     json_decref(info);
+    if (st == VLA_OK && nt > 0 && !(out->traj = calloc((size_t)nt, sizeof *out->traj)))
+        st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+    for (int i = 0; st == VLA_OK && i < nt; i++) { /* the kept actions change hands: the caller frees them */
+        out->traj[i] = (vla_eval_trajectory){o->seed + (uint64_t)i, eps[i].steps, eps[i].success, eps[i].actions};
+        eps[i].actions = NULL;
+        out->n_traj = i + 1;
+    }
     for (int i = 0; eps && i < N; i++) free(eps[i].actions);
     free(eps);
     vla_pretrained_free(&pm);

@@ -71,7 +71,7 @@ typedef struct {
     uint64_t seed;
     int steps;
     bool success;
-    double *actions;          /* steps × action_dim (malloc'd) */
+    double *actions;          /* steps × action_dim (allocated for the step limit; malloc'd) */
 } vla_eval_trajectory;
 
 typedef struct {

@@ -23,7 +23,11 @@
 #define DEFAULT_TILE_SMALL_HEAD 128
 #define DEFAULT_TILE_LARGE_HEAD 128
 
+/* The backward's form (see the AUTO rule in vla_attention_backward): fused
+ * from this many (sample, kv head) items, or when the tile work is at most
+ * VLA_ATTN_TWO_PASS_WORK (too small for two-pass to pay); shapes alone decide. */
 #define VLA_ATTN_FUSED_MIN_ITEMS 4
+#define VLA_ATTN_TWO_PASS_WORK ((int64_t)1 << 27)
 
 enum { TILE_SKIP = 0, TILE_FULL = 1, TILE_PARTIAL = 2 };
 

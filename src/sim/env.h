@@ -259,6 +259,11 @@ typedef struct {
 vla_status vla_sim_run(const vla_sim_run_opts *opts, vla_sim_run_result *out);
 void vla_sim_run_result_free(vla_sim_run_result *r);
 
+/* Reset `env` to `seed` and execute actions[0..steps) rounded to f32, as a
+ * dataset stores them and as its replay executes them (record.h, relabel.h);
+ * fails if the episode ends before the last of them. */
+vla_status vla_sim_replay_prefix(vla_env *env, uint64_t seed, const double *actions, int steps);
+
 /* Replay recorded actions from a seed, calling fn with each rendered frame
  * (width×height RGB). Used to write videos of runs that happened in parallel:
  * trajectories are deterministic, so the replay is the same episode. */

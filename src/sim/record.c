@@ -21,18 +21,11 @@ static vla_status record_episode(vla_env *env, vla_lr_writer *w, uint64_t seed, 
                                  const double *labels, int steps, int first, int round, int size, uint8_t *pixels,
                                  int64_t *frames, bool *success_out) {
     const vla_env_spec *spec = vla_env_get_spec(env);
-    vla_env_info info;
-    VLA_TRY(vla_env_reset(env, seed, &info));
+    VLA_TRY(vla_sim_replay_prefix(env, seed, actions, first));
     float state[VLA_ENV_MAX_DIM], env_state[VLA_ENV_MAX_DIM], action[VLA_ENV_MAX_DIM];
     float reward, done, success = 0.0f, round_f = (float)round;
     const float *values[7] = {state, env_state, action, &reward, &done, &success, &round_f};
     const uint8_t *images[1] = {pixels};
-    for (int t = 0; t < first; t++) {
-        double a[VLA_ENV_MAX_DIM];
-        for (int i = 0; i < spec->action_dim; i++) a[i] = (float)actions[(size_t)t * spec->action_dim + i];
-        vla_env_step_result r;
-        VLA_TRY(vla_env_step(env, a, &r));
-    }
     for (int t = first; t < steps; t++) {
         vla_env_obs obs = {.type = VLA_OBS_PIXELS_AGENT_POS, .width = size, .height = size, .pixels = pixels};
         VLA_TRY(vla_env_observe(env, &obs));

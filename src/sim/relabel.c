@@ -14,16 +14,10 @@ void vla_sim_branches_free(vla_sim_branch *b, int n) {
 /* One branch at step t: replay the rollout's first t actions, then the expert. */
 static vla_status branch_at(vla_env *env, vla_sim_policy *expert, uint64_t seed, const double *actions, int t,
                             int max_steps, double *buf, int *steps, bool *success) {
-    const vla_env_spec *spec = vla_env_get_spec(env);
-    int A = spec->action_dim;
-    vla_env_info info;
-    VLA_TRY(vla_env_reset(env, seed, &info));
-    vla_env_step_result r = {0};
-    for (int s = 0; s < t; s++) {
-        for (int i = 0; i < A; i++) buf[(size_t)s * A + i] = (float)actions[(size_t)s * A + i]; /* as record replays */
-        VLA_TRY(vla_env_step(env, buf + (size_t)s * A, &r));
-        if (r.terminated) return vla_error(VLA_ERR_INVALID_ARG, "branch at step %d: the episode ended at %d", t, s + 1);
-    }
+    int A = vla_env_get_spec(env)->action_dim;
+    VLA_TRY(vla_sim_replay_prefix(env, seed, actions, t));
+    for (int64_t i = 0; i < (int64_t)t * A; i++) buf[i] = (float)actions[i]; /* the prefix as record replays it */
+    vla_env_step_result r;
     vla_sim_policy_reset(expert, env, seed);
     *success = false;
     int s = t;

@@ -139,6 +139,21 @@ void vla_sim_run_result_free(vla_sim_run_result *r) {
     r->per_episode = NULL;
 }
 
+vla_status vla_sim_replay_prefix(vla_env *env, uint64_t seed, const double *actions, int steps) {
+    int A = vla_env_get_spec(env)->action_dim;
+    VLA_TRY(vla_env_reset(env, seed, NULL));
+    for (int t = 0; t < steps; t++) {
+        double a[VLA_ENV_MAX_DIM];
+        for (int i = 0; i < A; i++) a[i] = (float)actions[(size_t)t * A + i];
+        vla_env_step_result r;
+        VLA_TRY(vla_env_step(env, a, &r));
+        if (r.terminated && t + 1 < steps)
+            return vla_error(VLA_ERR_INVALID_ARG, "replay: the episode of seed %llu ended at step %d of %d",
+                             (unsigned long long)seed, t + 1, steps);
+    }
+    return VLA_OK;
+}
+
 vla_status vla_sim_replay(const char *env_name, uint64_t seed, const double *actions, int steps, int width,
                           int height, vla_render_style style, vla_sim_image_fn fn, void *user) {
     vla_env *env;

@@ -24,11 +24,6 @@ extern int vla_parallel_always;
 /* tiled attention: q-tiles × heads × bq·bk·head_dim (QKᵀ multiply-adds of
  * the tiles, masked or not; 2^22 ≈ 0.1 ms of forward) */
 #define VLA_ATTN_PAR_WORK ((int64_t)1 << 22)
-/* attention backward: tile work above which the two-pass form (more items
- * for a team, each P computed twice) replaces the fused one when a problem
- * has fewer than 16 (sample, kv head) items; a shape rule, so results do not
- * depend on the thread count (nn/attention.c) */
-#define VLA_ATTN_TWO_PASS_WORK ((int64_t)1 << 27)
 #define VLA_PAR_MIN_ATTN (vla_parallel_always ? (int64_t)0 : VLA_ATTN_PAR_WORK)
 
 #endif

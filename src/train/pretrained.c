@@ -138,6 +138,27 @@ static vla_status resolve(const char *path, char *dir, size_t cap) {
     return VLA_OK;
 }
 
+/* config.json's "normalization" object into the state and action normalisers. */
+static vla_status normalizers_from_json(const char *file, const json_t *norm, vla_normalizer *ns, vla_normalizer *na) {
+    char what[VLA_CKPT_PATH_MAX + 160];
+    snprintf(what, sizeof what, "%s: normalization.observation.state", file);
+    VLA_TRY(vla_norm_from_json(what, json_object_get(norm, "observation.state"), ns));
+    snprintf(what, sizeof what, "%s: normalization.action", file);
+    vla_status st = vla_norm_from_json(what, json_object_get(norm, "action"), na);
+    if (st != VLA_OK) vla_normalizer_free(ns);
+    return st;
+}
+
+vla_status vla_pretrained_normalizers(const char *dir, vla_normalizer *ns, vla_normalizer *na) {
+    char file[VLA_CKPT_PATH_MAX + 64];
+    snprintf(file, sizeof file, "%s/config.json", dir);
+    json_t *root;
+    VLA_TRY(vla_json_load_file(file, &root));
+    vla_status st = normalizers_from_json(file, json_object_get(root, "normalization"), ns, na);
+    json_decref(root);
+    return st;
+}
+
 vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrained *out) {
     memset(out, 0, sizeof *out);
     VLA_TRY(resolve(path, out->dir, sizeof out->dir));
@@ -154,12 +175,7 @@ vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrai
         goto done;
     }
     if ((st = vla_policy_config_from_json(file, pc, &cfg)) != VLA_OK) goto done;
-    char what[VLA_CKPT_PATH_MAX + 160];
-    snprintf(what, sizeof what, "%s: normalization.observation.state", file);
-    if ((st = vla_norm_from_json(what, json_object_get(norm, "observation.state"), &out->state_norm)) != VLA_OK)
-        goto done;
-    snprintf(what, sizeof what, "%s: normalization.action", file);
-    if ((st = vla_norm_from_json(what, json_object_get(norm, "action"), &out->action_norm)) != VLA_OK) goto done;
+    if ((st = normalizers_from_json(file, norm, &out->state_norm, &out->action_norm)) != VLA_OK) goto done;
     out->meta.state_width = json_integer_value(json_object_get(feat, "observation.state"));
     out->meta.action_width = json_integer_value(json_object_get(feat, "action"));
     out->meta.cameras = (int)json_integer_value(json_object_get(feat, "cameras"));

@@ -51,6 +51,8 @@ typedef struct {
 } vla_pretrained;
 
 vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrained *out);
+/* Only the normalisers a pretrained_model directory's config.json stores. */
+vla_status vla_pretrained_normalizers(const char *dir, vla_normalizer *state_norm, vla_normalizer *action_norm);
 void vla_pretrained_free(vla_pretrained *pm);
 
 #endif

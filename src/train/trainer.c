@@ -303,20 +303,6 @@ static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
     return VLA_OK;
 }
 
-/* The normalisers a vla.c pretrained_model directory stored (config.json). */
-static vla_status stored_normalizers(const char *dir, vla_normalizer *ns, vla_normalizer *na) {
-    char path[VLA_CKPT_PATH_MAX + 32];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    json_t *root;
-    VLA_TRY(vla_json_load_file(path, &root));
-    json_t *norm = json_object_get(root, "normalization");
-    vla_status st = vla_norm_from_json(path, json_object_get(norm, "observation.state"), ns);
-    if (st == VLA_OK) st = vla_norm_from_json(path, json_object_get(norm, "action"), na);
-    json_decref(root);
-    if (st != VLA_OK) return vla_error_context(st, "--keep_normalization needs a vla.c checkpoint's statistics");
-    return VLA_OK;
-}
-
 /* The samplers (a tracking copy for checkpoints, the loader's source copy),
  * the loader, and what a checkpoint records about the data. */
 static vla_status create_loader(trainer *t) {
@@ -333,7 +319,8 @@ static vla_status create_loader(trainer *t) {
                           .n_obs_steps = o->n_obs_steps, .relative_actions = o->relative_actions};
     vla_normalizer ns = {0}, na = {0};
     if (o->keep_normalization && o->pretrained_path && !o->resume) {
-        VLA_TRY(stored_normalizers(o->pretrained_path, &ns, &na));
+        vla_status nst = vla_pretrained_normalizers(o->pretrained_path, &ns, &na);
+        if (nst != VLA_OK) return vla_error_context(nst, "--keep_normalization needs a vla.c checkpoint's statistics");
         lo.fixed_state_norm = &ns, lo.fixed_action_norm = &na;
     }
     vla_status lst = vla_loader_create(&lo, &t->L);
