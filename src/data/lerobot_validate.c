@@ -151,23 +151,23 @@ typedef struct {
 } finding;
 
 typedef struct {
-    int cam;
-    char path[2048];
-    int64_t frames, errors;
-    finding found[SCAN_MAX_FINDINGS];
-    int n_found;
-    vla_status st;
-    char err[512];
-} scan_job;
-
-typedef struct {
     int64_t frames; /* decoded so far, all files */
     int64_t files_done, n_files;
     double t0, last_print;
     bool on;
 } scan_progress;
 
-static scan_progress g_progress; /* one validate at a time per process prints */
+typedef struct {
+    int cam;
+    char path[2048];
+    int64_t frames, errors;
+    int64_t counted;        /* of frames, added to prog->frames so far */
+    scan_progress *prog;    /* shared by the jobs of one validate */
+    finding found[SCAN_MAX_FINDINGS];
+    int n_found;
+    vla_status st;
+    char err[512];
+} scan_job;
 
 static void on_finding(void *user, double t, const char *what) {
     scan_job *j = user;
@@ -178,8 +178,7 @@ static void on_finding(void *user, double t, const char *what) {
     }
 }
 
-static void print_progress(bool final) {
-    scan_progress *p = &g_progress;
+static void print_progress(scan_progress *p, bool final) {
     double now = vla_now_s();
     if (!p->on || (!final && now - p->last_print < 0.5)) return;
     p->last_print = now;
@@ -191,12 +190,18 @@ static void print_progress(bool final) {
     fflush(stderr);
 }
 
-static void on_frames(void *user, int64_t frames) {
-    (void)user;
-    (void)frames;
+/* Add a job's newly decoded frames to the shared count (`frames` is its total so far). */
+static void count_frames(scan_job *j, int64_t frames) {
+    int64_t add = frames - j->counted;
+    j->counted = frames;
 #pragma omp atomic
-    g_progress.frames += 64;
-    if (omp_get_thread_num() == 0) print_progress(false);
+    j->prog->frames += add;
+}
+
+static void on_frames(void *user, int64_t frames) {
+    scan_job *j = user;
+    count_frames(j, frames);
+    if (omp_get_thread_num() == 0) print_progress(j->prog, false);
 }
 
 /* The distinct video files the episodes use, per camera, that exist
@@ -254,18 +259,18 @@ static void locate(const vla_lerobot *ds, int c, const char *path, double t, cha
 static void check_all_frames(const vla_lerobot *ds, json_t *pr, bool progress) {
     scan_job *jobs = NULL;
     int n = scan_jobs(ds, &jobs);
-    g_progress = (scan_progress){0, 0, n, vla_now_s(), 0, progress};
+    scan_progress prog = {0, 0, n, vla_now_s(), 0, progress};
+    for (int i = 0; i < n; i++) jobs[i].prog = &prog;
 #pragma omp parallel for schedule(dynamic, 1)
     for (int i = 0; i < n; i++) {
         scan_job *j = &jobs[i];
         j->st = vla_video_scan(j->path, SCAN_MAX_FINDINGS, on_finding, j, on_frames, &j->frames, &j->errors);
         if (j->st != VLA_OK) snprintf(j->err, sizeof j->err, "%s", vla_error_message());
+        count_frames(j, j->frames);
 #pragma omp atomic
-        g_progress.frames += j->frames % 64; /* on_frames counted the whole 64s */
-#pragma omp atomic
-        g_progress.files_done++;
+        prog.files_done++;
     }
-    print_progress(true);
+    print_progress(&prog, true);
     for (int i = 0; i < n; i++) { /* in file order, whatever order the threads finished in */
         const scan_job *j = &jobs[i];
         const char *key = ds->features[ds->camera_feature[j->cam]].key;
