@@ -203,13 +203,6 @@ static double torch_peer(const vla_policy_config *cfg, int64_t trainable, int64_
     return vla_cli_peer_number(line, "\"samples_per_s\": ");
 }
 
-static int64_t trainable_count(const vla_policy *p) {
-    int64_t n = 0;
-    for (int64_t i = 0; i < p->specs.n; i++)
-        if (p->params[i].grad) n += p->params[i].spec->numel;
-    return n;
-}
-
 typedef struct {
     double seconds, peak;
     int64_t batch, infer_reps;
@@ -297,7 +290,7 @@ static int bench_one(const char *name, const bench_opts *o) {
     if (st == VLA_OK) st = synth_make(p, (int32_t)o->batch, &s);
     if (st == VLA_OK) st = make_optimizer(p, o->comm, &opt);
     if (st == VLA_OK) st = time_training(p, &s.b, opt, o->seconds, &per_step, &info);
-    if (st == VLA_OK && o->peer) torch_sps = torch_peer(&cfg, trainable_count(p), o->batch, o->nthreads, o->seconds, o->python, why, sizeof why);
+    if (st == VLA_OK && o->peer) torch_sps = torch_peer(&cfg, p->n_grad_floats, o->batch, o->nthreads, o->seconds, o->python, why, sizeof why);
     if (st == VLA_OK) print_train(name, p, o, &s, &info, per_step, torch_sps, why);
     if (st == VLA_OK) st = bench_infer(name, p, o, &s);
     vla_train_opt_free(opt);
