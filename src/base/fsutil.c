@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "base/fsutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <fcntl.h>
@@ -240,4 +241,37 @@ vla_status vla_remove_tree(const char *path) {
     if (nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
         return vla_error(VLA_ERR_IO, "%s: cannot remove: %s", path, strerror(errno));
     return VLA_OK;
+}
+
+vla_status vla_copy_tree(const char *src, const char *dst) {
+    struct stat sb;
+    if (stat(src, &sb) != 0) return vla_error(VLA_ERR_NOT_FOUND, "%s: %s", src, strerror(errno));
+    if (S_ISREG(sb.st_mode)) {
+        char *data;
+        size_t n;
+        VLA_TRY(vla_read_file(src, &data, &n));
+        vla_status st = vla_write_file_atomic(dst, data, n);
+        free(data);
+        return st;
+    }
+    if (!S_ISDIR(sb.st_mode)) return vla_error(VLA_ERR_UNSUPPORTED, "%s: neither a file nor a directory", src);
+    VLA_TRY(vla_mkdirs(dst));
+    DIR *d = opendir(src);
+    if (!d) return vla_error(VLA_ERR_IO, "%s: cannot list: %s", src, strerror(errno));
+    vla_status st = VLA_OK;
+    for (struct dirent *e; st == VLA_OK && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        size_t ls = strlen(src) + strlen(e->d_name) + 2, ld = strlen(dst) + strlen(e->d_name) + 2;
+        char *a = malloc(ls), *b = malloc(ld);
+        if (a && b) {
+            snprintf(a, ls, "%s/%s", src, e->d_name);
+            snprintf(b, ld, "%s/%s", dst, e->d_name);
+            st = vla_copy_tree(a, b);
+        } else {
+            st = vla_error(VLA_ERR_NOMEM, "out of memory");
+        }
+        free(a), free(b);
+    }
+    closedir(d);
+    return st;
 }

@@ -54,6 +54,9 @@ int vla_path_exists(const char *path);
  * absent is fine. */
 vla_status vla_remove_tree(const char *path);
 int vla_is_dir(const char *path);
+/* Copy a file or a directory tree (regular files and directories; each file
+ * written atomically). `dst` is created; files in it are replaced. */
+vla_status vla_copy_tree(const char *src, const char *dst);
 
 /* Fault injection for tests: fail writes once `bytes` more bytes have been
  * written (-1 disables). */

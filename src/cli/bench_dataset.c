@@ -35,7 +35,7 @@ static void fill_frame(uint8_t *rgb, int cam, int64_t t) {
     for (int y = sy; y < sy + 80; y++) memset(rgb + ((size_t)y * W + sx) * 3, 240, 80 * 3);
 }
 
-static vla_status generate(const char *root, int episodes, int ep_len, int cams) {
+vla_status vla_bench_generate_dataset(const char *root, int episodes, int ep_len, int cams) {
     vla_lr_feature_spec f[2 + MAXCAM] = {
         {"observation.state", "float32", 1, {14}, NULL, 0},
         {"action", "float32", 1, {14}, NULL, 0},
@@ -92,7 +92,7 @@ int vla_bench_dataset(int argc, char **argv) {
     if (!root) {
         snprintf(gen, sizeof gen, "%s/vla-bench-dataset-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
         double t0 = vla_now_s();
-        vla_status st = generate(gen, (int)episodes, (int)ep_len, MAXCAM);
+        vla_status st = vla_bench_generate_dataset(gen, (int)episodes, (int)ep_len, MAXCAM);
         if (st != VLA_OK) return vla_cli_fail(st);
         double dt = vla_now_s() - t0;
         printf("{\"bench\":\"dataset\",\"case\":\"write\",\"frames\":%lld,\"cameras\":%d,\"width\":%d,\"height\":%d,\"seconds\":%.3f,"

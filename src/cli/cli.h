@@ -38,6 +38,7 @@ int vla_cmd_sim(int argc, char **argv);
 int vla_cmd_sim_record(int argc, char **argv);
 int vla_cmd_parquet(int argc, char **argv);
 int vla_cmd_dataset(int argc, char **argv);
+int vla_cmd_data(int argc, char **argv);
 int vla_cmd_train(int argc, char **argv);
 int vla_cmd_dagger(int argc, char **argv);
 int vla_cmd_eval(int argc, char **argv);
@@ -53,6 +54,11 @@ int vla_bench_policy(int argc, char **argv);
 int vla_bench_train_dist(int argc, char **argv);
 int vla_bench_threads(int argc, char **argv);
 int vla_bench_attention(int argc, char **argv);
+int vla_bench_shards(int argc, char **argv);
+/* bench_dataset.c: a LeRobot v3.0 dataset of `episodes` × `ep_len` frames,
+ * 14-D state and action, `cams` (≤ 3) cameras of 640×480 AV1 at LeRobot's
+ * settings (moving gradients and a square: not trivially compressible). */
+vla_status vla_bench_generate_dataset(const char *root, int episodes, int ep_len, int cams);
 
 /* Append `s` to the command line in `dst` (capacity cap), single-quoted for
  * sh and followed by a space (benchmarks launching `vla` jobs, under mpirun or not). */

@@ -7,6 +7,7 @@ static const vla_cli_command benches[] = {
     {"train_dist", "`vla train` data-parallel scaling (pi05/groot-tiny): samples/s at 1 and 2 ranks, efficiency", vla_bench_train_dist},
     {"parquet", "Parquet scan rows/s and MB/s on a LeRobot-like file", vla_bench_parquet},
     {"video", "random-access video frames/s, vla.c vs PyAV (LeRobot's seek-then-decode)", vla_bench_video},
+    {"shards", "training shards vs video decoding: prepare frames/s (1 and 2 workers) and sample reads per core (3 x 640x480 AV1 -> 224)", vla_bench_shards},
     {"dataset", "random rows, delta windows and 1-3 cameras' frames through the dataset API (640x480 AV1)", vla_bench_dataset},
     {"sim", "environment steps/s per core (state and 96x96 pixel observations)", vla_bench_sim},
     {"policy", "policy training samples/s, GFLOP/s, MFU and batch-1 action-chunk latency, vs the PyTorch eager peer", vla_bench_policy},

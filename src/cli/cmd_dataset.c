@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "cli/cli.h"
 #include "data/lerobot.h"
+#include "data/shards.h"
 #include "io/video.h"
 
 static void print_json(json_t *j) {
@@ -87,6 +88,10 @@ static json_t *camera_probe(const vla_lerobot *ds, int cam) {
     json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:s,s:s}", "key", f->key, "dtype", f->dtype_name, "height", f->height, "width",
                           f->width_px, "codec", f->codec[0] ? f->codec : (f->dtype == VLA_LR_IMAGE ? "png" : "?"), "pix_fmt",
                           f->pix_fmt[0] ? f->pix_fmt : "?");
+    if (ds->shards) { /* decoded once into the shards: no video to probe */
+        json_object_set_new(o, "stored", json_string("shards"));
+        return o;
+    }
     if (f->dtype != VLA_LR_VIDEO || ds->n_episodes == 0) return o;
     char path[2048];
     vla_video_decoder *d;
@@ -138,7 +143,8 @@ static int cmd_info(int argc, char **argv) {
     int64_t frames = 0, first_missing;
     for (int64_t e = 0; e < ds->n_episodes; e++) frames += ds->episodes[e].length;
     char present_list[256];
-    int64_t present = vla_lerobot_presence(ds, &first_missing, present_list, sizeof present_list);
+    int64_t present = ds->shards ? ds->n_episodes : vla_lerobot_presence(ds, &first_missing, present_list, sizeof present_list);
+    if (ds->shards) present_list[0] = 0;
     json_t *feats = json_array(), *cams = json_array(), *tasks = json_array();
     for (int i = 0; i < ds->n_features; i++) {
         const vla_lr_feature *f = &ds->features[i];
@@ -157,6 +163,7 @@ static int cmd_info(int argc, char **argv) {
         printf("%s\n  version     %s\n  fps         %g\n  robot_type  %s\n  episodes    %lld", ds->root,
                ds->codebase_version, ds->fps, ds->robot_type, (long long)ds->n_episodes);
         if (ds->selected) printf(" selected of %lld", (long long)ds->n_episodes_listed);
+        if (ds->shards) printf(" (a shard set of %lld shards from `vla data prepare`)", (long long)vla_shards_count(ds->shards));
         if (present < ds->n_episodes)
             printf(" (%lld with data files: a partial download; use --dataset.episodes=%s)", (long long)present,
                    present ? present_list : "...");
@@ -180,6 +187,8 @@ static int cmd_info(int argc, char **argv) {
                 printf("  (file: %s %dx%d, %.2f s)\n", json_string_value(json_object_get(file, "codec")),
                        (int)json_integer_value(json_object_get(file, "width")), (int)json_integer_value(json_object_get(file, "height")),
                        json_real_value(json_object_get(file, "duration")));
+            else if (json_object_get(o, "stored"))
+                printf("  (stored decoded in the shards)\n");
             else if (json_object_get(o, "file_error"))
                 printf("  (video: %s)\n", json_string_value(json_object_get(o, "file_error")));
             else

@@ -2,6 +2,7 @@
  * with closed-loop evaluation during training wired in from src/eval. */
 #include "base/fault.h"
 #include "cli/cli.h"
+#include "data/shards.h"
 #include "eval/eval.h"
 #include "train/trainer.h"
 
@@ -70,7 +71,7 @@ static void arm_test_faults(int64_t stop_after, int64_t nan_at, int64_t crash_at
 int vla_cmd_train(int argc, char **argv) {
     vla_train_opts o;
     vla_train_opts_default(&o);
-    const char *env = NULL;
+    const char *env = NULL, *shards = NULL;
     int64_t batch = o.batch_size, steps = o.steps, seed = (int64_t)o.seed, workers = o.num_workers, accum = 1;
     int64_t save_freq = -1, log_freq = o.log_freq, eval_freq = 0, eval_eps = 10, warmup = -1, stop_after = 0,
             nan_at = 0, eval_seed = 100000, threads = 0, crash_at = 0;
@@ -78,6 +79,8 @@ int vla_cmd_train(int argc, char **argv) {
     bool resume = false, skip = false, augment = false, constant = false, quiet = false;
     const vla_flag flags[] = {
         {"dataset.root", VLA_FLAG_STRING, &o.dataset_root, "DIR", "LeRobot dataset (v2.1 or v3.0) to train on"},
+        {"dataset.shards", VLA_FLAG_STRING, &shards, "DIR",
+         "train from a shard set written by `vla data prepare` (frames decoded once; samples equal the direct read)"},
         {"dataset.episodes", VLA_FLAG_STRING, &o.episodes, "LIST",
          "train on these episodes only: 0,3,7 or 2-5 or [1, 2] (LeRobot's name; what a partial download needs)"},
         {"dataset.state_keys", VLA_FLAG_STRING, &o.state_keys, "K1,K2",
@@ -147,8 +150,23 @@ int vla_cmd_train(int argc, char **argv) {
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
+    if (shards && o.dataset_root) {
+        fprintf(stderr, "vla: error: vla train: give --dataset.root or --dataset.shards, not both\n");
+        return 2;
+    }
+    if (shards && strchr(shards, ',')) {
+        fprintf(stderr, "vla: error: vla train: --dataset.shards=%s: one shard set per run (mixtures of several are not built "
+                        "yet)\n", shards);
+        return 2;
+    }
+    if (shards && !vla_shards_is_set(shards)) {
+        fprintf(stderr, "vla: error: vla train: --dataset.shards=%s: no %s there (run `vla data prepare --out=%s`, or let an "
+                        "interrupted one finish)\n", shards, VLA_SHARDS_MANIFEST, shards);
+        return 1;
+    }
+    if (shards) o.dataset_root = shards;
     if (!o.dataset_root) {
-        fprintf(stderr, "vla: error: vla train: --dataset.root=DIR is required\n");
+        fprintf(stderr, "vla: error: vla train: --dataset.root=DIR (or --dataset.shards=DIR) is required\n");
         return 2;
     }
     if (eval_freq > 0 && !env) {

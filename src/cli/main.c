@@ -4,6 +4,7 @@
 
 static const vla_cli_command commands[] = {
     {"bench", "measure kernels and pipelines; prints one JSON object per result", vla_cmd_bench},
+    {"data", "training shards: decode a LeRobot dataset once (vla data prepare; resumable, MPI)", vla_cmd_data},
     {"dataset", "LeRobot datasets (v2.1, v3.0): info, validate, frame, stats, convert", vla_cmd_dataset},
     {"eval", "evaluate a trained policy in closed loop in a simulator (success rate, eval_info.json, videos)", vla_cmd_eval},
     {"parquet", "inspect Parquet files: schema, rows as JSON, full decode check", vla_cmd_parquet},

@@ -119,8 +119,14 @@ typedef struct {
     int64_t n_nonfinite;
 
     json_t *info;           /* meta/info.json as read */
+
+    /* Opened from a shard set (data/shards.h): rows came from the shards and
+     * frames come from their mapped pixels, not from data files and videos. */
+    struct vla_shard_set *shards;
 } vla_lerobot;
 
+/* `root` may also be a shard set written by `vla data prepare` (it holds
+ * manifest.json; data/shards.h): the same dataset, decoded once. */
 vla_status vla_lerobot_open(const char *root, vla_lerobot **out);
 void vla_lerobot_close(vla_lerobot *ds);
 

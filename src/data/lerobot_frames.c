@@ -11,6 +11,7 @@
 
 #include "base/fsutil.h"
 #include "data/lerobot_internal.h"
+#include "data/shards.h"
 #include "io/parquet.h"
 #include "io/video.h"
 
@@ -232,6 +233,10 @@ vla_status vla_lr_reader_sample(vla_lr_reader *r, const int *cams, int n_cams, c
         if (cam < 0 || cam >= ds->n_cameras) return vla_error(VLA_ERR_INVALID_ARG, "%s: camera %d out of range", ds->root, cam);
         const vla_lr_feature *f = &ds->features[ds->camera_feature[cam]];
         int ow = out_w ? out_w : f->width_px, oh = out_h ? out_h : f->height;
+        if (ds->shards) { /* decoded once by `vla data prepare`: the stored bytes */
+            for (int i = 0; i < n; i++) VLA_TRY(vla_shards_frame(ds, cam, rows[i], ow, oh, rgb[j] + (size_t)i * ow * oh * 3));
+            continue;
+        }
         if (f->dtype == VLA_LR_IMAGE) {
             for (int i = 0; i < n; i++) VLA_TRY(image_frame(r, f, rows[i], ow, oh, rgb[j] + (size_t)i * ow * oh * 3));
             continue;

@@ -10,6 +10,7 @@
 #define VLA_DATA_LEROBOT_INTERNAL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,8 @@ typedef struct {
 vla_status vla_lr_format_path(const char *tmpl, const vla_lr_tmpl_vars *v, char *buf, size_t cap);
 
 int vla_lr_is_numeric_dtype(const char *dtype);
+/* lerobot_rows.c: a feature whose values are held per row in memory (numeric, not a camera or a string). */
+bool vla_lr_is_row_feature(const vla_lr_feature *f);
 
 /* ---- shared by the reader files (lerobot_open.c) ---- */
 
@@ -103,6 +106,9 @@ void vla_lr_stats_free(vla_lr_stats *s);
 /* lerobot_rows.c: every data file's numeric columns into memory, checked
  * against info.json and the episode index, non-finite values counted. */
 vla_status vla_lr_load_rows(vla_lerobot *ds, json_t *problems, const char *ep_file);
+/* lerobot_rows.c: (re)allocate every per-row array (numeric features, index
+ * columns, row → episode) for `cap` rows. */
+vla_status vla_lr_alloc_rows(vla_lerobot *ds, int64_t cap);
 /* lerobot_rows.c: a scalar numeric column of all row groups, as double
  * (*out malloc'd, one value per row). */
 vla_status vla_lr_read_col_f64(vla_parquet_file *pq, const char *name, double **out, int64_t *rows);

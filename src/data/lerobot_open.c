@@ -12,6 +12,7 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "data/lerobot_internal.h"
+#include "data/shards.h"
 
 /* ---- helpers shared by the reader files ----------------------------------- */
 
@@ -108,6 +109,7 @@ void vla_lerobot_close(vla_lerobot *ds) {
     for (int i = 0; i < ds->n_stats; i++) vla_lr_stats_free(&ds->stats[i]);
     free(ds->stats);
     json_decref(ds->info);
+    vla_shards_free(ds->shards);
     free(ds->root);
     free(ds->robot_type);
     free(ds->data_path);
@@ -164,13 +166,22 @@ vla_status vla_lr_open_internal(const char *root, json_t *problems, const vla_lr
     if (st == VLA_OK) st = vla_lr_load_stats(ds, problems);
     if (st == VLA_OK) ds->n_episodes_listed = ds->n_episodes;
     for (int64_t e = 0; st == VLA_OK && e < ds->n_episodes; e++) ds->episodes[e].index_from = ds->episodes[e].from;
-    if (st == VLA_OK && opts && opts->episodes) st = vla_lr_apply_selection(ds, opts->episodes, opts->n_episodes);
+    if (st == VLA_OK && vla_shards_is_set(ds->root)) {
+        /* a shard set: its episodes (or the wanted subset of them), rows and frames from the shards */
+        int64_t *eps = NULL, n = 0;
+        bool meta_only = opts && opts->meta_only && !problems;
+        st = vla_shards_attach(ds, opts ? opts->episodes : NULL, opts ? opts->n_episodes : 0, !meta_only, &eps, &n);
+        if (st == VLA_OK) st = vla_lr_apply_selection(ds, eps, n);
+        free(eps);
+    } else if (st == VLA_OK && opts && opts->episodes) {
+        st = vla_lr_apply_selection(ds, opts->episodes, opts->n_episodes);
+    }
     if (st == VLA_OK && opts && opts->meta_only && !problems) {
         ds->meta_only = true;
         *out = ds;
         return VLA_OK;
     }
-    if (st == VLA_OK && !problems) st = vla_lr_check_present(ds);
+    if (st == VLA_OK && !problems && !ds->shards) st = vla_lr_check_present(ds);
     if (st == VLA_OK) st = vla_lr_load_rows(ds, problems, ep_file);
     if (st != VLA_OK) goto fail;
     *out = ds;

@@ -11,6 +11,7 @@
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "data/lerobot_internal.h"
+#include "data/shards.h"
 #include "io/parquet.h"
 #include "io/video.h"
 
@@ -79,15 +80,14 @@ vla_status vla_lr_read_col_f64(vla_parquet_file *pq, const char *name, double **
     return VLA_OK;
 }
 
-static int is_row_feature(const vla_lr_feature *f) {
+bool vla_lr_is_row_feature(const vla_lr_feature *f) {
     return f->dtype != VLA_LR_VIDEO && f->dtype != VLA_LR_IMAGE && f->dtype != VLA_LR_STRING && vla_lr_is_numeric_dtype(f->dtype_name);
 }
 
-/* Grow every per-row array to hold `cap` rows. */
-static vla_status grow_rows(vla_lerobot *ds, int64_t cap) {
+vla_status vla_lr_alloc_rows(vla_lerobot *ds, int64_t cap) {
     for (int i = 0; i < ds->n_features; i++) {
         vla_lr_feature *f = &ds->features[i];
-        if (!is_row_feature(f)) continue;
+        if (!vla_lr_is_row_feature(f)) continue;
         float *v = realloc(f->values, (size_t)(cap * f->width + 1) * sizeof *v);
         if (!v) return vla_error(VLA_ERR_NOMEM, "out of memory for %lld rows of '%s'", (long long)cap, f->key);
         f->values = v;
@@ -113,13 +113,13 @@ static vla_status load_data_file(vla_lerobot *ds, const char *path, int64_t *cap
     if (n < 0 || n > ((int64_t)1 << 34)) st = vla_error(VLA_ERR_FORMAT, "%s: bad row count", path);
     if (st == VLA_OK && ds->n_rows + n > *cap) {
         int64_t nc = *cap * 2 > ds->n_rows + n ? *cap * 2 : ds->n_rows + n;
-        st = grow_rows(ds, nc);
+        st = vla_lr_alloc_rows(ds, nc);
         if (st == VLA_OK) *cap = nc;
     }
     int64_t r0 = ds->n_rows;
     for (int i = 0; st == VLA_OK && i < ds->n_features; i++) {
         vla_lr_feature *f = &ds->features[i];
-        if (!is_row_feature(f)) continue;
+        if (!vla_lr_is_row_feature(f)) continue;
         st = read_numeric(pq, f->key, f->width, f->values + r0 * f->width, NULL, n, &got);
         if (st == VLA_OK && got != n) st = vla_error(VLA_ERR_FORMAT, "%s: column '%s' has %lld rows, file has %lld", path, f->key, (long long)got, (long long)n);
     }
@@ -182,7 +182,7 @@ static void keep_selected_rows(vla_lerobot *ds, int64_t r0) {
 
 static vla_status load_data(vla_lerobot *ds, json_t *problems) {
     int64_t cap = ds->total_frames > 0 ? ds->total_frames : 1024;
-    VLA_TRY(grow_rows(ds, cap));
+    VLA_TRY(vla_lr_alloc_rows(ds, cap));
     /* distinct data files, in order */
     file_key *keys = malloc((size_t)(ds->n_episodes + 1) * sizeof *keys);
     int64_t *first_row = malloc((size_t)(ds->n_episodes + 1) * sizeof *first_row);
@@ -296,7 +296,7 @@ static void count_nonfinite(vla_lerobot *ds) {
 }
 
 vla_status vla_lr_load_rows(vla_lerobot *ds, json_t *problems, const char *ep_file) {
-    VLA_TRY(load_data(ds, problems));
+    VLA_TRY(ds->shards ? vla_shards_load_rows(ds) : load_data(ds, problems));
     VLA_TRY(check_rows(ds, problems, "meta/info.json", ep_file));
     count_nonfinite(ds);
     return VLA_OK;

@@ -319,8 +319,10 @@ vla_status vla_lerobot_validate_opts(const char *root, const vla_lr_open_opts *o
         return st;
     }
     check_rows(ds, problems);
-    check_videos(ds, problems);
-    if (v && v->all_frames) check_all_frames(ds, problems, v->progress);
+    if (!ds->shards) { /* a shard set's frames were checked against their CRCs when it opened */
+        check_videos(ds, problems);
+        if (v && v->all_frames) check_all_frames(ds, problems, v->progress);
+    }
     vla_lerobot_close(ds);
     return VLA_OK;
 }

@@ -529,6 +529,17 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
         if (L->ncam > MAX_CAMS) L->ncam = MAX_CAMS;
         for (int c = 0; c < L->ncam; c++) L->cams[c] = c;
     }
+    for (int c = 0; ds->shards && c < L->ncam; c++) { /* shards hold frames at one size: say so now, not at the first batch */
+        const vla_lr_feature *f = &ds->features[ds->camera_feature[L->cams[c]]];
+        if (f->height != L->img || f->width_px != L->img) {
+            st = vla_error(VLA_ERR_INVALID_ARG,
+                           "%s: camera '%s' is stored at %dx%d in these shards but policy '%s' takes %lldx%lld; prepare them "
+                           "with --image_size=%lld,%lld",
+                           ds->root, f->key, f->width_px, f->height, cfg->name, (long long)L->img, (long long)L->img,
+                           (long long)L->img, (long long)L->img);
+            goto fail;
+        }
+    }
     L->tol_s = opts->tol_s > 0 ? opts->tol_s : 0.5 / (ds->fps > 0 ? ds->fps : 10);
     if ((st = state_norm(L, cfg->norm_state)) != VLA_OK) goto fail;
     if (opts->fixed_state_norm && (st = replace_norm(&L->ns, opts->fixed_state_norm, "state")) != VLA_OK) goto fail;
