@@ -20,7 +20,7 @@ void test_record_reach(const char *root, int episodes, uint64_t seed0, int nan_f
         {"observation.state", "float32", 1, {4}, NULL, 0},
         {"action", "float32", 1, {2}, NULL, 0},
     };
-    vla_lr_writer_opts o = {10, "reach", f, 3, NULL};
+    vla_lr_writer_opts o = {.fps = 10, .robot_type = "reach", .features = f, .n_features = 3};
     vla_lr_writer *w;
     assert_int_equal(vla_lr_writer_open(root, &o, &w), VLA_OK);
     vla_env *env;

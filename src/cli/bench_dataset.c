@@ -42,7 +42,7 @@ vla_status vla_bench_generate_dataset(const char *root, int episodes, int ep_len
     };
     static const char *keys[MAXCAM] = {"observation.images.front", "observation.images.top", "observation.images.wrist"};
     for (int c = 0; c < cams; c++) f[2 + c] = (vla_lr_feature_spec){keys[c], "video", 3, {H, W, 3}, NULL, 0};
-    vla_lr_writer_opts o = {30, "bench_bot", f, 2 + cams, NULL};
+    vla_lr_writer_opts o = {.fps = 30, .robot_type = "bench_bot", .features = f, .n_features = 2 + cams};
     vla_lr_writer *w;
     VLA_TRY(vla_lr_writer_open(root, &o, &w));
     uint8_t *img[MAXCAM];

@@ -262,6 +262,13 @@ typedef struct {
     const vla_lr_feature_spec *features; /* user features; timestamp/frame_index/episode_index/index/task_index are added */
     int n_features;
     const char *video_codec; /* NULL: libsvtav1 (libx264 fallback) */
+    /* Roll-over as LeRobot v3.0 does: the next episode goes to a new file
+     * (file_index + 1; chunk_index + 1 and file_index 0 after chunks_size
+     * files) when the current file plus the episode would reach the size.
+     * Episodes never straddle files. ≤ 0: LeRobot's defaults, 100 MB, 200 MB
+     * and 1000 files per chunk. */
+    double data_files_size_in_mb, video_files_size_in_mb;
+    int chunks_size;
 } vla_lr_writer_opts;
 
 typedef struct vla_lr_writer vla_lr_writer;

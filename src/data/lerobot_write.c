@@ -9,8 +9,15 @@
  * may already be in the camera's mp4: they stay there unreferenced (no
  * episode's from/to covers them), which costs space, not correctness.
  *
- * Simplifications against LeRobot: one data file and one video file per
- * camera (no size-based rollover); stats.json quantiles are exact global
+ * Files roll over by size as LeRobot's do (vla_lr_writer_opts): a data
+ * file when its bytes plus the episode's uncompressed size would reach
+ * data_files_size_in_mb, a camera's mp4 when its encoded bytes plus the
+ * previous episode's would reach video_files_size_in_mb (the episode is
+ * encoded as it arrives, so its own size is not known before it starts;
+ * LeRobot encodes to a temporary file first). The meta/episodes parquet is
+ * one file.
+ *
+ * Simplifications against LeRobot: stats.json quantiles are exact global
  * quantiles rather than LeRobot's per-episode envelope; per-episode image
  * stats are flat lists of 3 values instead of nested 3×1×1 lists. */
 #include <errno.h>
@@ -46,6 +53,8 @@ typedef struct {
     int h, w;
     json_t *names;
     vla_video_writer *vw;
+    int64_t chunk, file;                 /* of the mp4 being written */
+    int64_t ep_start_bytes, last_ep_bytes; /* encoded bytes at the episode's start; the last episode's size */
     double ep_start;
     int ep_started;
     uint64_t hist[3 * 256], ep_hist[3 * 256];
@@ -57,6 +66,8 @@ typedef struct {
     int64_t *task_ids;
     int n_tasks;
     double *from_ts, *to_ts;     /* per camera */
+    int64_t data_chunk, data_file;
+    int64_t *vchunk, *vfile;     /* per camera */
     double *num_stats;           /* per numeric feature: 9 × width, concatenated */
     double *cam_stats;           /* per camera: 9 × 3 */
     int64_t *cam_count;
@@ -76,6 +87,9 @@ struct vla_lr_writer {
     ep_rec *eps;
     int64_t n_eps;
     vla_parquet_writer *data;
+    int64_t data_chunk, data_file; /* of the data parquet being written */
+    double data_mb, video_mb;
+    int chunks_size;
     int64_t stats_width_total;
     char video_codec_used[32];
 };
@@ -126,6 +140,8 @@ static void writer_free(vla_lr_writer *w) {
         free(e->task_ids);
         free(e->from_ts);
         free(e->to_ts);
+        free(e->vchunk);
+        free(e->vfile);
         free(e->num_stats);
         free(e->cam_stats);
         free(e->cam_count);
@@ -158,6 +174,9 @@ vla_status vla_lr_writer_open(const char *root, const vla_lr_writer_opts *opts, 
     w->fps = opts->fps;
     w->robot_type = vla_lr_strdup(opts->robot_type ? opts->robot_type : "unknown");
     w->codec_req = vla_lr_strdup(opts->video_codec);
+    w->data_mb = opts->data_files_size_in_mb > 0 ? opts->data_files_size_in_mb : 100;
+    w->video_mb = opts->video_files_size_in_mb > 0 ? opts->video_files_size_in_mb : 200;
+    w->chunks_size = opts->chunks_size > 0 ? opts->chunks_size : 1000;
     w->num = calloc((size_t)opts->n_features + 5, sizeof *w->num);
     w->cam = calloc((size_t)opts->n_features + 1, sizeof *w->cam);
     vla_status st = w->num && w->cam && w->root && w->tmp ? VLA_OK : vla_error(VLA_ERR_NOMEM, "out of memory");
@@ -221,6 +240,26 @@ static vla_status grow_f(float **p, int64_t n) {
     return VLA_OK;
 }
 
+/* The file after (chunk, file): LeRobot's update_chunk_file_indices. */
+static void next_file(const vla_lr_writer *w, int64_t *chunk, int64_t *file) {
+    if (*file >= w->chunks_size - 1) {
+        *file = 0;
+        ++*chunk;
+    } else {
+        ++*file;
+    }
+}
+
+/* "<tmp>/<dir>/chunk-CCC/file-FFF.<ext>", its directory created. */
+static vla_status chunk_file_path(const vla_lr_writer *w, const char *dir, int64_t chunk, int64_t file, const char *ext, char *p,
+                                  size_t cap) {
+    snprintf(p, cap, "%s/%s/chunk-%03lld", w->tmp, dir, (long long)chunk);
+    VLA_TRY(vla_mkdirs(p));
+    size_t n = strlen(p);
+    snprintf(p + n, cap - n, "/file-%03lld.%s", (long long)file, ext);
+    return VLA_OK;
+}
+
 static int64_t task_id(vla_lr_writer *w, const char *task) {
     for (int64_t i = 0; i < w->n_tasks; i++)
         if (!strcmp(w->tasks[i], task)) return i;
@@ -274,15 +313,24 @@ vla_status vla_lr_writer_add_frame(vla_lr_writer *w, const char *task, const flo
     for (int c = 0; c < w->n_cam; c++) {
         cam_feat *cf = &w->cam[c];
         if (!images || !images[c]) return vla_error(VLA_ERR_INVALID_ARG, "add_frame: no image for '%s'", cf->key);
+        if (!cf->ep_started && cf->vw &&
+            (double)(vla_video_writer_bytes(cf->vw) + cf->last_ep_bytes) >= w->video_mb * 1048576.0) {
+            vla_status st = vla_video_writer_close(cf->vw); /* full: this episode starts the next file */
+            cf->vw = NULL;
+            VLA_TRY(st);
+            next_file(w, &cf->chunk, &cf->file);
+        }
         if (!cf->vw) {
-            char p[4200];
-            snprintf(p, sizeof p, "%s/videos/%s/chunk-000/file-000.mp4", w->tmp, cf->key);
+            char p[4200], dir[1100];
+            snprintf(dir, sizeof dir, "videos/%s", cf->key);
+            VLA_TRY(chunk_file_path(w, dir, cf->chunk, cf->file, "mp4", p, sizeof p));
             vla_video_writer_opts vo = {cf->w, cf->h, w->fps, w->codec_req, -1, -1};
             VLA_TRY(vla_video_writer_open(p, &vo, &cf->vw));
             snprintf(w->video_codec_used, sizeof w->video_codec_used, "%s", vla_video_writer_codec(cf->vw));
         }
         if (!cf->ep_started) {
             cf->ep_start = vla_video_writer_time(cf->vw);
+            cf->ep_start_bytes = vla_video_writer_bytes(cf->vw);
             cf->ep_started = 1;
         }
         VLA_TRY(vla_video_writer_add_rgb(cf->vw, images[c], cf->w * 3));
@@ -340,6 +388,14 @@ static int is_list(const num_feat *f) { return f->width > 1 || f->ndim > 1; }
 static vla_status write_data_row_group(vla_lr_writer *w) {
     int64_t n = w->ep_frames;
     vla_status st = VLA_OK;
+    double ep_bytes = 0; /* uncompressed: the file can only come out smaller */
+    for (int i = 0; i < w->n_num; i++) ep_bytes += (double)(n * w->num[i].width) * (w->num[i].kind == K_F32 ? 4 : w->num[i].kind == K_BOOL ? 1 : 8);
+    if (w->data && (double)vla_parquet_writer_bytes(w->data) + ep_bytes >= w->data_mb * 1048576.0) {
+        st = vla_parquet_writer_close(w->data); /* full: this episode starts the next file */
+        w->data = NULL;
+        VLA_TRY(st);
+        next_file(w, &w->data_chunk, &w->data_file);
+    }
     if (!w->data) {
         vla_parquet_field *fields = calloc((size_t)w->n_num, sizeof *fields);
         if (!fields) return vla_error(VLA_ERR_NOMEM, "out of memory");
@@ -350,9 +406,9 @@ static vla_status write_data_row_group(vla_lr_writer *w) {
             fields[i].nullable = 0;
         }
         char p[4200];
-        snprintf(p, sizeof p, "%s/data/chunk-000/file-000.parquet", w->tmp);
         vla_parquet_write_options o = vla_parquet_write_defaults();
-        st = vla_parquet_writer_open(p, fields, w->n_num, &o, &w->data);
+        st = chunk_file_path(w, "data", w->data_chunk, w->data_file, "parquet", p, sizeof p);
+        if (st == VLA_OK) st = vla_parquet_writer_open(p, fields, w->n_num, &o, &w->data);
         free(fields);
         if (st != VLA_OK) return st;
         char *hf = hf_metadata(w);
@@ -423,10 +479,14 @@ vla_status vla_lr_writer_save_episode(vla_lr_writer *w) {
     e->cam_count = calloc((size_t)w->n_cam + 1, sizeof *e->cam_count);
     e->from_ts = calloc((size_t)w->n_cam + 1, sizeof(double));
     e->to_ts = calloc((size_t)w->n_cam + 1, sizeof(double));
+    e->vchunk = calloc((size_t)w->n_cam + 1, sizeof(int64_t));
+    e->vfile = calloc((size_t)w->n_cam + 1, sizeof(int64_t));
+    e->data_chunk = w->data_chunk, e->data_file = w->data_file;
     e->task_ids = malloc((size_t)n * sizeof *e->task_ids);
     float *scratch = malloc((size_t)n * sizeof *scratch);
     w->n_eps++; /* owned by w from here, freed with it */
-    if (!e->num_stats || !e->cam_stats || !e->cam_count || !e->from_ts || !e->to_ts || !e->task_ids || !scratch) {
+    if (!e->num_stats || !e->cam_stats || !e->cam_count || !e->from_ts || !e->to_ts || !e->vchunk || !e->vfile || !e->task_ids ||
+        !scratch) {
         free(scratch);
         return vla_error(VLA_ERR_NOMEM, "out of memory");
     }
@@ -453,6 +513,8 @@ vla_status vla_lr_writer_save_episode(vla_lr_writer *w) {
         cam_feat *cf = &w->cam[c];
         e->from_ts[c] = cf->ep_start;
         e->to_ts[c] = vla_video_writer_time(cf->vw);
+        e->vchunk[c] = cf->chunk, e->vfile[c] = cf->file;
+        cf->last_ep_bytes = vla_video_writer_bytes(cf->vw) - cf->ep_start_bytes;
         vla_lr_hist_stats(cf->ep_hist, cf->ep_hist_n, e->cam_stats + (size_t)c * 3 * VLA_LR_NSTAT);
         e->cam_count[c] = cf->ep_frames;
         for (int k = 0; k < 3 * 256; k++) cf->hist[k] += cf->ep_hist[k];
@@ -472,6 +534,9 @@ static const char *codec_short(const char *enc) {
     if (!strcmp(enc, "libx265")) return "hevc";
     return enc;
 }
+
+/* LeRobot writes the sizes as integers; a fraction (tests) stays a number. */
+static json_t *mb_json(double mb) { return mb == floor(mb) ? json_integer((json_int_t)mb) : json_real(mb); }
 
 static vla_status write_info(vla_lr_writer *w) {
     json_t *feats = json_object();
@@ -494,10 +559,10 @@ static vla_status write_info(vla_lr_writer *w) {
     }
     char split[64];
     snprintf(split, sizeof split, "0:%lld", (long long)w->n_eps);
-    json_t *info = json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:i,s:i,s:i,s:{s:s},s:s,s:o,s:o}", "codebase_version", "v3.0", "robot_type",
+    json_t *info = json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:o,s:o,s:i,s:{s:s},s:s,s:o,s:o}", "codebase_version", "v3.0", "robot_type",
                              w->robot_type, "total_episodes", (json_int_t)w->n_eps, "total_frames", (json_int_t)w->all_rows,
-                             "total_tasks", (json_int_t)w->n_tasks, "chunks_size", 1000, "data_files_size_in_mb", 100,
-                             "video_files_size_in_mb", 200, "fps", w->fps, "splits", "train", split, "data_path",
+                             "total_tasks", (json_int_t)w->n_tasks, "chunks_size", w->chunks_size, "data_files_size_in_mb",
+                             mb_json(w->data_mb), "video_files_size_in_mb", mb_json(w->video_mb), "fps", w->fps, "splits", "train", split, "data_path",
                              "data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet", "video_path",
                              w->n_cam ? json_string("videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4") : json_null(),
                              "features", feats);
@@ -650,19 +715,20 @@ static vla_status write_episodes(vla_lr_writer *w) {
         }
     }
     if (st == VLA_OK) st = col_add(&s, "tasks", VLA_PQW_STRING, 1, NULL, loff, boff, bytes);
-    struct { const char *name; int what; } ints[] = {{"length", 0}, {"data/chunk_index", 1}, {"data/file_index", 1},
-                                                      {"dataset_from_index", 2}, {"dataset_to_index", 3}};
+    const char *ints[] = {"length", "data/chunk_index", "data/file_index", "dataset_from_index", "dataset_to_index"};
     for (int k = 0; st == VLA_OK && k < 5; k++) {
         v = i64col(&s, n);
-        for (int64_t i = 0; v && i < n; i++)
-            v[i] = ints[k].what == 0 ? w->eps[i].length : ints[k].what == 1 ? 0 : ints[k].what == 2 ? w->eps[i].from : w->eps[i].to;
-        st = col_add(&s, ints[k].name, VLA_PQW_INT64, 0, v, NULL, NULL, NULL);
+        for (int64_t i = 0; v && i < n; i++) {
+            const ep_rec *e = &w->eps[i];
+            v[i] = k == 0 ? e->length : k == 1 ? e->data_chunk : k == 2 ? e->data_file : k == 3 ? e->from : e->to;
+        }
+        st = col_add(&s, ints[k], VLA_PQW_INT64, 0, v, NULL, NULL, NULL);
     }
     char name[1024];
     for (int c = 0; st == VLA_OK && c < w->n_cam; c++) {
         for (int k = 0; st == VLA_OK && k < 2; k++) {
             v = i64col(&s, n);
-            for (int64_t i = 0; v && i < n; i++) v[i] = 0;
+            for (int64_t i = 0; v && i < n; i++) v[i] = k ? w->eps[i].vfile[c] : w->eps[i].vchunk[c];
             snprintf(name, sizeof name, "videos/%s/%s", w->cam[c].key, k ? "file_index" : "chunk_index");
             st = col_add(&s, name, VLA_PQW_INT64, 0, v, NULL, NULL, NULL);
         }
@@ -809,7 +875,7 @@ vla_status vla_lerobot_convert_opts(const char *src_root, const vla_lr_open_opts
     }
     vla_lr_writer *w = NULL;
     if (st == VLA_OK) {
-        vla_lr_writer_opts o = {(int)lround(ds->fps), ds->robot_type, specs, ns, video_codec};
+        vla_lr_writer_opts o = {.fps = (int)lround(ds->fps), .robot_type = ds->robot_type, .features = specs, .n_features = ns, .video_codec = video_codec};
         if (fabs(ds->fps - lround(ds->fps)) > 1e-9) st = vla_error(VLA_ERR_UNSUPPORTED, "%s: fractional fps %g", src_root, ds->fps);
         else st = vla_lr_writer_open(dst_root, &o, &w);
     }

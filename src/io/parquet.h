@@ -234,6 +234,8 @@ vla_status vla_parquet_writer_add_kv(vla_parquet_writer *w, const char *key, con
 vla_status vla_parquet_writer_write_row_group(vla_parquet_writer *w, int64_t num_rows,
                                               const vla_parquet_wcolumn *cols);
 /* Footer + atomic commit. Frees the writer either way. */
+/* Bytes written so far (row groups; the footer comes at close). */
+int64_t vla_parquet_writer_bytes(const vla_parquet_writer *w);
 vla_status vla_parquet_writer_close(vla_parquet_writer *w);
 /* Discard the partial file; the target is untouched. Frees the writer. */
 void vla_parquet_writer_abort(vla_parquet_writer *w);

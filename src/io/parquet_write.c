@@ -689,6 +689,8 @@ static void write_column_meta(vla_parquet_writer *w, vla_thrift_writer *t, int i
     vla_thrift_w_struct_end(t);
 }
 
+int64_t vla_parquet_writer_bytes(const vla_parquet_writer *w) { return w->pos; }
+
 vla_status vla_parquet_writer_close(vla_parquet_writer *w) {
     if (w->failed) {
         vla_status st = vla_error(VLA_ERR_INVALID_ARG, "%s: not written: an earlier row group failed", w->path);

@@ -34,6 +34,7 @@ typedef struct { int width, height, fps; const char *codec; /* NULL: libsvtav1, 
 vla_status vla_video_writer_open(const char *path, const vla_video_writer_opts *opts, vla_video_writer **out); /* writes to a temp file; renamed into place on close */
 vla_status vla_video_writer_add_rgb(vla_video_writer *w, const uint8_t *rgb, int stride_bytes); /* one RGB24 frame */
 double vla_video_writer_time(const vla_video_writer *w); /* seconds of video written so far (for from/to timestamps of concatenated episodes) */
+int64_t vla_video_writer_bytes(const vla_video_writer *w); /* encoded bytes so far (the encoder may still hold a few frames) */
 vla_status vla_video_writer_close(vla_video_writer *w); /* flush, trailer, fsync, atomic rename; frees w */
 void vla_video_writer_abort(vla_video_writer *w); /* discard, remove temp; frees w */
 

@@ -33,6 +33,7 @@ struct vla_video_writer {
     AVPacket *pkt;
     int width, height, fps;
     int64_t nframes;
+    int64_t packet_bytes; /* encoded bytes handed to the muxer so far */
     int io_open;
     int flushed; /* the encoder has been sent end-of-stream */
     char codec[32];
@@ -83,6 +84,7 @@ void vla_video_writer_abort(vla_video_writer *w) {
 const char *vla_video_writer_codec(const vla_video_writer *w) { return w->codec; }
 
 double vla_video_writer_time(const vla_video_writer *w) { return (double)w->nframes / (double)w->fps; }
+int64_t vla_video_writer_bytes(const vla_video_writer *w) { return w->packet_bytes; }
 
 /* Open the encoder `name`; returns VLA_ERR_UNSUPPORTED (no message needed by
  * the caller for a fallback) when it is absent or refuses the settings. */
@@ -235,6 +237,7 @@ static vla_status encode(vla_video_writer *w, const AVFrame *f) {
         if (r < 0) return vla_error(VLA_ERR_INTERNAL, "%s: %s encoding failed: %s", w->path, w->codec, av_err2str(r));
         av_packet_rescale_ts(w->pkt, w->cc->time_base, w->st->time_base);
         w->pkt->stream_index = w->st->index;
+        w->packet_bytes += w->pkt->size;
         r = av_interleaved_write_frame(w->oc, w->pkt);
         av_packet_unref(w->pkt);
         if (r < 0) return vla_error(VLA_ERR_IO, "%s: writing a packet failed: %s", w->tmp, av_err2str(r));

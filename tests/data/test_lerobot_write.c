@@ -46,7 +46,7 @@ static float st_val(int64_t g, int k) { return (float)sin(0.1 * g + k); }
 /* Write a v3.0 dataset: action[2], observation.state[3], reward (scalar),
  * done (bool), two 64×64 cameras; 3 episodes, the 2nd with both tasks;
  * one discarded episode in between whose frames stay unreferenced. */
-static void write_v3(const char *root, int nan_row) {
+static void write_v3(const char *root, int nan_row, const vla_lr_writer_opts *roll) {
     const char *an[] = {"x", "y"};
     vla_lr_feature_spec f[] = {
         {"action", "float32", 1, {2}, an, 2},
@@ -56,7 +56,11 @@ static void write_v3(const char *root, int nan_row) {
         {"observation.images.a", "video", 3, {S, S, 3}, NULL, 0},
         {"observation.images.b", "video", 3, {S, S, 3}, NULL, 0},
     };
-    vla_lr_writer_opts o = {10, "test_bot", f, 6, NULL};
+    vla_lr_writer_opts o = {.fps = 10, .robot_type = "test_bot", .features = f, .n_features = 6};
+    if (roll) { /* roll-over sizes and the codec of test_roll_over */
+        o.data_files_size_in_mb = roll->data_files_size_in_mb, o.video_files_size_in_mb = roll->video_files_size_in_mb;
+        o.chunks_size = roll->chunks_size, o.video_codec = roll->video_codec;
+    }
     vla_lr_writer *w;
     assert_int_equal(vla_lr_writer_open(root, &o, &w), VLA_OK);
     uint8_t img[2][S * S * 3];
@@ -109,7 +113,7 @@ static int validate_count(const char *root, json_t **problems_out) {
 static void test_round_trip(void **state) {
     (void)state;
     const char *root = test_tmp_path("rt");
-    write_v3(root, -1);
+    write_v3(root, -1, NULL);
     char p[4096];
     snprintf(p, sizeof p, "%s.partial-%d", root, (int)getpid());
     assert_false(vla_path_exists(p));
@@ -269,7 +273,7 @@ static void test_round_trip(void **state) {
     assert_int_equal(test_run(cmd, out, sizeof out), 0);
     /* the writer refuses an existing root */
     vla_lr_feature_spec f1 = {"x", "float32", 1, {1}, NULL, 0};
-    vla_lr_writer_opts o = {10, NULL, &f1, 1, NULL};
+    vla_lr_writer_opts o = {.fps = 10, .features = &f1, .n_features = 1};
     vla_lr_writer *w;
     assert_int_not_equal(vla_lr_writer_open(root, &o, &w), VLA_OK);
 }
@@ -528,7 +532,7 @@ static void test_partial_download(void **state) {
 static void test_image_feature(void **state) {
     (void)state;
     const char *src = test_tmp_path("img-src");
-    write_v3(src, -1);
+    write_v3(src, -1, NULL);
     const char *root = test_tmp_path("img");
     char p[4096], cmd[16384], out[4096];
     snprintf(p, sizeof p, "%s/meta", root);
@@ -613,7 +617,7 @@ static void test_corruptions(void **state) {
     (void)state;
     char p[4096], cmd[8192], out[1024];
     const char *base = test_tmp_path("good");
-    write_v3(base, -1);
+    write_v3(base, -1, NULL);
     json_t *probs;
 
     /* truncated info.json */
@@ -658,7 +662,7 @@ static void test_corruptions(void **state) {
 
     /* NaN in action */
     const char *t4 = test_tmp_path("nan");
-    write_v3(t4, 9);
+    write_v3(t4, 9, NULL);
     assert_int_equal(vla_lerobot_open(t4, &ds), VLA_OK); /* opens, but says so */
     assert_int_equal(ds->n_nonfinite, 1);
     vla_lerobot_close(ds);
@@ -696,9 +700,77 @@ static void test_corruptions(void **state) {
     assert_int_equal(test_run(cmd, out, sizeof out), 2);
 }
 
+/* Files roll over by size as LeRobot's do: with tiny limits and 2 files per
+ * chunk every episode starts a new data file (chunk-000/file-000, file-001,
+ * chunk-001/file-000) and the cameras' mp4s roll over too; DuckDB reads the
+ * episodes metadata and each data file, and vla.c reads every value and
+ * frame back, validate clean. mpeg4 emits a packet per frame, so the video
+ * sizes are known as frames arrive (AV1 encoders hold frames back). */
+static void test_roll_over(void **state) {
+    (void)state;
+    const char *root = test_tmp_path("roll");
+    vla_lr_writer_opts roll = {.data_files_size_in_mb = 1e-4, .video_files_size_in_mb = 1e-5, .chunks_size = 2, .video_codec = "mpeg4"};
+    write_v3(root, -1, &roll);
+    char p[4096];
+    snprintf(p, sizeof p, "%s/meta/episodes/chunk-000/file-000.parquet", root);
+    json_t *dd = oracle_read(p), *rows_j = json_object_get(dd, "rows");
+    assert_int_equal(json_array_size(rows_j), 3);
+    int64_t from = 0, video_files = 1, prev_file = 0, prev_chunk = 0;
+    for (int e = 0; e < 3; e++) {
+        json_t *o = json_array_get(rows_j, (size_t)e);
+        int64_t dc = (int64_t)num(json_object_get(o, "data/chunk_index")), df = (int64_t)num(json_object_get(o, "data/file_index"));
+        assert_int_equal(dc, e / 2);
+        assert_int_equal(df, e % 2);
+        int64_t vc = (int64_t)num(json_object_get(o, "videos/observation.images.b/chunk_index"));
+        int64_t vf = (int64_t)num(json_object_get(o, "videos/observation.images.b/file_index"));
+        if (e > 0 && (vc != prev_chunk || vf != prev_file)) {
+            video_files++;
+            /* a new file starts at its first frame */
+            assert_true(num(json_object_get(o, "videos/observation.images.b/from_timestamp")) == 0);
+        }
+        prev_chunk = vc, prev_file = vf;
+        /* the data file DuckDB reads holds exactly this episode's rows */
+        snprintf(p, sizeof p, "%s/data/chunk-%03lld/file-%03lld.parquet", root, (long long)dc, (long long)df);
+        json_t *dr = oracle_read(p), *rr = json_object_get(dr, "rows");
+        assert_int_equal(json_array_size(rr), EP_LEN[e]);
+        for (size_t i = 0; i < json_array_size(rr); i++) {
+            assert_int_equal((int64_t)num(json_object_get(json_array_get(rr, i), "episode_index")), e);
+            assert_int_equal((int64_t)num(json_object_get(json_array_get(rr, i), "index")), from + (int64_t)i);
+        }
+        from += EP_LEN[e];
+        json_decref(dr);
+    }
+    json_decref(dd);
+    assert_true(video_files >= 2);
+    /* read back by vla.c: every value and frame, validate clean */
+    vla_lerobot *ds;
+    if (vla_lerobot_open(root, &ds) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(ds->n_rows, 16);
+    const vla_lr_feature *a = vla_lerobot_feature(ds, "action");
+    for (int64_t g = 0; g < 16; g++) assert_true(a->values[g * 2] == act_val(g, 0) && a->values[g * 2 + 1] == act_val(g, 1));
+    vla_lr_reader *rd;
+    assert_int_equal(vla_lr_reader_open(ds, &rd), VLA_OK);
+    uint8_t got[S * S * 3], want[S * S * 3];
+    double worst = 99;
+    for (int c = 0; c < 2; c++)
+        for (int64_t row = 0; row < ds->n_rows; row++) {
+            if (vla_lr_reader_frame(rd, c, row, 0, 0, 0, got) != VLA_OK) fail_msg("row %lld: %s", (long long)row, vla_error_message());
+            make_frame(want, c, row);
+            double q = psnr(got, want, sizeof want);
+            if (q < worst) worst = q;
+        }
+    assert_true(worst > 25);
+    vla_lr_reader_close(rd);
+    json_t *info = json_object_get(ds->info, "chunks_size");
+    assert_int_equal(json_integer_value(info), 2);
+    vla_lerobot_close(ds);
+    assert_int_equal(validate_count(root, NULL), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_roll_over),
         cmocka_unit_test(test_v21_open_and_convert),
         cmocka_unit_test(test_partial_download),
         cmocka_unit_test(test_image_feature),
