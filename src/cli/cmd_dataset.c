@@ -443,11 +443,15 @@ static int cmd_stats(int argc, char **argv) {
 
 static int cmd_convert(int argc, char **argv) {
     const char *codec = NULL, *episodes = NULL;
-    const vla_flag flags[] = {{"vcodec", VLA_FLAG_STRING, &codec, "NAME", "video encoder (default libsvtav1, libx264 fallback)"},
+    const vla_flag flags[] = {{"vcodec", VLA_FLAG_STRING, &codec, "NAME",
+                               "re-encode the videos with this encoder (e.g. libsvtav1, libx264); default: copy the "
+                               "compressed packets where they can be cut by episode, else re-encode with libsvtav1"},
                               EPISODES_FLAG(episodes)};
     const vla_command_spec spec = {"vla dataset convert", "SRC DST", "Write a LeRobot dataset (v2.1 or v3.0) as v3.0.",
-                                   "DST must not exist; it appears complete or not at all. Video frames are decoded and "
-                                   "re-encoded with LeRobot's defaults.",
+                                   "DST must not exist; it appears complete or not at all. Videos are remuxed (packets "
+                                   "copied, as LeRobot's converter does) unless an episode does not start on a keyframe, "
+                                   "the stream has B-frames, or --vcodec asks for a re-encode; data and video files roll "
+                                   "over at LeRobot's default sizes.",
                                    flags, 2, 2, 2};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);

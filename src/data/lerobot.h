@@ -269,6 +269,11 @@ typedef struct {
      * and 1000 files per chunk. */
     double data_files_size_in_mb, video_files_size_in_mb;
     int chunks_size;
+    /* Cameras are filled with compressed packets copied from existing files
+     * (vla_lr_writer_copy_video, once per camera and episode) instead of
+     * encoding: the images given to add_frame then only feed the image
+     * statistics. */
+    bool copy_video;
 } vla_lr_writer_opts;
 
 typedef struct vla_lr_writer vla_lr_writer;
@@ -280,6 +285,11 @@ vla_status vla_lr_writer_open(const char *root, const vla_lr_writer_opts *opts, 
  * as 0/1), images[j] for the j-th video feature (RGB24, tightly packed). */
 vla_status vla_lr_writer_add_frame(vla_lr_writer *w, const char *task, const float *const *values,
                                    const uint8_t *const *images);
+/* Copy mode: camera `camera`'s frames of this episode are the packets of
+ * `source` in [from_s, to_s) (vla_video_writer_copy; VLA_ERR_UNSUPPORTED
+ * when they cannot be cut there); they must be as many as the episode's
+ * rows by save_episode. */
+vla_status vla_lr_writer_copy_video(vla_lr_writer *w, int camera, const char *source, double from_s, double to_s);
 vla_status vla_lr_writer_save_episode(vla_lr_writer *w);
 void vla_lr_writer_discard_episode(vla_lr_writer *w);
 int64_t vla_lr_writer_num_episodes(const vla_lr_writer *w);
@@ -288,8 +298,13 @@ vla_status vla_lr_writer_close(vla_lr_writer *w);
 void vla_lr_writer_abort(vla_lr_writer *w);
 
 /* Rewrite any readable dataset (v2.1 or v3.0) as v3.0 at `dst` (absent):
- * rows, tasks and episodes as they are; video frames decoded and re-encoded
- * with the writer's defaults (LeRobot's converter remuxes instead). */
+ * rows, tasks and episodes as they are. Videos: with video_codec NULL the
+ * compressed packets are copied, as LeRobot's converter remuxes (frames are
+ * still decoded once, for the image statistics); where they cannot be cut
+ * by episode (an episode not starting on a keyframe, B-frames, cameras whose
+ * files differ in stream) everything is re-encoded with the writer's
+ * defaults instead, with an info line saying why. A codec named: re-encoded
+ * with it. Files roll over by LeRobot's default sizes. */
 vla_status vla_lerobot_convert(const char *src_root, const char *dst_root, const char *video_codec);
 /* The same over a selection of episodes (episodes renumbered 0..n-1, as
  * LeRobot writes a subset). */

@@ -55,6 +55,7 @@ typedef struct {
     vla_video_writer *vw;
     int64_t chunk, file;                 /* of the mp4 being written */
     int64_t ep_start_bytes, last_ep_bytes; /* encoded bytes at the episode's start; the last episode's size */
+    int64_t ep_copied;                   /* copy mode: frames copied for this episode */
     double ep_start;
     int ep_started;
     uint64_t hist[3 * 256], ep_hist[3 * 256];
@@ -90,6 +91,7 @@ struct vla_lr_writer {
     int64_t data_chunk, data_file; /* of the data parquet being written */
     double data_mb, video_mb;
     int chunks_size;
+    bool copy_video;
     int64_t stats_width_total;
     char video_codec_used[32];
 };
@@ -177,6 +179,7 @@ vla_status vla_lr_writer_open(const char *root, const vla_lr_writer_opts *opts, 
     w->data_mb = opts->data_files_size_in_mb > 0 ? opts->data_files_size_in_mb : 100;
     w->video_mb = opts->video_files_size_in_mb > 0 ? opts->video_files_size_in_mb : 200;
     w->chunks_size = opts->chunks_size > 0 ? opts->chunks_size : 1000;
+    w->copy_video = opts->copy_video;
     w->num = calloc((size_t)opts->n_features + 5, sizeof *w->num);
     w->cam = calloc((size_t)opts->n_features + 1, sizeof *w->cam);
     vla_status st = w->num && w->cam && w->root && w->tmp ? VLA_OK : vla_error(VLA_ERR_NOMEM, "out of memory");
@@ -260,6 +263,18 @@ static vla_status chunk_file_path(const vla_lr_writer *w, const char *dir, int64
     return VLA_OK;
 }
 
+/* The camera's file for an episode that starts now: the next one when the
+ * current file plus an episode like the last would reach the size. */
+static vla_status roll_video(vla_lr_writer *w, cam_feat *cf) {
+    if (cf->vw && (double)(vla_video_writer_bytes(cf->vw) + cf->last_ep_bytes) >= w->video_mb * 1048576.0) {
+        vla_status st = vla_video_writer_close(cf->vw);
+        cf->vw = NULL;
+        VLA_TRY(st);
+        next_file(w, &cf->chunk, &cf->file);
+    }
+    return VLA_OK;
+}
+
 static int64_t task_id(vla_lr_writer *w, const char *task) {
     for (int64_t i = 0; i < w->n_tasks; i++)
         if (!strcmp(w->tasks[i], task)) return i;
@@ -313,13 +328,12 @@ vla_status vla_lr_writer_add_frame(vla_lr_writer *w, const char *task, const flo
     for (int c = 0; c < w->n_cam; c++) {
         cam_feat *cf = &w->cam[c];
         if (!images || !images[c]) return vla_error(VLA_ERR_INVALID_ARG, "add_frame: no image for '%s'", cf->key);
-        if (!cf->ep_started && cf->vw &&
-            (double)(vla_video_writer_bytes(cf->vw) + cf->last_ep_bytes) >= w->video_mb * 1048576.0) {
-            vla_status st = vla_video_writer_close(cf->vw); /* full: this episode starts the next file */
-            cf->vw = NULL;
-            VLA_TRY(st);
-            next_file(w, &cf->chunk, &cf->file);
+        if (w->copy_video) { /* the frames come from vla_lr_writer_copy_video; this one feeds the stats */
+            hist_add(cf, images[c]);
+            cf->ep_frames++;
+            continue;
         }
+        if (!cf->ep_started) VLA_TRY(roll_video(w, cf));
         if (!cf->vw) {
             char p[4200], dir[1100];
             snprintf(dir, sizeof dir, "videos/%s", cf->key);
@@ -342,9 +356,29 @@ vla_status vla_lr_writer_add_frame(vla_lr_writer *w, const char *task, const flo
     return VLA_OK;
 }
 
+vla_status vla_lr_writer_copy_video(vla_lr_writer *w, int camera, const char *source, double from_s, double to_s) {
+    if (!w->copy_video) return vla_error(VLA_ERR_INVALID_ARG, "copy_video: the writer was not opened to copy video");
+    if (camera < 0 || camera >= w->n_cam) return vla_error(VLA_ERR_INVALID_ARG, "copy_video: camera %d out of range", camera);
+    cam_feat *cf = &w->cam[camera];
+    if (cf->ep_started) return vla_error(VLA_ERR_INVALID_ARG, "copy_video: camera '%s' already has this episode's video", cf->key);
+    VLA_TRY(roll_video(w, cf));
+    if (!cf->vw) {
+        char p[4200], dir[1100];
+        snprintf(dir, sizeof dir, "videos/%s", cf->key);
+        VLA_TRY(chunk_file_path(w, dir, cf->chunk, cf->file, "mp4", p, sizeof p));
+        VLA_TRY(vla_video_writer_open_copy(p, source, w->fps, &cf->vw));
+        snprintf(w->video_codec_used, sizeof w->video_codec_used, "%s", vla_video_writer_codec(cf->vw));
+    }
+    cf->ep_start = vla_video_writer_time(cf->vw);
+    cf->ep_start_bytes = vla_video_writer_bytes(cf->vw);
+    cf->ep_started = 1;
+    return vla_video_writer_copy(cf->vw, source, from_s, to_s, &cf->ep_copied);
+}
+
 void vla_lr_writer_discard_episode(vla_lr_writer *w) {
     w->ep_frames = 0;
     for (int c = 0; c < w->n_cam; c++) {
+        w->cam[c].ep_copied = 0;
         w->cam[c].ep_started = 0;
         w->cam[c].ep_frames = 0;
         w->cam[c].ep_hist_n = 0;
@@ -462,6 +496,10 @@ static vla_status write_data_row_group(vla_lr_writer *w) {
 vla_status vla_lr_writer_save_episode(vla_lr_writer *w) {
     int64_t n = w->ep_frames;
     if (n == 0) return vla_error(VLA_ERR_INVALID_ARG, "save_episode: the episode has no frames");
+    for (int c = 0; w->copy_video && c < w->n_cam; c++)
+        if (w->cam[c].ep_copied != n)
+            return vla_error(VLA_ERR_FORMAT, "save_episode: %lld frames of '%s' were copied for an episode of %lld rows",
+                             (long long)w->cam[c].ep_copied, w->cam[c].key, (long long)n);
     VLA_TRY(write_data_row_group(w));
     ep_rec *eps = realloc(w->eps, (size_t)(w->n_eps + 1) * sizeof *eps);
     if (!eps) return vla_error(VLA_ERR_NOMEM, "out of memory");
@@ -836,10 +874,9 @@ vla_status vla_lerobot_convert(const char *src_root, const char *dst_root, const
     return vla_lerobot_convert_opts(src_root, NULL, dst_root, video_codec);
 }
 
-vla_status vla_lerobot_convert_opts(const char *src_root, const vla_lr_open_opts *opts, const char *dst_root,
-                                    const char *video_codec) {
-    vla_lerobot *ds;
-    VLA_TRY(vla_lerobot_open_opts(src_root, opts, &ds));
+/* Rewrite ds at dst_root; with copy the cameras' packets are copied (each
+ * frame is still decoded, for the image statistics), else re-encoded. */
+static vla_status convert_with(const vla_lerobot *ds, const char *src_root, const char *dst_root, const char *video_codec, bool copy) {
     vla_lr_feature_spec *specs = calloc((size_t)ds->n_features + 1, sizeof *specs);
     int *map = calloc((size_t)ds->n_features + 1, sizeof *map);
     int ns = 0, nv = 0, ncam = 0;
@@ -875,7 +912,8 @@ vla_status vla_lerobot_convert_opts(const char *src_root, const vla_lr_open_opts
     }
     vla_lr_writer *w = NULL;
     if (st == VLA_OK) {
-        vla_lr_writer_opts o = {.fps = (int)lround(ds->fps), .robot_type = ds->robot_type, .features = specs, .n_features = ns, .video_codec = video_codec};
+        vla_lr_writer_opts o = {.fps = (int)lround(ds->fps), .robot_type = ds->robot_type, .features = specs, .n_features = ns,
+                                .video_codec = video_codec, .copy_video = copy};
         if (fabs(ds->fps - lround(ds->fps)) > 1e-9) st = vla_error(VLA_ERR_UNSUPPORTED, "%s: fractional fps %g", src_root, ds->fps);
         else st = vla_lr_writer_open(dst_root, &o, &w);
     }
@@ -900,6 +938,11 @@ vla_status vla_lerobot_convert_opts(const char *src_root, const vla_lr_open_opts
             const char *task = t >= 0 && t < ds->n_tasks ? ds->tasks[t] : "";
             if (st == VLA_OK) st = vla_lr_writer_add_frame(w, task, vals, imgs);
         }
+        for (int c = 0; copy && st == VLA_OK && c < ncam; c++) {
+            char src[2048];
+            st = vla_lerobot_video_file(ds, cams[c], e, src, sizeof src);
+            if (st == VLA_OK) st = vla_lr_writer_copy_video(w, c, src, ep->video[cams[c]].from_ts, ep->video[cams[c]].to_ts);
+        }
         if (st == VLA_OK) st = vla_lr_writer_save_episode(w);
     }
     for (int c = 0; c < ncam; c++) free(buf[c]);
@@ -908,6 +951,24 @@ vla_status vla_lerobot_convert_opts(const char *src_root, const vla_lr_open_opts
     else if (w) vla_lr_writer_abort(w);
     free(specs);
     free(map);
+    return st;
+}
+
+vla_status vla_lerobot_convert_opts(const char *src_root, const vla_lr_open_opts *opts, const char *dst_root,
+                                    const char *video_codec) {
+    vla_lerobot *ds;
+    VLA_TRY(vla_lerobot_open_opts(src_root, opts, &ds));
+    vla_status st;
+    if (!video_codec && ds->n_cameras > 0) {
+        /* LeRobot's converter remuxes: so do we where the packets can be cut by episode */
+        st = convert_with(ds, src_root, dst_root, NULL, true);
+        if (st == VLA_ERR_UNSUPPORTED) {
+            VLA_INFO("%s: re-encoding the videos (%s)", src_root, vla_error_message());
+            st = convert_with(ds, src_root, dst_root, NULL, false);
+        }
+    } else {
+        st = convert_with(ds, src_root, dst_root, video_codec, false);
+    }
     vla_lerobot_close(ds);
     return st;
 }

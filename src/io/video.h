@@ -39,8 +39,20 @@ vla_status vla_video_writer_close(vla_video_writer *w); /* flush, trailer, fsync
 void vla_video_writer_abort(vla_video_writer *w); /* discard, remove temp; frees w */
 
 /* The encoder the writer actually uses ("libsvtav1", "libx264", …), after
- * fallback. */
+ * fallback; for a copying writer the source's codec ("av1", "h264"). */
 const char *vla_video_writer_codec(const vla_video_writer *w);
+
+/* Copy instead of encode (remux): a writer whose stream is `source`'s video
+ * stream (codec, size and header copied), to which ranges of compressed
+ * packets of that file or of others with the same stream are appended,
+ * frame after frame at `fps`, with no decode or re-encode. A stream that
+ * reorders frames (B-frames) is refused with VLA_ERR_UNSUPPORTED. */
+vla_status vla_video_writer_open_copy(const char *path, const char *source, int fps, vla_video_writer **out);
+/* Append the packets of `source` whose times lie in [from_s, to_s) (within
+ * half a frame); *frames receives how many. VLA_ERR_UNSUPPORTED (nothing a
+ * re-encode could not do) when the range does not start on a keyframe, the
+ * stream differs from the writer's, or the frame rate is not constant. */
+vla_status vla_video_writer_copy(vla_video_writer *w, const char *source, double from_s, double to_s, int64_t *frames);
 
 /* ---- decoder ----------------------------------------------------------- */
 

@@ -1,8 +1,11 @@
 /* video_encode.c — write RGB24 frames as a video file through FFmpeg with
  * LeRobot's defaults (libsvtav1, yuv420p, g=2, crf=30, preset 12), falling
- * back to libx264; the file appears atomically on close. */
+ * back to libx264; or build one by copying compressed packets of other
+ * files (remux, no re-encoding); the file appears atomically on close. */
 #include <fcntl.h>
 #include <libgen.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +121,51 @@ static vla_status open_encoder(vla_video_writer *w, const char *name, int crf, i
     return VLA_OK;
 }
 
+/* A writer with its temp file's name and the muxer the target's extension
+ * names (.mp4 → mp4); the temp file is the url so that faststart's second
+ * pass reads it back. On failure *out is NULL. */
+static vla_status writer_start(const char *path, int fps, vla_video_writer **out) {
+    *out = NULL;
+    vla_video_writer *w = calloc(1, sizeof(*w));
+    if (!w) return vla_error(VLA_ERR_NOMEM, "%s: out of memory", path);
+    w->fps = fps;
+    w->path = strdup(path);
+    static int counter;
+    int n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    size_t tl = strlen(path) + 48;
+    w->tmp = malloc(tl);
+    w->pkt = av_packet_alloc();
+    vla_status st = VLA_OK;
+    if (!w->path || !w->tmp || !w->pkt) st = vla_error(VLA_ERR_NOMEM, "%s: out of memory", path);
+    if (st == VLA_OK) snprintf(w->tmp, tl, "%s.tmp-%d-%d", path, (int)getpid(), n);
+    const AVOutputFormat *of = st == VLA_OK ? av_guess_format(NULL, path, NULL) : NULL;
+    if (st == VLA_OK && !of) st = vla_error(VLA_ERR_INVALID_ARG, "%s: no container format for this file extension", path);
+    if (st == VLA_OK) {
+        int r = avformat_alloc_output_context2(&w->oc, of, NULL, w->tmp);
+        if (r < 0 || !w->oc) st = vla_error(VLA_ERR_NOMEM, "%s: cannot create the muxer: %s", path, av_err2str(r));
+    }
+    if (st != VLA_OK) {
+        vla_video_writer_abort(w);
+        return st;
+    }
+    *out = w;
+    return VLA_OK;
+}
+
+/* Create the temp file and write the container header (mp4: faststart). */
+static vla_status writer_header(vla_video_writer *w) {
+    int r = avio_open(&w->oc->pb, w->tmp, AVIO_FLAG_WRITE);
+    if (r < 0) return vla_error(VLA_ERR_IO, "%s: cannot create: %s", w->tmp, av_err2str(r));
+    w->io_open = 1;
+    AVDictionary *mux_opts = NULL;
+    if (!strcmp(w->oc->oformat->name, "mp4") || !strcmp(w->oc->oformat->name, "mov"))
+        av_dict_set(&mux_opts, "movflags", "+faststart", 0);
+    r = avformat_write_header(w->oc, &mux_opts);
+    av_dict_free(&mux_opts);
+    if (r < 0) return vla_error(VLA_ERR_IO, "%s: cannot write the header: %s", w->path, av_err2str(r));
+    return VLA_OK;
+}
+
 vla_status vla_video_writer_open(const char *path, const vla_video_writer_opts *opts, vla_video_writer **out) {
     *out = NULL;
     if (!opts || opts->width <= 0 || opts->height <= 0 || opts->fps <= 0)
@@ -131,37 +179,11 @@ vla_status vla_video_writer_open(const char *path, const vla_video_writer_opts *
     int gop = opts->gop < 0 ? 2 : opts->gop;
     if (gop == 0) gop = 1;
 
-    vla_video_writer *w = calloc(1, sizeof(*w));
-    if (!w) return vla_error(VLA_ERR_NOMEM, "%s: out of memory", path);
+    vla_video_writer *w;
+    VLA_TRY(writer_start(path, opts->fps, &w));
     w->width = opts->width;
     w->height = opts->height;
-    w->fps = opts->fps;
-    w->path = strdup(path);
-    static int counter;
-    int n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    size_t tl = strlen(path) + 48;
-    w->tmp = malloc(tl);
-    w->pkt = av_packet_alloc();
     vla_status st = VLA_OK;
-    if (!w->path || !w->tmp || !w->pkt) {
-        st = vla_error(VLA_ERR_NOMEM, "%s: out of memory", path);
-        goto fail;
-    }
-    snprintf(w->tmp, tl, "%s.tmp-%d-%d", path, (int)getpid(), n);
-
-    /* The container comes from the target's extension (.mp4 → mp4); the temp
-     * file is the url so that faststart's second pass reads it back. */
-    const AVOutputFormat *of = av_guess_format(NULL, path, NULL);
-    if (!of) {
-        st = vla_error(VLA_ERR_INVALID_ARG, "%s: no container format for this file extension", path);
-        goto fail;
-    }
-    int r = avformat_alloc_output_context2(&w->oc, of, NULL, w->tmp);
-    if (r < 0 || !w->oc) {
-        st = vla_error(VLA_ERR_NOMEM, "%s: cannot create the muxer: %s", path, av_err2str(r));
-        goto fail;
-    }
-
     const char *want = opts->codec ? opts->codec : "libsvtav1";
     int svt = !strcmp(want, "libsvtav1");
     if (svt && (w->width < SVTAV1_MIN_SIZE || w->height < SVTAV1_MIN_SIZE)) {
@@ -185,7 +207,7 @@ vla_status vla_video_writer_open(const char *path, const vla_video_writer_opts *
     }
     w->st->time_base = w->cc->time_base;
     w->st->avg_frame_rate = w->cc->framerate;
-    r = avcodec_parameters_from_context(w->st->codecpar, w->cc);
+    int r = avcodec_parameters_from_context(w->st->codecpar, w->cc);
     if (r < 0) {
         st = vla_error(VLA_ERR_INTERNAL, "%s: codec parameters: %s", path, av_err2str(r));
         goto fail;
@@ -205,24 +227,132 @@ vla_status vla_video_writer_open(const char *path, const vla_video_writer_opts *
         st = vla_error(VLA_ERR_INTERNAL, "%s: cannot create the rgb24 → yuv420p converter", path);
         goto fail;
     }
-    r = avio_open(&w->oc->pb, w->tmp, AVIO_FLAG_WRITE);
-    if (r < 0) {
-        st = vla_error(VLA_ERR_IO, "%s: cannot create: %s", w->tmp, av_err2str(r));
-        goto fail;
-    }
-    w->io_open = 1;
-    AVDictionary *mux_opts = NULL;
-    if (!strcmp(of->name, "mp4") || !strcmp(of->name, "mov")) av_dict_set(&mux_opts, "movflags", "+faststart", 0);
-    r = avformat_write_header(w->oc, &mux_opts);
-    av_dict_free(&mux_opts);
-    if (r < 0) {
-        st = vla_error(VLA_ERR_IO, "%s: cannot write the header: %s", path, av_err2str(r));
-        goto fail;
-    }
+    if ((st = writer_header(w)) != VLA_OK) goto fail;
     *out = w;
     return VLA_OK;
 fail:
     vla_video_writer_abort(w);
+    return st;
+}
+
+/* ---- copying compressed packets (remux) ---------------------------------------- */
+
+/* The source's video stream, opened for reading packets. */
+static vla_status open_source(const char *source, AVFormatContext **ic, int *stream) {
+    *ic = NULL;
+    int r = avformat_open_input(ic, source, NULL, NULL);
+    if (r < 0) return vla_error(VLA_ERR_IO, "%s: cannot open: %s", source, av_err2str(r));
+    r = avformat_find_stream_info(*ic, NULL);
+    if (r >= 0) r = av_find_best_stream(*ic, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+    if (r < 0) {
+        avformat_close_input(ic);
+        return vla_error(VLA_ERR_FORMAT, "%s: no video stream: %s", source, av_err2str(r));
+    }
+    *stream = r;
+    if ((*ic)->streams[r]->codecpar->video_delay > 0) {
+        avformat_close_input(ic);
+        return vla_error(VLA_ERR_UNSUPPORTED, "%s: the stream reorders frames (B-frames); its packets cannot be cut by episode",
+                         source);
+    }
+    return VLA_OK;
+}
+
+vla_status vla_video_writer_open_copy(const char *path, const char *source, int fps, vla_video_writer **out) {
+    *out = NULL;
+    if (fps <= 0) return vla_error(VLA_ERR_INVALID_ARG, "%s: fps must be positive", path);
+    AVFormatContext *ic;
+    int si;
+    VLA_TRY(open_source(source, &ic, &si));
+    vla_video_writer *w;
+    vla_status st = writer_start(path, fps, &w);
+    if (st == VLA_OK) {
+        const AVCodecParameters *par = ic->streams[si]->codecpar;
+        w->width = par->width, w->height = par->height;
+        snprintf(w->codec, sizeof w->codec, "%s", avcodec_get_name(par->codec_id));
+        w->st = avformat_new_stream(w->oc, NULL);
+        if (!w->st || avcodec_parameters_copy(w->st->codecpar, par) < 0) st = vla_error(VLA_ERR_NOMEM, "%s: out of memory", path);
+    }
+    if (st == VLA_OK) {
+        w->st->codecpar->codec_tag = 0; /* let the mp4 muxer pick its own tag */
+        w->st->time_base = (AVRational){1, fps};
+        w->st->avg_frame_rate = (AVRational){fps, 1};
+        st = writer_header(w);
+    }
+    avformat_close_input(&ic);
+    if (st != VLA_OK) {
+        vla_video_writer_abort(w);
+        return st;
+    }
+    *out = w;
+    return VLA_OK;
+}
+
+static bool same_stream(const AVCodecParameters *a, const AVCodecParameters *b) {
+    return a->codec_id == b->codec_id && a->width == b->width && a->height == b->height && a->format == b->format &&
+           a->extradata_size == b->extradata_size && (!a->extradata_size || !memcmp(a->extradata, b->extradata, (size_t)a->extradata_size));
+}
+
+vla_status vla_video_writer_copy(vla_video_writer *w, const char *source, double from_s, double to_s, int64_t *frames) {
+    *frames = 0;
+    if (!w->st || w->cc) return vla_error(VLA_ERR_INVALID_ARG, "%s: not a writer opened for copying", w->path);
+    AVFormatContext *ic;
+    int si;
+    VLA_TRY(open_source(source, &ic, &si));
+    AVStream *in = ic->streams[si];
+    vla_status st = same_stream(in->codecpar, w->st->codecpar)
+                        ? VLA_OK
+                        : vla_error(VLA_ERR_UNSUPPORTED, "%s: its stream (codec, size or header) differs from %s's", source, w->path);
+    double half = 0.5 / w->fps;
+    if (st == VLA_OK) {
+        int64_t ts = (int64_t)floor((from_s - half) / av_q2d(in->time_base));
+        if (av_seek_frame(ic, si, ts > 0 ? ts : 0, AVSEEK_FLAG_BACKWARD) < 0 && from_s > half)
+            st = vla_error(VLA_ERR_IO, "%s: cannot seek to %.4f s", source, from_s);
+    }
+    int64_t n = 0;
+    while (st == VLA_OK) {
+        int r = av_read_frame(ic, w->pkt);
+        if (r == AVERROR_EOF) break;
+        if (r < 0) {
+            st = vla_error(VLA_ERR_IO, "%s: reading a packet failed: %s", source, av_err2str(r));
+            break;
+        }
+        if (w->pkt->stream_index != si || w->pkt->pts == AV_NOPTS_VALUE) {
+            av_packet_unref(w->pkt);
+            continue;
+        }
+        double t = (double)w->pkt->pts * av_q2d(in->time_base);
+        if (t < from_s - half) {
+            av_packet_unref(w->pkt);
+            continue;
+        }
+        if (t >= to_s - half) {
+            av_packet_unref(w->pkt);
+            break;
+        }
+        if (n == 0 && !(w->pkt->flags & AV_PKT_FLAG_KEY))
+            st = vla_error(VLA_ERR_UNSUPPORTED, "%s: the range starting at %.4f s does not start on a keyframe", source, from_s);
+        else if (fabs(t - (from_s + (double)n / w->fps)) > half)
+            st = vla_error(VLA_ERR_UNSUPPORTED, "%s: packet at %.4f s is not frame %lld at %d fps (variable frame rate)", source, t,
+                           (long long)n, w->fps);
+        if (st != VLA_OK) {
+            av_packet_unref(w->pkt);
+            break;
+        }
+        /* one frame per packet, at the output's frame count */
+        int64_t pts = av_rescale_q(w->nframes, (AVRational){1, w->fps}, w->st->time_base);
+        w->pkt->pts = w->pkt->dts = pts;
+        w->pkt->duration = av_rescale_q(1, (AVRational){1, w->fps}, w->st->time_base);
+        w->pkt->stream_index = w->st->index;
+        w->pkt->pos = -1;
+        w->packet_bytes += w->pkt->size;
+        r = av_interleaved_write_frame(w->oc, w->pkt);
+        av_packet_unref(w->pkt);
+        if (r < 0) st = vla_error(VLA_ERR_IO, "%s: writing a packet failed: %s", w->tmp, av_err2str(r));
+        w->nframes++;
+        n++;
+    }
+    avformat_close_input(&ic);
+    *frames = n;
     return st;
 }
 
@@ -277,7 +407,7 @@ vla_status vla_video_writer_close(vla_video_writer *w) {
         vla_video_writer_abort(w);
         return st;
     }
-    vla_status st = encode(w, NULL);
+    vla_status st = w->cc ? encode(w, NULL) : VLA_OK; /* a copying writer has no encoder to drain */
     if (st == VLA_OK) {
         int r = av_write_trailer(w->oc);
         if (r < 0) st = vla_error(VLA_ERR_IO, "%s: cannot write the trailer: %s", w->tmp, av_err2str(r));

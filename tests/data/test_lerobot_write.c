@@ -389,21 +389,64 @@ static void test_v21_open_and_convert(void **state) {
     vla_lerobot_close(ds);
     assert_int_equal(validate_count(root, NULL), 0);
 
+    /* convert remuxes: the per-episode mp4s' packets are copied into one file, so every frame decodes to
+     * exactly the source's pixels; ffprobe counts the packets */
     const char *dst = test_tmp_path("v21-as-v30");
     char cmd[4096], out[4096];
     snprintf(cmd, sizeof cmd, "'%s' dataset convert '%s' '%s'", test_cli_path(), root, dst);
     assert_int_equal(test_run(cmd, out, sizeof out), 0);
     assert_int_equal(validate_count(dst, NULL), 0);
+    vla_lerobot *src;
+    assert_int_equal(vla_lerobot_open(root, &src), VLA_OK);
     assert_int_equal(vla_lerobot_open(dst, &ds), VLA_OK);
     assert_int_equal(ds->version, 30);
     assert_int_equal(ds->n_rows, 12);
     assert_int_equal(ds->n_episodes, 2);
     const vla_lr_feature *a = vla_lerobot_feature(ds, "action");
     for (int64_t g = 0; g < 12; g++) assert_true(a->values[g * 2 + 1] == act_val(g, 1));
+    vla_lr_reader *rs;
+    assert_int_equal(vla_lr_reader_open(ds, &rd), VLA_OK);
+    assert_int_equal(vla_lr_reader_open(src, &rs), VLA_OK);
+    uint8_t orig[S * S * 3];
+    for (int64_t row = 11; row >= 0; row--) {
+        assert_int_equal(vla_lr_reader_frame(rd, 0, row, 0, 0, 0, got), VLA_OK);
+        assert_int_equal(vla_lr_reader_frame(rs, 0, row, 0, 0, 0, orig), VLA_OK);
+        assert_memory_equal(got, orig, sizeof got);
+    }
+    vla_lr_reader_close(rs);
+    vla_lr_reader_close(rd);
+    vla_lerobot_close(src);
+    vla_lerobot_close(ds);
+    snprintf(cmd, sizeof cmd,
+             "ffprobe -v error -select_streams v:0 -count_packets -show_entries stream=nb_read_packets -of csv=p=0 "
+             "'%s/videos/observation.images.cam/chunk-000/file-000.mp4'",
+             dst);
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    assert_int_equal(atoi(out), 12);
+    /* asked to, it re-encodes (the frames change, a little) */
+    const char *dst2 = test_tmp_path("v21-as-v30-x264");
+    snprintf(cmd, sizeof cmd, "'%s' dataset convert --vcodec=libx264 '%s' '%s'", test_cli_path(), root, dst2);
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    assert_int_equal(vla_lerobot_open(dst2, &ds), VLA_OK);
     assert_int_equal(vla_lr_reader_open(ds, &rd), VLA_OK);
     assert_int_equal(vla_lr_reader_frame(rd, 0, 9, 0, 0, 0, got), VLA_OK);
     make_frame(want, 0, 9);
     assert_true(psnr(got, want, sizeof got) > 28); /* encoded twice */
+    vla_lr_reader_close(rd);
+    vla_lerobot_close(ds);
+    /* a v3.0 source whose second episode starts on frame 5 (keyframes every 2 frames): not cut by episode, so
+     * convert says so and re-encodes */
+    const char *v3 = test_tmp_path("v3-for-convert"), *dst3 = test_tmp_path("v3-reencoded");
+    write_v3(v3, -1, NULL);
+    snprintf(cmd, sizeof cmd, "'%s' dataset convert '%s' '%s' 2>&1", test_cli_path(), v3, dst3);
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    if (!strstr(out, "re-encoding the videos") || !strstr(out, "keyframe")) fail_msg("no fallback message: %s", out);
+    assert_int_equal(validate_count(dst3, NULL), 0);
+    assert_int_equal(vla_lerobot_open(dst3, &ds), VLA_OK);
+    assert_int_equal(vla_lr_reader_open(ds, &rd), VLA_OK);
+    assert_int_equal(vla_lr_reader_frame(rd, 1, 9, 0, 0, 0, got), VLA_OK);
+    make_frame(want, 1, 9);
+    assert_true(psnr(got, want, sizeof got) > 28);
     vla_lr_reader_close(rd);
     vla_lerobot_close(ds);
 }
