@@ -6,12 +6,15 @@
  * cameras' frames, decoded in parallel per camera, at the current frame and
  * at a 2-frame observation window. One JSON object per line. The raw
  * decoder against PyAV is bench_video.c; this measures the dataset path
- * (row lookup, episode clamping, decoder cache, per-camera threads). */
+ * (row lookup, episode clamping, decoder cache, per-camera threads). Last,
+ * `vla dataset convert` of the dataset with its video packets copied
+ * against re-encoded with LeRobot's defaults. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/fsutil.h"
 #include "base/rng.h"
 #include "base/timer.h"
 #include "cli/cli.h"
@@ -172,6 +175,23 @@ int vla_bench_dataset(int argc, char **argv) {
         }
     free(sbuf);
     free(abuf);
+    /* convert: copying the packets (remux) against re-encoding with LeRobot's defaults */
+    double conv_s[2] = {0, 0};
+    for (int enc = 0; st == VLA_OK && enc < 2; enc++) {
+        char dst[700];
+        snprintf(dst, sizeof dst, "%s/vla-bench-convert-%d-%d", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), enc);
+        double c0 = vla_now_s();
+        st = vla_lerobot_convert(root, dst, enc ? "libsvtav1" : NULL);
+        conv_s[enc] = vla_now_s() - c0;
+        vla_remove_tree(dst);
+        if (st == VLA_OK)
+            printf("{\"bench\":\"dataset\",\"case\":\"convert\",\"video\":\"%s\",\"frames\":%lld,\"cameras\":%d,\"seconds\":%.3f,"
+                   "\"frames_per_s\":%.1f}\n",
+                   enc ? "re-encode" : "copy", (long long)ds->n_rows, ds->n_cameras, conv_s[enc],
+                   (double)(ds->n_rows * ds->n_cameras) / conv_s[enc]);
+    }
+    if (st == VLA_OK) printf("{\"bench\":\"dataset\",\"case\":\"convert_ratio\",\"copy_vs_reencode\":%.2f}\n", conv_s[1] / conv_s[0]);
+    else fprintf(stderr, "vla bench dataset: %s\n", vla_error_message());
     vla_lerobot_close(ds);
     if (gen[0]) {
         char cmd[1100];

@@ -199,7 +199,7 @@ bool vla_shards_is_set(const char *root) {
 
 void vla_shards_free(vla_shard_set *s) {
     if (!s) return;
-    for (int64_t i = 0; i < s->n_shards; i++) {
+    for (int64_t i = 0; s->shards && i < s->n_shards; i++) { /* shards is NULL when its allocation failed */
         free(s->shards[i].path);
         vla_unmap_file(&s->shards[i].map);
         vla_shard_header_free(&s->shards[i].h);

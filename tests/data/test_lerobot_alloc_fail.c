@@ -2,7 +2,8 @@
  * over reading LeRobot datasets: a v3.0 dataset with video (recorded here
  * with the Reach expert) opened, a window of rows read and a camera frame
  * decoded; the real LeRobot v3.0 fixture (stats.json, tasks.parquet); and
- * v2.1 metadata (episodes.jsonl, tasks.jsonl) from the fuzz seed. */
+ * v2.1 metadata (episodes.jsonl, tasks.jsonl) from the fuzz seed; training
+ * shards prepared and read back. */
 #include "test_util.h"
 
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "alloc_fail.h"
 #include "base/fsutil.h"
 #include "data/lerobot.h"
+#include "data/shards.h"
 
 typedef struct {
     const char *root;
@@ -89,11 +91,49 @@ static void test_v21_meta(void **state) {
     free(c.text);
 }
 
+/* Training shards: `vla data prepare` (one worker, so the allocations come
+ * in one order) leaves no temporary file and, failed, no manifest; the set
+ * it made opens, serves a window and a frame. */
+typedef struct {
+    const char *src, *out;
+} prepare_case;
+
+static vla_status prepare_shards(void *user) {
+    prepare_case *c = user;
+    vla_shards_prepare_opts o = {.out = c->out, .shard_mb = 0.01, .num_workers = 1};
+    vla_shards_prepare_stats st;
+    VLA_TRY(vla_shards_prepare(c->src, &o, &st));
+    return vla_shards_finish(c->src, &o);
+}
+
+static void remove_out(void *user) { test_rmrf(((prepare_case *)user)->out); }
+
+static void no_manifest(void *user) { assert_false(vla_shards_is_set(((prepare_case *)user)->out)); }
+
+static void test_shards(void **state) {
+    (void)state;
+    static prepare_case p;
+    p.src = test_tmp_path("reach_for_shards");
+    p.out = strdup(test_tmp_path("shards"));
+    test_record_reach(p.src, 2, 0, -1);
+    test_alloc_scenario s = {.name = "data prepare", .run = prepare_shards, .reset = remove_out, .check_failed = no_manifest,
+                             .out_dir = p.out, .user = &p};
+    test_alloc_sweep(&s);
+    assert_int_equal(prepare_shards(&p), VLA_OK);
+    static read_case c;
+    c.root = p.out;
+    c.frame = true;
+    test_alloc_scenario r = {.name = "shard set read", .run = read_dataset, .user = &c};
+    test_alloc_sweep(&r);
+    free((void *)p.out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_v30_with_video),
         cmocka_unit_test(test_v30_fixture),
         cmocka_unit_test(test_v21_meta),
+        cmocka_unit_test(test_shards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
