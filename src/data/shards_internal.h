@@ -51,6 +51,8 @@ void vla_shard_header_free(vla_shard_header *h);
 /* Bytes per value of a section kind. */
 int vla_shard_kind_size(vla_shard_kind k);
 const char *vla_shard_kind_name(vla_shard_kind k);
+/* CRC-32 (zlib's) of n bytes, any n. */
+uint32_t vla_shard_crc(const void *data, uint64_t n);
 /* "shard-00003.vshard" */
 void vla_shard_file_name(int64_t shard, char *buf, size_t cap);
 

@@ -17,7 +17,8 @@
 
 static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
-static uint32_t crc_of(const uint8_t *p, uint64_t n) {
+uint32_t vla_shard_crc(const void *data, uint64_t n) {
+    const uint8_t *p = data;
     uLong c = crc32(0L, Z_NULL, 0);
     while (n > 0) { /* crc32_z takes size_t, but stay in uInt steps for old zlibs */
         uInt step = n > (1u << 30) ? (1u << 30) : (uInt)n;
@@ -137,7 +138,7 @@ vla_status vla_shard_parse(const char *what, const uint8_t *data, size_t size, b
     if (hlen < 2 || hlen > size - 16)
         return vla_error(VLA_ERR_FORMAT, "%s: header length %u does not fit the file (truncated?)", what, hlen);
     h->header_crc = le32(data + 12);
-    if (crc_of(data + 16, hlen) != h->header_crc) return vla_error(VLA_ERR_FORMAT, "%s: header CRC mismatch (corrupt)", what);
+    if (vla_shard_crc(data + 16, hlen) != h->header_crc) return vla_error(VLA_ERR_FORMAT, "%s: header CRC mismatch (corrupt)", what);
     json_t *j;
     char where[600];
     snprintf(where, sizeof where, "%s: header", what);
@@ -150,7 +151,7 @@ vla_status vla_shard_parse(const char *what, const uint8_t *data, size_t size, b
     const uint8_t *t = data + size - (4 * (size_t)h->n_sections + 12);
     if (st == VLA_OK && memcmp(data + size - 8, VLA_SHARD_END, 8))
         st = vla_error(VLA_ERR_FORMAT, "%s: no %s trailer (truncated?)", what, VLA_SHARD_END);
-    if (st == VLA_OK && crc_of(t, 4 * (uint64_t)h->n_sections) != le32(t + 4 * h->n_sections))
+    if (st == VLA_OK && vla_shard_crc(t, 4 * (uint64_t)h->n_sections) != le32(t + 4 * h->n_sections))
         st = vla_error(VLA_ERR_FORMAT, "%s: trailer CRC mismatch (corrupt)", what);
     /* the bytes between header, sections and trailer are zeros: no byte of a shard goes unchecked */
     uint64_t from = 16 + (uint64_t)hlen;
@@ -162,7 +163,7 @@ vla_status vla_shard_parse(const char *what, const uint8_t *data, size_t size, b
     }
     for (int i = 0; st == VLA_OK && i < h->n_sections; i++) {
         h->sec[i].crc = le32(t + 4 * i);
-        if (verify_data && crc_of(data + h->sec[i].offset, h->sec[i].bytes) != h->sec[i].crc)
+        if (verify_data && vla_shard_crc(data + h->sec[i].offset, h->sec[i].bytes) != h->sec[i].crc)
             st = vla_error(VLA_ERR_FORMAT, "%s: section '%s' fails its CRC (corrupt)", what, h->sec[i].name);
     }
     if (st != VLA_OK) vla_shard_header_free(h);

@@ -180,7 +180,7 @@ static vla_status pad_to(vla_atomic_file *af, uint64_t offset) {
 
 static vla_status write_section(vla_atomic_file *af, const vla_shard_section *s, const void *data, uint32_t *crc) {
     VLA_TRY(pad_to(af, s->offset));
-    *crc = (uint32_t)crc32(crc32(0L, Z_NULL, 0), data, (uInt)s->bytes);
+    *crc = vla_shard_crc(data, s->bytes);
     return vla_atomic_write(af, data, (size_t)s->bytes);
 }
 
@@ -195,7 +195,7 @@ static vla_status write_shard(const plan *p, int64_t k, const char *path, const 
     uint32_t crcs[VLA_SHARD_MAX_SECTIONS + 1];
     memcpy(pre, VLA_SHARD_MAGIC, 8);
     put32(pre + 8, (uint32_t)strlen(text));
-    put32(pre + 12, (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)text, (uInt)strlen(text)));
+    put32(pre + 12, vla_shard_crc(text, strlen(text)));
     vla_status st = vla_atomic_write(&af, pre, 16);
     if (st == VLA_OK) st = vla_atomic_write(&af, text, strlen(text));
     int n = 0;
@@ -231,7 +231,7 @@ static vla_status write_shard(const plan *p, int64_t k, const char *path, const 
     if (st == VLA_OK) st = pad_to(&af, h->file_bytes - (4 * (uint64_t)n + 12));
     uint8_t tail[4 * VLA_SHARD_MAX_SECTIONS + 12];
     for (int i = 0; i < n; i++) put32(tail + 4 * i, crcs[i]);
-    put32(tail + 4 * n, (uint32_t)crc32(crc32(0L, Z_NULL, 0), tail, (uInt)(4 * n)));
+    put32(tail + 4 * n, vla_shard_crc(tail, 4 * (uint64_t)n));
     memcpy(tail + 4 * n + 4, VLA_SHARD_END, 8);
     if (st == VLA_OK) st = vla_atomic_write(&af, tail, 4 * (size_t)n + 12);
     if (st == VLA_OK && af.written != h->file_bytes)
