@@ -5,8 +5,10 @@
  * training sample needs — every camera's frame at a random row, resized to
  * --size — on one thread from the videos and from the shards, and their
  * ratio (per core: each path on one thread). The frames of the first
- * samples are compared, so the ratio is between equal results. One JSON
- * object per line. */
+ * samples are compared, so the ratio is between equal results. Last,
+ * `vla train` of a small π0.5 (every camera at 64×64, so the step is fast
+ * and the data path shows) from the videos and from shards: samples/s and
+ * the fraction of time the step waited for data. One JSON object per line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,31 @@ static vla_status read_samples(const vla_lerobot *ds, int size, int64_t n, uint6
     free(buf);
     vla_lr_reader_close(r);
     return st;
+}
+
+/* `vla train` (this binary) for `steps` steps with `dataset_flag` (--dataset.root=… or --dataset.shards=…)
+ * and the policy config at `cfg`: its samples/s and data-wait fraction, from its summary line. */
+static vla_status train_case(const char *dataset_flag, const char *cfg, const char *out, int steps, double *sps, double *wait) {
+    char exe[1024], cmd[8192] = "", why[512], line[4096], arg[2048];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k <= 0) return vla_error(VLA_ERR_IO, "bench shards: cannot read /proc/self/exe to launch `vla train`");
+    exe[k] = 0;
+    vla_cli_shell_quote(cmd, sizeof cmd, exe);
+    const char *fixed[] = {"train", "--policy.type=pi05", "--batch_size=8", "--num_workers=2", "--quiet", "--save_freq=0"};
+    for (int i = 0; i < 6; i++) vla_cli_shell_quote(cmd, sizeof cmd, fixed[i]);
+    snprintf(arg, sizeof arg, "--steps=%d", steps);
+    vla_cli_shell_quote(cmd, sizeof cmd, arg);
+    vla_cli_shell_quote(cmd, sizeof cmd, dataset_flag);
+    snprintf(arg, sizeof arg, "--policy.config=%s", cfg);
+    vla_cli_shell_quote(cmd, sizeof cmd, arg);
+    snprintf(arg, sizeof arg, "--output_dir=%s", out);
+    vla_cli_shell_quote(cmd, sizeof cmd, arg);
+    snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " 2>&1");
+    if (!vla_cli_run_peer(cmd, "\"data_wait_frac\":", line, sizeof line, why, sizeof why))
+        return vla_error(VLA_ERR_INTERNAL, "bench shards: vla train: %s", why);
+    *sps = vla_cli_peer_number(line, "\"samples_per_s\":");
+    *wait = vla_cli_peer_number(line, "\"data_wait_frac\":");
+    return VLA_OK;
 }
 
 int vla_bench_shards(int argc, char **argv) {
@@ -112,6 +139,40 @@ int vla_bench_shards(int argc, char **argv) {
                "\"samples_per_s\":%.1f,\"ms_per_sample\":%.4f,\"ratio_vs_video\":%.1f}\n",
                dsh->n_cameras, (long long)size, (long long)ns, ss, ts * 1e3 / (double)ns, ss / sv);
     }
+    /* training: a fast policy (π0.5-tiny's shape, every camera at 64×64, the dataset's state and action
+     * widths) from the videos and from shards stored at its size; the loader's 2 threads against its step */
+    char cfg[700], out3[700], flag[800], tout[700];
+    snprintf(cfg, sizeof cfg, "%s/pi05-cams.json", tmp);
+    snprintf(out3, sizeof out3, "%s/shards64", tmp);
+    snprintf(tout, sizeof tout, "%s/train", tmp);
+    double fps3 = 0, sps[2] = {0, 0}, wait[2] = {0, 0};
+    if (st == VLA_OK) {
+        int64_t sw = 0, aw = 0;
+        const vla_lr_feature *fs = vla_lerobot_feature(dv, "observation.state"), *fa = vla_lerobot_feature(dv, "action");
+        sw = fs ? fs->width : 0, aw = fa ? fa->width : 0;
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "{\"policy\": \"pi05\", \"name\": \"pi05-bench-cams\","
+                 " \"vision\": {\"image_size\": 64, \"patch\": 16, \"channels\": 3, \"width\": 64, \"depth\": 2, \"heads\": 4, \"mlp\": 128, \"cameras\": %d},"
+                 " \"language\": {\"width\": 64, \"depth\": 4, \"heads\": 4, \"kv_heads\": 1, \"head_dim\": 16, \"mlp\": 128, \"vocab\": 259, \"max_tokens\": 96},"
+                 " \"expert\": {\"width\": 32, \"depth\": 4, \"mlp\": 64}, \"action\": {\"dim\": %lld, \"horizon\": 16, \"state_dim\": %lld},"
+                 " \"flow\": {\"steps\": 10, \"beta_alpha\": 1.5, \"beta_beta\": 1.0, \"time_scale\": 0.999, \"time_min_period\": 0.004, \"time_max_period\": 4.0},"
+                 " \"normalization\": {\"state\": \"mean_std\", \"action\": \"mean_std\"}, \"frozen\": []}\n",
+                 dv->n_cameras, (long long)(aw > 0 ? aw : 1), (long long)(sw > 0 ? sw : 1));
+        st = vla_write_file_atomic(cfg, text, strlen(text));
+    }
+    if (st == VLA_OK) st = prepare(root, out3, 64, 2, &fps3);
+    for (int k = 0; st == VLA_OK && k < 2; k++) {
+        snprintf(flag, sizeof flag, k ? "--dataset.shards=%s" : "--dataset.root=%s", k ? out3 : root);
+        vla_remove_tree(tout);
+        st = train_case(flag, cfg, tout, quick ? 4 : 40, &sps[k], &wait[k]);
+        if (st == VLA_OK)
+            printf("{\"bench\":\"shards\",\"case\":\"train\",\"path\":\"%s\",\"cameras\":%d,\"size\":64,\"batch\":8,\"workers\":2,"
+                   "\"samples_per_s\":%.1f,\"data_wait_frac\":%.3f}\n",
+                   k ? "shards" : "video", dv->n_cameras, sps[k], wait[k]);
+        fflush(stdout);
+    }
+    if (st == VLA_OK) printf("{\"bench\":\"shards\",\"case\":\"train_ratio\",\"samples_per_s_shards_vs_video\":%.2f}\n", sps[1] / sps[0]);
     free(ka);
     free(kbuf);
     vla_lerobot_close(dv);

@@ -41,6 +41,13 @@ static int cmd_prepare(int argc, char **argv) {
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
+    int n_roots = 0; /* the flag parser keeps the last of a repeated flag: say so rather than drop a dataset */
+    for (int i = 0; i < argc; i++) n_roots += !strncmp(argv[i], "--dataset.root", 14) && (argv[i][14] == '=' || !argv[i][14]);
+    if (n_roots > 1) {
+        fprintf(stderr, "vla: error: vla data prepare: one --dataset.root per shard set (mixtures of several datasets are not "
+                        "built yet); prepare each into its own --out\n");
+        return 2;
+    }
     if (!root || !out) {
         fprintf(stderr, "vla: error: vla data prepare: --dataset.root=DIR and --out=DIR are required (see --help)\n");
         return 2;
