@@ -33,6 +33,25 @@ static void test_help_and_dispatch(void **state) {
     assert_non_null(strstr(out, "--threads=N"));
 }
 
+/* `vla data prepare` as a user meets it: help, what is required, one
+ * dataset per shard set, and `train --dataset.shards` on a set that is not
+ * there saying what to run. */
+static void test_data_prepare_usage(void **state) {
+    (void)state;
+    assert_int_equal(run("data --help"), 0);
+    assert_non_null(strstr(out, "prepare"));
+    assert_int_equal(run("data prepare --help"), 0);
+    assert_non_null(strstr(out, "--image_size=H,W"));
+    assert_int_equal(run("data prepare"), 2);
+    assert_non_null(strstr(out, "--dataset.root=DIR and --out=DIR are required"));
+    assert_int_equal(run("data prepare --dataset.root=a --dataset.root=b --out=c"), 2);
+    assert_non_null(strstr(out, "one --dataset.root per shard set"));
+    assert_int_equal(run("data prepare --dataset.root=a --out=c --image_size=224x224"), 2);
+    assert_non_null(strstr(out, "give H,W"));
+    assert_int_equal(run("train --dataset.shards=/nonexistent/shards"), 1);
+    assert_non_null(strstr(out, "vla data prepare --out=/nonexistent/shards"));
+}
+
 static void test_unknown_flag(void **state) {
     assert_int_equal(run("version --jsn"), 2);
     assert_non_null(strstr(out, "unknown flag --jsn; did you mean --json?"));
@@ -123,6 +142,7 @@ static void test_bench_policy_peer_checks(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_dispatch),
+        cmocka_unit_test(test_data_prepare_usage),
         cmocka_unit_test(test_unknown_flag),
         cmocka_unit_test(test_version_json),
         cmocka_unit_test(test_bench_gemm_json),
