@@ -116,14 +116,15 @@ static void test_shards(void **state) {
     p.src = test_tmp_path("reach_for_shards");
     p.out = strdup(test_tmp_path("shards"));
     test_record_reach(p.src, 2, 0, -1);
+    /* 32 N in make test: each run decodes video and writes files (the full sweep, every N, is make fuzz-long's) */
     test_alloc_scenario s = {.name = "data prepare", .run = prepare_shards, .reset = remove_out, .check_failed = no_manifest,
-                             .out_dir = p.out, .user = &p};
+                             .out_dir = p.out, .samples = 32, .user = &p};
     test_alloc_sweep(&s);
     assert_int_equal(prepare_shards(&p), VLA_OK);
     static read_case c;
     c.root = p.out;
     c.frame = true;
-    test_alloc_scenario r = {.name = "shard set read", .run = read_dataset, .user = &c};
+    test_alloc_scenario r = {.name = "shard set read", .run = read_dataset, .samples = 48, .user = &c};
     test_alloc_sweep(&r);
     free((void *)p.out);
 }
