@@ -10,25 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zlib.h>
-
 #include "data/shards_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void put32(uint8_t *b, uint32_t v) { b[0] = (uint8_t)v, b[1] = (uint8_t)(v >> 8), b[2] = (uint8_t)(v >> 16), b[3] = (uint8_t)(v >> 24); }
-
 static void fix_crcs(uint8_t *d, size_t size) {
     if (size < 16) return;
-    uint32_t hlen = (uint32_t)d[8] | (uint32_t)d[9] << 8 | (uint32_t)d[10] << 16 | (uint32_t)d[11] << 24;
+    uint32_t hlen = vla_shard_get32(d + 8);
     if (hlen > size - 16) return;
-    put32(d + 12, (uint32_t)crc32(0, d + 16, hlen));
+    vla_shard_put32(d + 12, vla_shard_crc(d + 16, hlen));
     json_t *j = json_loadb((const char *)d + 16, hlen, 0, NULL);
     size_t n = json_array_size(json_object_get(j, "sections"));
     json_decref(j);
     if (n > VLA_SHARD_MAX_SECTIONS || 4 * n + 12 > size - 16) return;
     uint8_t *t = d + size - (4 * n + 12);
-    put32(t + 4 * n, (uint32_t)crc32(0, t, (uInt)(4 * n)));
+    vla_shard_put32(t + 4 * n, vla_shard_crc(t, 4 * (uint64_t)n));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

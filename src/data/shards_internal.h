@@ -39,7 +39,7 @@ typedef struct {
     int64_t *episodes;     /* [n_episodes × 2]: episode_index, length */
     int n_sections;
     vla_shard_section sec[VLA_SHARD_MAX_SECTIONS];
-    uint32_t header_crc;
+    uint32_t header_len, header_crc; /* of the JSON header at byte 16 */
     uint64_t file_bytes;
 } vla_shard_header;
 
@@ -51,6 +51,13 @@ void vla_shard_header_free(vla_shard_header *h);
 /* Bytes per value of a section kind. */
 int vla_shard_kind_size(vla_shard_kind k);
 const char *vla_shard_kind_name(vla_shard_kind k);
+/* Little-endian u32 fields of the prefix and trailer. */
+static inline uint32_t vla_shard_get32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void vla_shard_put32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
+}
 /* CRC-32 (zlib's) of n bytes, any n. */
 uint32_t vla_shard_crc(const void *data, uint64_t n);
 /* "shard-00003.vshard" */

@@ -15,7 +15,6 @@
 
 /* ---- one shard file ----------------------------------------------------------- */
 
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
 uint32_t vla_shard_crc(const void *data, uint64_t n) {
     const uint8_t *p = data;
@@ -134,10 +133,11 @@ vla_status vla_shard_parse(const char *what, const uint8_t *data, size_t size, b
     memset(h, 0, sizeof *h);
     if (size < 16 + 12 || memcmp(data, VLA_SHARD_MAGIC, 8))
         return vla_error(VLA_ERR_FORMAT, "%s: not a vla shard (no %s magic)", what, VLA_SHARD_MAGIC);
-    uint32_t hlen = le32(data + 8);
+    uint32_t hlen = vla_shard_get32(data + 8);
     if (hlen < 2 || hlen > size - 16)
         return vla_error(VLA_ERR_FORMAT, "%s: header length %u does not fit the file (truncated?)", what, hlen);
-    h->header_crc = le32(data + 12);
+    h->header_len = hlen;
+    h->header_crc = vla_shard_get32(data + 12);
     if (vla_shard_crc(data + 16, hlen) != h->header_crc) return vla_error(VLA_ERR_FORMAT, "%s: header CRC mismatch (corrupt)", what);
     json_t *j;
     char where[600];
@@ -151,7 +151,7 @@ vla_status vla_shard_parse(const char *what, const uint8_t *data, size_t size, b
     const uint8_t *t = data + size - (4 * (size_t)h->n_sections + 12);
     if (st == VLA_OK && memcmp(data + size - 8, VLA_SHARD_END, 8))
         st = vla_error(VLA_ERR_FORMAT, "%s: no %s trailer (truncated?)", what, VLA_SHARD_END);
-    if (st == VLA_OK && vla_shard_crc(t, 4 * (uint64_t)h->n_sections) != le32(t + 4 * h->n_sections))
+    if (st == VLA_OK && vla_shard_crc(t, 4 * (uint64_t)h->n_sections) != vla_shard_get32(t + 4 * h->n_sections))
         st = vla_error(VLA_ERR_FORMAT, "%s: trailer CRC mismatch (corrupt)", what);
     /* the bytes between header, sections and trailer are zeros: no byte of a shard goes unchecked */
     uint64_t from = 16 + (uint64_t)hlen;
@@ -162,7 +162,7 @@ vla_status vla_shard_parse(const char *what, const uint8_t *data, size_t size, b
         if (i < h->n_sections) from = h->sec[i].offset + h->sec[i].bytes;
     }
     for (int i = 0; st == VLA_OK && i < h->n_sections; i++) {
-        h->sec[i].crc = le32(t + 4 * i);
+        h->sec[i].crc = vla_shard_get32(t + 4 * i);
         if (verify_data && vla_shard_crc(data + h->sec[i].offset, h->sec[i].bytes) != h->sec[i].crc)
             st = vla_error(VLA_ERR_FORMAT, "%s: section '%s' fails its CRC (corrupt)", what, h->sec[i].name);
     }
@@ -176,11 +176,12 @@ typedef struct {
     char *path;
     vla_mapped_file map;
     vla_shard_header h;
-    int *cam_section; /* [n_cameras] section index of each camera */
+    int *section;     /* [ds->n_features] section of each numeric feature and camera (-1: none), found once at open */
+    int index_section[5]; /* of vla_shard_index_sections */
 } shard;
 
 typedef struct {
-    int64_t episode_index, shard, row0; /* row0: the episode's first row inside its shard */
+    int64_t episode_index, shard, row0, length; /* row0: the episode's first row inside its shard */
 } ep_loc;
 
 struct vla_shard_set {
@@ -204,7 +205,7 @@ void vla_shards_free(vla_shard_set *s) {
         free(s->shards[i].path);
         vla_unmap_file(&s->shards[i].map);
         vla_shard_header_free(&s->shards[i].h);
-        free(s->shards[i].cam_section);
+        free(s->shards[i].section);
     }
     free(s->shards);
     free(s->locs);
@@ -222,7 +223,7 @@ static int cmp_loc(const void *a, const void *b) {
 }
 
 static const ep_loc *find_loc(const vla_shard_set *s, int64_t episode_index) {
-    ep_loc key = {episode_index, 0, 0};
+    ep_loc key = {episode_index, 0, 0, 0};
     return s->n_locs ? bsearch(&key, s->locs, (size_t)s->n_locs, sizeof key, cmp_loc) : NULL;
 }
 
@@ -261,30 +262,28 @@ static vla_status open_shard(vla_lerobot *ds, vla_shard_set *set, const json_t *
     if (sh->h.shard != k || (int64_t)sh->h.header_crc != hcrc)
         return vla_error(VLA_ERR_FORMAT, "%s: its header is not the one the manifest lists (shard %lld)", sh->path, (long long)k);
     /* every numeric feature and camera of the dataset, at one size per camera over the set */
+    if (!(sh->section = malloc(((size_t)ds->n_features + 1) * sizeof *sh->section))) return vla_error(VLA_ERR_NOMEM, "out of memory");
     for (int i = 0; i < ds->n_features; i++) {
         const vla_lr_feature *f = &ds->features[i];
-        if (!vla_lr_is_row_feature(f)) continue;
-        int s = find_section(&sh->h, f->key);
-        if (s < 0 || sh->h.sec[s].kind != VLA_SHARD_F32 || sh->h.sec[s].width != f->width)
+        int s = sh->section[i] = vla_lr_is_row_feature(f) || f->camera >= 0 ? find_section(&sh->h, f->key) : -1;
+        if (vla_lr_is_row_feature(f) && (s < 0 || sh->h.sec[s].kind != VLA_SHARD_F32 || sh->h.sec[s].width != f->width))
             return vla_error(VLA_ERR_FORMAT, "%s: no f32 section '%s' of width %lld (meta/info.json's feature)", sh->path, f->key,
                              (long long)f->width);
     }
-        for (int c = 0; c < 5; c++) {
-        int s = find_section(&sh->h, vla_shard_index_sections[c]);
+    for (int c = 0; c < 5; c++) {
+        int s = sh->index_section[c] = find_section(&sh->h, vla_shard_index_sections[c]);
         if (s < 0 || sh->h.sec[s].width != 1 || sh->h.sec[s].kind != (c == 0 ? VLA_SHARD_F32 : VLA_SHARD_I64))
             return vla_error(VLA_ERR_FORMAT, "%s: no section '%s'", sh->path, vla_shard_index_sections[c]);
     }
-    if (!(sh->cam_section = calloc((size_t)ds->n_cameras + 1, sizeof *sh->cam_section))) return vla_error(VLA_ERR_NOMEM, "out of memory");
     for (int c = 0; c < ds->n_cameras; c++) {
         const vla_lr_feature *f = &ds->features[ds->camera_feature[c]];
-        int s = find_section(&sh->h, f->key);
+        int s = sh->section[ds->camera_feature[c]];
         if (s < 0 || sh->h.sec[s].kind != VLA_SHARD_RGB8)
             return vla_error(VLA_ERR_FORMAT, "%s: no frames of camera '%s'", sh->path, f->key);
         if (k > 0 && (sh->h.sec[s].height != set->cam_h[c] || sh->h.sec[s].width_px != set->cam_w[c]))
             return vla_error(VLA_ERR_FORMAT, "%s: camera '%s' is stored at %dx%d, shard 0 at %dx%d", sh->path, f->key,
                              sh->h.sec[s].width_px, sh->h.sec[s].height, set->cam_w[c], set->cam_h[c]);
         set->cam_h[c] = sh->h.sec[s].height, set->cam_w[c] = sh->h.sec[s].width_px;
-        sh->cam_section[c] = s;
     }
     return VLA_OK;
 }
@@ -322,7 +321,7 @@ vla_status vla_shards_attach(vla_lerobot *ds, const int64_t *want, int64_t n_wan
     if (st == VLA_OK && !(set->locs = malloc((size_t)(set->n_locs + 1) * sizeof *set->locs))) st = vla_error(VLA_ERR_NOMEM, "out of memory");
     for (int64_t k = 0, n = 0; st == VLA_OK && k < set->n_shards; k++)
         for (int64_t e = 0, row0 = 0; e < set->shards[k].h.n_episodes; row0 += set->shards[k].h.episodes[2 * e + 1], e++)
-            set->locs[n++] = (ep_loc){set->shards[k].h.episodes[2 * e], k, row0};
+            set->locs[n++] = (ep_loc){set->shards[k].h.episodes[2 * e], k, row0, set->shards[k].h.episodes[2 * e + 1]};
     if (st == VLA_OK && set->n_locs > 1) qsort(set->locs, (size_t)set->n_locs, sizeof *set->locs, cmp_loc);
     for (int64_t i = 1; st == VLA_OK && i < set->n_locs; i++)
         if (set->locs[i].episode_index == set->locs[i - 1].episode_index)
@@ -355,6 +354,11 @@ vla_status vla_shards_attach(vla_lerobot *ds, const int64_t *want, int64_t n_wan
     return VLA_OK;
 }
 
+/* The start of rows [row0, …) of section `sec` of a shard (`size` bytes per value). */
+static const uint8_t *rows_at(const shard *sh, int sec, int64_t row0, int64_t width, int size) {
+    return sh->map.data + sh->h.sec[sec].offset + (size_t)(row0 * width) * (size_t)size;
+}
+
 vla_status vla_shards_load_rows(vla_lerobot *ds) {
     vla_shard_set *set = ds->shards;
     int64_t n_rows = ds->n_episodes ? ds->episodes[ds->n_episodes - 1].to : 0;
@@ -366,27 +370,19 @@ vla_status vla_shards_load_rows(vla_lerobot *ds) {
         const ep_loc *loc = find_loc(set, ep->episode_index);
         if (!loc) return vla_error(VLA_ERR_INTERNAL, "%s: episode %lld has no shard", ds->root, (long long)ep->episode_index);
         const shard *sh = &set->shards[loc->shard];
-        int64_t len = 0;
-        for (int64_t i = 0; i < sh->h.n_episodes; i++)
-            if (sh->h.episodes[2 * i] == ep->episode_index) len = sh->h.episodes[2 * i + 1];
+        int64_t len = loc->length;
         if (len != ep->length)
             return vla_error(VLA_ERR_FORMAT, "%s: episode %lld has %lld rows, meta/ says %lld", sh->path, (long long)ep->episode_index,
                              (long long)len, (long long)ep->length);
         set->by_pos[e] = *loc;
         for (int i = 0; i < ds->n_features; i++) {
             vla_lr_feature *f = &ds->features[i];
-            if (!f->values) continue;
-            const vla_shard_section *s = &sh->h.sec[find_section(&sh->h, f->key)];
-            memcpy(f->values + ep->from * f->width, sh->map.data + s->offset + (size_t)(loc->row0 * f->width) * 4,
-                   (size_t)(len * f->width) * 4);
+            if (f->values)
+                memcpy(f->values + ep->from * f->width, rows_at(sh, sh->section[i], loc->row0, f->width, 4), (size_t)(len * f->width) * 4);
         }
-        const vla_shard_section *ts = &sh->h.sec[find_section(&sh->h, vla_shard_index_sections[0])];
-        memcpy(ds->timestamp + ep->from, sh->map.data + ts->offset + (size_t)loc->row0 * 4, (size_t)len * 4);
+        memcpy(ds->timestamp + ep->from, rows_at(sh, sh->index_section[0], loc->row0, 1, 4), (size_t)len * 4);
         int64_t *dst[] = {ds->frame_index, ds->episode_index, ds->index, ds->task_index};
-        for (int c = 0; c < 4; c++) {
-            const vla_shard_section *s = &sh->h.sec[find_section(&sh->h, vla_shard_index_sections[c + 1])];
-            memcpy(dst[c] + ep->from, sh->map.data + s->offset + (size_t)loc->row0 * 8, (size_t)len * 8);
-        }
+        for (int c = 0; c < 4; c++) memcpy(dst[c] + ep->from, rows_at(sh, sh->index_section[c + 1], loc->row0, 1, 8), (size_t)len * 8);
     }
     ds->n_rows = n_rows;
     return VLA_OK;
@@ -405,8 +401,7 @@ vla_status vla_shards_frame(const vla_lerobot *ds, int camera, int64_t row, int 
     int64_t e = ds->row_episode[row];
     const ep_loc *loc = &set->by_pos[e];
     const shard *sh = &set->shards[loc->shard];
-    const vla_shard_section *s = &sh->h.sec[sh->cam_section[camera]];
-    size_t fb = (size_t)w * h * 3;
-    memcpy(rgb, sh->map.data + s->offset + (size_t)(loc->row0 + row - ds->episodes[e].from) * fb, fb);
+    int64_t fb = (int64_t)w * h * 3;
+    memcpy(rgb, rows_at(sh, sh->section[ds->camera_feature[camera]], loc->row0 + row - ds->episodes[e].from, fb, 1), (size_t)fb);
     return VLA_OK;
 }

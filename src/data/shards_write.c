@@ -166,7 +166,6 @@ static void progress_add(progress *pr, int64_t frames, int64_t shards, bool fina
     pthread_mutex_unlock(&pr->mu);
 }
 
-static void put32(uint8_t *b, uint32_t v) { b[0] = (uint8_t)v, b[1] = (uint8_t)(v >> 8), b[2] = (uint8_t)(v >> 16), b[3] = (uint8_t)(v >> 24); }
 
 /* Zeros up to `offset`. */
 static vla_status pad_to(vla_atomic_file *af, uint64_t offset) {
@@ -194,8 +193,8 @@ static vla_status write_shard(const plan *p, int64_t k, const char *path, const 
     uint8_t pre[16], *frame = NULL;
     uint32_t crcs[VLA_SHARD_MAX_SECTIONS + 1];
     memcpy(pre, VLA_SHARD_MAGIC, 8);
-    put32(pre + 8, (uint32_t)strlen(text));
-    put32(pre + 12, vla_shard_crc(text, strlen(text)));
+    vla_shard_put32(pre + 8, (uint32_t)strlen(text));
+    vla_shard_put32(pre + 12, vla_shard_crc(text, strlen(text)));
     vla_status st = vla_atomic_write(&af, pre, 16);
     if (st == VLA_OK) st = vla_atomic_write(&af, text, strlen(text));
     int n = 0;
@@ -230,8 +229,8 @@ static vla_status write_shard(const plan *p, int64_t k, const char *path, const 
     }
     if (st == VLA_OK) st = pad_to(&af, h->file_bytes - (4 * (uint64_t)n + 12));
     uint8_t tail[4 * VLA_SHARD_MAX_SECTIONS + 12];
-    for (int i = 0; i < n; i++) put32(tail + 4 * i, crcs[i]);
-    put32(tail + 4 * n, vla_shard_crc(tail, 4 * (uint64_t)n));
+    for (int i = 0; i < n; i++) vla_shard_put32(tail + 4 * i, crcs[i]);
+    vla_shard_put32(tail + 4 * n, vla_shard_crc(tail, 4 * (uint64_t)n));
     memcpy(tail + 4 * n + 4, VLA_SHARD_END, 8);
     if (st == VLA_OK) st = vla_atomic_write(&af, tail, 4 * (size_t)n + 12);
     if (st == VLA_OK && af.written != h->file_bytes)
@@ -251,8 +250,7 @@ static vla_status check_existing(const char *path, const char *text, bool verify
     vla_shard_header h;
     vla_status st = vla_shard_parse(path, m.data, m.size, verify_data, &h);
     size_t n = strlen(text);
-    if (st == VLA_OK && (m.size < 16 + n || memcmp(m.data + 16, text, n) ||
-                         ((uint32_t)m.data[8] | (uint32_t)m.data[9] << 8 | (uint32_t)m.data[10] << 16 | (uint32_t)m.data[11] << 24) != n))
+    if (st == VLA_OK && (h.header_len != n || memcmp(m.data + 16, text, n)))
         st = vla_error(VLA_ERR_FORMAT, "%s: holds another plan (other episodes, features or frame size)", path);
     vla_unmap_file(&m);
     if (st == VLA_OK && out) *out = h;
