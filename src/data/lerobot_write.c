@@ -263,15 +263,28 @@ static vla_status chunk_file_path(const vla_lr_writer *w, const char *dir, int64
     return VLA_OK;
 }
 
-/* The camera's file for an episode that starts now: the next one when the
- * current file plus an episode like the last would reach the size. */
-static vla_status roll_video(vla_lr_writer *w, cam_feat *cf) {
+/* A camera's episode starts: its file rolls over to the next one when the
+ * current file plus an episode like the last would reach the size, the file
+ * is opened if needed (encoding, or copying packets of `copy_source`), and
+ * the episode's start time and bytes are noted. */
+static vla_status start_episode_video(vla_lr_writer *w, cam_feat *cf, const char *copy_source) {
     if (cf->vw && (double)(vla_video_writer_bytes(cf->vw) + cf->last_ep_bytes) >= w->video_mb * 1048576.0) {
         vla_status st = vla_video_writer_close(cf->vw);
         cf->vw = NULL;
         VLA_TRY(st);
         next_file(w, &cf->chunk, &cf->file);
     }
+    if (!cf->vw) {
+        char p[4200], dir[1100];
+        snprintf(dir, sizeof dir, "videos/%s", cf->key);
+        VLA_TRY(chunk_file_path(w, dir, cf->chunk, cf->file, "mp4", p, sizeof p));
+        vla_video_writer_opts vo = {cf->w, cf->h, w->fps, w->codec_req, -1, -1};
+        VLA_TRY(copy_source ? vla_video_writer_open_copy(p, copy_source, w->fps, &cf->vw) : vla_video_writer_open(p, &vo, &cf->vw));
+        snprintf(w->video_codec_used, sizeof w->video_codec_used, "%s", vla_video_writer_codec(cf->vw));
+    }
+    cf->ep_start = vla_video_writer_time(cf->vw);
+    cf->ep_start_bytes = vla_video_writer_bytes(cf->vw);
+    cf->ep_started = 1;
     return VLA_OK;
 }
 
@@ -328,26 +341,10 @@ vla_status vla_lr_writer_add_frame(vla_lr_writer *w, const char *task, const flo
     for (int c = 0; c < w->n_cam; c++) {
         cam_feat *cf = &w->cam[c];
         if (!images || !images[c]) return vla_error(VLA_ERR_INVALID_ARG, "add_frame: no image for '%s'", cf->key);
-        if (w->copy_video) { /* the frames come from vla_lr_writer_copy_video; this one feeds the stats */
-            hist_add(cf, images[c]);
-            cf->ep_frames++;
-            continue;
+        if (!w->copy_video) { /* copy mode: the frames come from vla_lr_writer_copy_video; this one feeds the stats */
+            if (!cf->ep_started) VLA_TRY(start_episode_video(w, cf, NULL));
+            VLA_TRY(vla_video_writer_add_rgb(cf->vw, images[c], cf->w * 3));
         }
-        if (!cf->ep_started) VLA_TRY(roll_video(w, cf));
-        if (!cf->vw) {
-            char p[4200], dir[1100];
-            snprintf(dir, sizeof dir, "videos/%s", cf->key);
-            VLA_TRY(chunk_file_path(w, dir, cf->chunk, cf->file, "mp4", p, sizeof p));
-            vla_video_writer_opts vo = {cf->w, cf->h, w->fps, w->codec_req, -1, -1};
-            VLA_TRY(vla_video_writer_open(p, &vo, &cf->vw));
-            snprintf(w->video_codec_used, sizeof w->video_codec_used, "%s", vla_video_writer_codec(cf->vw));
-        }
-        if (!cf->ep_started) {
-            cf->ep_start = vla_video_writer_time(cf->vw);
-            cf->ep_start_bytes = vla_video_writer_bytes(cf->vw);
-            cf->ep_started = 1;
-        }
-        VLA_TRY(vla_video_writer_add_rgb(cf->vw, images[c], cf->w * 3));
         hist_add(cf, images[c]);
         cf->ep_frames++;
     }
@@ -361,17 +358,7 @@ vla_status vla_lr_writer_copy_video(vla_lr_writer *w, int camera, const char *so
     if (camera < 0 || camera >= w->n_cam) return vla_error(VLA_ERR_INVALID_ARG, "copy_video: camera %d out of range", camera);
     cam_feat *cf = &w->cam[camera];
     if (cf->ep_started) return vla_error(VLA_ERR_INVALID_ARG, "copy_video: camera '%s' already has this episode's video", cf->key);
-    VLA_TRY(roll_video(w, cf));
-    if (!cf->vw) {
-        char p[4200], dir[1100];
-        snprintf(dir, sizeof dir, "videos/%s", cf->key);
-        VLA_TRY(chunk_file_path(w, dir, cf->chunk, cf->file, "mp4", p, sizeof p));
-        VLA_TRY(vla_video_writer_open_copy(p, source, w->fps, &cf->vw));
-        snprintf(w->video_codec_used, sizeof w->video_codec_used, "%s", vla_video_writer_codec(cf->vw));
-    }
-    cf->ep_start = vla_video_writer_time(cf->vw);
-    cf->ep_start_bytes = vla_video_writer_bytes(cf->vw);
-    cf->ep_started = 1;
+    VLA_TRY(start_episode_video(w, cf, source));
     return vla_video_writer_copy(cf->vw, source, from_s, to_s, &cf->ep_copied);
 }
 
