@@ -63,9 +63,7 @@ static vla_status read_samples(const vla_lerobot *ds, int size, int64_t n, uint6
  * and the policy config at `cfg`: its samples/s and data-wait fraction, from its summary line. */
 static vla_status train_case(const char *dataset_flag, const char *cfg, const char *out, int steps, double *sps, double *wait) {
     char exe[1024], cmd[8192] = "", why[512], line[4096], arg[2048];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (k <= 0) return vla_error(VLA_ERR_IO, "bench shards: cannot read /proc/self/exe to launch `vla train`");
-    exe[k] = 0;
+    VLA_TRY(vla_cli_self_path(exe, sizeof exe));
     vla_cli_shell_quote(cmd, sizeof cmd, exe);
     const char *fixed[] = {"train", "--policy.type=pi05", "--batch_size=8", "--num_workers=2", "--quiet", "--save_freq=0"};
     for (int i = 0; i < 6; i++) vla_cli_shell_quote(cmd, sizeof cmd, fixed[i]);

@@ -388,12 +388,8 @@ int vla_bench_train_dist(int argc, char **argv) {
     }
 
     static char exe[1024];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (k <= 0) {
-        fprintf(stderr, "vla: error: vla bench train_dist: cannot read /proc/self/exe to launch `vla train`\n");
-        return 1;
-    }
-    exe[k] = '\0';
+    vla_status sp = vla_cli_self_path(exe, sizeof exe);
+    if (sp != VLA_OK) return vla_cli_fail(sp);
     char root[4096];
     if (!dataset) {
         vla_status st = default_dataset(root, sizeof root);

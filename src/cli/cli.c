@@ -71,14 +71,19 @@ void vla_cli_shell_quote(char *dst, size_t cap, const char *s) {
     dst[n] = '\0';
 }
 
+vla_status vla_cli_self_path(char *buf, size_t cap) {
+    ssize_t l = cap > 1 ? readlink("/proc/self/exe", buf, cap - 1) : -1;
+    if (l <= 0) return vla_error(VLA_ERR_IO, "cannot read /proc/self/exe (the running vla binary) to launch `vla` jobs");
+    buf[l] = 0;
+    return VLA_OK;
+}
+
 void vla_cli_find_source_file(const char *relpath, char *buf, size_t cap) {
     const char *src = getenv("VLA_SOURCE_DIR");
     snprintf(buf, cap, "%s/%s", src ? src : ".", relpath);
     if (access(buf, R_OK) == 0) return;
     char exe[900], alt[1100];
-    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (l <= 0) return;
-    exe[l] = 0;
+    if (vla_cli_self_path(exe, sizeof exe) != VLA_OK) return;
     char *slash = strrchr(exe, '/');
     if (slash) *slash = 0;
     snprintf(alt, sizeof alt, "%s/../%s", exe, relpath);

@@ -64,6 +64,9 @@ vla_status vla_bench_generate_dataset(const char *root, int episodes, int ep_len
  * sh and followed by a space (benchmarks launching `vla` jobs, under mpirun or not). */
 void vla_cli_shell_quote(char *dst, size_t cap, const char *s);
 
+/* The running `vla` binary (/proc/self/exe), for benchmarks that launch `vla` jobs. */
+vla_status vla_cli_self_path(char *buf, size_t cap);
+
 /* A file of the source tree the CLI was built from (tools/bench_pyav.py, …):
  * under $VLA_SOURCE_DIR, else beside the build directory the CLI lives in
  * (<repo>/<build dir>/vla). buf receives the first candidate even when it
