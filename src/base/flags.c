@@ -87,6 +87,9 @@ static vla_status set_value(const vla_command_spec *spec, const vla_flag *f, con
 vla_status vla_flags_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags_result *out) {
     memset(out, 0, sizeof *out);
     bool only_positional = false;
+    /* a flag takes one value: a repeated one is refused rather than the earlier value silently dropped */
+    enum { MAX_SEEN = 256 };
+    bool seen[MAX_SEEN] = {false};
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (!only_positional && (!strcmp(arg, "--help") || !strcmp(arg, "-h"))) {
@@ -118,6 +121,11 @@ vla_status vla_flags_parse(const vla_command_spec *spec, int argc, char **argv, 
             snprintf(buf, sizeof buf, "%.*s", (int)nlen, name);
             return unknown_flag(spec, buf);
         }
+        int fi = (int)(f - spec->flags);
+        if (fi < MAX_SEEN && seen[fi])
+            return vla_error(VLA_ERR_INVALID_ARG, "%s: --%s is given twice; a flag takes one value (see --help)", spec->command,
+                             f->name);
+        if (fi < MAX_SEEN) seen[fi] = true;
         const char *value;
         if (eq) {
             value = eq + 1;

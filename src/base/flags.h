@@ -42,7 +42,9 @@ typedef struct {
     bool help;
 } vla_flags_result;
 
-/* Parse argv[0..argc) (argv[0] is the first argument, not the program). */
+/* Parse argv[0..argc) (argv[0] is the first argument, not the program). A
+ * flag given twice is an error (one value per flag: nothing is silently
+ * dropped). */
 vla_status vla_flags_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags_result *out);
 void vla_flags_print_help(const vla_command_spec *spec, FILE *out);
 /* Edit distance between flag names, with '-' and '_' equal (for suggestions). */

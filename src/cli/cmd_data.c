@@ -19,7 +19,7 @@ static int cmd_prepare(int argc, char **argv) {
     int64_t workers = 0, crash_at = 0;
     bool quiet = false;
     const vla_flag flags[] = {
-        {"dataset.root", VLA_FLAG_STRING, &root, "DIR", "the LeRobot dataset (v2.1 or v3.0) to prepare (required)"},
+        {"dataset.root", VLA_FLAG_STRING, &root, "DIR", "the LeRobot dataset (v2.1 or v3.0) to prepare (required; one per shard set: mixtures are not built yet)"},
         {"dataset.episodes", VLA_FLAG_STRING, &episodes, "LIST", "only these episodes (LeRobot's name): 0,3,7 or 2-5 or [1, 2]"},
         {"out", VLA_FLAG_STRING, &out, "DIR", "the shard set to write (required; resumed when it holds shards of the same plan)"},
         {"image_size", VLA_FLAG_STRING, &image_size, "H,W",
@@ -41,13 +41,6 @@ static int cmd_prepare(int argc, char **argv) {
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
-    int n_roots = 0; /* the flag parser keeps the last of a repeated flag: say so rather than drop a dataset */
-    for (int i = 0; i < argc; i++) n_roots += !strncmp(argv[i], "--dataset.root", 14) && (argv[i][14] == '=' || !argv[i][14]);
-    if (n_roots > 1) {
-        fprintf(stderr, "vla: error: vla data prepare: one --dataset.root per shard set (mixtures of several datasets are not "
-                        "built yet); prepare each into its own --out\n");
-        return 2;
-    }
     if (!root || !out) {
         fprintf(stderr, "vla: error: vla data prepare: --dataset.root=DIR and --out=DIR are required (see --help)\n");
         return 2;

@@ -167,6 +167,9 @@ static void test_flags(void **state) {
     char *argv6[] = {"--steps"};
     assert_int_equal(vla_flags_parse(&spec, 1, argv6, &res), VLA_ERR_INVALID_ARG);
     assert_non_null(strstr(vla_error_message(), "needs a value"));
+    char *argv6b[] = {"--dataset.root=/a", "--dataset.root", "/b"}; /* one value per flag: the first is not dropped */
+    assert_int_equal(vla_flags_parse(&spec, 3, argv6b, &res), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "--dataset.root is given twice"));
     char *argv7[] = {"a", "b"};
     assert_int_equal(vla_flags_parse(&spec, 2, argv7, &res), VLA_ERR_INVALID_ARG);
     char *argv8[] = {"--help", "--bogus-but-help-wins"};

@@ -45,7 +45,7 @@ static void test_data_prepare_usage(void **state) {
     assert_int_equal(run("data prepare"), 2);
     assert_non_null(strstr(out, "--dataset.root=DIR and --out=DIR are required"));
     assert_int_equal(run("data prepare --dataset.root=a --dataset.root=b --out=c"), 2);
-    assert_non_null(strstr(out, "one --dataset.root per shard set"));
+    assert_non_null(strstr(out, "--dataset.root is given twice"));
     assert_int_equal(run("data prepare --dataset.root=a --out=c --image_size=224x224"), 2);
     assert_non_null(strstr(out, "give H,W"));
     assert_int_equal(run("train --dataset.shards=/nonexistent/shards"), 1);
