@@ -16,10 +16,19 @@ static void test_every_bench_quick(void **state) {
     (void)state;
     char cmd[4096];
     const char *bin = getenv("VLA_BINARY_DIR");
-    snprintf(cmd, sizeof cmd, "cd '%s' && BENCH_QUICK=1 VLA_CONFIG_DIR='%s' bash scripts/bench.sh '%s' 2>/dev/null",
-             test_source_path("."), test_source_path("configs"), bin ? bin : "build");
+    const char *err_path = test_tmp_path("bench.stderr");
+    snprintf(cmd, sizeof cmd, "cd '%s' && BENCH_QUICK=1 VLA_CONFIG_DIR='%s' bash scripts/bench.sh '%s' 2>'%s'",
+             test_source_path("."), test_source_path("configs"), bin ? bin : "build", err_path);
     int rc = test_run(cmd, out, sizeof out);
-    if (rc != 0) fail_msg("bench.sh failed (exit %d); output so far:\n%.2000s", rc, out);
+    if (rc != 0) {
+        size_t n;
+        char *err = test_slurp(err_path, &n);
+        size_t m = strlen(out); /* cmocka's message is short: the ends go to stderr first */
+        fprintf(stderr, "bench.sh output's end:\n%s\nbench.sh stderr's end:\n%s\n", out + (m > 2000 ? m - 2000 : 0),
+                err + (n > 3000 ? n - 3000 : 0));
+        free(err);
+        fail_msg("bench.sh failed (exit %d); its output's and stderr's ends are above", rc);
+    }
     int lines = 0;
     const char *want[] = {"gemm", "parquet", "video", "dataset", "sim", "policy", "attention", "omp_region"};
     int seen[8] = {0};
