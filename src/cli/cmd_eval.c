@@ -22,6 +22,9 @@ int vla_cmd_eval(int argc, char **argv) {
          "the same as --policy.path (LeRobot's other name for it); a published base checkpoint is refused: it carries "
          "no dataset statistics or features, so fine-tune it first (vla train --policy.pretrained_path)"},
         {"env.type", VLA_FLAG_STRING, &o.env, "NAME", "pusht | reach (default pusht)"},
+        {"policy.embodiment", VLA_FLAG_STRING, &o.embodiment, "NAME|ID",
+         "which of a mixture-trained policy's embodiments drives the env (default: the one whose dataset's "
+         "robot_type is the env's name)"},
         {"eval.n_episodes", VLA_FLAG_INT, &n, "N", "episodes (episode i resets with seed+i; default 50)"},
         {"eval.n_videos", VLA_FLAG_INT, &n_videos, "N", "MP4s of the first N episodes (default 2)"},
         {"eval.baselines", VLA_FLAG_BOOL, &baselines, NULL, "also evaluate zero-action and random policies"},

@@ -78,9 +78,14 @@ int vla_cmd_train(int argc, char **argv) {
     int64_t n_obs = 1;
     bool resume = false, skip = false, augment = false, constant = false, quiet = false;
     const vla_flag flags[] = {
-        {"dataset.root", VLA_FLAG_STRING, &o.dataset_root, "DIR", "LeRobot dataset (v2.1 or v3.0) to train on"},
-        {"dataset.shards", VLA_FLAG_STRING, &shards, "DIR",
-         "train from a shard set written by `vla data prepare` (frames decoded once; samples equal the direct read)"},
+        {"dataset.root", VLA_FLAG_STRING, &o.dataset_root, "DIR[,DIR2…]",
+         "LeRobot dataset (v2.1 or v3.0) to train on; several, comma-separated: a mixture, one embodiment each "
+         "(stats stay per dataset; state/action padded to the widest; docs/dataset.md \"Mixtures\")"},
+        {"dataset.shards", VLA_FLAG_STRING, &shards, "DIR[,DIR2…]",
+         "train from shard sets written by `vla data prepare` (frames decoded once; samples equal the direct read)"},
+        {"dataset.weights", VLA_FLAG_STRING, &o.weights, "W1,W2…",
+         "a mixture's sampling weights, one per dataset, any scale (default: proportional to their frames); each "
+         "epoch draws every dataset exactly its share"},
         {"dataset.episodes", VLA_FLAG_STRING, &o.episodes, "LIST",
          "train on these episodes only: 0,3,7 or 2-5 or [1, 2] (LeRobot's name; what a partial download needs)"},
         {"dataset.state_keys", VLA_FLAG_STRING, &o.state_keys, "K1,K2",
@@ -154,15 +159,16 @@ int vla_cmd_train(int argc, char **argv) {
         fprintf(stderr, "vla: error: vla train: give --dataset.root or --dataset.shards, not both\n");
         return 2;
     }
-    if (shards && strchr(shards, ',')) {
-        fprintf(stderr, "vla: error: vla train: --dataset.shards=%s: one shard set per run (mixtures of several are not built "
-                        "yet)\n", shards);
-        return 2;
-    }
-    if (shards && !vla_shards_is_set(shards)) {
-        fprintf(stderr, "vla: error: vla train: --dataset.shards=%s: no %s there (run `vla data prepare --out=%s`, or let an "
-                        "interrupted one finish)\n", shards, VLA_SHARDS_MANIFEST, shards);
-        return 1;
+    for (const char *q = shards; q && *q;) { /* each shard set of the list must be complete */
+        char one[4096];
+        size_t len = strcspn(q, ",");
+        snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), q);
+        if (!vla_shards_is_set(one)) {
+            fprintf(stderr, "vla: error: vla train: --dataset.shards: no %s in '%s' (run `vla data prepare --out=%s`, or "
+                            "let an interrupted one finish)\n", VLA_SHARDS_MANIFEST, one, one);
+            return 1;
+        }
+        q += len + (q[len] == ',');
     }
     if (shards) o.dataset_root = shards;
     if (!o.dataset_root) {

@@ -28,25 +28,38 @@ typedef struct {
     vla_status st;
     char err[1024];
     int64_t n; /* samples */
-    int32_t *cu_seqlens, *cu_images, *positions, *groups, *token_ids, *real_action_dim;
+    int32_t *cu_seqlens, *cu_images, *positions, *groups, *token_ids, *real_action_dim, *embodiment;
     uint8_t *roles, *is_pad;
     float *images, *state_buf, *actions;
     uint64_t *keys;
     int64_t *rows;
 } slot;
 
-struct vla_loader {
-    vla_loader_opts o;
-    const char *state_key, *action_key;
+/* One dataset of the loader (a mixture has several; a plain run one): its
+ * features, cameras and normalisers, and its first row in the global row
+ * space the index source speaks (dataset d's row r is row0 + r). */
+typedef struct {
+    const vla_lerobot *ds;
+    int32_t embodiment;
+    int64_t row0;
     const vla_lr_feature *fsk[MAX_SKEYS], *faction; /* state features, concatenated in order */
     const vla_lr_feature *fref; /* relative actions: observation.state, subtracted from the chunk */
-    int nsk, K;     /* state features; frames of history (n_obs_steps) */
-    char state_keys[512];
-    int64_t fw;     /* one frame's state width (the features side by side); sw = fw · K */
-    int64_t sw, aw, S_dim, A_dim, H, img;
+    int64_t fw, sw, aw; /* one frame's state width (the features side by side); sw = fw · K; action width */
     int ncam, cams[MAX_CAMS];
     double tol_s;
     vla_normalizer ns, na;
+} source;
+
+struct vla_loader {
+    vla_loader_opts o;
+    const char *action_key;
+    source src[VLA_LOADER_MAX_DATASETS];
+    int nsrc;
+    int nsk, K;     /* state features (the same keys in every dataset); frames of history (n_obs_steps) */
+    char state_keys[512];
+    int64_t n_rows; /* all datasets together */
+    int64_t S_dim, A_dim, H, img;
+    int ncam_max;
     int64_t max_text, max_tok;
     int depth;
     slot *slots;
@@ -57,7 +70,7 @@ struct vla_loader {
     pthread_cond_t cv_ready, cv_free;
     int64_t next_job, next_consume;
     bool stop, started;
-    vla_lr_reader *reader0; /* caller-thread reader (0 workers, build) */
+    vla_lr_reader *reader0[VLA_LOADER_MAX_DATASETS]; /* caller-thread readers (0 workers, build) */
 };
 
 /* ---- normalisers ------------------------------------------------------------ */
@@ -137,7 +150,7 @@ vla_status vla_norm_from_json(const char *what, const json_t *j, vla_normalizer 
 
 static void slot_free(slot *s) {
     free(s->cu_seqlens), free(s->cu_images), free(s->positions), free(s->groups), free(s->token_ids);
-    free(s->real_action_dim), free(s->roles), free(s->is_pad), free(s->images), free(s->state_buf);
+    free(s->real_action_dim), free(s->embodiment), free(s->roles), free(s->is_pad), free(s->images), free(s->state_buf);
     free(s->actions), free(s->keys), free(s->rows);
     memset(s, 0, sizeof *s);
 }
@@ -151,28 +164,40 @@ static vla_status slot_alloc(const vla_loader *L, slot *s) {
     s->token_ids = calloc((size_t)T, sizeof(int32_t));
     s->roles = calloc((size_t)T, 1);
     s->real_action_dim = calloc((size_t)B, sizeof(int32_t));
+    s->embodiment = calloc((size_t)B, sizeof(int32_t));
     s->is_pad = calloc((size_t)(B * L->H), 1);
-    s->images = calloc((size_t)(B * L->ncam * 3 * L->img * L->img) + 1, sizeof(float));
+    s->images = calloc((size_t)(B * L->ncam_max * 3 * L->img * L->img) + 1, sizeof(float));
     s->state_buf = calloc((size_t)(B * L->S_dim), sizeof(float));
     s->actions = calloc((size_t)(B * L->H * L->A_dim), sizeof(float));
     s->keys = calloc((size_t)B, sizeof(uint64_t));
     s->rows = calloc((size_t)B, sizeof(int64_t));
     if (!s->cu_seqlens || !s->cu_images || !s->positions || !s->groups || !s->token_ids || !s->roles ||
-        !s->real_action_dim || !s->is_pad || !s->images || !s->state_buf || !s->actions || !s->keys || !s->rows) {
+        !s->real_action_dim || !s->embodiment || !s->is_pad || !s->images || !s->state_buf || !s->actions || !s->keys || !s->rows) {
         slot_free(s);
         return vla_error(VLA_ERR_NOMEM, "loader: out of memory for a batch of %lld samples", (long long)B);
     }
     return VLA_OK;
 }
 
-/* Assemble samples 0..n-1 of a slot whose rows/keys are set. */
-static vla_status build(vla_loader *L, slot *s, vla_lr_reader *reader) {
+/* The dataset holding global row `row` (sources are in row order). */
+static const source *source_of(const vla_loader *L, int64_t row) {
+    int d = 0;
+    while (d + 1 < L->nsrc && row >= L->src[d + 1].row0) d++;
+    return &L->src[d];
+}
+
+/* Assemble samples 0..n-1 of a slot whose rows/keys are set; readers[d]
+ * reads dataset d's frames. */
+static vla_status build(vla_loader *L, slot *s, vla_lr_reader *const *readers) {
     double t0 = vla_now_s();
-    const vla_lerobot *ds = L->o.ds;
-    int64_t n = s->n, H = L->H, img = L->img, plane = img * img;
+    int64_t n = s->n, H = L->H, img = L->img, plane = img * img, sw_max = 0, aw_max = 0;
+    for (int d = 0; d < L->nsrc; d++) {
+        if (L->src[d].sw > sw_max) sw_max = L->src[d].sw;
+        if (L->src[d].aw > aw_max) aw_max = L->src[d].aw;
+    }
     int offsets[1024];
-    float *st_tmp = malloc((size_t)(L->sw + 1) * sizeof(float));
-    float *act_tmp = malloc((size_t)(H * L->aw + 1) * sizeof(float));
+    float *st_tmp = malloc((size_t)(sw_max + 1) * sizeof(float));
+    float *act_tmp = malloc((size_t)(H * aw_max + 1) * sizeof(float));
     int32_t *ids = malloc((size_t)(L->max_text + 1) * sizeof(int32_t));
     uint8_t *rgb = malloc((size_t)(plane * 3 + 1));
     vla_status st = VLA_OK;
@@ -185,11 +210,13 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *reader) {
     int32_t nimg = 0;
     s->cu_seqlens[0] = 0, s->cu_images[0] = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t row = s->rows[i];
-        if (row < 0 || row >= ds->n_rows) {
-            st = vla_error(VLA_ERR_INVALID_ARG, "loader: row %lld out of range", (long long)row);
+        if (s->rows[i] < 0 || s->rows[i] >= L->n_rows) {
+            st = vla_error(VLA_ERR_INVALID_ARG, "loader: row %lld out of range", (long long)s->rows[i]);
             goto done;
         }
+        const source *src = source_of(L, s->rows[i]);
+        const vla_lerobot *ds = src->ds;
+        int64_t row = s->rows[i] - src->row0;
         /* state: the state features side by side, as eval builds it from the env, for
          * each of the frames t−K+1..t (oldest first, clamped to the episode's first row) */
         int hoff[MAX_OBS_STEPS];
@@ -197,24 +224,27 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *reader) {
         for (int f = 0; f < L->K; f++) hoff[f] = f - (L->K - 1);
         vla_lerobot_window_rows(ds, row, hoff, L->K, hrows, NULL);
         for (int f = 0; f < L->K; f++)
-            for (int k = 0, off = 0; k < L->nsk; off += (int)L->fsk[k]->width, k++)
-                memcpy(st_tmp + f * L->fw + off, L->fsk[k]->values + hrows[f] * L->fsk[k]->width,
-                       (size_t)L->fsk[k]->width * sizeof(float));
-        vla_normalize(&L->ns, st_tmp, st_tmp, 1);
+            for (int k = 0, off = 0; k < L->nsk; off += (int)src->fsk[k]->width, k++)
+                memcpy(st_tmp + f * src->fw + off, src->fsk[k]->values + hrows[f] * src->fsk[k]->width,
+                       (size_t)src->fsk[k]->width * sizeof(float));
+        vla_normalize(&src->ns, st_tmp, st_tmp, 1);
         float *sd = s->state_buf + i * L->S_dim;
         memset(sd, 0, (size_t)L->S_dim * sizeof(float));
-        memcpy(sd, st_tmp, (size_t)L->sw * sizeof(float));
-        /* action chunk */
+        memcpy(sd, st_tmp, (size_t)src->sw * sizeof(float));
+        /* action chunk, zero-padded to the policy's width; the padded dims are
+         * out of the loss (real_action_dim) */
         st = vla_lerobot_window(ds, L->action_key, row, offsets, (int)H, act_tmp, s->is_pad + i * H);
         if (st != VLA_OK) goto done;
-        if (L->fref)
+        if (src->fref)
             for (int64_t k = 0; k < H; k++)
-                for (int64_t d = 0; d < L->aw; d++) act_tmp[k * L->aw + d] -= L->fref->values[row * L->aw + d];
-        vla_normalize(&L->na, act_tmp, act_tmp, H);
+                for (int64_t d = 0; d < src->aw; d++) act_tmp[k * src->aw + d] -= src->fref->values[row * src->aw + d];
+        vla_normalize(&src->na, act_tmp, act_tmp, H);
         float *ad = s->actions + i * H * L->A_dim;
         memset(ad, 0, (size_t)(H * L->A_dim) * sizeof(float));
-        for (int64_t k = 0; k < H; k++) memcpy(ad + k * L->A_dim, act_tmp + k * L->aw, (size_t)L->aw * sizeof(float));
-        s->real_action_dim[i] = (int32_t)L->aw;
+        for (int64_t k = 0; k < H; k++)
+            memcpy(ad + k * L->A_dim, act_tmp + k * src->aw, (size_t)src->aw * sizeof(float));
+        s->real_action_dim[i] = (int32_t)src->aw;
+        s->embodiment[i] = src->embodiment;
         /* images */
         vla_rng r = vla_rng_stream(L->o.seed ^ 0x6175676dULL, s->keys[i]);
         float gain = 1.0f, bias = 0.0f;
@@ -222,8 +252,8 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *reader) {
             gain = 0.9f + 0.2f * vla_rng_uniform(&r);
             bias = -0.05f + 0.1f * vla_rng_uniform(&r);
         }
-        for (int c = 0; c < L->ncam; c++) {
-            st = vla_lr_reader_frame(reader, L->cams[c], row, (int)img, (int)img, L->tol_s, rgb);
+        for (int c = 0; c < src->ncam; c++) {
+            st = vla_lr_reader_frame(readers[src - L->src], src->cams[c], row, (int)img, (int)img, src->tol_s, rgb);
             if (st != VLA_OK) goto done;
             float *dst = s->images + (int64_t)(nimg + c) * 3 * plane;
             for (int64_t p = 0; p < plane; p++)
@@ -233,15 +263,15 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *reader) {
                     dst[ch * plane + p] = v;
                 }
         }
-        nimg += L->ncam;
+        nimg += src->ncam;
         s->cu_images[i + 1] = nimg;
         /* prompt */
         int64_t tidx = ds->task_index ? ds->task_index[row] : 0;
         const char *task = (tidx >= 0 && tidx < ds->n_tasks) ? ds->tasks[tidx] : "";
         int64_t ntext = 0;
-        st = vla_policy_tokenize(L->o.policy, task, st_tmp, L->sw, ids, L->max_text, &ntext);
+        st = vla_policy_tokenize(L->o.policy, task, st_tmp, src->sw, ids, L->max_text, &ntext);
         if (st != VLA_OK) goto done;
-        int64_t len = vla_policy_sample_layout(L->o.policy, (int32_t)L->ncam, (int32_t)ntext, s->roles + T,
+        int64_t len = vla_policy_sample_layout(L->o.policy, (int32_t)src->ncam, (int32_t)ntext, s->roles + T,
                                                s->groups + T, s->positions + T);
         if (len < 0 || len > L->max_tok) {
             st = vla_error(VLA_ERR_INTERNAL, "loader: sample layout of %lld tokens exceeds %lld", (long long)len,
@@ -271,7 +301,7 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *reader) {
     b->actions = s->actions;
     b->action_is_pad = s->is_pad;
     b->real_action_dim = s->real_action_dim;
-    b->embodiment = NULL;
+    b->embodiment = s->embodiment;
     b->seed = L->o.seed;
     b->sample_keys = s->keys;
     s->pub.rows = s->rows;
@@ -281,12 +311,23 @@ done:
     return st;
 }
 
+/* A reader for each dataset that feeds cameras (NULL for the others). */
+static vla_status open_readers(const vla_loader *L, vla_lr_reader **readers) {
+    for (int d = 0; d < L->nsrc; d++)
+        if (L->src[d].ncam > 0 && !readers[d]) VLA_TRY(vla_lr_reader_open(L->src[d].ds, &readers[d]));
+    return VLA_OK;
+}
+
+static void close_readers(const vla_loader *L, vla_lr_reader **readers) {
+    for (int d = 0; d < L->nsrc; d++) vla_lr_reader_close(readers[d]), readers[d] = NULL;
+}
+
 /* ---- threads ------------------------------------------------------------------ */
 
 static void *worker(void *arg) {
     vla_loader *L = arg;
-    vla_lr_reader *reader = NULL;
-    vla_status rst = L->ncam > 0 ? vla_lr_reader_open(L->o.ds, &reader) : VLA_OK;
+    vla_lr_reader *readers[VLA_LOADER_MAX_DATASETS] = {0};
+    vla_status rst = open_readers(L, readers);
     char rerr[1024] = "";
     if (rst != VLA_OK) snprintf(rerr, sizeof rerr, "%s", vla_error_message());
     pthread_mutex_lock(&L->mu);
@@ -305,7 +346,7 @@ static void *worker(void *arg) {
             st = rst;
             snprintf(s->err, sizeof s->err, "%s", rerr);
         } else if (st == VLA_OK) {
-            st = build(L, s, reader);
+            st = build(L, s, readers);
             if (st != VLA_OK) snprintf(s->err, sizeof s->err, "%s", vla_error_message());
         }
         pthread_mutex_lock(&L->mu);
@@ -314,7 +355,7 @@ static void *worker(void *arg) {
         pthread_cond_broadcast(&L->cv_ready);
     }
     pthread_mutex_unlock(&L->mu);
-    vla_lr_reader_close(reader);
+    close_readers(L, readers);
     return NULL;
 }
 
@@ -370,25 +411,25 @@ static vla_status replace_norm(vla_normalizer *n, const vla_normalizer *given, c
     return VLA_OK;
 }
 
-static vla_status state_norm(vla_loader *L, vla_norm_mode mode) {
-    const vla_lerobot *ds = L->o.ds;
+static vla_status state_norm(const vla_loader *L, source *src, vla_norm_mode mode) {
+    const vla_lerobot *ds = src->ds;
     vla_normalizer parts[MAX_SKEYS];
     memset(parts, 0, sizeof parts);
     vla_status st = VLA_OK;
     if (mode == VLA_NORM_QUANTILES)
         for (int k = 0; k < L->nsk; k++) {
-            const vla_lr_stats *s = vla_lerobot_stats(ds, L->fsk[k]->key);
+            const vla_lr_stats *s = vla_lerobot_stats(ds, src->fsk[k]->key);
             if (s && (!s->q01 || !s->q99)) mode = VLA_NORM_MIN_MAX;
         }
-    for (int k = 0; k < L->nsk && st == VLA_OK; k++) st = vla_norm_from_stats(ds, L->fsk[k]->key, mode, &parts[k]);
-    float *a = calloc((size_t)L->sw + 1, sizeof *a), *b = calloc((size_t)L->sw + 1, sizeof *b);
+    for (int k = 0; k < L->nsk && st == VLA_OK; k++) st = vla_norm_from_stats(ds, src->fsk[k]->key, mode, &parts[k]);
+    float *a = calloc((size_t)src->sw + 1, sizeof *a), *b = calloc((size_t)src->sw + 1, sizeof *b);
     if (st == VLA_OK && (!a || !b)) st = vla_error(VLA_ERR_NOMEM, "loader: out of memory");
     if (st == VLA_OK) {
         for (int f = 0; f < L->K; f++)
-            for (int k = 0, off = (int)(f * L->fw); k < L->nsk; off += (int)parts[k].dim, k++)
+            for (int k = 0, off = (int)(f * src->fw); k < L->nsk; off += (int)parts[k].dim, k++)
                 for (int64_t i = 0; parts[k].lo && i < parts[k].dim; i++)
                     a[off + i] = parts[k].lo[i], b[off + i] = parts[k].hi[i];
-        st = vla_normalizer_init(&L->ns, parts[0].mode, parts[0].style, L->sw, mode == VLA_NORM_IDENTITY ? NULL : a,
+        st = vla_normalizer_init(&src->ns, parts[0].mode, parts[0].style, src->sw, mode == VLA_NORM_IDENTITY ? NULL : a,
                                  mode == VLA_NORM_IDENTITY ? NULL : b, parts[0].eps);
     }
     for (int k = 0; k < L->nsk; k++) vla_normalizer_free(&parts[k]);
@@ -404,9 +445,9 @@ static int cmp_float(const void *a, const void *b) {
 /* Relative actions: the action normaliser from the statistics of action[t+h]
  * − observation.state[t] over every row t and h = 0..H−1 (clamped to the
  * episode, as the chunks the loader builds). */
-static vla_status relative_action_norm(vla_loader *L, vla_norm_mode mode) {
-    const vla_lerobot *ds = L->o.ds;
-    int64_t n = ds->n_rows * L->H, aw = L->aw;
+static vla_status relative_action_norm(const vla_loader *L, source *src, vla_norm_mode mode) {
+    const vla_lerobot *ds = src->ds;
+    int64_t n = ds->n_rows * L->H, aw = src->aw;
     float *v = malloc((size_t)n * sizeof *v), *a = calloc((size_t)aw, sizeof *a), *b = calloc((size_t)aw, sizeof *b);
     int *offsets = malloc((size_t)L->H * sizeof *offsets);
     int64_t *rows = malloc((size_t)L->H * sizeof *rows);
@@ -421,7 +462,7 @@ static vla_status relative_action_norm(vla_loader *L, vla_norm_mode mode) {
         for (int64_t r = 0, m = 0; r < ds->n_rows; r++) {
             vla_lerobot_window_rows(ds, r, offsets, (int)L->H, rows, NULL);
             for (int64_t k = 0; k < L->H; k++, m++) {
-                v[m] = L->faction->values[rows[k] * aw + d] - L->fref->values[r * aw + d];
+                v[m] = src->faction->values[rows[k] * aw + d] - src->fref->values[r * aw + d];
                 sum += v[m], sum2 += (double)v[m] * v[m];
             }
         }
@@ -435,129 +476,130 @@ static vla_status relative_action_norm(vla_loader *L, vla_norm_mode mode) {
             b[d] = q ? v[(int64_t)(0.99 * (double)(n - 1))] : v[n - 1];
         }
     }
-    st = vla_normalizer_init(&L->na, mode, VLA_NORM_EPS_LEROBOT, aw, mode == VLA_NORM_IDENTITY ? NULL : a,
+    st = vla_normalizer_init(&src->na, mode, VLA_NORM_EPS_LEROBOT, aw, mode == VLA_NORM_IDENTITY ? NULL : a,
                              mode == VLA_NORM_IDENTITY ? NULL : b, 0);
 done:
     free(v), free(a), free(b), free(offsets), free(rows);
     return st;
 }
 
-vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
-    *out = NULL;
-    const vla_lerobot *ds = opts->ds;
+/* One dataset's features, cameras and normalisers, checked against the
+ * policy (L's keys, K, dims and image size are set). */
+static vla_status source_init(const vla_loader *L, source *src, char keys[][128]) {
+    const vla_loader_opts *opts = &L->o;
+    const vla_lerobot *ds = src->ds;
     const vla_policy_config *cfg = &opts->policy->cfg;
-    if (opts->batch_size < 1) return vla_error(VLA_ERR_INVALID_ARG, "loader: batch size must be at least 1");
     if (ds->n_nonfinite > 0)
         return vla_error(VLA_ERR_NUMERIC,
                          "%s: dataset holds %lld non-finite (NaN/Inf) values in its numeric features; refusing to "
                          "train on it (run `vla dataset validate %s` to list them)",
                          ds->root, (long long)ds->n_nonfinite, ds->root);
+    src->fw = 0;
+    for (int i = 0; i < L->nsk; i++) {
+        src->fsk[i] = vla_lerobot_feature(ds, keys[i]);
+        if (!src->fsk[i] || !src->fsk[i]->values)
+            return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no numeric feature '%s' (state keys '%s')", ds->root,
+                             keys[i], L->state_keys);
+        src->fw += src->fsk[i]->width;
+    }
+    src->sw = src->fw * L->K;
+    src->faction = vla_lerobot_feature(ds, L->action_key);
+    if (!src->faction || !src->faction->values)
+        return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs a numeric feature '%s'", ds->root, L->action_key);
+    src->aw = src->faction->width;
+    if (src->sw > L->S_dim || src->aw > L->A_dim)
+        return vla_error(VLA_ERR_INVALID_ARG,
+                         "%s: '%s' has %lld dims and '%s' %lld, but policy '%s' takes at most %lld state and %lld "
+                         "action dims",
+                         ds->root, L->state_keys, (long long)src->sw, L->action_key, (long long)src->aw, cfg->name,
+                         (long long)L->S_dim, (long long)L->A_dim);
+    if (opts->image_keys) {
+        char k[MAX_CAMS][128];
+        VLA_TRY(split_keys(opts->image_keys, k, MAX_CAMS, &src->ncam));
+        for (int c = 0; c < src->ncam; c++)
+            if ((src->cams[c] = vla_lerobot_camera(ds, k[c])) < 0)
+                return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no camera '%s' (image keys '%s')", ds->root, k[c],
+                                 opts->image_keys);
+        if (src->ncam > cfg->vision.cameras)
+            return vla_error(VLA_ERR_INVALID_ARG, "loader: %d image keys but policy '%s' takes %lld cameras", src->ncam,
+                             cfg->name, (long long)cfg->vision.cameras);
+    } else {
+        src->ncam = (int)(ds->n_cameras < cfg->vision.cameras ? ds->n_cameras : cfg->vision.cameras);
+        if (src->ncam > MAX_CAMS) src->ncam = MAX_CAMS;
+        for (int c = 0; c < src->ncam; c++) src->cams[c] = c;
+    }
+    for (int c = 0; ds->shards && c < src->ncam; c++) { /* shards hold frames at one size: say so now, not at the first batch */
+        const vla_lr_feature *f = &ds->features[ds->camera_feature[src->cams[c]]];
+        if (f->height != L->img || f->width_px != L->img)
+            return vla_error(VLA_ERR_INVALID_ARG,
+                             "%s: camera '%s' is stored at %dx%d in these shards but policy '%s' takes %lldx%lld; "
+                             "prepare them with --image_size=%lld,%lld",
+                             ds->root, f->key, f->width_px, f->height, cfg->name, (long long)L->img, (long long)L->img,
+                             (long long)L->img, (long long)L->img);
+    }
+    src->tol_s = opts->tol_s > 0 ? opts->tol_s : 0.5 / (ds->fps > 0 ? ds->fps : 10);
+    VLA_TRY(state_norm(L, src, cfg->norm_state));
+    if (opts->relative_actions) {
+        src->fref = vla_lerobot_feature(ds, "observation.state");
+        if (!src->fref || !src->fref->values || src->fref->width != src->aw)
+            return vla_error(VLA_ERR_INVALID_ARG,
+                             "%s: relative actions need a numeric observation.state as wide as '%s' (%lld dims)",
+                             ds->root, L->action_key, (long long)src->aw);
+        return relative_action_norm(L, src, cfg->norm_action);
+    }
+    return vla_norm_from_stats(ds, L->action_key, cfg->norm_action, &src->na);
+}
+
+vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
+    *out = NULL;
+    const vla_policy_config *cfg = &opts->policy->cfg;
+    const vla_lerobot *const *dss = opts->n_datasets > 0 ? opts->datasets : &opts->ds;
+    int nds = opts->n_datasets > 0 ? opts->n_datasets : 1;
+    if (opts->batch_size < 1) return vla_error(VLA_ERR_INVALID_ARG, "loader: batch size must be at least 1");
+    if (nds > VLA_LOADER_MAX_DATASETS)
+        return vla_error(VLA_ERR_INVALID_ARG, "loader: %d datasets (at most %d in a mixture)", nds,
+                         VLA_LOADER_MAX_DATASETS);
+    if (nds > 1 && (opts->fixed_state_norm || opts->fixed_action_norm))
+        return vla_error(VLA_ERR_INVALID_ARG, "loader: given normalisers serve one dataset, not a mixture of %d", nds);
+    if (opts->n_obs_steps > MAX_OBS_STEPS)
+        return vla_error(VLA_ERR_INVALID_ARG, "loader: n_obs_steps %d exceeds %d", opts->n_obs_steps, MAX_OBS_STEPS);
+    if (cfg->action.horizon > 1024)
+        return vla_error(VLA_ERR_UNSUPPORTED, "loader: horizon %lld too long", (long long)cfg->action.horizon);
     vla_loader *L = calloc(1, sizeof *L);
     if (!L) return vla_error(VLA_ERR_NOMEM, "loader: out of memory");
     L->o = *opts;
-    L->state_key = opts->state_key ? opts->state_key : "observation.state";
     L->action_key = opts->action_key ? opts->action_key : "action";
     pthread_mutex_init(&L->mu, NULL);
     pthread_cond_init(&L->cv_ready, NULL);
     pthread_cond_init(&L->cv_free, NULL);
-    vla_status st = VLA_OK;
-    {
-        char k[MAX_SKEYS][128];
-        const char *keys = opts->state_keys ? opts->state_keys : L->state_key;
-        if ((st = split_keys(keys, k, MAX_SKEYS, &L->nsk)) != VLA_OK) goto fail;
-        if (L->nsk == 0) {
-            st = vla_error(VLA_ERR_INVALID_ARG, "loader: no state keys given");
-            goto fail;
-        }
-        L->sw = 0;
-        for (int i = 0; i < L->nsk; i++) {
-            L->fsk[i] = vla_lerobot_feature(ds, k[i]);
-            if (!L->fsk[i] || !L->fsk[i]->values) {
-                st = vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no numeric feature '%s' (state keys '%s')",
-                               ds->root, k[i], keys);
-                goto fail;
-            }
-            L->sw += L->fsk[i]->width;
-            size_t used = strlen(L->state_keys);
-            snprintf(L->state_keys + used, sizeof L->state_keys - used, "%s%s", i ? "," : "", k[i]);
-        }
-        L->state_key = L->fsk[0]->key;
-        if (opts->n_obs_steps > MAX_OBS_STEPS) {
-            st = vla_error(VLA_ERR_INVALID_ARG, "loader: n_obs_steps %d exceeds %d", opts->n_obs_steps, MAX_OBS_STEPS);
-            goto fail;
-        }
-        L->K = opts->n_obs_steps > 1 ? opts->n_obs_steps : 1;
-        L->fw = L->sw;
-        L->sw *= L->K;
-    }
-    L->faction = vla_lerobot_feature(ds, L->action_key);
-    if (!L->faction || !L->faction->values) {
-        st = vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs a numeric feature '%s'", ds->root, L->action_key);
-        goto fail;
-    }
-    L->aw = L->faction->width;
+    L->K = opts->n_obs_steps > 1 ? opts->n_obs_steps : 1;
     L->S_dim = cfg->action.state_dim, L->A_dim = cfg->action.action_dim, L->H = cfg->action.horizon;
-    if (L->sw > L->S_dim || L->aw > L->A_dim) {
-        st = vla_error(VLA_ERR_INVALID_ARG,
-                       "%s: '%s' has %lld dims and '%s' %lld, but policy '%s' takes at most %lld state and %lld "
-                       "action dims",
-                       ds->root, L->state_keys, (long long)L->sw, L->action_key, (long long)L->aw, cfg->name,
-                       (long long)L->S_dim, (long long)L->A_dim);
-        goto fail;
-    }
-    if (L->H > 1024) {
-        st = vla_error(VLA_ERR_UNSUPPORTED, "loader: horizon %lld too long", (long long)L->H);
-        goto fail;
-    }
     L->img = cfg->vision.image_size;
-    if (opts->image_keys) {
-        char k[MAX_CAMS][128];
-        if ((st = split_keys(opts->image_keys, k, MAX_CAMS, &L->ncam)) != VLA_OK) goto fail;
-        for (int c = 0; c < L->ncam; c++)
-            if ((L->cams[c] = vla_lerobot_camera(ds, k[c])) < 0) {
-                st = vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no camera '%s' (image keys '%s')", ds->root, k[c],
-                               opts->image_keys);
-                goto fail;
-            }
-        if (L->ncam > cfg->vision.cameras) {
-            st = vla_error(VLA_ERR_INVALID_ARG, "loader: %d image keys but policy '%s' takes %lld cameras", L->ncam,
-                           cfg->name, (long long)cfg->vision.cameras);
-            goto fail;
-        }
-    } else {
-        L->ncam = (int)(ds->n_cameras < cfg->vision.cameras ? ds->n_cameras : cfg->vision.cameras);
-        if (L->ncam > MAX_CAMS) L->ncam = MAX_CAMS;
-        for (int c = 0; c < L->ncam; c++) L->cams[c] = c;
+    char k[MAX_SKEYS][128];
+    const char *keys = opts->state_keys ? opts->state_keys : opts->state_key ? opts->state_key : "observation.state";
+    vla_status st = split_keys(keys, k, MAX_SKEYS, &L->nsk);
+    if (st == VLA_OK && L->nsk == 0) st = vla_error(VLA_ERR_INVALID_ARG, "loader: no state keys given");
+    if (st != VLA_OK) goto fail;
+    for (int i = 0; i < L->nsk; i++) {
+        size_t used = strlen(L->state_keys);
+        snprintf(L->state_keys + used, sizeof L->state_keys - used, "%s%s", i ? "," : "", k[i]);
     }
-    for (int c = 0; ds->shards && c < L->ncam; c++) { /* shards hold frames at one size: say so now, not at the first batch */
-        const vla_lr_feature *f = &ds->features[ds->camera_feature[L->cams[c]]];
-        if (f->height != L->img || f->width_px != L->img) {
-            st = vla_error(VLA_ERR_INVALID_ARG,
-                           "%s: camera '%s' is stored at %dx%d in these shards but policy '%s' takes %lldx%lld; prepare them "
-                           "with --image_size=%lld,%lld",
-                           ds->root, f->key, f->width_px, f->height, cfg->name, (long long)L->img, (long long)L->img,
-                           (long long)L->img, (long long)L->img);
-            goto fail;
-        }
+    for (int d = 0; d < nds; d++) {
+        source *src = &L->src[d];
+        src->ds = dss[d];
+        src->embodiment = opts->embodiments ? opts->embodiments[d] : d;
+        src->row0 = L->n_rows;
+        L->nsrc = d + 1; /* freed by vla_loader_free from here on */
+        if ((st = source_init(L, src, k)) != VLA_OK) goto fail;
+        L->n_rows += src->ds->n_rows;
+        if (src->ncam > L->ncam_max) L->ncam_max = src->ncam;
     }
-    L->tol_s = opts->tol_s > 0 ? opts->tol_s : 0.5 / (ds->fps > 0 ? ds->fps : 10);
-    if ((st = state_norm(L, cfg->norm_state)) != VLA_OK) goto fail;
-    if (opts->fixed_state_norm && (st = replace_norm(&L->ns, opts->fixed_state_norm, "state")) != VLA_OK) goto fail;
-    if (opts->relative_actions) {
-        L->fref = vla_lerobot_feature(ds, "observation.state");
-        if (!L->fref || !L->fref->values || L->fref->width != L->aw) {
-            st = vla_error(VLA_ERR_INVALID_ARG,
-                           "%s: relative actions need a numeric observation.state as wide as '%s' (%lld dims)",
-                           ds->root, L->action_key, (long long)L->aw);
-            goto fail;
-        }
-        if ((st = relative_action_norm(L, cfg->norm_action)) != VLA_OK) goto fail;
-    } else if ((st = vla_norm_from_stats(ds, L->action_key, cfg->norm_action, &L->na)) != VLA_OK) {
+    if (opts->fixed_state_norm && (st = replace_norm(&L->src[0].ns, opts->fixed_state_norm, "state")) != VLA_OK)
         goto fail;
-    }
-    if (opts->fixed_action_norm && (st = replace_norm(&L->na, opts->fixed_action_norm, "action")) != VLA_OK) goto fail;
+    if (opts->fixed_action_norm && (st = replace_norm(&L->src[0].na, opts->fixed_action_norm, "action")) != VLA_OK)
+        goto fail;
     L->max_text = cfg->language.max_tokens > 0 ? cfg->language.max_tokens : 1;
-    L->max_tok = vla_policy_sample_layout(opts->policy, L->ncam, (int32_t)L->max_text, NULL, NULL, NULL);
+    L->max_tok = vla_policy_sample_layout(opts->policy, L->ncam_max, (int32_t)L->max_text, NULL, NULL, NULL);
     if (L->max_tok <= 0) {
         st = vla_error(VLA_ERR_INTERNAL, "loader: policy layout gives %lld tokens", (long long)L->max_tok);
         goto fail;
@@ -592,9 +634,8 @@ void vla_loader_free(vla_loader *L) {
     for (int i = 0; L->slots && i < L->depth; i++) slot_free(&L->slots[i]);
     free(L->slots);
     slot_free(&L->sync);
-    vla_lr_reader_close(L->reader0);
-    vla_normalizer_free(&L->ns);
-    vla_normalizer_free(&L->na);
+    close_readers(L, L->reader0);
+    for (int d = 0; d < L->nsrc; d++) vla_normalizer_free(&L->src[d].ns), vla_normalizer_free(&L->src[d].na);
     pthread_mutex_destroy(&L->mu);
     pthread_cond_destroy(&L->cv_ready);
     pthread_cond_destroy(&L->cv_free);
@@ -617,11 +658,6 @@ vla_status vla_loader_start(vla_loader *L) {
     return VLA_OK;
 }
 
-static vla_status reader0(vla_loader *L) {
-    if (L->ncam > 0 && !L->reader0) VLA_TRY(vla_lr_reader_open(L->o.ds, &L->reader0));
-    return VLA_OK;
-}
-
 vla_status vla_loader_next(vla_loader *L, vla_loader_batch **out, double *wait_s) {
     *out = NULL;
     double t0 = vla_now_s();
@@ -634,7 +670,7 @@ vla_status vla_loader_next(vla_loader *L, vla_loader_batch **out, double *wait_s
         s->pub.job = j;
         s->n = L->o.batch_size;
         VLA_TRY(L->o.source(L->o.source_user, j, s->rows, s->keys, s->n));
-        VLA_TRY(reader0(L));
+        VLA_TRY(open_readers(L, L->reader0));
         s->state = SLOT_BUILDING;
         vla_status st = build(L, s, L->reader0);
         if (st != VLA_OK) {
@@ -686,19 +722,27 @@ vla_status vla_loader_build(vla_loader *L, const int64_t *rows, const uint64_t *
     memcpy(s->rows, rows, (size_t)n * sizeof *rows);
     memcpy(s->keys, keys, (size_t)n * sizeof *keys);
     s->n = n;
-    VLA_TRY(reader0(L));
+    VLA_TRY(open_readers(L, L->reader0));
     VLA_TRY(build(L, s, L->reader0));
     s->state = SLOT_READY;
     *out = &s->pub;
     return VLA_OK;
 }
 
-int64_t vla_loader_num_samples(const vla_loader *L) { return L->o.ds->n_rows; }
-const vla_normalizer *vla_loader_state_norm(const vla_loader *L) { return &L->ns; }
-const vla_normalizer *vla_loader_action_norm(const vla_loader *L) { return &L->na; }
-int64_t vla_loader_state_width(const vla_loader *L) { return L->sw; }
+int64_t vla_loader_num_samples(const vla_loader *L) { return L->n_rows; }
+const vla_normalizer *vla_loader_state_norm(const vla_loader *L) { return &L->src[0].ns; }
+const vla_normalizer *vla_loader_action_norm(const vla_loader *L) { return &L->src[0].na; }
+int64_t vla_loader_state_width(const vla_loader *L) { return L->src[0].sw; }
 int vla_loader_n_obs_steps(const vla_loader *L) { return L->K; }
-bool vla_loader_relative_actions(const vla_loader *L) { return L->fref != NULL; }
-int64_t vla_loader_action_width(const vla_loader *L) { return L->aw; }
-int vla_loader_n_cameras(const vla_loader *L) { return L->ncam; }
+bool vla_loader_relative_actions(const vla_loader *L) { return L->src[0].fref != NULL; }
+int64_t vla_loader_action_width(const vla_loader *L) { return L->src[0].aw; }
+int vla_loader_n_cameras(const vla_loader *L) { return L->src[0].ncam; }
 const char *vla_loader_state_keys(const vla_loader *L) { return L->state_keys; }
+int vla_loader_n_datasets(const vla_loader *L) { return L->nsrc; }
+
+vla_loader_dataset vla_loader_dataset_info(const vla_loader *L, int d) {
+    const source *s = &L->src[d];
+    return (vla_loader_dataset){.ds = s->ds, .embodiment = s->embodiment, .first_row = s->row0,
+                                .state_width = s->sw, .action_width = s->aw, .cameras = s->ncam,
+                                .state_norm = &s->ns, .action_norm = &s->na};
+}

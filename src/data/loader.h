@@ -21,7 +21,18 @@
  * actions: computed at create from every chunk of the dataset); a mode
  * the stats cannot serve (QUANTILES without q01/q99, v2.1) falls back to
  * MIN_MAX with a warning. The normalisers are exposed so a checkpoint can
- * store them and evaluation can rebuild them (vla_norm_json_*). */
+ * store them and evaluation can rebuild them (vla_norm_json_*).
+ *
+ * Mixtures (issue 12): given several datasets, the loader holds each one's
+ * features, cameras and normalisers (statistics stay per dataset), and the
+ * index source speaks global rows: dataset d's row r is first_row(d) + r, in
+ * the order given. Every dataset must have the state keys and the action
+ * feature (widths may differ: state and action are zero-padded to the
+ * policy's dims and real_action_dim keeps the padded action dims out of the
+ * loss); cameras are each dataset's own (a sample sends only its dataset's);
+ * each sample carries its dataset's embodiment id (GR00T's per-embodiment
+ * encoders and decoders pick their slice by it). data/mixture.h turns
+ * sampling weights into the global row each sampler index stands for. */
 #ifndef VLA_DATA_LOADER_H
 #define VLA_DATA_LOADER_H
 
@@ -38,8 +49,13 @@
  * Called from one thread at a time, in job order. */
 typedef vla_status (*vla_loader_source_fn)(void *user, int64_t job, int64_t *rows, uint64_t *keys, int64_t n);
 
+#define VLA_LOADER_MAX_DATASETS 16
+
 typedef struct {
-    const vla_lerobot *ds;
+    const vla_lerobot *ds;     /* one dataset, or: */
+    const vla_lerobot *const *datasets; /* a mixture of n_datasets (> 0), rows global in this order */
+    int n_datasets;
+    const int32_t *embodiments; /* [n_datasets] embodiment id of each dataset (NULL: 0, 1, 2, …) */
     const vla_policy *policy;  /* used for tokenize/sample_layout only (const, thread-safe) */
     int64_t batch_size;        /* samples per micro-batch on this rank */
     vla_loader_source_fn source;
@@ -91,7 +107,8 @@ vla_status vla_loader_start(vla_loader *L);
 vla_status vla_loader_next(vla_loader *L, vla_loader_batch **out, double *wait_s);
 void vla_loader_release(vla_loader *L, vla_loader_batch *b);
 
-int64_t vla_loader_num_samples(const vla_loader *L);
+int64_t vla_loader_num_samples(const vla_loader *L); /* rows of all datasets together */
+/* The accessors below describe dataset 0 (the only one outside a mixture). */
 const vla_normalizer *vla_loader_state_norm(const vla_loader *L);
 const vla_normalizer *vla_loader_action_norm(const vla_loader *L);
 int64_t vla_loader_state_width(const vla_loader *L);  /* real state dims fed: frame width × n_obs_steps */
@@ -101,6 +118,18 @@ int64_t vla_loader_action_width(const vla_loader *L);
 int vla_loader_n_cameras(const vla_loader *L);         /* cameras fed to the policy */
 /* The state features concatenated, comma-separated ("observation.state"). */
 const char *vla_loader_state_keys(const vla_loader *L);
+
+/* A mixture's datasets: how many, and what the loader made of each. */
+typedef struct {
+    const vla_lerobot *ds;
+    int32_t embodiment;
+    int64_t first_row;                /* its row 0 in the global row space */
+    int64_t state_width, action_width; /* real dims (state: × n_obs_steps) */
+    int cameras;                      /* images fed per sample */
+    const vla_normalizer *state_norm, *action_norm;
+} vla_loader_dataset;
+int vla_loader_n_datasets(const vla_loader *L);
+vla_loader_dataset vla_loader_dataset_info(const vla_loader *L, int d);
 
 /* Total width of the comma-separated numeric features `keys` (NULL:
  * "observation.state"); fails naming a missing feature. */

@@ -208,12 +208,14 @@ typedef struct {
     float *state, *images, *acts; /* per running episode: normalised state, images, action chunk */
     uint8_t *valid;               /* per running episode and image slot: trained on it */
     uint64_t *keys;
+    int32_t *emb;                 /* per running episode: the checkpoint's embodiment id for this env */
     const char **tasks;
     int *active;                  /* the running episodes, this re-plan */
 } roll_ctx;
 
 static void roll_ctx_free(roll_ctx *c) {
-    free(c->state), free(c->images), free(c->valid), free(c->acts), free(c->keys), free(c->tasks), free(c->active);
+    free(c->state), free(c->images), free(c->valid), free(c->acts), free(c->keys), free(c->emb), free(c->tasks),
+        free(c->active);
 }
 
 /* The policy's shapes, checked against the env and the checkpoint, and the
@@ -236,7 +238,11 @@ static vla_status rollout_prepare(roll_ctx *c) {
             return vla_error(VLA_ERR_INVALID_ARG, "eval: the policy predicts %lld action dims, env '%s' takes %d",
                              (long long)pm->meta.action_width, spec->name, c->A);
         state_map smap;
-        VLA_TRY(state_mapping(spec, &pm->meta, &smap));
+        vla_status sst = state_mapping(spec, &pm->meta, &smap);
+        if (sst != VLA_OK && pm->meta.embodiment_name[0] && strcmp(pm->meta.embodiment_name, spec->name) != 0)
+            return vla_error_context(sst, "the checkpoint's embodiment '%s' (id %d) was trained on another robot than "
+                                     "env '%s'", pm->meta.embodiment_name, (int)pm->meta.embodiment, spec->name);
+        VLA_TRY(sst);
         c->n_act = c->o->n_action_steps > 0 ? c->o->n_action_steps : (int)(c->H < 8 ? c->H : 8);
         if (c->n_act > c->H) c->n_act = (int)c->H;
         c->state = calloc((size_t)(N * c->Sd) + 1, sizeof *c->state);
@@ -245,11 +251,13 @@ static vla_status rollout_prepare(roll_ctx *c) {
         for (int64_t k = 0; c->valid && k < N * c->pcams; k++) c->valid[k] = k % c->pcams < c->cams;
         c->acts = calloc((size_t)(N * c->H * c->Ad) + 1, sizeof *c->acts);
         c->keys = calloc((size_t)N, sizeof *c->keys);
+        c->emb = calloc((size_t)N, sizeof *c->emb);
+        for (int i = 0; c->emb && i < N; i++) c->emb[i] = pm->meta.embodiment;
         c->tasks = calloc((size_t)N, sizeof *c->tasks);
     }
     c->active = calloc((size_t)N, sizeof *c->active);
     if (!c->active ||
-        (c->kind == ROLL_POLICY && (!c->state || !c->images || !c->valid || !c->acts || !c->keys || !c->tasks)))
+        (c->kind == ROLL_POLICY && (!c->state || !c->images || !c->valid || !c->acts || !c->keys || !c->emb || !c->tasks)))
         return vla_error(VLA_ERR_NOMEM, "eval: out of memory");
     return VLA_OK;
 }
@@ -325,7 +333,7 @@ static vla_status sample_chunks(roll_ctx *c, const episode *eps, int na) {
     for (int g = 0; g < G; g++) {
         int lo = na * g / G, hi = na * (g + 1) / G;
         vla_observation obs = {.n_samples = hi - lo, .task = c->tasks + lo, .images = c->images + lo * img_fl,
-                               .image_valid = c->valid + lo * pcams, .state = c->state + (int64_t)lo * Sd, .embodiment = NULL,
+                               .image_valid = c->valid + lo * pcams, .state = c->state + (int64_t)lo * Sd, .embodiment = c->emb + lo,
                                .seed = c->o->seed, .sample_keys = c->keys + lo};
         gst[g] = vla_policy_sample_actions(c->pols[g], &obs, c->acts + (int64_t)lo * H * Ad);
         if (gst[g] != VLA_OK) snprintf(gerr[g], sizeof gerr[g], "%s", vla_error_message());
@@ -494,6 +502,11 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
     if (!vla_env_find(o->env)) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", o->env);
     vla_pretrained pm;
     VLA_TRY(vla_pretrained_load(o->policy_path, vla_ops_cpu(), &pm));
+    vla_status est = vla_pretrained_select_embodiment(&pm, o->embodiment, o->env);
+    if (est != VLA_OK) {
+        vla_pretrained_free(&pm);
+        return est;
+    }
     int N = o->n_episodes;
     int nv = o->output_dir ? (o->n_videos < N ? o->n_videos : N) : 0;
     if (nv < 0) nv = 0;

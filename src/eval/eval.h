@@ -44,6 +44,8 @@
 typedef struct {
     const char *policy_path;  /* pretrained_model dir, checkpoint step dir or training output dir */
     const char *env;          /* "pusht", "reach" */
+    const char *embodiment;   /* a mixture-trained checkpoint's embodiment, by name or id (NULL: the one named
+                                 after env; train/pretrained.h vla_pretrained_select_embodiment) */
     int n_episodes;
     uint64_t seed;            /* episode i: seed + i; also the policy's noise seed */
     int n_action_steps;       /* ≤ 0: min(horizon, 8) */

@@ -12,10 +12,9 @@
 #include "data/loader.h"
 #include "io/safetensors.h"
 
-json_t *vla_pretrained_config_json(const vla_policy *p, const vla_normalizer *ns, const vla_normalizer *na,
-                                   const vla_pretrained_meta *m) {
-    json_t *pc = NULL;
-    if (vla_policy_config_to_json(&p->cfg, &pc) != VLA_OK) return NULL;
+/* One embodiment's part of config.json: its normalisation, features, task and dataset. */
+static json_t *embodiment_json(const vla_policy *p, const vla_normalizer *ns, const vla_normalizer *na,
+                               const vla_pretrained_meta *m) {
     json_t *norm = json_pack("{s:o, s:o}", "observation.state", vla_norm_to_json(ns), "action", vla_norm_to_json(na));
     json_t *feat = json_pack("{s:I, s:I, s:i, s:I, s:f}", "observation.state", (json_int_t)m->state_width, "action",
                              (json_int_t)m->action_width, "cameras", m->cameras, "image_size",
@@ -34,9 +33,30 @@ json_t *vla_pretrained_config_json(const vla_policy *p, const vla_normalizer *ns
     if (feat) json_object_set_new(feat, "n_obs_steps", json_integer(m->n_obs_steps > 1 ? m->n_obs_steps : 1));
     /* the action normalisation is of action − observation.state; eval adds the state back */
     if (feat && m->relative_actions) json_object_set_new(feat, "relative_actions", json_true());
-    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:s, s:s, s:I}", "type", vla_policy_config_family_name(&p->cfg), "name",
-                     p->cfg.name, "policy", pc, "normalization", norm, "features", feat, "task", m->task, "dataset",
-                     m->dataset, "n_action_steps", (json_int_t)p->cfg.action.horizon);
+    return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s}", "id", (json_int_t)m->embodiment, "name", m->embodiment_name,
+                     "normalization", norm, "features", feat, "task", m->task, "dataset", m->dataset);
+}
+
+json_t *vla_pretrained_config_json_mixture(const vla_policy *p, int n, const vla_normalizer *const *ns,
+                                           const vla_normalizer *const *na, const vla_pretrained_meta *metas) {
+    json_t *pc = NULL;
+    if (n < 1 || vla_policy_config_to_json(&p->cfg, &pc) != VLA_OK) return NULL;
+    json_t *emb = json_array();
+    for (int d = 0; d < n; d++) json_array_append_new(emb, embodiment_json(p, ns[d], na[d], &metas[d]));
+    /* the top level repeats the first embodiment's entry: what a reader that
+     * knows no embodiments (or a single-dataset run) uses */
+    json_t *root = json_pack("{s:s, s:s, s:o, s:I, s:o}", "type", vla_policy_config_family_name(&p->cfg), "name",
+                             p->cfg.name, "policy", pc, "n_action_steps", (json_int_t)p->cfg.action.horizon,
+                             "embodiments", emb);
+    if (root && json_object_update(root, json_array_get(emb, 0)) != 0) json_decref(root), root = NULL;
+    if (root) json_object_del(root, "id"), json_object_del(root, "name");
+    if (root) json_object_set_new(root, "name", json_string(p->cfg.name));
+    return root;
+}
+
+json_t *vla_pretrained_config_json(const vla_policy *p, const vla_normalizer *ns, const vla_normalizer *na,
+                                   const vla_pretrained_meta *m) {
+    return vla_pretrained_config_json_mixture(p, 1, &ns, &na, m);
 }
 
 static vla_status fill_writer(vla_safetensors_writer *sw, const vla_policy *p, const float *weights) {
@@ -159,6 +179,50 @@ vla_status vla_pretrained_normalizers(const char *dir, vla_normalizer *ns, vla_n
     return st;
 }
 
+/* One embodiment's entry (the top level of config.json, or an element of
+ * its "embodiments") into normalisers and meta, checked against the policy
+ * config. */
+static vla_status parse_embodiment(const char *file, const json_t *e, const vla_policy_config *cfg,
+                                   vla_normalizer *ns, vla_normalizer *na, vla_pretrained_meta *m) {
+    json_t *norm = json_object_get(e, "normalization"), *feat = json_object_get(e, "features");
+    if (!json_is_object(norm) || !json_is_object(feat))
+        return vla_error(VLA_ERR_FORMAT, "%s: needs 'policy', 'normalization' and 'features' objects", file);
+    memset(m, 0, sizeof *m);
+    m->state_width = json_integer_value(json_object_get(feat, "observation.state"));
+    m->action_width = json_integer_value(json_object_get(feat, "action"));
+    m->cameras = (int)json_integer_value(json_object_get(feat, "cameras"));
+    m->fps = json_number_value(json_object_get(feat, "fps"));
+    json_t *sk = json_object_get(feat, "state_keys");
+    for (size_t i = 0; json_is_array(sk) && i < json_array_size(sk); i++) {
+        const char *k = json_string_value(json_array_get(sk, i));
+        size_t used = strlen(m->state_keys);
+        if (k) snprintf(m->state_keys + used, sizeof m->state_keys - used, "%s%s", i ? "," : "", k);
+    }
+    m->relative_actions = json_is_true(json_object_get(feat, "relative_actions"));
+    json_t *nobs = json_object_get(feat, "n_obs_steps");
+    m->n_obs_steps = json_is_integer(nobs) ? (int)json_integer_value(nobs) : 1;
+    if (m->n_obs_steps < 1 || m->n_obs_steps > 64 || m->state_width % m->n_obs_steps != 0)
+        return vla_error(VLA_ERR_FORMAT, "%s: features.n_obs_steps %d does not divide the state width %lld (or is not "
+                         "in 1..64)", file, m->n_obs_steps, (long long)m->state_width);
+    const char *task = json_string_value(json_object_get(e, "task"));
+    snprintf(m->task, sizeof m->task, "%s", task ? task : "");
+    const char *ds = json_string_value(json_object_get(e, "dataset"));
+    snprintf(m->dataset, sizeof m->dataset, "%s", ds ? ds : "");
+    json_t *id = json_object_get(e, "id");
+    m->embodiment = json_is_integer(id) ? (int32_t)json_integer_value(id) : 0;
+    const char *name = json_string_value(json_object_get(e, "name"));
+    snprintf(m->embodiment_name, sizeof m->embodiment_name, "%s", name ? name : "");
+    if (m->embodiment < 0 || m->embodiment > 1023)
+        return vla_error(VLA_ERR_FORMAT, "%s: embodiment id %d is out of range", file, (int)m->embodiment);
+    VLA_TRY(normalizers_from_json(file, norm, ns, na));
+    if (m->state_width != ns->dim || m->action_width != na->dim || m->state_width > cfg->action.state_dim ||
+        m->action_width > cfg->action.action_dim) {
+        vla_normalizer_free(ns), vla_normalizer_free(na);
+        return vla_error(VLA_ERR_FORMAT, "%s: feature widths disagree with the normalisation or the policy dims", file);
+    }
+    return VLA_OK;
+}
+
 vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrained *out) {
     memset(out, 0, sizeof *out);
     VLA_TRY(resolve(path, out->dir, sizeof out->dir));
@@ -168,41 +232,19 @@ vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrai
     VLA_TRY(vla_json_load_file(file, &root));
     vla_status st = VLA_OK;
     vla_policy_config cfg;
-    json_t *pc = json_object_get(root, "policy"), *norm = json_object_get(root, "normalization");
-    json_t *feat = json_object_get(root, "features");
-    if (!json_is_object(pc) || !json_is_object(norm) || !json_is_object(feat)) {
+    json_t *pc = json_object_get(root, "policy");
+    if (!json_is_object(pc)) {
         st = vla_error(VLA_ERR_FORMAT, "%s: needs 'policy', 'normalization' and 'features' objects", file);
         goto done;
     }
     if ((st = vla_policy_config_from_json(file, pc, &cfg)) != VLA_OK) goto done;
-    if ((st = normalizers_from_json(file, norm, &out->state_norm, &out->action_norm)) != VLA_OK) goto done;
-    out->meta.state_width = json_integer_value(json_object_get(feat, "observation.state"));
-    out->meta.action_width = json_integer_value(json_object_get(feat, "action"));
-    out->meta.cameras = (int)json_integer_value(json_object_get(feat, "cameras"));
-    out->meta.fps = json_number_value(json_object_get(feat, "fps"));
-    json_t *sk = json_object_get(feat, "state_keys");
-    for (size_t i = 0; json_is_array(sk) && i < json_array_size(sk); i++) {
-        const char *k = json_string_value(json_array_get(sk, i));
-        size_t used = strlen(out->meta.state_keys);
-        if (k) snprintf(out->meta.state_keys + used, sizeof out->meta.state_keys - used, "%s%s", i ? "," : "", k);
-    }
-    out->meta.relative_actions = json_is_true(json_object_get(feat, "relative_actions"));
-    json_t *nobs = json_object_get(feat, "n_obs_steps");
-    out->meta.n_obs_steps = json_is_integer(nobs) ? (int)json_integer_value(nobs) : 1;
-    if (out->meta.n_obs_steps < 1 || out->meta.n_obs_steps > 64 ||
-        out->meta.state_width % out->meta.n_obs_steps != 0) {
-        st = vla_error(VLA_ERR_FORMAT, "%s: features.n_obs_steps %d does not divide the state width %lld (or is not "
-                       "in 1..64)", file, out->meta.n_obs_steps, (long long)out->meta.state_width);
-        goto done;
-    }
-    const char *task = json_string_value(json_object_get(root, "task"));
-    snprintf(out->meta.task, sizeof out->meta.task, "%s", task ? task : "");
-    const char *ds = json_string_value(json_object_get(root, "dataset"));
-    snprintf(out->meta.dataset, sizeof out->meta.dataset, "%s", ds ? ds : "");
-    if (out->meta.state_width != out->state_norm.dim || out->meta.action_width != out->action_norm.dim ||
-        out->meta.state_width > cfg.action.state_dim || out->meta.action_width > cfg.action.action_dim) {
-        st = vla_error(VLA_ERR_FORMAT, "%s: feature widths disagree with the normalisation or the policy dims", file);
-        goto done;
+    if ((st = parse_embodiment(file, root, &cfg, &out->state_norm, &out->action_norm, &out->meta)) != VLA_OK) goto done;
+    json_t *embs = json_object_get(root, "embodiments");
+    if (json_is_array(embs) && json_array_size(embs) > 0) { /* the top level has no id: the first entry's */
+        json_t *id = json_object_get(json_array_get(embs, 0), "id");
+        const char *name = json_string_value(json_object_get(json_array_get(embs, 0), "name"));
+        out->meta.embodiment = json_is_integer(id) ? (int32_t)json_integer_value(id) : 0;
+        snprintf(out->meta.embodiment_name, sizeof out->meta.embodiment_name, "%s", name ? name : "");
     }
     if ((st = vla_policy_create(&cfg, ops, &out->policy)) != VLA_OK) goto done;
     snprintf(file, sizeof file, "%s/model.safetensors", out->dir);
@@ -210,6 +252,52 @@ vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrai
 done:
     json_decref(root);
     if (st != VLA_OK) vla_pretrained_free(out);
+    return st;
+}
+
+vla_status vla_pretrained_select_embodiment(vla_pretrained *pm, const char *want, const char *env_name) {
+    char file[VLA_CKPT_PATH_MAX + 64];
+    snprintf(file, sizeof file, "%s/config.json", pm->dir);
+    json_t *root = NULL;
+    VLA_TRY(vla_json_load_file(file, &root));
+    json_t *embs = json_object_get(root, "embodiments");
+    size_t n = json_is_array(embs) ? json_array_size(embs) : 0;
+    char names[1024] = "";
+    int pick = -1, matches = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(embs, i);
+        const char *name = json_string_value(json_object_get(e, "name"));
+        json_int_t id = json_integer_value(json_object_get(e, "id"));
+        char idtext[32];
+        snprintf(idtext, sizeof idtext, "%lld", (long long)id);
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s (id %lld)", i ? ", " : "", name ? name : "?", (long long)id);
+        bool hit = want ? (name && !strcmp(name, want)) || !strcmp(idtext, want)
+                        : env_name && name && !strcmp(name, env_name);
+        if (hit && pick < 0) pick = (int)i;
+        matches += hit;
+    }
+    vla_status st = VLA_OK;
+    if (want && pick < 0 && (n > 0 || (strcmp(want, "0") && strcmp(want, pm->meta.embodiment_name)))) {
+        st = vla_error(VLA_ERR_NOT_FOUND, "--policy.embodiment=%s: %s was trained on %s", want, pm->dir,
+                       n ? names : "one dataset (embodiment 0)");
+    } else if (!want && n > 1 && matches != 1) {
+        st = vla_error(VLA_ERR_INVALID_ARG,
+                       "%s was trained on a mixture of %s; %s, so pass --policy.embodiment=NAME|ID", pm->dir, names,
+                       matches ? "more than one is named after this environment" : "none is named after this environment");
+    } else if (pick >= 0) {
+        vla_policy_config cfg = pm->policy->cfg;
+        vla_normalizer ns, na;
+        vla_pretrained_meta m;
+        char what[VLA_CKPT_PATH_MAX + 96];
+        snprintf(what, sizeof what, "%s: embodiments[%d]", file, pick);
+        st = parse_embodiment(what, json_array_get(embs, (size_t)pick), &cfg, &ns, &na, &m);
+        if (st == VLA_OK) {
+            vla_normalizer_free(&pm->state_norm), vla_normalizer_free(&pm->action_norm);
+            pm->state_norm = ns, pm->action_norm = na, pm->meta = m;
+        }
+    }
+    json_decref(root);
     return st;
 }
 

@@ -26,11 +26,18 @@ typedef struct {
     int n_obs_steps;       /* frames of state history K: the state is K frames of the state keys' vector,
                               oldest first (state_width = K × one frame; ≤ 1 or absent: one frame) */
     bool relative_actions; /* actions are predicted relative to observation.state at t (data/loader.h) */
+    int32_t embodiment;    /* the id its samples carried (GR00T's per-embodiment weights; 0 outside a mixture) */
+    char embodiment_name[128]; /* the dataset's robot_type ("pusht"): eval matches it to the environment */
 } vla_pretrained_meta;
 
-/* config.json as a JSON object. */
+/* config.json as a JSON object. A policy trained on a mixture has one
+ * entry per dataset under "embodiments" ({id, name, normalization,
+ * features, task, dataset}); the top level repeats the first's, so a
+ * single-dataset reader finds what it always found. */
 json_t *vla_pretrained_config_json(const vla_policy *p, const vla_normalizer *ns, const vla_normalizer *na,
                                    const vla_pretrained_meta *meta);
+json_t *vla_pretrained_config_json_mixture(const vla_policy *p, int n, const vla_normalizer *const *ns,
+                                           const vla_normalizer *const *na, const vla_pretrained_meta *metas);
 /* Write config.json + model.safetensors (weights = p->weights unless
  * `weights` is given, e.g. EMA) through a checkpoint writer under `prefix`
  * ("pretrained_model"), or into a plain directory (dir created). */
@@ -51,6 +58,12 @@ typedef struct {
 } vla_pretrained;
 
 vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrained *out);
+/* After vla_pretrained_load (which takes the first embodiment): use the
+ * embodiment named `want` (its name or id; NULL: choose), replacing the
+ * normalisers and meta. Without `want`, a mixture's checkpoint takes the one
+ * whose name is env_name and fails listing them when none or several match;
+ * a single-dataset checkpoint keeps its only one. */
+vla_status vla_pretrained_select_embodiment(vla_pretrained *pm, const char *want, const char *env_name);
 /* Only the normalisers a pretrained_model directory's config.json stores. */
 vla_status vla_pretrained_normalizers(const char *dir, vla_normalizer *state_norm, vla_normalizer *action_norm);
 void vla_pretrained_free(vla_pretrained *pm);

@@ -13,9 +13,11 @@
 #include "base/timer.h"
 #include "data/lerobot.h"
 #include "data/loader.h"
+#include "data/mixture.h"
 #include "distributed/comm.h"
 #include "distributed/grad_buckets.h"
 #include "distributed/sampler.h"
+#include "policy/family.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/plot.h"
@@ -45,11 +47,13 @@ void vla_train_opts_default(vla_train_opts *o) {
 
 /* The loader's index source: the distributed sampler walked in job order.
  * A sample's key is its position in the global stream (epoch·n + position
- * in the epoch's order), the same whatever the rank count. */
+ * in the epoch's order), the same whatever the rank count. A mixture maps
+ * each index to the global row it stands for (data/mixture.h). */
 typedef struct {
     vla_sampler s;
     int64_t accum, B;
     int rank;
+    const vla_mixture *mix; /* NULL: one dataset, the index is the row */
 } src_state;
 
 static vla_status src_fn(void *user, int64_t job, int64_t *rows, uint64_t *keys, int64_t n) {
@@ -57,6 +61,7 @@ static vla_status src_fn(void *user, int64_t job, int64_t *rows, uint64_t *keys,
     int64_t micro = job % ss->accum;
     vla_sampler_pos pos = ss->s.pos;
     VLA_TRY(vla_sampler_indices(&ss->s, micro, rows));
+    for (int64_t i = 0; ss->mix && i < n; i++) rows[i] = vla_mixture_row(ss->mix, pos.epoch, rows[i], NULL);
     int64_t base = pos.epoch * ss->s.n + pos.cursor + (int64_t)ss->rank * ss->B * ss->accum + micro * ss->B;
     for (int64_t i = 0; i < n; i++) keys[i] = (uint64_t)(base + i);
     if (micro == ss->accum - 1) VLA_TRY(vla_sampler_advance(&ss->s));
@@ -67,7 +72,10 @@ typedef struct {
     const vla_train_opts *o;
     vla_comm *comm;
     int rank, world;
-    vla_lerobot *ds;
+    vla_lerobot *ds[VLA_LOADER_MAX_DATASETS]; /* --dataset.root=A,B,…: a mixture when more than one */
+    int nds;
+    int64_t n_rows, n_episodes;               /* of all of them */
+    vla_mixture mix;
     vla_policy *p;
     vla_loader *L;
     vla_train_opt *opt;
@@ -78,7 +86,7 @@ typedef struct {
     float *scratch;   /* weights-layout buffer for EMA export */
     vla_sampler track;
     src_state src;
-    vla_pretrained_meta meta;
+    vla_pretrained_meta meta[VLA_LOADER_MAX_DATASETS]; /* per dataset (embodiment) */
     json_t *train_cfg;
     int64_t skipped;
     double *win;      /* finite step losses since the last logged row (the row shows their mean) */
@@ -97,7 +105,12 @@ static const char *const COLS[] = {"loss", "grad_norm", "lr", "samples_per_s", "
 enum { C_LOSS, C_GRAD, C_LR, C_SPS, C_WAIT, C_SKIP, C_EVS, C_EVC, C_EVR, NCOLS };
 
 static json_t *config_json(trainer *t) {
-    return vla_pretrained_config_json(t->p, vla_loader_state_norm(t->L), vla_loader_action_norm(t->L), &t->meta);
+    const vla_normalizer *ns[VLA_LOADER_MAX_DATASETS], *na[VLA_LOADER_MAX_DATASETS];
+    for (int d = 0; d < t->nds; d++) {
+        vla_loader_dataset info = vla_loader_dataset_info(t->L, d);
+        ns[d] = info.state_norm, na[d] = info.action_norm;
+    }
+    return vla_pretrained_config_json_mixture(t->p, t->nds, ns, na, t->meta);
 }
 
 /* Collective (the EMA is sharded): the weights to export — the EMA where
@@ -224,7 +237,7 @@ static void trainer_free(trainer *t) {
     vla_grad_buckets_free(t->gb);
     vla_train_opt_free(t->opt);
     vla_policy_free(t->p);
-    vla_lerobot_close(t->ds);
+    for (int d = 0; d < t->nds; d++) vla_lerobot_close(t->ds[d]);
     vla_sampler_free(&t->track);
     vla_sampler_free(&t->src.s);
     free(t->tindex);
@@ -267,24 +280,72 @@ static vla_status load_config(trainer *t, vla_policy_config *cfg, vla_ckpt_info 
     return st;
 }
 
-/* Open the dataset and build the policy, its padded state/action dims grown
- * to the dataset's (max_state_dim / max_action_dim). */
-static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
+/* Open the dataset(s): --dataset.root is one directory or a comma-separated
+ * mixture; with --dataset.episodes (one dataset only) the episodes listed. */
+static vla_status open_datasets(trainer *t) {
     const vla_train_opts *o = t->o;
+    char roots[VLA_LOADER_MAX_DATASETS][4096];
+    int n = 0;
+    for (const char *q = o->dataset_root; *q;) {
+        size_t len = strcspn(q, ",");
+        if (len == 0 || len >= sizeof roots[0])
+            return vla_error(VLA_ERR_INVALID_ARG, "--dataset.root=%s: an empty or overlong directory in the list",
+                             o->dataset_root);
+        if (n == VLA_LOADER_MAX_DATASETS)
+            return vla_error(VLA_ERR_INVALID_ARG, "--dataset.root: more than %d datasets in a mixture",
+                             VLA_LOADER_MAX_DATASETS);
+        memcpy(roots[n], q, len), roots[n++][len] = 0;
+        q += len + (q[len] == ',');
+    }
+    if (n == 0) return vla_error(VLA_ERR_INVALID_ARG, "--dataset.root=DIR is required");
+    if (n > 1 && o->episodes)
+        return vla_error(VLA_ERR_INVALID_ARG, "--dataset.episodes selects episodes of one dataset, not of a mixture of "
+                         "%d (select them with `vla data prepare --dataset.episodes=…` per dataset)", n);
+    if (n == 1 && o->weights)
+        return vla_error(VLA_ERR_INVALID_ARG, "--dataset.weights weighs the datasets of a mixture "
+                         "(--dataset.root=A,B); there is one");
     vla_lr_open_opts lo = {0};
     int64_t *eps = NULL;
     if (o->episodes) VLA_TRY(vla_lerobot_parse_episodes(o->episodes, &eps, &lo.n_episodes));
     lo.episodes = eps;
-    vla_status ost = vla_lerobot_open_opts(o->dataset_root, &lo, &t->ds);
+    vla_status st = VLA_OK;
+    for (int d = 0; d < n && st == VLA_OK; d++) {
+        st = vla_lerobot_open_opts(roots[d], &lo, &t->ds[d]);
+        if (st != VLA_OK) break;
+        t->nds = d + 1;
+        t->n_rows += t->ds[d]->n_rows, t->n_episodes += t->ds[d]->n_episodes;
+    }
     free(eps);
-    VLA_TRY(ost);
-    const vla_lr_feature *fa = vla_lerobot_feature(t->ds, "action");
-    int64_t sw = 0;
-    VLA_TRY(vla_loader_keys_width(t->ds, o->state_keys, &sw));
-    if (o->n_obs_steps > 1) sw *= o->n_obs_steps; /* K frames of history side by side */
-    if (!fa) return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs an 'action' feature", o->dataset_root);
-    if (sw > cfg->action.state_dim) cfg->action.state_dim = sw;
-    if (fa->width > cfg->action.action_dim) cfg->action.action_dim = fa->width;
+    VLA_TRY(st);
+    double w[VLA_MIXTURE_MAX];
+    if (o->weights) VLA_TRY(vla_mixture_parse_weights(o->weights, n, w));
+    int64_t rows[VLA_MIXTURE_MAX];
+    for (int d = 0; d < n; d++) rows[d] = t->ds[d]->n_rows;
+    return vla_mixture_init(&t->mix, n, rows, o->weights ? w : NULL, o->seed);
+}
+
+/* Open the dataset(s) and build the policy, its padded state/action dims
+ * grown to hold every dataset's (max_state_dim / max_action_dim). */
+static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
+    const vla_train_opts *o = t->o;
+    VLA_TRY(open_datasets(t));
+    for (int d = 0; d < t->nds; d++) {
+        const vla_lr_feature *fa = vla_lerobot_feature(t->ds[d], "action");
+        int64_t sw = 0;
+        VLA_TRY(vla_loader_keys_width(t->ds[d], o->state_keys, &sw));
+        if (o->n_obs_steps > 1) sw *= o->n_obs_steps; /* K frames of history side by side */
+        if (!fa) return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset needs an 'action' feature", t->ds[d]->root);
+        if (sw > cfg->action.state_dim) cfg->action.state_dim = sw;
+        if (fa->width > cfg->action.action_dim) cfg->action.action_dim = fa->width;
+    }
+    /* GR00T's per-embodiment encoders/decoders: one slice per dataset of the
+     * mixture (ids 0, 1, … in --dataset.root order). A fresh policy grows its
+     * table as it grows its dims; a pretrained or resumed one must have it. */
+    int64_t n_emb = cfg->family ? cfg->family->embodiments(cfg) : 0;
+    if (n_emb > 0 && t->nds > n_emb && !o->pretrained_path && !o->resume) cfg->head.embodiments = n_emb = t->nds;
+    if (n_emb > 0 && t->nds > n_emb)
+        return vla_error(VLA_ERR_INVALID_ARG, "policy '%s' has per-embodiment weights for %lld embodiments; a mixture "
+                         "of %d datasets needs one each", cfg->name, (long long)n_emb, t->nds);
     VLA_TRY(vla_policy_config_validate(cfg->name, cfg));
     VLA_TRY(vla_policy_create(cfg, vla_ops_cpu(), &t->p));
     VLA_TRY(vla_policy_init_weights(t->p, o->seed));
@@ -304,17 +365,20 @@ static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
 }
 
 /* The samplers (a tracking copy for checkpoints, the loader's source copy),
- * the loader, and what a checkpoint records about the data. */
+ * the loader, and what a checkpoint records about each dataset. */
 static vla_status create_loader(trainer *t) {
     const vla_train_opts *o = t->o;
-    VLA_TRY(vla_sampler_init(&t->track, t->ds->n_rows, o->seed, true, t->rank, t->world, o->batch_size, o->accum));
-    VLA_TRY(vla_sampler_init(&t->src.s, t->ds->n_rows, o->seed, true, t->rank, t->world, o->batch_size, o->accum));
+    VLA_TRY(vla_sampler_init(&t->track, t->n_rows, o->seed, true, t->rank, t->world, o->batch_size, o->accum));
+    VLA_TRY(vla_sampler_init(&t->src.s, t->n_rows, o->seed, true, t->rank, t->world, o->batch_size, o->accum));
     if (vla_sampler_steps_per_epoch(&t->track) < 1)
         return vla_error(VLA_ERR_INVALID_ARG, "%s: %lld frames is fewer than one global batch of %lld",
-                         o->dataset_root, (long long)t->ds->n_rows, (long long)vla_sampler_global_batch(&t->track));
+                         o->dataset_root, (long long)t->n_rows, (long long)vla_sampler_global_batch(&t->track));
     t->src.accum = o->accum, t->src.B = o->batch_size, t->src.rank = t->rank;
-    vla_loader_opts lo = {.ds = t->ds, .policy = t->p, .batch_size = o->batch_size, .source = src_fn,
-                          .source_user = &t->src, .seed = o->seed, .num_workers = o->num_workers,
+    t->src.mix = t->nds > 1 ? &t->mix : NULL;
+    const vla_lerobot *dss[VLA_LOADER_MAX_DATASETS];
+    for (int d = 0; d < t->nds; d++) dss[d] = t->ds[d];
+    vla_loader_opts lo = {.datasets = dss, .n_datasets = t->nds, .policy = t->p, .batch_size = o->batch_size,
+                          .source = src_fn, .source_user = &t->src, .seed = o->seed, .num_workers = o->num_workers,
                           .augment = o->augment, .state_keys = o->state_keys, .image_keys = o->image_keys,
                           .n_obs_steps = o->n_obs_steps, .relative_actions = o->relative_actions};
     vla_normalizer ns = {0}, na = {0};
@@ -326,15 +390,26 @@ static vla_status create_loader(trainer *t) {
     vla_status lst = vla_loader_create(&lo, &t->L);
     vla_normalizer_free(&ns), vla_normalizer_free(&na);
     VLA_TRY(lst);
-    t->meta.state_width = vla_loader_state_width(t->L);
-    snprintf(t->meta.state_keys, sizeof t->meta.state_keys, "%s", vla_loader_state_keys(t->L));
-    t->meta.n_obs_steps = vla_loader_n_obs_steps(t->L);
-    t->meta.relative_actions = vla_loader_relative_actions(t->L);
-    t->meta.action_width = vla_loader_action_width(t->L);
-    t->meta.cameras = vla_loader_n_cameras(t->L);
-    t->meta.fps = t->ds->fps;
-    snprintf(t->meta.task, sizeof t->meta.task, "%s", t->ds->n_tasks > 0 ? t->ds->tasks[0] : "");
-    snprintf(t->meta.dataset, sizeof t->meta.dataset, "%s", o->dataset_root);
+    for (int d = 0; d < t->nds; d++) {
+        vla_loader_dataset info = vla_loader_dataset_info(t->L, d);
+        vla_pretrained_meta *m = &t->meta[d];
+        const vla_lerobot *ds = info.ds;
+        m->state_width = info.state_width;
+        snprintf(m->state_keys, sizeof m->state_keys, "%s", vla_loader_state_keys(t->L));
+        m->n_obs_steps = vla_loader_n_obs_steps(t->L);
+        m->relative_actions = vla_loader_relative_actions(t->L);
+        m->action_width = info.action_width;
+        m->cameras = info.cameras;
+        m->fps = ds->fps;
+        m->embodiment = info.embodiment;
+        snprintf(m->embodiment_name, sizeof m->embodiment_name, "%s", ds->robot_type ? ds->robot_type : "");
+        snprintf(m->task, sizeof m->task, "%s", ds->n_tasks > 0 ? ds->tasks[0] : "");
+        snprintf(m->dataset, sizeof m->dataset, "%s", ds->root);
+        if (t->rank == 0 && t->nds > 1)
+            VLA_INFO("mixture: %s (%s, embodiment %d): %lld frames, weight %.3f, %lld samples per epoch of %lld",
+                     ds->root, m->embodiment_name, (int)m->embodiment, (long long)ds->n_rows, t->mix.weight[d],
+                     (long long)t->mix.quota[d], (long long)t->mix.total);
+    }
     return VLA_OK;
 }
 
@@ -481,7 +556,7 @@ static vla_status begin_run(trainer *t, int64_t start, vla_train_result *res) {
     vla_policy *p = t->p;
     res->start_step = start;
     res->rank = t->rank, res->world = t->world;
-    res->n_samples = t->ds->n_rows;
+    res->n_samples = t->n_rows;
     for (int64_t i = 0; i < p->specs.n; i++) {
         res->n_params += p->params[i].spec->numel;
         if (p->params[i].grad) res->n_trainable += p->params[i].spec->numel;
@@ -493,7 +568,7 @@ static vla_status begin_run(trainer *t, int64_t start, vla_train_result *res) {
         VLA_INFO("train: %s (%lld params, %lld trainable) on %s: %lld frames, %lld episodes; batch %lld × %d "
                  "rank(s) × %lld accum, %lld steps, %s",
                  p->cfg.name, (long long)res->n_params, (long long)res->n_trainable, o->dataset_root,
-                 (long long)t->ds->n_rows, (long long)t->ds->n_episodes, (long long)o->batch_size, t->world,
+                 (long long)t->n_rows, (long long)t->n_episodes, (long long)o->batch_size, t->world,
                  (long long)o->accum, (long long)o->steps, vla_schedule_describe(&t->sched, sd, sizeof sd));
     }
     t->losses = calloc((size_t)(o->steps - start + 1), sizeof *t->losses);

@@ -37,7 +37,9 @@ typedef vla_status (*vla_train_eval_fn)(void *user, const char *pretrained_dir, 
                                         double *mean_max_coverage, double *mean_reward);
 
 typedef struct {
-    const char *dataset_root;
+    const char *dataset_root;   /* a LeRobot dataset or shard set; "A,B,…": a mixture (one embodiment each, in
+                                   this order; data/loader.h, data/mixture.h) */
+    const char *weights;        /* --dataset.weights "0.7,0.3" (NULL: proportional to the datasets' frames) */
     const char *episodes;       /* --dataset.episodes: "0,3,7", "2-5" (NULL: all; data/lerobot.h "PARTIAL DATASETS") */
     const char *policy_type;    /* "pi05" | "groot" (checked against the config) */
     const char *policy_config;  /* preset name or path (NULL: "<type>-tiny"; with pretrained_path: the
