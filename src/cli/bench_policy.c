@@ -61,47 +61,57 @@ static double gemm_peak(const vla_ops *ops, bool quick) {
     return best;
 }
 
-/* A synthetic packed batch of S samples laid out by the policy itself
- * (its tokenizer and sample layout), all cameras present. */
-typedef struct {
-    vla_batch b;
-    int32_t *cu, *cu_img, *pos, *grp, *ids, *real_dim;
-    uint8_t *roles, *is_pad;
-    float *images, *state, *actions;
-    uint64_t *keys;
-} synth;
-
-static void synth_free(synth *s) {
+void vla_bench_batch_free(vla_bench_batch *s) {
     free(s->cu), free(s->cu_img), free(s->pos), free(s->grp), free(s->ids), free(s->real_dim);
     free(s->roles), free(s->is_pad), free(s->images), free(s->state), free(s->actions), free(s->keys);
+    memset(s, 0, sizeof *s);
 }
+
+vla_status vla_bench_batch_alloc(vla_bench_batch *s, const vla_policy_config *c, int32_t S, int64_t images) {
+    memset(s, 0, sizeof *s);
+    int64_t plane = c->vision.channels * c->vision.image_size * c->vision.image_size;
+    int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim;
+    s->token_cap = (int64_t)S * (vla_policy_prefix_tokens(c) + Hz + 2);
+    s->cu = calloc((size_t)S + 1, sizeof(int32_t));
+    s->cu_img = calloc((size_t)S + 1, sizeof(int32_t));
+    s->pos = calloc((size_t)s->token_cap, sizeof(int32_t));
+    s->grp = calloc((size_t)s->token_cap, sizeof(int32_t));
+    s->ids = calloc((size_t)s->token_cap, sizeof(int32_t));
+    s->real_dim = calloc((size_t)S, sizeof(int32_t));
+    s->roles = calloc((size_t)s->token_cap, 1);
+    s->is_pad = calloc((size_t)(S * Hz), 1);
+    s->images = calloc((size_t)(images * plane + 1), sizeof(float));
+    s->state = calloc((size_t)(S * SD + 1), sizeof(float));
+    s->actions = calloc((size_t)(S * Hz * A), sizeof(float));
+    s->keys = calloc((size_t)S, sizeof(uint64_t));
+    if (!s->cu || !s->cu_img || !s->pos || !s->grp || !s->ids || !s->real_dim || !s->roles || !s->is_pad ||
+        !s->images || !s->state || !s->actions || !s->keys) {
+        vla_bench_batch_free(s);
+        return vla_error(VLA_ERR_NOMEM, "bench: out of memory for a batch of %d samples", (int)S);
+    }
+    return VLA_OK;
+}
+
+void vla_bench_batch_finish(vla_bench_batch *s, int32_t S, int64_t T, int32_t n_images) {
+    s->b = (vla_batch){.n_samples = S, .n_tokens = T, .cu_seqlens = s->cu, .roles = s->roles, .positions = s->pos,
+                       .groups = s->grp, .token_ids = s->ids, .n_images = n_images, .cu_images = s->cu_img,
+                       .images = s->images, .state = s->state, .actions = s->actions, .action_is_pad = s->is_pad,
+                       .real_action_dim = s->real_dim, .seed = 1, .sample_keys = s->keys};
+}
+
+/* A synthetic packed batch of S samples laid out by the policy itself
+ * (its tokenizer and sample layout), all cameras present. */
+typedef vla_bench_batch synth;
 
 static const char *TASK = "push the T-shaped block onto the target";
 
 static vla_status synth_make(vla_policy *p, int32_t S, synth *s) {
-    memset(s, 0, sizeof *s);
     const vla_policy_config *c = &p->cfg;
     int64_t cams = c->vision.cameras, img = c->vision.channels * c->vision.image_size * c->vision.image_size;
-    int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim;
-    int64_t cap = (int64_t)S * (vla_policy_prefix_tokens(c) + Hz + 2), maxt = c->language.max_tokens;
-    s->cu = calloc((size_t)S + 1, sizeof(int32_t));
-    s->cu_img = calloc((size_t)S + 1, sizeof(int32_t));
-    s->pos = calloc((size_t)cap, sizeof(int32_t));
-    s->grp = calloc((size_t)cap, sizeof(int32_t));
-    s->ids = calloc((size_t)cap, sizeof(int32_t));
-    s->real_dim = calloc((size_t)S, sizeof(int32_t));
-    s->roles = calloc((size_t)cap, 1);
-    s->is_pad = calloc((size_t)(S * Hz), 1);
-    s->images = calloc((size_t)(S * cams * img + 1), sizeof(float));
-    s->state = calloc((size_t)(S * SD + 1), sizeof(float));
-    s->actions = calloc((size_t)(S * Hz * A), sizeof(float));
-    s->keys = calloc((size_t)S, sizeof(uint64_t));
+    int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim, maxt = c->language.max_tokens;
+    VLA_TRY(vla_bench_batch_alloc(s, c, S, S * cams));
     int32_t *tok = calloc((size_t)maxt + 1, sizeof(int32_t));
-    if (!s->cu || !s->cu_img || !s->pos || !s->grp || !s->ids || !s->real_dim || !s->roles || !s->is_pad ||
-        !s->images || !s->state || !s->actions || !s->keys || !tok) {
-        free(tok);
-        return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory for the batch");
-    }
+    if (!tok) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory for the batch");
     vla_rng r = vla_rng_stream(1, 0);
     for (int64_t i = 0; i < S * cams * img; i++) s->images[i] = vla_rng_uniform(&r);
     for (int64_t i = 0; i < S * SD; i++) s->state[i] = 2 * vla_rng_uniform(&r) - 1;
@@ -123,29 +133,13 @@ static vla_status synth_make(vla_policy *p, int32_t S, synth *s) {
     }
     free(tok);
     if (st != VLA_OK) return st;
-    vla_batch *b = &s->b;
-    b->n_samples = S;
-    b->n_tokens = T;
-    b->cu_seqlens = s->cu;
-    b->roles = s->roles;
-    b->positions = s->pos;
-    b->groups = s->grp;
-    b->token_ids = s->ids;
-    b->n_images = (int32_t)(S * cams);
-    b->cu_images = s->cu_img;
-    b->images = s->images;
-    b->state = s->state;
-    b->actions = s->actions;
-    b->action_is_pad = s->is_pad;
-    b->real_action_dim = s->real_dim;
-    b->seed = 1;
-    b->sample_keys = s->keys;
+    vla_bench_batch_finish(s, S, T, (int32_t)(S * cams));
     return VLA_OK;
 }
 
 /* The trainer's AdamW (ZeRO-1 with one shard) over the policy's trainable
  * tensors, the policy family's defaults, no EMA. */
-static vla_status make_optimizer(vla_policy *p, vla_comm *comm, vla_train_opt **opt) {
+vla_status vla_bench_optimizer(vla_policy *p, vla_comm *comm, vla_train_opt **opt) {
     vla_train_opt_tensor *tt = calloc((size_t)p->specs.n, sizeof *tt);
     if (!tt) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory");
     int n = 0;
@@ -170,8 +164,8 @@ static vla_status train_step(vla_policy *p, const vla_batch *b, vla_train_opt *o
 }
 
 /* Seconds per training step, timed for at least `seconds` after a warm-up step. */
-static vla_status time_training(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds,
-                                double *per_step, vla_loss_info *info) {
+vla_status vla_bench_time_training(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds,
+                                   double *per_step, vla_loss_info *info) {
     VLA_TRY(train_step(p, b, opt, info)); /* first touch of the activation arena, OpenBLAS buffers */
     int64_t steps = 0;
     double t0 = vla_now_s(), el = 0;
@@ -288,13 +282,13 @@ static int bench_one(const char *name, const bench_opts *o) {
     char why[300] = "";
     st = vla_policy_init_weights(p, 1);
     if (st == VLA_OK) st = synth_make(p, (int32_t)o->batch, &s);
-    if (st == VLA_OK) st = make_optimizer(p, o->comm, &opt);
-    if (st == VLA_OK) st = time_training(p, &s.b, opt, o->seconds, &per_step, &info);
+    if (st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
+    if (st == VLA_OK) st = vla_bench_time_training(p, &s.b, opt, o->seconds, &per_step, &info);
     if (st == VLA_OK && o->peer) torch_sps = torch_peer(&cfg, p->n_grad_floats, o->batch, o->nthreads, o->seconds, o->python, why, sizeof why);
     if (st == VLA_OK) print_train(name, p, o, &s, &info, per_step, torch_sps, why);
     if (st == VLA_OK) st = bench_infer(name, p, o, &s);
     vla_train_opt_free(opt);
-    synth_free(&s);
+    vla_bench_batch_free(&s);
     vla_policy_free(p);
     return st == VLA_OK ? 0 : vla_cli_fail(st);
 }

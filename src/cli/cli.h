@@ -10,6 +10,9 @@
 
 #include "base/flags.h"
 #include "base/status.h"
+#include "distributed/comm.h"
+#include "policy/policy.h"
+#include "train/trainer_opt.h"
 
 typedef int (*vla_cli_fn)(int argc, char **argv);
 
@@ -55,6 +58,28 @@ int vla_bench_train_dist(int argc, char **argv);
 int vla_bench_threads(int argc, char **argv);
 int vla_bench_attention(int argc, char **argv);
 int vla_bench_shards(int argc, char **argv);
+int vla_bench_packing(int argc, char **argv);
+/* bench_policy.c: the trainer's AdamW over a policy's trainable tensors, and
+ * seconds per training step (loss, backward, AdamW) timed for at least
+ * `seconds` after a warm-up step — shared by the benchmarks that train. */
+vla_status vla_bench_optimizer(vla_policy *p, vla_comm *comm, vla_train_opt **opt);
+/* A synthetic training batch's buffers (bench_policy.c): room for S samples
+ * of at most the config's prefix and action tokens each and `images`
+ * images; vla_bench_batch_finish points `b` at them once T tokens and
+ * n_images images are laid out. */
+typedef struct {
+    vla_batch b;
+    int64_t token_cap;
+    int32_t *cu, *cu_img, *pos, *grp, *ids, *real_dim;
+    uint8_t *roles, *is_pad;
+    float *images, *state, *actions;
+    uint64_t *keys;
+} vla_bench_batch;
+vla_status vla_bench_batch_alloc(vla_bench_batch *s, const vla_policy_config *c, int32_t S, int64_t images);
+void vla_bench_batch_finish(vla_bench_batch *s, int32_t S, int64_t T, int32_t n_images);
+void vla_bench_batch_free(vla_bench_batch *s);
+vla_status vla_bench_time_training(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds,
+                                   double *per_step, vla_loss_info *info);
 /* bench_dataset.c: a LeRobot v3.0 dataset of `episodes` × `ep_len` frames,
  * 14-D state and action, `cams` (≤ 3) cameras of 640×480 AV1 at LeRobot's
  * settings (moving gradients and a square: not trivially compressible). */

@@ -11,6 +11,7 @@ static const vla_cli_command benches[] = {
     {"dataset", "random rows, delta windows and 1-3 cameras' frames through the dataset API (640x480 AV1)", vla_bench_dataset},
     {"sim", "environment steps/s per core (state and 96x96 pixel observations)", vla_bench_sim},
     {"policy", "policy training samples/s, GFLOP/s, MFU and batch-1 action-chunk latency, vs the PyTorch eager peer", vla_bench_policy},
+    {"packing", "training on a mixture of robots: packed (varlen) vs every sample padded to the longest", vla_bench_packing},
     {"attention", "π0.5 prefix-LM attention, fused and packed, vs PyTorch's dense-mask attention (fwd+bwd)", vla_bench_attention},
     {"threads", "cost of an OpenMP region after serial gaps; break-even size of a threaded loop", vla_bench_threads},
 };

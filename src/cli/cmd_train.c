@@ -112,6 +112,9 @@ int vla_cmd_train(int argc, char **argv) {
          "directory; its config.json picks the architecture (docs/checkpoints.md)"},
         {"batch_size", VLA_FLAG_INT, &batch, "N", "samples per micro-batch per rank (default 8)"},
         {"gradient_accumulation_steps", VLA_FLAG_INT, &accum, "K", "micro-batches per optimizer step (default 1)"},
+        {"token_budget", VLA_FLAG_INT, &o.token_budget, "T",
+         "pack each rank's batch_size x K samples of a step first-fit decreasing into micro-batches of at most T "
+         "tokens (for mixtures of different lengths; default 0: K micro-batches of batch_size)"},
         {"steps", VLA_FLAG_INT, &steps, "N", "optimizer steps (default 1000)"},
         {"output_dir", VLA_FLAG_STRING, &o.output_dir, "DIR", "checkpoints, metrics and plots (default outputs/train)"},
         {"seed", VLA_FLAG_INT, &seed, "S", "seed of weights, sampler, noise (default 1000)"},
@@ -202,6 +205,8 @@ int vla_cmd_train(int argc, char **argv) {
            (long long)(r.start_step + r.steps_done), (long long)r.start_step, (long long)r.skipped, r.first_loss,
            r.last_loss, r.seconds, r.samples_per_s, r.data_wait_frac, (long long)r.n_params,
            (long long)r.n_samples, r.last_ckpt);
+    printf(",\"micro_batches_per_step\":%.2f,\"tokens_per_micro_batch\":%.1f", r.micro_batches_per_step,
+           r.tokens_per_micro_batch);
     if (r.time_budget_hit) printf(",\"time_budget_hit\":true");
     if (!isnan(r.last_eval_success)) printf(",\"eval_success\":%.4f", r.last_eval_success);
     printf(",\"world\":%d,\"threads_per_rank\":%d,\"buckets\":%d,\"comm_exposed_s\":%.4f,"

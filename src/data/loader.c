@@ -60,7 +60,8 @@ struct vla_loader {
     int64_t n_rows; /* all datasets together */
     int64_t S_dim, A_dim, H, img;
     int ncam_max;
-    int64_t max_text, max_tok;
+    int64_t max_text, max_tok; /* text tokens; the longest sample's layout */
+    int64_t tok_cap;            /* tokens a job may hold */
     int depth;
     slot *slots;
     slot sync; /* vla_loader_build */
@@ -156,7 +157,7 @@ static void slot_free(slot *s) {
 }
 
 static vla_status slot_alloc(const vla_loader *L, slot *s) {
-    int64_t B = L->o.batch_size, T = B * L->max_tok;
+    int64_t B = L->o.batch_size, T = L->tok_cap;
     s->cu_seqlens = calloc((size_t)B + 1, sizeof(int32_t));
     s->cu_images = calloc((size_t)B + 1, sizeof(int32_t));
     s->positions = calloc((size_t)T, sizeof(int32_t));
@@ -185,6 +186,51 @@ static const source *source_of(const vla_loader *L, int64_t row) {
     while (d + 1 < L->nsrc && row >= L->src[d + 1].row0) d++;
     return &L->src[d];
 }
+
+/* The state of local row `row` of a dataset: its state features side by
+ * side, as eval builds it from the env, for each of the frames t−K+1..t
+ * (oldest first, clamped to the episode's first row), normalised: sw floats. */
+static void assemble_state(const vla_loader *L, const source *src, int64_t row, float *out) {
+    int hoff[MAX_OBS_STEPS];
+    int64_t hrows[MAX_OBS_STEPS];
+    for (int f = 0; f < L->K; f++) hoff[f] = f - (L->K - 1);
+    vla_lerobot_window_rows(src->ds, row, hoff, L->K, hrows, NULL);
+    for (int f = 0; f < L->K; f++)
+        for (int k = 0, off = 0; k < L->nsk; off += (int)src->fsk[k]->width, k++)
+            memcpy(out + f * src->fw + off, src->fsk[k]->values + hrows[f] * src->fsk[k]->width,
+                   (size_t)src->fsk[k]->width * sizeof(float));
+    vla_normalize(&src->ns, out, out, 1);
+}
+
+/* The prompt tokens of local row `row` (its task, and the normalised state
+ * `state` for a policy that writes it into the prompt). */
+static vla_status prompt_tokens(const vla_loader *L, const source *src, int64_t row, const float *state, int32_t *ids,
+                                int64_t *ntext) {
+    const vla_lerobot *ds = src->ds;
+    int64_t tidx = ds->task_index ? ds->task_index[row] : 0;
+    const char *task = (tidx >= 0 && tidx < ds->n_tasks) ? ds->tasks[tidx] : "";
+    return vla_policy_tokenize(L->o.policy, task, state, src->sw, ids, L->max_text, ntext);
+}
+
+vla_status vla_loader_sample_tokens(const vla_loader *L, int64_t row, int64_t *tokens) {
+    if (row < 0 || row >= L->n_rows)
+        return vla_error(VLA_ERR_INVALID_ARG, "loader: row %lld out of range", (long long)row);
+    const source *src = source_of(L, row);
+    float *st = malloc((size_t)(src->sw + 1) * sizeof *st);
+    int32_t *ids = malloc((size_t)(L->max_text + 1) * sizeof *ids);
+    vla_status s = VLA_OK;
+    int64_t ntext = 0;
+    if (!st || !ids) s = vla_error(VLA_ERR_NOMEM, "loader: out of memory");
+    if (s == VLA_OK) {
+        assemble_state(L, src, row - src->row0, st);
+        s = prompt_tokens(L, src, row - src->row0, st, ids, &ntext);
+    }
+    free(st), free(ids);
+    if (s == VLA_OK) *tokens = vla_policy_sample_layout(L->o.policy, (int32_t)src->ncam, (int32_t)ntext, NULL, NULL, NULL);
+    return s;
+}
+
+int64_t vla_loader_max_job_tokens(const vla_loader *L) { return L->tok_cap; }
 
 /* Assemble samples 0..n-1 of a slot whose rows/keys are set; readers[d]
  * reads dataset d's frames. */
@@ -217,17 +263,7 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *const *readers) {
         const source *src = source_of(L, s->rows[i]);
         const vla_lerobot *ds = src->ds;
         int64_t row = s->rows[i] - src->row0;
-        /* state: the state features side by side, as eval builds it from the env, for
-         * each of the frames t−K+1..t (oldest first, clamped to the episode's first row) */
-        int hoff[MAX_OBS_STEPS];
-        int64_t hrows[MAX_OBS_STEPS];
-        for (int f = 0; f < L->K; f++) hoff[f] = f - (L->K - 1);
-        vla_lerobot_window_rows(ds, row, hoff, L->K, hrows, NULL);
-        for (int f = 0; f < L->K; f++)
-            for (int k = 0, off = 0; k < L->nsk; off += (int)src->fsk[k]->width, k++)
-                memcpy(st_tmp + f * src->fw + off, src->fsk[k]->values + hrows[f] * src->fsk[k]->width,
-                       (size_t)src->fsk[k]->width * sizeof(float));
-        vla_normalize(&src->ns, st_tmp, st_tmp, 1);
+        assemble_state(L, src, row, st_tmp);
         float *sd = s->state_buf + i * L->S_dim;
         memset(sd, 0, (size_t)L->S_dim * sizeof(float));
         memcpy(sd, st_tmp, (size_t)src->sw * sizeof(float));
@@ -266,16 +302,14 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *const *readers) {
         nimg += src->ncam;
         s->cu_images[i + 1] = nimg;
         /* prompt */
-        int64_t tidx = ds->task_index ? ds->task_index[row] : 0;
-        const char *task = (tidx >= 0 && tidx < ds->n_tasks) ? ds->tasks[tidx] : "";
         int64_t ntext = 0;
-        st = vla_policy_tokenize(L->o.policy, task, st_tmp, src->sw, ids, L->max_text, &ntext);
+        st = prompt_tokens(L, src, row, st_tmp, ids, &ntext);
         if (st != VLA_OK) goto done;
         int64_t len = vla_policy_sample_layout(L->o.policy, (int32_t)src->ncam, (int32_t)ntext, s->roles + T,
                                                s->groups + T, s->positions + T);
-        if (len < 0 || len > L->max_tok) {
-            st = vla_error(VLA_ERR_INTERNAL, "loader: sample layout of %lld tokens exceeds %lld", (long long)len,
-                           (long long)L->max_tok);
+        if (len < 0 || len > L->max_tok || T + len > L->tok_cap) {
+            st = vla_error(VLA_ERR_INTERNAL, "loader: sample layout of %lld tokens exceeds %lld (or the job's %lld)",
+                           (long long)len, (long long)L->max_tok, (long long)L->tok_cap);
             goto done;
         }
         for (int64_t k = 0, t = 0; k < len; k++) {
@@ -324,6 +358,18 @@ static void close_readers(const vla_loader *L, vla_lr_reader **readers) {
 
 /* ---- threads ------------------------------------------------------------------ */
 
+/* The source's rows and keys for job j into a slot (under the lock with workers). */
+static vla_status call_source(vla_loader *L, int64_t j, slot *s) {
+    bool last = true;
+    s->n = 0;
+    VLA_TRY(L->o.source(L->o.source_user, j, L->o.batch_size, s->rows, s->keys, &s->n, &last));
+    if (s->n < 1 || s->n > L->o.batch_size)
+        return vla_error(VLA_ERR_INTERNAL, "loader: the source gave job %lld %lld samples (1 to %lld)", (long long)j,
+                         (long long)s->n, (long long)L->o.batch_size);
+    s->pub.last_of_step = last;
+    return VLA_OK;
+}
+
 static void *worker(void *arg) {
     vla_loader *L = arg;
     vla_lr_reader *readers[VLA_LOADER_MAX_DATASETS] = {0};
@@ -338,8 +384,7 @@ static void *worker(void *arg) {
         slot *s = &L->slots[j % L->depth];
         s->state = SLOT_BUILDING;
         s->pub.job = j;
-        s->n = L->o.batch_size;
-        vla_status st = L->o.source(L->o.source_user, j, s->rows, s->keys, s->n);
+        vla_status st = call_source(L, j, s);
         if (st != VLA_OK) snprintf(s->err, sizeof s->err, "%s", vla_error_message());
         pthread_mutex_unlock(&L->mu);
         if (st == VLA_OK && rst != VLA_OK) {
@@ -604,6 +649,8 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
         st = vla_error(VLA_ERR_INTERNAL, "loader: policy layout gives %lld tokens", (long long)L->max_tok);
         goto fail;
     }
+    L->tok_cap = opts->max_tokens > 0 ? (opts->max_tokens > L->max_tok ? opts->max_tokens : L->max_tok)
+                                      : opts->batch_size * L->max_tok;
     L->nthreads = opts->num_workers > 0 ? opts->num_workers : 0;
     L->depth = opts->queue_depth > 0 ? opts->queue_depth : 2 * L->nthreads + 2;
     L->slots = calloc((size_t)L->depth, sizeof *L->slots);
@@ -668,8 +715,7 @@ vla_status vla_loader_next(vla_loader *L, vla_loader_batch **out, double *wait_s
         int64_t j = L->next_job++;
         L->next_consume++;
         s->pub.job = j;
-        s->n = L->o.batch_size;
-        VLA_TRY(L->o.source(L->o.source_user, j, s->rows, s->keys, s->n));
+        VLA_TRY(call_source(L, j, s));
         VLA_TRY(open_readers(L, L->reader0));
         s->state = SLOT_BUILDING;
         vla_status st = build(L, s, L->reader0);
@@ -722,6 +768,7 @@ vla_status vla_loader_build(vla_loader *L, const int64_t *rows, const uint64_t *
     memcpy(s->rows, rows, (size_t)n * sizeof *rows);
     memcpy(s->keys, keys, (size_t)n * sizeof *keys);
     s->n = n;
+    s->pub.last_of_step = true;
     VLA_TRY(open_readers(L, L->reader0));
     VLA_TRY(build(L, s, L->reader0));
     s->state = SLOT_READY;

@@ -45,9 +45,12 @@
 #include "policy/normalize.h"
 #include "policy/policy.h"
 
-/* Rows and global keys of job `job` (0, 1, 2, … from start): n samples.
- * Called from one thread at a time, in job order. */
-typedef vla_status (*vla_loader_source_fn)(void *user, int64_t job, int64_t *rows, uint64_t *keys, int64_t n);
+/* Rows and global keys of job `job` (0, 1, 2, … from start): *n samples,
+ * 1 ≤ *n ≤ cap, and whether the job is the last micro-batch of its
+ * optimizer step (a token-budget plan makes the count per step vary). Called
+ * from one thread at a time, in job order. */
+typedef vla_status (*vla_loader_source_fn)(void *user, int64_t job, int64_t cap, int64_t *rows, uint64_t *keys,
+                                           int64_t *n, bool *last_of_step);
 
 #define VLA_LOADER_MAX_DATASETS 16
 
@@ -57,7 +60,9 @@ typedef struct {
     int n_datasets;
     const int32_t *embodiments; /* [n_datasets] embodiment id of each dataset (NULL: 0, 1, 2, …) */
     const vla_policy *policy;  /* used for tokenize/sample_layout only (const, thread-safe) */
-    int64_t batch_size;        /* samples per micro-batch on this rank */
+    int64_t batch_size;        /* samples per micro-batch on this rank (the most a job may hold) */
+    int64_t max_tokens;        /* > 0: a job's samples may hold up to max(max_tokens, the longest sample) tokens
+                                  (a token-budget plan); 0: batch_size × the longest sample */
     vla_loader_source_fn source;
     void *source_user;
     uint64_t seed;
@@ -88,6 +93,7 @@ typedef struct {
 typedef struct {
     vla_batch batch;
     int64_t job;                 /* sequence number since start */
+    bool last_of_step;           /* the source's word: the step's last micro-batch */
     const int64_t *rows;         /* [S] dataset rows */
     double build_s;              /* worker seconds spent assembling it */
 } vla_loader_batch;
@@ -130,6 +136,13 @@ typedef struct {
 } vla_loader_dataset;
 int vla_loader_n_datasets(const vla_loader *L);
 vla_loader_dataset vla_loader_dataset_info(const vla_loader *L, int d);
+
+/* Tokens of the packed layout of global row `row` (what build lays out:
+ * its dataset's cameras, its prompt with the normalised state). Thread-safe;
+ * the source may call it to plan jobs by a token budget. */
+vla_status vla_loader_sample_tokens(const vla_loader *L, int64_t row, int64_t *tokens);
+/* Tokens a job may hold (the slots' capacity). */
+int64_t vla_loader_max_job_tokens(const vla_loader *L);
 
 /* Total width of the comma-separated numeric features `keys` (NULL:
  * "observation.state"); fails naming a missing feature. */

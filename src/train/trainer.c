@@ -14,6 +14,7 @@
 #include "data/lerobot.h"
 #include "data/loader.h"
 #include "data/mixture.h"
+#include "data/token_budget.h"
 #include "distributed/comm.h"
 #include "distributed/grad_buckets.h"
 #include "distributed/sampler.h"
@@ -48,23 +49,67 @@ void vla_train_opts_default(vla_train_opts *o) {
 /* The loader's index source: the distributed sampler walked in job order.
  * A sample's key is its position in the global stream (epoch·n + position
  * in the epoch's order), the same whatever the rank count. A mixture maps
- * each index to the global row it stands for (data/mixture.h). */
+ * each index to the global row it stands for (data/mixture.h).
+ *
+ * Micro-batches: `accum` of `B` samples each, in the sampler's order; or,
+ * with a token budget, this rank's B·accum samples of the step packed first-
+ * fit decreasing into micro-batches of at most `budget` tokens (the same
+ * samples and keys, so the same step up to the order of the sums). */
 typedef struct {
     vla_sampler s;
     int64_t accum, B;
     int rank;
     const vla_mixture *mix; /* NULL: one dataset, the index is the row */
+    const vla_loader *L;    /* sample lengths for the token budget */
+    int64_t budget;         /* > 0: plan micro-batches by tokens */
+    /* the current step's plan (budget > 0): B·accum rows and keys, their bins */
+    int64_t *rows, *len, *bin;
+    uint64_t *keys;
+    int64_t n_bins, next_bin;
 } src_state;
 
-static vla_status src_fn(void *user, int64_t job, int64_t *rows, uint64_t *keys, int64_t n) {
-    src_state *ss = user;
-    int64_t micro = job % ss->accum;
+/* This rank's rows and keys of micro-batch `micro` of the current step. */
+static vla_status step_rows(src_state *ss, int64_t micro, int64_t *rows, uint64_t *keys) {
     vla_sampler_pos pos = ss->s.pos;
     VLA_TRY(vla_sampler_indices(&ss->s, micro, rows));
-    for (int64_t i = 0; ss->mix && i < n; i++) rows[i] = vla_mixture_row(ss->mix, pos.epoch, rows[i], NULL);
     int64_t base = pos.epoch * ss->s.n + pos.cursor + (int64_t)ss->rank * ss->B * ss->accum + micro * ss->B;
-    for (int64_t i = 0; i < n; i++) keys[i] = (uint64_t)(base + i);
-    if (micro == ss->accum - 1) VLA_TRY(vla_sampler_advance(&ss->s));
+    for (int64_t i = 0; i < ss->B; i++) {
+        keys[i] = (uint64_t)(base + i);
+        if (ss->mix) rows[i] = vla_mixture_row(ss->mix, pos.epoch, rows[i], NULL);
+    }
+    return VLA_OK;
+}
+
+/* The whole step's samples, and their micro-batches by the token budget. */
+static vla_status plan_step(src_state *ss) {
+    int64_t n = ss->B * ss->accum;
+    for (int64_t m = 0; m < ss->accum; m++) VLA_TRY(step_rows(ss, m, ss->rows + m * ss->B, ss->keys + m * ss->B));
+    for (int64_t i = 0; i < n; i++) VLA_TRY(vla_loader_sample_tokens(ss->L, ss->rows[i], &ss->len[i]));
+    VLA_TRY(vla_token_budget_pack(ss->len, n, ss->budget, n, ss->bin, &ss->n_bins));
+    ss->next_bin = 0;
+    return VLA_OK;
+}
+
+static vla_status src_fn(void *user, int64_t job, int64_t cap, int64_t *rows, uint64_t *keys, int64_t *n,
+                         bool *last) {
+    src_state *ss = user;
+    if (ss->budget <= 0) {
+        int64_t micro = job % ss->accum;
+        if (cap < ss->B) return vla_error(VLA_ERR_INTERNAL, "trainer: a job holds %lld samples", (long long)cap);
+        VLA_TRY(step_rows(ss, micro, rows, keys));
+        *n = ss->B, *last = micro == ss->accum - 1;
+        if (*last) VLA_TRY(vla_sampler_advance(&ss->s));
+        return VLA_OK;
+    }
+    if (ss->next_bin == ss->n_bins) VLA_TRY(plan_step(ss));
+    int64_t b = ss->next_bin++, k = 0;
+    for (int64_t i = 0; i < ss->B * ss->accum; i++) /* in the sampler's order within the micro-batch */
+        if (ss->bin[i] == b) {
+            if (k == cap) return vla_error(VLA_ERR_INTERNAL, "trainer: a planned micro-batch exceeds %lld", (long long)cap);
+            rows[k] = ss->rows[i], keys[k] = ss->keys[i], k++;
+        }
+    *n = k, *last = ss->next_bin == ss->n_bins;
+    if (*last) VLA_TRY(vla_sampler_advance(&ss->s));
     return VLA_OK;
 }
 
@@ -97,6 +142,7 @@ typedef struct {
     double *losses;   /* every step's loss of this session (first/last means) */
     int64_t nl, start;
     double t_begin, wait_total;
+    int64_t micro_batches, micro_tokens; /* this session's, for the summary */
     vla_meter meter;
 } trainer;
 
@@ -240,6 +286,7 @@ static void trainer_free(trainer *t) {
     for (int d = 0; d < t->nds; d++) vla_lerobot_close(t->ds[d]);
     vla_sampler_free(&t->track);
     vla_sampler_free(&t->src.s);
+    free(t->src.rows), free(t->src.len), free(t->src.bin), free(t->src.keys);
     free(t->tindex);
     free(t->scratch);
     free(t->win);
@@ -375,9 +422,21 @@ static vla_status create_loader(trainer *t) {
                          o->dataset_root, (long long)t->n_rows, (long long)vla_sampler_global_batch(&t->track));
     t->src.accum = o->accum, t->src.B = o->batch_size, t->src.rank = t->rank;
     t->src.mix = t->nds > 1 ? &t->mix : NULL;
+    t->src.budget = o->token_budget;
+    int64_t step_samples = o->batch_size * o->accum;
+    if (o->token_budget > 0) {
+        t->src.rows = calloc((size_t)step_samples, sizeof *t->src.rows);
+        t->src.len = calloc((size_t)step_samples, sizeof *t->src.len);
+        t->src.bin = calloc((size_t)step_samples, sizeof *t->src.bin);
+        t->src.keys = calloc((size_t)step_samples, sizeof *t->src.keys);
+        if (!t->src.rows || !t->src.len || !t->src.bin || !t->src.keys)
+            return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
+    }
     const vla_lerobot *dss[VLA_LOADER_MAX_DATASETS];
     for (int d = 0; d < t->nds; d++) dss[d] = t->ds[d];
-    vla_loader_opts lo = {.datasets = dss, .n_datasets = t->nds, .policy = t->p, .batch_size = o->batch_size,
+    vla_loader_opts lo = {.datasets = dss, .n_datasets = t->nds, .policy = t->p,
+                          .batch_size = o->token_budget > 0 ? step_samples : o->batch_size,
+                          .max_tokens = o->token_budget,
                           .source = src_fn, .source_user = &t->src, .seed = o->seed, .num_workers = o->num_workers,
                           .augment = o->augment, .state_keys = o->state_keys, .image_keys = o->image_keys,
                           .n_obs_steps = o->n_obs_steps, .relative_actions = o->relative_actions};
@@ -390,6 +449,7 @@ static vla_status create_loader(trainer *t) {
     vla_status lst = vla_loader_create(&lo, &t->L);
     vla_normalizer_free(&ns), vla_normalizer_free(&na);
     VLA_TRY(lst);
+    t->src.L = t->L;
     for (int d = 0; d < t->nds; d++) {
         vla_loader_dataset info = vla_loader_dataset_info(t->L, d);
         vla_pretrained_meta *m = &t->meta[d];
@@ -461,6 +521,9 @@ static void describe_run(trainer *t, const char *kind, const char *config_name) 
         o->num_workers, "save_freq", (json_int_t)o->save_freq, "log_freq", (json_int_t)o->log_freq, "eval_freq",
         (json_int_t)o->eval_freq, "optimizer", optj, "scheduler", vla_schedule_describe(&t->sched, sd, sizeof sd),
         "world", t->world, "skip_nonfinite", o->skip_nonfinite, "augment", o->augment);
+    if (t->train_cfg && o->token_budget > 0)
+        json_object_set_new(t->train_cfg, "token_budget", json_integer((json_int_t)o->token_budget));
+    if (t->train_cfg && o->weights) json_object_set_new(t->train_cfg, "dataset.weights", json_string(o->weights));
 }
 
 /* Resume from the checkpoint found, or start a fresh output directory. */
@@ -480,8 +543,9 @@ static vla_status start_or_resume(trainer *t, bool have_ck, const vla_ckpt_info 
 
 static vla_status setup(trainer *t, int64_t *start_step) {
     const vla_train_opts *o = t->o;
-    if (o->batch_size < 1 || o->steps < 1 || o->accum < 1)
-        return vla_error(VLA_ERR_INVALID_ARG, "--batch_size, --steps and --accum must be at least 1");
+    if (o->batch_size < 1 || o->steps < 1 || o->accum < 1 || o->token_budget < 0)
+        return vla_error(VLA_ERR_INVALID_ARG,
+                         "--batch_size, --steps and --accum must be at least 1, --token_budget at least 0");
     if (!o->dataset_root) return vla_error(VLA_ERR_INVALID_ARG, "--dataset.root=DIR is required");
     VLA_TRY(vla_comm_init(NULL, &t->comm));
     t->rank = vla_comm_rank(t->comm), t->world = vla_comm_world(t->comm);
@@ -592,7 +656,7 @@ static vla_status forward_backward(trainer *t, int64_t step, double sums[2], dou
     vla_policy *p = t->p;
     vla_policy_zero_grad(p);
     VLA_TRY(vla_grad_buckets_begin(t->gb));
-    for (int64_t micro = 0; micro < t->o->accum; micro++) {
+    for (bool last = false; !last;) {
         vla_loader_batch *b = NULL;
         double w = 0;
         VLA_TRY(vla_loader_next(t->L, &b, &w));
@@ -601,13 +665,14 @@ static vla_status forward_backward(trainer *t, int64_t step, double sums[2], dou
         vla_loss_info info;
         vla_status st = vla_policy_loss(p, &b->batch, true, &info);
         /* the last micro-batch's backward starts each bucket's all-reduce as its gradients become final */
-        bool last = micro == t->o->accum - 1;
+        last = b->last_of_step;
         p->grad_ready = last ? on_grads_ready : NULL;
         p->grad_ready_user = last ? t : NULL;
         if (st == VLA_OK) st = vla_policy_backward(p);
         p->grad_ready = NULL, p->grad_ready_user = NULL;
         if (st == VLA_OK && t->ready_st != VLA_OK) st = t->ready_st;
         *samples += b->batch.n_samples;
+        t->micro_batches++, t->micro_tokens += b->batch.n_tokens;
         vla_loader_release(t->L, b);
         if (st != VLA_OK) return vla_error_context(st, "step %lld", (long long)step + 1);
         sums[0] += info.loss;
@@ -764,6 +829,8 @@ static void finish_run(trainer *t, int64_t steps_done, vla_train_result *res) {
     res->samples_per_s =
         res->seconds > 0 ? (double)(res->steps_done * t->o->batch_size * t->o->accum * t->world) / res->seconds : 0;
     res->data_wait_frac = res->seconds > 0 ? t->wait_total / res->seconds : 0;
+    res->micro_batches_per_step = steps_done > 0 ? (double)t->micro_batches / (double)steps_done : 0;
+    res->tokens_per_micro_batch = t->micro_batches > 0 ? (double)t->micro_tokens / (double)t->micro_batches : 0;
     mean_losses(t->losses, t->nl, &res->first_loss, &res->last_loss);
     if (t->rank == 0) {
         vla_metrics_close(&t->metrics);

@@ -53,6 +53,8 @@ typedef struct {
     const char *image_keys;     /* cameras fed to the policy (NULL: the dataset's; "": none, state only) */
     int64_t batch_size;         /* per rank, per micro-batch */
     int64_t accum;              /* gradient accumulation (micro-batches per step) */
+    int64_t token_budget;       /* > 0: this rank's batch_size × accum samples of a step go into micro-batches of
+                                   at most this many tokens, first-fit decreasing (data/token_budget.h) */
     int64_t steps;
     uint64_t seed;
     int num_workers;
@@ -85,6 +87,7 @@ typedef struct {
     bool time_budget_hit;          /* stopped early by max_time_s */
     double first_loss, last_loss;  /* mean of the first / last min(10, n) step losses of this session */
     double seconds, samples_per_s, data_wait_frac;
+    double micro_batches_per_step, tokens_per_micro_batch; /* on this rank (a token budget varies them) */
     double last_eval_success;      /* NaN when no eval ran */
     double comm_exposed_s;         /* time blocked waiting for gradient all-reduces (not hidden by backward) */
     int n_buckets, buckets_started_in_backward; /* (the latter: of the last step) */

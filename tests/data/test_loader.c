@@ -28,9 +28,10 @@ typedef struct {
 } src_ctx;
 
 /* job j: rows (5j + 3i) mod n, keys 1000j + i */
-static vla_status source(void *user, int64_t job, int64_t *rows, uint64_t *keys, int64_t n) {
+static vla_status source(void *user, int64_t job, int64_t cap, int64_t *rows, uint64_t *keys, int64_t *n, bool *last) {
     src_ctx *c = user;
-    for (int64_t i = 0; i < n; i++) rows[i] = (job * 5 + i * 3) % c->n, keys[i] = (uint64_t)(job * 1000 + i);
+    for (int64_t i = 0; i < cap; i++) rows[i] = (job * 5 + i * 3) % c->n, keys[i] = (uint64_t)(job * 1000 + i);
+    *n = cap, *last = true;
     return VLA_OK;
 }
 

@@ -120,9 +120,10 @@ typedef struct {
     int64_t n;
 } src_ctx;
 
-static vla_status source(void *user, int64_t job, int64_t *rows, uint64_t *keys, int64_t n) {
+static vla_status source(void *user, int64_t job, int64_t cap, int64_t *rows, uint64_t *keys, int64_t *n, bool *last) {
     src_ctx *c = user;
-    for (int64_t i = 0; i < n; i++) rows[i] = (job * 7 + i * 5) % c->n, keys[i] = (uint64_t)(job * 100 + i);
+    for (int64_t i = 0; i < cap; i++) rows[i] = (job * 7 + i * 5) % c->n, keys[i] = (uint64_t)(job * 100 + i);
+    *n = cap, *last = true;
     return VLA_OK;
 }
 
