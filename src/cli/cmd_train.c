@@ -166,9 +166,9 @@ int vla_cmd_train(int argc, char **argv) {
         char one[4096];
         size_t len = strcspn(q, ",");
         snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), q);
-        if (!vla_shards_is_set(one)) {
-            fprintf(stderr, "vla: error: vla train: --dataset.shards: no %s in '%s' (run `vla data prepare --out=%s`, or "
-                            "let an interrupted one finish)\n", VLA_SHARDS_MANIFEST, one, one);
+        if (!vla_shards_is_set(one) && !vla_shards_is_mixture(one)) {
+            fprintf(stderr, "vla: error: vla train: --dataset.shards: no %s or %s in '%s' (run `vla data prepare "
+                            "--out=%s`, or let an interrupted one finish)\n", VLA_SHARDS_MANIFEST, VLA_SHARDS_MIXTURE, one, one);
             return 1;
         }
         q += len + (q[len] == ',');

@@ -56,6 +56,18 @@
 #include "data/lerobot.h"
 
 #define VLA_SHARDS_MANIFEST "manifest.json"
+#define VLA_SHARDS_MIXTURE "mixture.json"
+#define VLA_SHARDS_MIXTURE_MAX 16
+
+/* A prepared mixture (`vla data prepare --dataset.root=A,B`): one shard set
+ * per dataset in subdirectories of OUT and OUT/mixture.json
+ * {"format":"vla-shard-mixture","version":1,"sets":[{"dir":"00-a","source":A},…]},
+ * written atomically once every set is complete. Training takes the sets in
+ * this order (one embodiment each). */
+bool vla_shards_is_mixture(const char *dir);
+vla_status vla_shards_mixture_write(const char *dir, const char *const *sets, const char *const *sources, int n);
+/* The sets' paths "DIR/00-a,DIR/01-b" into out; each must be a complete set. */
+vla_status vla_shards_mixture_paths(const char *dir, char *out, size_t cap);
 
 typedef struct {
     const char *out;             /* the shard set directory (created) */

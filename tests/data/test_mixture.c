@@ -13,7 +13,11 @@
  * exactly as a loader over that dataset alone builds it (state, action chunk,
  * is_pad, real action dims, prompt tokens), with its dataset's embodiment id
  * and per-dataset normalisers; a dataset without a camera the flags name is
- * refused naming it. */
+ * refused naming it.
+ * Prepared mixtures: `vla data prepare --dataset.root=A,B` writes a shard set
+ * per dataset and mixture.json; its sets, in order, load to batches equal to
+ * the mixture of the datasets read directly (frames included); a set left
+ * incomplete is refused naming it. */
 #include "test_util.h"
 
 #include <math.h>
@@ -25,6 +29,7 @@
 #include "data/lerobot.h"
 #include "data/loader.h"
 #include "data/mixture.h"
+#include "data/shards.h"
 #include "distributed/sampler.h"
 #include "policy/policy.h"
 
@@ -223,6 +228,62 @@ static void test_loader_mixture(void **state) {
     vla_lerobot_close(dr), vla_lerobot_close(ds);
 }
 
+static void test_prepared_mixture(void **state) {
+    (void)state;
+    char a[1024], b[1024], out[1024], cmd[4096], buf[8192];
+    snprintf(a, sizeof a, "%s", test_tmp_path("pm_reach_a"));
+    snprintf(b, sizeof b, "%s", test_tmp_path("pm_reach_b"));
+    snprintf(out, sizeof out, "%s", test_tmp_path("pm_shards"));
+    if (!vla_is_dir(a)) test_record_reach(a, 3, 0, -1);
+    if (!vla_is_dir(b)) test_record_reach(b, 2, 100, -1);
+    test_rmrf(out);
+    vla_policy *p = make_policy();
+    int64_t S = p->cfg.vision.image_size;
+    snprintf(cmd, sizeof cmd, "%s data prepare --dataset.root=%s,%s --out=%s --image_size=%lld --quiet", test_cli_path(),
+             a, b, out, (long long)S);
+    if (test_run(cmd, buf, sizeof buf) != 0) fail_msg("%s: %s", cmd, buf);
+    assert_true(vla_shards_is_mixture(out));
+    char paths[4096], want[4096];
+    assert_int_equal(vla_shards_mixture_paths(out, paths, sizeof paths), VLA_OK);
+    snprintf(want, sizeof want, "%s/00-pm_reach_a,%s/01-pm_reach_b", out, out);
+    assert_string_equal(paths, want);
+
+    vla_lerobot *d[4];
+    char seta[2048], setb[2048];
+    snprintf(seta, sizeof seta, "%s/00-pm_reach_a", out);
+    snprintf(setb, sizeof setb, "%s/01-pm_reach_b", out);
+    assert_int_equal(vla_lerobot_open(a, &d[0]), VLA_OK);
+    assert_int_equal(vla_lerobot_open(b, &d[1]), VLA_OK);
+    assert_int_equal(vla_lerobot_open(seta, &d[2]), VLA_OK);
+    assert_int_equal(vla_lerobot_open(setb, &d[3]), VLA_OK);
+    const vla_lerobot *direct[2] = {d[0], d[1]}, *shards[2] = {d[2], d[3]};
+    vla_loader_opts o = {.datasets = direct, .n_datasets = 2, .policy = p, .batch_size = 4, .seed = 8};
+    vla_loader *Ld, *Ls;
+    if (vla_loader_create(&o, &Ld) != VLA_OK) fail_msg("%s", vla_error_message());
+    o.datasets = shards;
+    if (vla_loader_create(&o, &Ls) != VLA_OK) fail_msg("%s", vla_error_message());
+    int64_t rows[4] = {0, d[0]->n_rows - 1, d[0]->n_rows, d[0]->n_rows + d[1]->n_rows - 1};
+    uint64_t keys[4] = {1, 2, 3, 4};
+    vla_loader_batch *x, *y;
+    assert_int_equal(vla_loader_build(Ld, rows, keys, 4, &x), VLA_OK);
+    assert_int_equal(vla_loader_build(Ls, rows, keys, 4, &y), VLA_OK);
+    for (int i = 0; i < 4; i++) assert_same_sample(&x->batch, i, &y->batch, i, p);
+    assert_int_equal(x->batch.n_images, 4);
+    assert_int_equal(y->batch.n_images, 4);
+    assert_memory_equal(x->batch.images, y->batch.images, (size_t)(4 * 3 * S * S) * sizeof(float));
+    assert_memory_equal(x->batch.embodiment, y->batch.embodiment, 4 * sizeof(int32_t));
+    vla_loader_free(Ld), vla_loader_free(Ls);
+    for (int i = 0; i < 4; i++) vla_lerobot_close(d[i]);
+
+    /* a set whose manifest is gone (an interrupted prepare) is refused, naming it */
+    char man[2100];
+    snprintf(man, sizeof man, "%s/%s", setb, VLA_SHARDS_MANIFEST);
+    assert_int_equal(remove(man), 0);
+    assert_int_not_equal(vla_shards_mixture_paths(out, paths, sizeof paths), VLA_OK);
+    assert_non_null(strstr(vla_error_message(), "01-pm_reach_b"));
+    vla_policy_free(p);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quotas_and_rows),
@@ -230,6 +291,7 @@ int main(void) {
         cmocka_unit_test(test_stream_frequencies),
         cmocka_unit_test(test_bad_weights),
         cmocka_unit_test(test_loader_mixture),
+        cmocka_unit_test(test_prepared_mixture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
