@@ -5,6 +5,9 @@
  *     accumulation steps), to fp32 reduction-order tolerance — pi05-nano
  *     and groot-nano (both normalise the loss by the real action entries of
  *     the whole global batch);
+ *   - a mixture (this Reach set and the SO-101 fixture, weighted) packed by a
+ *     token budget: 2 ranks at batch 4 equal 1 rank at batch 8 too, each
+ *     rank with its own micro-batch count;
  *   - ZeRO-1: each of 2 ranks holds half the optimizer state of 1 rank;
  *   - overlap: with small buckets, all-reduces start during backward;
  *   - elastic resume: a checkpoint of 2 ranks resumes on 1 and one of 1 on 2
@@ -38,16 +41,18 @@ static const char *dataset(void) {
     return root;
 }
 
-/* Run `vla train` on np ranks (0: a plain process) with the common flags plus
- * `extra`; returns the exit status, rank 0's stdout in out. */
-static int train(int np, const char *policy, const char *outdir, const char *extra, char *out, size_t cap) {
+/* Run `vla train` on `root` (a dataset or a comma-separated mixture) on np
+ * ranks (0: a plain process) with the common flags plus `extra`; returns the
+ * exit status, rank 0's stdout in out. */
+static int train_on(const char *root, int np, const char *policy, const char *outdir, const char *extra, char *out,
+                    size_t cap) {
     char cmd[8192], common[4096], type[16];
     snprintf(type, sizeof type, "%.*s", (int)strcspn(policy, "-"), policy);
     snprintf(common, sizeof common,
              "train --dataset.root=%s --policy.type=%s --policy.config=%s --dataset.image_keys= --steps=8 "
              "--seed=11 --optimizer.lr=3e-3 --log_freq=1 --save_freq=4 --num_workers=1 --quiet=true "
              "--dist.threads_per_rank=1 --output_dir=%s %s",
-             dataset(), type, policy, outdir, extra);
+             root, type, policy, outdir, extra);
     if (np == 0)
         snprintf(cmd, sizeof cmd, "ASAN_OPTIONS=detect_leaks=0 %s %s 2>&1", test_cli_path(), common);
     else
@@ -55,6 +60,10 @@ static int train(int np, const char *policy, const char *outdir, const char *ext
     int rc = test_run(cmd, out, cap);
     if (rc != 0) fprintf(stderr, "exit %d: %s\n%s\n", rc, cmd, out);
     return rc;
+}
+
+static int train(int np, const char *policy, const char *outdir, const char *extra, char *out, size_t cap) {
+    return train_on(dataset(), np, policy, outdir, extra, out, cap);
 }
 
 /* column `col` of metrics.jsonl, per step (index step−1); returns the rows read */
@@ -161,6 +170,23 @@ static void test_equivalence_groot(void **state) {
     equivalence("groot-nano");
 }
 
+static void test_mixture_token_budget(void **state) {
+    (void)state;
+    char roots[3000], a[1024], b[1100];
+    snprintf(roots, sizeof roots, "%s,%s", dataset(), test_source_path("tests/fixtures/lerobot/so101-record-test-v3.0"));
+    snprintf(a, sizeof a, "%s", test_tmp_path("mix_budget_np1"));
+    snprintf(b, sizeof b, "%s", test_tmp_path("mix_budget_np2"));
+    test_rmrf(a), test_rmrf(b);
+    const char *flags = "--dataset.weights=1,1 --token_budget=100";
+    char extra[256];
+    snprintf(extra, sizeof extra, "--batch_size=8 %s", flags);
+    assert_int_equal(train_on(roots, 0, "groot-nano", a, extra, out1, sizeof out1), 0);
+    snprintf(extra, sizeof extra, "--batch_size=4 %s", flags);
+    assert_int_equal(train_on(roots, 2, "groot-nano", b, extra, out2, sizeof out2), 0);
+    assert_true(json_num(out1, "micro_batches_per_step") > 1);
+    compare_runs(a, b, 1, 8, 1e-5, 1e-5, "mixture, token budget: 1 rank x 8 vs 2 ranks x 4");
+}
+
 static void test_buckets_overlap_backward(void **state) {
     (void)state;
     const char *d = test_tmp_path("pi05-buckets");
@@ -237,6 +263,7 @@ int main(void) {
              "--mca btl self,vader,tcp -x ASAN_OPTIONS -x OMP_NUM_THREADS");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_equivalence_pi05),   cmocka_unit_test(test_equivalence_groot),
+        cmocka_unit_test(test_mixture_token_budget),
         cmocka_unit_test(test_buckets_overlap_backward), cmocka_unit_test(test_elastic_2_to_1),
         cmocka_unit_test(test_elastic_1_to_2),     cmocka_unit_test(test_restart_after_kill),
     };
