@@ -155,6 +155,12 @@ vla_status vla_lr_open_internal(const char *root, json_t *problems, const vla_lr
         goto fail;
     }
     snprintf(path, sizeof path, "%s/meta/info.json", ds->root);
+    if (!vla_path_exists(path) && vla_shards_is_mixture(ds->root)) {
+        st = vla_error(VLA_ERR_INVALID_ARG,
+                       "%s is a prepared mixture (%s): one dataset per shard set in it; open one of its sets, or "
+                       "train on all of them with --dataset.shards=%s", ds->root, VLA_SHARDS_MIXTURE, ds->root);
+        goto fail;
+    }
     if (!vla_path_exists(path)) {
         st = vla_error(VLA_ERR_NOT_FOUND, "%s: file is missing (not a LeRobot dataset?)", path);
         goto fail;

@@ -247,6 +247,9 @@ static void test_prepared_mixture(void **state) {
     assert_int_equal(vla_shards_mixture_paths(out, paths, sizeof paths), VLA_OK);
     snprintf(want, sizeof want, "%s/00-pm_reach_a,%s/01-pm_reach_b", out, out);
     assert_string_equal(paths, want);
+    vla_lerobot *whole;
+    assert_int_not_equal(vla_lerobot_open(out, &whole), VLA_OK); /* the directory itself is no one dataset */
+    assert_non_null(strstr(vla_error_message(), "--dataset.shards="));
 
     vla_lerobot *d[4];
     char seta[2048], setb[2048];

@@ -3,8 +3,10 @@
  * stay the newest valid checkpoint when the write fails), finding and
  * loading a trained policy (checkpoint verification, config, safetensors),
  * metrics logs resumed (trimmed and rewritten), and `vla train`'s setup as
- * a one-step run of pi05-nano on a small Reach dataset. One thread
- * throughout, so the N-th allocation is the same one in every run. */
+ * a one-step run of pi05-nano on a small Reach dataset, and as one step of
+ * groot-nano on a weighted mixture (Reach + the SO-101 fixture) packed by a
+ * token budget. One thread throughout, so the N-th allocation is the same
+ * one in every run. */
 #include "test_util.h"
 
 #include <jansson.h>
@@ -186,12 +188,19 @@ static void test_metrics_resume(void **state) {
 
 typedef struct {
     char out[1024];
+    bool mixture;
 } train_case;
 
 static vla_status train_one_step(void *user) {
     train_case *c = user;
     vla_train_opts o;
     train_opts(&o, c->out);
+    static char roots[3000];
+    if (c->mixture) {
+        snprintf(roots, sizeof roots, "%s,%s", dataset(), test_source_path("tests/fixtures/lerobot/so101-record-test-v3.0"));
+        o.dataset_root = roots, o.weights = "1,1", o.token_budget = 60, o.image_keys = "";
+        o.policy_type = "groot", o.policy_config = "groot-nano";
+    }
     vla_train_result r;
     return vla_train(&o, &r);
 }
@@ -238,6 +247,20 @@ static void test_train_setup(void **state) {
     test_alloc_sweep(&s);
 }
 
+static void test_train_mixture_setup(void **state) {
+    (void)state;
+    static train_case c;
+    snprintf(c.out, sizeof c.out, "%s", test_tmp_path("train_mix"));
+    c.mixture = true;
+    test_alloc_scenario s = {.name = "vla train (a weighted mixture, token budget, 1 step)", .run = train_one_step,
+                             .reset = remove_run, .check_failed = no_broken_checkpoint, .out_dir = c.out, .user = &c,
+                             .samples = 48,
+                             .absorbs = "plots are best-effort (a warning); nn kernels' scratch buffers fall back to "
+                                        "slower loops",
+                             .check_ok = run_complete};
+    test_alloc_sweep(&s);
+}
+
 int main(void) {
     omp_set_num_threads(1);
     vla_log_set_level(VLA_LOG_ERROR); /* fallbacks and refusals warn; keep the output short */
@@ -246,6 +269,7 @@ int main(void) {
         cmocka_unit_test(test_checkpoint_load),
         cmocka_unit_test(test_metrics_resume),
         cmocka_unit_test(test_train_setup),
+        cmocka_unit_test(test_train_mixture_setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
