@@ -255,11 +255,11 @@ done:
     return st;
 }
 
-vla_status vla_pretrained_select_embodiment(vla_pretrained *pm, const char *want, const char *env_name) {
-    char file[VLA_CKPT_PATH_MAX + 64];
-    snprintf(file, sizeof file, "%s/config.json", pm->dir);
-    json_t *root = NULL;
-    VLA_TRY(vla_json_load_file(file, &root));
+vla_status vla_pretrained_choose_embodiment(const char *file, const json_t *root, const vla_policy_config *cfg,
+                                            const char *current, const char *want, const char *env_name,
+                                            vla_normalizer *ns, vla_normalizer *na, vla_pretrained_meta *m,
+                                            bool *found) {
+    *found = false;
     json_t *embs = json_object_get(root, "embodiments");
     size_t n = json_is_array(embs) ? json_array_size(embs) : 0;
     char names[1024] = "";
@@ -271,31 +271,41 @@ vla_status vla_pretrained_select_embodiment(vla_pretrained *pm, const char *want
         char idtext[32];
         snprintf(idtext, sizeof idtext, "%lld", (long long)id);
         size_t used = strlen(names);
-        snprintf(names + used, sizeof names - used, "%s%s (id %lld)", i ? ", " : "", name ? name : "?", (long long)id);
+        snprintf(names + used, sizeof names - used, "%s%.100s (id %lld)", i ? ", " : "", name ? name : "?",
+                 (long long)id);
         bool hit = want ? (name && !strcmp(name, want)) || !strcmp(idtext, want)
                         : env_name && name && !strcmp(name, env_name);
         if (hit && pick < 0) pick = (int)i;
         matches += hit;
     }
-    vla_status st = VLA_OK;
-    if (want && pick < 0 && (n > 0 || (strcmp(want, "0") && strcmp(want, pm->meta.embodiment_name)))) {
-        st = vla_error(VLA_ERR_NOT_FOUND, "--policy.embodiment=%s: %s was trained on %s", want, pm->dir,
-                       n ? names : "one dataset (embodiment 0)");
-    } else if (!want && n > 1 && matches != 1) {
-        st = vla_error(VLA_ERR_INVALID_ARG,
-                       "%s was trained on a mixture of %s; %s, so pass --policy.embodiment=NAME|ID", pm->dir, names,
-                       matches ? "more than one is named after this environment" : "none is named after this environment");
-    } else if (pick >= 0) {
-        vla_policy_config cfg = pm->policy->cfg;
-        vla_normalizer ns, na;
-        vla_pretrained_meta m;
-        char what[VLA_CKPT_PATH_MAX + 96];
-        snprintf(what, sizeof what, "%s: embodiments[%d]", file, pick);
-        st = parse_embodiment(what, json_array_get(embs, (size_t)pick), &cfg, &ns, &na, &m);
-        if (st == VLA_OK) {
-            vla_normalizer_free(&pm->state_norm), vla_normalizer_free(&pm->action_norm);
-            pm->state_norm = ns, pm->action_norm = na, pm->meta = m;
-        }
+    if (want && pick < 0 && (n > 0 || (strcmp(want, "0") && strcmp(want, current ? current : ""))))
+        return vla_error(VLA_ERR_NOT_FOUND, "--policy.embodiment=%s: %s was trained on %s", want, file,
+                         n ? names : "one dataset (embodiment 0)");
+    if (!want && n > 1 && matches != 1)
+        return vla_error(VLA_ERR_INVALID_ARG,
+                         "%s was trained on a mixture of %s; %s, so pass --policy.embodiment=NAME|ID", file, names,
+                         matches ? "more than one is named after this environment" : "none is named after this environment");
+    if (pick < 0) return VLA_OK; /* one embodiment: the one already loaded */
+    char what[VLA_CKPT_PATH_MAX + 96];
+    snprintf(what, sizeof what, "%s: embodiments[%d]", file, pick);
+    VLA_TRY(parse_embodiment(what, json_array_get(embs, (size_t)pick), cfg, ns, na, m));
+    *found = true;
+    return VLA_OK;
+}
+
+vla_status vla_pretrained_select_embodiment(vla_pretrained *pm, const char *want, const char *env_name) {
+    char file[VLA_CKPT_PATH_MAX + 64];
+    snprintf(file, sizeof file, "%s/config.json", pm->dir);
+    json_t *root = NULL;
+    VLA_TRY(vla_json_load_file(file, &root));
+    vla_normalizer ns, na;
+    vla_pretrained_meta m;
+    bool found = false;
+    vla_status st = vla_pretrained_choose_embodiment(file, root, &pm->policy->cfg, pm->meta.embodiment_name, want,
+                                                     env_name, &ns, &na, &m, &found);
+    if (st == VLA_OK && found) {
+        vla_normalizer_free(&pm->state_norm), vla_normalizer_free(&pm->action_norm);
+        pm->state_norm = ns, pm->action_norm = na, pm->meta = m;
     }
     json_decref(root);
     return st;

@@ -64,6 +64,15 @@ vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrai
  * whose name is env_name and fails listing them when none or several match;
  * a single-dataset checkpoint keeps its only one. */
 vla_status vla_pretrained_select_embodiment(vla_pretrained *pm, const char *want, const char *env_name);
+/* The same on a parsed config.json (`file` names it in messages; `current`:
+ * the name of the embodiment already loaded): with *found, ns, na and m hold
+ * the chosen entry's (the caller owns the normalisers); without, the
+ * checkpoint has one embodiment and nothing changes. Fuzzed
+ * (fuzz/fuzz_embodiments.c). */
+vla_status vla_pretrained_choose_embodiment(const char *file, const json_t *root, const vla_policy_config *cfg,
+                                            const char *current, const char *want, const char *env_name,
+                                            vla_normalizer *ns, vla_normalizer *na, vla_pretrained_meta *m,
+                                            bool *found);
 /* Only the normalisers a pretrained_model directory's config.json stores. */
 vla_status vla_pretrained_normalizers(const char *dir, vla_normalizer *state_norm, vla_normalizer *action_norm);
 void vla_pretrained_free(vla_pretrained *pm);
