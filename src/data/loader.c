@@ -230,8 +230,6 @@ vla_status vla_loader_sample_tokens(const vla_loader *L, int64_t row, int64_t *t
     return s;
 }
 
-int64_t vla_loader_max_job_tokens(const vla_loader *L) { return L->tok_cap; }
-
 /* Assemble samples 0..n-1 of a slot whose rows/keys are set; readers[d]
  * reads dataset d's frames. */
 static vla_status build(vla_loader *L, slot *s, vla_lr_reader *const *readers) {

@@ -141,8 +141,6 @@ vla_loader_dataset vla_loader_dataset_info(const vla_loader *L, int d);
  * its dataset's cameras, its prompt with the normalised state). Thread-safe;
  * the source may call it to plan jobs by a token budget. */
 vla_status vla_loader_sample_tokens(const vla_loader *L, int64_t row, int64_t *tokens);
-/* Tokens a job may hold (the slots' capacity). */
-int64_t vla_loader_max_job_tokens(const vla_loader *L);
 
 /* Total width of the comma-separated numeric features `keys` (NULL:
  * "observation.state"); fails naming a missing feature. */

@@ -30,19 +30,31 @@ static void test_every_bench_quick(void **state) {
         fail_msg("bench.sh failed (exit %d); its output's and stderr's ends are above", rc);
     }
     int lines = 0;
-    const char *want[] = {"gemm", "parquet", "video", "dataset", "sim", "policy", "attention", "omp_region"};
-    int seen[8] = {0};
+    const char *want[] = {"gemm", "parquet", "video", "dataset", "sim", "policy", "attention", "omp_region", "packing"};
+    enum { NWANT = sizeof want / sizeof want[0] };
+    int seen[NWANT] = {0};
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
         json_error_t err;
         json_t *v = json_loads(line, 0, &err);
         if (!v) fail_msg("not JSON: %s", line);
         const char *b = json_string_value(json_object_get(v, "bench"));
         if (!b) fail_msg("no \"bench\" in %s", line);
-        for (int i = 0; i < 8; i++) seen[i] |= strstr(b, want[i]) != NULL;
+        for (int i = 0; i < NWANT; i++) seen[i] |= strstr(b, want[i]) != NULL;
+        if (!strcmp(b, "packing")) { /* padding only adds tokens and images */
+            json_t *pk = json_object_get(v, "packed"), *pd = json_object_get(v, "padded_longest");
+            json_t *pm = json_object_get(v, "padded_max");
+            if (!pk || !pd || !pm) fail_msg("packing: no packed/padded results in %s", line);
+            json_int_t t0 = json_integer_value(json_object_get(pk, "tokens"));
+            if (!(t0 > 0 && json_integer_value(json_object_get(pd, "tokens")) >= t0 &&
+                  json_integer_value(json_object_get(pm, "tokens")) >= json_integer_value(json_object_get(pd, "tokens")) &&
+                  json_integer_value(json_object_get(pd, "images")) >= json_integer_value(json_object_get(pk, "images")) &&
+                  json_number_value(json_object_get(pk, "samples_per_s")) > 0))
+                fail_msg("packing: inconsistent layouts in %s", line);
+        }
         json_decref(v);
         lines++;
     }
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < NWANT; i++)
         if (!seen[i]) fail_msg("no result from a '%s' benchmark", want[i]);
     assert_true(lines >= 20);
 }
