@@ -114,7 +114,7 @@ int vla_cmd_train(int argc, char **argv) {
         {"gradient_accumulation_steps", VLA_FLAG_INT, &accum, "K", "micro-batches per optimizer step (default 1)"},
         {"token_budget", VLA_FLAG_INT, &o.token_budget, "T",
          "pack each rank's batch_size x K samples of a step first-fit decreasing into micro-batches of at most T "
-         "tokens (for mixtures of different lengths; default 0: K micro-batches of batch_size)"},
+         "tokens (for mixtures of different lengths; 0: K micro-batches of batch_size)"},
         {"steps", VLA_FLAG_INT, &steps, "N", "optimizer steps (default 1000)"},
         {"output_dir", VLA_FLAG_STRING, &o.output_dir, "DIR", "checkpoints, metrics and plots (default outputs/train)"},
         {"seed", VLA_FLAG_INT, &seed, "S", "seed of weights, sampler, noise (default 1000)"},
