@@ -52,7 +52,7 @@ static void cpu_copy_bytes(void *dst, const void *src, size_t bytes) { memcpy(ds
  *
  * OpenBLAS's own threading is never used. Its threaded GEMM cuts the
  * problem differently for each thread count, and with some kernels (seen
- * with OPENBLAS_CORETYPE=Haswell) that changes the rounding of the result,
+ * with OpenBLAS's Haswell kernel) that changes the rounding of the result,
  * so a loss came out 0.93346474064994567 on 1 thread and 0.93346474723713913
  * on 2. Instead the output C is cut into tiles by a rule that looks at the
  * shape (m, n, k) alone, never at the thread count; each tile is one

@@ -10,7 +10,7 @@
  *     (vla_parallel_always), so every threaded code path runs at 1, 2 and 3
  *     threads.
  * It runs under whatever OpenBLAS kernel the environment selects
- * (OPENBLAS_CORETYPE is the user's, never set by the build or the tests):
+ * (the core type is the user's choice, never set by the build or the tests):
  * the property holds by construction for any kernel, because every GEMM
  * tile is one single-threaded BLAS call cut by shape alone (ops_cpu.c). */
 #include "test_util.h"
