@@ -34,18 +34,6 @@ static vla_status prepare_one(vla_comm *comm, const char *root, const vla_shards
     return all;
 }
 
-/* "A,B" into at most `max` paths; the count, or -1 on an empty element. */
-static int split_roots(const char *list, char roots[][2048], int max) {
-    int n = 0;
-    for (const char *q = list; *q;) {
-        size_t len = strcspn(q, ",");
-        if (len == 0 || len >= 2048 || n == max) return -1;
-        memcpy(roots[n], q, len), roots[n++][len] = 0;
-        q += len + (q[len] == ',');
-    }
-    return n;
-}
-
 static int cmd_prepare(int argc, char **argv) {
     const char *root = NULL, *out = NULL, *episodes = NULL, *image_size = NULL;
     double shard_mb = 256;
@@ -112,12 +100,11 @@ static int cmd_prepare(int argc, char **argv) {
         return vla_cli_fail(st);
     }
     sel.episodes = eps;
-    static char roots[VLA_SHARDS_MIXTURE_MAX][2048];
-    int n_roots = split_roots(root, roots, VLA_SHARDS_MIXTURE_MAX);
-    vla_status all = VLA_OK;
-    if (n_roots < 1)
-        all = vla_error(VLA_ERR_INVALID_ARG, "--dataset.root=%s: an empty or overlong directory, or more than %d",
-                        root, VLA_SHARDS_MIXTURE_MAX);
+    static char roots[VLA_SHARDS_MIXTURE_MAX][VLA_ROOT_MAX];
+    int n_roots = 0;
+    vla_status all = vla_dataset_roots(root, false, roots, VLA_SHARDS_MIXTURE_MAX, &n_roots);
+    if (all != VLA_OK)
+        all = vla_error_context(all, "--dataset.root");
     else if (n_roots > 1 && episodes)
         all = vla_error(VLA_ERR_INVALID_ARG, "--dataset.episodes selects episodes of one dataset; prepare a mixture's "
                         "datasets one by one to select theirs");
@@ -130,7 +117,7 @@ static int cmd_prepare(int argc, char **argv) {
     int64_t totals[3] = {0};
     int64_t shards = 0;
     double seconds = 0;
-    char sets[VLA_SHARDS_MIXTURE_MAX][256], dirs[VLA_SHARDS_MIXTURE_MAX][2400];
+    static char sets[VLA_SHARDS_MIXTURE_MAX][256], dirs[VLA_SHARDS_MIXTURE_MAX][VLA_ROOT_MAX + 256];
     for (int i = 0; i < n_roots && all == VLA_OK; i++) {
         if (n_roots > 1) { /* OUT/NN-<the dataset directory's name> */
             const char *base = strrchr(roots[i], '/');

@@ -162,17 +162,19 @@ int vla_cmd_train(int argc, char **argv) {
         fprintf(stderr, "vla: error: vla train: give --dataset.root or --dataset.shards, not both\n");
         return 2;
     }
-    for (const char *q = shards; q && *q;) { /* each shard set of the list must be complete */
-        char one[4096];
-        size_t len = strcspn(q, ",");
-        snprintf(one, sizeof one, "%.*s", (int)(len < sizeof one ? len : sizeof one - 1), q);
-        if (!vla_shards_is_set(one) && !vla_shards_is_mixture(one)) {
+    static char sets[VLA_SHARDS_MIXTURE_MAX][VLA_ROOT_MAX];
+    int n_sets = 0;
+    if (shards && vla_dataset_roots(shards, false, sets, VLA_SHARDS_MIXTURE_MAX, &n_sets) != VLA_OK) {
+        fprintf(stderr, "vla: error: vla train: --dataset.shards: %s\n", vla_error_message());
+        return 2;
+    }
+    for (int i = 0; i < n_sets; i++) /* each shard set of the list must be complete */
+        if (!vla_shards_is_set(sets[i]) && !vla_shards_is_mixture(sets[i])) {
             fprintf(stderr, "vla: error: vla train: --dataset.shards: no %s or %s in '%s' (run `vla data prepare "
-                            "--out=%s`, or let an interrupted one finish)\n", VLA_SHARDS_MANIFEST, VLA_SHARDS_MIXTURE, one, one);
+                            "--out=%s`, or let an interrupted one finish)\n", VLA_SHARDS_MANIFEST, VLA_SHARDS_MIXTURE,
+                    sets[i], sets[i]);
             return 1;
         }
-        q += len + (q[len] == ',');
-    }
     if (shards) o.dataset_root = shards;
     if (!o.dataset_root) {
         fprintf(stderr, "vla: error: vla train: --dataset.root=DIR (or --dataset.shards=DIR) is required\n");

@@ -69,6 +69,13 @@ vla_status vla_shards_mixture_write(const char *dir, const char *const *sets, co
 /* The sets' paths "DIR/00-a,DIR/01-b" into out; each must be a complete set. */
 vla_status vla_shards_mixture_paths(const char *dir, char *out, size_t cap);
 
+/* A comma-separated list of dataset directories (`--dataset.root=A,B`,
+ * `--dataset.shards=S1,S2`) into roots[0..*n), at most max; with
+ * expand_mixtures a prepared mixture's directory stands for its sets, in
+ * order. Fails on an empty or overlong element or more than max. */
+#define VLA_ROOT_MAX 4096
+vla_status vla_dataset_roots(const char *list, bool expand_mixtures, char roots[][VLA_ROOT_MAX], int max, int *n);
+
 typedef struct {
     const char *out;             /* the shard set directory (created) */
     const vla_lr_open_opts *sel; /* episode selection of the source (NULL: all) */

@@ -9,7 +9,7 @@
 #include "data/shards.h"
 
 bool vla_shards_is_mixture(const char *dir) {
-    char p[2048];
+    char p[VLA_ROOT_MAX + 64];
     snprintf(p, sizeof p, "%s/%s", dir, VLA_SHARDS_MIXTURE);
     return vla_path_exists(p) != 0;
 }
@@ -21,7 +21,7 @@ vla_status vla_shards_mixture_write(const char *dir, const char *const *sets, co
     char *text = j ? json_dumps(j, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
     json_decref(j);
     if (!text) return vla_error(VLA_ERR_NOMEM, "%s/%s: out of memory", dir, VLA_SHARDS_MIXTURE);
-    char path[2048];
+    char path[VLA_ROOT_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, VLA_SHARDS_MIXTURE);
     vla_status st = vla_write_file_atomic(path, text, strlen(text));
     free(text);
@@ -29,7 +29,7 @@ vla_status vla_shards_mixture_write(const char *dir, const char *const *sets, co
 }
 
 vla_status vla_shards_mixture_paths(const char *dir, char *out, size_t cap) {
-    char path[2048];
+    char path[VLA_ROOT_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, VLA_SHARDS_MIXTURE);
     json_t *root;
     VLA_TRY(vla_json_load_file(path, &root));
@@ -46,7 +46,7 @@ vla_status vla_shards_mixture_paths(const char *dir, char *out, size_t cap) {
             st = vla_error(VLA_ERR_FORMAT, "%s: sets[%zu].dir must name a subdirectory", path, i);
             break;
         }
-        char set[2048];
+        char set[2 * VLA_ROOT_MAX];
         snprintf(set, sizeof set, "%s/%s", dir, d);
         if (!vla_shards_is_set(set)) {
             st = vla_error(VLA_ERR_NOT_FOUND, "%s: the shard set %s is incomplete (no %s): run the prepare again", path,
@@ -62,4 +62,28 @@ vla_status vla_shards_mixture_paths(const char *dir, char *out, size_t cap) {
     }
     json_decref(root);
     return st;
+}
+
+vla_status vla_dataset_roots(const char *list, bool expand_mixtures, char roots[][VLA_ROOT_MAX], int max, int *n) {
+    *n = 0;
+    for (const char *q = list; *q;) {
+        size_t len = strcspn(q, ",");
+        if (len == 0 || len >= VLA_ROOT_MAX)
+            return vla_error(VLA_ERR_INVALID_ARG, "'%s': an empty or overlong directory in the list", list);
+        char one[VLA_ROOT_MAX];
+        memcpy(one, q, len), one[len] = 0;
+        q += len + (q[len] == ',');
+        if (expand_mixtures && vla_shards_is_mixture(one)) {
+            char sets[VLA_SHARDS_MIXTURE_MAX * (VLA_ROOT_MAX + 1)];
+            VLA_TRY(vla_shards_mixture_paths(one, sets, sizeof sets));
+            int k = 0;
+            VLA_TRY(vla_dataset_roots(sets, false, roots + *n, max - *n, &k));
+            *n += k;
+            continue;
+        }
+        if (*n == max) return vla_error(VLA_ERR_INVALID_ARG, "'%s': more than %d datasets in a mixture", list, max);
+        memcpy(roots[(*n)++], one, len + 1);
+    }
+    if (*n == 0) return vla_error(VLA_ERR_INVALID_ARG, "no dataset directory given");
+    return VLA_OK;
 }

@@ -328,39 +328,15 @@ static vla_status load_config(trainer *t, vla_policy_config *cfg, vla_ckpt_info 
     return st;
 }
 
-/* "A,B,…" into roots[], a prepared mixture's directory (shards.h
- * mixture.json) standing for its shard sets in order. */
-static vla_status split_roots(const char *list, char roots[][4096], int *n, int depth) {
-    for (const char *q = list; *q;) {
-        size_t len = strcspn(q, ",");
-        if (len == 0 || len >= sizeof roots[0])
-            return vla_error(VLA_ERR_INVALID_ARG, "--dataset.root=%s: an empty or overlong directory in the list", list);
-        char one[4096];
-        memcpy(one, q, len), one[len] = 0;
-        q += len + (q[len] == ',');
-        if (depth == 0 && vla_shards_is_mixture(one)) {
-            static char sets[VLA_LOADER_MAX_DATASETS * 4200];
-            VLA_TRY(vla_shards_mixture_paths(one, sets, sizeof sets));
-            VLA_TRY(split_roots(sets, roots, n, 1));
-            continue;
-        }
-        if (*n == VLA_LOADER_MAX_DATASETS)
-            return vla_error(VLA_ERR_INVALID_ARG, "--dataset.root: more than %d datasets in a mixture",
-                             VLA_LOADER_MAX_DATASETS);
-        memcpy(roots[(*n)++], one, len + 1);
-    }
-    return VLA_OK;
-}
-
 /* Open the dataset(s): --dataset.root is one directory or a comma-separated
  * mixture (a prepared mixture's directory counts as its sets); with
  * --dataset.episodes (one dataset only) the episodes listed. */
 static vla_status open_datasets(trainer *t) {
     const vla_train_opts *o = t->o;
-    static char roots[VLA_LOADER_MAX_DATASETS][4096];
+    static char roots[VLA_LOADER_MAX_DATASETS][VLA_ROOT_MAX];
     int n = 0;
-    VLA_TRY(split_roots(o->dataset_root, roots, &n, 0));
-    if (n == 0) return vla_error(VLA_ERR_INVALID_ARG, "--dataset.root=DIR is required");
+    vla_status rst = vla_dataset_roots(o->dataset_root, true, roots, VLA_LOADER_MAX_DATASETS, &n);
+    if (rst != VLA_OK) return vla_error_context(rst, "--dataset.root");
     if (n > 1 && o->episodes)
         return vla_error(VLA_ERR_INVALID_ARG, "--dataset.episodes selects episodes of one dataset, not of a mixture of "
                          "%d (select them with `vla data prepare --dataset.episodes=…` per dataset)", n);
