@@ -58,6 +58,7 @@ struct vla_loader {
     int nsk, K;     /* state features (the same keys in every dataset); frames of history (n_obs_steps) */
     char state_keys[512];
     int64_t n_rows; /* all datasets together */
+    int64_t sw_max, aw_max; /* the widest dataset's state and action (build's scratch) */
     int64_t S_dim, A_dim, H, img;
     int ncam_max;
     int64_t max_text, max_tok; /* text tokens; the longest sample's layout */
@@ -234,14 +235,10 @@ vla_status vla_loader_sample_tokens(const vla_loader *L, int64_t row, int64_t *t
  * reads dataset d's frames. */
 static vla_status build(vla_loader *L, slot *s, vla_lr_reader *const *readers) {
     double t0 = vla_now_s();
-    int64_t n = s->n, H = L->H, img = L->img, plane = img * img, sw_max = 0, aw_max = 0;
-    for (int d = 0; d < L->nsrc; d++) {
-        if (L->src[d].sw > sw_max) sw_max = L->src[d].sw;
-        if (L->src[d].aw > aw_max) aw_max = L->src[d].aw;
-    }
+    int64_t n = s->n, H = L->H, img = L->img, plane = img * img;
     int offsets[1024];
-    float *st_tmp = malloc((size_t)(sw_max + 1) * sizeof(float));
-    float *act_tmp = malloc((size_t)(H * aw_max + 1) * sizeof(float));
+    float *st_tmp = malloc((size_t)(L->sw_max + 1) * sizeof(float));
+    float *act_tmp = malloc((size_t)(H * L->aw_max + 1) * sizeof(float));
     int32_t *ids = malloc((size_t)(L->max_text + 1) * sizeof(int32_t));
     uint8_t *rgb = malloc((size_t)(plane * 3 + 1));
     vla_status st = VLA_OK;
@@ -636,6 +633,8 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
         if ((st = source_init(L, src, k)) != VLA_OK) goto fail;
         L->n_rows += src->ds->n_rows;
         if (src->ncam > L->ncam_max) L->ncam_max = src->ncam;
+        if (src->sw > L->sw_max) L->sw_max = src->sw;
+        if (src->aw > L->aw_max) L->aw_max = src->aw;
     }
     if (opts->fixed_state_norm && (st = replace_norm(&L->src[0].ns, opts->fixed_state_norm, "state")) != VLA_OK)
         goto fail;
