@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "train/published.h"
-
 int vla_cmd_eval(int argc, char **argv) {
     vla_eval_opts o;
     vla_eval_opts_default(&o);
@@ -19,12 +17,15 @@ int vla_cmd_eval(int argc, char **argv) {
         {"policy.path", VLA_FLAG_STRING, &o.policy_path, "DIR",
          "pretrained_model dir, checkpoint step dir, or a training output dir (newest valid checkpoint)"},
         {"policy.pretrained_path", VLA_FLAG_STRING, &pretrained, "DIR",
-         "the same as --policy.path (LeRobot's other name for it); a published base checkpoint is refused: it carries "
-         "no dataset statistics or features, so fine-tune it first (vla train --policy.pretrained_path)"},
+         "the same as --policy.path (LeRobot's other name for it); also a published fine-tune (LeRobot, openpi or "
+         "Isaac-GR00T), read with the normalisation statistics stored beside it (docs/checkpoints.md); a published "
+         "base carries none: fine-tune it first (vla train --policy.pretrained_path)"},
+        {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
+         "a published checkpoint's architecture preset (default: the family's full size, pi05 or groot-n1.5)"},
         {"env.type", VLA_FLAG_STRING, &o.env, "NAME", "pusht | reach (default pusht)"},
         {"policy.embodiment", VLA_FLAG_STRING, &o.embodiment, "NAME|ID",
          "which of a mixture-trained policy's embodiments drives the env (default: the one whose dataset's "
-         "robot_type is the env's name)"},
+         "robot_type is the env's name); for a published fine-tune, its openpi asset id or GR00T embodiment tag"},
         {"eval.n_episodes", VLA_FLAG_INT, &n, "N", "episodes (episode i resets with seed+i; default 50)"},
         {"eval.n_videos", VLA_FLAG_INT, &n_videos, "N", "MP4s of the first N episodes (default 2)"},
         {"eval.baselines", VLA_FLAG_BOOL, &baselines, NULL, "also evaluate zero-action and random policies"},
@@ -54,12 +55,6 @@ int vla_cmd_eval(int argc, char **argv) {
     if (!o.policy_path) {
         fprintf(stderr, "vla: error: vla eval: --policy.path=DIR is required\n");
         return 2;
-    }
-    if (vla_published_detect(o.policy_path)) {
-        fprintf(stderr, "vla: error: vla eval: %s is a published checkpoint (LeRobot/openpi/GR00T config.json): it has "
-                "no vla.c dataset statistics or features to evaluate with; fine-tune it first with vla train "
-                "--policy.pretrained_path=%s --dataset.root=... and evaluate the output\n", o.policy_path, o.policy_path);
-        return 1;
     }
     o.n_episodes = (int)n, o.seed = (uint64_t)seed, o.n_action_steps = (int)n_act, o.max_steps = (int)max_steps;
     o.n_videos = (int)n_videos, o.video_size = (int)vsize, o.baselines = baselines, o.output_dir = out;

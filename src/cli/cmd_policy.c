@@ -33,6 +33,8 @@ typedef struct {
     const char *pretrained;                 /* --policy.pretrained_path, or NULL */
     const vla_published_report *ckpt;       /* its binding (names, shapes, dtypes checked) */
     vla_pub_format fmt;
+    vla_pub_stats_source stats;             /* where its normalisation statistics come from (NONE: a base) */
+    const vla_pretrained_meta *meta;        /* the features those statistics describe */
 } info_report;
 
 static const char *const mem_names[7] = {"weights_f32", "weights_bf16", "grads_f32", "grads_bf16",
@@ -109,6 +111,15 @@ static void print_json(const info_report *r) {
                                       (json_int_t)c->file_tensors, "bound", (json_int_t)c->bound, "converted",
                                       (json_int_t)c->converted, "aliased", (json_int_t)c->aliased, "unused",
                                       (json_int_t)c->unused));
+        const vla_pretrained_meta *sm = r->meta;
+        json_object_set_new(json_object_get(o, "pretrained"), "statistics",
+                            r->stats == VLA_PUB_STATS_NONE
+                                ? json_pack("{s:s}", "source", "none")
+                                : json_pack("{s:s, s:I, s:I, s:i, s:i, s:s}", "source",
+                                            vla_pub_stats_source_name(r->stats), "state_width",
+                                            (json_int_t)sm->state_width, "action_width", (json_int_t)sm->action_width,
+                                            "cameras", sm->cameras, "embodiment", (int)sm->embodiment,
+                                            "embodiment_name", sm->embodiment_name));
     }
     char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
     printf("%s\n", text ? text : "{}");
@@ -193,7 +204,7 @@ static void print_params_text(const vla_param_list *plist) {
 }
 
 static int policy_info(int argc, char **argv) {
-    const char *config = NULL, *pretrained = NULL;
+    const char *config = NULL, *pretrained = NULL, *embodiment = NULL;
     int64_t batch = 32;
     bool as_json = false, list = false;
     const vla_flag flags[] = {
@@ -201,6 +212,8 @@ static int policy_info(int argc, char **argv) {
         {"policy.pretrained_path", VLA_FLAG_STRING, &pretrained, "DIR|FILE",
          "a checkpoint (published or vla.c): its config.json picks the config (--config: the base it overrides), "
          "and every tensor's name, shape and dtype is checked against the policy without reading the weights"},
+        {"policy.embodiment", VLA_FLAG_STRING, &embodiment, "NAME",
+         "which statistics of a published fine-tune to report where it holds several (openpi asset id, GR00T tag)"},
         {"batch", VLA_FLAG_INT, &batch, "N", "samples per step for the activation estimate (default 32)"},
         {"json", VLA_FLAG_BOOL, &as_json, NULL, "print one JSON object"},
         {"params", VLA_FLAG_BOOL, &list, NULL, "also list every parameter tensor (name, shape, group, trainable)"},
@@ -213,7 +226,7 @@ static int policy_info(int argc, char **argv) {
         "the shapes; frozen modules at the front of the network save none. Model FLOPs count\n"
         "2·weights·tokens per matrix plus attention; training adds one forward's worth per kind\n"
         "of gradient (inputs, weights).",
-        flags, 5, 0, 0};
+        flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
@@ -237,6 +250,16 @@ static int policy_info(int argc, char **argv) {
         vla_param_list_free(&plist);
         return vla_cli_fail(st);
     }
+    vla_pub_stats_source stats = VLA_PUB_STATS_NONE;
+    vla_pretrained_meta meta = {0};
+    if (pretrained && fmt != VLA_PUB_VLA) {
+        vla_normalizer ns, na;
+        if ((st = vla_published_stats(pretrained, &cfg, embodiment, &ns, &na, &meta, &stats)) != VLA_OK) {
+            vla_param_list_free(&plist);
+            return vla_cli_fail(st);
+        }
+        if (stats != VLA_PUB_STATS_NONE) vla_normalizer_free(&ns), vla_normalizer_free(&na);
+    }
     vla_param_counts cnt;
     vla_param_count(&plist, &cnt);
     vla_activation_estimate act;
@@ -249,7 +272,7 @@ static int policy_info(int argc, char **argv) {
                      2 * B * act.total_floats_per_sample};
     int64_t img_tokens = cfg.vision.cameras * vla_policy_image_tokens(&cfg);
 
-    info_report r = {&cfg, &plist, &cnt, &act, &fl, mem, batch, img_tokens, list, pretrained, &ckpt, fmt};
+    info_report r = {&cfg, &plist, &cnt, &act, &fl, mem, batch, img_tokens, list, pretrained, &ckpt, fmt, stats, &meta};
     if (as_json) {
         print_json(&r);
     } else {
@@ -264,6 +287,15 @@ static int policy_info(int argc, char **argv) {
                    pretrained, vla_pub_format_name(fmt), ckpt.n_files, ckpt.n_files == 1 ? "" : "s",
                    (double)ckpt.file_bytes / (1 << 30), (long long)ckpt.file_tensors, ckpt.prefix,
                    (long long)ckpt.bound, (long long)ckpt.converted, (long long)ckpt.aliased, (long long)ckpt.unused);
+        if (pretrained && fmt != VLA_PUB_VLA) {
+            if (stats == VLA_PUB_STATS_NONE)
+                printf("  normalisation statistics: none (a base checkpoint: fine-tune it before vla eval)\n");
+            else
+                printf("  normalisation statistics: %s — state %lld, action %lld, %d camera%s, embodiment %s (row %d)\n",
+                       vla_pub_stats_source_name(stats), (long long)meta.state_width, (long long)meta.action_width,
+                       meta.cameras, meta.cameras == 1 ? "" : "s", meta.embodiment_name[0] ? meta.embodiment_name : "-",
+                       (int)meta.embodiment);
+        }
     }
     vla_param_list_free(&plist);
     return 0;

@@ -114,7 +114,7 @@ json_t *vla_norm_to_json(const vla_normalizer *n) {
     for (int64_t i = 0; n->lo && i < n->dim; i++) json_array_append_new(lo, json_real(n->lo[i]));
     for (int64_t i = 0; n->hi && i < n->dim; i++) json_array_append_new(hi, json_real(n->hi[i]));
     return json_pack("{s:s, s:s, s:f, s:I, s:o, s:o}", "mode", vla_norm_mode_name(n->mode), "style",
-                     n->style == VLA_NORM_EPS_OPENPI ? "openpi" : "lerobot", "eps", (double)n->eps, "dim",
+                     vla_norm_style_name(n->style), "eps", (double)n->eps, "dim",
                      (json_int_t)n->dim, "lo", lo, "hi", hi);
 }
 
@@ -141,7 +141,9 @@ vla_status vla_norm_from_json(const char *what, const json_t *j, vla_normalizer 
         b[i] = (float)json_number_value(json_array_get(hi, (size_t)i));
     }
     double eps = json_number_value(json_object_get(j, "eps"));
-    vla_norm_eps_style style = style_s && !strcmp(style_s, "openpi") ? VLA_NORM_EPS_OPENPI : VLA_NORM_EPS_LEROBOT;
+    vla_norm_eps_style style = VLA_NORM_EPS_LEROBOT; /* absent: an older checkpoint, LeRobot's form */
+    if (style_s && !strcmp(style_s, vla_norm_style_name(VLA_NORM_EPS_OPENPI))) style = VLA_NORM_EPS_OPENPI;
+    else if (style_s && !strcmp(style_s, vla_norm_style_name(VLA_NORM_EPS_GROOT))) style = VLA_NORM_EPS_GROOT;
     vla_status st = vla_normalizer_init(n, (vla_norm_mode)mode, style, d, ident ? NULL : a, ident ? NULL : b, (float)eps);
     free(a), free(b);
     if (st != VLA_OK) return vla_error_context(st, "%s", what);

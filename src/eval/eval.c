@@ -15,6 +15,7 @@
 #include "io/video.h"
 #include "sim/env.h"
 #include "train/pretrained.h"
+#include "train/published.h"
 
 void vla_eval_opts_default(vla_eval_opts *o) {
     memset(o, 0, sizeof *o);
@@ -313,7 +314,7 @@ static vla_status gather_observations(roll_ctx *c, episode *eps, int na, int64_t
             free(rgb);
         }
         c->keys[j] = (uint64_t)c->active[j] * 1000003ULL + (uint64_t)replan;
-        c->tasks[j] = pm->meta.task;
+        c->tasks[j] = pm->meta.task[0] ? pm->meta.task : c->spec->task; /* a published fine-tune stores no task */
     }
     if (bad >= 0) return vla_error(VLA_ERR_INTERNAL, "eval: rendering episode %d failed", bad);
     return VLA_OK;
@@ -501,11 +502,18 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
     if (!o->policy_path) return vla_error(VLA_ERR_INVALID_ARG, "eval: --policy.path is required");
     if (!vla_env_find(o->env)) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", o->env);
     vla_pretrained pm;
-    VLA_TRY(vla_pretrained_load(o->policy_path, vla_ops_cpu(), &pm));
-    vla_status est = vla_pretrained_select_embodiment(&pm, o->embodiment, o->env);
-    if (est != VLA_OK) {
-        vla_pretrained_free(&pm);
-        return est;
+    if (vla_published_detect(o->policy_path)) { /* a published fine-tune, read with its own statistics */
+        VLA_TRY(vla_published_open(o->policy_path, o->policy_config, o->embodiment, vla_ops_cpu(), &pm));
+    } else {
+        if (o->policy_config)
+            return vla_error(VLA_ERR_INVALID_ARG, "eval: %s is a vla.c checkpoint, which carries its config; drop "
+                             "--policy.config", o->policy_path);
+        VLA_TRY(vla_pretrained_load(o->policy_path, vla_ops_cpu(), &pm));
+        vla_status est = vla_pretrained_select_embodiment(&pm, o->embodiment, o->env);
+        if (est != VLA_OK) {
+            vla_pretrained_free(&pm);
+            return est;
+        }
     }
     int N = o->n_episodes;
     int nv = o->output_dir ? (o->n_videos < N ? o->n_videos : N) : 0;

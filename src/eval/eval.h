@@ -45,7 +45,10 @@ typedef struct {
     const char *policy_path;  /* pretrained_model dir, checkpoint step dir or training output dir */
     const char *env;          /* "pusht", "reach" */
     const char *embodiment;   /* a mixture-trained checkpoint's embodiment, by name or id (NULL: the one named
-                                 after env; train/pretrained.h vla_pretrained_select_embodiment) */
+                                 after env; train/pretrained.h vla_pretrained_select_embodiment); for a
+                                 published fine-tune, its openpi asset id or GR00T embodiment tag */
+    const char *policy_config; /* a published fine-tune's architecture preset (NULL: the family's full size;
+                                 train/published.h vla_published_config) */
     int n_episodes;
     uint64_t seed;            /* episode i: seed + i; also the policy's noise seed */
     int n_action_steps;       /* ≤ 0: min(horizon, 8) */

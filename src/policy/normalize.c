@@ -38,6 +38,10 @@ vla_status vla_normalizer_init(vla_normalizer *n, vla_norm_mode mode, vla_norm_e
     return VLA_OK;
 }
 
+const char *vla_norm_style_name(vla_norm_eps_style s) {
+    return s == VLA_NORM_EPS_OPENPI ? "openpi" : s == VLA_NORM_EPS_GROOT ? "groot" : "lerobot";
+}
+
 void vla_normalizer_free(vla_normalizer *n) {
     free(n->lo), free(n->hi);
     n->lo = n->hi = NULL;
@@ -52,10 +56,43 @@ static float denom(const vla_normalizer *n, int64_t c) {
     return d == 0.0f ? n->eps : d;
 }
 
+/* GR00T's Normalizer.forward / inverse (normalize.h). */
+static void groot_normalize(const vla_normalizer *n, float *y, const float *x, int64_t rows) {
+    int64_t D = n->dim;
+    for (int64_t c = 0; c < D; c++) {
+        float lo = n->lo[c], hi = n->hi[c];
+        for (int64_t r = 0; r < rows; r++) {
+            float v = x[r * D + c];
+            if (n->mode == VLA_NORM_MEAN_STD) {
+                y[r * D + c] = hi != 0.0f ? (v - lo) / hi : v;
+            } else if (n->mode == VLA_NORM_MIN_MAX) {
+                y[r * D + c] = hi != lo ? 2.0f * ((v - lo) / (hi - lo)) - 1.0f : 0.0f;
+            } else {
+                float q = hi != lo ? 2.0f * ((v - lo) / (hi - lo)) - 1.0f : v;
+                y[r * D + c] = q < -1.0f ? -1.0f : q > 1.0f ? 1.0f : q;
+            }
+        }
+    }
+}
+
+static void groot_unnormalize(const vla_normalizer *n, float *y, const float *x, int64_t rows) {
+    int64_t D = n->dim;
+    for (int64_t c = 0; c < D; c++) {
+        float lo = n->lo[c], hi = n->hi[c];
+        for (int64_t r = 0; r < rows; r++)
+            y[r * D + c] = n->mode == VLA_NORM_MEAN_STD ? x[r * D + c] * hi + lo
+                                                        : (x[r * D + c] + 1.0f) / 2.0f * (hi - lo) + lo;
+    }
+}
+
 void vla_normalize(const vla_normalizer *n, float *y, const float *x, int64_t rows) {
     int64_t D = n->dim;
     if (n->mode == VLA_NORM_IDENTITY) {
         if (y != x) memmove(y, x, (size_t)(rows * D) * sizeof(float));
+        return;
+    }
+    if (n->style == VLA_NORM_EPS_GROOT) {
+        groot_normalize(n, y, x, rows);
         return;
     }
     for (int64_t c = 0; c < D; c++) {
@@ -71,6 +108,10 @@ void vla_unnormalize(const vla_normalizer *n, float *y, const float *x, int64_t 
     int64_t D = n->dim;
     if (n->mode == VLA_NORM_IDENTITY) {
         if (y != x) memmove(y, x, (size_t)(rows * D) * sizeof(float));
+        return;
+    }
+    if (n->style == VLA_NORM_EPS_GROOT) {
+        groot_unnormalize(n, y, x, rows);
         return;
     }
     for (int64_t c = 0; c < D; c++) {

@@ -16,7 +16,16 @@
  * openpi's own transforms add the epsilon unconditionally instead
  * ((x − q01)/(q99 − q01 + 1e-6)·2 − 1, (x − mean)/(std + 1e-6));
  * VLA_NORM_EPS_OPENPI selects that form (with eps = 1e-6) to match openpi
- * checkpoints bit for bit. No clipping is done in either form. */
+ * checkpoints bit for bit. No clipping is done in either form.
+ * Isaac-GR00T's Normalizer (gr00t/data/transform/state_action.py) has no
+ * epsilon and treats a degenerate channel its own way; VLA_NORM_EPS_GROOT
+ * follows it for GR00T fine-tunes read with their metadata.json:
+ *   MIN_MAX:   2·(x − min)/(max − min) − 1; min == max → 0
+ *   QUANTILES: 2·(x − q01)/(q99 − q01) − 1, then clipped to [−1, 1];
+ *              q01 == q99 → x (clipped)
+ *   MEAN_STD:  (x − mean)/std; std == 0 → x
+ * with inverses (y + 1)/2·(hi − lo) + lo and y·std + mean (not exact on a
+ * degenerate channel, as in GR00T). */
 #ifndef VLA_POLICY_NORMALIZE_H
 #define VLA_POLICY_NORMALIZE_H
 
@@ -28,6 +37,7 @@
 typedef enum {
     VLA_NORM_EPS_LEROBOT, /* eps only where the range is exactly 0; std + eps */
     VLA_NORM_EPS_OPENPI,  /* eps always added to the range / std */
+    VLA_NORM_EPS_GROOT,   /* no eps; GR00T's handling of degenerate channels and quantile clipping */
 } vla_norm_eps_style;
 
 typedef struct {
@@ -45,6 +55,8 @@ typedef struct {
 vla_status vla_normalizer_init(vla_normalizer *n, vla_norm_mode mode, vla_norm_eps_style style, int64_t dim,
                                const float *a, const float *b, float eps);
 void vla_normalizer_free(vla_normalizer *n);
+/* "lerobot", "openpi", "groot": the style's name in config.json. */
+const char *vla_norm_style_name(vla_norm_eps_style s);
 
 /* y = normalise(x) over `rows` rows of `dim` channels; y may alias x. */
 void vla_normalize(const vla_normalizer *n, float *y, const float *x, int64_t rows);

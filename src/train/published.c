@@ -413,6 +413,7 @@ static void apply_overrides(json_t *preset, const json_t *root, vla_pub_format f
         put_int(preset, "action", "state_dim", path_get(root, "action_head_cfg", "max_state_dim"));
         put_int(preset, "flow", "steps", path_get(root, "action_head_cfg", "num_inference_timesteps"));
         put_int(preset, "language", "depth", path_get(root, "backbone_cfg", "select_layer"));
+        put_int(preset, "action_head", "embodiments", path_get(root, "action_head_cfg", "max_num_embodiments"));
     }
 }
 

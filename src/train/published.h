@@ -38,7 +38,9 @@
 
 #include "base/status.h"
 #include "policy/param_spec.h"
+#include "policy/normalize.h"
 #include "policy/policy.h"
+#include "train/pretrained.h"
 
 typedef enum {
     VLA_PUB_UNKNOWN,
@@ -80,5 +82,34 @@ vla_status vla_published_load_weights(vla_policy *p, const char *path, vla_publi
 /* The tensors present in published files that no vla.c policy uses, each
  * with why: names, or prefixes ending in '.'. NULL-terminated pairs. */
 extern const char *const vla_published_unused[][2];
+
+/* STATISTICS. A published fine-tune stores the normalisation statistics it
+ * was trained with beside its weights, in its publisher's files
+ * (published_stats.c says which and how they are read); a base checkpoint
+ * stores none. */
+typedef enum {
+    VLA_PUB_STATS_NONE,
+    VLA_PUB_STATS_LEROBOT, /* policy_preprocessor.json's normalizer_processor + its safetensors */
+    VLA_PUB_STATS_OPENPI,  /* assets/<asset_id>/norm_stats.json */
+    VLA_PUB_STATS_GROOT,   /* experiment_cfg/metadata.json */
+} vla_pub_stats_source;
+
+const char *vla_pub_stats_source_name(vla_pub_stats_source s);
+
+/* The statistics and input features of the checkpoint at `path` (directory
+ * or a file in it) for the policy `cfg`: on *src != NONE, ns/na/m are set
+ * (the caller frees the normalisers); NONE: the checkpoint has none. `want`
+ * picks an openpi asset id or a GR00T embodiment tag where there are
+ * several (NULL: the only one). Statistics wider than the policy are
+ * refused. Fuzzed (fuzz/fuzz_published_stats.c). */
+vla_status vla_published_stats(const char *path, const vla_policy_config *cfg, const char *want, vla_normalizer *ns,
+                               vla_normalizer *na, vla_pretrained_meta *m, vla_pub_stats_source *src);
+
+/* A published fine-tune opened for evaluation: config (from `base` as
+ * vla_published_config), weights and its own statistics, as
+ * vla_pretrained_load opens a vla.c checkpoint. A checkpoint with no
+ * statistics (a base) is refused, saying to fine-tune it first. */
+vla_status vla_published_open(const char *path, const char *base, const char *want, const vla_ops *ops,
+                              vla_pretrained *out);
 
 #endif

@@ -38,6 +38,7 @@
 #include "policy/policy.h"
 #include "tensor/ops.h"
 #include "train/checkpoint.h"
+#include "train/pretrained.h"
 #include "train/published.h"
 #include "train/trainer.h"
 
@@ -391,7 +392,204 @@ static void test_refusals(void **state) {
     test_rmrf(dir);
 }
 
-/* ---- 4. fine-tuning GR00T from the sharded fixture ----------------------- */
+/* ---- 4. a published fine-tune's own normalisation statistics ------------- */
+
+/* max |a_i − b_i| / (1 + |b_i|) over a JSON array b. */
+static double worst(const float *a, const json_t *b, int64_t n) {
+    double w = 0;
+    assert_int_equal((int64_t)json_array_size(b), n);
+    for (int64_t i = 0; i < n; i++) {
+        double e = json_number_value(json_array_get(b, (size_t)i));
+        double d = fabs((double)a[i] - e) / (1 + fabs(e));
+        if (d > w) w = d;
+    }
+    return w;
+}
+
+/* The statistics each fixture stores (LeRobot's processor files, openpi's
+ * norm_stats.json, GR00T's metadata.json) give, on probe vectors inside and
+ * outside the ranges, what each publisher's own formula gives (numpy, in
+ * tools/gen_published_fixtures.py), with the widths, cameras and
+ * embodiment its files describe. */
+static void check_stats(const char *name, const char *base, const char *want, vla_pub_stats_source want_src) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/expected.json", fixture(name));
+    json_error_t err;
+    json_t *ex = json_load_file(path, 0, &err);
+    assert_non_null(ex);
+    json_t *en = json_object_get(ex, "norm");
+    vla_policy_config cfg;
+    vla_pub_format fmt;
+    assert_int_equal(vla_published_config(fixture(name), base, &cfg, &fmt), VLA_OK);
+    vla_normalizer ns, na;
+    vla_pretrained_meta m;
+    vla_pub_stats_source src;
+    vla_status st = vla_published_stats(fixture(name), &cfg, want, &ns, &na, &m, &src);
+    if (st != VLA_OK) fail_msg("%s: %s", name, vla_error_message());
+    assert_int_equal(src, want_src);
+    assert_int_equal(m.state_width, json_integer_value(json_object_get(en, "state_width")));
+    assert_int_equal(m.action_width, json_integer_value(json_object_get(en, "action_width")));
+    assert_int_equal(m.cameras, json_integer_value(json_object_get(en, "cameras")));
+    assert_int_equal(m.embodiment, json_integer_value(json_object_get(en, "embodiment")));
+    assert_int_equal(ns.dim, m.state_width);
+    assert_int_equal(na.dim, m.action_width);
+    float x[64], y[64];
+    const json_t *xs = json_object_get(en, "state"), *xa = json_object_get(en, "action_normalized");
+    for (int64_t i = 0; i < ns.dim; i++) x[i] = (float)json_number_value(json_array_get(xs, (size_t)i));
+    vla_normalize(&ns, y, x, 1);
+    double ws = worst(y, json_object_get(en, "state_normalized"), ns.dim);
+    for (int64_t i = 0; i < na.dim; i++) x[i] = (float)json_number_value(json_array_get(xa, (size_t)i));
+    vla_unnormalize(&na, y, x, 1);
+    double wa = worst(y, json_object_get(en, "action"), na.dim);
+    if (ws > 2e-6 || wa > 2e-6) fail_msg("%s: state off by %.3g, action by %.3g (relative)", name, ws, wa);
+    /* GR00T's other two modes (quantiles with clipping, mean_std), which
+     * its data configs may name per key: the same probe, GR00T's formulas */
+    const char *mk;
+    json_t *mv;
+    json_object_foreach(json_object_get(en, "groot_modes"), mk, mv) {
+        float lo[64], hi[64], z[64];
+        int64_t d = ns.dim;
+        for (int64_t i = 0; i < d; i++) {
+            lo[i] = (float)json_number_value(json_array_get(json_object_get(mv, "lo"), (size_t)i));
+            hi[i] = (float)json_number_value(json_array_get(json_object_get(mv, "hi"), (size_t)i));
+            x[i] = (float)json_number_value(json_array_get(xs, (size_t)i));
+        }
+        vla_normalizer g;
+        assert_int_equal(vla_normalizer_init(&g, (vla_norm_mode)vla_norm_mode_from_name(mk), VLA_NORM_EPS_GROOT, d, lo,
+                                             hi, 0), VLA_OK);
+        vla_normalize(&g, y, x, 1);
+        vla_unnormalize(&g, z, x, 1);
+        double wn = worst(y, json_object_get(mv, "normalized"), d), wu = worst(z, json_object_get(mv, "unnormalized"), d);
+        if (wn > 2e-6 || wu > 2e-6) fail_msg("GR00T %s: off by %.3g / %.3g (relative)", mk, wn, wu);
+        vla_normalizer_free(&g);
+    }
+    vla_normalizer_free(&ns), vla_normalizer_free(&na);
+    json_decref(ex);
+}
+
+static void expect_stats_refused(const char *dir, const char *base, const char *want, vla_status code,
+                                 const char *needle) {
+    vla_policy_config cfg;
+    vla_pub_format fmt;
+    assert_int_equal(vla_published_config(dir, base, &cfg, &fmt), VLA_OK);
+    vla_normalizer ns, na;
+    vla_pretrained_meta m;
+    vla_pub_stats_source src;
+    vla_status st = vla_published_stats(dir, &cfg, want, &ns, &na, &m, &src);
+    if (st != code || !strstr(vla_error_message(), needle))
+        fail_msg("%s (want %s): expected code %d with '%s', got %d: %s", dir, want ? want : "-", code, needle, st,
+                 vla_error_message());
+    vla_error_clear();
+}
+
+static void test_published_stats(void **state) {
+    (void)state;
+    check_stats("lerobot_pi05", "pi05-nano", NULL, VLA_PUB_STATS_LEROBOT);
+    check_stats("openpi_pi05", "pi05-nano", "pusht", VLA_PUB_STATS_OPENPI);
+    check_stats("groot_sharded", "groot-nano", NULL, VLA_PUB_STATS_GROOT);
+    check_stats("groot_sharded", "groot-nano", "new_embodiment", VLA_PUB_STATS_GROOT);
+    /* several candidates, or one that is not there: refused, listing them */
+    expect_stats_refused(fixture("openpi_pi05"), "pi05-nano", NULL, VLA_ERR_INVALID_ARG,
+                         "several asset ids (physical-intelligence/libero, pusht)");
+    expect_stats_refused(fixture("openpi_pi05"), "pi05-nano", "droid", VLA_ERR_NOT_FOUND, "pusht");
+    expect_stats_refused(fixture("groot_sharded"), "groot-nano", "gr1", VLA_ERR_NOT_FOUND, "new_embodiment");
+
+    /* damaged statistics: a missing tensor, a width that disagrees, an
+     * unknown tag, a file wider than the policy */
+    const char *d = test_tmp_path("pub_stats");
+    test_rmrf(d);
+    char cmd[4096], out[1024], file[1300];
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", fixture("lerobot_pi05"), d);
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    snprintf(file, sizeof file, "%s/policy_preprocessor.json", d);
+    json_error_t err;
+    json_t *pp = json_load_file(file, 0, &err);
+    json_t *feats = json_object_get(json_object_get(json_array_get(json_object_get(pp, "steps"), 2), "config"),
+                                    "features");
+    assert_non_null(feats);
+    json_object_set_new(json_object_get(feats, "observation.state"), "shape", json_pack("[i]", 3));
+    assert_int_equal(json_dump_file(pp, file, 0), 0);
+    expect_stats_refused(d, "pi05-nano", NULL, VLA_ERR_FORMAT, "features.observation.state says 3");
+    json_object_set_new(feats, "observation.environment_state", json_pack("{s:s, s:[i]}", "type", "STATE", "shape", 2));
+    json_object_set_new(json_object_get(feats, "observation.state"), "shape", json_pack("[i]", 2));
+    assert_int_equal(json_dump_file(pp, file, 0), 0);
+    expect_stats_refused(d, "pi05-nano", NULL, VLA_ERR_NOT_FOUND, "observation.environment_state.q01");
+    json_decref(pp);
+    test_rmrf(d);
+
+    snprintf(cmd, sizeof cmd, "cp -r '%s' '%s'", fixture("groot_sharded"), d);
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    snprintf(file, sizeof file, "%s/experiment_cfg/metadata.json", d);
+    json_t *meta = json_load_file(file, 0, &err);
+    json_t *entry = json_object_get(meta, "new_embodiment");
+    json_incref(entry);
+    json_object_del(meta, "new_embodiment");
+    json_object_set_new(meta, "my_robot", entry);
+    assert_int_equal(json_dump_file(meta, file, 0), 0);
+    expect_stats_refused(d, "groot-nano", NULL, VLA_ERR_UNSUPPORTED, "'my_robot' is not one of");
+    json_incref(entry);
+    json_object_del(meta, "my_robot");
+    json_object_set_new(meta, "new_embodiment", entry);
+    json_t *grip = json_object_get(json_object_get(json_object_get(entry, "statistics"), "state"), "gripper");
+    json_object_set_new(grip, "max", json_pack("[f, f]", 1.0, 2.0));
+    assert_int_equal(json_dump_file(meta, file, 0), 0);
+    expect_stats_refused(d, "groot-nano", NULL, VLA_ERR_FORMAT, "statistics.state.gripper: min and max hold 1 and 2");
+    json_decref(meta);
+    test_rmrf(d);
+
+    /* a base checkpoint has none: vla eval refuses it, saying what to do */
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s/config.json' '%s/model.safetensors' '%s/'", d,
+             fixture("lerobot_pi05"), fixture("lerobot_pi05"), d);
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    vla_pretrained pm;
+    assert_int_equal(vla_published_open(d, "pi05-nano", NULL, vla_ops_cpu(), &pm), VLA_ERR_NOT_FOUND);
+    assert_non_null(strstr(vla_error_message(), "fine-tune it first"));
+    vla_error_clear();
+    test_rmrf(d);
+
+    /* vla eval runs a published fine-tune in closed loop with its own
+     * statistics, exactly as it runs a vla.c checkpoint holding the same
+     * weights, statistics and features: the same episodes, to the digit */
+    const char *ev = test_tmp_path("pub_eval"), *native = test_tmp_path("pub_native");
+    static const char *const runs[][3] = {{"lerobot_pi05", "pi05-nano", "pusht"}, {"groot_sharded", "groot-nano", "reach"}};
+    for (int r = 0; r < 2; r++) {
+        test_rmrf(native);
+        assert_int_equal(vla_published_open(fixture(runs[r][0]), runs[r][1], NULL, vla_ops_cpu(), &pm), VLA_OK);
+        json_t *cj = vla_pretrained_config_json(pm.policy, &pm.state_norm, &pm.action_norm, &pm.meta);
+        assert_int_equal(vla_pretrained_write_dir(native, pm.policy, NULL, cj), VLA_OK);
+        json_decref(cj);
+        vla_pretrained_free(&pm);
+        char res[2][4096];
+        for (int k = 0; k < 2; k++) {
+            char cfgflag[64];
+            snprintf(cfgflag, sizeof cfgflag, "--policy.config=%s", runs[r][1]);
+            snprintf(cmd, sizeof cmd, "%s eval --policy.path=%s %s --env.type=%s --eval.n_episodes=3 --max_steps=40 "
+                     "--eval.n_videos=0 --output_dir=%s --json 2>&1", test_cli_path(), k ? native : fixture(runs[r][0]),
+                     k ? "" : cfgflag, runs[r][2], ev);
+            if (test_run(cmd, res[k], sizeof res[k]) != 0) fail_msg("%s\n%s", cmd, res[k]);
+            assert_non_null(strstr(res[k], "\"episodes\":3"));
+            char *sec = strstr(res[k], ",\"seconds\""), *tail = strstr(res[k], ",\"eval_info\"");
+            assert_true(sec && tail);
+            memmove(sec, tail, strlen(tail) + 1); /* drop the timing */
+        }
+        assert_string_equal(res[0], res[1]);
+    }
+    test_rmrf(native);
+    char res2[4096];
+    /* policy info reports where the statistics come from and what they cover */
+    snprintf(cmd, sizeof cmd, "%s policy info --json --config=groot-nano --policy.pretrained_path=%s 2>&1",
+             test_cli_path(), fixture("groot_sharded"));
+    if (test_run(cmd, res2, sizeof res2) != 0) fail_msg("%s\n%s", cmd, res2);
+    assert_non_null(strstr(res2, "\"source\":\"GR00T experiment_cfg/metadata.json\",\"state_width\":4,"
+                                 "\"action_width\":2,\"cameras\":1,\"embodiment\":31"));
+    snprintf(cmd, sizeof cmd, "%s eval --policy.path=%s --policy.config=groot-nano --env.type=pusht --eval.n_episodes=1 "
+             "--output_dir=%s 2>&1", test_cli_path(), fixture("groot_sharded"), ev);
+    assert_int_not_equal(test_run(cmd, res2, sizeof res2), 0);
+    assert_non_null(strstr(res2, "has 4 dims"));
+    test_rmrf(ev);
+}
+
+/* ---- 5. fine-tuning GR00T from the sharded fixture ----------------------- */
 
 static void test_train_from_pretrained(void **state) {
     (void)state;
@@ -457,6 +655,7 @@ int main(void) {
         cmocka_unit_test(test_full_size_listings),
         cmocka_unit_test(test_nano_fixtures),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_published_stats),
         cmocka_unit_test(test_train_from_pretrained),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
