@@ -65,7 +65,8 @@ static vla_status build_batch(const vla_policy *p, int32_t S, layout how, vla_be
             for (int64_t d = 0; d < rb->dim; d++) x->actions[(i * Hz + k) * A + d] = (float)(0.5 * vla_rng_normal(&r));
         x->real_dim[i] = rb->dim;
         x->keys[i] = (uint64_t)i;
-        st = vla_policy_tokenize(p, rb->task, x->state + i * SD, rb->dim, tok + i * (maxt + 1), maxt, &ntext[i]);
+        st = vla_policy_tokenize(p, rb->task, x->state + i * SD, rb->dim, (int32_t)rb->cams, tok + i * (maxt + 1), maxt,
+                                 &ntext[i]);
         if (ntext[i] > text_max) text_max = ntext[i];
         if (rb->cams > cams_used) cams_used = rb->cams;
     }
@@ -77,7 +78,8 @@ static vla_status build_batch(const vla_policy *p, int32_t S, layout how, vla_be
         int64_t nt = how == PACKED ? ntext[i] : how == PAD_LONGEST ? text_max : maxt;
         for (int64_t k = 0; k < rb->cams * plane; k++) x->images[(int64_t)nimg * plane + k] = vla_rng_uniform(&r);
         nimg += (int32_t)cams; /* padded: the missing cameras stay blank (zeros) */
-        int64_t len = vla_policy_sample_layout(p, (int32_t)cams, (int32_t)nt, x->roles + T, x->grp + T, x->pos + T);
+        /* no ids: the padded layouts' text runs past the prompt (the bench's presets put images first anyway) */
+        int64_t len = vla_policy_sample_layout(p, (int32_t)cams, NULL, (int32_t)nt, x->roles + T, x->grp + T, x->pos + T);
         if (len < 0 || T + len > x->token_cap) {
             st = vla_error(VLA_ERR_INTERNAL, "bench packing: sample layout of %lld tokens", (long long)len);
             break;

@@ -120,9 +120,9 @@ static vla_status synth_make(vla_policy *p, int32_t S, synth *s) {
     vla_status st = VLA_OK;
     for (int32_t i = 0; i < S && st == VLA_OK; i++) {
         int64_t nt = 0;
-        st = vla_policy_tokenize(p, TASK, s->state + i * SD, SD, tok, maxt, &nt);
+        st = vla_policy_tokenize(p, TASK, s->state + i * SD, SD, (int32_t)cams, tok, maxt, &nt);
         if (st != VLA_OK) break;
-        int64_t len = vla_policy_sample_layout(p, (int32_t)cams, (int32_t)nt, s->roles + T, s->grp + T, s->pos + T);
+        int64_t len = vla_policy_sample_layout(p, (int32_t)cams, tok, (int32_t)nt, s->roles + T, s->grp + T, s->pos + T);
         for (int64_t k = 0, j = 0; k < len; k++)
             if (s->roles[T + k] == VLA_ROLE_TEXT && j < nt) s->ids[T + k] = tok[j++];
         T += len;

@@ -212,7 +212,7 @@ static vla_status prompt_tokens(const vla_loader *L, const source *src, int64_t 
     const vla_lerobot *ds = src->ds;
     int64_t tidx = ds->task_index ? ds->task_index[row] : 0;
     const char *task = (tidx >= 0 && tidx < ds->n_tasks) ? ds->tasks[tidx] : "";
-    return vla_policy_tokenize(L->o.policy, task, state, src->sw, ids, L->max_text, ntext);
+    return vla_policy_tokenize(L->o.policy, task, state, src->sw, (int32_t)src->ncam, ids, L->max_text, ntext);
 }
 
 vla_status vla_loader_sample_tokens(const vla_loader *L, int64_t row, int64_t *tokens) {
@@ -229,7 +229,8 @@ vla_status vla_loader_sample_tokens(const vla_loader *L, int64_t row, int64_t *t
         s = prompt_tokens(L, src, row - src->row0, st, ids, &ntext);
     }
     free(st), free(ids);
-    if (s == VLA_OK) *tokens = vla_policy_sample_layout(L->o.policy, (int32_t)src->ncam, (int32_t)ntext, NULL, NULL, NULL);
+    if (s == VLA_OK)
+        *tokens = vla_policy_sample_layout(L->o.policy, (int32_t)src->ncam, NULL, (int32_t)ntext, NULL, NULL, NULL);
     return s;
 }
 
@@ -302,7 +303,7 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *const *readers) {
         int64_t ntext = 0;
         st = prompt_tokens(L, src, row, st_tmp, ids, &ntext);
         if (st != VLA_OK) goto done;
-        int64_t len = vla_policy_sample_layout(L->o.policy, (int32_t)src->ncam, (int32_t)ntext, s->roles + T,
+        int64_t len = vla_policy_sample_layout(L->o.policy, (int32_t)src->ncam, ids, (int32_t)ntext, s->roles + T,
                                                s->groups + T, s->positions + T);
         if (len < 0 || len > L->max_tok || T + len > L->tok_cap) {
             st = vla_error(VLA_ERR_INTERNAL, "loader: sample layout of %lld tokens exceeds %lld (or the job's %lld)",
@@ -643,7 +644,7 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
     if (opts->fixed_action_norm && (st = replace_norm(&L->src[0].na, opts->fixed_action_norm, "action")) != VLA_OK)
         goto fail;
     L->max_text = cfg->language.max_tokens > 0 ? cfg->language.max_tokens : 1;
-    L->max_tok = vla_policy_sample_layout(opts->policy, L->ncam_max, (int32_t)L->max_text, NULL, NULL, NULL);
+    L->max_tok = vla_policy_sample_layout(opts->policy, L->ncam_max, NULL, (int32_t)L->max_text, NULL, NULL, NULL);
     if (L->max_tok <= 0) {
         st = vla_error(VLA_ERR_INTERNAL, "loader: policy layout gives %lld tokens", (long long)L->max_tok);
         goto fail;

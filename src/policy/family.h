@@ -65,11 +65,11 @@ typedef struct vla_policy_family {
 
     /* One sample on the token axis (policy.h: vla_policy_default_layout) and
      * its text tokens (vla_policy_default_tokenize). */
-    int64_t (*layout)(const vla_policy_config *cfg, int32_t n_images, int32_t n_text, uint8_t *roles,
-                      int32_t *groups, int32_t *positions);
+    int64_t (*layout)(const vla_policy_config *cfg, int32_t n_images, const int32_t *ids, int32_t n_text,
+                      uint8_t *roles, int32_t *groups, int32_t *positions);
     vla_status (*tokenize)(const vla_policy_config *cfg, const vla_tokenizer *tok, const char *task,
-                           const float *state, int64_t state_dim, int32_t *ids, int64_t cap, int64_t *n,
-                           bool *truncated);
+                           const float *state, int64_t state_dim, int32_t n_images, int32_t *ids, int64_t cap,
+                           int64_t *n, bool *truncated);
     /* Embodiment ids a batch may carry (0: the family has none). */
     int64_t (*embodiments)(const vla_policy_config *cfg);
 

@@ -420,7 +420,6 @@ vla_status vla_groot_create(const vla_policy_config *cfg, const vla_ops *ops, vl
     p->ops = &groot_ops;
     p->cfg = *cfg;
     p->tops = ops;
-    p->tokenizer = vla_tokenizer_bytes();
     p->impl = g;
     g->cfg = &p->cfg;
     g->arena_cap = g->sarena_cap = (size_t)1 << 20;
@@ -430,12 +429,12 @@ vla_status vla_groot_create(const vla_policy_config *cfg, const vla_ops *ops, vl
     vla_flow_from_config(&g->flow, cfg);
     block_configs(g, cfg);
     vla_status st = vla_policy_alloc_params(p);
-    /* GR00T's real prompt is Eagle's chat template with the image tokens
-     * inside the text (vla_eagle_tokenize); the policy lays images out beside
-     * the text, so only the byte-level tokenizer is wired here yet */
-    if (st == VLA_OK && cfg->tokenizer[0] && strcmp(cfg->tokenizer, "bytes"))
-        st = vla_error(VLA_ERR_UNSUPPORTED, "tokenizer '%s': GR00T policies use the byte-level tokenizer for now "
-                       "(Eagle's chat template with in-text image tokens is not wired into the policy)", cfg->tokenizer);
+    /* GR00T reads either the task alone in bytes (the small presets) or
+     * Eagle's chat template with Eagle's vocabulary (groot_family.c) */
+    if (st == VLA_OK && cfg->tokenizer[0] && strcmp(cfg->tokenizer, "bytes") && strcmp(cfg->tokenizer, "eagle"))
+        st = vla_error(VLA_ERR_UNSUPPORTED, "tokenizer '%s': a GR00T policy reads Eagle's chat template, so its "
+                       "tokenizer is \"eagle\" (or \"bytes\" for the from-scratch presets)", cfg->tokenizer);
+    if (st == VLA_OK) st = vla_policy_open_tokenizer(p);
     if (st == VLA_OK) st = vla_param_bind(&p->cfg, &p->specs, p->weights, p->grads, &g->params_arena, &g->W);
     if (st == VLA_OK) st = vla_vit_setup(&g->W.vit, &cfg->vision, ops);
     const vla_block_config *blocks[] = {&g->lm_cfg, &g->vl_cfg, &g->dit_self, &g->dit_cross};

@@ -4,6 +4,8 @@
  * convention and the training defaults. The network is groot.c,
  * groot_backbone.c and groot_dit.c. */
 #include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -219,36 +221,69 @@ static void activations(const vla_policy_config *c, vla_activation_estimate *est
 
 /* ---- a sample on the token axis ----------------------------------------------------------------- */
 
-/* [image | text] with group = position (the Qwen3 LM is causal), then the
- * action head's sequence: 1 state token (position 0) and `horizon` action
- * tokens (positions 0..H−1: the rows of the learned position embedding),
- * group 0 (bidirectional in the DiT). Eagle's chat template is not reproduced. */
-static int64_t layout(const vla_policy_config *cfg, int32_t n_images, int32_t n_text, uint8_t *roles,
-                      int32_t *groups, int32_t *positions) {
-    int64_t n_img = (int64_t)n_images * vla_policy_image_tokens(cfg), n_pre = n_img + n_text;
+/* Eagle's <img> token (configs/tokenizers/eagle/added_tokens.json): in its
+ * chat template an image's <IMG_CONTEXT> tokens follow it. */
+#define EAGLE_IMG_OPEN 151670
+
+/* Whether the prompt is Eagle's chat template (cfg.tokenizer "eagle") rather
+ * than the task text alone (the byte-level tokenizer of the small presets). */
+static bool eagle_prompt(const vla_policy_config *cfg) { return !strcmp(cfg->tokenizer, "eagle"); }
+
+/* The prefix (image and text tokens, group = position: the Qwen3 LM is
+ * causal), then the action head's sequence: 1 state token (position 0) and
+ * `horizon` action tokens (positions 0..H−1: the rows of the learned position
+ * embedding), group 0 (bidirectional in the DiT). The prefix is images then
+ * text, or with Eagle's prompt the text with each image's rows right after
+ * its <img> token, where processing_eagle2_5_vl.py expands <image-k> into
+ * <img><IMG_CONTEXT>×n</img> (images a cut prompt has no <img> left for
+ * follow the text). */
+static int64_t layout(const vla_policy_config *cfg, int32_t n_images, const int32_t *ids, int32_t n_text,
+                      uint8_t *roles, int32_t *groups, int32_t *positions) {
+    int64_t itok = vla_policy_image_tokens(cfg), n_img = (int64_t)n_images * itok, n_pre = n_img + n_text;
     int64_t total = n_pre + 1 + cfg->action.horizon;
-    for (int64_t t = 0; t < total && (roles || groups || positions); t++) {
-        int64_t k = t - n_pre; /* in the action head's sequence: 0 state, then actions */
-        if (roles)
-            roles[t] = t < n_img ? VLA_ROLE_IMAGE : t < n_pre ? VLA_ROLE_TEXT : k == 0 ? VLA_ROLE_STATE : VLA_ROLE_ACTION;
-        if (groups) groups[t] = t < n_pre ? (int32_t)t : 0;
-        if (positions) positions[t] = t < n_pre ? (int32_t)t : k == 0 ? 0 : (int32_t)(k - 1);
+    if (!roles && !groups && !positions) return total;
+    bool eagle = ids && eagle_prompt(cfg);
+    int64_t t = 0, placed = 0;
+#define PUT(role, group, pos)                                                                                        do {                                                                                                                 if (roles) roles[t] = (uint8_t)(role);                                                                           if (groups) groups[t] = (int32_t)(group);                                                                        if (positions) positions[t] = (int32_t)(pos);                                                                    t++;                                                                                                         } while (0)
+    if (!eagle)
+        for (; placed < n_img; placed++) PUT(VLA_ROLE_IMAGE, t, t);
+    for (int32_t i = 0; i < n_text; i++) {
+        PUT(VLA_ROLE_TEXT, t, t);
+        if (eagle && ids[i] == EAGLE_IMG_OPEN && placed < n_img)
+            for (int64_t k = 0; k < itok; k++, placed++) PUT(VLA_ROLE_IMAGE, t, t);
     }
+    for (; placed < n_img; placed++) PUT(VLA_ROLE_IMAGE, t, t);
+    PUT(VLA_ROLE_STATE, 0, 0);
+    for (int64_t k = 0; k < cfg->action.horizon; k++) PUT(VLA_ROLE_ACTION, 0, k);
+#undef PUT
     return total;
 }
 
-/* The task text alone (no BOS, as Qwen3; no chat template yet). */
+/* Byte-level: the task text alone (no BOS, as Qwen3). Eagle: the chat
+ * template (vla_eagle_prompt_text) with no <IMG_CONTEXT> tokens: the layout
+ * puts the image rows after each <img>. Each special token of the template
+ * ends a span the BPE encodes alone, so leaving the <IMG_CONTEXT> tokens out
+ * changes no other id: the ids are vla_eagle_tokenize's minus those. */
 static vla_status tokenize(const vla_policy_config *cfg, const vla_tokenizer *tok, const char *task,
-                           const float *state, int64_t state_dim, int32_t *ids, int64_t cap, int64_t *n,
-                           bool *truncated) {
+                           const float *state, int64_t state_dim, int32_t n_images, int32_t *ids, int64_t cap,
+                           int64_t *n, bool *truncated) {
     (void)state, (void)state_dim;
     int64_t lim = cap < cfg->language.max_tokens ? cap : cfg->language.max_tokens;
     *n = 0;
     if (truncated) *truncated = false;
     if (lim < 1) return vla_error(VLA_ERR_INVALID_ARG, "tokenize: no room for tokens (cap %lld)", (long long)cap);
     if (!task) task = "";
+    char *text = NULL;
+    if (eagle_prompt(cfg)) {
+        if (vla_tokenizer_token_id(tok, "<img>") != EAGLE_IMG_OPEN)
+            return vla_error(VLA_ERR_INVALID_ARG, "tokenize: GR00T's Eagle prompt needs Eagle's tokenizer (<img> = %d), "
+                             "not '%s'", EAGLE_IMG_OPEN, tok->ops->name);
+        VLA_TRY(vla_eagle_prompt_text(task, n_images, 0, &text));
+    }
+    const char *what = text ? text : task;
     int64_t need = 0;
-    vla_status st = tok->ops->encode(tok, task, strlen(task), ids, lim, &need);
+    vla_status st = tok->ops->encode(tok, what, strlen(what), ids, lim, &need);
+    free(text);
     if (st != VLA_OK) return vla_error_context(st, "tokenize");
     *n = need < lim ? need : lim;
     if (truncated) *truncated = need > lim;

@@ -132,8 +132,9 @@ static void activations(const vla_policy_config *c, vla_activation_estimate *est
 
 /* [image×k·tokens | text×n] group 0 (bidirectional prefix), [action×H] group
  * 1; positions 0..len−1 (openpi: cumsum of the mask − 1 over prefix + suffix). */
-static int64_t layout(const vla_policy_config *cfg, int32_t n_images, int32_t n_text, uint8_t *roles,
-                      int32_t *groups, int32_t *positions) {
+static int64_t layout(const vla_policy_config *cfg, int32_t n_images, const int32_t *ids, int32_t n_text,
+                      uint8_t *roles, int32_t *groups, int32_t *positions) {
+    (void)ids; /* images first, whatever the text */
     int64_t n_img = (int64_t)n_images * vla_policy_image_tokens(cfg), n_pre = n_img + n_text;
     int64_t total = n_pre + cfg->action.horizon;
     for (int64_t t = 0; t < total && (roles || groups || positions); t++) {
@@ -147,8 +148,9 @@ static int64_t layout(const vla_policy_config *cfg, int32_t n_images, int32_t n_
 /* [BOS] + "Task: …, State: …;\nAction: " with the state in 256 bins, only the
  * real tokens (the packer wants no padding). */
 static vla_status tokenize(const vla_policy_config *cfg, const vla_tokenizer *tok, const char *task,
-                           const float *state, int64_t state_dim, int32_t *ids, int64_t cap, int64_t *n,
-                           bool *truncated) {
+                           const float *state, int64_t state_dim, int32_t n_images, int32_t *ids, int64_t cap,
+                           int64_t *n, bool *truncated) {
+    (void)n_images; /* openpi's prompt names no image */
     int64_t lim = cap < cfg->language.max_tokens ? cap : cfg->language.max_tokens;
     *n = 0;
     if (truncated) *truncated = false;

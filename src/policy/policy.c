@@ -258,15 +258,15 @@ vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg) {
     return VLA_OK;
 }
 
-int64_t vla_policy_default_layout(const vla_policy_config *cfg, int32_t n_images, int32_t n_text, uint8_t *roles,
-                                  int32_t *groups, int32_t *positions) {
-    return cfg->family->layout(cfg, n_images, n_text, roles, groups, positions);
+int64_t vla_policy_default_layout(const vla_policy_config *cfg, int32_t n_images, const int32_t *ids, int32_t n_text,
+                                  uint8_t *roles, int32_t *groups, int32_t *positions) {
+    return cfg->family->layout(cfg, n_images, ids, n_text, roles, groups, positions);
 }
 
 vla_status vla_policy_default_tokenize(const vla_policy_config *cfg, const vla_tokenizer *tok, const char *task,
-                                       const float *state, int64_t state_dim, int32_t *ids, int64_t cap, int64_t *n,
-                                       bool *truncated) {
-    return cfg->family->tokenize(cfg, tok, task, state, state_dim, ids, cap, n, truncated);
+                                       const float *state, int64_t state_dim, int32_t n_images, int32_t *ids,
+                                       int64_t cap, int64_t *n, bool *truncated) {
+    return cfg->family->tokenize(cfg, tok, task, state, state_dim, n_images, ids, cap, n, truncated);
 }
 
 int64_t vla_batch_real_entries(const vla_batch *b, const vla_policy_config *cfg) {
@@ -299,8 +299,8 @@ static vla_status pack_one(const vla_policy *p, const vla_observation *obs, bool
     }
     int64_t nt = 0;
     VLA_TRY(vla_policy_tokenize(p, obs->task ? obs->task[s] : "", obs->state + s * c->action.state_dim,
-                                c->action.state_dim, tok, c->language.max_tokens, &nt));
-    int64_t len = vla_policy_sample_layout(p, k, (int32_t)nt, o->roles + *T, o->grp + *T, o->pos + *T);
+                                c->action.state_dim, k, tok, c->language.max_tokens, &nt));
+    int64_t len = vla_policy_sample_layout(p, k, tok, (int32_t)nt, o->roles + *T, o->grp + *T, o->pos + *T);
     int64_t keep = len;
     if (!with_actions) /* the prefix only: drop the trailing action-side tokens */
         while (keep > 0 && o->roles[*T + keep - 1] != VLA_ROLE_IMAGE && o->roles[*T + keep - 1] != VLA_ROLE_TEXT) keep--;
@@ -317,7 +317,7 @@ vla_status vla_obs_pack_build(const vla_policy *p, const vla_observation *obs, b
     if (S < 1) return vla_error(VLA_ERR_INVALID_ARG, "sample_actions: n_samples is %d", S);
     int64_t cams = c->vision.cameras, img_fl = c->vision.channels * c->vision.image_size * c->vision.image_size;
     int64_t maxt = c->language.max_tokens;
-    int64_t cap = vla_policy_sample_layout(p, (int32_t)cams, (int32_t)maxt, NULL, NULL, NULL) * S;
+    int64_t cap = vla_policy_sample_layout(p, (int32_t)cams, NULL, (int32_t)maxt, NULL, NULL, NULL) * S;
     o->cu = malloc((size_t)(S + 1) * sizeof(int32_t));
     o->cu_img = malloc((size_t)(S + 1) * sizeof(int32_t));
     o->pos = malloc((size_t)cap * sizeof(int32_t));

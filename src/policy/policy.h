@@ -183,10 +183,10 @@ typedef struct {
     /* Text tokens of one sample (no padding): π0.5 builds "Task: …, State: …;\nAction: "
      * from the state's real (unpadded) dims, as openpi tokenizes before padding. */
     vla_status (*tokenize)(const vla_policy *p, const char *task, const float *state, int64_t state_dim,
-                           int32_t *ids, int64_t cap, int64_t *n);
+                           int32_t n_images, int32_t *ids, int64_t cap, int64_t *n);
     /* Token layout of one sample; returns its token count (arrays NULL: count only). */
-    int64_t (*sample_layout)(const vla_policy *p, int32_t n_images, int32_t n_text, uint8_t *roles,
-                             int32_t *groups, int32_t *positions);
+    int64_t (*sample_layout)(const vla_policy *p, int32_t n_images, const int32_t *ids, int32_t n_text,
+                             uint8_t *roles, int32_t *groups, int32_t *positions);
     /* Forward + loss; keeps what backward needs until the next loss call.
      * `training` enables dropout. */
     vla_status (*loss)(vla_policy *p, const vla_batch *b, bool training, vla_loss_info *info);
@@ -279,26 +279,34 @@ static inline vla_status vla_policy_sample_actions(vla_policy *p, const vla_obse
 }
 /* The token layout of one sample from the config alone (the family's
  * layout, family.h; what the ops' sample_layout returns unless a policy
- * needs otherwise); returns the token count; arrays may be NULL to count only.
+ * needs otherwise); returns the token count, which depends only on n_images
+ * and n_text; arrays may be NULL to count only. `ids` are the sample's
+ * n_text text tokens (from vla_policy_tokenize with the same n_images), or
+ * NULL where their placement does not depend on them:
  *   π0.5:  image tokens (n_images·image_tokens) and n_text text tokens in
  *          group 0, then `horizon` action tokens in group 1; positions
  *          0..len−1 (openpi: cumsum of the mask − 1 over prefix + suffix).
- *   GR00T: image then text tokens with group = position (the Qwen3 LM is
+ *   GR00T: image and text tokens with group = position (the Qwen3 LM is
  *          causal); then 1 state token and `horizon` action tokens, the
  *          action head's sequence (bidirectional in the DiT; group 0;
  *          positions 0 for the state and 0..horizon−1 for the actions, the
- *          rows of the learned position embedding). Eagle's chat template
- *          (image tokens between text tokens) is not reproduced. */
-int64_t vla_policy_default_layout(const vla_policy_config *cfg, int32_t n_images, int32_t n_text, uint8_t *roles,
-                                  int32_t *groups, int32_t *positions);
+ *          rows of the learned position embedding). With the byte-level
+ *          tokenizer the images come first; with Eagle's (cfg.tokenizer
+ *          "eagle") each image's tokens follow its <img> text token, where
+ *          Eagle's chat template puts its <IMG_CONTEXT> tokens. */
+int64_t vla_policy_default_layout(const vla_policy_config *cfg, int32_t n_images, const int32_t *ids, int32_t n_text,
+                                  uint8_t *roles, int32_t *groups, int32_t *positions);
 /* Text tokens from the config's conventions (the family's), at most min(cap,
  * language.max_tokens) (longer prompts are cut, as openpi does):
  *   π0.5:  [BOS] + "Task: …, State: …;\nAction: " (vla_pi05_prompt_text);
- *   GR00T: the task text alone (no BOS, as Qwen3; no chat template yet).
+ *   GR00T: byte-level: the task text alone (no BOS, as Qwen3); Eagle: the
+ *          chat template of n_images images and the task
+ *          (vla_eagle_prompt_text) with each image's <IMG_CONTEXT> tokens
+ *          left out (the layout puts the image rows there).
  * *truncated (may be NULL) says whether the text was cut. */
 vla_status vla_policy_default_tokenize(const vla_policy_config *cfg, const vla_tokenizer *tok, const char *task,
-                                       const float *state, int64_t state_dim, int32_t *ids, int64_t cap, int64_t *n,
-                                       bool *truncated);
+                                       const float *state, int64_t state_dim, int32_t n_images, int32_t *ids,
+                                       int64_t cap, int64_t *n, bool *truncated);
 
 /* Zero p->grads. */
 void vla_policy_zero_grad(vla_policy *p);
@@ -309,15 +317,16 @@ static inline vla_status vla_policy_init_weights(vla_policy *p, uint64_t seed) {
     vla_policy_default_init(p, seed);
     return VLA_OK;
 }
-static inline int64_t vla_policy_sample_layout(const vla_policy *p, int32_t n_images, int32_t n_text,
-                                               uint8_t *roles, int32_t *groups, int32_t *positions) {
-    if (p->ops->sample_layout) return p->ops->sample_layout(p, n_images, n_text, roles, groups, positions);
-    return vla_policy_default_layout(&p->cfg, n_images, n_text, roles, groups, positions);
+static inline int64_t vla_policy_sample_layout(const vla_policy *p, int32_t n_images, const int32_t *ids,
+                                               int32_t n_text, uint8_t *roles, int32_t *groups, int32_t *positions) {
+    if (p->ops->sample_layout) return p->ops->sample_layout(p, n_images, ids, n_text, roles, groups, positions);
+    return vla_policy_default_layout(&p->cfg, n_images, ids, n_text, roles, groups, positions);
 }
 static inline vla_status vla_policy_tokenize(const vla_policy *p, const char *task, const float *state,
-                                             int64_t state_dim, int32_t *ids, int64_t cap, int64_t *n) {
-    if (p->ops->tokenize) return p->ops->tokenize(p, task, state, state_dim, ids, cap, n);
-    return vla_policy_default_tokenize(&p->cfg, p->tokenizer, task, state, state_dim, ids, cap, n, NULL);
+                                             int64_t state_dim, int32_t n_images, int32_t *ids, int64_t cap,
+                                             int64_t *n) {
+    if (p->ops->tokenize) return p->ops->tokenize(p, task, state, state_dim, n_images, ids, cap, n);
+    return vla_policy_default_tokenize(&p->cfg, p->tokenizer, task, state, state_dim, n_images, ids, cap, n, NULL);
 }
 
 #endif

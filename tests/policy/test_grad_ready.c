@@ -84,8 +84,8 @@ static void make_batch(vla_policy *p, int32_t S, tbatch *t) {
         t->emb[s] = !strcmp(vla_policy_config_family_name(c), "groot") ? s % (int32_t)c->head.embodiments : 0;
         t->keys[s] = 500 + (uint64_t)s;
         int64_t nt = 0;
-        assert_int_equal(vla_policy_tokenize(p, TASKS[s % 4], t->state + s * SD, SD, tok, maxt, &nt), VLA_OK);
-        int64_t len = vla_policy_sample_layout(p, has_img, (int32_t)nt, t->roles + T, t->grp + T, t->pos + T);
+        assert_int_equal(vla_policy_tokenize(p, TASKS[s % 4], t->state + s * SD, SD, has_img, tok, maxt, &nt), VLA_OK);
+        int64_t len = vla_policy_sample_layout(p, has_img, tok, (int32_t)nt, t->roles + T, t->grp + T, t->pos + T);
         assert_true(T + len <= cap);
         for (int64_t k = 0, j = 0; k < len; k++)
             if (t->roles[T + k] == VLA_ROLE_TEXT) t->ids[T + k] = tok[j++];

@@ -86,9 +86,9 @@ static void make_batch(vla_policy *p, const int *ids, int S, tbatch *t) {
     int64_t ntxt[MAXS];
     for (int s = 0; s < S; s++) {
         t->tasks[s] = TASKS[ids[s] % 4];
-        assert_int_equal(vla_policy_tokenize(p, t->tasks[s], NULL, 0, txt[s], 64, &ntxt[s]), VLA_OK);
         int32_t ni = ids[s] != g_no_image_id;
-        t->cu[s + 1] = t->cu[s] + (int32_t)vla_policy_sample_layout(p, ni, (int32_t)ntxt[s], NULL, NULL, NULL);
+        assert_int_equal(vla_policy_tokenize(p, t->tasks[s], NULL, 0, ni, txt[s], 64, &ntxt[s]), VLA_OK);
+        t->cu[s + 1] = t->cu[s] + (int32_t)vla_policy_sample_layout(p, ni, NULL, (int32_t)ntxt[s], NULL, NULL, NULL);
         t->cu_img[s + 1] = t->cu_img[s] + ni;
     }
     int64_t T = t->cu[S];
@@ -98,7 +98,7 @@ static void make_batch(vla_policy *p, const int *ids, int S, tbatch *t) {
     t->state = malloc((size_t)(S * sd) * 4), t->actions = malloc((size_t)(S * H * ad) * 4);
     t->pad = malloc((size_t)(S * H));
     for (int s = 0; s < S; s++) {
-        vla_policy_sample_layout(p, t->cu_img[s + 1] - t->cu_img[s], (int32_t)ntxt[s], t->roles + t->cu[s],
+        vla_policy_sample_layout(p, t->cu_img[s + 1] - t->cu_img[s], txt[s], (int32_t)ntxt[s], t->roles + t->cu[s],
                                  t->groups + t->cu[s], t->pos + t->cu[s]);
         int64_t k = 0;
         for (int64_t i = t->cu[s]; i < t->cu[s + 1]; i++) t->tok[i] = t->roles[i] == VLA_ROLE_TEXT ? txt[s][k++] : 0;

@@ -86,8 +86,8 @@ static void make_batch(vla_policy *p, const int *idx, int32_t S, uint64_t seed, 
         t->tasks[s] = TASKS[i % 4];
         int32_t tok[256];
         int64_t nt = 0;
-        assert_int_equal(vla_policy_tokenize(p, t->tasks[s], t->state + s * SD, SD, tok, 256, &nt), VLA_OK);
-        int64_t len = vla_policy_sample_layout(p, has_img, (int32_t)nt, t->roles + T, t->grp + T, t->pos + T);
+        assert_int_equal(vla_policy_tokenize(p, t->tasks[s], t->state + s * SD, SD, has_img, tok, 256, &nt), VLA_OK);
+        int64_t len = vla_policy_sample_layout(p, has_img, tok, (int32_t)nt, t->roles + T, t->grp + T, t->pos + T);
         for (int64_t k = 0, j = 0; k < len; k++)
             if (t->roles[T + k] == VLA_ROLE_TEXT) t->ids[T + k] = tok[j++];
         T += len;

@@ -320,7 +320,7 @@ static void test_default_layout_and_pack(void **state) {
             int32_t text[64];
             int64_t n = 0;
             bool cut = false;
-            assert_int_equal(vla_policy_default_tokenize(&c, vla_tokenizer_bytes(), tasks[s], st[s], 2, text, 64, &n,
+            assert_int_equal(vla_policy_default_tokenize(&c, vla_tokenizer_bytes(), tasks[s], st[s], 2, 1, text, 64, &n,
                                                          &cut),
                              VLA_OK);
             if (!groot) {
@@ -332,10 +332,10 @@ static void test_default_layout_and_pack(void **state) {
                 assert_int_equal(n, (int64_t)strlen(tasks[s]) < 48 ? (int64_t)strlen(tasks[s]) : 48);
                 assert_int_equal(text[0], s == 0 ? (int)'p' : (int)'a');
             }
-            int64_t len = vla_policy_default_layout(&c, 1, (int32_t)n, NULL, NULL, NULL);
+            int64_t len = vla_policy_default_layout(&c, 1, NULL, (int32_t)n, NULL, NULL, NULL);
             assert_int_equal(len, 16 + n + (groot ? 1 : 0) + 4);
             int64_t o = cu[s];
-            assert_int_equal(vla_policy_default_layout(&c, 1, (int32_t)n, roles + o, groups + o, pos + o), len);
+            assert_int_equal(vla_policy_default_layout(&c, 1, text, (int32_t)n, roles + o, groups + o, pos + o), len);
             for (int64_t t = 0; t < len; t++) ids[o + t] = roles[o + t] == VLA_ROLE_TEXT ? text[t - 16] : -1;
             cu[s + 1] = (int32_t)(o + len);
             /* spot checks */
