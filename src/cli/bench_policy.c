@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "base/rng.h"
 #include "base/timer.h"
@@ -205,6 +206,7 @@ typedef struct {
     vla_comm *comm;
     bool peer;
     const char *python;
+    bool infer_only; /* no training step: every group frozen, so no gradient memory (the full-size presets) */
 } bench_opts;
 
 static void print_train(const char *name, const vla_policy *p, const bench_opts *o, const synth *s,
@@ -230,6 +232,12 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
     fflush(stdout);
 }
 
+/* The process's peak resident memory so far. */
+static double peak_rss_gib(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / (1024.0 * 1024.0) : 0.0; /* ru_maxrss: KiB */
+}
+
 /* Batch-1 inference: one action chunk from one observation. */
 static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts *o, const synth *s) {
     const vla_policy_config *cfg = &p->cfg;
@@ -253,9 +261,10 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     vla_flops_estimate_compute(cfg, &p->specs, &est);
     printf("{\"bench\":\"policy_infer\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"threads\":%d,"
            "\"batch\":1,\"horizon\":%lld,\"flow_steps\":%lld,\"reps\":%lld,\"best_ms\":%.3f,\"mean_ms\":%.3f,"
-           "\"estimate_gflop\":%.5f}\n",
+           "\"estimate_gflop\":%.5f,\"weight_gib\":%.6g,\"peak_rss_gib\":%.6g}\n",
            name, p->ops->name, o->ops->name, o->nthreads, (long long)cfg->action.horizon, (long long)cfg->flow.steps,
-           (long long)o->infer_reps, best * 1e3, sum / (double)o->infer_reps * 1e3, est.sample * 1e-9);
+           (long long)o->infer_reps, best * 1e3, sum / (double)o->infer_reps * 1e3, est.sample * 1e-9,
+           (double)p->n_weight_floats * 4.0 / (1 << 30), peak_rss_gib());
     fflush(stdout);
     return VLA_OK;
 }
@@ -264,6 +273,8 @@ static int bench_one(const char *name, const bench_opts *o) {
     vla_policy_config cfg;
     vla_status st = vla_policy_config_load(name, &cfg);
     if (st != VLA_OK) return vla_cli_fail(st);
+    if (o->infer_only)
+        for (int g = 0; g < VLA_GROUP_COUNT; g++) cfg.frozen[g] = true;
     vla_policy *p = NULL;
     st = vla_policy_create(&cfg, o->ops, &p);
     if (st == VLA_ERR_UNSUPPORTED) {
@@ -281,11 +292,14 @@ static int bench_one(const char *name, const bench_opts *o) {
     double per_step = 0, torch_sps = 0;
     char why[300] = "";
     st = vla_policy_init_weights(p, 1);
-    if (st == VLA_OK) st = synth_make(p, (int32_t)o->batch, &s);
-    if (st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
-    if (st == VLA_OK) st = vla_bench_time_training(p, &s.b, opt, o->seconds, &per_step, &info);
-    if (st == VLA_OK && o->peer) torch_sps = torch_peer(&cfg, p->n_grad_floats, o->batch, o->nthreads, o->seconds, o->python, why, sizeof why);
-    if (st == VLA_OK) print_train(name, p, o, &s, &info, per_step, torch_sps, why);
+    if (st == VLA_OK) st = synth_make(p, o->infer_only ? 1 : (int32_t)o->batch, &s);
+    if (!o->infer_only) {
+        if (st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
+        if (st == VLA_OK) st = vla_bench_time_training(p, &s.b, opt, o->seconds, &per_step, &info);
+        if (st == VLA_OK && o->peer)
+            torch_sps = torch_peer(&cfg, p->n_grad_floats, o->batch, o->nthreads, o->seconds, o->python, why, sizeof why);
+        if (st == VLA_OK) print_train(name, p, o, &s, &info, per_step, torch_sps, why);
+    }
     if (st == VLA_OK) st = bench_infer(name, p, o, &s);
     vla_train_opt_free(opt);
     vla_bench_batch_free(&s);
@@ -297,7 +311,7 @@ int vla_bench_policy(int argc, char **argv) {
     const char *configs = "pi05-tiny,groot-tiny", *python = "/usr/bin/python3";
     int64_t batch = 8, threads = 0, reps = 10;
     double seconds = 2.0;
-    bool quick = false, no_peer = false;
+    bool quick = false, no_peer = false, infer_only = false;
     const vla_flag flags[] = {
         {"config", VLA_FLAG_STRING, &configs, "A,B", "comma-separated config names or paths"},
         {"batch", VLA_FLAG_INT, &batch, "N", "samples per training step"},
@@ -307,6 +321,9 @@ int vla_bench_policy(int argc, char **argv) {
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run (smoke test)"},
         {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyTorch eager peer (tools/bench_torch_policy.py)"},
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
+        {"infer_only", VLA_FLAG_BOOL, &infer_only, NULL,
+         "only the batch-1 inference line, every group frozen so no gradient memory is allocated (what a full-size "
+         "preset needs on a 24 GiB machine); it adds the weights' and the process's peak memory"},
     };
     const vla_command_spec spec = {
         "vla bench policy", NULL, "Training samples/s, GFLOP/s and MFU, and batch-1 inference latency of policies.",
@@ -314,7 +331,7 @@ int vla_bench_policy(int argc, char **argv) {
         "(forward + backward + AdamW; with the PyTorch eager peer's samples/s at the same batch and threads and "
         "the ratio, \"vs_torch\") and a \"policy_infer\" line, or a \"skipped\" line when the policy has no "
         "implementation in this build.",
-        flags, 8, 0, 0};
+        flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
@@ -333,7 +350,7 @@ int vla_bench_policy(int argc, char **argv) {
     vla_comm *comm = NULL;
     vla_status st = vla_comm_init(NULL, &comm);
     if (st != VLA_OK) return vla_cli_fail(st);
-    bench_opts o = {seconds, peak, batch, reps, nthreads, ops, comm, !no_peer && !quick, python};
+    bench_opts o = {seconds, peak, batch, reps, nthreads, ops, comm, !no_peer && !quick && !infer_only, python, infer_only};
     char *list = strdup(configs);
     if (!list) return 1;
     char *save = NULL;

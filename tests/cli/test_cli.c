@@ -139,8 +139,29 @@ static void test_bench_policy_peer_checks(void **state) {
     json_decref(v);
 }
 
+/* --infer_only: no training line, no gradient memory (the nano policy's
+ * trainable parameters would double its weights), the memory it reports */
+static void test_bench_policy_infer_only(void **state) {
+    (void)state;
+    char args[1024];
+    snprintf(args, sizeof args, "bench policy --config=%s --infer_only --reps=1 --threads=1 --quick",
+             test_source_path("configs/groot-nano.json"));
+    assert_int_equal(run(args), 0);
+    assert_null(strstr(out, "policy_train"));
+    char *line = strstr(out, "{\"bench\":\"policy_infer\"");
+    assert_non_null(line);
+    json_error_t err;
+    json_t *v = json_loadb(line, strcspn(line, "\n"), 0, &err);
+    assert_non_null(v);
+    double w = json_number_value(json_object_get(v, "weight_gib")), rss = json_number_value(json_object_get(v, "peak_rss_gib"));
+    assert_true(w > 0 && w < 0.01);  /* groot-nano: 114 k parameters */
+    assert_true(rss > w && rss < 4); /* the process holds at least its weights */
+    json_decref(v);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bench_policy_infer_only),
         cmocka_unit_test(test_help_and_dispatch),
         cmocka_unit_test(test_data_prepare_usage),
         cmocka_unit_test(test_unknown_flag),
