@@ -3,8 +3,10 @@
  * initialisation, packed-batch validation and observation packing (see
  * policy.h). */
 #include "policy/policy.h"
+
 #include "base/rng.h"
 #include "policy/family.h"
+#include "tensor/parallel.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -170,23 +172,35 @@ void vla_policy_zero_grad(vla_policy *p) {
     if (p->grads && p->n_grad_floats) p->tops->fill(p->grads, 0.0f, p->n_grad_floats);
 }
 
-void vla_policy_default_init(vla_policy *p, uint64_t seed) {
-    for (int64_t i = 0; i < p->specs.n; i++) {
-        const vla_param_spec *s = &p->specs.items[i];
-        float *w = p->params[i].data;
-        if (s->init == VLA_INIT_NORMAL) {
-            float *host = p->tops->device == VLA_DEVICE_CPU ? w : malloc((size_t)s->numel * sizeof(float));
-            if (!host) continue; /* out of memory on a staging buffer: leave as allocated (documented misuse) */
-            vla_rng r = vla_rng_stream(seed, (uint64_t)i);
-            for (int64_t k = 0; k < s->numel; k++) host[k] = (float)(s->init_std * vla_rng_normal(&r));
-            if (host != w) {
-                p->tops->to_device(w, host, (size_t)s->numel * sizeof(float));
-                free(host);
-            }
-        } else {
-            p->tops->fill(w, s->init == VLA_INIT_ONES ? 1.0f : 0.0f, s->numel);
-        }
+/* One parameter's N(0, std²) draw, from its own stream (seed, index). */
+static void init_normal(vla_policy *p, uint64_t seed, int64_t i) {
+    const vla_param_spec *s = &p->specs.items[i];
+    float *w = p->params[i].data;
+    float *host = p->tops->device == VLA_DEVICE_CPU ? w : malloc((size_t)s->numel * sizeof(float));
+    if (!host) return; /* out of memory on a staging buffer: leave as allocated (documented misuse) */
+    vla_rng r = vla_rng_stream(seed, (uint64_t)i);
+    for (int64_t k = 0; k < s->numel; k++) host[k] = (float)(s->init_std * vla_rng_normal(&r));
+    if (host != w) {
+        p->tops->to_device(w, host, (size_t)s->numel * sizeof(float));
+        free(host);
     }
+}
+
+/* Each parameter draws from its own stream, so the draws may run on any
+ * thread in any order and give the same weights: on the CPU the normal
+ * parameters are spread over the team (a full-size π0.5 draws 3.35 G
+ * normals, minutes on one thread). */
+void vla_policy_default_init(vla_policy *p, uint64_t seed) {
+    int64_t n = p->specs.n, normal_elems = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const vla_param_spec *s = &p->specs.items[i];
+        if (s->init == VLA_INIT_NORMAL) normal_elems += s->numel;
+        else p->tops->fill(p->params[i].data, s->init == VLA_INIT_ONES ? 1.0f : 0.0f, s->numel);
+    }
+    bool team = p->tops->device == VLA_DEVICE_CPU && normal_elems >= VLA_PAR_MIN_ELEMS * 64;
+#pragma omp parallel for schedule(dynamic, 1) if (team)
+    for (int64_t i = 0; i < n; i++)
+        if (p->specs.items[i].init == VLA_INIT_NORMAL) init_normal(p, seed, i);
 }
 
 vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg) {

@@ -328,10 +328,19 @@ static void test_thread_independence(void **state) {
         assert_int_equal(vla_policy_backward(p), VLA_OK);
         if (k == 0) memcpy(g1, p->grads, (size_t)n * sizeof(float));
     }
+    /* initialisation too: one stream per parameter, whichever thread draws it */
+    float *w1 = malloc((size_t)p->n_weight_floats * sizeof(float));
+    for (int k = 0; k < 2; k++) {
+        omp_set_num_threads(2 - k);
+        assert_int_equal(vla_policy_init_weights(p, 77), VLA_OK);
+        if (k == 0) memcpy(w1, p->weights, (size_t)p->n_weight_floats * sizeof(float));
+    }
     omp_set_num_threads(saved);
     vla_parallel_always = 0;
     assert_true(l[0] == l[1]);
     assert_memory_equal(g1, p->grads, (size_t)n * sizeof(float));
+    assert_memory_equal(w1, p->weights, (size_t)p->n_weight_floats * sizeof(float));
+    free(w1);
     free(g1);
     tbatch_free(&t);
     vla_policy_free(p);
