@@ -60,13 +60,13 @@ while IFS='|' read -r name train_flags eval_flags; do
             # shellcheck disable=SC2086 # the flags are words
             "${launch[@]}" "$vla" train --dataset.root="$data" --policy.type=groot $train_flags \
                 --batch_size=$((batch / ranks)) --seed="$seed" --num_workers=1 --log_freq=200 \
-                --output_dir="$run/train" >"$run/train.json"
+                --output_dir="$run/train" >"$run/train.json" </dev/null # mpirun forwards stdin: keep it off the recipes
         fi
         evald="$out/$(slug "$name")_${seed}_eval"
         rm -rf "$evald"
         # shellcheck disable=SC2086
         "$vla" eval --policy.path="$run/train" --env.type=pusht --eval.n_episodes="$eval_eps" --seed="$eval_seed" \
-            --eval.n_videos=0 $eval_flags --output_dir="$evald" --json >"$evald.json"
+            --eval.n_videos=0 $eval_flags --output_dir="$evald" --json >"$evald.json" </dev/null
         steps=$(json_field "$run/train.json" steps) secs=$(json_field "$run/train.json" seconds)
         row=$(printf '| %s | %s | %s–%s | %s | %.1f | %.0f%% | %.3f | %.3f |' "$name" "$seed" "$eval_seed" \
             "$((eval_seed + eval_eps - 1))" "$steps" "$(awk -v s="$secs" 'BEGIN{print s/60}')" \
