@@ -105,7 +105,7 @@ static vla_status lerobot_mode(const char *file, const json_t *norm_map, const c
     return VLA_OK;
 }
 
-static vla_status lerobot_stats(const char *dir, const vla_policy_config *cfg, vla_normalizer *ns, vla_normalizer *na,
+static vla_status lerobot_stats(const char *dir, vla_normalizer *ns, vla_normalizer *na,
                                 vla_pretrained_meta *m, bool *found) {
     char file[PATH_CAP + 64], sfile[PATH_CAP + 300];
     snprintf(file, sizeof file, "%s/policy_preprocessor.json", dir);
@@ -207,7 +207,6 @@ static vla_status lerobot_stats(const char *dir, const vla_policy_config *cfg, v
         *found = true;
     }
 done:
-    (void)cfg;
     if (opened) vla_safetensors_close(&sf);
     free(lo);
     json_decref(root);
@@ -421,7 +420,7 @@ vla_status vla_published_stats(const char *path, const vla_policy_config *cfg, c
     }
     *src = VLA_PUB_STATS_NONE;
     bool found = false;
-    VLA_TRY(lerobot_stats(dir, cfg, ns, na, m, &found));
+    VLA_TRY(lerobot_stats(dir, ns, na, m, &found));
     if (found) *src = VLA_PUB_STATS_LEROBOT;
     if (!found) {
         VLA_TRY(openpi_stats(dir, cfg, want, ns, na, m, &found));
