@@ -129,6 +129,18 @@ static void head_inventory(vla_param_builder *b, const vla_policy_config *c, gro
     const vla_groot_head_config *h = &c->head;
     int64_t L = c->language.width, D = h->dit_heads * h->dit_head_dim, ne = h->embodiments;
     char q[300];
+    /* From scratch, every matrix of the head takes PyTorch's nn.Linear
+     * default (U(±1/√in), biases too). Isaac-GR00T's diffusers/nn layers
+     * (VL self-attention, timestep encoder, DiT, proj_out) have it; its
+     * CategorySpecificLinear encoders/decoder draw 0.02·randn with zero
+     * biases — harmless for a head that is always loaded pretrained, fatal
+     * at the small presets' widths: each 0.02 matrix scales its input by
+     * ~0.16, the five between x_t and the output left training at the
+     * predict-the-mean loss (~2.06) for hundreds of steps, and a PushT run
+     * with uniform flow time never left it in 16,000 (docs/train.md). The
+     * embeddings keep GR00T's 0.02 normal. Published weights are loaded over
+     * all of this. */
+    b->torch_linear = true;
     vla_pb_group(b, VLA_GROUP_VL_ADAPTER, VLA_APPLY_PREFIX);
     vla_pb_layernorm(b, &W->vlln_w, &W->vlln_b, L, "action_head.vlln");
     W->vl = vla_pb_array(b, h->vl_layers, sizeof *W->vl);
@@ -163,6 +175,7 @@ static void head_inventory(vla_param_builder *b, const vla_policy_config *c, gro
     vla_pb_group(b, VLA_GROUP_ACTION_IO, VLA_APPLY_DIT); /* decoded at every DiT token, then the last H kept */
     vla_pb_cat_linear(b, &W->d1_w, &W->d1_b, ne, h->output_dim, h->output_dim, "action_head.action_decoder.layer1");
     vla_pb_cat_linear(b, &W->d2_w, &W->d2_b, ne, h->output_dim, c->action.action_dim, "action_head.action_decoder.layer2");
+    b->torch_linear = false;
     vla_pb_tensor(b, &W->pos, VLA_INIT_NORMAL, 2, SHAPE(h->max_seq_len, D), "action_head.position_embedding.weight");
     vla_pb_last_apply(b, VLA_APPLY_LOOKUP, 1);
     if (h->future_tokens > 0) {

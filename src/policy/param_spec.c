@@ -4,6 +4,7 @@
  * families' inventories declare them. */
 #include "policy/param_spec.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +83,7 @@ void vla_pb_tensor(vla_param_builder *b, vla_wg *t, vla_init_kind init, int ndim
     s->group = b->group;
     s->trainable = !b->cfg->frozen[b->group];
     s->init = init;
-    s->init_std = init == VLA_INIT_NORMAL ? STD : 0.0f;
+    s->init_scale = init == VLA_INIT_NORMAL ? STD : 0.0f;
     s->apply = ndim >= 2 ? b->apply : VLA_APPLY_NONE;
     s->n_emb = 1;
     b->list->n++;
@@ -96,11 +97,20 @@ void vla_pb_last_apply(vla_param_builder *b, vla_param_apply apply, int64_t n_em
     }
 }
 
+/* The init scale of the tensor just added (LIST mode). */
+static void last_scale(vla_param_builder *b, float scale) {
+    if (b->st == VLA_OK && !b->binding && b->list->n > 0) b->list->items[b->list->n - 1].init_scale = scale;
+}
+
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
 
 void vla_pb_linear(vla_param_builder *b, vla_wg *w, vla_wg *bias, int64_t in, int64_t out, const char *prefix) {
-    vla_pb_tensor(b, w, VLA_INIT_NORMAL, 2, SHAPE(out, in), "%s.weight", prefix);
-    if (bias) vla_pb_tensor(b, bias, VLA_INIT_ZEROS, 1, SHAPE(out), "%s.bias", prefix);
+    bool torch = b->torch_linear;
+    vla_pb_tensor(b, w, torch ? VLA_INIT_UNIFORM : VLA_INIT_NORMAL, 2, SHAPE(out, in), "%s.weight", prefix);
+    if (torch) last_scale(b, (float)(1.0 / sqrt((double)in)));
+    if (!bias) return;
+    vla_pb_tensor(b, bias, torch ? VLA_INIT_UNIFORM : VLA_INIT_ZEROS, 1, SHAPE(out), "%s.bias", prefix);
+    if (torch) last_scale(b, (float)(1.0 / sqrt((double)in)));
 }
 
 void vla_pb_layernorm(vla_param_builder *b, vla_wg *w, vla_wg *bias, int64_t dim, const char *prefix) {
@@ -110,9 +120,12 @@ void vla_pb_layernorm(vla_param_builder *b, vla_wg *w, vla_wg *bias, int64_t dim
 
 void vla_pb_cat_linear(vla_param_builder *b, vla_wg *w, vla_wg *bias, int64_t n_emb, int64_t in, int64_t out,
                        const char *prefix) {
-    vla_pb_tensor(b, w, VLA_INIT_NORMAL, 3, SHAPE(n_emb, in, out), "%s.W", prefix);
+    bool torch = b->torch_linear;
+    vla_pb_tensor(b, w, torch ? VLA_INIT_UNIFORM : VLA_INIT_NORMAL, 3, SHAPE(n_emb, in, out), "%s.W", prefix);
+    if (torch) last_scale(b, (float)(1.0 / sqrt((double)in)));
     vla_pb_last_apply(b, b->apply, n_emb);
-    vla_pb_tensor(b, bias, VLA_INIT_ZEROS, 2, SHAPE(n_emb, out), "%s.b", prefix);
+    vla_pb_tensor(b, bias, torch ? VLA_INIT_UNIFORM : VLA_INIT_ZEROS, 2, SHAPE(n_emb, out), "%s.b", prefix);
+    if (torch) last_scale(b, (float)(1.0 / sqrt((double)in)));
     vla_pb_last_apply(b, VLA_APPLY_NONE, 1);
 }
 

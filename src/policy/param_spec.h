@@ -39,7 +39,8 @@
 #include "policy/config.h"
 
 typedef enum {
-    VLA_INIT_NORMAL, /* N(0, std²) */
+    VLA_INIT_NORMAL,  /* N(0, scale²) */
+    VLA_INIT_UNIFORM, /* U(−scale, scale) */
     VLA_INIT_ZEROS,
     VLA_INIT_ONES,
 } vla_init_kind;
@@ -65,7 +66,7 @@ typedef struct {
     vla_param_group group;
     bool trainable;   /* default: false when the config freezes its group */
     vla_init_kind init;
-    float init_std;   /* VLA_INIT_NORMAL only */
+    float init_scale; /* NORMAL: the std; UNIFORM: the bound */
     vla_param_apply apply;
     int64_t n_emb;    /* > 1 for per-embodiment weights (first dim) */
 } vla_param_spec;
@@ -85,6 +86,7 @@ typedef struct {
     vla_param_group group;     /* of the tensors added next */
     vla_param_apply apply;     /* FLOP role of the matrices added next */
     bool binding;
+    bool torch_linear;         /* vla_pb_linear: PyTorch's nn.Linear default init, not HF's 0.02 normal */
     float *weights, *grads;    /* BIND: the policy's two allocations (spec order; grads of trainable ones) */
     int64_t next, w_off, g_off;
     vla_arena *arena;          /* per-layer weight arrays (vla_pb_array) */
@@ -99,11 +101,16 @@ void vla_pb_tensor(vla_param_builder *b, vla_wg *t, vla_init_kind init, int ndim
                    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* Override the FLOP role of the tensor just added. */
 void vla_pb_last_apply(vla_param_builder *b, vla_param_apply apply, int64_t n_emb);
-/* PyTorch Linear "<prefix>.weight" [out, in] (+ "<prefix>.bias" [out] when bias != NULL). */
+/* PyTorch Linear "<prefix>.weight" [out, in] (+ "<prefix>.bias" [out] when bias != NULL).
+ * Initialised as Hugging Face models initialise them (weight N(0, 0.02²),
+ * bias 0), or, while the builder's torch_linear is set, as nn.Linear does
+ * (weight and bias U(±1/√in): kaiming_uniform with a = √5), for modules a
+ * reference builds from plain PyTorch/diffusers layers. */
 void vla_pb_linear(vla_param_builder *b, vla_wg *w, vla_wg *bias, int64_t in, int64_t out, const char *prefix);
 /* LayerNorm "<prefix>.weight" (ones) and "<prefix>.bias" (zeros). */
 void vla_pb_layernorm(vla_param_builder *b, vla_wg *w, vla_wg *bias, int64_t dim, const char *prefix);
-/* GR00T CategorySpecificLinear "<prefix>.W" [n_emb, in, out], "<prefix>.b" [n_emb, out]. */
+/* GR00T CategorySpecificLinear "<prefix>.W" [n_emb, in, out], "<prefix>.b" [n_emb, out]:
+ * GR00T's 0.02·randn and zero bias, or nn.Linear's U(±1/√in) while torch_linear is set. */
 void vla_pb_cat_linear(vla_param_builder *b, vla_wg *w, vla_wg *bias, int64_t n_emb, int64_t in, int64_t out,
                        const char *prefix);
 /* A Hugging Face decoder layer's attention and gated MLP, no biases, in the

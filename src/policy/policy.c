@@ -172,14 +172,19 @@ void vla_policy_zero_grad(vla_policy *p) {
     if (p->grads && p->n_grad_floats) p->tops->fill(p->grads, 0.0f, p->n_grad_floats);
 }
 
-/* One parameter's N(0, std²) draw, from its own stream (seed, index). */
-static void init_normal(vla_policy *p, uint64_t seed, int64_t i) {
+static bool init_is_random(vla_init_kind k) { return k == VLA_INIT_NORMAL || k == VLA_INIT_UNIFORM; }
+
+/* One parameter's N(0, scale²) or U(±scale) draw, from its own stream (seed, index). */
+static void init_random(vla_policy *p, uint64_t seed, int64_t i) {
     const vla_param_spec *s = &p->specs.items[i];
     float *w = p->params[i].data;
     float *host = p->tops->device == VLA_DEVICE_CPU ? w : malloc((size_t)s->numel * sizeof(float));
     if (!host) return; /* out of memory on a staging buffer: leave as allocated (documented misuse) */
     vla_rng r = vla_rng_stream(seed, (uint64_t)i);
-    for (int64_t k = 0; k < s->numel; k++) host[k] = (float)(s->init_std * vla_rng_normal(&r));
+    if (s->init == VLA_INIT_UNIFORM)
+        for (int64_t k = 0; k < s->numel; k++) host[k] = (float)(s->init_scale * (2.0 * vla_rng_uniform_f64(&r) - 1.0));
+    else
+        for (int64_t k = 0; k < s->numel; k++) host[k] = (float)(s->init_scale * vla_rng_normal(&r));
     if (host != w) {
         p->tops->to_device(w, host, (size_t)s->numel * sizeof(float));
         free(host);
@@ -191,16 +196,16 @@ static void init_normal(vla_policy *p, uint64_t seed, int64_t i) {
  * parameters are spread over the team (a full-size π0.5 draws 3.35 G
  * normals, minutes on one thread). */
 void vla_policy_default_init(vla_policy *p, uint64_t seed) {
-    int64_t n = p->specs.n, normal_elems = 0;
+    int64_t n = p->specs.n, random_elems = 0;
     for (int64_t i = 0; i < n; i++) {
         const vla_param_spec *s = &p->specs.items[i];
-        if (s->init == VLA_INIT_NORMAL) normal_elems += s->numel;
+        if (init_is_random(s->init)) random_elems += s->numel;
         else p->tops->fill(p->params[i].data, s->init == VLA_INIT_ONES ? 1.0f : 0.0f, s->numel);
     }
-    bool team = p->tops->device == VLA_DEVICE_CPU && normal_elems >= VLA_PAR_MIN_ELEMS * 64;
+    bool team = p->tops->device == VLA_DEVICE_CPU && random_elems >= VLA_PAR_MIN_ELEMS * 64;
 #pragma omp parallel for schedule(dynamic, 1) if (team)
     for (int64_t i = 0; i < n; i++)
-        if (p->specs.items[i].init == VLA_INIT_NORMAL) init_normal(p, seed, i);
+        if (init_is_random(p->specs.items[i].init)) init_random(p, seed, i);
 }
 
 vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg) {

@@ -43,13 +43,15 @@ static vla_policy *make_policy(bool all_trainable) {
     for (int64_t i = 0; i < p->specs.n; i++) {
         const vla_param_spec *sp = &p->specs.items[i];
         float *w = p->params[i].data;
-        if (sp->init == VLA_INIT_NORMAL) {
+        bool random = sp->init == VLA_INIT_NORMAL || sp->init == VLA_INIT_UNIFORM;
+        if (random && sp->ndim >= 2) {
             double fan_in = sp->ndim == 2 ? (double)sp->shape[1]
                             : sp->ndim == 3 ? (double)sp->shape[1] /* GR00T [n_emb, in, out] */
                                             : (double)(sp->numel / sp->shape[0]);
             double std = sp->apply == VLA_APPLY_LOOKUP ? 0.5 : 1.0 / sqrt(fan_in);
-            for (int64_t k = 0; k < sp->numel; k++) w[k] *= (float)(std / sp->init_std);
-        } else {
+            double now = sp->init == VLA_INIT_UNIFORM ? sp->init_scale / sqrt(3.0) : sp->init_scale;
+            for (int64_t k = 0; k < sp->numel; k++) w[k] *= (float)(std / now);
+        } else if (!random) { /* nn.Linear biases (U(±1/√in)) are already off zero */
             vla_rng r = vla_rng_stream(8, (uint64_t)i);
             for (int64_t k = 0; k < sp->numel; k++) w[k] += (float)(0.1 * vla_rng_normal(&r));
         }
