@@ -127,6 +127,7 @@ static vla_status train_round(const dagger_opts *d, const char *from, const char
     o.state_keys = pm.meta.state_keys[0] ? pm.meta.state_keys : NULL;
     o.image_keys = pm.meta.cameras == 0 ? "" : NULL;
     o.n_obs_steps = pm.meta.n_obs_steps, o.relative_actions = pm.meta.relative_actions;
+    o.action_stats_per_step = pm.meta.action_stats_per_step;
     o.steps = d->steps, o.batch_size = d->batch, o.lr = d->lr, o.ema_decay = d->ema, o.num_workers = (int)d->workers;
     o.log_freq = 50, o.progress = true, o.seed = 1000 + (uint64_t)row->round;
     o.keep_normalization = d->keep_norm; /* the weights' own scaling, not the grown dataset's */

@@ -99,6 +99,9 @@ int vla_cmd_train(int argc, char **argv) {
         {"dataset.relative_actions", VLA_FLAG_BOOL, &o.relative_actions, NULL,
          "predict each chunk relative to observation.state at t (action - state, normalised with the "
          "differences' own statistics); eval adds the current state back"},
+        {"dataset.action_stats_per_step", VLA_FLAG_BOOL, &o.action_stats_per_step, NULL,
+         "normalise each step of the action chunk with that step's own statistics (horizon x action dims, "
+         "computed from the data) instead of statistics pooled over the chunk; recorded for eval"},
         {"policy.type", VLA_FLAG_STRING, &o.policy_type, "TYPE", "pi05 | groot"},
         {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
          "preset (pi05-tiny, groot-tiny, pi05-nano, …) or JSON path (default: <type>-tiny; with "

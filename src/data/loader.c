@@ -60,6 +60,7 @@ struct vla_loader {
     int64_t n_rows; /* all datasets together */
     int64_t sw_max, aw_max; /* the widest dataset's state and action (build's scratch) */
     int64_t S_dim, A_dim, H, img;
+    bool per_step;  /* action statistics per step of the chunk (opts.action_stats_per_step) */
     int ncam_max;
     int64_t max_text, max_tok; /* text tokens; the longest sample's layout */
     int64_t tok_cap;            /* tokens a job may hold */
@@ -272,7 +273,7 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *const *readers) {
         if (src->fref)
             for (int64_t k = 0; k < H; k++)
                 for (int64_t d = 0; d < src->aw; d++) act_tmp[k * src->aw + d] -= src->fref->values[row * src->aw + d];
-        vla_normalize(&src->na, act_tmp, act_tmp, H);
+        vla_normalize_chunk(&src->na, act_tmp, H, src->aw, src->aw);
         float *ad = s->actions + i * H * L->A_dim;
         memset(ad, 0, (size_t)(H * L->A_dim) * sizeof(float));
         for (int64_t k = 0; k < H; k++)
@@ -485,13 +486,17 @@ static int cmp_float(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Relative actions: the action normaliser from the statistics of action[t+h]
- * − observation.state[t] over every row t and h = 0..H−1 (clamped to the
- * episode, as the chunks the loader builds). */
-static vla_status relative_action_norm(const vla_loader *L, source *src, vla_norm_mode mode) {
+/* The action normaliser from the data itself: statistics of action[t+h]
+ * (− observation.state[t] for relative actions) over every row t and
+ * h = 0..H−1, clamped to the episode as the chunks the loader builds. Pooled
+ * over h (aw channels), or per step (H·aw channels, channel h·aw + d: the
+ * statistics of step h alone). */
+static vla_status chunk_action_norm(const vla_loader *L, source *src, vla_norm_mode mode) {
     const vla_lerobot *ds = src->ds;
-    int64_t n = ds->n_rows * L->H, aw = src->aw;
-    float *v = malloc((size_t)n * sizeof *v), *a = calloc((size_t)aw, sizeof *a), *b = calloc((size_t)aw, sizeof *b);
+    int64_t aw = src->aw, steps = L->per_step ? L->H : 1, per = L->per_step ? 1 : L->H;
+    int64_t n = ds->n_rows * per, channels = steps * aw;
+    float *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v), *a = calloc((size_t)channels, sizeof *a),
+          *b = calloc((size_t)channels, sizeof *b);
     int *offsets = malloc((size_t)L->H * sizeof *offsets);
     int64_t *rows = malloc((size_t)L->H * sizeof *rows);
     vla_status st = VLA_OK;
@@ -500,26 +505,28 @@ static vla_status relative_action_norm(const vla_loader *L, source *src, vla_nor
         goto done;
     }
     for (int64_t k = 0; k < L->H; k++) offsets[k] = (int)k;
-    for (int64_t d = 0; d < aw; d++) {
+    for (int64_t c = 0; c < channels; c++) {
+        int64_t d = c % aw, h0 = L->per_step ? c / aw : 0;
         double sum = 0, sum2 = 0;
         for (int64_t r = 0, m = 0; r < ds->n_rows; r++) {
             vla_lerobot_window_rows(ds, r, offsets, (int)L->H, rows, NULL);
-            for (int64_t k = 0; k < L->H; k++, m++) {
-                v[m] = src->faction->values[rows[k] * aw + d] - src->fref->values[r * aw + d];
+            float ref = src->fref ? src->fref->values[r * aw + d] : 0.0f;
+            for (int64_t k = h0; k < h0 + per; k++, m++) {
+                v[m] = src->faction->values[rows[k] * aw + d] - ref;
                 sum += v[m], sum2 += (double)v[m] * v[m];
             }
         }
         if (mode == VLA_NORM_MEAN_STD) {
             double mean = sum / (double)n, var = sum2 / (double)n - mean * mean;
-            a[d] = (float)mean, b[d] = (float)sqrt(var > 0 ? var : 0);
+            a[c] = (float)mean, b[c] = (float)sqrt(var > 0 ? var : 0);
         } else {
             qsort(v, (size_t)n, sizeof *v, cmp_float);
             bool q = mode == VLA_NORM_QUANTILES;
-            a[d] = q ? v[(int64_t)(0.01 * (double)(n - 1))] : v[0];
-            b[d] = q ? v[(int64_t)(0.99 * (double)(n - 1))] : v[n - 1];
+            a[c] = q ? v[(int64_t)(0.01 * (double)(n - 1))] : v[0];
+            b[c] = q ? v[(int64_t)(0.99 * (double)(n - 1))] : v[n - 1];
         }
     }
-    st = vla_normalizer_init(&src->na, mode, VLA_NORM_EPS_LEROBOT, aw, mode == VLA_NORM_IDENTITY ? NULL : a,
+    st = vla_normalizer_init(&src->na, mode, VLA_NORM_EPS_LEROBOT, channels, mode == VLA_NORM_IDENTITY ? NULL : a,
                              mode == VLA_NORM_IDENTITY ? NULL : b, 0);
 done:
     free(v), free(a), free(b), free(offsets), free(rows);
@@ -588,8 +595,8 @@ static vla_status source_init(const vla_loader *L, source *src, char keys[][128]
             return vla_error(VLA_ERR_INVALID_ARG,
                              "%s: relative actions need a numeric observation.state as wide as '%s' (%lld dims)",
                              ds->root, L->action_key, (long long)src->aw);
-        return relative_action_norm(L, src, cfg->norm_action);
     }
+    if (opts->relative_actions || L->per_step) return chunk_action_norm(L, src, cfg->norm_action);
     return vla_norm_from_stats(ds, L->action_key, cfg->norm_action, &src->na);
 }
 
@@ -617,6 +624,7 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
     pthread_cond_init(&L->cv_free, NULL);
     L->K = opts->n_obs_steps > 1 ? opts->n_obs_steps : 1;
     L->S_dim = cfg->action.state_dim, L->A_dim = cfg->action.action_dim, L->H = cfg->action.horizon;
+    L->per_step = opts->action_stats_per_step;
     L->img = cfg->vision.image_size;
     char k[MAX_SKEYS][128];
     const char *keys = opts->state_keys ? opts->state_keys : opts->state_key ? opts->state_key : "observation.state";
@@ -782,6 +790,7 @@ const vla_normalizer *vla_loader_action_norm(const vla_loader *L) { return &L->s
 int64_t vla_loader_state_width(const vla_loader *L) { return L->src[0].sw; }
 int vla_loader_n_obs_steps(const vla_loader *L) { return L->K; }
 bool vla_loader_relative_actions(const vla_loader *L) { return L->src[0].fref != NULL; }
+bool vla_loader_action_stats_per_step(const vla_loader *L) { return L->per_step; }
 int64_t vla_loader_action_width(const vla_loader *L) { return L->src[0].aw; }
 int vla_loader_n_cameras(const vla_loader *L) { return L->src[0].ncam; }
 const char *vla_loader_state_keys(const vla_loader *L) { return L->state_keys; }

@@ -83,6 +83,10 @@ typedef struct {
                                   action: a position-controlled robot's current position), normalised with
                                   statistics of those differences over the dataset (openpi's delta
                                   actions); eval adds the current observation.state back */
+    bool action_stats_per_step; /* normalise step h of the chunk with statistics of step h alone
+                                  (H × action-width statistics, computed from the data) instead of
+                                  statistics pooled over the chunk: relative actions grow with h, so
+                                  pooled statistics squash the near steps, the ones executed first */
     /* Use these normalisers (copied) instead of the dataset's statistics: a warm start that
      * must see its inputs and targets scaled as its weights learnt them (`vla dagger`). Each
      * must have the width the loader builds; NULL: from the dataset. */
@@ -120,6 +124,7 @@ const vla_normalizer *vla_loader_action_norm(const vla_loader *L);
 int64_t vla_loader_state_width(const vla_loader *L);  /* real state dims fed: frame width × n_obs_steps */
 int vla_loader_n_obs_steps(const vla_loader *L);       /* K ≥ 1 */
 bool vla_loader_relative_actions(const vla_loader *L);
+bool vla_loader_action_stats_per_step(const vla_loader *L); /* action_norm has H × action-width channels */
 int64_t vla_loader_action_width(const vla_loader *L);
 int vla_loader_n_cameras(const vla_loader *L);         /* cameras fed to the policy */
 /* The state features concatenated, comma-separated ("observation.state"). */

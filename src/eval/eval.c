@@ -344,11 +344,10 @@ static vla_status sample_chunks(roll_ctx *c, const episode *eps, int na) {
     for (int j = 0; j < na; j++) {
         float *a = c->acts + (int64_t)j * H * Ad;
         const episode *e = &eps[c->active[j]];
-        for (int64_t h = 0; h < H; h++) {
-            vla_unnormalize(&c->pm->action_norm, a + h * Ad, a + h * Ad, 1);
-            if (e->ref_src >= 0) /* relative to observation.state at this re-plan */
+        vla_unnormalize_chunk(&c->pm->action_norm, a, H, c->pm->meta.action_width, Ad);
+        if (e->ref_src >= 0) /* relative to observation.state at this re-plan */
+            for (int64_t h = 0; h < H; h++)
                 for (int d = 0; d < c->A; d++) a[h * Ad + d] += (float)e->ref[d];
-        }
     }
     return VLA_OK;
 }

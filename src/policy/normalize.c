@@ -122,3 +122,26 @@ void vla_unnormalize(const vla_normalizer *n, float *y, const float *x, int64_t 
             for (int64_t r = 0; r < rows; r++) y[r * D + c] = (x[r * D + c] + 1.0f) / 2.0f * d + lo;
     }
 }
+
+/* Step h's statistics as a borrowed normaliser of `width` channels. */
+static bool chunk_step(const vla_normalizer *n, int64_t H, int64_t width, int64_t h, vla_normalizer *view) {
+    *view = *n;
+    view->dim = width;
+    if (n->dim == width) return true;
+    if (n->dim != H * width) return false;
+    if (n->lo) view->lo = n->lo + h * width;
+    if (n->hi) view->hi = n->hi + h * width;
+    return true;
+}
+
+void vla_normalize_chunk(const vla_normalizer *n, float *x, int64_t H, int64_t width, int64_t stride) {
+    vla_normalizer v;
+    for (int64_t h = 0; h < H; h++)
+        if (chunk_step(n, H, width, h, &v)) vla_normalize(&v, x + h * stride, x + h * stride, 1);
+}
+
+void vla_unnormalize_chunk(const vla_normalizer *n, float *x, int64_t H, int64_t width, int64_t stride) {
+    vla_normalizer v;
+    for (int64_t h = 0; h < H; h++)
+        if (chunk_step(n, H, width, h, &v)) vla_unnormalize(&v, x + h * stride, x + h * stride, 1);
+}

@@ -62,4 +62,12 @@ const char *vla_norm_style_name(vla_norm_eps_style s);
 void vla_normalize(const vla_normalizer *n, float *y, const float *x, int64_t rows);
 void vla_unnormalize(const vla_normalizer *n, float *y, const float *x, int64_t rows);
 
+/* An action chunk of H steps, step h's `width` channels at x + h·stride, in
+ * place. n holds either `width` statistics, pooled over the chunk's steps
+ * (every step normalised alike), or H·width, one set per step (step h uses
+ * channels h·width … (h+1)·width − 1: per-horizon-step statistics, see
+ * data/loader.h). Any other n->dim is a caller's bug and leaves x as is. */
+void vla_normalize_chunk(const vla_normalizer *n, float *x, int64_t H, int64_t width, int64_t stride);
+void vla_unnormalize_chunk(const vla_normalizer *n, float *x, int64_t H, int64_t width, int64_t stride);
+
 #endif

@@ -33,6 +33,8 @@ static json_t *embodiment_json(const vla_policy *p, const vla_normalizer *ns, co
     if (feat) json_object_set_new(feat, "n_obs_steps", json_integer(m->n_obs_steps > 1 ? m->n_obs_steps : 1));
     /* the action normalisation is of action − observation.state; eval adds the state back */
     if (feat && m->relative_actions) json_object_set_new(feat, "relative_actions", json_true());
+    /* normalization.action then holds horizon × action channels, step-major */
+    if (feat && m->action_stats_per_step) json_object_set_new(feat, "action_stats_per_step", json_true());
     return json_pack("{s:I, s:s, s:o, s:o, s:s, s:s}", "id", (json_int_t)m->embodiment, "name", m->embodiment_name,
                      "normalization", norm, "features", feat, "task", m->task, "dataset", m->dataset);
 }
@@ -199,6 +201,7 @@ static vla_status parse_embodiment(const char *file, const json_t *e, const vla_
         if (k) snprintf(m->state_keys + used, sizeof m->state_keys - used, "%s%s", i ? "," : "", k);
     }
     m->relative_actions = json_is_true(json_object_get(feat, "relative_actions"));
+    m->action_stats_per_step = json_is_true(json_object_get(feat, "action_stats_per_step"));
     json_t *nobs = json_object_get(feat, "n_obs_steps");
     m->n_obs_steps = json_is_integer(nobs) ? (int)json_integer_value(nobs) : 1;
     if (m->n_obs_steps < 1 || m->n_obs_steps > 64 || m->state_width % m->n_obs_steps != 0)
@@ -215,7 +218,8 @@ static vla_status parse_embodiment(const char *file, const json_t *e, const vla_
     if (m->embodiment < 0 || m->embodiment > 1023)
         return vla_error(VLA_ERR_FORMAT, "%s: embodiment id %d is out of range", file, (int)m->embodiment);
     VLA_TRY(normalizers_from_json(file, norm, ns, na));
-    if (m->state_width != ns->dim || m->action_width != na->dim || m->state_width > cfg->action.state_dim ||
+    int64_t action_channels = m->action_width * (m->action_stats_per_step ? cfg->action.horizon : 1);
+    if (m->state_width != ns->dim || action_channels != na->dim || m->state_width > cfg->action.state_dim ||
         m->action_width > cfg->action.action_dim) {
         vla_normalizer_free(ns), vla_normalizer_free(na);
         return vla_error(VLA_ERR_FORMAT, "%s: feature widths disagree with the normalisation or the policy dims", file);

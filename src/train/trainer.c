@@ -431,7 +431,8 @@ static vla_status create_loader(trainer *t) {
                           .max_tokens = o->token_budget,
                           .source = src_fn, .source_user = &t->src, .seed = o->seed, .num_workers = o->num_workers,
                           .augment = o->augment, .state_keys = o->state_keys, .image_keys = o->image_keys,
-                          .n_obs_steps = o->n_obs_steps, .relative_actions = o->relative_actions};
+                          .n_obs_steps = o->n_obs_steps, .relative_actions = o->relative_actions,
+                          .action_stats_per_step = o->action_stats_per_step};
     vla_normalizer ns = {0}, na = {0};
     if (o->keep_normalization && o->pretrained_path && !o->resume) {
         vla_status nst = vla_pretrained_normalizers(o->pretrained_path, &ns, &na);
@@ -450,6 +451,7 @@ static vla_status create_loader(trainer *t) {
         snprintf(m->state_keys, sizeof m->state_keys, "%s", vla_loader_state_keys(t->L));
         m->n_obs_steps = vla_loader_n_obs_steps(t->L);
         m->relative_actions = vla_loader_relative_actions(t->L);
+        m->action_stats_per_step = vla_loader_action_stats_per_step(t->L);
         m->action_width = info.action_width;
         m->cameras = info.cameras;
         m->fps = ds->fps;

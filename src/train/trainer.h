@@ -77,6 +77,7 @@ typedef struct {
     int n_obs_steps;            /* frames of state history fed to the policy (≤ 1: the current one; see
                                    data/loader.h); recorded in the checkpoint for eval */
     bool relative_actions;      /* predict actions relative to observation.state (data/loader.h) */
+    bool action_stats_per_step; /* action statistics per chunk step (data/loader.h); recorded for eval */
 } vla_train_opts;
 
 void vla_train_opts_default(vla_train_opts *o);

@@ -6,7 +6,8 @@
  * 3 worker threads (content depends on the job, not the thread); NaN
  * datasets refused; with n_obs_steps the state is the rows t-K+1..t clamped
  * to the episode start; relative actions are the chunk minus the state at t,
- * normalised with the differences' statistics. */
+ * normalised with the differences' statistics, pooled over the chunk or
+ * per step. */
 #include "test_util.h"
 
 #include <math.h>
@@ -20,6 +21,8 @@
 #include "policy/policy.h"
 #include "sim/env.h"
 #include "sim/record.h"
+
+#define NEAR(a, b, tol) assert_true(fabs((double)(a) - (double)(b)) <= (tol))
 
 
 
@@ -241,6 +244,42 @@ static void test_relative_actions(void **state) {
     }
     vla_loader_release(L, b);
     vla_loader_free(L);
+    /* --dataset.action_stats_per_step, relative and absolute: H × 2 channels,
+     * channel h·2 + d the min/max of step h's values alone */
+    for (int rel = 1; rel >= 0; rel--) {
+        o.relative_actions = rel, o.action_stats_per_step = true;
+        if (vla_loader_create(&o, &L) != VLA_OK) fail_msg("%s", vla_error_message());
+        assert_true(vla_loader_action_stats_per_step(L));
+        na = vla_loader_action_norm(L);
+        assert_int_equal(na->dim, H * 2);
+        float slo[64][2], shi[64][2];
+        assert_true(H <= 64);
+        for (int64_t h = 0; h < H; h++)
+            for (int d = 0; d < 2; d++) {
+                slo[h][d] = 1e30f, shi[h][d] = -1e30f;
+                for (int64_t r = 0; r < ds->n_rows; r++) {
+                    int64_t to = ds->episodes[ds->row_episode[r]].to, q = r + h < to ? r + h : to - 1;
+                    float v = fa->values[q * 2 + d] - (rel ? fs->values[r * 2 + d] : 0.0f);
+                    slo[h][d] = fminf(slo[h][d], v), shi[h][d] = fmaxf(shi[h][d], v);
+                }
+                assert_true(na->lo[h * 2 + d] == slo[h][d] && na->hi[h * 2 + d] == shi[h][d]);
+            }
+        /* relative chunks spread with h: the far steps' range is wider than the first's */
+        if (rel) assert_true(shi[H - 1][0] - slo[H - 1][0] > shi[0][0] - slo[0][0]);
+        if (vla_loader_build(L, rows, keys, 4, &b) != VLA_OK) fail_msg("%s", vla_error_message());
+        for (int i = 0; i < 4; i++) {
+            int64_t to = ds->episodes[ds->row_episode[rows[i]]].to;
+            for (int64_t h = 0; h < H; h++)
+                for (int d = 0; d < 2; d++) {
+                    int64_t q = rows[i] + h < to ? rows[i] + h : to - 1;
+                    float raw = fa->values[q * 2 + d] - (rel ? fs->values[rows[i] * 2 + d] : 0.0f);
+                    float want = 2.0f * (raw - slo[h][d]) / (shi[h][d] - slo[h][d]) - 1.0f;
+                    NEAR(b->batch.actions[(i * H + h) * A + d], want, 1e-6);
+                }
+        }
+        vla_loader_release(L, b);
+        vla_loader_free(L);
+    }
     vla_policy_free(p);
     vla_lerobot_close(ds);
 }

@@ -199,6 +199,66 @@ static void test_state_matches_env(void **state) {
     vla_lerobot_close(ds);
 }
 
+/* Per-step action statistics (--dataset.action_stats_per_step) reach eval:
+ * a checkpoint whose H × 2 statistics repeat the pooled ones at the steps
+ * eval executes (h < n_action_steps) and hold nonsense at the others acts
+ * exactly as the pooled checkpoint, action for action; nonsense at step 0
+ * changes what it does; a width that is neither 2 nor H × 2 is refused. */
+static void per_step_statistics(vla_policy *p, const vla_normalizer *ns, const vla_normalizer *na,
+                                vla_pretrained_meta *meta, vla_eval_opts *eo) {
+    int64_t H = p->cfg.action.horizon;
+    float lo[128], hi[128];
+    assert_true(na->dim == 2 && H * 2 <= 128);
+    vla_eval_trajectory *tr[3];
+    vla_eval_result res[3];
+    for (int v = 0; v < 3; v++) {
+        const char *dir = test_tmp_path(v == 0 ? "pusht_pool_model" : v == 1 ? "pusht_step_model" : "pusht_step0_model");
+        vla_normalizer per;
+        const vla_normalizer *use = na;
+        if (v > 0) {
+            for (int64_t h = 0; h < H; h++)
+                for (int d = 0; d < 2; d++) {
+                    bool nonsense = v == 1 ? h >= eo->n_action_steps : h == 0;
+                    lo[h * 2 + d] = nonsense ? na->lo[d] - 7.0f : na->lo[d]; /* valid in every mode */
+                    hi[h * 2 + d] = nonsense ? na->hi[d] + 11.0f : na->hi[d];
+                }
+            assert_int_equal(vla_normalizer_init(&per, na->mode, na->style, H * 2, lo, hi, na->eps), VLA_OK);
+            use = &per;
+        }
+        meta->action_stats_per_step = v > 0;
+        json_t *cj = vla_pretrained_config_json(p, ns, use, meta);
+        if (vla_pretrained_write_dir(dir, p, NULL, cj) != VLA_OK) fail_msg("%s", vla_error_message());
+        json_decref(cj);
+        if (v > 0) vla_normalizer_free(&per);
+        eo->policy_path = dir;
+        eo->output_dir = test_tmp_path("pusht_step_eval");
+        eo->keep_trajectories = 2;
+        if (vla_eval_run(eo, &res[v]) != VLA_OK) fail_msg("%s", vla_error_message());
+        assert_int_equal(res[v].n_traj, 2);
+        tr[v] = res[v].traj;
+    }
+    bool step0_differs = false;
+    for (int e = 0; e < 2; e++) {
+        assert_int_equal(tr[1][e].steps, tr[0][e].steps);
+        assert_memory_equal(tr[1][e].actions, tr[0][e].actions, (size_t)tr[0][e].steps * 2 * sizeof(double));
+        for (int k = 0; k < tr[0][e].steps * 2 && k < tr[2][e].steps * 2; k++)
+            step0_differs |= tr[2][e].actions[k] != tr[0][e].actions[k];
+    }
+    assert_true(step0_differs);
+    for (int v = 0; v < 3; v++) vla_eval_result_free(&res[v]);
+    /* the recorded width must match: a pooled normaliser marked per-step is refused */
+    meta->action_stats_per_step = true;
+    json_t *cj = vla_pretrained_config_json(p, ns, na, meta);
+    const char *bad = test_tmp_path("pusht_step_bad_model");
+    if (vla_pretrained_write_dir(bad, p, NULL, cj) != VLA_OK) fail_msg("%s", vla_error_message());
+    json_decref(cj);
+    vla_pretrained pm;
+    assert_int_equal(vla_pretrained_load(bad, vla_ops_cpu(), &pm), VLA_ERR_FORMAT);
+    assert_non_null(strstr(vla_error_message(), "widths disagree"));
+    meta->action_stats_per_step = false;
+    eo->keep_trajectories = 0;
+}
+
 /* n_obs_steps = 3 in a closed loop: replaying each recorded PushT episode
  * in the env, pushing the observation after reset and after every step into
  * the eval's history (as vla_eval_run does), gives at every row the state
@@ -312,6 +372,7 @@ static void test_history_matches_loader(void **state) {
     vla_eval_result er2;
     if (vla_eval_run(&eo, &er2) != VLA_OK) fail_msg("%s", vla_error_message());
     assert_int_equal(er2.policy.episodes, 2);
+    per_step_statistics(p, ns, vla_loader_action_norm(L), &meta, &eo);
     eo.output_dir = test_tmp_path("pusht_hist_eval");
     json_t *info;
     assert_int_equal(vla_json_load_file(er.eval_info, &info), VLA_OK);

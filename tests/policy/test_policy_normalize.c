@@ -1,6 +1,7 @@
 /* test_policy_normalize.c — normalisation modes against hand-computed
  * values, round trips, degenerate statistics (std 0, min == max, q01 ==
- * q99) in LeRobot's and openpi's epsilon styles, and rejected statistics. */
+ * q99) in LeRobot's and openpi's epsilon styles, rejected statistics, and
+ * action chunks with pooled or per-step statistics in a padded layout. */
 #include "test_util.h"
 
 #include <math.h>
@@ -134,12 +135,43 @@ static void test_bad_stats(void **state) {
     assert_non_null(strstr(vla_error_message(), "'q01' and 'q99' are required"));
 }
 
+/* A chunk of H = 3 steps of 2 channels stored with stride 3 (a padded
+ * policy width): per-step MEAN_STD statistics normalise step h with its own
+ * mean/std (values by hand), pooled ones every step alike; the padding
+ * column is never touched; unnormalising gives the chunk back. */
+static void test_chunks(void **state) {
+    (void)state;
+    vla_normalizer per, pooled;
+    float mean[6] = {0, 1, 10, 20, -4, 4}, sd[6] = {1, 2, 5, 10, 2, 4};
+    assert_int_equal(vla_normalizer_init(&per, VLA_NORM_MEAN_STD, VLA_NORM_EPS_LEROBOT, 6, mean, sd, 0), VLA_OK);
+    assert_int_equal(vla_normalizer_init(&pooled, VLA_NORM_MEAN_STD, VLA_NORM_EPS_LEROBOT, 2, mean + 2, sd + 2, 0),
+                     VLA_OK);
+    const float x[9] = {1, 5, 99, 20, 40, 99, 0, 0, 99};
+    float y[9], z[9];
+    memcpy(y, x, sizeof x);
+    vla_normalize_chunk(&per, y, 3, 2, 3);
+    const float want[9] = {1, 2, 99, 2, 2, 99, 2, -1, 99};
+    for (int i = 0; i < 9; i++) NEAR(y[i], want[i], 1e-6);
+    vla_unnormalize_chunk(&per, y, 3, 2, 3);
+    for (int i = 0; i < 9; i++) NEAR(y[i], x[i], 1e-5);
+    memcpy(z, x, sizeof x);
+    vla_normalize_chunk(&pooled, z, 3, 2, 3);
+    const float want_pooled[9] = {-1.8f, -1.5f, 99, 2, 2, 99, -2, -2, 99};
+    for (int i = 0; i < 9; i++) NEAR(z[i], want_pooled[i], 1e-6);
+    /* statistics of another width are not applied */
+    memcpy(z, x, sizeof x);
+    vla_normalize_chunk(&per, z, 2, 2, 3);
+    assert_memory_equal(z, x, sizeof x);
+    vla_normalizer_free(&per), vla_normalizer_free(&pooled);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_values),
         cmocka_unit_test(test_degenerate),
         cmocka_unit_test(test_round_trips),
         cmocka_unit_test(test_bad_stats),
+        cmocka_unit_test(test_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
