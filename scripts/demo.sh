@@ -12,6 +12,8 @@
 #   DEMO_POLICY (groot-pusht) DEMO_N_ACTION_STEPS (4: actions executed per chunk of 16)
 #   DEMO_N_OBS_STEPS (2: frames of state history)  DEMO_EMA (0.999: EMA of weights, exported)
 #   DEMO_RELATIVE_ACTIONS (true: actions predicted relative to the agent position)
+#   DEMO_ACTION_STATS_PER_STEP (true: each chunk step its own action statistics,
+#                        --dataset.action_stats_per_step; false: one set pooled over the chunk)
 #   DEMO_STATE_KEYS (observation.state,observation.environment_state)
 #   DEMO_IMAGE_KEYS ("" : no camera; observation.image feeds the 96×96 video)
 #
@@ -92,6 +94,7 @@ n_act=${DEMO_N_ACTION_STEPS:-4}
 n_obs=${DEMO_N_OBS_STEPS:-2}
 ema=${DEMO_EMA:-0.999}
 relative=${DEMO_RELATIVE_ACTIONS:-true}
+per_step=${DEMO_ACTION_STATS_PER_STEP:-true}
 state_keys=${DEMO_STATE_KEYS:-observation.state,observation.environment_state}
 image_keys=${DEMO_IMAGE_KEYS-}
 type=${policy%%-*}
@@ -138,7 +141,8 @@ else
 fi
 "${launch[@]}" "$vla" train --dataset.root="$data" --policy.type="$type" --policy.config="$policy" \
     --dataset.state_keys="$state_keys" --dataset.image_keys="$image_keys" \
-    --dataset.n_obs_steps="$n_obs" --dataset.relative_actions="$relative" --ema_decay="$ema" \
+    --dataset.n_obs_steps="$n_obs" --dataset.relative_actions="$relative" \
+    --dataset.action_stats_per_step="$per_step" --ema_decay="$ema" \
     --batch_size=$((batch / ranks)) --steps="$steps" --optimizer.lr="$lr" --output_dir="$run" \
     --seed=1000 --num_workers=1 --log_freq=50 --save_freq=$((steps / 4)) --max_time_s="$budget" \
     | tee "$out/train.json"
@@ -166,7 +170,7 @@ echo
 echo "== summary =="
 echo "dataset        $data: $episodes episodes, $frames frames (recorded in $((t1 - t0)) s)"
 done_steps=$(json_field "$out/train.json" steps)
-echo "inputs         state [$state_keys] x $n_obs frames, images [${image_keys:-none}], relative actions $relative"
+echo "inputs         state [$state_keys] x $n_obs frames, images [${image_keys:-none}], relative actions $relative (statistics per step: $per_step)"
 echo "training       $policy, $done_steps of $steps steps x $batch ($ranks rank(s) x $((batch / ranks))) in $((t2 - t1)) s, $sps samples/s, data wait $wait of step time"
 echo "loss           $first (first 10 steps) -> $last (last 10 steps)"
 echo "eval ($eval_eps ep.) success $succ, mean max coverage $cov, LeRobot avg_max_reward $rew (clip(coverage/0.95))  (eval took $((t3 - t2)) s)"

@@ -341,10 +341,12 @@ static vla_status sample_chunks(roll_ctx *c, const episode *eps, int na) {
     }
     for (int g = 0; g < G; g++)
         if (gst[g] != VLA_OK) return vla_error(gst[g], "eval: sample_actions: %s", gerr[g]);
+    /* the action normaliser's channels: one step's, or every step's (action_stats_per_step) */
+    int64_t aw = c->pm->action_norm.dim / (c->pm->meta.action_stats_per_step ? H : 1);
     for (int j = 0; j < na; j++) {
         float *a = c->acts + (int64_t)j * H * Ad;
         const episode *e = &eps[c->active[j]];
-        vla_unnormalize_chunk(&c->pm->action_norm, a, H, c->pm->meta.action_width, Ad);
+        vla_unnormalize_chunk(&c->pm->action_norm, a, H, aw, Ad);
         if (e->ref_src >= 0) /* relative to observation.state at this re-plan */
             for (int64_t h = 0; h < H; h++)
                 for (int d = 0; d < c->A; d++) a[h * Ad + d] += (float)e->ref[d];
