@@ -218,9 +218,11 @@ static vla_status parse_embodiment(const char *file, const json_t *e, const vla_
     if (m->embodiment < 0 || m->embodiment > 1023)
         return vla_error(VLA_ERR_FORMAT, "%s: embodiment id %d is out of range", file, (int)m->embodiment);
     VLA_TRY(normalizers_from_json(file, norm, ns, na));
-    int64_t action_channels = m->action_width * (m->action_stats_per_step ? cfg->action.horizon : 1);
-    if (m->state_width != ns->dim || action_channels != na->dim || m->state_width > cfg->action.state_dim ||
-        m->action_width > cfg->action.action_dim) {
+    /* widths bounded by the policy's before the per-step product (no overflow on a hostile file) */
+    bool ok = m->state_width == ns->dim && m->state_width <= cfg->action.state_dim && m->action_width >= 0 &&
+              m->action_width <= cfg->action.action_dim;
+    if (ok) ok = m->action_width * (m->action_stats_per_step ? cfg->action.horizon : 1) == na->dim;
+    if (!ok) {
         vla_normalizer_free(ns), vla_normalizer_free(na);
         return vla_error(VLA_ERR_FORMAT, "%s: feature widths disagree with the normalisation or the policy dims", file);
     }
