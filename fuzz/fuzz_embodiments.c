@@ -2,10 +2,11 @@
  * config.json as `vla eval` reads it: the input is parsed as JSON and the
  * embodiment chosen by environment name, by name and by id
  * (vla_pretrained_choose_embodiment: the "embodiments" list, each entry's
- * normalisation and features, checked against the policy's dims); and the
+ * normalisation and features, checked against the policy's dims, per-step
+ * action statistics included); and the
  * same bytes as a `--dataset.weights` list and a mixture's sampling map. A
  * choice that succeeds must give normalisers as wide as the features it
- * read, within the policy's dims. */
+ * read (the action's × horizon when per step), within the policy's dims. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,7 +25,8 @@ static void choose(const json_t *root, const vla_policy_config *cfg, const char 
     if (vla_pretrained_choose_embodiment("fuzz.json", root, cfg, "reach", want, env, &ns, &na, &m, &found) != VLA_OK ||
         !found)
         return;
-    if (ns.dim != m.state_width || na.dim != m.action_width || m.state_width > cfg->action.state_dim ||
+    int64_t action_channels = m.action_width * (m.action_stats_per_step ? cfg->action.horizon : 1);
+    if (ns.dim != m.state_width || na.dim != action_channels || m.state_width > cfg->action.state_dim ||
         m.action_width > cfg->action.action_dim || m.n_obs_steps < 1)
         abort();
     vla_normalizer_free(&ns), vla_normalizer_free(&na);
