@@ -15,6 +15,7 @@
 #   DEMO_ACTION_STATS_PER_STEP (true: each chunk step its own action statistics,
 #                        --dataset.action_stats_per_step; false: one set pooled over the chunk)
 #   DEMO_STATE_KEYS (observation.state,observation.environment_state)
+#   DEMO_SEED (1000: the training seed; a second one shows how much a result owes to it)
 #   DEMO_IMAGE_KEYS ("" : no camera; observation.image feeds the 96×96 video)
 #
 # Decision, first recipe (measured on 2 loaded cores): the policy sees
@@ -105,6 +106,7 @@ n_obs=${DEMO_N_OBS_STEPS:-2}
 ema=${DEMO_EMA:-0.999}
 relative=${DEMO_RELATIVE_ACTIONS:-true}
 per_step=${DEMO_ACTION_STATS_PER_STEP:-true}
+seed=${DEMO_SEED:-1000}
 state_keys=${DEMO_STATE_KEYS:-observation.state,observation.environment_state}
 image_keys=${DEMO_IMAGE_KEYS-}
 type=${policy%%-*}
@@ -154,7 +156,7 @@ fi
     --dataset.n_obs_steps="$n_obs" --dataset.relative_actions="$relative" \
     --dataset.action_stats_per_step="$per_step" --ema_decay="$ema" \
     --batch_size=$((batch / ranks)) --steps="$steps" --optimizer.lr="$lr" --output_dir="$run" \
-    --seed=1000 --num_workers=1 --log_freq=50 --save_freq=$((steps / 4)) --max_time_s="$budget" \
+    --seed="$seed" --num_workers=1 --log_freq=50 --save_freq=$((steps / 4)) --max_time_s="$budget" \
     | tee "$out/train.json"
 t2=$(date +%s)
 
