@@ -509,9 +509,10 @@ static vla_status chunk_action_norm(const vla_loader *L, source *src, vla_norm_m
         int64_t d = c % aw, h0 = L->per_step ? c / aw : 0;
         double sum = 0, sum2 = 0;
         for (int64_t r = 0, m = 0; r < ds->n_rows; r++) {
-            vla_lerobot_window_rows(ds, r, offsets, (int)L->H, rows, NULL);
+            /* only the steps this channel pools (one when per step) */
+            vla_lerobot_window_rows(ds, r, offsets + h0, (int)per, rows, NULL);
             float ref = src->fref ? src->fref->values[r * aw + d] : 0.0f;
-            for (int64_t k = h0; k < h0 + per; k++, m++) {
+            for (int64_t k = 0; k < per; k++, m++) {
                 v[m] = src->faction->values[rows[k] * aw + d] - ref;
                 sum += v[m], sum2 += (double)v[m] * v[m];
             }
