@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,10 +89,19 @@ static int metric(const char *outdir, const char *col, double *v, int cap) {
     return n;
 }
 
-/* ‖a − b‖ / ‖b‖ over all parameters of two model.safetensors. (A per-tensor
- * maximum is no measure here: the gradients of some tensors are zero in exact
- * arithmetic — a key bias under softmax — and Adam turns their rounding
- * noise into full-size steps whose sign depends on the summation order.) */
+/* A key projection's bias adds the same q·b to every score of a query, which
+ * softmax cancels: its gradient is zero in exact arithmetic and only rounding
+ * noise (whose sign depends on the summation order) is left, which Adam turns
+ * into full-size steps of ±lr. Comparing it across reduction orders measures
+ * that noise, nothing else (it was 99.9% of the difference, with OpenBLAS's
+ * Haswell kernels in the ASan build). */
+static bool gradient_is_zero_in_exact_arithmetic(const char *name) {
+    return strstr(name, "to_k.bias") || strstr(name, "k_proj.bias");
+}
+
+/* ‖a − b‖ / ‖b‖ over the parameters of two model.safetensors, less those
+ * above. (A per-tensor maximum is no measure: a small tensor's rounding
+ * differences are large relative to itself.) */
 static double weights_diff(const char *run_a, const char *run_b, const char *step) {
     char pa[2048], pb[2048];
     snprintf(pa, sizeof pa, "%s/checkpoints/%s/pretrained_model/model.safetensors", run_a, step);
@@ -105,6 +115,7 @@ static double weights_diff(const char *run_a, const char *run_b, const char *ste
         const vla_safetensors_tensor *ta = &a.tensors[i], *tb;
         assert_int_equal(vla_safetensors_get(&b, ta->name, &tb), VLA_OK);
         assert_int_equal(ta->numel, tb->numel);
+        if (gradient_is_zero_in_exact_arithmetic(ta->name)) continue;
         const float *x = ta->data, *y = tb->data;
         for (int64_t k = 0; k < ta->numel; k++) {
             dd += ((double)x[k] - y[k]) * ((double)x[k] - y[k]);
@@ -151,13 +162,13 @@ static void equivalence(const char *policy) {
     test_rmrf(a), test_rmrf(b), test_rmrf(c);
     assert_int_equal(train(0, policy, a, "--batch_size=8", out1, sizeof out1), 0);
     assert_int_equal(train(2, policy, b, "--batch_size=4", out2, sizeof out2), 0);
-    compare_runs(a, b, 1, 8, 1e-5, 1e-5, "1 rank x 8 vs 2 ranks x 4");
+    compare_runs(a, b, 1, 8, 1e-5, 1e-6, "1 rank x 8 vs 2 ranks x 4");
     /* ZeRO-1: each rank holds half the moments */
     double s1 = json_num(out1, "optimizer_state_bytes_per_rank"), s2 = json_num(out2, "optimizer_state_bytes_per_rank");
     printf("optimizer state per rank: %.0f B at 1 rank, %.0f B at 2\n", s1, s2);
     assert_true(s1 > 0 && fabs(s2 - s1 / 2) <= 8);
     assert_int_equal(train(0, policy, c, "--batch_size=4 --gradient_accumulation_steps=2", out1, sizeof out1), 0);
-    compare_runs(a, c, 1, 8, 1e-5, 1e-5, "1 rank x 8 vs 1 rank x 4 x 2 accumulation");
+    compare_runs(a, c, 1, 8, 1e-5, 1e-6, "1 rank x 8 vs 1 rank x 4 x 2 accumulation");
 }
 
 static void test_equivalence_pi05(void **state) {
@@ -184,7 +195,7 @@ static void test_mixture_token_budget(void **state) {
     snprintf(extra, sizeof extra, "--batch_size=4 %s", flags);
     assert_int_equal(train_on(roots, 2, "groot-nano", b, extra, out2, sizeof out2), 0);
     assert_true(json_num(out1, "micro_batches_per_step") > 1);
-    compare_runs(a, b, 1, 8, 1e-5, 1e-5, "mixture, token budget: 1 rank x 8 vs 2 ranks x 4");
+    compare_runs(a, b, 1, 8, 1e-5, 1e-6, "mixture, token budget: 1 rank x 8 vs 2 ranks x 4");
 }
 
 static void test_buckets_overlap_backward(void **state) {
@@ -197,7 +208,7 @@ static void test_buckets_overlap_backward(void **state) {
     assert_true(nb >= 4);
     assert_true(started >= 1 && started <= nb);
     /* small buckets change nothing but the timing */
-    compare_runs(test_tmp_path("pi05-nano-np2"), d, 1, 8, 1e-5, 1e-5, "25 MiB vs 0.02 MiB buckets");
+    compare_runs(test_tmp_path("pi05-nano-np2"), d, 1, 8, 1e-5, 1e-6, "25 MiB vs 0.02 MiB buckets");
 }
 
 /* a run of `first` ranks stopped after its step-4 checkpoint, resumed on `then` ranks */
@@ -212,7 +223,7 @@ static void elastic(int first, int then) {
     assert_true(json_num(out2, "start_step") == 4);
     char what[64];
     snprintf(what, sizeof what, "elastic %d -> %d ranks", first, then);
-    compare_runs(test_tmp_path("pi05-nano"), d, 5, 8, 1e-5, 1e-5, what);
+    compare_runs(test_tmp_path("pi05-nano"), d, 5, 8, 1e-5, 1e-6, what);
 }
 
 static void test_elastic_2_to_1(void **state) {
