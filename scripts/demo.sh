@@ -7,7 +7,7 @@
 #   DEMO_OUT (outputs/demo)   DEMO_EPISODES (100)
 #   DEMO_STEPS (auto: as many as this machine trains in DEMO_TRAIN_BUDGET_S,
 #               from a 300-step calibration run; a number fixes them)
-#   DEMO_BATCH (64)           DEMO_LR (2e-3)       DEMO_EVAL_EPISODES (50)
+#   DEMO_BATCH (64)           DEMO_LR (2e-3)       DEMO_EVAL_EPISODES (100)
 #   DEMO_TRAIN_BUDGET_S (540: training stops with a checkpoint after this many
 #                        seconds even if DEMO_STEPS are not done, so a loaded
 #                        machine still finishes the demo in time)
@@ -103,7 +103,7 @@ steps=${DEMO_STEPS:-auto}
 batch=${DEMO_BATCH:-64}
 budget=${DEMO_TRAIN_BUDGET_S:-540}
 lr=${DEMO_LR:-2e-3}
-eval_eps=${DEMO_EVAL_EPISODES:-50}
+eval_eps=${DEMO_EVAL_EPISODES:-100}
 policy=${DEMO_POLICY:-groot-pusht}
 n_act=${DEMO_N_ACTION_STEPS:-4}
 n_obs=${DEMO_N_OBS_STEPS:-2}
@@ -138,8 +138,6 @@ fi
 "$vla" dataset info "$data" 2>/dev/null | head -8 || true
 t1=$(date +%s)
 
-
-rm -rf "$run"
 # Data parallel over this machine's cores (issue #7's trainer): one MPI rank
 # per core, 1 thread each, per-rank batch = batch / ranks, so the global batch
 # and the recipe are the same as one process (N ranks = 1 rank at N× the
