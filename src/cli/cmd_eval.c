@@ -10,7 +10,7 @@ int vla_cmd_eval(int argc, char **argv) {
     vla_eval_opts o;
     vla_eval_opts_default(&o);
     int64_t pthreads = 0;
-    int64_t n = o.n_episodes, seed = (int64_t)o.seed, n_act = 0, max_steps = 0, n_videos = o.n_videos, vsize = 256;
+    int64_t n = o.n_episodes, seed = (int64_t)o.seed, n_act = 0, flow_steps = 0, max_steps = 0, n_videos = o.n_videos, vsize = 256;
     bool baselines = false, json = false;
     const char *out = "outputs/eval", *pretrained = NULL;
     const vla_flag flags[] = {
@@ -30,6 +30,8 @@ int vla_cmd_eval(int argc, char **argv) {
         {"eval.n_videos", VLA_FLAG_INT, &n_videos, "N", "MP4s of the first N episodes (default 2)"},
         {"eval.baselines", VLA_FLAG_BOOL, &baselines, NULL, "also evaluate zero-action and random policies"},
         {"policy.n_action_steps", VLA_FLAG_INT, &n_act, "N", "actions executed per predicted chunk (default min(horizon, 8))"},
+        {"policy.num_inference_steps", VLA_FLAG_INT, &flow_steps, "N",
+         "Euler steps of flow-matching sampling (default: the checkpoint's flow.steps)"},
         {"eval.policy_threads", VLA_FLAG_INT, &pthreads, "N",
          "policy copies running groups of episodes in parallel (0: one per core; 1: one batched call)"},
         {"max_steps", VLA_FLAG_INT, &max_steps, "N", "episode step limit (default: the env's)"},
@@ -57,6 +59,11 @@ int vla_cmd_eval(int argc, char **argv) {
         return 2;
     }
     o.n_episodes = (int)n, o.seed = (uint64_t)seed, o.n_action_steps = (int)n_act, o.max_steps = (int)max_steps;
+    if (flow_steps < 0 || flow_steps > 1000) {
+        fprintf(stderr, "vla: error: vla eval: --policy.num_inference_steps must be 1..1000 (0: the checkpoint's)\n");
+        return 2;
+    }
+    o.flow_steps = (int)flow_steps;
     o.n_videos = (int)n_videos, o.video_size = (int)vsize, o.baselines = baselines, o.output_dir = out;
     o.quiet = json;
     o.policy_threads = (int)pthreads;

@@ -102,7 +102,8 @@ int vla_cmd_train(int argc, char **argv) {
         {"dataset.action_stats_per_step", VLA_FLAG_BOOL, &o.action_stats_per_step, NULL,
          "normalise each step of the action chunk with that step's own statistics (horizon x action dims, "
          "computed from the data) instead of statistics pooled over the chunk; recorded for eval"},
-        {"policy.type", VLA_FLAG_STRING, &o.policy_type, "TYPE", "pi05 | groot"},
+        {"policy.type", VLA_FLAG_STRING, &o.policy_type, "TYPE",
+         "pi05 | groot (default: the family of --policy.pretrained_path or --policy.config, else pi05)"},
         {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
          "preset (pi05-tiny, groot-tiny, pi05-nano, …) or JSON path (default: <type>-tiny; with "
          "--policy.pretrained_path, the base its config.json overrides, default the full-size pi05 / groot-n1.5)"},

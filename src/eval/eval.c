@@ -524,31 +524,38 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
     episode *eps = calloc((size_t)N, sizeof *eps);
     json_t *info = NULL;
     vla_status st = eps ? VLA_OK : vla_error(VLA_ERR_NOMEM, "eval: out of memory");
-    /* policy copies for parallel groups of episodes (see eval.h) */
+    /* policy copies for parallel groups of episodes (see eval.h); with another
+     * number of Euler steps every copy, the first too, is made from the
+     * checkpoint's config with that number (a policy fixes it at creation) */
+    vla_policy_config cfg = pm.policy->cfg;
+    if (o->flow_steps > 0) cfg.flow.steps = o->flow_steps;
+    int first = o->flow_steps > 0 && o->flow_steps != pm.policy->cfg.flow.steps ? 0 : 1;
     vla_policy *pols[MAX_POLICIES] = {pm.policy};
     int npol = o->policy_threads > 0 ? o->policy_threads : omp_get_max_threads();
     if (npol > MAX_POLICIES) npol = MAX_POLICIES;
     if (npol > N) npol = N;
     if (npol < 1) npol = 1;
-    for (int i = 1; st == VLA_OK && i < npol; i++) {
-        st = vla_policy_create(&pm.policy->cfg, vla_ops_cpu(), &pols[i]);
+    for (int i = first; st == VLA_OK && i < npol; i++) {
+        st = vla_policy_create(&cfg, vla_ops_cpu(), &pols[i]);
         if (st == VLA_OK)
             memcpy(pols[i]->weights, pm.policy->weights, (size_t)pm.policy->n_weight_floats * sizeof(float));
     }
     if (st == VLA_OK) st = rollout(o, ROLL_POLICY, &pm, pols, npol, N, eps, nkeep, &out->policy);
-    for (int i = 1; i < npol; i++) vla_policy_free(pols[i]);
+    for (int i = first; i < npol; i++)
+        if (pols[i] != pm.policy) vla_policy_free(pols[i]);
     if (st != VLA_OK) goto done;
     if (!o->quiet)
         fprintf(stderr, "eval %s on %s: %d episodes, success %.1f%%, mean max coverage %.3f (LeRobot avg_max_reward %.3f), mean reward %.2f (%.1f s)\n",
                 pm.dir, o->env, N, 100 * out->policy.success_rate, out->policy.mean_max_coverage, out->policy.mean_max_reward,
                 out->policy.mean_sum_reward, out->policy.seconds);
     json_t *agg = summary_json(&out->policy);
-    info = json_pack("{s:o, s:o, s:{s:s, s:s, s:I, s:i, s:i, s:i}}", "aggregated", agg, "per_episode",
+    info = json_pack("{s:o, s:o, s:{s:s, s:s, s:I, s:i, s:i, s:i, s:I}}", "aggregated", agg, "per_episode",
                      episodes_json(o, eps, N), "config", "policy_path", pm.dir, "env", o->env, "seed",
                      (json_int_t)o->seed, "n_action_steps",
                      o->n_action_steps > 0 ? o->n_action_steps
                                            : (int)(pm.policy->cfg.action.horizon < 8 ? pm.policy->cfg.action.horizon : 8),
-                     "n_episodes", N, "n_obs_steps", pm.meta.n_obs_steps > 1 ? pm.meta.n_obs_steps : 1);
+                     "n_episodes", N, "n_obs_steps", pm.meta.n_obs_steps > 1 ? pm.meta.n_obs_steps : 1, "flow_steps",
+                     (json_int_t)cfg.flow.steps);
     if (o->output_dir && nv > 0) {
         json_t *vids = json_array();
         json_object_set_new(info, "videos", vids);

@@ -52,6 +52,7 @@ typedef struct {
     int n_episodes;
     uint64_t seed;            /* episode i: seed + i; also the policy's noise seed */
     int n_action_steps;       /* ≤ 0: min(horizon, 8) */
+    int flow_steps;           /* Euler steps of flow sampling (≤ 0: the checkpoint's flow.steps) */
     int max_steps;            /* ≤ 0: the env's limit */
     int n_videos;             /* MP4 of the first N episodes */
     int video_size;           /* ≤ 0: 256 */

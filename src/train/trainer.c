@@ -30,7 +30,7 @@
 
 void vla_train_opts_default(vla_train_opts *o) {
     memset(o, 0, sizeof *o);
-    o->policy_type = "pi05";
+    o->policy_type = NULL; /* the checkpoint's or the config's family; pi05 when neither is named */
     o->output_dir = "outputs/train";
     o->batch_size = 8;
     o->accum = 1;

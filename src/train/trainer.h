@@ -41,7 +41,8 @@ typedef struct {
                                    this order; data/loader.h, data/mixture.h) */
     const char *weights;        /* --dataset.weights "0.7,0.3" (NULL: proportional to the datasets' frames) */
     const char *episodes;       /* --dataset.episodes: "0,3,7", "2-5" (NULL: all; data/lerobot.h "PARTIAL DATASETS") */
-    const char *policy_type;    /* "pi05" | "groot" (checked against the config) */
+    const char *policy_type;    /* "pi05" | "groot", checked against the config; NULL: the family of
+                                   --policy.pretrained_path or --policy.config, else pi05 */
     const char *policy_config;  /* preset name or path (NULL: "<type>-tiny"; with pretrained_path: the
                                    base the checkpoint's config.json overrides, NULL: the family's full size) */
     bool keep_normalization;    /* with a vla.c pretrained_path: normalise with its stored statistics, not the

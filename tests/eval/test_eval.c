@@ -76,6 +76,26 @@ static void test_trained_beats_random(void **state) {
     json_t *vids = json_object_get(info, "videos");
     assert_int_equal(json_array_size(vids), 1);
     assert_true(vla_path_exists(json_string_value(json_array_get(vids, 0))));
+    int64_t own_steps = json_integer_value(json_object_get(json_object_get(info, "config"), "flow_steps"));
+    json_decref(info);
+    assert_true(own_steps >= 2);
+
+    /* --policy.num_inference_steps: the checkpoint's own count changes
+     * nothing; one Euler step samples other actions (every policy copy is
+     * remade with it) and eval_info says which count ran */
+    e.baselines = false, e.n_videos = 0;
+    e.flow_steps = (int)own_steps;
+    vla_eval_result same, one;
+    if (vla_eval_run(&e, &same) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_true(same.policy.mean_max_coverage == er.policy.mean_max_coverage);
+    assert_true(same.policy.mean_sum_reward == er.policy.mean_sum_reward);
+    e.flow_steps = 1;
+    if (vla_eval_run(&e, &one) != VLA_OK) fail_msg("%s", vla_error_message());
+    printf("%lld Euler steps: sum reward %.6f; 1 step: %.6f\n", (long long)own_steps, er.policy.mean_sum_reward,
+           one.policy.mean_sum_reward);
+    assert_true(one.policy.mean_sum_reward != er.policy.mean_sum_reward);
+    assert_int_equal(vla_json_load_file(one.eval_info, &info), VLA_OK);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(info, "config"), "flow_steps")), 1);
     json_decref(info);
 }
 

@@ -646,6 +646,27 @@ static void test_train_from_pretrained(void **state) {
     json_decref(root);
     assert_true(frozen_same > 20);
     assert_true(trained_moved > 5);
+
+    /* that checkpoint as a weights-only warm start with no --policy.type or
+     * --policy.config: both come from the checkpoint (the default type, pi05,
+     * must not refuse a groot checkpoint) */
+    char warm[4200];
+    snprintf(warm, sizeof warm, "%s/%s", ck.dir, VLA_CKPT_MODEL_DIR);
+    const char *out2 = test_tmp_path("pub_train_warm");
+    test_rmrf(out2);
+    vla_train_opts w;
+    vla_train_opts_default(&w);
+    w.dataset_root = ds, w.pretrained_path = warm, w.output_dir = out2;
+    w.batch_size = 4, w.steps = 1, w.seed = 3, w.num_workers = 0, w.lr = 1e-3, w.progress = false;
+    if (vla_train(&w, &r) != VLA_OK) fail_msg("warm start from %s: %s", warm, vla_error_message());
+    vla_ckpt_info ck2;
+    assert_int_equal(vla_ckpt_find_last(out2, &ck2), VLA_OK);
+    vla_pretrained pm;
+    assert_int_equal(vla_pretrained_load(ck2.dir, vla_ops_cpu(), &pm), VLA_OK);
+    assert_string_equal(vla_policy_config_family_name(&pm.policy->cfg), "groot");
+    assert_string_equal(pm.policy->cfg.name, "groot-nano");
+    vla_pretrained_free(&pm);
+    test_rmrf(out2);
     test_rmrf(out);
     test_release_font_caches(); /* the trainer draws its plots with cairo */
 }
