@@ -231,7 +231,7 @@ static void ema_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_t
     const float *w = c->params + p0;
     const float d = c->d, omd = c->omd;
     int64_t n = f1 - f0;
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp parallel for simd schedule(static) if (parallel : n > 65536)
     for (int64_t i = 0; i < n; i++) e[i] = d * e[i] + omd * w[i];
 }
 

@@ -177,7 +177,7 @@ static void cpu_fill(float *y, float v, int64_t n) {
         if (n > 0) memset(y, 0, (size_t)n * sizeof(float));
         return;
     }
-#pragma omp parallel for if (n > PAR_MIN)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = v;
 }
 
@@ -186,27 +186,27 @@ static void cpu_copy(float *y, const float *x, int64_t n) {
 }
 
 static void cpu_add(float *y, const float *a, const float *b, int64_t n) {
-#pragma omp parallel for if (n > PAR_MIN)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
 static void cpu_sub(float *y, const float *a, const float *b, int64_t n) {
-#pragma omp parallel for if (n > PAR_MIN)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = a[i] - b[i];
 }
 
 static void cpu_mul(float *y, const float *a, const float *b, int64_t n) {
-#pragma omp parallel for if (n > PAR_MIN)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
 }
 
 static void cpu_axpy(float *y, float alpha, const float *x, int64_t n) {
-#pragma omp parallel for if (n > PAR_MIN)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
 }
 
 static void cpu_scale(float *y, float alpha, int64_t n) {
-#pragma omp parallel for if (n > PAR_MIN)
+#pragma omp parallel for simd if (parallel : n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) y[i] *= alpha;
 }
 
@@ -331,11 +331,13 @@ static void cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, c
                       bool decay) {
     const float b1 = s->beta1, omb1 = s->one_minus_beta1, b2 = s->beta2, omb2 = s->one_minus_beta2;
     const float bc2s = s->bias_correction2_sqrt, eps = s->eps, neg_step = s->neg_step;
-    const float decay_mul = s->decay_mul, scale = s->grad_scale;
-#pragma omp parallel for schedule(static) if (n > VLA_PAR_MIN_ELEMS)
+    /* multiplying by 1 is exact, so the flags become factors and the loop
+     * has no branch to keep it from vectorising */
+    const float decay_mul = decay ? s->decay_mul : 1.0f, scale = s->grad_scale;
+#pragma omp parallel for simd schedule(static) if (parallel : n > VLA_PAR_MIN_ELEMS)
     for (int64_t i = 0; i < n; i++) {
-        float wi = decay ? w[i] * decay_mul : w[i];
-        float gi = scale == 1.0f ? g[i] : g[i] * scale;
+        float wi = w[i] * decay_mul;
+        float gi = g[i] * scale;
         float mi = m[i] * b1 + gi * omb1;
         float vi = v[i] * b2 + omb2 * gi * gi;
         w[i] = wi + neg_step * (mi / (sqrtf(vi) / bc2s + eps));
