@@ -61,18 +61,15 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
     if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "sim record: unknown environment '%s'", o->env);
     const vla_env_spec *spec = vt->spec;
 
-    /* 1. run episodes in parallel, keeping their actions */
+    /* 1. run episodes in parallel, keeping their actions; 2. replay the kept
+     * ones into the writer, in seed order. Attempts run in waves sized to
+     * what is still missing (plus a margin for failures), not all
+     * max_attempts at once: the expert succeeds ~99% of the time, so one
+     * wave usually suffices where running every allowed attempt simulated 4×
+     * the episodes kept. The episodes kept — the first successful ones in
+     * seed order — are the same however the waves fall. */
     int attempts = o->max_attempts > 0 ? o->max_attempts : 4 * o->episodes;
     if (o->keep_failures) attempts = o->episodes;
-    vla_sim_run_opts ro = {.env = o->env, .policy = o->policy ? o->policy : "expert", .episodes = attempts,
-                           .seed = o->seed, .jobs = o->jobs, .keep_actions = attempts,
-                           .action_noise = o->action_noise};
-    vla_sim_run_result rr;
-    VLA_TRY(vla_sim_run(&ro, &rr));
-    out->episodes_run = rr.episodes;
-    out->success_rate = rr.success_rate;
-
-    /* 2. replay the kept ones into the writer, in seed order */
     const char *state_names[2] = {"x", "y"};
     vla_lr_feature_spec features[8] = {
         {"observation.image", "video", 3, {size, size, 3}, NULL, 0},
@@ -94,23 +91,39 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
     vla_status st = pixels ? VLA_OK : vla_error(VLA_ERR_NOMEM, "sim record: out of memory");
     if (st == VLA_OK) st = vla_lr_writer_open(o->out, &wo, &w);
     if (st == VLA_OK) st = vla_env_make(o->env, &env);
-    for (int e = 0; st == VLA_OK && e < rr.episodes && out->episodes_kept < o->episodes; e++) {
-        const vla_sim_episode *ep = &rr.per_episode[e];
-        if (!ep->success && !o->keep_failures) continue;
-        bool success = false;
-        int64_t frames = 0;
-        st = record_episode(env, w, o->seed + (uint64_t)e, ep->actions, ep->labels, ep->steps, 0, 0, size, pixels,
-                            &frames, &success);
-        if (st == VLA_OK && !success && !o->keep_failures) { /* diverged under f32 actions: drop it */
-            vla_lr_writer_discard_episode(w);
-            continue;
+    const char *policy = o->policy ? o->policy : "expert";
+    double successes = 0;
+    while (st == VLA_OK && out->episodes_kept < o->episodes && out->episodes_run < attempts) {
+        int need = o->episodes - out->episodes_kept;
+        int wave = o->keep_failures ? need : need + need / 8 + 2;
+        if (wave > attempts - out->episodes_run) wave = attempts - out->episodes_run;
+        uint64_t seed0 = o->seed + (uint64_t)out->episodes_run;
+        vla_sim_run_opts ro = {.env = o->env, .policy = policy, .episodes = wave, .seed = seed0, .jobs = o->jobs,
+                               .keep_actions = wave, .action_noise = o->action_noise};
+        vla_sim_run_result rr;
+        if ((st = vla_sim_run(&ro, &rr)) != VLA_OK) break;
+        out->episodes_run += rr.episodes;
+        successes += rr.success_rate * rr.episodes;
+        for (int e = 0; st == VLA_OK && e < rr.episodes && out->episodes_kept < o->episodes; e++) {
+            const vla_sim_episode *ep = &rr.per_episode[e];
+            if (!ep->success && !o->keep_failures) continue;
+            bool success = false;
+            int64_t frames = 0;
+            st = record_episode(env, w, seed0 + (uint64_t)e, ep->actions, ep->labels, ep->steps, 0, 0, size, pixels,
+                                &frames, &success);
+            if (st == VLA_OK && !success && !o->keep_failures) { /* diverged under f32 actions: drop it */
+                vla_lr_writer_discard_episode(w);
+                continue;
+            }
+            if (st == VLA_OK) st = vla_lr_writer_save_episode(w);
+            if (st == VLA_OK) out->episodes_kept++, out->frames += frames;
+            if (st == VLA_OK && o->progress)
+                fprintf(stderr, "\rsim record: %d/%d episodes, %lld frames, %.1f s", out->episodes_kept, o->episodes,
+                        (long long)out->frames, vla_now_s() - t0);
         }
-        if (st == VLA_OK) st = vla_lr_writer_save_episode(w);
-        if (st == VLA_OK) out->episodes_kept++, out->frames += frames;
-        if (st == VLA_OK && o->progress)
-            fprintf(stderr, "\rsim record: %d/%d episodes, %lld frames, %.1f s", out->episodes_kept, o->episodes,
-                    (long long)out->frames, vla_now_s() - t0);
+        vla_sim_run_result_free(&rr);
     }
+    out->success_rate = out->episodes_run > 0 ? successes / out->episodes_run : 0;
     for (int b = 0; st == VLA_OK && dagger && out->episodes_kept == o->episodes && b < o->n_branches; b++) {
         const vla_sim_branch *br = &o->branches[b];
         bool success = false;
@@ -129,7 +142,7 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
         st = vla_error(VLA_ERR_INVALID_ARG,
                        "sim record: only %d of %d episodes succeeded in %d attempts (policy '%s'); ask for fewer "
                        "episodes, raise --max_attempts or pass --keep_failures",
-                       out->episodes_kept, o->episodes, rr.episodes, ro.policy);
+                       out->episodes_kept, o->episodes, out->episodes_run, policy);
     if (st == VLA_OK) {
         st = vla_lr_writer_close(w);
     } else if (w) {
@@ -137,7 +150,6 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
     }
     vla_env_free(env);
     free(pixels);
-    vla_sim_run_result_free(&rr);
     out->seconds = vla_now_s() - t0;
     return st;
 }

@@ -6,8 +6,9 @@
  * (PushT: the 16-D block keypoints), action, next.reward, next.done,
  * next.success; one task string (the env's); fps = the env's control rate.
  *
- * Episodes first run in parallel (--jobs) with their actions kept; the ones
- * to keep (successful ones, unless keep_failures) are then replayed in order
+ * Episodes first run in parallel (--jobs) with their actions kept, in waves
+ * sized to the episodes still missing; the ones to keep (the first successful
+ * ones in seed order, unless keep_failures) are then replayed in order
  * — trajectories are a pure function of (seed, actions) — rendering each
  * observation and writing frames. The dataset appears at `out` complete or
  * not at all. */

@@ -2,7 +2,8 @@
  * validates, its actions replayed in a fresh environment reproduce its
  * observations exactly and end in success, its frames match the renderer
  * within AV1's loss, and refusals (no successes, existing output) are clean;
- * with noise injection the dataset's actions are the expert's labels. */
+ * with noise injection the dataset's actions are the expert's labels; attempts
+ * run in waves keep the same episodes as one run of every attempt. */
 #include "test_util.h"
 #include "data/lerobot.h"
 #include "sim/env.h"
@@ -166,11 +167,52 @@ static void test_action_noise_records_labels(void **state) {
     vla_sim_run_result_free(&a);
 }
 
+/* Attempts run in waves sized to what is missing (record.c), not all
+ * max_attempts at once; the episodes kept must still be the first successful
+ * ones in seed order, as one run of every attempt (the reference here) finds
+ * them. Heavy action noise makes the noisy expert fail often enough that the
+ * first wave falls short and a second one has to fill in. */
+static void test_waves_keep_the_first_successes(void **state) {
+    (void)state;
+    const int keep = 6, attempts = 40;
+    const double noise = 15;
+    vla_sim_run_opts ro = {.env = "pusht", .policy = "expert", .episodes = attempts, .seed = 300, .jobs = 2,
+                           .keep_actions = attempts, .action_noise = noise};
+    vla_sim_run_result ref;
+    assert_int_equal(vla_sim_run(&ro, &ref), VLA_OK);
+    int first_wave = keep + keep / 8 + 2, failed = 0, last = -1, found = 0;
+    for (int i = 0; i < first_wave; i++) failed += !ref.per_episode[i].success;
+    if (failed <= first_wave - keep) fail_msg("only %d of %d attempts failed: raise the noise", failed, first_wave);
+    int64_t want_steps[6];
+    for (int i = 0; i < attempts && found < keep; i++)
+        if (ref.per_episode[i].success) want_steps[found++] = ref.per_episode[i].steps, last = i;
+    assert_int_equal(found, keep);
+
+    const char *root = test_tmp_path("pusht_waves");
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+    vla_sim_record_opts o = {.env = "pusht", .policy = "expert", .out = root, .episodes = keep, .seed = 300,
+                             .jobs = 2, .max_attempts = attempts, .image_size = 32, .action_noise = noise};
+    vla_sim_record_result r;
+    if (vla_sim_record(&o, &r) != VLA_OK) fail_msg("%s", vla_error_message());
+    printf("waves: %d attempts run, reference's %d-th success at attempt %d, %d failed in the first wave\n", r.episodes_run, keep, last, failed);
+    assert_int_equal(r.episodes_kept, keep);
+    assert_true(r.episodes_run > first_wave && r.episodes_run > last && r.episodes_run < attempts);
+    vla_lerobot *ds;
+    assert_int_equal(vla_lerobot_open(root, &ds), VLA_OK);
+    assert_int_equal(ds->n_episodes, keep);
+    for (int e = 0; e < keep; e++) assert_int_equal(ds->episodes[e].to - ds->episodes[e].from, want_steps[e]);
+    vla_lerobot_close(ds);
+    vla_sim_run_result_free(&ref);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pusht_record_replays_and_validates),
         cmocka_unit_test(test_random_policy_needs_keep_failures),
         cmocka_unit_test(test_action_noise_records_labels),
+        cmocka_unit_test(test_waves_keep_the_first_successes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
