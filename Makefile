@@ -7,6 +7,8 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
+# what `make` builds: everything, or (make demo) only the CLI
+BUILD_TARGET ?= all
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 10
 # make fuzz-long: per-target execution budget and time cap (docs/fuzzing.md)
@@ -21,7 +23,7 @@ all:
 		echo "make: configuring the build failed; if a package is missing (above), install what vla.c" >&2; \
 		echo "make: needs with: sudo scripts/setup.sh build   (or, with the test tools too: sudo make setup)" >&2; \
 		exit 1; }
-	@cmake --build $(BUILD) -j $(JOBS)
+	@cmake --build $(BUILD) -j $(JOBS) --target $(BUILD_TARGET)
 
 setup:
 	@bash scripts/setup.sh test
@@ -67,8 +69,7 @@ fuzz-long: setup
 
 # the demo needs only the CLI: building the tests too would take minutes of its 15
 demo: setup
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS) --target vla_cli
+	@$(MAKE) --no-print-directory all BUILD_TARGET=vla_cli
 	@bash scripts/demo.sh $(BUILD)
 
 bench:

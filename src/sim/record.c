@@ -95,7 +95,7 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
     double successes = 0;
     while (st == VLA_OK && out->episodes_kept < o->episodes && out->episodes_run < attempts) {
         int need = o->episodes - out->episodes_kept;
-        int wave = o->keep_failures ? need : need + need / 8 + 2;
+        int wave = need + need / 8 + 2; /* with keep_failures attempts = episodes caps it at need */
         if (wave > attempts - out->episodes_run) wave = attempts - out->episodes_run;
         uint64_t seed0 = o->seed + (uint64_t)out->episodes_run;
         vla_sim_run_opts ro = {.env = o->env, .policy = policy, .episodes = wave, .seed = seed0, .jobs = o->jobs,
