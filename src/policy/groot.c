@@ -103,8 +103,90 @@ static vla_status make_pack(vla_policy *p, vla_arena *a, const vla_batch *b, gro
     return VLA_OK;
 }
 
+/* ---- shared prefixes -------------------------------------------------------
+ * A state-only batch of one task (every PushT sample: no camera, the same
+ * prompt) holds S identical prefixes, and the backbone and the VL adapter
+ * would compute the same rows S times — at the demo's size a sixth of the
+ * step. They run once per distinct prefix instead, on upk (one sample per
+ * distinct prefix); the VL tokens are copied to every sample's rows for the
+ * action head (whose cross-attention stays per sample), and in backward the
+ * head's gradient for those rows is summed per distinct prefix, in sample
+ * order, before the VL adapter's and the backbone's backward. The result is
+ * the unshared run's up to summation order (tests/policy/test_groot.c).
+ * Prefixes with image rows are never compared: frames differ. */
+
+static bool same_prefix(const groot_pack *pk, int32_t a, int32_t b) {
+    int32_t a0 = pk->cu_pre[a], b0 = pk->cu_pre[b], n = pk->cu_pre[a + 1] - a0;
+    if (pk->cu_pre[b + 1] - b0 != n) return false;
+    /* without images every prefix row is a text row, text index = row */
+    for (int32_t i = 0; i < n; i++)
+        if (pk->txt_ids[a0 + i] != pk->txt_ids[b0 + i] || pk->pre_pos[a0 + i] != pk->pre_pos[b0 + i] ||
+            pk->pre_group[a0 + i] != pk->pre_group[b0 + i])
+            return false;
+    return true;
+}
+
+/* g->ppk: the pack the prefix stages run on (g->upk when samples share). */
+static vla_status share_prefixes(groot_impl *g, vla_arena *a) {
+    const groot_pack *pk = &g->pk;
+    g->ppk = pk;
+    g->prefix_of = NULL;
+    if (!g->share_prefixes || pk->n_img > 0 || pk->S < 2) return VLA_OK;
+    const int64_t isz[] = {pk->S, pk->S};
+    int32_t *m[2];
+    VLA_TRY(vla_acts_from_arena_i32(a, isz, 2, m));
+    int32_t *of = m[0], *first = m[1], U = 0; /* first[u]: the pk sample that stands for distinct prefix u */
+    int64_t P = 0;
+    for (int32_t s = 0; s < pk->S; s++) {
+        int32_t u = 0;
+        while (u < U && !same_prefix(pk, first[u], s)) u++;
+        if (u == U) first[U++] = s, P += pk->cu_pre[s + 1] - pk->cu_pre[s];
+        of[s] = u;
+    }
+    if (U == pk->S) return VLA_OK;
+    groot_pack *u = &g->upk;
+    memset(u, 0, sizeof *u);
+    u->S = U, u->P = u->n_txt = P;
+    const int64_t usz[] = {U + 1, P, P, P, P};
+    int32_t *um[5];
+    VLA_TRY(vla_acts_from_arena_i32(a, usz, 5, um));
+    u->cu_pre = um[0], u->pre_pos = um[1], u->pre_group = um[2], u->txt_rows = um[3], u->txt_ids = um[4];
+    u->cu_pre[0] = 0;
+    for (int32_t k = 0; k < U; k++) {
+        int32_t s0 = pk->cu_pre[first[k]], n = pk->cu_pre[first[k] + 1] - s0, r0 = u->cu_pre[k];
+        for (int32_t i = 0; i < n; i++) {
+            u->pre_pos[r0 + i] = pk->pre_pos[s0 + i], u->pre_group[r0 + i] = pk->pre_group[s0 + i];
+            u->txt_rows[r0 + i] = r0 + i, u->txt_ids[r0 + i] = pk->txt_ids[s0 + i];
+        }
+        u->cu_pre[k + 1] = r0 + n;
+    }
+    g->ppk = u;
+    g->prefix_of = of;
+    return VLA_OK;
+}
+
+/* Every sample's VL rows [pk->P, L] from the distinct prefixes' [upk->P, L]. */
+static void spread_prefix_rows(const groot_impl *g, int64_t L, const float *src, float *dst) {
+    const groot_pack *pk = &g->pk, *u = g->ppk;
+    for (int32_t s = 0; s < pk->S; s++)
+        memcpy(dst + (int64_t)pk->cu_pre[s] * L, src + (int64_t)u->cu_pre[g->prefix_of[s]] * L,
+               (size_t)((int64_t)(pk->cu_pre[s + 1] - pk->cu_pre[s]) * L) * sizeof(float));
+}
+
+/* Its backward: dst [upk->P, L] = Σ over the samples sharing each prefix, in sample order. */
+static void gather_prefix_grads(const groot_impl *g, const vla_ops *ops, int64_t L, const float *src, float *dst) {
+    const groot_pack *pk = &g->pk, *u = g->ppk;
+    ops->fill(dst, 0.0f, u->P * L);
+    for (int32_t s = 0; s < pk->S; s++) {
+        const float *from = src + (int64_t)pk->cu_pre[s] * L;
+        float *to = dst + (int64_t)u->cu_pre[g->prefix_of[s]] * L;
+        int64_t n = (int64_t)(pk->cu_pre[s + 1] - pk->cu_pre[s]) * L;
+        for (int64_t i = 0; i < n; i++) to[i] += from[i];
+    }
+}
+
 /* Model FLOPs of one forward (2·weights·tokens per matrix + attention). */
-static double forward_flops(const vla_policy *p, const groot_pack *pk) {
+static double forward_flops(const vla_policy *p, const groot_pack *pk, const groot_pack *ppk) {
     const vla_policy_config *c = &p->cfg;
     double f = 0;
     for (int64_t i = 0; i < p->specs.n; i++) {
@@ -112,7 +194,8 @@ static double forward_flops(const vla_policy *p, const groot_pack *pk) {
         double tok = 0;
         switch (s->apply) {
         case VLA_APPLY_IMAGE: tok = (double)pk->n_img_tok; break;
-        case VLA_APPLY_PREFIX: tok = (double)pk->P; break;
+        /* the LM and VL adapter run on the distinct prefixes; the DiT's cross K/V on every sample's rows */
+        case VLA_APPLY_PREFIX: tok = (double)(s->group == VLA_GROUP_EXPERT ? pk->P : ppk->P); break;
         case VLA_APPLY_ACTION: tok = (double)pk->A; break;
         case VLA_APPLY_DIT: tok = (double)pk->N; break;
         case VLA_APPLY_SAMPLE: tok = pk->S; break;
@@ -123,7 +206,11 @@ static double forward_flops(const vla_policy *p, const groot_pack *pk) {
     double pp = 0, nn = 0, np = 0, it = (double)vla_policy_image_tokens(c);
     for (int32_t s = 0; s < pk->S; s++) {
         double ps = pk->cu_pre[s + 1] - pk->cu_pre[s], ns = pk->cu_dit[s + 1] - pk->cu_dit[s];
-        pp += ps * ps, nn += ns * ns, np += ns * ps;
+        nn += ns * ns, np += ns * ps;
+    }
+    for (int32_t s = 0; s < ppk->S; s++) {
+        double ps = ppk->cu_pre[s + 1] - ppk->cu_pre[s];
+        pp += ps * ps;
     }
     const vla_groot_head_config *h = &c->head;
     double inner = (double)(h->dit_heads * h->dit_head_dim);
@@ -192,7 +279,7 @@ static vla_status flow_draws(vla_policy *p, groot_impl *g, const vla_batch *b, f
 /* The backbone's output; a frozen backbone runs in the scratch arena and
  * only its output is kept. */
 static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **feats) {
-    const groot_pack *pk = &g->pk;
+    const groot_pack *pk = g->ppk;
     if (g->need_lm) {
         VLA_TRY(vla_groot_backbone_forward(p, &g->arena, pk, true, &g->bb));
         *feats = g->bb.feats;
@@ -223,10 +310,19 @@ static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, v
     float *bucket, *x_t;
     double tsum;
     VLA_TRY(flow_draws(p, g, b, &bucket, &x_t, &tsum));
-    const float *feats;
+    VLA_TRY(share_prefixes(g, &g->arena));
+    const float *feats, *vl;
     VLA_TRY(backbone_features(p, g, &feats));
-    VLA_TRY(vla_groot_vl_forward(p, &g->arena, pk, feats, g->need_vl, &g->vla));
-    VLA_TRY(vla_groot_head_forward(p, &g->arena, pk, g->vla.out, bucket, x_t, NULL, NULL, &g->ha));
+    VLA_TRY(vla_groot_vl_forward(p, &g->arena, g->ppk, feats, g->need_vl, &g->vla));
+    vl = g->vla.out;
+    if (g->ppk != pk) {
+        const int64_t sizes[] = {pk->P * c->language.width};
+        float *all;
+        VLA_TRY(vla_acts_from_arena(&g->arena, sizes, 1, &all));
+        spread_prefix_rows(g, c->language.width, vl, all);
+        vl = all;
+    }
+    VLA_TRY(vla_groot_head_forward(p, &g->arena, pk, vl, bucket, x_t, NULL, NULL, &g->ha));
     double loss = vla_flow_masked_mse(g->ha.pred, g->target, pk->S, c->action.horizon, c->action.action_dim,
                                       b->action_is_pad, b->real_action_dim, VLA_MSE_MEAN_REAL, b->loss_divisor,
                                       g->d_pred);
@@ -238,25 +334,30 @@ static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, v
         info->real_entries = vla_batch_real_entries(b, c);
         info->mean_time = tsum / pk->S;
         info->tokens = pk->P + pk->N;
-        info->flops = forward_flops(p, pk);
+        info->flops = forward_flops(p, pk, g->ppk);
     }
     return VLA_OK;
 }
 
 static vla_status backward_in(vla_policy *p, groot_impl *g) {
     vla_arena *a = &g->arena;
-    const groot_pack *pk = &g->pk;
-    int64_t PL = pk->P * p->cfg.language.width;
-    const int64_t sizes[] = {g->need_vl ? PL : 0, g->need_lm ? PL : 0};
-    float *d[2];
-    VLA_TRY(vla_acts_from_arena(a, sizes, 2, d));
-    float *d_vl = d[0], *d_feats = d[1];
+    const groot_pack *pk = &g->pk, *ppk = g->ppk;
+    int64_t L = p->cfg.language.width, PL = pk->P * L, UL = ppk->P * L;
+    bool shared = ppk != pk;
+    const int64_t sizes[] = {g->need_vl ? PL : 0, g->need_vl && shared ? UL : 0, g->need_lm ? UL : 0};
+    float *d[3];
+    VLA_TRY(vla_acts_from_arena(a, sizes, 3, d));
+    float *d_vl = d[0], *d_feats = d[2];
     if (d_vl) p->tops->fill(d_vl, 0.0f, PL);
-    if (d_feats) p->tops->fill(d_feats, 0.0f, PL);
+    if (d_feats) p->tops->fill(d_feats, 0.0f, UL);
     vla_policy_ready_begin(p);
     VLA_TRY(vla_groot_head_backward(p, a, pk, &g->ha, g->d_pred, d_vl));
-    if (g->need_vl) VLA_TRY(vla_groot_vl_backward(p, a, pk, &g->vla, d_vl, d_feats));
-    if (g->need_lm) VLA_TRY(vla_groot_backbone_backward(p, a, pk, &g->bb, d_feats));
+    if (g->need_vl && shared) {
+        gather_prefix_grads(g, p->tops, L, d_vl, d[1]);
+        d_vl = d[1];
+    }
+    if (g->need_vl) VLA_TRY(vla_groot_vl_backward(p, a, ppk, &g->vla, d_vl, d_feats));
+    if (g->need_lm) VLA_TRY(vla_groot_backbone_backward(p, a, ppk, &g->bb, d_feats));
     vla_policy_ready_rest(p); /* frozen stages, and what the batch did not reach */
     return VLA_OK;
 }
@@ -357,6 +458,13 @@ vla_status vla_groot_last_flow(vla_policy *p, const float **t, const float **noi
 
 size_t vla_groot_saved_bytes(const vla_policy *p) { return ((const groot_impl *)p->impl)->saved_bytes; }
 
+void vla_groot_set_share_prefixes(vla_policy *p, bool on) { groot_of(p)->share_prefixes = on; }
+
+int32_t vla_groot_last_prefix_count(const vla_policy *p) {
+    const groot_impl *g = p->impl;
+    return g->have_fwd && g->ppk ? g->ppk->S : 0;
+}
+
 static const vla_policy_ops groot_ops = {
     "groot", groot_destroy, NULL, NULL, NULL, /* init, tokenize, layout: the family's */
     groot_loss, groot_backward, groot_sample,
@@ -422,6 +530,7 @@ vla_status vla_groot_create(const vla_policy_config *cfg, const vla_ops *ops, vl
     p->tops = ops;
     p->impl = g;
     g->cfg = &p->cfg;
+    g->share_prefixes = true;
     g->arena_cap = g->sarena_cap = (size_t)1 << 20;
     vla_arena_init(&g->arena, g->arena_cap);
     vla_arena_init(&g->sarena, g->sarena_cap);

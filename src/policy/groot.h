@@ -17,7 +17,9 @@
 #ifndef VLA_POLICY_GROOT_H
 #define VLA_POLICY_GROOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "policy/policy.h"
 
@@ -36,5 +38,14 @@ vla_status vla_groot_last_flow(vla_policy *p, const float **t, const float **noi
  * batch's index arrays, flow draws). A frozen backbone keeps nothing but its
  * output, so this shows what freezing saves. */
 size_t vla_groot_saved_bytes(const vla_policy *p);
+
+/* Shared prefixes (on by default): samples of a batch whose prefixes are
+ * identical (no image, the same prompt: a one-task state-only dataset) run
+ * the backbone and the VL adapter once per distinct prefix; the loss and
+ * gradients are those of the unshared run up to summation order. Turning
+ * it off is for tests; the count is the distinct prefixes the last loss
+ * call ran (its sample count when nothing was shared). */
+void vla_groot_set_share_prefixes(vla_policy *p, bool on);
+int32_t vla_groot_last_prefix_count(const vla_policy *p);
 
 #endif

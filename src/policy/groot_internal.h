@@ -103,6 +103,12 @@ typedef struct {
     /* the last loss call, for backward */
     bool have_fwd;
     groot_pack pk;
+    /* the prefix pack the backbone and VL adapter ran on: &pk, or upk with
+     * one sample per distinct prefix (shared prefixes, groot.c) */
+    const groot_pack *ppk;
+    groot_pack upk;
+    int32_t *prefix_of;  /* [S] upk sample of each pk sample (when ppk == &upk) */
+    bool share_prefixes; /* default true; tests turn it off to compare */
     groot_bb_acts bb;
     groot_vl_acts vla;
     groot_head_acts ha;

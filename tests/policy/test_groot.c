@@ -77,6 +77,7 @@ static void tbatch_free(tbatch *t) {
 }
 
 static int g_no_image_id = -1; /* this sample id comes without its camera */
+static bool g_no_images;        /* no sample has its camera (a state-only batch) */
 
 static void make_batch(vla_policy *p, const int *ids, int S, tbatch *t) {
     const vla_policy_config *c = &p->cfg;
@@ -88,7 +89,7 @@ static void make_batch(vla_policy *p, const int *ids, int S, tbatch *t) {
     int64_t ntxt[MAXS];
     for (int s = 0; s < S; s++) {
         t->tasks[s] = TASKS[ids[s] % 4];
-        int32_t ni = ids[s] != g_no_image_id;
+        int32_t ni = ids[s] != g_no_image_id && !g_no_images;
         assert_int_equal(vla_policy_tokenize(p, t->tasks[s], NULL, 0, ni, txt[s], 64, &ntxt[s]), VLA_OK);
         t->cu[s + 1] = t->cu[s] + (int32_t)vla_policy_sample_layout(p, ni, NULL, (int32_t)ntxt[s], NULL, NULL, NULL);
         t->cu_img[s + 1] = t->cu_img[s] + ni;
@@ -605,6 +606,58 @@ static void test_frozen_and_deterministic(void **state) {
     vla_policy_free(pa);
 }
 
+/* Shared prefixes: a state-only batch that repeats a prompt runs the
+ * backbone and the VL adapter once per distinct prompt, and its loss and
+ * gradients are the unshared run's (checked by finite differences above) up
+ * to summation order; a batch with images shares nothing. */
+static void shared_check(bool all_trainable) {
+    vla_policy *p = make_policy(all_trainable);
+    static const int ids[] = {0, 4, 2, 0}; /* prompts: "push the T" (ids 0, 4, 0) and "pick up the red block please" */
+    tbatch t;
+    g_no_images = true;
+    make_batch(p, ids, 4, &t);
+    g_no_images = false;
+    double Ls, Lu;
+    float *gs = grads_of(p, &t.b, &Ls, NULL);
+    assert_int_equal(vla_groot_last_prefix_count(p), 2);
+    vla_groot_set_share_prefixes(p, false);
+    float *gu = grads_of(p, &t.b, &Lu, NULL);
+    assert_int_equal(vla_groot_last_prefix_count(p), 4);
+    vla_groot_set_share_prefixes(p, true);
+    if (fabs(Ls - Lu) > 1e-6 * fabs(Lu)) fail_msg("shared loss %.9g vs unshared %.9g", Ls, Lu);
+    /* a floor of 1e-6 of the whole gradient: K biases have exact gradient 0
+     * (softmax ignores a shift shared by a query's scores), so both runs
+     * hold rounding noise there */
+    double floor = 1e-6 * sqrt(vla_ops_cpu()->sum_squares(gu, p->n_grad_floats));
+    bool lm_seen = false;
+    for (int64_t i = 0; i < p->specs.n; i++) {
+        if (!p->params[i].grad) continue;
+        int64_t off = p->params[i].grad - p->grads, n = p->specs.items[i].numel;
+        double dn = 0, un = 0;
+        for (int64_t k = 0; k < n; k++) {
+            double d = (double)gs[off + k] - (double)gu[off + k];
+            dn += d * d, un += (double)gu[off + k] * gu[off + k];
+        }
+        if (!(sqrt(dn) <= 1e-5 * sqrt(un) + floor))
+            fail_msg("%s: shared gradient differs, |Δ| %.3g vs |g| %.3g", p->specs.items[i].name, sqrt(dn), sqrt(un));
+        if (p->specs.items[i].group == VLA_GROUP_LANGUAGE && un > 0) lm_seen = true;
+    }
+    assert_true(lm_seen == all_trainable); /* the shared rows' gradient reached the LM when it trains */
+    tbatch ti;
+    make_batch(p, ids, 4, &ti);
+    run_loss(p, &ti.b, NULL);
+    assert_int_equal(vla_groot_last_prefix_count(p), 4);
+    free(gs), free(gu);
+    tbatch_free(&t), tbatch_free(&ti);
+    vla_policy_free(p);
+}
+
+static void test_shared_prefixes(void **state) {
+    (void)state;
+    shared_check(true);
+    shared_check(false);
+}
+
 /* groot-tiny (PushT size, nothing frozen, one embodiment) through the
  * interface with the optional arrays left NULL. */
 static void test_tiny_smoke(void **state) {
@@ -663,6 +716,7 @@ int main(void) {
         cmocka_unit_test(test_sample_cached),
         cmocka_unit_test(test_overfit),
         cmocka_unit_test(test_frozen_and_deterministic),
+        cmocka_unit_test(test_shared_prefixes),
         cmocka_unit_test(test_tiny_smoke),
         cmocka_unit_test(test_bad_batch),
     };
