@@ -67,8 +67,10 @@ fuzz-long: setup
 		ctest --output-on-failure -j $(JOBS) -R _alloc_fail) || status=1; \
 	exit $$status
 
-# the demo needs only the CLI: building the tests too would take minutes of its 15
-demo: setup
+# the demo needs only the build group of packages (mpirun included) and only
+# the CLI: the test tools, npm oracles and tests would take minutes of its 15
+demo:
+	@bash scripts/setup.sh build
 	@$(MAKE) --no-print-directory all BUILD_TARGET=vla_cli
 	@bash scripts/demo.sh $(BUILD)
 
