@@ -109,6 +109,15 @@
 # want of samples. The budget is now 660 s, which the 15 minutes allow
 # (668-721 s in all plus a 27-s build): 35% / 28% on fresh seeds 700000+
 # (44% / 22% on 600000+, 38% / 37% on the demo's own 100000+).
+#
+# Decision, 2026-12-03 (docs/train.md, "The demo"): groot-pusht predicts
+# chunks of 8 actions with 4 future tokens (the demo executes 4 per re-plan;
+# the DiT runs 13 tokens per sample instead of 25), and the backbone runs
+# once per distinct prompt (shared prefixes). On the same Zen 3, 2,100-3,400
+# samples/s instead of ~1,300, and `make demo` from a fresh clone (13 min 16 s
+# in all): 68% / 69% and 65% / 71% success over 100 episodes on fresh seeds
+# 1200000+ / 1300000+ for training seeds 1000 and 2000. The former preset is
+# scripts/recipes/groot-pusht-h16f8.json.
 set -euo pipefail
 build=${1:-build}
 vla="$build/vla"
