@@ -165,12 +165,20 @@ static vla_status share_prefixes(groot_impl *g, vla_arena *a) {
     return VLA_OK;
 }
 
-/* Every sample's VL rows [pk->P, L] from the distinct prefixes' [upk->P, L]. */
-static void spread_prefix_rows(const groot_impl *g, int64_t L, const float *src, float *dst) {
+/* The VL tokens the head reads: *vl itself when nothing was shared, else
+ * every sample's rows [pk->P, L] copied (in g->arena) from the distinct
+ * prefixes' [upk->P, L]. */
+static vla_status spread_prefix_rows(groot_impl *g, int64_t L, const float **vl) {
     const groot_pack *pk = &g->pk, *u = g->ppk;
+    if (u == pk) return VLA_OK;
+    const int64_t sizes[] = {pk->P * L};
+    float *dst;
+    VLA_TRY(vla_acts_from_arena(&g->arena, sizes, 1, &dst));
     for (int32_t s = 0; s < pk->S; s++)
-        memcpy(dst + (int64_t)pk->cu_pre[s] * L, src + (int64_t)u->cu_pre[g->prefix_of[s]] * L,
+        memcpy(dst + (int64_t)pk->cu_pre[s] * L, *vl + (int64_t)u->cu_pre[g->prefix_of[s]] * L,
                (size_t)((int64_t)(pk->cu_pre[s + 1] - pk->cu_pre[s]) * L) * sizeof(float));
+    *vl = dst;
+    return VLA_OK;
 }
 
 /* Its backward: dst [upk->P, L] = Σ over the samples sharing each prefix, in sample order. */
@@ -315,13 +323,7 @@ static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, v
     VLA_TRY(backbone_features(p, g, &feats));
     VLA_TRY(vla_groot_vl_forward(p, &g->arena, g->ppk, feats, g->need_vl, &g->vla));
     vl = g->vla.out;
-    if (g->ppk != pk) {
-        const int64_t sizes[] = {pk->P * c->language.width};
-        float *all;
-        VLA_TRY(vla_acts_from_arena(&g->arena, sizes, 1, &all));
-        spread_prefix_rows(g, c->language.width, vl, all);
-        vl = all;
-    }
+    VLA_TRY(spread_prefix_rows(g, c->language.width, &vl));
     VLA_TRY(vla_groot_head_forward(p, &g->arena, pk, vl, bucket, x_t, NULL, NULL, &g->ha));
     double loss = vla_flow_masked_mse(g->ha.pred, g->target, pk->S, c->action.horizon, c->action.action_dim,
                                       b->action_is_pad, b->real_action_dim, VLA_MSE_MEAN_REAL, b->loss_divisor,
