@@ -1,10 +1,12 @@
 /* test_cli.c — the `vla` command as a user meets it: help on every level,
  * version as JSON, unknown commands and flags rejected with a suggestion and
  * exit code 2, the GEMM benchmark printing parseable JSON, and `bench
- * policy` refusing a PyTorch peer that failed or trains a different model. */
+ * policy` refusing a PyTorch peer that failed or trains a different model,
+ * timing a list of thread counts, and counting a frozen group's FLOPs once. */
 #include "test_util.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -159,6 +161,77 @@ static void test_bench_policy_infer_only(void **state) {
     json_decref(v);
 }
 
+/* The policy_train lines of a bench policy run, in order (at most `cap`;
+ * returns how many; the caller frees them). */
+static int bench_policy_train_lines(const char *args, json_t **lines, int cap) {
+    assert_int_equal(run(args), 0);
+    int n = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] != '{') continue;
+        json_error_t err;
+        json_t *v = json_loads(line, 0, &err);
+        if (!v) fail_msg("not JSON: %s", line);
+        if (n < cap && !strcmp(json_string_value(json_object_get(v, "bench")), "policy_train")) lines[n++] = v;
+        else json_decref(v);
+    }
+    return n;
+}
+
+static double num(const json_t *v, const char *key) { return json_number_value(json_object_get(v, key)); }
+
+/* --threads=1,2: one line per count, in order, each count's own time, and
+ * the ratio to the first computed from those times; a malformed list is
+ * refused with exit code 2 */
+static void test_bench_policy_thread_list(void **state) {
+    (void)state;
+    char args[1024];
+    snprintf(args, sizeof args, "bench policy --config=%s --batch=2 --seconds=0.05 --reps=1 --threads=1,2 --quick",
+             test_source_path("configs/pi05-nano.json"));
+    json_t *l[3];
+    assert_int_equal(bench_policy_train_lines(args, l, 3), 2);
+    assert_int_equal((int)num(l[0], "threads"), 1);
+    assert_int_equal((int)num(l[1], "threads"), 2);
+    assert_null(json_object_get(l[0], "vs_base_threads"));
+    assert_int_equal((int)num(l[1], "base_threads"), 1);
+    double r = num(l[0], "ms_per_step") / num(l[1], "ms_per_step");
+    assert_true(fabs(num(l[1], "vs_base_threads") - r) < 0.002 * r + 1e-3);
+    assert_true(num(l[0], "gemm_peak_gflops") > 0 && num(l[1], "gemm_peak_gflops") > 0);
+    json_decref(l[0]), json_decref(l[1]);
+    assert_int_equal(run("bench policy --threads=1,x"), 2);
+    assert_non_null(strstr(out, "--threads=1,x"));
+    assert_int_equal(run("bench policy --threads=-1"), 2);
+}
+
+/* Model FLOPs count a frozen group's forward once, a training group's three
+ * times: groot-nano as published (VLM frozen) must count fewer FLOPs per
+ * step than the same model with everything training, in the proportion the
+ * shape estimate gives (the old rule, 3 × forward for every group, counted
+ * both alike). */
+static void test_bench_policy_frozen_flops(void **state) {
+    (void)state;
+    json_error_t err;
+    json_t *cfg = json_load_file(test_source_path("configs/groot-nano.json"), 0, &err);
+    assert_non_null(cfg);
+    assert_true(json_array_size(json_object_get(cfg, "frozen")) > 0);
+    json_object_set_new(cfg, "frozen", json_array());
+    const char *all = test_tmp_path("groot-nano-all-train.json");
+    assert_int_equal(json_dump_file(cfg, all, 0), 0);
+    json_decref(cfg);
+    char args[1024];
+    json_t *frozen, *trains;
+    snprintf(args, sizeof args, "bench policy --config=%s --batch=2 --seconds=0.02 --reps=1 --threads=1 --quick",
+             test_source_path("configs/groot-nano.json"));
+    assert_int_equal(bench_policy_train_lines(args, &frozen, 1), 1);
+    snprintf(args, sizeof args, "bench policy --config=%s --batch=2 --seconds=0.02 --reps=1 --threads=1 --quick", all);
+    assert_int_equal(bench_policy_train_lines(args, &trains, 1), 1);
+    double f = num(frozen, "gflop_per_step"), t = num(trains, "gflop_per_step");
+    double ef = num(frozen, "estimate_gflop_per_step"), et = num(trains, "estimate_gflop_per_step");
+    assert_true(f < t);
+    assert_true(ef < et);
+    assert_true(fabs(f / t - ef / et) < 0.1 * (ef / et)); /* measured and estimated splits agree */
+    json_decref(frozen), json_decref(trains);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bench_policy_infer_only),
@@ -168,6 +241,8 @@ int main(void) {
         cmocka_unit_test(test_version_json),
         cmocka_unit_test(test_bench_gemm_json),
         cmocka_unit_test(test_bench_policy_peer_checks),
+        cmocka_unit_test(test_bench_policy_thread_list),
+        cmocka_unit_test(test_bench_policy_frozen_flops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
