@@ -103,7 +103,7 @@ static vla_status time_vla(const attn_case *c, attn_data *d, const vla_attn_conf
 int vla_bench_attention(int argc, char **argv) {
     int64_t threads = 0, reps = 3, tile = 0;
     const char *bwd = "auto";
-    bool quick = false, no_peer = false;
+    bool quick = false, no_peer = false, no_fold = false;
     const char *python = "/usr/bin/python3";
     const vla_flag flags[] = {
         {"threads", VLA_FLAG_INT, &threads, "N", "OpenMP threads, and the peer's torch threads (0: all cores)"},
@@ -113,20 +113,22 @@ int vla_bench_attention(int argc, char **argv) {
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
         {"tile", VLA_FLAG_INT, &tile, "N", "query and key tile size (0: the library's default)"},
         {"bwd", VLA_FLAG_STRING, &bwd, "auto|fused|two_pass", "backward work split (nn/attention.h)"},
+        {"no_mqa_fold", VLA_FLAG_BOOL, &no_fold, NULL,
+         "one tile product per query head instead of all heads of the one KV head at once (nn/attention.c)"},
     };
     const vla_command_spec spec = {
         "vla bench attention", NULL,
         "π0.5's prefix-LM attention, fused and packed, vs PyTorch's dense-mask attention (forward + backward).",
         "One JSON line per case ({\"bench\":\"attention\"}): vla.c's forward and forward+backward ms, the tiles the "
         "mask let it skip, the peer's ms and the ratio vs_torch (peer time / vla.c time).",
-        flags, 7, 0, 0};
+        flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
     if (threads > 0) omp_set_num_threads((int)threads);
     int nthreads = omp_get_max_threads();
     if (reps < 1) reps = 1;
-    vla_attn_config cfg = {HEADS, KV_HEADS, HEAD_DIM, 0, (int32_t)tile, (int32_t)tile, VLA_ATTN_BWD_AUTO};
+    vla_attn_config cfg = {HEADS, KV_HEADS, HEAD_DIM, 0, (int32_t)tile, (int32_t)tile, VLA_ATTN_BWD_AUTO, no_fold};
     if (!strcmp(bwd, "fused")) cfg.bwd_mode = VLA_ATTN_BWD_FUSED;
     else if (!strcmp(bwd, "two_pass")) cfg.bwd_mode = VLA_ATTN_BWD_TWO_PASS;
     else if (strcmp(bwd, "auto")) {

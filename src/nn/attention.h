@@ -26,6 +26,7 @@
 #ifndef VLA_NN_ATTENTION_H
 #define VLA_NN_ATTENTION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/status.h"
@@ -49,6 +50,11 @@ typedef struct {
     float scale;            /* softmax scale; 0 means 1/sqrt(head_dim) */
     int32_t tile_q, tile_k; /* 0 means 64 (128 when head_dim <= 32 or >= 128) */
     vla_attn_bwd_mode bwd_mode;
+    /* One KV head (MQA, e.g. Gemma's): by default a token's query heads are
+     * folded into consecutive rows of one head, so each tile product serves
+     * all heads at once (attention.c); true keeps one tile per head. The
+     * results agree to rounding; for tests and measurements. */
+    bool no_mqa_fold;
 } vla_attn_config;
 
 /* One packed sequence of tokens (the query side or the key side). */

@@ -3,7 +3,8 @@
  * random ragged packs with bidirectional, causal, prefix-LM and general
  * block masks; MHA, GQA and MQA; odd tile sizes; cross-attention; a pack of
  * 3 samples equal to the 3 samples run alone; the KV-cache entry point;
- * tile skipping counts; thread-count independence; finite differences. */
+ * tile skipping counts; thread-count independence; MQA's folded heads equal
+ * to one tile per head; finite differences. */
 #include <omp.h>
 
 #include "nn/attention.h"
@@ -309,15 +310,17 @@ static void test_thread_independence(void **state) {
     vla_rng r = vla_rng_stream(2024, 4);
     pack p;
     make_pack(&p, &r, 6, 100, 200, MASK_PREFIX); /* several tiles and work items per thread */
-    int64_t H = 4, Hkv = 2, d = 32, n = p.n;
-    float *q = frandn(n * H * d, 1001, 1.0), *k = frandn(n * Hkv * d, 1002, 1.0), *v = frandn(n * Hkv * d, 1003, 1.0);
-    float *dy = frandn(n * H * d, 1004, 1.0);
+    int64_t H = 4, d = 32, n = p.n;
     vla_attn_seqs s = seqs_of(&p);
     int saved = omp_get_max_threads();
     vla_parallel_always = 1; /* this shape is below the thresholds that keep small problems serial */
-    for (int mode = VLA_ATTN_BWD_FUSED; mode <= VLA_ATTN_BWD_TWO_PASS; mode++) {
-        vla_attn_config cfg = {.n_heads = 4, .n_kv_heads = 2, .head_dim = 32, .tile_q = 32, .tile_k = 32,
-                               .bwd_mode = (vla_attn_bwd_mode)mode};
+    for (int kind = 0; kind < 4; kind++) { /* GQA (2 KV heads) and MQA (1, heads folded into rows) */
+        int64_t Hkv = kind < 2 ? 2 : 1;
+        int mode = kind % 2 ? VLA_ATTN_BWD_TWO_PASS : VLA_ATTN_BWD_FUSED;
+        float *q = frandn(n * H * d, 1001, 1.0), *k = frandn(n * Hkv * d, 1002, 1.0);
+        float *v = frandn(n * Hkv * d, 1003, 1.0), *dy = frandn(n * H * d, 1004, 1.0);
+        vla_attn_config cfg = {.n_heads = 4, .n_kv_heads = (int32_t)Hkv, .head_dim = 32, .tile_q = 32,
+                               .tile_k = 32, .bwd_mode = (vla_attn_bwd_mode)mode};
         float *res[2][5];
         for (int run = 0; run < 2; run++) {
             omp_set_num_threads(run == 0 ? 1 : 3);
@@ -336,6 +339,63 @@ static void test_thread_independence(void **state) {
         assert_memory_equal(res[0][4], res[1][4], (size_t)(n * Hkv * d) * 4);
     }
     vla_parallel_always = 0;
+    nn_free_all();
+}
+
+/* MQA folding (attention.c): the folded form (a token's heads as rows of one
+ * head) and the per-head form agree to rounding, forward and backward, in
+ * both backward modes and through the KV-cache entry, for every mask kind
+ * and ragged packs whose lengths are not multiples of the tiles; the tile
+ * statistics are the per-head form's exactly. */
+static void test_mqa_fold(void **state) {
+    (void)state;
+    const vla_ops *ops = vla_ops_cpu();
+    vla_rng r = vla_rng_stream(77, 1);
+    for (int kind = 0; kind < MASK_KINDS; kind++)
+        for (int mode = VLA_ATTN_BWD_FUSED; mode <= VLA_ATTN_BWD_TWO_PASS; mode++) {
+            pack p;
+            make_pack(&p, &r, 3, 5, 70, kind);
+            int64_t H = 4, d = 16, n = p.n;
+            vla_attn_seqs s = seqs_of(&p);
+            float *q = frandn(n * H * d, 900 + kind, 1.0), *k = frandn(n * d, 910 + kind, 1.0);
+            float *v = frandn(n * d, 920 + kind, 1.0), *dy = frandn(n * H * d, 930 + kind, 1.0);
+            float *out[2][5];
+            vla_attn_stats st[2];
+            for (int fold = 0; fold < 2; fold++) {
+                vla_attn_config cfg = {.n_heads = 4, .n_kv_heads = 1, .head_dim = 16, .tile_q = 8, .tile_k = 16,
+                                       .bwd_mode = (vla_attn_bwd_mode)mode, .no_mqa_fold = !fold};
+                float *o = fzeros(n * H * d), *lse = fzeros(n * H);
+                float *dq = fzeros(n * H * d), *dk = fzeros(n * d), *dv = fzeros(n * d);
+                assert_int_equal(vla_attention_forward(ops, &cfg, o, lse, q, k, v, &s, &s, &st[fold]), VLA_OK);
+                assert_int_equal(vla_attention_backward(ops, &cfg, dq, dk, dv, dy, q, k, v, o, lse, &s, &s, NULL),
+                                 VLA_OK);
+                out[fold][0] = o, out[fold][1] = lse, out[fold][2] = dq, out[fold][3] = dk, out[fold][4] = dv;
+            }
+            char msg[96];
+            const char *names[5] = {"out", "lse", "dq", "dk", "dv"};
+            int64_t sizes[5] = {n * H * d, n * H, n * H * d, n * d, n * d};
+            for (int i = 0; i < 5; i++) {
+                snprintf(msg, sizeof msg, "%s, bwd mode %d: %s folded vs per head", mask_names[kind], mode, names[i]);
+                check_close(msg, out[1][i], out[0][i], sizes[i], 1e-5, 1e-6);
+            }
+            assert_int_equal(st[1].tiles_total, st[0].tiles_total);
+            assert_int_equal(st[1].tiles_computed, st[0].tiles_computed);
+            assert_int_equal(st[1].tiles_unmasked, st[0].tiles_unmasked);
+        }
+    /* the KV-cache entry: 3 samples, cached prefixes of 20/33/9 rows (group 0), 5 new action rows each (group 1) */
+    int32_t ccu[4] = {0, 20, 53, 62}, ncu[4] = {0, 5, 10, 15}, ng[15], cg[62] = {0};
+    for (int i = 0; i < 15; i++) ng[i] = 1;
+    vla_attn_seqs cs = {3, ccu, cg}, ns = {3, ncu, ng};
+    float *q = frandn(15 * 4 * 16, 950, 1.0), *kc = frandn(62 * 16, 951, 1.0), *vc = frandn(62 * 16, 952, 1.0);
+    float *kn = frandn(15 * 16, 953, 1.0), *vn = frandn(15 * 16, 954, 1.0), *o[2];
+    for (int fold = 0; fold < 2; fold++) {
+        vla_attn_config cfg = {.n_heads = 4, .n_kv_heads = 1, .head_dim = 16, .no_mqa_fold = !fold};
+        o[fold] = fzeros(15 * 4 * 16);
+        float *lse = fzeros(15 * 4);
+        assert_int_equal(vla_attention_forward_cached(ops, &cfg, o[fold], lse, q, &ns, kc, vc, &cs, kn, vn, &ns, NULL),
+                         VLA_OK);
+    }
+    check_close("KV-cache entry: folded vs per head", o[1], o[0], 15 * 4 * 16, 1e-5, 1e-6);
     nn_free_all();
 }
 
@@ -404,7 +464,7 @@ int main(void) {
         cmocka_unit_test(test_goldens),             cmocka_unit_test(test_pack_equals_singles),
         cmocka_unit_test(test_tile_skipping),       cmocka_unit_test(test_kv_cache),
         cmocka_unit_test(test_thread_independence), cmocka_unit_test(test_finite_differences),
-        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_bad_arguments),       cmocka_unit_test(test_mqa_fold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
