@@ -67,7 +67,17 @@ static void cpu_copy_bytes(void *dst, const void *src, size_t bytes) { memcpy(ds
  * mid-size shapes against one whole-matrix call (bench gemm, 1 thread,
  * Haswell kernel); bigger tiles cost less but leave fewer to balance. */
 #define GEMM_TILE_MACS ((int64_t)1 << 23)
-#define GEMM_MAX_TILES 32
+/* At most 8 tiles per product. The split halves the longer side, so the
+ * big products (tokens × 1024 × 256 of an MLP) were cut along the tokens
+ * into 32 slabs of ~176 rows, each packing the whole weight again: the
+ * LM's main shapes at batch 32 ran 82–83 GFLOP/s on one thread and
+ * 155–160 on two; with 8 tiles 86–87 and 170–173, and pi05-small and
+ * groot-small train 1–8% faster at 1 and 2 threads (interleaved runs). The
+ * price: one product keeps at most 8 threads busy — on machines with more
+ * cores, run more ranks (docs/train.md, MPI). The cap is a constant, not
+ * the core count, so results stay the same wherever the thread count or
+ * CPU affinity varies. */
+#define GEMM_MAX_TILES 8
 /* Tile area (tm·tn) the split does not go below: each tile packs k·(tm+tn)
  * floats for k·tm·tn multiply-adds, and below ~128×128 the packing copies
  * cost more than a quarter of the kernel's time. Matters for the large-k
