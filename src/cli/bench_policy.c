@@ -17,10 +17,10 @@
  * shape-based estimate (vla_flops_estimate, max-length prompts) is printed
  * beside it.
  *
- * --threads takes a list (1,2): each config's training is then timed in
- * rounds that alternate the thread counts, and each count keeps its best
- * round, so a machine whose speed drifts over minutes (shared hosts) moves
- * both sides of the ratio "vs_base_threads" alike. */
+ * Each config's training is timed in rounds that alternate vla.c and the
+ * peer and, with a list such as --threads=1,2, the thread counts; each keeps
+ * its best round, so a machine whose speed drifts over minutes (shared
+ * hosts) moves both sides of "vs_torch" and "vs_base_threads" alike. */
 #include "cli/cli.h"
 
 #include <omp.h>
@@ -214,31 +214,6 @@ vla_status vla_bench_time_training(vla_policy *p, const vla_batch *b, vla_train_
     return time_steps(p, b, opt, seconds, per_step, info);
 }
 
-/* Training time per step at each thread count of the list: one warm-up
- * step, then ROUNDS rounds that each time every count for seconds/ROUNDS;
- * each count keeps its fastest round. One count: one round. Before each
- * timing a 1024³ SGEMM probes the peak again (0.1 s), so the peak that
- * divides the achieved GFLOP/s was also seen in the same minutes: measured
- * only at the start, a moment of load there gave MFUs above 1. */
-#define ROUNDS 3
-static vla_status time_training_counts(vla_policy *p, const vla_batch *b, vla_train_opt *opt, const bench_opts *o,
-                                       double *per_step, double *peak, vla_loss_info *info) {
-    int rounds = o->n_counts > 1 ? ROUNDS : 1;
-    omp_set_num_threads(o->threads[0]);
-    VLA_TRY(train_step(p, b, opt, info)); /* first touch of the activation arena, OpenBLAS buffers */
-    for (int i = 0; i < o->n_counts; i++) per_step[i] = 1e30, peak[i] = o->peak[i];
-    for (int r = 0; r < rounds; r++)
-        for (int i = 0; i < o->n_counts; i++) {
-            double t, g;
-            omp_set_num_threads(o->threads[i]);
-            g = o->quick ? 0 : gemm_peak_sizes(o->ops, 1024, 1024, 1, 0.1);
-            if (g > peak[i]) peak[i] = g;
-            VLA_TRY(time_steps(p, b, opt, o->seconds / rounds, &t, info));
-            if (t < per_step[i]) per_step[i] = t;
-        }
-    return VLA_OK;
-}
-
 /* The PyTorch peer on the same config, batch and threads; samples/s, or 0
  * with a reason in `why`. Its trainable parameter count must equal ours
  * (`trainable`), so the ratio compares the same model. */
@@ -256,6 +231,56 @@ static double torch_peer(const vla_policy_config *cfg, int64_t trainable, int64_
         return 0;
     }
     return vla_cli_peer_number(line, "\"samples_per_s\": ");
+}
+
+/* What one thread count measured. */
+typedef struct {
+    double per_step;  /* seconds per training step, best round */
+    double peak;      /* best SGEMM GFLOP/s seen */
+    double torch_sps; /* the peer's samples/s, best round; 0 when it gave none (why) */
+    char why[300];
+} count_result;
+
+/* Training time per step at each thread count of the list: one warm-up
+ * step, then ROUNDS rounds that each time every count for seconds/ROUNDS
+ * and then run the PyTorch peer at that count for as long; each count keeps
+ * its fastest round of each. One count: one round. So vla.c, the peer and
+ * the thread counts are measured in the same minutes, in turn: this
+ * machine's speed drifts by ±15% over minutes, which moved the ratios more
+ * than the changes they were meant to show. Before each timing a 1024³
+ * SGEMM probes the peak again (0.1 s): measured only at the start, a moment
+ * of load there gave MFUs above 1. */
+#define ROUNDS 3
+static vla_status time_training_counts(vla_policy *p, const vla_policy_config *cfg, const vla_batch *b,
+                                       vla_train_opt *opt, const bench_opts *o, count_result *res,
+                                       vla_loss_info *info) {
+    int rounds = o->n_counts > 1 ? ROUNDS : 1;
+    bool peer = o->peer;
+    omp_set_num_threads(o->threads[0]);
+    VLA_TRY(train_step(p, b, opt, info)); /* first touch of the activation arena, OpenBLAS buffers */
+    for (int i = 0; i < o->n_counts; i++) res[i] = (count_result){1e30, o->peak[i], 0, ""};
+    for (int r = 0; r < rounds; r++)
+        for (int i = 0; i < o->n_counts; i++) {
+            double t, g;
+            omp_set_num_threads(o->threads[i]);
+            g = o->quick ? 0 : gemm_peak_sizes(o->ops, 1024, 1024, 1, 0.1);
+            if (g > res[i].peak) res[i].peak = g;
+            VLA_TRY(time_steps(p, b, opt, o->seconds / rounds, &t, info));
+            if (t < res[i].per_step) res[i].per_step = t;
+            if (!peer) continue;
+            char why[300] = "";
+            double sps = torch_peer(cfg, p->n_grad_floats, o->batch, o->threads[i], o->seconds / rounds, o->python,
+                                    why, sizeof why);
+            if (sps > res[i].torch_sps) res[i].torch_sps = sps;
+            if (sps <= 0) { /* no peer figure for any count: say why on every line */
+                peer = false;
+                for (int j = 0; j < o->n_counts; j++) {
+                    res[j].torch_sps = 0;
+                    snprintf(res[j].why, sizeof res[j].why, "%s", why);
+                }
+            }
+        }
+    return VLA_OK;
 }
 
 /* The policy_train line for thread count index `ti`; base_per_step > 0 adds
@@ -365,20 +390,15 @@ static int bench_one(const char *name, const bench_opts *o) {
     synth s = {0};
     vla_train_opt *opt = NULL;
     vla_loss_info info = {0};
-    double per_step[MAX_THREAD_COUNTS] = {0}, peak[MAX_THREAD_COUNTS] = {0};
+    count_result res[MAX_THREAD_COUNTS];
     st = vla_policy_init_weights(p, 1);
     if (st == VLA_OK) st = synth_make(p, o->infer_only ? 1 : (int32_t)o->batch, &s);
     if (!o->infer_only) {
         if (st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
-        if (st == VLA_OK) st = time_training_counts(p, &s.b, opt, o, per_step, peak, &info);
-        for (int i = 0; i < o->n_counts && st == VLA_OK; i++) {
-            double torch_sps = 0;
-            char why[300] = "";
-            if (o->peer)
-                torch_sps = torch_peer(&cfg, p->n_grad_floats, o->batch, o->threads[i], o->seconds, o->python, why,
-                                       sizeof why);
-            print_train(name, p, o, i, &s, &info, per_step[i], i > 0 ? per_step[0] : 0, peak[i], torch_sps, why);
-        }
+        if (st == VLA_OK) st = time_training_counts(p, &cfg, &s.b, opt, o, res, &info);
+        for (int i = 0; i < o->n_counts && st == VLA_OK; i++)
+            print_train(name, p, o, i, &s, &info, res[i].per_step, i > 0 ? res[0].per_step : 0, res[i].peak,
+                        res[i].torch_sps, res[i].why);
     }
     for (int i = 0; i < o->n_counts && st == VLA_OK; i++) {
         omp_set_num_threads(o->threads[i]);
