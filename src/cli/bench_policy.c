@@ -363,7 +363,10 @@ static bool parse_thread_counts(const char *text, int all, bench_opts *o) {
                             "e.g. --threads=1,2\n", text, MAX_THREAD_COUNTS);
             return false;
         }
-        o->threads[o->n_counts++] = v == 0 ? all : (int)v;
+        int t = v == 0 ? all : (int)v;
+        bool seen = false;
+        for (int i = 0; i < o->n_counts; i++) seen = seen || o->threads[i] == t;
+        if (!seen) o->threads[o->n_counts++] = t; /* 1,0 on a one-core machine is one count */
         p = *end ? end + 1 : end;
     }
     if (o->n_counts == 0) o->threads[o->n_counts++] = all;
@@ -411,7 +414,7 @@ static int bench_one(const char *name, const bench_opts *o) {
 }
 
 int vla_bench_policy(int argc, char **argv) {
-    const char *configs = "pi05-tiny,groot-tiny", *python = "/usr/bin/python3", *threads = "0";
+    const char *configs = "pi05-tiny,groot-tiny", *python = "/usr/bin/python3", *threads = NULL;
     int64_t batch = 8, reps = 10;
     double seconds = 2.0;
     bool quick = false, no_peer = false, infer_only = false;
@@ -420,9 +423,10 @@ int vla_bench_policy(int argc, char **argv) {
         {"batch", VLA_FLAG_INT, &batch, "N", "samples per training step"},
         {"seconds", VLA_FLAG_FLOAT, &seconds, "S", "time spent timing training steps per config"},
         {"reps", VLA_FLAG_INT, &reps, "N", "timed batch-1 sample_actions calls"},
-        {"threads", VLA_FLAG_STRING, &threads, "N[,N…]",
+        {"threads", VLA_FLAG_STRING, &threads, "N[,N...]",
          "OpenMP threads (0: all cores); a list such as 1,2 times each count in alternating rounds and adds each "
-         "count's ratio to the first (vs_base_threads)"},
+         "count's ratio to the first (vs_base_threads); default 1,0 (one thread and all cores; with "
+         "--infer_only, all cores)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run (smoke test)"},
         {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyTorch eager peer (tools/bench_torch_policy.py)"},
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
@@ -448,6 +452,8 @@ int vla_bench_policy(int argc, char **argv) {
     if (quick) seconds = seconds < 0.3 ? seconds : 0.3, reps = reps < 3 ? reps : 3, batch = batch < 4 ? batch : 4;
     bench_opts o = {seconds, batch, reps, 0, {0}, {0}, vla_ops_cpu(), NULL, !no_peer && !quick && !infer_only,
                     python, infer_only, quick};
+    /* default: training scales from one core to all of them, so show both and their ratio */
+    if (!threads) threads = infer_only ? "0" : "1,0";
     if (!parse_thread_counts(threads, omp_get_max_threads(), &o)) return 2;
     for (int i = 0; i < o.n_counts; i++) {
         omp_set_num_threads(o.threads[i]);

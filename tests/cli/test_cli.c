@@ -197,6 +197,12 @@ static void test_bench_policy_thread_list(void **state) {
     assert_true(fabs(num(l[1], "vs_base_threads") - r) < 0.002 * r + 1e-3);
     assert_true(num(l[0], "gemm_peak_gflops") > 0 && num(l[1], "gemm_peak_gflops") > 0);
     json_decref(l[0]), json_decref(l[1]);
+    /* a count given twice is measured once */
+    snprintf(args, sizeof args, "bench policy --config=%s --batch=2 --seconds=0.05 --reps=1 --threads=2,2 --quick",
+             test_source_path("configs/pi05-nano.json"));
+    assert_int_equal(bench_policy_train_lines(args, l, 3), 1);
+    assert_int_equal((int)num(l[0], "threads"), 2);
+    json_decref(l[0]);
     assert_int_equal(run("bench policy --threads=1,x"), 2);
     assert_non_null(strstr(out, "--threads=1,x"));
     assert_int_equal(run("bench policy --threads=-1"), 2);
