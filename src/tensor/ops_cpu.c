@@ -108,9 +108,9 @@ static int64_t div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
  * halving goes to the longer side, in units of GEMM_TILE_ALIGN. */
 static gemm_split gemm_split_for(int64_t m, int64_t n, int64_t k) {
     gemm_split s = {m, n, 1, 1};
-    int64_t want = (m * n * k) / GEMM_TILE_MACS;
-    if (want > (m * n) / GEMM_MIN_TILE_AREA) want = (m * n) / GEMM_MIN_TILE_AREA;
-    if (want < GEMM_MIN_TILES && (m * n * k) / GEMM_TILE_MACS >= GEMM_MIN_TILES) want = GEMM_MIN_TILES;
+    int64_t by_work = (m * n * k) / GEMM_TILE_MACS, by_area = (m * n) / GEMM_MIN_TILE_AREA;
+    int64_t want = by_work < by_area ? by_work : by_area;
+    if (want < GEMM_MIN_TILES && by_work >= GEMM_MIN_TILES) want = GEMM_MIN_TILES;
     int64_t tiles = 1;
     while (tiles * 2 <= want && tiles * 2 <= GEMM_MAX_TILES) tiles *= 2;
     int64_t um = div_up(m, GEMM_TILE_ALIGN), un = div_up(n, GEMM_TILE_ALIGN); /* sides in units */

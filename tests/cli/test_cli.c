@@ -100,22 +100,29 @@ static const char *fake_python(const char *name, const char *body) {
     return path;
 }
 
-/* The policy_train line of a bench policy run, parsed (caller frees). */
-static json_t *bench_policy_train_line(const char *python) {
-    char args[1024];
-    snprintf(args, sizeof args, "bench policy --config=%s --batch=2 --seconds=0.05 --reps=1 --threads=1 --python=%s",
-             test_source_path("configs/pi05-nano.json"), python);
+/* The policy_train lines of a bench policy run, in order (at most `cap`;
+ * returns how many; the caller frees them). */
+static int bench_policy_train_lines(const char *args, json_t **lines, int cap) {
     assert_int_equal(run(args), 0);
-    json_t *train = NULL;
+    int n = 0;
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] != '{') continue;
         json_error_t err;
         json_t *v = json_loads(line, 0, &err);
-        if (!v) fail_msg("not JSON: %s", line); /* the peer's message must be escaped */
-        if (!train && !strcmp(json_string_value(json_object_get(v, "bench")), "policy_train")) train = v;
+        if (!v) fail_msg("not JSON: %s", line);
+        if (n < cap && !strcmp(json_string_value(json_object_get(v, "bench")), "policy_train")) lines[n++] = v;
         else json_decref(v);
     }
-    assert_non_null(train);
+    return n;
+}
+
+/* The policy_train line of a bench policy run with the peer `python`, parsed (caller frees). */
+static json_t *bench_policy_train_line(const char *python) {
+    char args[1024];
+    snprintf(args, sizeof args, "bench policy --config=%s --batch=2 --seconds=0.05 --reps=1 --threads=1 --python=%s",
+             test_source_path("configs/pi05-nano.json"), python);
+    json_t *train = NULL;
+    assert_int_equal(bench_policy_train_lines(args, &train, 1), 1); /* every line JSON: the peer's message escaped */
     assert_true(json_number_value(json_object_get(train, "samples_per_s")) > 0);
     return train;
 }
@@ -159,22 +166,6 @@ static void test_bench_policy_infer_only(void **state) {
     assert_true(w > 0 && w < 0.01);  /* groot-nano: 114 k parameters */
     assert_true(rss > w && rss < 4); /* the process holds at least its weights */
     json_decref(v);
-}
-
-/* The policy_train lines of a bench policy run, in order (at most `cap`;
- * returns how many; the caller frees them). */
-static int bench_policy_train_lines(const char *args, json_t **lines, int cap) {
-    assert_int_equal(run(args), 0);
-    int n = 0;
-    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
-        if (line[0] != '{') continue;
-        json_error_t err;
-        json_t *v = json_loads(line, 0, &err);
-        if (!v) fail_msg("not JSON: %s", line);
-        if (n < cap && !strcmp(json_string_value(json_object_get(v, "bench")), "policy_train")) lines[n++] = v;
-        else json_decref(v);
-    }
-    return n;
 }
 
 static double num(const json_t *v, const char *key) { return json_number_value(json_object_get(v, key)); }
