@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #include "base/rng.h"
+#include "io/safetensors.h"
+#include "policy/policy.h"
+#include "tensor/backend.h"
 
 static char tmp_dir[512];
 
@@ -176,4 +179,57 @@ int test_sweep_bit_flips(const char *what, const uint8_t *data, size_t n, size_t
     }
     free(copy);
     return rejected;
+}
+
+/* ---- backends ----------------------------------------------------------------- */
+
+const vla_ops *test_cpu_backend(void) { return vla_backend_find(VLA_BACKEND_DEFAULT); }
+
+const vla_ops *test_backend(void) {
+    const char *name = vla_backend_default_name();
+    const vla_ops *ops = vla_backend_find(name);
+    if (!ops) fail_msg("VLA_DEVICE=%s: no such backend in this build", name);
+    return ops;
+}
+
+double test_tol(double tol) {
+    double r = test_backend()->rtol;
+    return r > tol ? r : tol;
+}
+
+float *test_dev_copy(const vla_ops *ops, const float *host, int64_t n) {
+    float *d = ops->alloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!d) fail_msg("out of backend memory for %lld floats", (long long)n);
+    if (n > 0) ops->to_device(d, host, (size_t)n * sizeof(float));
+    return d;
+}
+
+void test_dev_read(const vla_ops *ops, float *host, const float *dev, int64_t n) {
+    if (n > 0) ops->to_host(host, dev, (size_t)n * sizeof(float));
+}
+
+float *test_dev_dup(const vla_ops *ops, const float *dev, int64_t n) {
+    float *h = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!h) fail_msg("out of memory for %lld floats", (long long)n);
+    test_dev_read(ops, h, dev, n);
+    return h;
+}
+
+float *test_weights_get(const vla_policy *p) { return test_dev_dup(p->tops, p->weights, p->n_weight_floats); }
+
+void test_weights_set(vla_policy *p, const float *host) {
+    p->tops->to_device(p->weights, host, (size_t)p->n_weight_floats * sizeof(float));
+}
+
+float *test_grads_get(const vla_policy *p) { return test_dev_dup(p->tops, p->grads, p->n_grad_floats); }
+
+void test_weight_set1(vla_policy *p, int64_t i, float v) { p->tops->to_device(p->weights + i, &v, sizeof v); }
+
+void test_param_load(vla_policy *p, int64_t k, const void *safetensors, const char *name) {
+    float *dst = vla_policy_param_stage(p, k);
+    if (!dst) fail_msg("out of memory staging %s", name);
+    vla_status st = vla_safetensors_load_f32((const vla_safetensors *)safetensors, name, dst,
+                                             (size_t)p->params[k].spec->numel);
+    if (vla_policy_param_commit(p, k, dst) >= 0 && st == VLA_OK) fail_msg("%s holds non-finite values", name);
+    if (st != VLA_OK) fail_msg("%s: %s", name, vla_error_message());
 }

@@ -10,6 +10,31 @@
 #include <cmocka.h>
 
 #include "base/status.h"
+#include "tensor/ops.h"
+
+/* The backend a test runs on: $VLA_DEVICE (the checked_ ctest runs set
+ * "checked"; the CLI and library defaults read it too), else "cpu". Tests that hand the table host buffers (the nn
+ * and tensor layers' own tests) use test_cpu_backend() instead. */
+const vla_ops *test_backend(void);
+const vla_ops *test_cpu_backend(void);
+/* `tol` widened by the backend's declared tolerance against the CPU (ops->rtol). */
+double test_tol(double tol);
+/* Backend memory holding a copy of n host floats (free with ops->free), and the way back. */
+float *test_dev_copy(const vla_ops *ops, const float *host, int64_t n);
+void test_dev_read(const vla_ops *ops, float *host, const float *dev, int64_t n);
+/* n floats of backend memory read back into a malloc'd host array (free it). */
+float *test_dev_dup(const vla_ops *ops, const float *dev, int64_t n);
+
+/* A policy's weights and gradients seen from the host, through its backend:
+ * malloc'd copies (free them), and the way back. */
+struct vla_policy;
+float *test_weights_get(const struct vla_policy *p);
+void test_weights_set(struct vla_policy *p, const float *host);
+float *test_grads_get(const struct vla_policy *p);
+/* weights[i] = v, one element */
+void test_weight_set1(struct vla_policy *p, int64_t i, float v);
+/* Parameter k's weights from a safetensors tensor `name` (converted to f32). */
+void test_param_load(struct vla_policy *p, int64_t k, const void *safetensors, const char *name);
 
 /* Absolute path of a file in the source tree (VLA_SOURCE_DIR set by ctest). */
 const char *test_source_path(const char *relative);

@@ -5,18 +5,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A chunk: its header, and `data` — right after the header (malloc arenas)
+ * or a separate block from the arena's allocator (device memory). */
 struct vla_arena_chunk {
     vla_arena_chunk *prev;
-    size_t size;   /* usable bytes in data[] */
+    size_t size;   /* usable bytes at data */
     size_t offset; /* next free byte */
-    _Alignas(64) unsigned char data[];
+    unsigned char *data;
+    _Alignas(64) unsigned char inline_data[];
 };
 
-void vla_arena_init(vla_arena *a, size_t chunk_size) {
+void vla_arena_init(vla_arena *a, size_t chunk_size) { vla_arena_init_with(a, chunk_size, NULL, NULL); }
+
+void vla_arena_init_with(vla_arena *a, size_t chunk_size, void *(*alloc)(size_t), void (*free_fn)(void *)) {
     a->head = NULL;
     a->chunk_size = chunk_size ? chunk_size : (size_t)1 << 20;
     a->used_total = 0;
     a->peak = 0;
+    a->chunk_alloc = alloc;
+    a->chunk_free = free_fn;
+}
+
+static vla_arena_chunk *chunk_new(vla_arena *a, size_t cap) {
+    if (!a->chunk_alloc) {
+        vla_arena_chunk *n = malloc(sizeof *n + cap);
+        if (n) n->data = n->inline_data;
+        return n;
+    }
+    vla_arena_chunk *n = malloc(sizeof *n);
+    if (!n) return NULL;
+    if (!(n->data = a->chunk_alloc(cap))) {
+        free(n);
+        return NULL;
+    }
+    return n;
+}
+
+static void chunk_free(vla_arena *a, vla_arena_chunk *c) {
+    if (a->chunk_alloc) a->chunk_free(c->data);
+    free(c);
 }
 
 static size_t align_up(size_t x, size_t align) { return (x + align - 1) & ~(align - 1); }
@@ -36,7 +63,7 @@ void *vla_arena_alloc(vla_arena *a, size_t size, size_t align) {
         size_t need = size + align;
         if (need < size) return NULL; /* overflow */
         size_t cap = need > a->chunk_size ? need : a->chunk_size;
-        vla_arena_chunk *n = malloc(sizeof *n + cap);
+        vla_arena_chunk *n = chunk_new(a, cap);
         if (!n) return NULL;
         n->prev = c;
         n->size = cap;
@@ -72,7 +99,7 @@ vla_arena_mark vla_arena_get_mark(const vla_arena *a) {
 void vla_arena_rewind(vla_arena *a, vla_arena_mark m) {
     while (a->head && a->head != m.chunk) {
         vla_arena_chunk *prev = a->head->prev;
-        free(a->head);
+        chunk_free(a, a->head);
         a->head = prev;
     }
     if (a->head) a->head->offset = m.offset;
@@ -82,7 +109,7 @@ void vla_arena_rewind(vla_arena *a, vla_arena_mark m) {
 void vla_arena_reset(vla_arena *a) {
     while (a->head && a->head->prev) {
         vla_arena_chunk *prev = a->head->prev;
-        free(a->head);
+        chunk_free(a, a->head);
         a->head = prev;
     }
     if (a->head) a->head->offset = 0;
@@ -92,8 +119,15 @@ void vla_arena_reset(vla_arena *a) {
 void vla_arena_free(vla_arena *a) {
     while (a->head) {
         vla_arena_chunk *prev = a->head->prev;
-        free(a->head);
+        chunk_free(a, a->head);
         a->head = prev;
     }
     a->used_total = 0;
+}
+
+void vla_arena_rebuild(vla_arena *a, size_t chunk_size) {
+    void *(*al)(size_t) = a->chunk_alloc;
+    void (*fr)(void *) = a->chunk_free;
+    vla_arena_free(a);
+    vla_arena_init_with(a, chunk_size, al, fr);
 }

@@ -16,6 +16,10 @@ typedef struct {
     size_t chunk_size;      /* default size of a new chunk */
     size_t used_total;      /* bytes handed out (with alignment padding) */
     size_t peak;            /* high-water mark of used_total */
+    /* where chunks' memory comes from (NULL: malloc, header and data in one
+     * block); see vla_arena_init_with */
+    void *(*chunk_alloc)(size_t bytes);
+    void (*chunk_free)(void *p);
 } vla_arena;
 
 typedef struct {
@@ -26,6 +30,12 @@ typedef struct {
 
 /* chunk_size 0 picks 1 MiB. Nothing is allocated until the first alloc. */
 void vla_arena_init(vla_arena *a, size_t chunk_size);
+/* An arena whose chunks' memory comes from `alloc`/`free` (a backend's
+ * device memory: tensor/ops.h). The arena never reads or writes that
+ * memory — chunk headers live in host memory — so vla_arena_calloc and
+ * vla_arena_strdup are not for such arenas. Blocks are 64-byte aligned at
+ * most (alloc's alignment). */
+void vla_arena_init_with(vla_arena *a, size_t chunk_size, void *(*alloc)(size_t), void (*free_fn)(void *));
 /* Aligned block (align a power of two, ≥ 1) or NULL when memory runs out. */
 void *vla_arena_alloc(vla_arena *a, size_t size, size_t align);
 /* Zeroed block. */
@@ -34,6 +44,10 @@ char *vla_arena_strdup(vla_arena *a, const char *s);
 vla_arena_mark vla_arena_get_mark(const vla_arena *a);
 /* Release everything allocated after `m` (later chunks are freed). */
 void vla_arena_rewind(vla_arena *a, vla_arena_mark m);
+/* Release everything and make the next chunk `chunk_size` bytes (the
+ * high-water mark of a step, so later steps of that shape allocate nothing);
+ * keeps the allocator. */
+void vla_arena_rebuild(vla_arena *a, size_t chunk_size);
 /* Release everything; keeps the first chunk for reuse. */
 void vla_arena_reset(vla_arena *a);
 void vla_arena_free(vla_arena *a);

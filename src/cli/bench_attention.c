@@ -21,6 +21,7 @@
 #include "base/rng.h"
 #include "base/timer.h"
 #include "nn/attention.h"
+#include "tensor/backend.h"
 #include "tensor/ops.h"
 
 #define HEADS 8
@@ -82,7 +83,7 @@ static vla_status data_make(const attn_case *c, bool quick, attn_data *d) {
 /* Best forward and forward+backward milliseconds over `reps` (after a warm-up). */
 static vla_status time_vla(const attn_case *c, attn_data *d, const vla_attn_config *cfgp, int reps, double *fwd_ms,
                            double *fb_ms, vla_attn_stats *stats) {
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = vla_backend_find(VLA_BACKEND_DEFAULT); /* host buffers below: the CPU backend */
     vla_attn_config cfg = *cfgp;
     vla_attn_seqs s = {c->n, d->cu, d->group};
     *fwd_ms = *fb_ms = 1e30;

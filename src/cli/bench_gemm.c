@@ -4,6 +4,7 @@
  * Later benchmarks quote MFU against the peak measured here, in the same run. */
 #include "cli/cli.h"
 #include "base/timer.h"
+#include "tensor/backend.h"
 #include "tensor/ops.h"
 
 #include <omp.h>
@@ -64,7 +65,7 @@ int vla_bench_gemm(int argc, char **argv) {
     if (threads > 0) omp_set_num_threads((int)threads);
     int nthreads = omp_get_max_threads();
 
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = vla_backend_find(VLA_BACKEND_DEFAULT);
     double peak = 0;
     int64_t peak_m = 0;
     for (unsigned i = 0; i < sizeof default_shapes / sizeof default_shapes[0]; i++) {

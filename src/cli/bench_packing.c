@@ -28,6 +28,7 @@
 
 #include "base/rng.h"
 #include "policy/config.h"
+#include "tensor/backend.h"
 
 typedef struct {
     const char *name;
@@ -109,7 +110,7 @@ static int bench_config(const char *name, int64_t batch, double seconds, int rou
     vla_train_opt *opt = NULL;
     double best[N_LAYOUTS] = {1e30, 1e30, 1e30};
     vla_loss_info info = {0};
-    st = vla_policy_create(&cfg, vla_ops_cpu(), &p);
+    st = vla_policy_create(&cfg, vla_backend_find(VLA_BACKEND_DEFAULT), &p);
     if (st == VLA_OK) st = vla_policy_init_weights(p, 1);
     for (int k = 0; k < N_LAYOUTS && st == VLA_OK; k++) st = build_batch(p, (int32_t)batch, (layout)k, &bt[k]);
     if (st == VLA_OK) st = vla_bench_optimizer(p, comm, &opt);

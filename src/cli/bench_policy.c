@@ -33,6 +33,7 @@
 #include "base/timer.h"
 #include "distributed/comm.h"
 #include "policy/policy.h"
+#include "tensor/backend.h"
 #include "tensor/ops.h"
 #include "train/trainer_opt.h"
 
@@ -163,7 +164,8 @@ vla_status vla_bench_optimizer(vla_policy *p, vla_comm *comm, vla_train_opt **op
         tt[n++] = (vla_train_opt_tensor){sp->name, p->params[i].data - p->weights, sp->numel, sp->ndim};
     }
     vla_train_opt_overrides ov = {-1, -1, -1, 0};
-    vla_status st = vla_train_opt_create(comm, vla_policy_config_family_name(&p->cfg), tt, n, p->weights, &ov, opt);
+    vla_status st =
+        vla_train_opt_create(comm, p->tops, vla_policy_config_family_name(&p->cfg), tt, n, p->weights, &ov, opt);
     free(tt);
     return st;
 }
@@ -415,6 +417,7 @@ static int bench_one(const char *name, const bench_opts *o) {
 
 int vla_bench_policy(int argc, char **argv) {
     const char *configs = "pi05-tiny,groot-tiny", *python = "/usr/bin/python3", *threads = NULL;
+    const char *device = vla_backend_default_name();
     int64_t batch = 8, reps = 10;
     double seconds = 2.0;
     bool quick = false, no_peer = false, infer_only = false;
@@ -428,6 +431,7 @@ int vla_bench_policy(int argc, char **argv) {
          "count's ratio to the first (vs_base_threads); default 1,0 (one thread and all cores; with "
          "--infer_only, all cores)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run (smoke test)"},
+        {"device", VLA_FLAG_STRING, &device, "NAME", VLA_CLI_DEVICE_HELP},
         {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyTorch eager peer (tools/bench_torch_policy.py)"},
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
         {"infer_only", VLA_FLAG_BOOL, &infer_only, NULL,
@@ -450,7 +454,10 @@ int vla_bench_policy(int argc, char **argv) {
         return 2;
     }
     if (quick) seconds = seconds < 0.3 ? seconds : 0.3, reps = reps < 3 ? reps : 3, batch = batch < 4 ? batch : 4;
-    bench_opts o = {seconds, batch, reps, 0, {0}, {0}, vla_ops_cpu(), NULL, !no_peer && !quick && !infer_only,
+    const vla_ops *dev;
+    vla_status dst = vla_backend_get(device, &dev);
+    if (dst != VLA_OK) return vla_cli_fail(dst);
+    bench_opts o = {seconds, batch, reps, 0, {0}, {0}, dev, NULL, !no_peer && !quick && !infer_only,
                     python, infer_only, quick};
     /* default: training scales from one core to all of them, so show both and their ratio */
     if (!threads) threads = infer_only ? "0" : "1,0";

@@ -29,6 +29,10 @@ int vla_cli_dispatch(const char *prefix, const vla_cli_command *cmds, int n, int
  * code to return at once (0 after --help, 2 after a usage error). */
 int vla_cli_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags_result *res);
 
+/* Help text of --device, the flag that picks the backend (tensor/backend.h). */
+#define VLA_CLI_DEVICE_HELP "backend that runs the model: cpu (default; or $VLA_DEVICE) or checked (the CPU kernels on memory the host " \
+    "cannot touch outside an op: a correctness mode, slow); `vla version` lists those built in"
+
 /* Print "vla: error: <thread's error message>" and return the exit code. */
 int vla_cli_fail(vla_status st);
 

@@ -23,13 +23,14 @@
 #include "eval/eval.h"
 #include "sim/record.h"
 #include "sim/relabel.h"
+#include "tensor/backend.h"
 #include "train/metrics.h"
 #include "train/plot.h"
 #include "train/pretrained.h"
 #include "train/trainer.h"
 
 typedef struct {
-    const char *policy_path, *out, *env;
+    const char *policy_path, *out, *env, *device;
     int64_t rounds, rollouts, every, per_rollout, expert_episodes, expert_seed, rollout_seed;
     int64_t steps, batch, eval_episodes, eval_seed, n_act, workers;
     double lr, ema;
@@ -47,7 +48,7 @@ static vla_status evaluate(const dagger_opts *d, const char *policy, const char 
     vla_eval_opts o;
     vla_eval_opts_default(&o);
     o.policy_path = policy, o.env = d->env, o.n_episodes = (int)d->eval_episodes, o.seed = (uint64_t)d->eval_seed;
-    o.n_action_steps = (int)d->n_act, o.output_dir = dir, o.n_videos = 2, o.quiet = true;
+    o.n_action_steps = (int)d->n_act, o.output_dir = dir, o.n_videos = 2, o.quiet = true, o.device = d->device;
     vla_eval_result r;
     double t0 = vla_now_s();
     vla_status st = vla_eval_run(&o, &r);
@@ -65,7 +66,7 @@ static vla_status collect(const dagger_opts *d, const char *policy, int round, v
     vla_eval_opts_default(&o);
     o.policy_path = policy, o.env = d->env, o.n_episodes = (int)d->rollouts, o.n_action_steps = (int)d->n_act;
     o.seed = (uint64_t)(d->rollout_seed + (int64_t)(round - 1) * d->rollouts);
-    o.keep_trajectories = (int)d->rollouts, o.n_videos = 0, o.quiet = true;
+    o.keep_trajectories = (int)d->rollouts, o.n_videos = 0, o.quiet = true, o.device = d->device;
     vla_eval_result r;
     vla_status st = vla_eval_run(&o, &r);
     row->rollout_success = r.policy.success_rate;
@@ -118,8 +119,10 @@ static vla_status write_dataset(const dagger_opts *d, const char *root, const vl
 /* Fine-tune from `from` (a pretrained_model directory) on `data`, as the checkpoint was trained. */
 static vla_status train_round(const dagger_opts *d, const char *from, const char *data, const char *out,
                               round_row *row) {
+    const vla_ops *ops;
+    VLA_TRY(vla_backend_get(d->device ? d->device : vla_backend_default_name(), &ops));
     vla_pretrained pm;
-    VLA_TRY(vla_pretrained_load(from, vla_ops_cpu(), &pm));
+    VLA_TRY(vla_pretrained_load(from, ops, &pm));
     vla_train_opts o;
     vla_train_opts_default(&o);
     o.dataset_root = data, o.pretrained_path = pm.dir, o.output_dir = out;
@@ -131,6 +134,7 @@ static vla_status train_round(const dagger_opts *d, const char *from, const char
     o.steps = d->steps, o.batch_size = d->batch, o.lr = d->lr, o.ema_decay = d->ema, o.num_workers = (int)d->workers;
     o.log_freq = 50, o.progress = true, o.seed = 1000 + (uint64_t)row->round;
     o.keep_normalization = d->keep_norm; /* the weights' own scaling, not the grown dataset's */
+    o.device = d->device;
     vla_train_result r;
     double t0 = vla_now_s();
     vla_status st = vla_train(&o, &r);
@@ -175,11 +179,12 @@ static void print_table(const round_row *rows, int n, int eval_n) {
 }
 
 int vla_cmd_dagger(int argc, char **argv) {
-    dagger_opts d = {NULL, "outputs/dagger", "pusht", 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1,
+    dagger_opts d = {NULL, "outputs/dagger", "pusht", NULL, 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1,
                      -1, -1, true};
     const vla_flag flags[] = {
         {"policy.path", VLA_FLAG_STRING, &d.policy_path, "DIR", "the trained policy to start from (required)"},
         {"output_dir", VLA_FLAG_STRING, &d.out, "DIR", "round-K/{data,train,eval}, dagger.jsonl, dagger.png"},
+        {"device", VLA_FLAG_STRING, &d.device, "NAME", VLA_CLI_DEVICE_HELP},
         {"env.type", VLA_FLAG_STRING, &d.env, "NAME", "simulator with a scripted expert (default pusht)"},
         {"dagger.rounds", VLA_FLAG_INT, &d.rounds, "K", "rounds (default 3)"},
         {"dagger.rollouts", VLA_FLAG_INT, &d.rollouts, "N", "policy rollouts per round (default 50)"},

@@ -9,7 +9,6 @@
 int vla_cmd_eval(int argc, char **argv) {
     vla_eval_opts o;
     vla_eval_opts_default(&o);
-    int64_t pthreads = 0;
     int64_t n = o.n_episodes, seed = (int64_t)o.seed, n_act = 0, flow_steps = 0, max_steps = 0, n_videos = o.n_videos, vsize = 256;
     bool baselines = false, json = false;
     const char *out = "outputs/eval", *pretrained = NULL;
@@ -32,8 +31,7 @@ int vla_cmd_eval(int argc, char **argv) {
         {"policy.n_action_steps", VLA_FLAG_INT, &n_act, "N", "actions executed per predicted chunk (default min(horizon, 8))"},
         {"policy.num_inference_steps", VLA_FLAG_INT, &flow_steps, "N",
          "Euler steps of flow-matching sampling (default: the checkpoint's flow.steps)"},
-        {"eval.policy_threads", VLA_FLAG_INT, &pthreads, "N",
-         "policy copies running groups of episodes in parallel (0: one per core; 1: one batched call)"},
+        {"device", VLA_FLAG_STRING, &o.device, "NAME", VLA_CLI_DEVICE_HELP},
         {"max_steps", VLA_FLAG_INT, &max_steps, "N", "episode step limit (default: the env's)"},
         {"seed", VLA_FLAG_INT, &seed, "S", "first episode seed and noise seed (default 100000)"},
         {"output_dir", VLA_FLAG_STRING, &out, "DIR", "eval_info.json and videos/ (default outputs/eval)"},
@@ -66,7 +64,6 @@ int vla_cmd_eval(int argc, char **argv) {
     o.flow_steps = (int)flow_steps;
     o.n_videos = (int)n_videos, o.video_size = (int)vsize, o.baselines = baselines, o.output_dir = out;
     o.quiet = json;
-    o.policy_threads = (int)pthreads;
     vla_eval_result r;
     vla_status st = vla_eval_run(&o, &r);
     if (st != VLA_OK) return vla_cli_fail(st);

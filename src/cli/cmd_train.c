@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 typedef struct {
-    const char *env, *output_dir;
+    const char *env, *output_dir, *device;
     int n_episodes;
     uint64_t seed;
 } eval_hook_ctx;
@@ -33,6 +33,7 @@ static vla_status eval_hook(void *user, const char *dir, int64_t step, double *s
     o.n_videos = 0;
     o.output_dir = out;
     o.quiet = true;
+    o.device = c->device;
     vla_eval_result r;
     VLA_TRY(vla_eval_run(&o, &r));
     *success = r.policy.success_rate;
@@ -122,6 +123,7 @@ int vla_cmd_train(int argc, char **argv) {
         {"steps", VLA_FLAG_INT, &steps, "N", "optimizer steps (default 1000)"},
         {"output_dir", VLA_FLAG_STRING, &o.output_dir, "DIR", "checkpoints, metrics and plots (default outputs/train)"},
         {"seed", VLA_FLAG_INT, &seed, "S", "seed of weights, sampler, noise (default 1000)"},
+        {"device", VLA_FLAG_STRING, &o.device, "NAME", VLA_CLI_DEVICE_HELP},
         {"num_workers", VLA_FLAG_INT, &workers, "N", "background data threads (0: on the training thread; default 2)"},
         {"optimizer.lr", VLA_FLAG_FLOAT, &o.lr, "LR", "peak learning rate (default: the policy's, pi05 2.5e-5, groot 1e-4)"},
         {"optimizer.weight_decay", VLA_FLAG_FLOAT, &o.weight_decay, "WD", "AdamW weight decay (default: the policy's)"},
@@ -199,7 +201,7 @@ int vla_cmd_train(int argc, char **argv) {
     }
     o.n_obs_steps = (int)n_obs;
     set_threads(threads);
-    eval_hook_ctx ctx = {env, o.output_dir, (int)eval_eps, (uint64_t)eval_seed};
+    eval_hook_ctx ctx = {env, o.output_dir, o.device, (int)eval_eps, (uint64_t)eval_seed};
     if (eval_freq > 0) o.eval_fn = eval_hook, o.eval_user = &ctx;
     vla_train_result r;
     vla_status st = vla_train(&o, &r);

@@ -8,9 +8,12 @@
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <omp.h>
+#include <string.h>
 #ifdef VLA_HAVE_MPI
 #include <mpi.h>
 #endif
+
+#include "tensor/backend.h"
 
 int vla_cmd_version(int argc, char **argv) {
     bool as_json = false;
@@ -33,11 +36,19 @@ int vla_cmd_version(int argc, char **argv) {
     char openmp[64];
     snprintf(openmp, sizeof openmp, "OpenMP %d, %d threads", _OPENMP, omp_get_max_threads());
     const char *blas = openblas_get_config();
-    const char *cuda = "no (CPU backend only)";
+    const char *cuda = vla_backend_find("cuda") ? "yes" : "no (CPU backends only)";
+    /* the backends compiled in (--device=NAME), as a list and as JSON strings */
+    char devices[256] = "", devices_json[320] = "";
+    for (int i = 0; i < vla_backend_count(); i++) {
+        const char *sep = i ? ", " : "", *jsep = i ? "," : "";
+        snprintf(devices + strlen(devices), sizeof devices - strlen(devices), "%s%s", sep, vla_backend_name(i));
+        snprintf(devices_json + strlen(devices_json), sizeof devices_json - strlen(devices_json), "%s\"%s\"", jsep,
+                 vla_backend_name(i));
+    }
     if (as_json) {
         printf("{\"version\":\"%s\",\"openmp\":\"%s\",\"blas\":\"%s\",\"ffmpeg\":\"%s\","
-               "\"mpi\":\"%s\",\"cuda\":\"%s\",\"jansson\":\"%s\"}\n",
-               VLA_VERSION, openmp, blas, ffmpeg, mpi, cuda, JANSSON_VERSION);
+               "\"mpi\":\"%s\",\"cuda\":\"%s\",\"jansson\":\"%s\",\"devices\":[%s]}\n",
+               VLA_VERSION, openmp, blas, ffmpeg, mpi, cuda, JANSSON_VERSION, devices_json);
         return 0;
     }
     printf("vla %s\n", VLA_VERSION);
@@ -46,6 +57,7 @@ int vla_cmd_version(int argc, char **argv) {
     printf("  FFmpeg  : %s\n", ffmpeg);
     printf("  MPI     : %s\n", mpi);
     printf("  CUDA    : %s\n", cuda);
+    printf("  devices : %s (--device=NAME; default %s)\n", devices, vla_backend_default_name());
     printf("  JSON    : jansson %s\n", JANSSON_VERSION);
     return 0;
 }

@@ -19,7 +19,9 @@ typedef struct {
 
 struct vla_grad_buckets {
     vla_comm *comm;
+    const vla_ops *ops;
     float *grads;
+    float *stage; /* host copy of the gradients for backends off the host (else NULL) */
     int n_params;
     int *param_bucket;  /* bucket of each parameter */
     bool *param_ready;
@@ -30,8 +32,8 @@ struct vla_grad_buckets {
     vla_grad_buckets_stats stats;
 };
 
-vla_status vla_grad_buckets_create(vla_comm *comm, float *grads, const int64_t *param_sizes, int n_params,
-                                   size_t bucket_bytes, vla_grad_buckets **out) {
+vla_status vla_grad_buckets_create(vla_comm *comm, const vla_ops *ops, float *grads, const int64_t *param_sizes,
+                                   int n_params, size_t bucket_bytes, vla_grad_buckets **out) {
     *out = NULL;
     if (n_params <= 0) return vla_error(VLA_ERR_INVALID_ARG, "grad_buckets: no parameters");
     if (bucket_bytes == 0) bucket_bytes = (size_t)25 << 20;
@@ -49,7 +51,13 @@ vla_status vla_grad_buckets_create(vla_comm *comm, float *grads, const int64_t *
         }
         offs[i + 1] = offs[i] + param_sizes[i];
     }
-    b->comm = comm, b->grads = grads, b->n_params = n_params;
+    b->comm = comm, b->ops = ops, b->grads = grads, b->n_params = n_params;
+    /* one rank reduces nothing: no staging then */
+    if (!ops->host_memory && vla_comm_world(comm) > 1 &&
+        !(b->stage = malloc(sizeof(float) * (size_t)(offs[n_params] > 0 ? offs[n_params] : 1)))) {
+        free(offs), free(b);
+        return vla_error(VLA_ERR_NOMEM, "grad_buckets: out of memory for the host staging buffer");
+    }
     b->param_bucket = malloc(sizeof(int) * (size_t)n_params);
     b->param_ready = calloc((size_t)n_params, sizeof(bool));
     b->buckets = calloc((size_t)n_params, sizeof(bucket)); /* at most one bucket per parameter */
@@ -83,6 +91,7 @@ vla_status vla_grad_buckets_create(vla_comm *comm, float *grads, const int64_t *
 
 void vla_grad_buckets_free(vla_grad_buckets *b) {
     if (!b) return;
+    free(b->stage);
     free(b->param_bucket);
     free(b->param_ready);
     free(b->buckets);
@@ -114,6 +123,10 @@ vla_status vla_grad_buckets_begin(vla_grad_buckets *b) {
 static vla_status start_bucket(vla_grad_buckets *b, int k) {
     bucket *bk = &b->buckets[k];
     float *p = b->grads + bk->lo;
+    if (b->stage) { /* the bucket's final gradients leave the backend once */
+        b->ops->to_host(b->stage + bk->lo, p, sizeof(float) * (size_t)(bk->hi - bk->lo));
+        p = b->stage + bk->lo;
+    }
     VLA_TRY(vla_comm_iallreduce(b->comm, p, p, bk->hi - bk->lo, VLA_COMM_F32, VLA_COMM_MEAN, &bk->req, bk->what));
     bk->started = true;
     if (k == 0) b->stats.first_start_s = bk->req.t_start;
@@ -133,6 +146,8 @@ static vla_status start_ready(vla_grad_buckets *b, bool force) {
 
 static void note_done(vla_grad_buckets *b, bucket *bk) {
     bk->done = true;
+    if (b->stage) /* the averaged bucket goes back */
+        b->ops->to_device(b->grads + bk->lo, b->stage + bk->lo, sizeof(float) * (size_t)(bk->hi - bk->lo));
     b->stats.comm_s += bk->req.t_done - bk->req.t_start;
     if (!b->waiting) b->stats.completed_before_wait++;
 }

@@ -35,6 +35,7 @@
 
 #include "base/status.h"
 #include "distributed/comm.h"
+#include "tensor/ops.h"
 
 typedef struct vla_grad_buckets vla_grad_buckets;
 
@@ -52,9 +53,12 @@ typedef struct {
     int64_t steps;
 } vla_grad_buckets_stats;
 
-/* `grads` is not owned. bucket_bytes 0 picks 25 MiB. */
-vla_status vla_grad_buckets_create(vla_comm *comm, float *grads, const int64_t *param_sizes, int n_params,
-                                   size_t bucket_bytes, vla_grad_buckets **out);
+/* `grads` (in `ops`'s memory) is not owned. bucket_bytes 0 picks 25 MiB.
+ * When the backend's memory is not the host's, each bucket is staged: copied
+ * to a host buffer when it starts and back when its all-reduce completes
+ * (NCCL, which reduces device memory in place, is the CUDA backend's way). */
+vla_status vla_grad_buckets_create(vla_comm *comm, const vla_ops *ops, float *grads, const int64_t *param_sizes,
+                                   int n_params, size_t bucket_bytes, vla_grad_buckets **out);
 void vla_grad_buckets_free(vla_grad_buckets *b);
 
 int vla_grad_buckets_count(const vla_grad_buckets *b);

@@ -21,15 +21,17 @@
 
 struct vla_zero1 {
     vla_comm *comm;
+    const vla_ops *ops;
     vla_zero1_segment *seg;
     int64_t *flat; /* n_seg + 1 prefix sums: segment i is flat[i], flat[i+1]) */
     int n_seg;
     int64_t numel, lo, hi;
-    float *m, *v;   /* shard moments */
-    float *ema;     /* shard EMA, NULL: none */
+    float *m, *v;   /* shard moments (backend) */
+    float *ema;     /* shard EMA, NULL: none (backend) */
     double ema_decay;
-    float *gshard;  /* scratch shard: reduce-scatter target, grad_mul·g */
-    float *gather;  /* flat scratch of numel for the all-gathers (multi-segment layouts) */
+    float *gshard;  /* scratch shard: reduce-scatter target, grad_mul·g (backend) */
+    float *gather;  /* host: flat scratch of numel for the all-gathers (multi-segment layouts, staging) */
+    float *hgrad;   /* host: staging of the whole gradient for a reduce-scatter (backends off the host) */
     int64_t *counts, *displs;
     uint64_t layout; /* hash of the segments, stored in the shard files */
     int64_t step;
@@ -50,8 +52,21 @@ static uint64_t fnv(uint64_t h, int64_t x) {
     return h;
 }
 
-vla_status vla_zero1_create_segments(vla_comm *comm, const vla_zero1_segment *seg, int n_seg, vla_zero1 **out) {
+/* backend memory of n floats, zeroed; NULL when out of memory */
+static float *dev_zeros(const vla_ops *ops, size_t n) {
+    float *p = ops->alloc(sizeof(float) * (n ? n : 1));
+    if (p) ops->fill(p, 0.0f, (int64_t)n);
+    return p;
+}
+
+static void dev_free(const vla_ops *ops, void *p) {
+    if (p) ops->free(p);
+}
+
+vla_status vla_zero1_create_segments(vla_comm *comm, const vla_ops *ops, const vla_zero1_segment *seg, int n_seg,
+                                     vla_zero1 **out) {
     *out = NULL;
+    if (!ops) return vla_error(VLA_ERR_INVALID_ARG, "zero1: no op table");
     int world = vla_comm_world(comm), rank = vla_comm_rank(comm);
     if (n_seg < 1 || !seg) return vla_error(VLA_ERR_INVALID_ARG, "zero1: no segments");
     int64_t numel = 0;
@@ -85,13 +100,13 @@ vla_status vla_zero1_create_segments(vla_comm *comm, const vla_zero1_segment *se
     free(sorted);
     vla_zero1 *z = calloc(1, sizeof *z);
     if (!z) return vla_error(VLA_ERR_NOMEM, "zero1: out of memory");
-    z->comm = comm, z->numel = numel, z->n_seg = n_seg;
+    z->comm = comm, z->ops = ops, z->numel = numel, z->n_seg = n_seg;
     vla_zero1_shard_of(numel, rank, world, &z->lo, &z->hi);
     size_t n = (size_t)(z->hi - z->lo);
     z->seg = malloc(sizeof *z->seg * (size_t)n_seg);
     z->flat = malloc(sizeof *z->flat * (size_t)(n_seg + 1));
-    z->m = calloc(n ? n : 1, sizeof(float));
-    z->v = calloc(n ? n : 1, sizeof(float));
+    z->m = dev_zeros(ops, n);
+    z->v = dev_zeros(ops, n);
     z->counts = malloc(sizeof(int64_t) * 2 * (size_t)world);
     if (!z->seg || !z->flat || !z->m || !z->v || !z->counts) {
         vla_zero1_free(z);
@@ -115,14 +130,15 @@ vla_status vla_zero1_create_segments(vla_comm *comm, const vla_zero1_segment *se
     return VLA_OK;
 }
 
-vla_status vla_zero1_create(vla_comm *comm, int64_t numel, vla_zero1 **out) {
+vla_status vla_zero1_create(vla_comm *comm, const vla_ops *ops, int64_t numel, vla_zero1 **out) {
     vla_zero1_segment s = {0, numel, 1};
-    return vla_zero1_create_segments(comm, &s, 1, out);
+    return vla_zero1_create_segments(comm, ops, &s, 1, out);
 }
 
 void vla_zero1_free(vla_zero1 *z) {
     if (!z) return;
-    free(z->m), free(z->v), free(z->ema), free(z->gshard), free(z->gather), free(z->counts);
+    dev_free(z->ops, z->m), dev_free(z->ops, z->v), dev_free(z->ops, z->ema), dev_free(z->ops, z->gshard);
+    free(z->gather), free(z->hgrad), free(z->counts);
     free(z->seg), free(z->flat);
     free(z);
 }
@@ -147,52 +163,32 @@ static void for_pieces(const vla_zero1 *z, int64_t a, int64_t b, piece_fn fn, vo
     }
 }
 
-/* flat buffer (indexed by flat position) → parameter layout */
+/* Copies between a flat buffer (indexed by flat position, starting at
+ * flat index src_base) and parameter layout, piece by piece. `how` says
+ * where the two sides live: both in backend memory (ops->copy), flat on the
+ * host and params in the backend (to_device / to_host), or both on the host. */
+typedef enum { COPY_DEVICE, COPY_HOST_FLAT, COPY_HOST } copy_how;
 typedef struct {
     float *dst;
     const float *src;
-    int64_t src_base; /* flat index of src[0] */
+    int64_t src_base; /* flat index of the flat buffer's element 0 */
     int to_params;    /* 1: src flat → dst params; 0: src params → dst flat */
+    copy_how how;
 } copy_ctx;
 
 static void copy_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_t p0, void *ctx) {
     copy_ctx *c = ctx;
-    size_t bytes = sizeof(float) * (size_t)(f1 - f0);
-    if (c->to_params)
-        memcpy(c->dst + p0, c->src + (f0 - c->src_base), bytes);
-    else
-        memcpy(c->dst + (f0 - c->src_base), c->src + p0, bytes);
-}
-
-static double sumsq_range(const float *g, int64_t n) {
-    int64_t nb = (n + SUMSQ_BLOCK - 1) / SUMSQ_BLOCK;
-    if (nb <= 1) {
-        double s = 0;
-        for (int64_t i = 0; i < n; i++) s += (double)g[i] * (double)g[i];
-        return s;
+    int64_t n = f1 - f0;
+    float *d = c->to_params ? c->dst + p0 : c->dst + (f0 - c->src_base);
+    const float *src = c->to_params ? c->src + (f0 - c->src_base) : c->src + p0;
+    switch (c->how) {
+    case COPY_DEVICE: z->ops->copy(d, src, n); break;
+    case COPY_HOST_FLAT:
+        if (c->to_params) z->ops->to_device(d, src, sizeof(float) * (size_t)n);
+        else z->ops->to_host(d, src, sizeof(float) * (size_t)n);
+        break;
+    case COPY_HOST: memcpy(d, src, sizeof(float) * (size_t)n); break;
     }
-    double *part = malloc((size_t)nb * sizeof *part);
-    if (!part) { /* one sequential pass: same blocks, same order */
-        double total = 0;
-        for (int64_t b = 0; b < nb; b++) {
-            double s = 0;
-            int64_t end = (b + 1) * SUMSQ_BLOCK < n ? (b + 1) * SUMSQ_BLOCK : n;
-            for (int64_t i = b * SUMSQ_BLOCK; i < end; i++) s += (double)g[i] * (double)g[i];
-            total += s;
-        }
-        return total;
-    }
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < nb; b++) {
-        double s = 0;
-        int64_t end = (b + 1) * SUMSQ_BLOCK < n ? (b + 1) * SUMSQ_BLOCK : n;
-        for (int64_t i = b * SUMSQ_BLOCK; i < end; i++) s += (double)g[i] * (double)g[i];
-        part[b] = s;
-    }
-    double total = 0;
-    for (int64_t b = 0; b < nb; b++) total += part[b];
-    free(part);
-    return total;
 }
 
 typedef struct {
@@ -203,7 +199,7 @@ typedef struct {
 /* per segment piece, so that at world 1 the blocking is per tensor */
 static void sumsq_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_t p0, void *ctx) {
     sumsq_ctx *c = ctx;
-    c->ss += sumsq_range(c->g + (f0 - z->lo), f1 - f0);
+    c->ss += z->ops->sum_squares(c->g + (f0 - z->lo), f1 - f0);
 }
 
 typedef struct {
@@ -216,8 +212,7 @@ typedef struct {
 static void update_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_t p0, void *ctx) {
     update_ctx *c = ctx;
     int64_t k = f0 - z->lo;
-    vla_ops_cpu()->adamw(c->params + p0, c->g + k, z->m + k, z->v + k, f1 - f0, c->sc,
-                         c->wd_on && z->seg[s].decay);
+    z->ops->adamw(c->params + p0, c->g + k, z->m + k, z->v + k, f1 - f0, c->sc, c->wd_on && z->seg[s].decay);
 }
 
 typedef struct {
@@ -227,62 +222,41 @@ typedef struct {
 
 static void ema_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_t p0, void *ctx) {
     ema_ctx *c = ctx;
-    float *e = z->ema + (f0 - z->lo);
-    const float *w = c->params + p0;
-    const float d = c->d, omd = c->omd;
-    int64_t n = f1 - f0;
-#pragma omp parallel for simd schedule(static) if (parallel : n > 65536)
-    for (int64_t i = 0; i < n; i++) e[i] = d * e[i] + omd * w[i];
+    z->ops->ema(z->ema + (f0 - z->lo), c->params + p0, c->d, c->omd, f1 - f0);
 }
 
 vla_status vla_zero1_ema_enable(vla_zero1 *z, double decay, const float *params) {
     if (!(decay > 0 && decay < 1)) return vla_error(VLA_ERR_INVALID_ARG, "zero1: EMA decay %g must be in (0, 1)", decay);
     size_t n = (size_t)(z->hi - z->lo);
-    if (!z->ema && !(z->ema = malloc(sizeof(float) * (n ? n : 1))))
+    if (!z->ema && !(z->ema = dev_zeros(z->ops, n)))
         return vla_error(VLA_ERR_NOMEM, "zero1: out of memory for the EMA of %zu", n);
     z->ema_decay = decay;
-    copy_ctx c = {z->ema, params, z->lo, 0};
+    copy_ctx c = {z->ema, params, z->lo, 0, COPY_DEVICE};
     for_pieces(z, z->lo, z->hi, copy_piece, &c);
     return VLA_OK;
 }
 
-/* Every rank's shard of `shard` (flat [lo, hi)) into `out` in parameter layout. */
-static vla_status gather_to_params(vla_zero1 *z, const float *shard, float *out, int shard_in_out) {
-    int world = vla_comm_world(z->comm);
-    if (identity_layout(z)) {
-        if (!shard_in_out) memcpy(out + z->lo, shard, sizeof(float) * (size_t)(z->hi - z->lo));
-        return world > 1 ? vla_comm_allgatherv(z->comm, NULL, out, z->counts, z->displs, VLA_COMM_F32) : VLA_OK;
-    }
-    if (world == 1) {
-        if (!shard_in_out) {
-            copy_ctx c = {out, shard, z->lo, 1};
-            for_pieces(z, z->lo, z->hi, copy_piece, &c);
-        }
-        return VLA_OK;
-    }
-    if (!z->gather && !(z->gather = malloc(sizeof(float) * (size_t)z->numel)))
+static vla_status need_gather(vla_zero1 *z) {
+    if (!z->gather && !(z->gather = malloc(sizeof(float) * (size_t)(z->numel > 0 ? z->numel : 1))))
         return vla_error(VLA_ERR_NOMEM, "zero1: out of memory for the gather buffer of %lld", (long long)z->numel);
-    memcpy(z->gather + z->lo, shard, sizeof(float) * (size_t)(z->hi - z->lo));
-    VLA_TRY(vla_comm_allgatherv(z->comm, NULL, z->gather, z->counts, z->displs, VLA_COMM_F32));
-    copy_ctx c = {out, z->gather, 0, 1};
-    if (shard_in_out) { /* ours is already in place */
-        for_pieces(z, 0, z->lo, copy_piece, &c);
-        for_pieces(z, z->hi, z->numel, copy_piece, &c);
-    } else {
-        for_pieces(z, 0, z->numel, copy_piece, &c);
-    }
     return VLA_OK;
 }
 
 vla_status vla_zero1_ema_gather(vla_zero1 *z, float *out) {
     if (!z->ema) return vla_error(VLA_ERR_INVALID_ARG, "zero1: the EMA is not enabled");
-    return gather_to_params(z, z->ema, out, 0);
-}
-
-static int64_t first_nonfinite(const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(x[i])) return i;
-    return -1;
+    int world = vla_comm_world(z->comm);
+    if (world == 1) { /* this shard is everything: straight into the host's parameter layout */
+        copy_ctx c = {out, z->ema, z->lo, 1, COPY_HOST_FLAT};
+        for_pieces(z, z->lo, z->hi, copy_piece, &c);
+        return VLA_OK;
+    }
+    /* the shards meet in the host's flat scratch, then land in parameter layout */
+    VLA_TRY(need_gather(z));
+    z->ops->to_host(z->gather + z->lo, z->ema, sizeof(float) * (size_t)(z->hi - z->lo));
+    VLA_TRY(vla_comm_allgatherv(z->comm, NULL, z->gather, z->counts, z->displs, VLA_COMM_F32));
+    copy_ctx c = {out, z->gather, 0, 1, COPY_HOST};
+    for_pieces(z, 0, z->numel, copy_piece, &c);
+    return VLA_OK;
 }
 
 /* Local scan: first non-finite element of the shard's state; *what 0 exp_avg,
@@ -292,8 +266,12 @@ static int64_t local_nonfinite(const vla_zero1 *z, int *what, int *nan) {
     int64_t n = z->hi - z->lo, best = -1;
     for (int k = 0; k < 3; k++) {
         if (!parts[k]) continue;
-        int64_t at = first_nonfinite(parts[k], n);
-        if (at >= 0 && (best < 0 || at < best)) best = at, *what = k, *nan = isnan(parts[k][at]) != 0;
+        int64_t at = z->ops->find_nonfinite(parts[k], n);
+        if (at >= 0 && (best < 0 || at < best)) {
+            float x;
+            z->ops->to_host(&x, parts[k] + at, sizeof x);
+            best = at, *what = k, *nan = isnan(x) != 0;
+        }
     }
     return best < 0 ? -1 : z->lo + best;
 }
@@ -339,25 +317,29 @@ vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_g
     }
     int64_t n = z->hi - z->lo;
     const float *g;
-    if ((mode == VLA_ZERO1_REDUCE_SCATTER || gm != 1.0) && !z->gshard &&
-        !(z->gshard = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1))))
+    if ((mode == VLA_ZERO1_REDUCE_SCATTER || gm != 1.0) && !z->gshard && !(z->gshard = dev_zeros(z->ops, (size_t)n)))
         return vla_error(VLA_ERR_NOMEM, "zero1: gradient shard");
     if (mode == VLA_ZERO1_REDUCE_SCATTER) {
         if (buckets) VLA_TRY(vla_grad_buckets_wait_all(buckets)); /* must not race the buffer */
-        VLA_TRY(vla_comm_reduce_scatterv(z->comm, grads, z->gshard, z->counts, VLA_COMM_F32, VLA_COMM_MEAN));
+        if (z->ops->host_memory) {
+            VLA_TRY(vla_comm_reduce_scatterv(z->comm, grads, z->gshard, z->counts, VLA_COMM_F32, VLA_COMM_MEAN));
+        } else { /* through the host: the whole gradient out, this shard back */
+            if (!z->hgrad && !(z->hgrad = malloc(sizeof(float) * (size_t)(z->numel + n))))
+                return vla_error(VLA_ERR_NOMEM, "zero1: gradient staging");
+            z->ops->to_host(z->hgrad, grads, sizeof(float) * (size_t)z->numel);
+            VLA_TRY(vla_comm_reduce_scatterv(z->comm, z->hgrad, z->hgrad + z->numel, z->counts, VLA_COMM_F32,
+                                             VLA_COMM_MEAN));
+            z->ops->to_device(z->gshard, z->hgrad + z->numel, sizeof(float) * (size_t)n);
+        }
         g = z->gshard;
     } else {
         /* wait only for the buckets that cover this shard */
         if (buckets) VLA_TRY(vla_grad_buckets_wait_range(buckets, z->lo, z->hi));
         g = grads + z->lo;
     }
-    if (gm != 1.0) {
-        /* the product of two floats is exact in double: one rounding, as a
-         * caller pre-scaling by a float would get */
-        float *dst = z->gshard;
-#pragma omp parallel for schedule(static) if (n > 65536)
-        for (int64_t i = 0; i < n; i++) dst[i] = (float)((double)g[i] * gm);
-        g = dst;
+    if (gm != 1.0) { /* one rounding of the exact product (ops->scale_to) */
+        z->ops->scale_to(z->gshard, g, gm, n);
+        g = z->gshard;
     }
 
     sumsq_ctx sc_ss = {g, 0};
@@ -398,18 +380,16 @@ vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_g
     z->step = t;
     /* the rest of the buckets must be complete before backward reuses the buffer */
     if (buckets) VLA_TRY(vla_grad_buckets_wait_all(buckets));
-    if (identity_layout(z))
-        return vla_comm_world(z->comm) > 1
-                   ? vla_comm_allgatherv(z->comm, NULL, params, z->counts, z->displs, VLA_COMM_F32)
-                   : VLA_OK;
     if (vla_comm_world(z->comm) == 1) return VLA_OK;
-    /* pack this rank's updated shard, gather, scatter the others' back */
-    if (!z->gather && !(z->gather = malloc(sizeof(float) * (size_t)z->numel)))
-        return vla_error(VLA_ERR_NOMEM, "zero1: out of memory for the gather buffer of %lld", (long long)z->numel);
-    copy_ctx pc = {z->gather, params, 0, 0};
+    if (identity_layout(z) && z->ops->host_memory) /* in place */
+        return vla_comm_allgatherv(z->comm, NULL, params, z->counts, z->displs, VLA_COMM_F32);
+    /* pack this rank's updated shard into the host's flat scratch, gather,
+     * copy the others' shards back into the parameters */
+    VLA_TRY(need_gather(z));
+    copy_ctx pc = {z->gather, params, 0, 0, COPY_HOST_FLAT};
     for_pieces(z, z->lo, z->hi, copy_piece, &pc);
     VLA_TRY(vla_comm_allgatherv(z->comm, NULL, z->gather, z->counts, z->displs, VLA_COMM_F32));
-    copy_ctx uc2 = {params, z->gather, 0, 1};
+    copy_ctx uc2 = {params, z->gather, 0, 1, COPY_HOST_FLAT};
     for_pieces(z, 0, z->lo, copy_piece, &uc2);
     for_pieces(z, z->hi, z->numel, copy_piece, &uc2);
     return VLA_OK;
@@ -435,12 +415,24 @@ static vla_status write_shard(vla_zero1 *z, const char *dir) {
     if (bad >= 0)
         return vla_error(VLA_ERR_NUMERIC, "zero1: rank %d: %s holds %s at flat index %lld; not writing %s", rank,
                          STATE_NAMES[what], nan ? "NaN" : "Inf", (long long)bad, path);
+    /* the writer reads the tensors on the host: the shard's state comes over once */
+    int64_t cnt = z->hi - z->lo;
+    size_t bytes = sizeof(float) * (size_t)cnt;
+    float *h = malloc(bytes * 3 + sizeof(float));
+    if (!h) return vla_error(VLA_ERR_NOMEM, "zero1: rank %d: out of memory for the shard's state", rank);
+    z->ops->to_host(h, z->m, bytes);
+    z->ops->to_host(h + cnt, z->v, bytes);
+    if (z->ema) z->ops->to_host(h + 2 * cnt, z->ema, bytes);
     vla_safetensors_writer *w;
-    VLA_TRY(vla_safetensors_writer_new(&w));
-    int64_t shape[1] = {z->hi - z->lo};
-    vla_status st = vla_safetensors_writer_add(w, "exp_avg", VLA_F32, 1, shape, z->m);
-    if (st == VLA_OK) st = vla_safetensors_writer_add(w, "exp_avg_sq", VLA_F32, 1, shape, z->v);
-    if (st == VLA_OK && z->ema) st = vla_safetensors_writer_add(w, "ema", VLA_F32, 1, shape, z->ema);
+    vla_status st = vla_safetensors_writer_new(&w);
+    if (st != VLA_OK) {
+        free(h);
+        return st;
+    }
+    int64_t shape[1] = {cnt};
+    st = vla_safetensors_writer_add(w, "exp_avg", VLA_F32, 1, shape, h);
+    if (st == VLA_OK) st = vla_safetensors_writer_add(w, "exp_avg_sq", VLA_F32, 1, shape, h + cnt);
+    if (st == VLA_OK && z->ema) st = vla_safetensors_writer_add(w, "ema", VLA_F32, 1, shape, h + 2 * cnt);
     if (st == VLA_OK) {
         snprintf(num, sizeof num, "%016" PRIx64, z->layout);
         st = vla_safetensors_writer_set_meta(w, "layout", num);
@@ -457,6 +449,7 @@ static vla_status write_shard(vla_zero1 *z, const char *dir) {
     }
     if (st == VLA_OK) st = vla_safetensors_writer_write(w, path);
     vla_safetensors_writer_free(w);
+    free(h);
     return st == VLA_OK ? VLA_OK : vla_error_context(st, "zero1: rank %d", rank);
 }
 
@@ -521,8 +514,8 @@ static vla_status load_from(vla_zero1 *z, const char *dir, int q, int old_world,
         if (st == VLA_OK && (t->dtype != VLA_F32 || t->numel != count))
             st = vla_error(VLA_ERR_FORMAT, "%s: tensor '%s' must be F32[%lld]", path, t->name, (long long)count);
         if (st == VLA_OK)
-            memcpy(dst[which] + (a - z->lo), (const char *)t->data + sizeof(float) * (size_t)(a - off),
-                   sizeof(float) * (size_t)(b - a));
+            z->ops->to_device(dst[which] + (a - z->lo), (const char *)t->data + sizeof(float) * (size_t)(a - off),
+                              sizeof(float) * (size_t)(b - a));
     }
     vla_safetensors_close(&f);
     return st;

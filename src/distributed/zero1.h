@@ -51,6 +51,7 @@
 #include "base/status.h"
 #include "distributed/comm.h"
 #include "distributed/grad_buckets.h"
+#include "tensor/ops.h"
 
 /* Scalars are double where torch forms them in double from Python floats (lr,
  * weight decay, betas, eps: 1 − β and the bias corrections are computed in
@@ -78,10 +79,15 @@ typedef enum {
 
 typedef struct vla_zero1 vla_zero1;
 
-/* Segments must not overlap in the parameter buffer; they are copied. */
-vla_status vla_zero1_create_segments(vla_comm *comm, const vla_zero1_segment *seg, int n_seg, vla_zero1 **out);
+/* Segments must not overlap in the parameter buffer; they are copied.
+ * Parameters, gradients, moments and the EMA live in `ops`'s memory and
+ * are updated through its slots (adamw, ema, sum_squares, …); the MPI
+ * collectives run on that memory directly when the backend's memory is
+ * the host's, else through host staging buffers. */
+vla_status vla_zero1_create_segments(vla_comm *comm, const vla_ops *ops, const vla_zero1_segment *seg, int n_seg,
+                                     vla_zero1 **out);
 /* = one segment {0, numel, decay 1}: parameters and gradients share the flat layout. */
-vla_status vla_zero1_create(vla_comm *comm, int64_t numel, vla_zero1 **out);
+vla_status vla_zero1_create(vla_comm *comm, const vla_ops *ops, int64_t numel, vla_zero1 **out);
 void vla_zero1_free(vla_zero1 *z);
 
 /* Flat size Σ numel_i. */
@@ -96,11 +102,13 @@ int64_t vla_zero1_step_count(const vla_zero1 *z);
 
 /* EMA of the parameters over this rank's shard, updated after every successful
  * step: ema ← d·ema + (1−d)·p (openpi), initialised from `params` (parameter
- * layout). decay in (0, 1). Enable before vla_zero1_load to resume an EMA. */
+ * layout, backend memory). decay in (0, 1). Enable before vla_zero1_load to
+ * resume an EMA. */
 vla_status vla_zero1_ema_enable(vla_zero1 *z, double decay, const float *params);
 double vla_zero1_ema_decay(const vla_zero1 *z); /* 0: none */
-/* Collective: every rank receives the whole EMA, written into `out` (parameter
- * layout; only the segments' elements are written, gaps untouched). */
+/* Collective: every rank receives the whole EMA, written into `out` — HOST
+ * memory in parameter layout (what a checkpoint writes; only the segments'
+ * elements are written, gaps untouched). */
 vla_status vla_zero1_ema_gather(vla_zero1 *z, float *out);
 /* Collective NaN/Inf guard before a checkpoint: the moments and EMA of every
  * shard must be finite; VLA_ERR_NUMERIC (on every rank) names the rank, the

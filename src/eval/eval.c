@@ -14,6 +14,7 @@
 #include "base/timer.h"
 #include "io/video.h"
 #include "sim/env.h"
+#include "tensor/backend.h"
 #include "train/pretrained.h"
 #include "train/published.h"
 
@@ -184,8 +185,6 @@ void vla_eval_history_state(const vla_eval_history *h, float *out) {
     }
 }
 
-#define MAX_POLICIES 16
-
 /* The env's current observation into the episode's state history. */
 static void episode_observe(episode *e) {
     vla_env_obs ob;
@@ -203,8 +202,8 @@ typedef struct {
     roll_kind kind;
     const vla_env_spec *spec;
     vla_pretrained *pm;
-    vla_policy *const *pols;
-    int npol, N, A, max_steps, n_act;
+    vla_policy *pol;
+    int N, A, max_steps, n_act;
     int64_t H, Sd, Ad, img, cams, pcams;
     float *state, *images, *acts; /* per running episode: normalised state, images, action chunk */
     uint8_t *valid;               /* per running episode and image slot: trained on it */
@@ -320,27 +319,16 @@ static vla_status gather_observations(roll_ctx *c, episode *eps, int na, int64_t
     return VLA_OK;
 }
 
-/* One action chunk per running episode, in env units: G groups of episodes,
- * one policy copy each, in parallel (one group, npol = 1, leaves the policy
- * its own OpenMP threads); then unnormalised, and made absolute for a policy
- * trained on relative actions. */
+/* One action chunk per running episode, in env units: ONE batched
+ * sample_actions call for every running episode (the backend parallelises
+ * inside its ops; no host threads around model compute), then
+ * unnormalised, and made absolute for a policy trained on relative actions. */
 static vla_status sample_chunks(roll_ctx *c, const episode *eps, int na) {
-    int64_t H = c->H, Ad = c->Ad, Sd = c->Sd, pcams = c->pcams;
-    int G = c->npol < na ? c->npol : na;
-    vla_status gst[MAX_POLICIES];
-    char gerr[MAX_POLICIES][256];
-    int64_t img_fl = pcams * 3 * c->img * c->img;
-#pragma omp parallel for num_threads(G) schedule(static, 1) if (G > 1)
-    for (int g = 0; g < G; g++) {
-        int lo = na * g / G, hi = na * (g + 1) / G;
-        vla_observation obs = {.n_samples = hi - lo, .task = c->tasks + lo, .images = c->images + lo * img_fl,
-                               .image_valid = c->valid + lo * pcams, .state = c->state + (int64_t)lo * Sd, .embodiment = c->emb + lo,
-                               .seed = c->o->seed, .sample_keys = c->keys + lo};
-        gst[g] = vla_policy_sample_actions(c->pols[g], &obs, c->acts + (int64_t)lo * H * Ad);
-        if (gst[g] != VLA_OK) snprintf(gerr[g], sizeof gerr[g], "%s", vla_error_message());
-    }
-    for (int g = 0; g < G; g++)
-        if (gst[g] != VLA_OK) return vla_error(gst[g], "eval: sample_actions: %s", gerr[g]);
+    int64_t H = c->H, Ad = c->Ad;
+    vla_observation obs = {.n_samples = na, .task = c->tasks, .images = c->images, .image_valid = c->valid,
+                           .state = c->state, .embodiment = c->emb, .seed = c->o->seed, .sample_keys = c->keys};
+    vla_status st = vla_policy_sample_actions(c->pol, &obs, c->acts);
+    if (st != VLA_OK) return vla_error_context(st, "eval: sample_actions");
     /* the action normaliser's channels: one step's, or every step's (action_stats_per_step) */
     int64_t aw = c->pm->action_norm.dim / (c->pm->meta.action_stats_per_step ? H : 1);
     for (int j = 0; j < na; j++) {
@@ -408,12 +396,12 @@ static void summarize(const episode *eps, int N, double t0, vla_eval_summary *su
 
 /* N episodes in closed loop: re-plan a chunk for every running episode,
  * execute n_act actions of it, until every episode has ended. */
-static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained *pm, vla_policy *const *pols,
-                          int npol, int N, episode *eps, int keep_actions, vla_eval_summary *sum) {
+static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained *pm, vla_policy *pol, int N,
+                          episode *eps, int keep_actions, vla_eval_summary *sum) {
     double t0 = vla_now_s();
     const vla_env_vtable *vt = vla_env_find(o->env);
     if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", o->env);
-    roll_ctx c = {.o = o, .kind = kind, .spec = vt->spec, .pm = pm, .pols = pols, .npol = npol, .N = N,
+    roll_ctx c = {.o = o, .kind = kind, .spec = vt->spec, .pm = pm, .pol = pol, .N = N,
                   .A = vt->spec->action_dim, .H = 1};
     c.max_steps = o->max_steps > 0 ? o->max_steps : vt->spec->max_episode_steps;
     c.n_act = c.max_steps;
@@ -502,14 +490,16 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
     if (o->n_episodes < 1) return vla_error(VLA_ERR_INVALID_ARG, "eval: --eval.n_episodes must be at least 1");
     if (!o->policy_path) return vla_error(VLA_ERR_INVALID_ARG, "eval: --policy.path is required");
     if (!vla_env_find(o->env)) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", o->env);
+    const vla_ops *ops;
+    VLA_TRY(vla_backend_get(o->device ? o->device : vla_backend_default_name(), &ops));
     vla_pretrained pm;
     if (vla_published_detect(o->policy_path)) { /* a published fine-tune, read with its own statistics */
-        VLA_TRY(vla_published_open(o->policy_path, o->policy_config, o->embodiment, vla_ops_cpu(), &pm));
+        VLA_TRY(vla_published_open(o->policy_path, o->policy_config, o->embodiment, ops, &pm));
     } else {
         if (o->policy_config)
             return vla_error(VLA_ERR_INVALID_ARG, "eval: %s is a vla.c checkpoint, which carries its config; drop "
                              "--policy.config", o->policy_path);
-        VLA_TRY(vla_pretrained_load(o->policy_path, vla_ops_cpu(), &pm));
+        VLA_TRY(vla_pretrained_load(o->policy_path, ops, &pm));
         vla_status est = vla_pretrained_select_embodiment(&pm, o->embodiment, o->env);
         if (est != VLA_OK) {
             vla_pretrained_free(&pm);
@@ -524,25 +514,18 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
     episode *eps = calloc((size_t)N, sizeof *eps);
     json_t *info = NULL;
     vla_status st = eps ? VLA_OK : vla_error(VLA_ERR_NOMEM, "eval: out of memory");
-    /* policy copies for parallel groups of episodes (see eval.h); with another
-     * number of Euler steps every copy, the first too, is made from the
+    /* with another number of Euler steps the policy is made again from the
      * checkpoint's config with that number (a policy fixes it at creation) */
     vla_policy_config cfg = pm.policy->cfg;
     if (o->flow_steps > 0) cfg.flow.steps = o->flow_steps;
-    int first = o->flow_steps > 0 && o->flow_steps != pm.policy->cfg.flow.steps ? 0 : 1;
-    vla_policy *pols[MAX_POLICIES] = {pm.policy};
-    int npol = o->policy_threads > 0 ? o->policy_threads : omp_get_max_threads();
-    if (npol > MAX_POLICIES) npol = MAX_POLICIES;
-    if (npol > N) npol = N;
-    if (npol < 1) npol = 1;
-    for (int i = first; st == VLA_OK && i < npol; i++) {
-        st = vla_policy_create(&cfg, vla_ops_cpu(), &pols[i]);
+    vla_policy *pol = pm.policy;
+    if (st == VLA_OK && o->flow_steps > 0 && o->flow_steps != pm.policy->cfg.flow.steps) {
+        st = vla_policy_create(&cfg, ops, &pol);
         if (st == VLA_OK)
-            memcpy(pols[i]->weights, pm.policy->weights, (size_t)pm.policy->n_weight_floats * sizeof(float));
+            ops->copy_bytes(pol->weights, pm.policy->weights, (size_t)pm.policy->n_weight_floats * sizeof(float));
     }
-    if (st == VLA_OK) st = rollout(o, ROLL_POLICY, &pm, pols, npol, N, eps, nkeep, &out->policy);
-    for (int i = first; i < npol; i++)
-        if (pols[i] != pm.policy) vla_policy_free(pols[i]);
+    if (st == VLA_OK) st = rollout(o, ROLL_POLICY, &pm, pol, N, eps, nkeep, &out->policy);
+    if (pol != pm.policy) vla_policy_free(pol);
     if (st != VLA_OK) goto done;
     if (!o->quiet)
         fprintf(stderr, "eval %s on %s: %d episodes, success %.1f%%, mean max coverage %.3f (LeRobot avg_max_reward %.3f), mean reward %.2f (%.1f s)\n",
@@ -567,7 +550,7 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
             st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
             goto done;
         }
-        st = rollout(o, ROLL_ZERO, NULL, NULL, 0, N, b, 0, &out->zero);
+        st = rollout(o, ROLL_ZERO, NULL, NULL, N, b, 0, &out->zero);
         free(b);
         if (st != VLA_OK) goto done;
         vla_sim_run_opts ro = {.env = o->env, .policy = "random", .episodes = N, .seed = o->seed,

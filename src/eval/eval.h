@@ -5,17 +5,13 @@
  * results in eval_info.json, MP4 videos of the first episodes, and the same
  * metrics for zero-action and random policies as baselines.
  *
- * Parallelism (decided by measurement): the episodes run in lockstep; at
- * every re-plan the running episodes are split into G groups (G = the
- * OpenMP thread count, --eval.policy_threads), each group is ONE batched
- * sample_actions call on its own copy of the policy, the groups run in
- * parallel, and environment steps run in parallel across episodes (one env
- * per episode). Measured on 2 loaded cores, 50 PushT episodes with
- * pi05-tiny: one batched call using the policy's own OpenMP threads took
- * 5.4–6.3 s (it does not scale: 1 thread was as fast as 2); two policy
- * copies took 2.6–5.2 s. Each episode's noise is keyed by (seed, episode,
- * re-plan), so grouping changes results only by float rounding (GEMMs
- * round differently at other batch sizes; seen ~1e-8 relative).
+ * Parallelism: the episodes run in lockstep; at every re-plan the running
+ * episodes are ONE batched sample_actions call (the backend parallelises
+ * inside its ops, as a GPU would; host threads never run model compute),
+ * and environment steps and rendering run in parallel across episodes (one
+ * env per episode; host work). Each episode's noise is keyed by (seed,
+ * episode, re-plan), so the batch composition changes results only by
+ * float rounding.
  *
  * Observation → policy input: the state is rebuilt in the order of the
  * checkpoint's state keys (features.state_keys, saved by `vla train
@@ -56,8 +52,7 @@ typedef struct {
     int max_steps;            /* ≤ 0: the env's limit */
     int n_videos;             /* MP4 of the first N episodes */
     int video_size;           /* ≤ 0: 256 */
-    int policy_threads;       /* policy copies running groups of episodes in parallel (≤ 0: the OpenMP
-                                 thread count; 1: one batched call that uses the policy's own threads) */
+    const char *device;       /* the backend that runs the policy (tensor/backend.h; NULL: "cpu") */
     const char *output_dir;   /* eval_info.json and videos/ (NULL: nothing written) */
     int keep_trajectories;    /* return the executed actions of the first N episodes (vla_eval_result.traj; DAgger) */
     bool baselines;           /* also zero-action and random */

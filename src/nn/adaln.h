@@ -12,12 +12,13 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "tensor/ops.h"
 
 /* mean and rstd ([n]) are saved for backward. */
-vla_status vla_adaln_forward(float *out, float *mean, float *rstd, const float *in, const float *mod,
+vla_status vla_adaln_forward(const vla_ops *ops, float *out, float *mean, float *rstd, const float *in, const float *mod,
                              const int32_t *cu_seqlens, int32_t n_seg, int64_t n, int64_t dim, float eps);
 /* d_in += …, d_mod += … ([n_seg, 2·dim]); either may be NULL. */
-vla_status vla_adaln_backward(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
+vla_status vla_adaln_backward(const vla_ops *ops, float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
                               const float *mean, const float *rstd, const int32_t *cu_seqlens, int32_t n_seg,
                               int64_t n, int64_t dim);
 

@@ -19,10 +19,10 @@
  * no per-element test. The forward keeps only the log-sum-exp per (token,
  * head) for the backward, which recomputes scores tile by tile (FA2).
  *
- * The forward splits work over (sample, head, q-tile) with OpenMP; the
+ * The CPU kernel splits the forward over (sample, head, q-tile) and the
  * backward as vla_attn_bwd_mode says. Every output row is written by one
  * work item in a fixed order, so results do not depend on the thread
- * count. GEMMs on tiles go through the op table. */
+ * count. */
 #ifndef VLA_NN_ATTENTION_H
 #define VLA_NN_ATTENTION_H
 
@@ -32,44 +32,11 @@
 #include "base/status.h"
 #include "tensor/ops.h"
 
-/* How the backward splits its work (all deterministic, no atomics):
- *  FUSED:    one work item per (sample, kv head) walks its k-tiles and, for
- *            each, the q-tiles of the group's heads: 5 GEMMs per tile, dK/dV
- *            and dQ rows all owned by the item; parallel only across
- *            samples × kv heads (good for packed batches).
- *  TWO_PASS: dK/dV per (sample, kv head, k-tile), then dQ per (sample,
- *            head, q-tile): 7 GEMMs per tile but parallel within a sample
- *            (good for one long sample with few kv heads).
- *  AUTO:     FUSED when samples × kv heads >= 4 (or the problem is small).
- *            The choice depends on the shapes only, never on the thread
- *            count. */
-typedef enum { VLA_ATTN_BWD_AUTO = 0, VLA_ATTN_BWD_FUSED, VLA_ATTN_BWD_TWO_PASS } vla_attn_bwd_mode;
-
-typedef struct {
-    int32_t n_heads, n_kv_heads, head_dim;
-    float scale;            /* softmax scale; 0 means 1/sqrt(head_dim) */
-    int32_t tile_q, tile_k; /* 0 means 64 (128 when head_dim <= 32 or >= 128) */
-    vla_attn_bwd_mode bwd_mode;
-    /* One KV head (MQA, e.g. Gemma's): by default a token's query heads are
-     * folded into consecutive rows of one head, so each tile product serves
-     * all heads at once (attention.c); true keeps one tile per head. The
-     * results agree to rounding; for tests and measurements. */
-    bool no_mqa_fold;
-} vla_attn_config;
-
-/* One packed sequence of tokens (the query side or the key side). */
-typedef struct {
-    int32_t n_seg;
-    const int32_t *cu_seqlens; /* [n_seg + 1] */
-    const int32_t *group;      /* [tokens] attention group, or NULL for all 0 */
-} vla_attn_seqs;
-
-/* Tile counts of the last call, summed over heads (optional: pass NULL). */
-typedef struct {
-    int64_t tiles_total;    /* (q-tile, k-tile) pairs within samples, summed over heads */
-    int64_t tiles_computed; /* those the mask did not rule out */
-    int64_t tiles_unmasked; /* of the computed ones, those with no per-element mask test */
-} vla_attn_stats;
+/* vla_attn_config, vla_attn_seqs, vla_attn_stats and the backward modes
+ * are tensor/ops.h's: the attention is one op of the backend (the CPU's
+ * tiled kernel is tensor/ops_cpu_attention.c); these entry points check the
+ * shapes and the packed layout on the host, then call it. Tile defaults
+ * (cpu): 64, or 128 for heads of <= 32 or >= 128 dims. */
 
 /* out [Nq, H, d] and lse [Nq, H] (saved for backward, NULL if none follows;
  * a query that sees no key gets out = 0 and lse = −inf). Self-attention passes the same seqs

@@ -2,9 +2,8 @@
 #include "nn/attention_dense.h"
 
 #include <math.h>
-#include <stdlib.h>
 
-#include "nn/packing.h"
+#include "tensor/seqlens.h"
 
 static vla_status check(const vla_attn_config *cfg, const vla_attn_seqs *qs, const vla_attn_seqs *ks) {
     if (cfg->n_heads <= 0 || cfg->n_kv_heads <= 0 || cfg->head_dim <= 0 || cfg->n_heads % cfg->n_kv_heads)
@@ -33,26 +32,10 @@ vla_status vla_attention_dense_forward(const vla_ops *ops, const vla_attn_config
     VLA_TRY(check(cfg, qs, ks));
     int64_t nq = qs->cu_seqlens[qs->n_seg], nk = ks->cu_seqlens[ks->n_seg];
     int64_t H = cfg->n_heads, Hkv = cfg->n_kv_heads, d = cfg->head_dim, rep = H / Hkv;
-    float *mask = malloc((size_t)(nq * nk > 0 ? nq * nk : 1) * sizeof(float));
+    float *mask = ops->alloc((size_t)(nq * nk > 0 ? nq * nk : 1) * sizeof(float));
     if (!mask) return vla_error(VLA_ERR_NOMEM, "dense attention: cannot allocate a %lldx%lld mask", (long long)nq,
                                 (long long)nk);
-    int32_t *seg_k = malloc((size_t)(nk > 0 ? nk : 1) * sizeof(int32_t));
-    if (!seg_k) {
-        free(mask);
-        return vla_error(VLA_ERR_NOMEM, "dense attention: cannot allocate %lld segment ids", (long long)nk);
-    }
-    for (int64_t j = 0; j < nk; j++) seg_k[j] = vla_seqlens_find(ks->cu_seqlens, ks->n_seg, j);
-    /* the materialised mask of the whole pack: 0 where allowed, −inf elsewhere */
-#pragma omp parallel for if (nq * nk > (1 << 16))
-    for (int64_t i = 0; i < nq; i++) {
-        int32_t si = vla_seqlens_find(qs->cu_seqlens, qs->n_seg, i);
-        int32_t gi = qs->group ? qs->group[i] : 0;
-        for (int64_t j = 0; j < nk; j++) {
-            int32_t gj = ks->group ? ks->group[j] : 0;
-            mask[i * nk + j] = (si == seg_k[j] && gj <= gi) ? 0.0f : -INFINITY;
-        }
-    }
-    free(seg_k);
+    ops->attention_mask(mask, qs, ks); /* the materialised mask of the whole pack */
     float s = scale_of(cfg);
     for (int64_t h = 0; h < H; h++) {
         float *P = probs + h * nq * nk;
@@ -62,7 +45,7 @@ vla_status vla_attention_dense_forward(const vla_ops *ops, const vla_attn_config
         ops->softmax_rows(P, P, nq, nk);
         ops->sgemm(false, false, nq, d, nk, 1.0f, P, nk, v + kvh * d, Hkv * d, 0.0f, out + h * d, H * d);
     }
-    free(mask);
+    ops->free(mask);
     return VLA_OK;
 }
 
@@ -73,7 +56,7 @@ vla_status vla_attention_dense_backward(const vla_ops *ops, const vla_attn_confi
     VLA_TRY(check(cfg, qs, ks));
     int64_t nq = qs->cu_seqlens[qs->n_seg], nk = ks->cu_seqlens[ks->n_seg];
     int64_t H = cfg->n_heads, Hkv = cfg->n_kv_heads, d = cfg->head_dim, rep = H / Hkv;
-    float *dS = malloc((size_t)(nq * nk > 0 ? nq * nk : 1) * sizeof(float));
+    float *dS = ops->alloc((size_t)(nq * nk > 0 ? nq * nk : 1) * sizeof(float));
     if (!dS) return vla_error(VLA_ERR_NOMEM, "dense attention backward: cannot allocate %lldx%lld", (long long)nq,
                               (long long)nk);
     float s = scale_of(cfg);
@@ -88,6 +71,6 @@ vla_status vla_attention_dense_backward(const vla_ops *ops, const vla_attn_confi
         ops->sgemm(false, false, nq, d, nk, s, dS, nk, k + kvh * d, Hkv * d, 1.0f, dq + h * d, H * d);
         ops->sgemm(true, false, nk, d, nq, s, dS, nk, q + h * d, H * d, 1.0f, dk + kvh * d, Hkv * d);
     }
-    free(dS);
+    ops->free(dS);
     return VLA_OK;
 }

@@ -99,16 +99,16 @@ static vla_status norm_forward(const vla_ops *ops, const vla_block_config *c, vl
     int64_t n = io->n, D = c->dim;
     float eps = c->norm_eps;
     switch (kind) {
-    case VLA_BLOCK_NORM_LAYER: vla_layernorm_forward(out, mean, rstd, x, nw.w, nb.w, n, D, eps); return VLA_OK;
-    case VLA_BLOCK_NORM_LAYER_PLAIN: vla_layernorm_forward(out, mean, rstd, x, NULL, NULL, n, D, eps); return VLA_OK;
-    case VLA_BLOCK_NORM_RMS: vla_rmsnorm_forward(out, rstd, x, nw.w, false, n, D, eps); return VLA_OK;
-    case VLA_BLOCK_NORM_RMS_1P: vla_rmsnorm_forward(out, rstd, x, nw.w, true, n, D, eps); return VLA_OK;
+    case VLA_BLOCK_NORM_LAYER: vla_layernorm_forward(ops, out, mean, rstd, x, nw.w, nb.w, n, D, eps); return VLA_OK;
+    case VLA_BLOCK_NORM_LAYER_PLAIN: vla_layernorm_forward(ops, out, mean, rstd, x, NULL, NULL, n, D, eps); return VLA_OK;
+    case VLA_BLOCK_NORM_RMS: vla_rmsnorm_forward(ops, out, rstd, x, nw.w, false, n, D, eps); return VLA_OK;
+    case VLA_BLOCK_NORM_RMS_1P: vla_rmsnorm_forward(ops, out, rstd, x, nw.w, true, n, D, eps); return VLA_OK;
     case VLA_BLOCK_NORM_ADARMS:
         vla_linear_forward(ops, mod, io->cond, nw.w, nb.w, io->n_seg, c->cond_dim, 3 * D);
-        return vla_adarmsnorm_forward(out, rstd, x, mod, io->cu, io->n_seg, n, D, eps);
+        return vla_adarmsnorm_forward(ops, out, rstd, x, mod, io->cu, io->n_seg, n, D, eps);
     case VLA_BLOCK_NORM_ADALN:
         vla_linear_forward(ops, mod, io->cond, nw.w, nb.w, io->n_seg, c->cond_dim, 2 * D);
-        return vla_adaln_forward(out, mean, rstd, x, mod, io->cu, io->n_seg, n, D, eps);
+        return vla_adaln_forward(ops, out, mean, rstd, x, mod, io->cu, io->n_seg, n, D, eps);
     }
     return vla_error(VLA_ERR_INVALID_ARG, "block: unknown norm kind %d", (int)kind);
 }
@@ -123,21 +123,21 @@ static vla_status norm_backward(const vla_ops *ops, const vla_block_config *c, v
     int64_t n = io->n, D = c->dim;
     switch (kind) {
     case VLA_BLOCK_NORM_LAYER:
-        vla_layernorm_backward(d_x, nw.g, nb.g, d_out, x, nw.w, mean, rstd, n, D);
+        vla_layernorm_backward(ops, d_x, nw.g, nb.g, d_out, x, nw.w, mean, rstd, n, D);
         return VLA_OK;
     case VLA_BLOCK_NORM_LAYER_PLAIN:
-        vla_layernorm_backward(d_x, NULL, NULL, d_out, x, NULL, mean, rstd, n, D);
+        vla_layernorm_backward(ops, d_x, NULL, NULL, d_out, x, NULL, mean, rstd, n, D);
         return VLA_OK;
     case VLA_BLOCK_NORM_RMS:
     case VLA_BLOCK_NORM_RMS_1P:
-        vla_rmsnorm_backward(d_x, nw.g, d_out, x, nw.w, kind == VLA_BLOCK_NORM_RMS_1P, rstd, n, D);
+        vla_rmsnorm_backward(ops, d_x, nw.g, d_out, x, nw.w, kind == VLA_BLOCK_NORM_RMS_1P, rstd, n, D);
         return VLA_OK;
     case VLA_BLOCK_NORM_ADARMS:
-        VLA_TRY(vla_adarmsnorm_backward(d_x, dmod, d_out, x, mod, rstd, io->cu, io->n_seg, n, D));
+        VLA_TRY(vla_adarmsnorm_backward(ops, d_x, dmod, d_out, x, mod, rstd, io->cu, io->n_seg, n, D));
         vla_linear_backward(ops, d_cond, nw.g, nb.g, dmod, io->cond, nw.w, io->n_seg, c->cond_dim, 3 * D);
         return VLA_OK;
     case VLA_BLOCK_NORM_ADALN:
-        VLA_TRY(vla_adaln_backward(d_x, dmod, d_out, x, mod, mean, rstd, io->cu, io->n_seg, n, D));
+        VLA_TRY(vla_adaln_backward(ops, d_x, dmod, d_out, x, mod, mean, rstd, io->cu, io->n_seg, n, D));
         vla_linear_backward(ops, d_cond, nw.g, nb.g, dmod, io->cond, nw.w, io->n_seg, c->cond_dim, 2 * D);
         return VLA_OK;
     }
@@ -182,13 +182,13 @@ vla_status vla_block_attn_in(const vla_ops *ops, const vla_block_config *c, cons
         vla_linear_forward(ops, a->v, io->ctx, w->v_w.w, w->v_b.w, nk, c->kv_dim, K);
     }
     if (c->qk_norm) {
-        vla_rmsnorm_forward(a->q, a->rq, a->qp, w->q_norm.w, false, n * Hq, hd, c->norm_eps);
+        vla_rmsnorm_forward(ops, a->q, a->rq, a->qp, w->q_norm.w, false, n * Hq, hd, c->norm_eps);
         if (!(c->cross && io->k_cached))
-            vla_rmsnorm_forward(a->k, a->rk, a->kp, w->k_norm.w, false, nk * Hk, hd, c->norm_eps);
+            vla_rmsnorm_forward(ops, a->k, a->rk, a->kp, w->k_norm.w, false, nk * Hk, hd, c->norm_eps);
     }
     if (c->rope_theta > 0) {
-        vla_rope_forward(a->q, a->q, io->pos, n, Hq, hd, c->rope_theta);
-        vla_rope_forward(a->k, a->k, io->pos, n, Hk, hd, c->rope_theta);
+        vla_rope_forward(ops, a->q, a->q, io->pos, n, Hq, hd, c->rope_theta);
+        vla_rope_forward(ops, a->k, a->k, io->pos, n, Hk, hd, c->rope_theta);
     }
     return VLA_OK;
 }
@@ -198,12 +198,12 @@ vla_status vla_block_attn_out(const vla_ops *ops, const vla_block_config *c, con
     int64_t n = io->n, D = c->dim, Q = (int64_t)c->attn.n_heads * c->attn.head_dim;
     bool gate1 = c->norm1 == VLA_BLOCK_NORM_ADARMS, gate2 = c->norm2 == VLA_BLOCK_NORM_ADARMS;
     vla_linear_forward(ops, gate1 ? a->y1 : a->xm, a->att, w->o_w.w, w->o_b.w, n, Q, D);
-    if (gate1) VLA_TRY(vla_gated_residual_forward(a->xm, x, a->y1, a->mod1, io->cu, io->n_seg, n, D));
+    if (gate1) VLA_TRY(vla_gated_residual_forward(ops, a->xm, x, a->y1, a->mod1, io->cu, io->n_seg, n, D));
     else ops->add(a->xm, a->xm, x, n * D);
     VLA_TRY(norm_forward(ops, c, c->norm2, w->norm2_w, w->norm2_b, io, a->xm, a->h2, a->mean2, a->rstd2, a->mod2));
     vla_mlp_weights mw = mlp_weights(w);
     vla_mlp_forward(ops, &c->mlp, gate2 ? a->y2 : x_out, a->mlp, a->h2, &mw, n);
-    if (gate2) VLA_TRY(vla_gated_residual_forward(x_out, a->xm, a->y2, a->mod2, io->cu, io->n_seg, n, D));
+    if (gate2) VLA_TRY(vla_gated_residual_forward(ops, x_out, a->xm, a->y2, a->mod2, io->cu, io->n_seg, n, D));
     else ops->add(x_out, x_out, a->xm, n * D);
     return VLA_OK;
 }
@@ -231,7 +231,7 @@ vla_status vla_block_attn_out_backward(const vla_ops *ops, const vla_block_confi
     if (adaptive(c->norm2)) ops->fill(s->dmod2, 0.0f, S * mod_width(c->norm2, D));
     if (gate2) {
         ops->fill(s->dy, 0.0f, n * D);
-        VLA_TRY(vla_gated_residual_backward(NULL, s->dy, s->dmod2, d_x, a->y2, a->mod2, io->cu, S, n, D));
+        VLA_TRY(vla_gated_residual_backward(ops, NULL, s->dy, s->dmod2, d_x, a->y2, a->mod2, io->cu, S, n, D));
         d_y2 = s->dy;
     }
     vla_mlp_weights mw = mlp_weights(w);
@@ -245,7 +245,7 @@ vla_status vla_block_attn_out_backward(const vla_ops *ops, const vla_block_confi
     if (adaptive(c->norm1)) ops->fill(s->dmod1, 0.0f, S * mod_width(c->norm1, D));
     if (gate1) {
         ops->fill(s->dy, 0.0f, n * D);
-        VLA_TRY(vla_gated_residual_backward(NULL, s->dy, s->dmod1, d_x, a->y1, a->mod1, io->cu, S, n, D));
+        VLA_TRY(vla_gated_residual_backward(ops, NULL, s->dy, s->dmod1, d_x, a->y1, a->mod1, io->cu, S, n, D));
         d_y1 = s->dy;
     }
     ops->fill(s->datt, 0.0f, n * Q);
@@ -264,15 +264,15 @@ vla_status vla_block_attn_in_backward(const vla_ops *ops, const vla_block_config
     if (c->rope_theta > 0) { /* RoPE is linear: its backward needs only the gradients */
         ops->fill(s->dqr, 0.0f, n * Q);
         ops->fill(s->dkr, 0.0f, nk * K);
-        vla_rope_backward(s->dqr, s->dq, io->pos, n, Hq, hd, c->rope_theta);
-        vla_rope_backward(s->dkr, s->dk, io->pos, n, Hk, hd, c->rope_theta);
+        vla_rope_backward(ops, s->dqr, s->dq, io->pos, n, Hq, hd, c->rope_theta);
+        vla_rope_backward(ops, s->dkr, s->dk, io->pos, n, Hk, hd, c->rope_theta);
         gq = s->dqr, gk = s->dkr;
     }
     if (c->qk_norm) {
         ops->fill(s->dqp, 0.0f, n * Q);
         ops->fill(s->dkp, 0.0f, nk * K);
-        vla_rmsnorm_backward(s->dqp, w->q_norm.g, gq, a->qp, w->q_norm.w, false, a->rq, n * Hq, hd);
-        vla_rmsnorm_backward(s->dkp, w->k_norm.g, gk, a->kp, w->k_norm.w, false, a->rk, nk * Hk, hd);
+        vla_rmsnorm_backward(ops, s->dqp, w->q_norm.g, gq, a->qp, w->q_norm.w, false, a->rq, n * Hq, hd);
+        vla_rmsnorm_backward(ops, s->dkp, w->k_norm.g, gk, a->kp, w->k_norm.w, false, a->rk, nk * Hk, hd);
         gq = s->dqp, gk = s->dkp;
     }
     ops->fill(s->dh, 0.0f, n * D);

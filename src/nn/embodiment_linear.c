@@ -2,7 +2,7 @@
  * with that sample's weight matrix. */
 #include "nn/embodiment_linear.h"
 
-#include "nn/packing.h"
+#include "tensor/seqlens.h"
 
 static vla_status check(const vla_emb_linear_config *c, const int32_t *ids, const int32_t *cu, int32_t n_seg,
                         int64_t n) {

@@ -1,5 +1,5 @@
-/* flow.c — flow-matching time/noise draws, interpolant, masked MSE and
- * Euler sampling for the π0.5 and GR00T conventions (see flow.h). */
+/* flow.c — flow-matching time/noise draws (host) and Euler sampling (op
+ * calls) for the π0.5 and GR00T conventions (see flow.h). */
 #include "policy/flow.h"
 #include "policy/family.h"
 
@@ -40,61 +40,8 @@ int32_t vla_flow_time_bucket(const vla_flow *f, float t) {
     return (int32_t)(t * (float)f->timestep_buckets); /* C's cast truncates toward zero, like Python int() */
 }
 
-void vla_flow_interpolate(const vla_flow *f, float t, const float *a, const float *noise, float *x_t,
-                          float *target, int64_t n) {
-    if (f->conv == VLA_FLOW_PI05) {
-        for (int64_t i = 0; i < n; i++) {
-            if (x_t) x_t[i] = t * noise[i] + (1.0f - t) * a[i];
-            if (target) target[i] = noise[i] - a[i];
-        }
-    } else {
-        for (int64_t i = 0; i < n; i++) {
-            if (x_t) x_t[i] = (1.0f - t) * noise[i] + t * a[i];
-            if (target) target[i] = a[i] - noise[i];
-        }
-    }
-}
-
-double vla_flow_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
-                           const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
-                           float *d_pred) {
-    double sum = 0, count = 0;
-    for (int64_t s = 0; s < S; s++) {
-        int64_t rd = real_dims ? real_dims[s] : D;
-        if (rd > D) rd = D;
-        if (rd < 0) rd = 0;
-        for (int64_t h = 0; h < H; h++) {
-            if (is_pad && is_pad[s * H + h]) continue;
-            const float *p = pred + (s * H + h) * D, *t = target + (s * H + h) * D;
-            for (int64_t d = 0; d < rd; d++) {
-                double e = (double)p[d] - (double)t[d];
-                sum += e * e;
-            }
-            count += (double)rd;
-        }
-    }
-    double denom = divisor > 0 ? divisor : red == VLA_MSE_MEAN_REAL ? count : (double)(S * H * D);
-    double loss = denom > 0 && count > 0 ? sum / denom : 0.0;
-    if (d_pred) {
-        memset(d_pred, 0, (size_t)(S * H * D) * sizeof(float));
-        if (denom > 0 && count > 0) {
-            double g = 2.0 / denom;
-            for (int64_t s = 0; s < S; s++) {
-                int64_t rd = real_dims ? real_dims[s] : D;
-                if (rd > D) rd = D;
-                for (int64_t h = 0; h < H; h++) {
-                    if (is_pad && is_pad[s * H + h]) continue;
-                    int64_t o = (s * H + h) * D;
-                    for (int64_t d = 0; d < rd; d++)
-                        d_pred[o + d] = (float)(g * ((double)pred[o + d] - (double)target[o + d]));
-                }
-            }
-        }
-    }
-    return loss;
-}
-
-vla_status vla_flow_euler(const vla_flow *f, vla_velocity_fn fn, void *ctx, float *x, float *v, int64_t n) {
+vla_status vla_flow_euler(const vla_ops *ops, const vla_flow *f, vla_velocity_fn fn, void *ctx, float *x, float *v,
+                          int64_t n) {
     if (f->steps < 1) return vla_error(VLA_ERR_INVALID_ARG, "flow sampling: steps must be at least 1");
     if (f->conv == VLA_FLOW_PI05) {
         /* openpi sample_actions: dt = −1/num_steps, time starts at 1 and is
@@ -102,7 +49,7 @@ vla_status vla_flow_euler(const vla_flow *f, vla_velocity_fn fn, void *ctx, floa
         float dt = -1.0f / (float)f->steps, t = 1.0f;
         for (int64_t k = 0; k < f->steps; k++) {
             VLA_TRY(fn(ctx, t, x, v, n));
-            for (int64_t i = 0; i < n; i++) x[i] += dt * v[i];
+            ops->axpy(x, dt, v, n);
             t += dt;
         }
     } else {
@@ -111,7 +58,7 @@ vla_status vla_flow_euler(const vla_flow *f, vla_velocity_fn fn, void *ctx, floa
         for (int64_t k = 0; k < f->steps; k++) {
             float t = (float)((double)k / (double)f->steps);
             VLA_TRY(fn(ctx, t, x, v, n));
-            for (int64_t i = 0; i < n; i++) x[i] += dt * v[i];
+            ops->axpy(x, dt, v, n);
         }
     }
     return VLA_OK;

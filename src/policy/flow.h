@@ -26,8 +26,12 @@
 #include "base/rng.h"
 #include "base/status.h"
 #include "policy/config.h"
+#include "tensor/ops.h"
 
-typedef enum { VLA_FLOW_PI05, VLA_FLOW_GROOT } vla_flow_convention;
+/* vla_flow_convention and vla_mse_reduction are tensor/ops.h's: the
+ * interpolant and the loss are backend ops (flow_interpolate, masked_mse).
+ * The draws below run on the host (they are a few floats per sample, and
+ * host draws give every backend the same noise); the policy uploads them. */
 
 typedef struct {
     vla_flow_convention conv;
@@ -53,34 +57,30 @@ void vla_flow_sample_noise(uint64_t seed, uint64_t sample_key, vla_flow_rng_purp
 /* GR00T's discretised timestep int(t·buckets) (truncation toward zero, as Python's int / .long()). */
 int32_t vla_flow_time_bucket(const vla_flow *f, float t);
 
-/* x_t and the target velocity for n entries of one sample at time t
- * (either output may be NULL). */
-void vla_flow_interpolate(const vla_flow *f, float t, const float *actions, const float *noise, float *x_t,
-                          float *target, int64_t n);
-
-typedef enum {
-    VLA_MSE_MEAN_REAL, /* Σ mask·err² / Σ mask (GR00T; padded steps and dims excluded) */
-    VLA_MSE_MEAN_ALL,  /* Σ mask·err² / (S·H·D) (LeRobot π0.5: masked, then .mean() over all) */
-} vla_mse_reduction;
-
-/* Masked MSE over S samples × H steps × D dims (row-major [S, H, D]).
+/* Masked MSE over S samples × H steps × D dims (row-major [S, H, D]),
+ * through ops->masked_mse (pred, target, d_pred in backend memory).
  * An entry counts when its step is not padding (is_pad[s·H + h] == 0; is_pad
  * may be NULL) and its dim is below the sample's real action dim (real_dims[s];
- * NULL means all D). The loss is Σ mask·err² over the reduction's
- * denominator, or over `divisor` when divisor > 0 (vla_batch.loss_divisor:
- * the data-parallel trainer passes 1 and divides by the global count itself).
- * Returns the loss; when d_pred is not NULL it is *overwritten* with
- * ∂loss/∂pred (zero on masked entries). A batch with no real entries has
- * loss 0 and gradient 0. */
-double vla_flow_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
-                           const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
-                           float *d_pred);
+ * NULL means all D); both are host arrays. The loss is Σ mask·err² over the
+ * reduction's denominator, or over `divisor` when divisor > 0
+ * (vla_batch.loss_divisor: the data-parallel trainer passes 1 and divides
+ * by the global count itself). Returns the loss; when d_pred is not NULL it
+ * is *overwritten* with ∂loss/∂pred (zero on masked entries). A batch with
+ * no real entries has loss 0 and gradient 0. */
+static inline double vla_flow_masked_mse(const vla_ops *ops, const float *pred, const float *target, int64_t S,
+                                         int64_t H, int64_t D, const uint8_t *is_pad, const int32_t *real_dims,
+                                         vla_mse_reduction red, double divisor, float *d_pred) {
+    return ops->masked_mse(pred, target, S, H, D, is_pad, real_dims, red, divisor, d_pred);
+}
 
-/* Velocity callback for sampling: v = model(x, t) for the whole chunk. */
+/* Velocity callback for sampling: v = model(x, t) for the whole chunk (x, v
+ * in backend memory). */
 typedef vla_status (*vla_velocity_fn)(void *ctx, float t, const float *x, float *v, int64_t n);
 
-/* Integrate x (n floats, starting from noise) in place with f->steps Euler
- * steps in the family's direction; `scratch` holds n floats for v. */
-vla_status vla_flow_euler(const vla_flow *f, vla_velocity_fn fn, void *ctx, float *x, float *scratch, int64_t n);
+/* Integrate x (n floats in backend memory, starting from noise) in place
+ * with f->steps Euler steps in the family's direction (x += dt·v through
+ * ops->axpy); `scratch` holds n floats for v. */
+vla_status vla_flow_euler(const vla_ops *ops, const vla_flow *f, vla_velocity_fn fn, void *ctx, float *x,
+                          float *scratch, int64_t n);
 
 #endif

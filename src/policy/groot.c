@@ -15,8 +15,9 @@
 
 /* ---- packing --------------------------------------------------------------- */
 
-/* The networks' view of a packed batch (arrays from arena a). */
-static vla_status make_pack(vla_policy *p, vla_arena *a, const vla_batch *b, groot_pack *pk) {
+/* The networks' view of a packed batch: index maps from the host arena ha,
+ * the uploaded state and images from the backend arena a. */
+static vla_status make_pack(vla_policy *p, vla_arena *ha, vla_arena *a, const vla_batch *b, groot_pack *pk) {
     const vla_policy_config *c = &p->cfg;
     int32_t S = b->n_samples;
     int64_t H = c->action.horizon, F = c->head.future_tokens, itok = vla_policy_image_tokens(c);
@@ -35,22 +36,27 @@ static vla_status make_pack(vla_policy *p, vla_arena *a, const vla_batch *b, gro
                          (long long)n_imgtok, (long long)n_img, (long long)itok);
     pk->P = P, pk->n_img = n_img, pk->n_img_tok = n_imgtok, pk->n_txt = n_txt;
     pk->N = (int64_t)S * (1 + F + H), pk->A = (int64_t)S * H;
-    pk->images = b->images;
 #define PACK_MAPS(X)                                                                                             \
     X(cu_pre, S + 1) X(cu_dit, S + 1) X(cu_act, S + 1) X(cu_one, S + 1) X(pre_pos, P) X(pre_group, P)            \
-        X(img_rows, n_imgtok) X(txt_rows, n_txt) X(txt_ids, n_txt) X(act_pos, pk->A) X(emb, S)
-    const int64_t isz[] = {PACK_MAPS(VLA_ACTS_SIZE)}, fsz[] = {(int64_t)S * c->action.state_dim};
+        X(img_rows, n_imgtok) X(txt_rows, n_txt) X(txt_ids, n_txt) X(act_pos, pk->A) X(emb, S)                   \
+            X(act_rows, pk->A) X(state_rows, S) X(fut_rows, S * F) X(fut_src, S * F) X(act_sample, pk->A)
+    const vla_vit_config *vc = &c->vision;
+    const int64_t isz[] = {PACK_MAPS(VLA_ACTS_SIZE)};
+    const int64_t fsz[] = {(int64_t)S * c->action.state_dim, n_img * vc->channels * vc->image_size * vc->image_size};
     struct {
         PACK_MAPS(VLA_ACTS_FIELD_I32)
     } m;
-    float *state;
-    VLA_TRY(vla_acts_from_arena_i32(a, isz, VLA_ACTS_COUNT(isz), (int32_t **)&m));
-    VLA_TRY(vla_acts_from_arena(a, fsz, 1, &state));
+    float *up[2];
+    VLA_TRY(vla_acts_from_arena_i32(ha, isz, VLA_ACTS_COUNT(isz), (int32_t **)&m));
+    VLA_TRY(vla_acts_from_arena(a, fsz, 2, up));
     pk->cu_pre = m.cu_pre, pk->cu_dit = m.cu_dit, pk->cu_act = m.cu_act, pk->cu_one = m.cu_one;
     pk->pre_pos = m.pre_pos, pk->pre_group = m.pre_group, pk->img_rows = m.img_rows, pk->txt_rows = m.txt_rows;
     pk->txt_ids = m.txt_ids, pk->act_pos = m.act_pos, pk->emb = m.emb;
-    memcpy(state, b->state, (size_t)((int64_t)S * c->action.state_dim) * sizeof(float));
-    pk->state = state;
+    pk->act_rows = m.act_rows, pk->state_rows = m.state_rows, pk->fut_rows = m.fut_rows, pk->fut_src = m.fut_src;
+    pk->act_sample = m.act_sample;
+    p->tops->to_device(up[0], b->state, (size_t)fsz[0] * sizeof(float));
+    if (n_img > 0) p->tops->to_device(up[1], b->images, (size_t)fsz[1] * sizeof(float));
+    pk->state = up[0], pk->images = n_img > 0 ? up[1] : NULL;
     int64_t r = 0, ti = 0;
     pk->cu_pre[0] = pk->cu_dit[0] = pk->cu_act[0] = pk->cu_one[0] = 0;
     for (int32_t s = 0; s < S; s++) {
@@ -99,6 +105,11 @@ static vla_status make_pack(vla_policy *p, vla_arena *a, const vla_batch *b, gro
         pk->cu_act[s + 1] = (int32_t)((s + 1) * H);
         pk->cu_one[s + 1] = s + 1;
         pk->emb[s] = b->embodiment ? b->embodiment[s] : 0;
+        int32_t d0 = pk->cu_dit[s];
+        pk->state_rows[s] = d0;
+        for (int64_t k = 0; k < F; k++) pk->fut_rows[s * F + k] = (int32_t)(d0 + 1 + k), pk->fut_src[s * F + k] = (int32_t)k;
+        for (int64_t j = 0; j < H; j++)
+            pk->act_rows[s * H + j] = (int32_t)(d0 + 1 + F + j), pk->act_sample[s * H + j] = s;
     }
     return VLA_OK;
 }
@@ -126,11 +137,13 @@ static bool same_prefix(const groot_pack *pk, int32_t a, int32_t b) {
     return true;
 }
 
-/* g->ppk: the pack the prefix stages run on (g->upk when samples share). */
+/* g->ppk: the pack the prefix stages run on (g->upk when samples share);
+ * the maps go to the host arena a. */
 static vla_status share_prefixes(groot_impl *g, vla_arena *a) {
     const groot_pack *pk = &g->pk;
     g->ppk = pk;
     g->prefix_of = NULL;
+    g->spread_src = NULL;
     if (!g->share_prefixes || pk->n_img > 0 || pk->S < 2) return VLA_OK;
     const int64_t isz[] = {pk->S, pk->S};
     int32_t *m[2];
@@ -162,6 +175,12 @@ static vla_status share_prefixes(groot_impl *g, vla_arena *a) {
     }
     g->ppk = u;
     g->prefix_of = of;
+    /* every pk prefix row → the upk row it shares (spread_prefix_rows and its backward) */
+    const int64_t ssz[] = {pk->P};
+    VLA_TRY(vla_acts_from_arena_i32(a, ssz, 1, &g->spread_src));
+    for (int32_t s = 0; s < pk->S; s++)
+        for (int32_t r = pk->cu_pre[s]; r < pk->cu_pre[s + 1]; r++)
+            g->spread_src[r] = u->cu_pre[of[s]] + (r - pk->cu_pre[s]);
     return VLA_OK;
 }
 
@@ -174,9 +193,7 @@ static vla_status spread_prefix_rows(groot_impl *g, int64_t L, const float **vl)
     const int64_t sizes[] = {pk->P * L};
     float *dst;
     VLA_TRY(vla_acts_from_arena(&g->arena, sizes, 1, &dst));
-    for (int32_t s = 0; s < pk->S; s++)
-        memcpy(dst + (int64_t)pk->cu_pre[s] * L, *vl + (int64_t)u->cu_pre[g->prefix_of[s]] * L,
-               (size_t)((int64_t)(pk->cu_pre[s + 1] - pk->cu_pre[s]) * L) * sizeof(float));
+    g->ops->copy_rows(dst, L, NULL, *vl, L, g->spread_src, pk->P, L, 1.0f);
     *vl = dst;
     return VLA_OK;
 }
@@ -185,12 +202,7 @@ static vla_status spread_prefix_rows(groot_impl *g, int64_t L, const float **vl)
 static void gather_prefix_grads(const groot_impl *g, const vla_ops *ops, int64_t L, const float *src, float *dst) {
     const groot_pack *pk = &g->pk, *u = g->ppk;
     ops->fill(dst, 0.0f, u->P * L);
-    for (int32_t s = 0; s < pk->S; s++) {
-        const float *from = src + (int64_t)pk->cu_pre[s] * L;
-        float *to = dst + (int64_t)u->cu_pre[g->prefix_of[s]] * L;
-        int64_t n = (int64_t)(pk->cu_pre[s + 1] - pk->cu_pre[s]) * L;
-        for (int64_t i = 0; i < n; i++) to[i] += from[i];
-    }
+    ops->add_rows(dst, L, g->spread_src, src, L, NULL, pk->P, L, 1.0f);
 }
 
 /* Model FLOPs of one forward (2·weights·tokens per matrix + attention). */
@@ -237,8 +249,7 @@ static double forward_flops(const vla_policy *p, const groot_pack *pk, const gro
 static void arena_begin(vla_arena *a, size_t *cap) {
     if (a->peak > *cap) {
         size_t want = a->peak + a->peak / 8;
-        vla_arena_free(a);
-        vla_arena_init(a, want);
+        vla_arena_rebuild(a, want);
         *cap = want;
     }
     vla_arena_reset(a);
@@ -250,6 +261,8 @@ static void groot_destroy(vla_policy *p) {
         vla_vit_release(&g->W.vit);
         vla_arena_free(&g->arena);
         vla_arena_free(&g->sarena);
+        vla_arena_free(&g->harena);
+        vla_arena_free(&g->sharena);
         vla_arena_free(&g->params_arena);
         free(g);
     }
@@ -262,25 +275,34 @@ static void groot_destroy(vla_policy *p) {
 static vla_status flow_draws(vla_policy *p, groot_impl *g, const vla_batch *b, float **bucket, float **x_t,
                              double *tsum) {
     const groot_pack *pk = &g->pk;
+    const vla_ops *ops = p->tops;
     int32_t S = pk->S;
     int64_t H = p->cfg.action.horizon, ad = p->cfg.action.action_dim, A = pk->A;
-#define LOSS_TABLE(X) X(t, S) X(bucket, S) X(noise, A * ad) X(target, A * ad) X(d_pred, A * ad) X(x_t, A * ad)
+    /* the draws on the host (kept for vla_groot_last_flow), then uploaded */
+    const int64_t hsz[] = {S, S, A * ad};
+    float *h[3];
+    VLA_TRY(vla_acts_from_arena(&g->harena, hsz, 3, h));
+    g->t = h[0], g->noise = h[2];
+    float *hbucket = h[1];
+#define LOSS_TABLE(X) X(bucket, S) X(actions, A * ad) X(noise, A * ad) X(target, A * ad) X(d_pred, A * ad) X(x_t, A * ad)
     const int64_t sizes[] = {LOSS_TABLE(VLA_ACTS_SIZE)};
     struct {
         LOSS_TABLE(VLA_ACTS_FIELD)
     } t;
     VLA_TRY(vla_acts_from_arena(&g->arena, sizes, VLA_ACTS_COUNT(sizes), (float **)&t));
-    g->t = t.t, g->noise = t.noise, g->target = t.target, g->d_pred = t.d_pred;
+    g->target = t.target, g->d_pred = t.d_pred;
     *bucket = t.bucket, *x_t = t.x_t, *tsum = 0;
     for (int32_t s = 0; s < S; s++) {
         uint64_t key = b->sample_keys ? b->sample_keys[s] : (uint64_t)s;
         g->t[s] = vla_flow_sample_time(&g->flow, b->seed, key);
-        t.bucket[s] = (float)vla_flow_time_bucket(&g->flow, g->t[s]);
+        hbucket[s] = (float)vla_flow_time_bucket(&g->flow, g->t[s]);
         vla_flow_sample_noise(b->seed, key, VLA_FLOW_RNG_NOISE, g->noise + s * H * ad, H * ad);
-        vla_flow_interpolate(&g->flow, g->t[s], b->actions + s * H * ad, g->noise + s * H * ad, t.x_t + s * H * ad,
-                             g->target + s * H * ad, H * ad);
         *tsum += g->t[s];
     }
+    ops->to_device(t.bucket, hbucket, (size_t)S * sizeof(float));
+    ops->to_device(t.actions, b->actions, (size_t)(A * ad) * sizeof(float));
+    ops->to_device(t.noise, g->noise, (size_t)(A * ad) * sizeof(float));
+    ops->flow_interpolate(VLA_FLOW_GROOT, t.x_t, g->target, t.actions, t.noise, g->t, S, H * ad);
     return VLA_OK;
 }
 
@@ -298,7 +320,7 @@ static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **
     const int64_t sizes[] = {pk->P * p->cfg.language.width};
     float *f;
     VLA_TRY(vla_acts_from_arena(&g->arena, sizes, 1, &f));
-    memcpy(f, g->bb.feats, (size_t)sizes[0] * sizeof(float));
+    p->tops->copy(f, g->bb.feats, sizes[0]);
     vla_arena_reset(&g->sarena);
     memset(&g->bb, 0, sizeof g->bb);
     *feats = f;
@@ -311,21 +333,22 @@ static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, v
     (void)training; /* no dropout (groot.h) */
     g->have_fwd = false;
     arena_begin(&g->arena, &g->arena_cap);
+    vla_arena_reset(&g->harena);
     VLA_TRY(vla_batch_check(b, c));
     if (!b->actions) return vla_error(VLA_ERR_INVALID_ARG, "groot loss: batch has no actions");
     groot_pack *pk = &g->pk;
-    VLA_TRY(make_pack(p, &g->arena, b, pk));
+    VLA_TRY(make_pack(p, &g->harena, &g->arena, b, pk));
     float *bucket, *x_t;
     double tsum;
     VLA_TRY(flow_draws(p, g, b, &bucket, &x_t, &tsum));
-    VLA_TRY(share_prefixes(g, &g->arena));
+    VLA_TRY(share_prefixes(g, &g->harena));
     const float *feats, *vl;
     VLA_TRY(backbone_features(p, g, &feats));
     VLA_TRY(vla_groot_vl_forward(p, &g->arena, g->ppk, feats, g->need_vl, &g->vla));
     vl = g->vla.out;
     VLA_TRY(spread_prefix_rows(g, c->language.width, &vl));
     VLA_TRY(vla_groot_head_forward(p, &g->arena, pk, vl, bucket, x_t, NULL, NULL, &g->ha));
-    double loss = vla_flow_masked_mse(g->ha.pred, g->target, pk->S, c->action.horizon, c->action.action_dim,
+    double loss = vla_flow_masked_mse(p->tops, g->ha.pred, g->target, pk->S, c->action.horizon, c->action.action_dim,
                                       b->action_is_pad, b->real_action_dim, VLA_MSE_MEAN_REAL, b->loss_divisor,
                                       g->d_pred);
     g->have_fwd = true;
@@ -379,7 +402,8 @@ typedef struct {
     groot_pack pk;
     const float *vl;
     float *ck, *cv; /* cross-attention K/V of the VL tokens, once per call */
-    float *bucket;
+    float *bucket;  /* [S] backend */
+    float *hbucket; /* [S] host */
     bool recompute;
 } sample_ctx;
 
@@ -396,13 +420,14 @@ static vla_status velocity(void *vctx, float t, const float *x, float *v, int64_
     sample_ctx *sc = vctx;
     groot_impl *g = groot_of(sc->p);
     vla_arena_mark m = vla_arena_get_mark(&g->sarena);
-    for (int32_t s = 0; s < sc->pk.S; s++) sc->bucket[s] = (float)vla_flow_time_bucket(&g->flow, t);
+    for (int32_t s = 0; s < sc->pk.S; s++) sc->hbucket[s] = (float)vla_flow_time_bucket(&g->flow, t);
+    sc->p->tops->to_device(sc->bucket, sc->hbucket, (size_t)sc->pk.S * sizeof(float));
     const float *vl = sc->vl;
     vla_status st = VLA_OK;
     if (sc->recompute) st = vl_features(sc->p, &g->sarena, &sc->pk, &vl);
     groot_head_acts ha;
     if (st == VLA_OK) st = vla_groot_head_forward(sc->p, &g->sarena, &sc->pk, vl, sc->bucket, x, sc->ck, sc->cv, &ha);
-    if (st == VLA_OK) memcpy(v, ha.pred, (size_t)n * sizeof(float));
+    if (st == VLA_OK) sc->p->tops->copy(v, ha.pred, n);
     vla_arena_rewind(&g->sarena, m);
     return st;
 }
@@ -410,30 +435,38 @@ static vla_status velocity(void *vctx, float t, const float *x, float *v, int64_
 static vla_status sample_packed(vla_policy *p, const vla_observation *obs, const vla_batch *b, float *actions,
                                 bool recompute) {
     groot_impl *g = groot_of(p);
+    const vla_ops *ops = p->tops;
     vla_arena *a = &g->sarena;
     int32_t S = obs->n_samples;
     int64_t H = p->cfg.action.horizon, ad = p->cfg.action.action_dim;
     VLA_TRY(vla_batch_check(b, &p->cfg));
-    sample_ctx sc = {p, {0}, NULL, NULL, NULL, NULL, recompute};
-    VLA_TRY(make_pack(p, a, b, &sc.pk));
-    const int64_t sizes[] = {S, S * H * ad};
-    float *t[2];
-    VLA_TRY(vla_acts_from_arena(a, sizes, 2, t));
+    sample_ctx sc = {p, {0}, NULL, NULL, NULL, NULL, NULL, recompute};
+    VLA_TRY(make_pack(p, &g->sharena, a, b, &sc.pk));
+    const int64_t sizes[] = {S, S * H * ad, S * H * ad}, hsz[] = {S};
+    float *t[3];
+    VLA_TRY(vla_acts_from_arena(a, sizes, 3, t));
+    VLA_TRY(vla_acts_from_arena(&g->sharena, hsz, 1, &sc.hbucket));
     sc.bucket = t[0];
     if (!recompute) {
         VLA_TRY(vl_features(p, a, &sc.pk, &sc.vl));
         VLA_TRY(vla_groot_head_cross_kv(p, a, &sc.pk, sc.vl, &sc.ck, &sc.cv));
     }
+    /* the starting noise on the host (into `actions`), integrated in backend memory */
     for (int32_t s = 0; s < S; s++)
         vla_flow_sample_noise(obs->seed, obs->sample_keys ? obs->sample_keys[s] : (uint64_t)s, VLA_FLOW_RNG_SAMPLING,
                               actions + s * H * ad, H * ad);
-    return vla_flow_euler(&g->flow, velocity, &sc, actions, t[1], S * H * ad);
+    float *x = t[2];
+    ops->to_device(x, actions, (size_t)(S * H * ad) * sizeof(float));
+    VLA_TRY(vla_flow_euler(ops, &g->flow, velocity, &sc, x, t[1], S * H * ad));
+    ops->to_host(actions, x, (size_t)(S * H * ad) * sizeof(float));
+    return VLA_OK;
 }
 
 static vla_status sample_impl(vla_policy *p, const vla_observation *obs, float *actions, bool recompute) {
     groot_impl *g = groot_of(p);
     const vla_policy_config *c = &p->cfg;
     arena_begin(&g->sarena, &g->sarena_cap);
+    vla_arena_reset(&g->sharena);
     if (!obs || obs->n_samples < 1 || !obs->state || (c->vision.cameras > 0 && !obs->images))
         return vla_error(VLA_ERR_INVALID_ARG, "groot sample_actions: need n_samples >= 1, state and images");
     vla_obs_pack o;
@@ -532,10 +565,13 @@ vla_status vla_groot_create(const vla_policy_config *cfg, const vla_ops *ops, vl
     p->tops = ops;
     p->impl = g;
     g->cfg = &p->cfg;
+    g->ops = ops;
     g->share_prefixes = true;
     g->arena_cap = g->sarena_cap = (size_t)1 << 20;
-    vla_arena_init(&g->arena, g->arena_cap);
-    vla_arena_init(&g->sarena, g->sarena_cap);
+    vla_arena_init_with(&g->arena, g->arena_cap, ops->alloc, ops->free);
+    vla_arena_init_with(&g->sarena, g->sarena_cap, ops->alloc, ops->free);
+    vla_arena_init(&g->harena, 0);
+    vla_arena_init(&g->sharena, 0);
     vla_arena_init(&g->params_arena, 0);
     vla_flow_from_config(&g->flow, cfg);
     block_configs(g, cfg);

@@ -75,13 +75,11 @@ static vla_status lm_input(vla_policy *p, groot_impl *g, const groot_pack *pk, c
     if (pk->n_img > 0) {
         VLA_TRY(vla_vit_forward(&g->W.vit, t->vit_out, t->vit_acts, pk->images, pk->n_img));
         vla_linear_forward(p->tops, t->proj, t->vit_out, g->W.mlp1_w.w, g->W.mlp1_b.w, pk->n_img_tok, VW, L);
-        for (int64_t i = 0; i < pk->n_img_tok; i++)
-            memcpy(t->x + (int64_t)pk->img_rows[i] * L, t->proj + i * L, (size_t)L * sizeof(float));
+        p->tops->copy_rows(t->x, L, pk->img_rows, t->proj, L, NULL, pk->n_img_tok, L, 1.0f);
     }
     if (pk->n_txt > 0) {
-        VLA_TRY(vla_embedding_forward(t->te, pk->txt_ids, g->W.embed.w, pk->n_txt, l->vocab, L));
-        for (int64_t i = 0; i < pk->n_txt; i++)
-            memcpy(t->x + (int64_t)pk->txt_rows[i] * L, t->te + i * L, (size_t)L * sizeof(float));
+        VLA_TRY(vla_embedding_forward(p->tops, t->te, pk->txt_ids, g->W.embed.w, pk->n_txt, l->vocab, L));
+        p->tops->copy_rows(t->x, L, pk->txt_rows, t->te, L, NULL, pk->n_txt, L, 1.0f);
     }
     return VLA_OK;
 }
@@ -99,7 +97,7 @@ vla_status vla_groot_backbone_forward(vla_policy *p, vla_arena *a, const groot_p
     vla_block_io io = lm_io(pk);
     const float *xl;
     VLA_TRY(vla_block_stack_forward(p->tops, &g->lm_cfg, g->W.lm, depth, &io, t.x, t.blocks, save, &xl));
-    vla_rmsnorm_forward(t.feats, t.rf, xl, g->W.final_norm.w, false, P, L, (float)p->cfg.language.norm_eps);
+    vla_rmsnorm_forward(p->tops, t.feats, t.rf, xl, g->W.final_norm.w, false, P, L, (float)p->cfg.language.norm_eps);
     return VLA_OK;
 }
 
@@ -108,14 +106,12 @@ static vla_status lm_input_backward(vla_policy *p, groot_impl *g, const groot_pa
                                     const bb_grads *d) {
     int64_t L = p->cfg.language.width, VW = p->cfg.vision.width;
     if (pk->n_txt > 0 && g->W.embed.g) {
-        for (int64_t i = 0; i < pk->n_txt; i++)
-            memcpy(d->dt + i * L, d->dres + (int64_t)pk->txt_rows[i] * L, (size_t)L * sizeof(float));
-        vla_embedding_backward(g->W.embed.g, d->dt, pk->txt_ids, pk->n_txt, L);
+        p->tops->copy_rows(d->dt, L, NULL, d->dres, L, pk->txt_rows, pk->n_txt, L, 1.0f);
+        vla_embedding_backward(p->tops, g->W.embed.g, d->dt, pk->txt_ids, pk->n_txt, L);
     }
     vla_policy_ready_wgs(p, &g->W.embed, 1);
     if (pk->n_img == 0 || !(g->need_conn || g->need_vision)) return VLA_OK;
-    for (int64_t i = 0; i < pk->n_img_tok; i++)
-        memcpy(d->dp + i * L, d->dres + (int64_t)pk->img_rows[i] * L, (size_t)L * sizeof(float));
+    p->tops->copy_rows(d->dp, L, NULL, d->dres, L, pk->img_rows, pk->n_img_tok, L, 1.0f);
     if (d->dvit) p->tops->fill(d->dvit, 0.0f, pk->n_img_tok * VW);
     vla_linear_backward(p->tops, d->dvit, g->W.mlp1_w.g, g->W.mlp1_b.g, d->dp, bb->vit_out, g->W.mlp1_w.w,
                         pk->n_img_tok, VW, L);
@@ -134,7 +130,7 @@ vla_status vla_groot_backbone_backward(vla_policy *p, vla_arena *a, const groot_
     bb_grads d;
     VLA_TRY(vla_acts_from_arena(a, sizes, VLA_ACTS_COUNT(sizes), (float **)&d));
     p->tops->fill(d.dres, 0.0f, P * L);
-    vla_rmsnorm_backward(d.dres, g->W.final_norm.g, d_feats, bb->x + depth * P * L, g->W.final_norm.w, false, bb->rf,
+    vla_rmsnorm_backward(p->tops, d.dres, g->W.final_norm.g, d_feats, bb->x + depth * P * L, g->W.final_norm.w, false, bb->rf,
                          P, L);
     vla_policy_ready_wgs(p, &g->W.final_norm, 1);
     vla_block_io io = lm_io(pk);

@@ -71,7 +71,7 @@ vla_status vla_groot_vl_forward(vla_policy *p, vla_arena *a, const groot_pack *p
     VLA_TRY(vla_acts_from_arena(a, sizes, VLA_ACTS_COUNT(sizes), (float **)&t));
     memset(va, 0, sizeof *va);
     va->in = feats, va->m0 = t.m0, va->r0 = t.r0, va->x = t.x, va->blocks = t.blocks, va->saved = save;
-    vla_layernorm_forward(t.x, t.m0, t.r0, feats, g->W.vlln_w.w, g->W.vlln_b.w, P, L, LN_EPS);
+    vla_layernorm_forward(p->tops, t.x, t.m0, t.r0, feats, g->W.vlln_w.w, g->W.vlln_b.w, P, L, LN_EPS);
     vla_block_io io = vl_io(pk);
     const float *out;
     VLA_TRY(vla_block_stack_forward(p->tops, &g->vl_cfg, g->W.vl, nlay, &io, t.x, t.blocks, save, &out));
@@ -93,7 +93,7 @@ vla_status vla_groot_vl_backward(vla_policy *p, vla_arena *a, const groot_pack *
     groot_layers_ready r = {p, g->W.vl};
     VLA_TRY(vla_block_stack_backward(p->tops, &g->vl_cfg, g->W.vl, nlay, &io, va->x, va->blocks, t.scratch, dres,
                                      vla_groot_layer_ready, &r));
-    vla_layernorm_backward(d_feats, g->W.vlln_w.g, g->W.vlln_b.g, dres, va->in, g->W.vlln_w.w, va->m0, va->r0, P, L);
+    vla_layernorm_backward(p->tops, d_feats, g->W.vlln_w.g, g->W.vlln_b.g, dres, va->in, g->W.vlln_w.w, va->m0, va->r0, P, L);
     const vla_wg vlln[] = {g->W.vlln_w, g->W.vlln_b};
     vla_policy_ready_wgs(p, vlln, 2);
     return VLA_OK;
@@ -232,40 +232,35 @@ vla_status vla_groot_head_cross_kv(vla_policy *p, vla_arena *a, const groot_pack
 static void timestep_forward(vla_policy *p, groot_impl *g, const groot_pack *pk, groot_head_acts *ha) {
     HEAD_DIMS(g, p, pk);
     vla_temb_config tc = {VLA_TEMB_LOG, C, 0.0, 10000.0, 1.0, true};
-    vla_time_embedding_forward(&tc, ha->tproj, ha->bucket, S);
+    vla_time_embedding_forward(p->tops, &tc, ha->tproj, ha->bucket, S);
     vla_linear_forward(p->tops, ha->te1, ha->tproj, g->W.te1_w.w, g->W.te1_b.w, S, C, D);
-    vla_silu_forward(ha->te1a, ha->te1, S * D);
+    vla_silu_forward(p->tops, ha->te1a, ha->te1, S * D);
     vla_linear_forward(p->tops, ha->temb, ha->te1a, g->W.te2_w.w, g->W.te2_b.w, S, D, D);
-    vla_silu_forward(ha->stemb, ha->temb, S * D);
+    vla_silu_forward(p->tops, ha->stemb, ha->temb, S * D);
 }
 
 /* State encoder, action encoder, and X = [state, future×F, act×H] per sample. */
 static vla_status encoders_forward(vla_policy *p, groot_impl *g, const groot_pack *pk, groot_head_acts *ha) {
     HEAD_DIMS(g, p, pk);
     const groot_weights *w = &g->W;
+    const vla_ops *ops = p->tops;
     VLA_TRY(emb_fwd(p, pk, &w->st1_w, &w->st1_b, sd, Hs, ha->st_h, pk->state, pk->cu_one, S));
-    vla_relu_forward(ha->st_hr, ha->st_h, S * Hs);
+    vla_relu_forward(ops, ha->st_hr, ha->st_h, S * Hs);
     VLA_TRY(emb_fwd(p, pk, &w->st2_w, &w->st2_b, Hs, D, ha->st, ha->st_hr, pk->cu_one, S));
     VLA_TRY(emb_fwd(p, pk, &w->a1_w, &w->a1_b, ad, D, ha->a1, ha->xt, pk->cu_act, A));
     vla_temb_config ec = {VLA_TEMB_LOG, D, 0.0, 10000.0, 0.0, false};
-    vla_time_embedding_forward(&ec, ha->tau, ha->bucket, S);
-    for (int64_t s = 0; s < S; s++)
-        for (int64_t j = 0; j < H; j++) {
-            int64_t r = s * H + j;
-            memcpy(ha->cat + r * 2 * D, ha->a1 + r * D, (size_t)D * sizeof(float));
-            memcpy(ha->cat + r * 2 * D + D, ha->tau + s * D, (size_t)D * sizeof(float));
-        }
+    vla_time_embedding_forward(ops, &ec, ha->tau, ha->bucket, S);
+    /* cat = [W1(x_t) ‖ tau of the row's sample] */
+    ops->copy2d(ha->cat, 2 * D, ha->a1, D, A, D);
+    ops->copy_rows(ha->cat + D, 2 * D, NULL, ha->tau, D, pk->act_sample, A, D, 1.0f);
     VLA_TRY(emb_fwd(p, pk, &w->a2_w, &w->a2_b, 2 * D, D, ha->a2, ha->cat, pk->cu_act, A));
-    vla_silu_forward(ha->a2s, ha->a2, A * D);
+    vla_silu_forward(ops, ha->a2s, ha->a2, A * D);
     VLA_TRY(emb_fwd(p, pk, &w->a3_w, &w->a3_b, D, D, ha->a3, ha->a2s, pk->cu_act, A));
-    for (int64_t r = 0; r < A; r++)
-        p->tops->add(ha->a3 + r * D, ha->a3 + r * D, w->pos.w + (int64_t)pk->act_pos[r] * D, D);
-    for (int64_t s = 0; s < S; s++) {
-        float *x0 = ha->x + (int64_t)pk->cu_dit[s] * D;
-        memcpy(x0, ha->st + s * D, (size_t)D * sizeof(float));
-        if (F > 0) memcpy(x0 + D, w->fut.w, (size_t)(F * D) * sizeof(float));
-        memcpy(x0 + (1 + F) * D, ha->a3 + s * H * D, (size_t)(H * D) * sizeof(float));
-    }
+    ops->add_rows(ha->a3, D, NULL, w->pos.w, D, pk->act_pos, A, D, 1.0f); /* + the position embedding */
+    /* X = [state, future×F, act×H] per sample */
+    ops->copy_rows(ha->x, D, pk->state_rows, ha->st, D, NULL, S, D, 1.0f);
+    if (F > 0) ops->copy_rows(ha->x, D, pk->fut_rows, w->fut.w, D, pk->fut_src, S * F, D, 1.0f);
+    ops->copy_rows(ha->x, D, pk->act_rows, ha->a3, D, NULL, A, D, 1.0f);
     return VLA_OK;
 }
 
@@ -273,18 +268,17 @@ static vla_status encoders_forward(vla_policy *p, groot_impl *g, const groot_pac
 static vla_status output_forward(vla_policy *p, groot_impl *g, const groot_pack *pk, groot_head_acts *ha) {
     HEAD_DIMS(g, p, pk);
     const groot_weights *w = &g->W;
+    const vla_ops *ops = p->tops;
     const float *xl = ha->x + nlay * N * D;
-    for (int64_t s = 0; s < S; s++)
-        memcpy(ha->xa + s * H * D, xl + ((int64_t)pk->cu_dit[s] + 1 + F) * D, (size_t)(H * D) * sizeof(float));
-    vla_linear_forward(p->tops, ha->mo, ha->stemb, w->po1_w.w, w->po1_b.w, S, D, 2 * D);
-    for (int64_t s = 0; s < S; s++) { /* proj_out_1 chunks (shift, scale); AdaLN wants (scale, shift) */
-        memcpy(ha->mod_out + s * 2 * D, ha->mo + s * 2 * D + D, (size_t)D * sizeof(float));
-        memcpy(ha->mod_out + s * 2 * D + D, ha->mo + s * 2 * D, (size_t)D * sizeof(float));
-    }
-    VLA_TRY(vla_adaln_forward(ha->ya, ha->ma, ha->ra, ha->xa, ha->mod_out, pk->cu_act, pk->S, A, D, OUT_LN_EPS));
+    ops->copy_rows(ha->xa, D, NULL, xl, D, pk->act_rows, A, D, 1.0f);
+    vla_linear_forward(ops, ha->mo, ha->stemb, w->po1_w.w, w->po1_b.w, S, D, 2 * D);
+    /* proj_out_1 chunks (shift, scale); AdaLN wants (scale, shift) */
+    ops->copy2d(ha->mod_out, 2 * D, ha->mo + D, 2 * D, S, D);
+    ops->copy2d(ha->mod_out + D, 2 * D, ha->mo, 2 * D, S, D);
+    VLA_TRY(vla_adaln_forward(ops, ha->ya, ha->ma, ha->ra, ha->xa, ha->mod_out, pk->cu_act, pk->S, A, D, OUT_LN_EPS));
     vla_linear_forward(p->tops, ha->za, ha->ya, w->po2_w.w, w->po2_b.w, A, D, O);
     VLA_TRY(emb_fwd(p, pk, &w->d1_w, &w->d1_b, O, O, ha->d1, ha->za, pk->cu_act, A));
-    vla_relu_forward(ha->d1r, ha->d1, A * O);
+    vla_relu_forward(ops, ha->d1r, ha->d1, A * O);
     return emb_fwd(p, pk, &w->d2_w, &w->d2_b, O, ad, ha->pred, ha->d1r, pk->cu_act, A);
 }
 
@@ -305,8 +299,8 @@ vla_status vla_groot_head_forward(vla_policy *p, vla_arena *a, const groot_pack 
     ha->tau = t.tau, ha->cat = t.cat, ha->a2 = t.a2, ha->a2s = t.a2s, ha->a3 = t.a3, ha->x = t.x, ha->xa = t.xa;
     ha->mo = t.mo, ha->mod_out = t.mod_out, ha->ya = t.ya, ha->ma = t.ma, ha->ra = t.ra, ha->za = t.za;
     ha->d1 = t.d1, ha->d1r = t.d1r, ha->pred = t.pred;
-    memcpy(ha->bucket, bucket, (size_t)S * sizeof(float));
-    memcpy(ha->xt, x_t, (size_t)(A * ad) * sizeof(float));
+    p->tops->copy(ha->bucket, bucket, S);
+    p->tops->copy(ha->xt, x_t, A * ad);
     timestep_forward(p, g, pk, ha);
     VLA_TRY(encoders_forward(p, g, pk, ha));
     for (int64_t i = 0; i < nlay; i++) {
@@ -330,18 +324,17 @@ static vla_status output_backward(vla_policy *p, groot_impl *g, const groot_pack
     ops->fill(d->dd1r, 0.0f, A * O);
     VLA_TRY(emb_bwd(p, pk, &w->d2_w, &w->d2_b, O, ad, d->dd1r, d_pred, ha->d1r, pk->cu_act, A));
     ops->fill(d->dd1, 0.0f, A * O);
-    vla_relu_backward(d->dd1, d->dd1r, ha->d1, A * O);
+    vla_relu_backward(ops, d->dd1, d->dd1r, ha->d1, A * O);
     ops->fill(d->dza, 0.0f, A * O);
     VLA_TRY(emb_bwd(p, pk, &w->d1_w, &w->d1_b, O, O, d->dza, d->dd1, ha->za, pk->cu_act, A));
     ops->fill(d->dya, 0.0f, A * D);
     vla_linear_backward(ops, d->dya, w->po2_w.g, w->po2_b.g, d->dza, ha->ya, w->po2_w.w, A, D, O);
     ops->fill(d->dxa, 0.0f, A * D);
     ops->fill(d->dmodo, 0.0f, S * 2 * D);
-    VLA_TRY(vla_adaln_backward(d->dxa, d->dmodo, d->dya, ha->xa, ha->mod_out, ha->ma, ha->ra, pk->cu_act, pk->S, A, D));
-    for (int64_t s = 0; s < S; s++) {
-        memcpy(d->dmo + s * 2 * D, d->dmodo + s * 2 * D + D, (size_t)D * sizeof(float));
-        memcpy(d->dmo + s * 2 * D + D, d->dmodo + s * 2 * D, (size_t)D * sizeof(float));
-    }
+    VLA_TRY(vla_adaln_backward(ops, d->dxa, d->dmodo, d->dya, ha->xa, ha->mod_out, ha->ma, ha->ra, pk->cu_act, pk->S,
+                               A, D));
+    ops->copy2d(d->dmo, 2 * D, d->dmodo + D, 2 * D, S, D); /* (scale, shift) back to proj_out_1's (shift, scale) */
+    ops->copy2d(d->dmo + D, 2 * D, d->dmodo, 2 * D, S, D);
     ops->fill(d->dstemb, 0.0f, S * D);
     vla_linear_backward(ops, d->dstemb, w->po1_w.g, w->po1_b.g, d->dmo, ha->stemb, w->po1_w.w, S, D, 2 * D);
     const vla_wg out[] = {w->d2_w, w->d2_b, w->d1_w, w->d1_b, w->po2_w, w->po2_b, w->po1_w, w->po1_b};
@@ -354,8 +347,7 @@ static vla_status blocks_backward(vla_policy *p, groot_impl *g, const groot_pack
                                   head_grads *d, float *d_vl) {
     HEAD_DIMS(g, p, pk);
     p->tops->fill(d->dX, 0.0f, N * D);
-    for (int64_t s = 0; s < S; s++)
-        memcpy(d->dX + ((int64_t)pk->cu_dit[s] + 1 + F) * D, d->dxa + s * H * D, (size_t)(H * D) * sizeof(float));
+    p->tops->copy_rows(d->dX, D, pk->act_rows, d->dxa, D, NULL, A, D, 1.0f);
     for (int64_t i = nlay - 1; i >= 0; i--) {
         const vla_block_config *bc = dit_cfg(g, i);
         vla_block_io io = dit_io(pk, ha, i, P, D);
@@ -378,29 +370,26 @@ static vla_status encoders_backward(vla_policy *p, groot_impl *g, const groot_pa
     HEAD_DIMS(g, p, pk);
     const groot_weights *w = &g->W;
     const vla_ops *ops = p->tops;
-    for (int64_t s = 0; s < S; s++) {
-        const float *x0 = d->dX + (int64_t)pk->cu_dit[s] * D;
-        memcpy(d->dst + s * D, x0, (size_t)D * sizeof(float));
-        if (F > 0 && w->fut.g) ops->add(w->fut.g, w->fut.g, x0 + D, F * D);
-        memcpy(d->da3 + s * H * D, x0 + (1 + F) * D, (size_t)(H * D) * sizeof(float));
-    }
-    if (w->pos.g) vla_embedding_backward(w->pos.g, d->da3, pk->act_pos, A, D);
+    ops->copy_rows(d->dst, D, NULL, d->dX, D, pk->state_rows, S, D, 1.0f);
+    if (F > 0 && w->fut.g) ops->add_rows(w->fut.g, D, pk->fut_src, d->dX, D, pk->fut_rows, S * F, D, 1.0f);
+    ops->copy_rows(d->da3, D, NULL, d->dX, D, pk->act_rows, A, D, 1.0f);
+    if (w->pos.g) vla_embedding_backward(ops, w->pos.g, d->da3, pk->act_pos, A, D);
     const vla_wg emb[] = {w->fut, w->pos};
     vla_policy_ready_wgs(p, emb, 2);
     ops->fill(d->da2s, 0.0f, A * D);
     VLA_TRY(emb_bwd(p, pk, &w->a3_w, &w->a3_b, D, D, d->da2s, d->da3, ha->a2s, pk->cu_act, A));
     ops->fill(d->da2, 0.0f, A * D);
-    vla_silu_backward(d->da2, d->da2s, ha->a2, A * D);
+    vla_silu_backward(ops, d->da2, d->da2s, ha->a2, A * D);
     ops->fill(d->dcat, 0.0f, A * 2 * D);
     VLA_TRY(emb_bwd(p, pk, &w->a2_w, &w->a2_b, 2 * D, D, d->dcat, d->da2, ha->cat, pk->cu_act, A));
-    for (int64_t r = 0; r < A; r++) memcpy(d->da1 + r * D, d->dcat + r * 2 * D, (size_t)D * sizeof(float));
+    ops->copy2d(d->da1, D, d->dcat, 2 * D, A, D);
     VLA_TRY(emb_bwd(p, pk, &w->a1_w, &w->a1_b, ad, D, NULL, d->da1, ha->xt, pk->cu_act, A));
     const vla_wg enc[] = {w->a1_w, w->a1_b, w->a2_w, w->a2_b, w->a3_w, w->a3_b};
     vla_policy_ready_wgs(p, enc, 6);
     ops->fill(d->dsthr, 0.0f, S * Hs);
     VLA_TRY(emb_bwd(p, pk, &w->st2_w, &w->st2_b, Hs, D, d->dsthr, d->dst, ha->st_hr, pk->cu_one, S));
     ops->fill(d->dsth, 0.0f, S * Hs);
-    vla_relu_backward(d->dsth, d->dsthr, ha->st_h, S * Hs);
+    vla_relu_backward(ops, d->dsth, d->dsthr, ha->st_h, S * Hs);
     VLA_TRY(emb_bwd(p, pk, &w->st1_w, &w->st1_b, sd, Hs, NULL, d->dsth, pk->state, pk->cu_one, S));
     const vla_wg st[] = {w->st1_w, w->st1_b, w->st2_w, w->st2_b};
     vla_policy_ready_wgs(p, st, 4);
@@ -414,11 +403,11 @@ static void timestep_backward(vla_policy *p, groot_impl *g, const groot_pack *pk
     const groot_weights *w = &g->W;
     const vla_ops *ops = p->tops;
     ops->fill(d->dtemb, 0.0f, S * D);
-    vla_silu_backward(d->dtemb, d->dstemb, ha->temb, S * D);
+    vla_silu_backward(ops, d->dtemb, d->dstemb, ha->temb, S * D);
     ops->fill(d->dte1a, 0.0f, S * D);
     vla_linear_backward(ops, d->dte1a, w->te2_w.g, w->te2_b.g, d->dtemb, ha->te1a, w->te2_w.w, S, D, D);
     ops->fill(d->dte1, 0.0f, S * D);
-    vla_silu_backward(d->dte1, d->dte1a, ha->te1, S * D);
+    vla_silu_backward(ops, d->dte1, d->dte1a, ha->te1, S * D);
     vla_linear_backward(ops, NULL, w->te1_w.g, w->te1_b.g, d->dte1, ha->tproj, w->te1_w.w, S, C, D);
     const vla_wg te[] = {w->te1_w, w->te1_b, w->te2_w, w->te2_b};
     vla_policy_ready_wgs(p, te, 4);

@@ -38,7 +38,8 @@ typedef struct {
 
 /* The batch as the networks see it: the backbone's prefix (image + text
  * tokens) and the action head's own sequence [state, future×F, action×H],
- * each packed with its own cu_seqlens. */
+ * each packed with its own cu_seqlens. The index maps are host memory (a
+ * host arena); images and state are the batch's, uploaded to backend memory. */
 typedef struct {
     int32_t S;
     int64_t P;         /* prefix tokens */
@@ -53,8 +54,12 @@ typedef struct {
     int32_t *txt_rows, *txt_ids;                /* [n_txt] */
     int32_t *act_pos;                           /* [A] position-embedding rows */
     int32_t *emb;                               /* [S] embodiment ids */
-    const float *images;                        /* [n_img, C, H, W] */
-    const float *state;                         /* [S, state_dim] */
+    /* rows of the DiT sequence: each action row's, each sample's state row,
+     * and the future tokens' (with the row of `fut` each one copies) */
+    int32_t *act_rows, *state_rows, *fut_rows, *fut_src; /* [A], [S], [S·F], [S·F] */
+    int32_t *act_sample;                        /* [A] the sample of each action row */
+    const float *images;                        /* [n_img, C, H, W] (backend) */
+    const float *state;                         /* [S, state_dim] (backend) */
 } groot_pack;
 
 /* The backbone's saved activations (one block's worth, reused by every
@@ -91,13 +96,16 @@ typedef struct {
 
 typedef struct {
     const vla_policy_config *cfg;
+    const vla_ops *ops; /* the policy's backend (p->tops) */
     groot_weights W;
     vla_block_config lm_cfg, vl_cfg, dit_self, dit_cross;
     /* gradient flow: backward runs through a stage iff it or something upstream trains */
     bool need_vision, need_conn, need_lm, need_vl;
     vla_flow flow;
-    vla_arena arena;        /* the last loss's activations (kept for backward) */
-    vla_arena sarena;       /* sampling and frozen-backbone scratch */
+    vla_arena arena;        /* backend memory: the last loss's activations (kept for backward) */
+    vla_arena sarena;       /* backend memory: sampling and frozen-backbone scratch */
+    vla_arena harena;       /* host memory: the last loss's index maps and flow draws */
+    vla_arena sharena;      /* host memory: sampling's index maps */
     vla_arena params_arena; /* the weight struct's per-layer arrays */
     size_t arena_cap, sarena_cap; /* their chunk sizes (grown to the high-water mark) */
     /* the last loss call, for backward */
@@ -108,11 +116,13 @@ typedef struct {
     const groot_pack *ppk;
     groot_pack upk;
     int32_t *prefix_of;  /* [S] upk sample of each pk sample (when ppk == &upk) */
+    int32_t *spread_src; /* [pk.P] the upk row each pk prefix row copies (when shared) */
     bool share_prefixes; /* default true; tests turn it off to compare */
     groot_bb_acts bb;
     groot_vl_acts vla;
     groot_head_acts ha;
-    float *t, *noise, *target, *d_pred; /* [S], [A, ad] ×3 */
+    float *t, *noise;                   /* host: [S], [A, ad] (vla_groot_last_flow) */
+    float *target, *d_pred;             /* backend: [A, ad] ×2 */
     size_t saved_bytes;                 /* arena use after the last loss */
 } groot_impl;
 

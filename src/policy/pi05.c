@@ -32,7 +32,6 @@
 #include "nn/time_embedding.h"
 #include "policy/flow.h"
 #include "policy/pi05_internal.h"
-#include "tensor/parallel.h"
 
 /* ---- the forward's size tables ---------------------------------------------------- */
 
@@ -48,10 +47,16 @@
     X(pre_pos, T)        /* positions of the prefix / action rows */                                            \
     X(act_pos, T)                                                                                                \
     X(pcu, S + 1)        /* per-sample row ranges of the two streams */                                         \
-    X(acu, S + 1)
+    X(acu, S + 1)                                                                                                \
+    X(img_dst, T)        /* prefix rows that are image tokens, and their image-token rows */                    \
+    X(img_src, T)                                                                                                \
+    X(txt_dst, T)        /* prefix rows that are text tokens, and their token ids */                            \
+    X(txt_id, T)
 
 /* Saved activations (f32); `act` is 0 for a prefix-only forward (sampling cache). */
 #define PI05_ACTS(X)                                                                                             \
+    X(images, n_px)       /* the batch's images, uploaded */                                                     \
+    X(tdev, act * S)      /* the flow times, uploaded */                                                         \
     X(vit_acts, vit)                                                                                             \
     X(vit_out, n_it * Dv)                                                                                        \
     X(img_emb, n_it * W)                                                                                         \
@@ -111,6 +116,7 @@ typedef struct {
 typedef struct {
     int32_t S;
     int64_t T, Np, Na, n_img;
+    int64_t n_imgrow, n_txt; /* prefix rows of each kind (img_dst / txt_dst) */
     bool act; /* with action rows (a loss or an uncached sampling step) */
     fwd_maps m;
     fwd_acts a;
@@ -121,7 +127,8 @@ typedef struct {
     vla_block_config lm_cfg, ex_cfg; /* Gemma layer (prefix), expert layer (actions) */
     vla_attn_config attn;            /* the joint attention */
     vla_flow flow;
-    vla_arena arena;                 /* the last forward's activations; the backward's scratch above them */
+    vla_arena arena;                 /* backend memory: the last forward's activations; the backward's scratch above them */
+    vla_arena harena;                /* host memory: the last forward's index maps and flow draws */
     vla_arena params_arena;          /* the weight struct's per-layer arrays */
     fwd_state f;
     bool have_fwd;                   /* f holds a training forward with action tokens */
@@ -139,6 +146,7 @@ static pi05_impl *impl_of(vla_policy *p) { return (pi05_impl *)p->impl; }
     const int64_t W = l_->width, We = (c)->expert.width, H = l_->heads, HD = l_->heads * l_->head_dim;           \
     const int64_t KD = l_->kv_heads * l_->head_dim, A = (c)->action.action_dim, Dv = (c)->vision.width;         \
     const int64_t n_it = (nimg_) * (I)->W.vit.tokens, mx = Np > Na ? Np : Na, Wm = W > We ? W : We;             \
+    const int64_t n_px = (nimg_) * (c)->vision.channels * (c)->vision.image_size * (c)->vision.image_size;       \
     const int64_t vit = (nimg_) > 0 ? vla_vit_acts_floats(&(I)->W.vit, (nimg_)) : 0;                              \
     const int64_t bp = vla_block_acts_floats(&(I)->lm_cfg, Np, 0, (int32_t)S);                                   \
     const int64_t ba = vla_block_acts_floats(&(I)->ex_cfg, Na, 0, (int32_t)S);                                   \
@@ -148,31 +156,28 @@ static pi05_impl *impl_of(vla_policy *p) { return (pi05_impl *)p->impl; }
     const int64_t vs = vt ? vla_vit_scratch_floats(&(I)->W.vit, (nimg_), false) : 0;                             \
     (void)S, (void)T, (void)Np, (void)Na, (void)act, (void)L, (void)W, (void)We, (void)H, (void)HD, (void)KD,   \
         (void)A, (void)Dv, (void)n_it, (void)mx, (void)Wm, (void)vit, (void)bp, (void)ba, (void)bsp, (void)bsa,   \
-        (void)vt, (void)vs
+        (void)vt, (void)vs, (void)n_px
 
-/* Start a new lifetime in the activation arena. Once a step has shown its
- * peak, the arena is rebuilt with one chunk that holds it, so later steps
- * reuse the same pages instead of freeing and faulting in new chunks. */
+/* Start a new lifetime in both arenas. Once a step has shown its peak, an
+ * arena is rebuilt with one chunk that holds it, so later steps reuse the
+ * same memory instead of freeing and faulting in new chunks. */
+static void arena_begin_one(vla_arena *a) {
+    size_t peak = a->peak;
+    if (peak > a->chunk_size) vla_arena_rebuild(a, peak + peak / 4 + 4096);
+    else vla_arena_reset(a);
+}
 static void arena_begin(pi05_impl *I) {
-    size_t peak = I->arena.peak;
-    if (peak > I->arena.chunk_size) {
-        vla_arena_free(&I->arena);
-        vla_arena_init(&I->arena, peak + peak / 4 + 4096);
-    } else {
-        vla_arena_reset(&I->arena);
-    }
+    arena_begin_one(&I->arena);
+    arena_begin_one(&I->harena);
 }
 
-/* Row copies between the merged and the per-stream layouts; at batch 32
- * they were 1.6% of a pi05-small step on one core while the other waited,
- * so large ones get the team (each row is one copy: no order to keep). */
-static void gather_rows(float *dst, const float *src, const int32_t *idx, int64_t n, int64_t w) {
-#pragma omp parallel for if (n * w > VLA_PAR_MIN_ELEMS)
-    for (int64_t i = 0; i < n; i++) memcpy(dst + i * w, src + (int64_t)idx[i] * w, (size_t)w * sizeof(float));
+/* Row copies between the merged token order and one stream's rows (index
+ * maps from build_maps). */
+static void gather_rows(const vla_ops *ops, float *dst, const float *src, const int32_t *idx, int64_t n, int64_t w) {
+    ops->copy_rows(dst, w, NULL, src, w, idx, n, w, 1.0f);
 }
-static void scatter_rows(float *dst, const float *src, const int32_t *idx, int64_t n, int64_t w) {
-#pragma omp parallel for if (n * w > VLA_PAR_MIN_ELEMS)
-    for (int64_t i = 0; i < n; i++) memcpy(dst + (int64_t)idx[i] * w, src + i * w, (size_t)w * sizeof(float));
+static void scatter_rows(const vla_ops *ops, float *dst, const float *src, const int32_t *idx, int64_t n, int64_t w) {
+    ops->copy_rows(dst, w, idx, src, w, NULL, n, w, 1.0f);
 }
 
 /* ---- index maps ------------------------------------------------------------------------ */
@@ -182,7 +187,7 @@ static void scatter_rows(float *dst, const float *src, const int32_t *idx, int64
  * tokens, and either every sample has `horizon` action tokens or (prefix-only)
  * none. */
 static vla_status split_sample(const vla_policy *p, const vla_batch *b, fwd_maps *m, int32_t s, int64_t *np,
-                               int64_t *na, bool with_actions) {
+                               int64_t *na, int64_t *n_txt, bool with_actions) {
     int64_t Ti = vla_policy_image_tokens(&p->cfg), Hz = p->cfg.action.horizon;
     int64_t img0 = b->n_images > 0 ? (int64_t)b->cu_images[s] * Ti : 0;
     int64_t n_imgtok = b->n_images > 0 ? (int64_t)(b->cu_images[s + 1] - b->cu_images[s]) * Ti : 0;
@@ -195,7 +200,10 @@ static vla_status split_sample(const vla_policy *p, const vla_batch *b, fwd_maps
                 return vla_error(VLA_ERR_INVALID_ARG,
                                  "pi05: sample %d has more image tokens than its %lld images give (%lld)", s,
                                  (long long)(n_imgtok / Ti), (long long)n_imgtok);
-            m->pre_img[*np] = (int32_t)(img0 + k_img++);
+            m->pre_img[*np] = (int32_t)(img0 + k_img);
+            m->img_dst[img0 + k_img] = (int32_t)*np;
+            m->img_src[img0 + k_img] = (int32_t)(img0 + k_img);
+            k_img++;
             m->pre_pos[*np] = b->positions[t];
             m->pre_idx[(*np)++] = (int32_t)t;
             break;
@@ -203,6 +211,8 @@ static vla_status split_sample(const vla_policy *p, const vla_batch *b, fwd_maps
             if (!b->token_ids) return vla_error(VLA_ERR_INVALID_ARG, "pi05: text tokens but no token_ids");
             m->ids[t] = b->token_ids[t];
             m->pre_img[*np] = -1;
+            m->txt_dst[*n_txt] = (int32_t)*np;
+            m->txt_id[(*n_txt)++] = b->token_ids[t];
             m->pre_pos[*np] = b->positions[t];
             m->pre_idx[(*np)++] = (int32_t)t;
             break;
@@ -229,21 +239,22 @@ static vla_status build_maps(vla_policy *p, pi05_impl *I, const vla_batch *b, bo
     fwd_state *f = &I->f;
     const int64_t S = b->n_samples, T = b->n_tokens;
     const int64_t sizes[] = {PI05_MAPS(VLA_ACTS_SIZE)};
-    VLA_TRY(vla_acts_from_arena_i32(&I->arena, sizes, VLA_ACTS_COUNT(sizes), (int32_t **)&f->m));
+    VLA_TRY(vla_acts_from_arena_i32(&I->harena, sizes, VLA_ACTS_COUNT(sizes), (int32_t **)&f->m));
     fwd_maps *m = &f->m;
     f->S = b->n_samples, f->T = T;
     f->n_img = b->n_images > 0 ? b->n_images : 0;
     memcpy(m->cu, b->cu_seqlens, (size_t)(S + 1) * sizeof(int32_t));
     memcpy(m->pos, b->positions, (size_t)T * sizeof(int32_t));
     memcpy(m->grp, b->groups, (size_t)T * sizeof(int32_t));
-    int64_t np = 0, na = 0;
+    int64_t np = 0, na = 0, n_txt = 0;
     m->pcu[0] = m->acu[0] = 0;
     for (int32_t s = 0; s < S; s++) {
-        VLA_TRY(split_sample(p, b, m, s, &np, &na, with_actions));
+        VLA_TRY(split_sample(p, b, m, s, &np, &na, &n_txt, with_actions));
         m->pcu[s + 1] = (int32_t)np;
         m->acu[s + 1] = (int32_t)na;
     }
-    f->Np = np, f->Na = na;
+    f->Np = np, f->Na = na, f->n_txt = n_txt;
+    f->n_imgrow = f->n_img * vla_policy_image_tokens(&p->cfg);
     return VLA_OK;
 }
 
@@ -255,17 +266,20 @@ static void lin(pi05_impl *I, const vla_ops *ops, float *out, const float *in, v
     I->flops += 2.0 * (double)n * (double)din * (double)dout;
 }
 
-/* The time condition of S samples: cond = swish(out(swish(in(sincos(t))))). */
-static void time_forward(vla_policy *p, pi05_impl *I, const float *t, int32_t S, float *temb, float *tm1,
+/* The time condition of S samples: cond = swish(out(swish(in(sincos(t))))).
+ * t [S] is host; tdev receives it. */
+static void time_forward(vla_policy *p, pi05_impl *I, const float *t, float *tdev, int32_t S, float *temb, float *tm1,
                          float *tm1s, float *tm2, float *cond) {
     const vla_policy_config *c = &p->cfg;
+    const vla_ops *ops = p->tops;
     int64_t We = c->expert.width;
     vla_temb_config tc = {VLA_TEMB_PERIODS, We, c->flow.time_min_period, c->flow.time_max_period, 0, false};
-    vla_time_embedding_forward(&tc, temb, t, S);
-    lin(I, p->tops, tm1, temb, I->W.tin_w, I->W.tin_b, S, We, We);
-    vla_silu_forward(tm1s, tm1, S * We);
-    lin(I, p->tops, tm2, tm1s, I->W.tout_w, I->W.tout_b, S, We, We);
-    vla_silu_forward(cond, tm2, S * We);
+    ops->to_device(tdev, t, (size_t)S * sizeof(float));
+    vla_time_embedding_forward(ops, &tc, temb, tdev, S);
+    lin(I, ops, tm1, temb, I->W.tin_w, I->W.tin_b, S, We, We);
+    vla_silu_forward(ops, tm1s, tm1, S * We);
+    lin(I, ops, tm2, tm1s, I->W.tout_w, I->W.tout_b, S, We, We);
+    vla_silu_forward(ops, cond, tm2, S * We);
 }
 
 static int cmp_i32(const void *a, const void *b) {
@@ -334,9 +348,9 @@ static vla_status stream_in(pi05_impl *I, const vla_ops *ops, const vla_block_co
     int64_t HD = (int64_t)bc->attn.n_heads * bc->attn.head_dim, KD = (int64_t)bc->attn.n_kv_heads * bc->attn.head_dim;
     I->flops += 2.0 * (double)io->n * (double)bc->dim * (double)(HD + 2 * KD) +
                 (bc->norm1 == VLA_BLOCK_NORM_ADARMS ? 2.0 * io->n_seg * bc->cond_dim * 3.0 * bc->dim : 0.0);
-    scatter_rows(v->Q, ba->q, idx, io->n, HD);
-    scatter_rows(v->K, ba->k, idx, io->n, KD);
-    scatter_rows(v->V, ba->v, idx, io->n, KD);
+    scatter_rows(ops, v->Q, ba->q, idx, io->n, HD);
+    scatter_rows(ops, v->K, ba->k, idx, io->n, KD);
+    scatter_rows(ops, v->V, ba->v, idx, io->n, KD);
     return VLA_OK;
 }
 
@@ -345,7 +359,7 @@ static vla_status stream_out(pi05_impl *I, const vla_ops *ops, const vla_block_c
                              const vla_block_weights *w, const vla_block_io *io, const float *x, float *x_out,
                              vla_block_acts *ba, const int32_t *idx, const layer_view *v) {
     int64_t HD = (int64_t)bc->attn.n_heads * bc->attn.head_dim, D = bc->dim;
-    gather_rows(ba->att, v->O, idx, io->n, HD);
+    gather_rows(ops, ba->att, v->O, idx, io->n, HD);
     VLA_TRY(vla_block_attn_out(ops, bc, w, io, x, x_out, ba));
     I->flops += 2.0 * (double)io->n * (double)HD * (double)D + 2.0 * (double)io->n * 3.0 * (double)D * bc->mlp.hidden +
                 (bc->norm2 == VLA_BLOCK_NORM_ADARMS ? 2.0 * io->n_seg * bc->cond_dim * 3.0 * D : 0.0);
@@ -374,32 +388,30 @@ static vla_status layer_forward(vla_policy *p, pi05_impl *I, int64_t li, double 
 /* Prefix embeddings: images → ViT → projector; text → table·sqrt(W). */
 static vla_status embed_prefix(vla_policy *p, pi05_impl *I, const vla_batch *b) {
     fwd_state *f = &I->f;
+    const vla_ops *ops = p->tops;
     const vla_lm_config *l = &p->cfg.language;
     int64_t W = l->width, Dv = p->cfg.vision.width, n_it = f->n_img * I->W.vit.tokens;
+    for (int64_t i = 0; i < f->n_txt; i++)
+        if (f->m.txt_id[i] < 0 || f->m.txt_id[i] >= l->vocab)
+            return vla_error(VLA_ERR_INVALID_ARG, "pi05: token id %d outside the vocabulary", f->m.txt_id[i]);
     if (f->n_img > 0) {
-        VLA_TRY(vla_vit_forward(&I->W.vit, f->a.vit_out, f->a.vit_acts, b->images, f->n_img));
+        const vla_vit_config *vc = &p->cfg.vision;
+        ops->to_device(f->a.images, b->images,
+                       (size_t)(f->n_img * vc->channels * vc->image_size * vc->image_size) * sizeof(float));
+        VLA_TRY(vla_vit_forward(&I->W.vit, f->a.vit_out, f->a.vit_acts, f->a.images, f->n_img));
         I->flops += vla_vit_forward_flops(&I->W.vit, f->n_img);
-        lin(I, p->tops, f->a.img_emb, f->a.vit_out, I->W.proj_w, I->W.proj_b, n_it, Dv, W);
+        lin(I, ops, f->a.img_emb, f->a.vit_out, I->W.proj_w, I->W.proj_b, n_it, Dv, W);
+        ops->copy_rows(f->a.xp, W, f->m.img_dst, f->a.img_emb, W, f->m.img_src, f->n_imgrow, W, 1.0f);
     }
-    float sq = sqrtf((float)W);
-    for (int64_t i = 0; i < f->Np; i++) {
-        float *row = f->a.xp + i * W;
-        if (f->m.pre_img[i] >= 0) {
-            memcpy(row, f->a.img_emb + (int64_t)f->m.pre_img[i] * W, (size_t)W * sizeof(float));
-            continue;
-        }
-        int32_t id = f->m.ids[f->m.pre_idx[i]];
-        if (id < 0 || id >= l->vocab) return vla_error(VLA_ERR_INVALID_ARG, "pi05: token id %d outside the vocabulary", id);
-        const float *e = I->W.embed.w + (int64_t)id * W;
-        for (int64_t k = 0; k < W; k++) row[k] = e[k] * sq;
-    }
+    /* text rows: the embedding table times sqrt(W) (Gemma's normaliser) */
+    if (f->n_txt > 0) ops->copy_rows(f->a.xp, W, f->m.txt_dst, I->W.embed.w, W, f->m.txt_id, f->n_txt, W, sqrtf((float)W));
     return VLA_OK;
 }
 
-/* Forward of a packed batch. x_t [S, H, A] and t [S] are the action side's
- * input (both NULL for a prefix-only batch: then only the LM runs, and the
- * per-layer K/V of the prefix stay in the arena as the sampling cache).
- * The velocity lands in f->a.vpred [Na, A] (= [S, H, A]). */
+/* Forward of a packed batch. x_t [S, H, A] (backend) and t [S] (host) are
+ * the action side's input (both NULL for a prefix-only batch: then only the
+ * LM runs, and the per-layer K/V of the prefix stay in the arena as the
+ * sampling cache). The velocity lands in f->a.vpred [Na, A] (= [S, H, A]). */
 static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, const float *t) {
     pi05_impl *I = impl_of(p);
     fwd_state *f = &I->f;
@@ -413,8 +425,8 @@ static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, c
     VLA_TRY(vla_acts_from_arena(&I->arena, sizes, VLA_ACTS_COUNT(sizes), (float **)&f->a));
     VLA_TRY(embed_prefix(p, I, b));
     if (act) { /* action side: time condition and action embeddings (rows s·H + k: checked in build_maps) */
-        time_forward(p, I, t, f->S, f->a.temb, f->a.tm1, f->a.tm1s, f->a.tm2, f->a.cond);
-        memcpy(f->a.xin, x_t, (size_t)(Na * A) * sizeof(float));
+        time_forward(p, I, t, f->a.tdev, f->S, f->a.temb, f->a.tm1, f->a.tm1s, f->a.tm2, f->a.cond);
+        p->tops->copy(f->a.xin, x_t, Na * A);
         lin(I, p->tops, f->a.xa, f->a.xin, I->W.ain_w, I->W.ain_b, Na, A, We);
     }
     double pairs = attn_pairs(f->m.cu, f->S, f->m.grp);
@@ -422,7 +434,7 @@ static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, c
     if (act) {
         float *xL = f->a.xa + L * Na * We;
         lin(I, p->tops, f->a.mod_f, f->a.cond, I->W.fin_w, I->W.fin_b, S, We, 3 * We);
-        VLA_TRY(vla_adarmsnorm_forward(f->a.af, f->a.arstd_f, xL, f->a.mod_f, f->m.acu, f->S, Na, We,
+        VLA_TRY(vla_adarmsnorm_forward(p->tops, f->a.af, f->a.arstd_f, xL, f->a.mod_f, f->m.acu, f->S, Na, We,
                                        (float)c->language.norm_eps));
         lin(I, p->tops, f->a.vpred, f->a.af, I->W.aout_w, I->W.aout_b, Na, We, A);
         I->have_fwd = true;
@@ -443,13 +455,18 @@ static vla_status pi05_loss(vla_policy *p, const vla_batch *b, bool training, vl
     int64_t Hz = c->action.horizon, A = c->action.action_dim, n = Hz * A;
     arena_begin(I);
     I->have_fwd = false;
-#define PI05_LOSS(X) X(t, S) X(noise, S * n) X(x_t, S * n) X(target, S * n) X(dpred, S * n)
+    const vla_ops *ops = p->tops;
+    /* the flow draws on the host (t, noise), then uploaded with the actions */
+    const int64_t hsizes[] = {S, S * n};
+    float *hd[2];
+    VLA_TRY(vla_acts_from_arena(&I->harena, hsizes, 2, hd));
+    float *t = hd[0], *noise = hd[1];
+#define PI05_LOSS(X) X(actions, S * n) X(noise, S * n) X(x_t, S * n) X(target, S * n) X(dpred, S * n)
     const int64_t sizes[] = {PI05_LOSS(VLA_ACTS_SIZE)};
     struct {
         PI05_LOSS(VLA_ACTS_FIELD)
     } ls;
     VLA_TRY(vla_acts_from_arena(&I->arena, sizes, VLA_ACTS_COUNT(sizes), (float **)&ls));
-    float *t = ls.t, *noise = ls.noise, *x_t = ls.x_t, *target = ls.target;
     I->dpred = ls.dpred;
     double tsum = 0;
     for (int32_t s = 0; s < S; s++) {
@@ -457,10 +474,12 @@ static vla_status pi05_loss(vla_policy *p, const vla_batch *b, bool training, vl
         t[s] = vla_flow_sample_time(&I->flow, b->seed, key);
         tsum += t[s];
         vla_flow_sample_noise(b->seed, key, VLA_FLOW_RNG_NOISE, noise + s * n, n);
-        vla_flow_interpolate(&I->flow, t[s], b->actions + s * n, noise + s * n, x_t + s * n, target + s * n, n);
     }
-    VLA_TRY(forward(p, b, x_t, t));
-    double loss = vla_flow_masked_mse(I->f.a.vpred, target, S, Hz, A, b->action_is_pad, b->real_action_dim,
+    ops->to_device(ls.actions, b->actions, (size_t)(S * n) * sizeof(float));
+    ops->to_device(ls.noise, noise, (size_t)(S * n) * sizeof(float));
+    ops->flow_interpolate(VLA_FLOW_PI05, ls.x_t, ls.target, ls.actions, ls.noise, t, S, n);
+    VLA_TRY(forward(p, b, ls.x_t, t));
+    double loss = vla_flow_masked_mse(ops, I->f.a.vpred, ls.target, S, Hz, A, b->action_is_pad, b->real_action_dim,
                                       VLA_MSE_MEAN_REAL, b->loss_divisor, I->dpred);
     if (info) {
         memset(info, 0, sizeof *info);
@@ -483,7 +502,7 @@ static vla_status head_backward(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
     ops->fill(g->dtmp, 0.0f, Na * We);
     vla_linear_backward(ops, g->dtmp, I->W.aout_w.g, I->W.aout_b.g, I->dpred, f->a.af, I->W.aout_w.w, Na, We, A);
     ops->fill(g->dmod, 0.0f, S * 3 * We);
-    VLA_TRY(vla_adarmsnorm_backward(g->dxa, g->dmod, g->dtmp, f->a.xa + L * Na * We, f->a.mod_f, f->a.arstd_f,
+    VLA_TRY(vla_adarmsnorm_backward(ops, g->dxa, g->dmod, g->dtmp, f->a.xa + L * Na * We, f->a.mod_f, f->a.arstd_f,
                                     f->m.acu, f->S, Na, We));
     vla_linear_backward(ops, g->dcond, I->W.fin_w.g, I->W.fin_b.g, g->dmod, f->a.cond, I->W.fin_w.w, S, We, 3 * We);
     const vla_wg head[] = {I->W.aout_w, I->W.aout_b, I->W.fin_w, I->W.fin_b};
@@ -503,13 +522,13 @@ static vla_status layer_backward(vla_policy *p, pi05_impl *I, int64_t li, bwd_sc
     vla_block_io iop = prefix_io(f), ioa = action_io(f);
     const float *xp = f->a.xp + li * Np * W, *xa = f->a.xa + li * Na * We;
     ops->fill(g->dO, 0.0f, T * HD);
-    gather_rows(v.a.att, v.O, f->m.act_idx, Na, HD);
+    gather_rows(ops, v.a.att, v.O, f->m.act_idx, Na, HD);
     VLA_TRY(vla_block_attn_out_backward(ops, &I->ex_cfg, &I->W.ex[li], &ioa, &v.a, sa, g->dxa, g->dcond));
-    scatter_rows(g->dO, sa->datt, f->m.act_idx, Na, HD);
+    scatter_rows(ops, g->dO, sa->datt, f->m.act_idx, Na, HD);
     if (li < L - 1) { /* (the last layer's prefix output was never computed: its gradient is 0) */
-        gather_rows(v.p.att, v.O, f->m.pre_idx, Np, HD);
+        gather_rows(ops, v.p.att, v.O, f->m.pre_idx, Np, HD);
         VLA_TRY(vla_block_attn_out_backward(ops, &I->lm_cfg, &I->W.lm[li], &iop, &v.p, sp, g->dxp, NULL));
-        scatter_rows(g->dO, sp->datt, f->m.pre_idx, Np, HD);
+        scatter_rows(ops, g->dO, sp->datt, f->m.pre_idx, Np, HD);
     }
     ops->fill(g->dq, 0.0f, T * HD);
     ops->fill(g->dk, 0.0f, T * KD);
@@ -517,13 +536,13 @@ static vla_status layer_backward(vla_policy *p, pi05_impl *I, int64_t li, bwd_sc
     vla_attn_seqs seqs = {f->S, f->m.cu, f->m.grp};
     VLA_TRY(vla_attention_backward(ops, &I->attn, g->dq, g->dk, g->dv, g->dO, v.Q, v.K, v.V, v.O, v.lse, &seqs, &seqs,
                                    NULL));
-    gather_rows(sp->dq, g->dq, f->m.pre_idx, Np, HD);
-    gather_rows(sp->dk, g->dk, f->m.pre_idx, Np, KD);
-    gather_rows(sp->dv, g->dv, f->m.pre_idx, Np, KD);
+    gather_rows(ops, sp->dq, g->dq, f->m.pre_idx, Np, HD);
+    gather_rows(ops, sp->dk, g->dk, f->m.pre_idx, Np, KD);
+    gather_rows(ops, sp->dv, g->dv, f->m.pre_idx, Np, KD);
     VLA_TRY(vla_block_attn_in_backward(ops, &I->lm_cfg, &I->W.lm[li], &iop, xp, &v.p, sp, g->dxp, NULL, NULL));
-    gather_rows(sa->dq, g->dq, f->m.act_idx, Na, HD);
-    gather_rows(sa->dk, g->dk, f->m.act_idx, Na, KD);
-    gather_rows(sa->dv, g->dv, f->m.act_idx, Na, KD);
+    gather_rows(ops, sa->dq, g->dq, f->m.act_idx, Na, HD);
+    gather_rows(ops, sa->dk, g->dk, f->m.act_idx, Na, KD);
+    gather_rows(ops, sa->dv, g->dv, f->m.act_idx, Na, KD);
     VLA_TRY(vla_block_attn_in_backward(ops, &I->ex_cfg, &I->W.ex[li], &ioa, xa, &v.a, sa, g->dxa, NULL, g->dcond));
     /* each layer's weights serve this layer only: final now */
     vla_policy_ready_wgs(p, (const vla_wg *)&I->W.ex[li], (int)(sizeof I->W.ex[li] / sizeof(vla_wg)));
@@ -541,11 +560,11 @@ static void action_side_backward(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
     const vla_wg ain[] = {W_->ain_w, W_->ain_b};
     vla_policy_ready_wgs(p, ain, 2);
     ops->fill(g->dtmp, 0.0f, S * We);
-    vla_silu_backward(g->dtmp, g->dcond, f->a.tm2, S * We);
+    vla_silu_backward(ops, g->dtmp, g->dcond, f->a.tm2, S * We);
     ops->fill(g->dtmp2, 0.0f, S * We);
     vla_linear_backward(ops, g->dtmp2, W_->tout_w.g, W_->tout_b.g, g->dtmp, f->a.tm1s, W_->tout_w.w, S, We, We);
     ops->fill(g->dtmp, 0.0f, S * We);
-    vla_silu_backward(g->dtmp, g->dtmp2, f->a.tm1, S * We);
+    vla_silu_backward(ops, g->dtmp, g->dtmp2, f->a.tm1, S * We);
     vla_linear_backward(ops, NULL, W_->tin_w.g, W_->tin_b.g, g->dtmp, f->a.temb, W_->tin_w.w, S, We, We);
     const vla_wg tm[] = {W_->tin_w, W_->tin_b, W_->tout_w, W_->tout_b}; /* after every layer's dcond */
     vla_policy_ready_wgs(p, tm, 4);
@@ -556,24 +575,14 @@ static vla_status prefix_backward(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
     const fwd_state *f = &I->f;
     const vla_ops *ops = p->tops;
     PI05_DIMS(I, &p->cfg, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
-    float sq = sqrtf((float)W);
-    if (I->W.embed.g)
-        for (int64_t i = 0; i < Np; i++) {
-            if (f->m.pre_img[i] >= 0) continue;
-            float *e = I->W.embed.g + (int64_t)f->m.ids[f->m.pre_idx[i]] * W;
-            const float *d = g->dxp + i * W;
-            for (int64_t k = 0; k < W; k++) e[k] += sq * d[k];
-        }
+    /* text rows into the table (×sqrt(W)), in token order (repeated ids add up deterministically) */
+    if (I->W.embed.g && f->n_txt > 0)
+        ops->add_rows(I->W.embed.g, W, f->m.txt_id, g->dxp, W, f->m.txt_dst, f->n_txt, W, sqrtf((float)W));
     vla_policy_ready_wgs(p, &I->W.embed, 1);
     if (n_it == 0 || !(I->W.proj_w.g || I->W.proj_b.g || vt)) return VLA_OK;
     ops->fill(g->d_emb, 0.0f, n_it * W);
     if (vt) ops->fill(g->d_vit, 0.0f, n_it * Dv);
-    for (int64_t i = 0; i < Np; i++)
-        if (f->m.pre_img[i] >= 0) {
-            float *d = g->d_emb + (int64_t)f->m.pre_img[i] * W;
-            const float *s = g->dxp + i * W;
-            for (int64_t k = 0; k < W; k++) d[k] += s[k];
-        }
+    ops->add_rows(g->d_emb, W, f->m.img_src, g->dxp, W, f->m.img_dst, f->n_imgrow, W, 1.0f);
     vla_linear_backward(ops, vt ? g->d_vit : NULL, I->W.proj_w.g, I->W.proj_b.g, g->d_emb, f->a.vit_out, I->W.proj_w.w,
                         n_it, Dv, W);
     const vla_wg proj[] = {I->W.proj_w, I->W.proj_b};
@@ -620,9 +629,9 @@ static vla_status pi05_backward(vla_policy *p) {
 
 typedef struct {
     vla_policy *p;
-    vla_batch b;      /* the observations packed (pi05_sample.c) */
-    float *tvec;      /* [S] */
-    vla_arena_mark mark;
+    vla_batch b;      /* the observations packed (host) */
+    float *tvec;      /* [S] host */
+    vla_arena_mark mark, hmark; /* after the prefix-only forward (cached sampling) */
 } sample_ctx;
 
 /* Uncached: the whole sequence through the training forward. */
@@ -632,7 +641,7 @@ static vla_status velocity_uncached(void *vctx, float t, const float *x, float *
     arena_begin(I);
     for (int32_t s = 0; s < ctx->b.n_samples; s++) ctx->tvec[s] = t;
     VLA_TRY(forward(ctx->p, &ctx->b, x, ctx->tvec));
-    memcpy(v, I->f.a.vpred, (size_t)n * sizeof(float));
+    ctx->p->tops->copy(v, I->f.a.vpred, n);
     I->have_fwd = false;
     return VLA_OK;
 }
@@ -644,6 +653,7 @@ static vla_status velocity_uncached(void *vctx, float t, const float *x, float *
     X(apos, Na)                                                                                                  \
     X(agrp, Na)
 #define PI05_STEP_ACTS(X)                                                                                        \
+    X(tdev, S)                                                                                                   \
     X(temb, S * We)                                                                                              \
     X(tm1, S * We)                                                                                               \
     X(tm1s, S * We)                                                                                              \
@@ -672,6 +682,7 @@ static vla_status velocity_cached(void *vctx, float t, const float *x, float *v,
     PI05_DIMS(I, c, f->S, f->T, f->Np, (int64_t)f->S * Hz, f->n_img, 1);
     (void)n;
     vla_arena_rewind(&I->arena, ctx->mark);
+    vla_arena_rewind(&I->harena, ctx->hmark);
     const int64_t isz[] = {PI05_STEP(VLA_ACTS_SIZE)}, fsz[] = {PI05_STEP_ACTS(VLA_ACTS_SIZE)};
     struct {
         PI05_STEP(VLA_ACTS_FIELD_I32)
@@ -679,7 +690,7 @@ static vla_status velocity_cached(void *vctx, float t, const float *x, float *v,
     struct {
         PI05_STEP_ACTS(VLA_ACTS_FIELD)
     } a;
-    VLA_TRY(vla_acts_from_arena_i32(&I->arena, isz, VLA_ACTS_COUNT(isz), (int32_t **)&m));
+    VLA_TRY(vla_acts_from_arena_i32(&I->harena, isz, VLA_ACTS_COUNT(isz), (int32_t **)&m));
     VLA_TRY(vla_acts_from_arena(&I->arena, fsz, VLA_ACTS_COUNT(fsz), (float **)&a));
     int32_t *acu = m.acu, *apos = m.apos, *agrp = m.agrp;
     for (int32_t s = 0; s <= f->S; s++) acu[s] = (int32_t)(s * Hz);
@@ -689,7 +700,7 @@ static vla_status velocity_cached(void *vctx, float t, const float *x, float *v,
             agrp[s * Hz + k] = 1;
         }
     for (int32_t s = 0; s < f->S; s++) ctx->tvec[s] = t;
-    time_forward(p, I, ctx->tvec, f->S, a.temb, a.tm1, a.tm1s, a.tm2, a.cond);
+    time_forward(p, I, ctx->tvec, a.tdev, f->S, a.temb, a.tm1, a.tm1s, a.tm2, a.cond);
     lin(I, ops, a.x0, x, I->W.ain_w, I->W.ain_b, Na, A, We);
     vla_block_io io = {0};
     io.n = Na, io.n_seg = f->S, io.cu = acu, io.pos = apos, io.cond = a.cond;
@@ -708,7 +719,7 @@ static vla_status velocity_cached(void *vctx, float t, const float *x, float *v,
         xin = xout, xout = tmp;
     }
     lin(I, ops, a.mod, a.cond, I->W.fin_w, I->W.fin_b, S, We, 3 * We);
-    VLA_TRY(vla_adarmsnorm_forward(a.an, NULL, xin, a.mod, acu, f->S, Na, We, (float)c->language.norm_eps));
+    VLA_TRY(vla_adarmsnorm_forward(ops, a.an, NULL, xin, a.mod, acu, f->S, Na, We, (float)c->language.norm_eps));
     lin(I, ops, v, a.an, I->W.aout_w, I->W.aout_b, Na, We, A);
     return VLA_OK;
 }
@@ -722,25 +733,34 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
     VLA_TRY(vla_obs_pack_build(p, obs, !cached, &o));
     vla_status st = vla_batch_check(&o.b, c);
     int32_t S = obs->n_samples;
+    const vla_ops *ops = p->tops;
     int64_t n = (int64_t)S * c->action.horizon * c->action.action_dim, per = n / S;
-    float *scratch = malloc((size_t)n * sizeof(float)), *tvec = malloc((size_t)S * sizeof(float));
-    if (st == VLA_OK && (!scratch || !tvec)) st = vla_error(VLA_ERR_NOMEM, "pi05 sample: out of memory");
+    /* x (the chunk being integrated) and v live in backend memory; the
+     * starting noise is drawn on the host into `actions` and uploaded */
+    float *x = ops->alloc((size_t)n * sizeof(float)), *scratch = ops->alloc((size_t)n * sizeof(float));
+    float *tvec = malloc((size_t)S * sizeof(float));
+    if (st == VLA_OK && (!x || !scratch || !tvec)) st = vla_error(VLA_ERR_NOMEM, "pi05 sample: out of memory");
     if (st == VLA_OK) {
         for (int32_t s = 0; s < S; s++)
             vla_flow_sample_noise(obs->seed, obs->sample_keys ? obs->sample_keys[s] : (uint64_t)s,
                                   VLA_FLOW_RNG_SAMPLING, actions + s * per, per);
-        sample_ctx ctx = {p, o.b, tvec, {0}};
+        ops->to_device(x, actions, (size_t)n * sizeof(float));
+        sample_ctx ctx = {p, o.b, tvec, {0}, {0}};
         arena_begin(I);
         if (cached) {
             st = forward(p, &o.b, NULL, NULL); /* the prefix once: K/V per layer stay in the arena */
             ctx.mark = vla_arena_get_mark(&I->arena);
-            if (st == VLA_OK) st = vla_flow_euler(&I->flow, velocity_cached, &ctx, actions, scratch, n);
+            ctx.hmark = vla_arena_get_mark(&I->harena);
+            if (st == VLA_OK) st = vla_flow_euler(ops, &I->flow, velocity_cached, &ctx, x, scratch, n);
         } else {
-            st = vla_flow_euler(&I->flow, velocity_uncached, &ctx, actions, scratch, n);
+            st = vla_flow_euler(ops, &I->flow, velocity_uncached, &ctx, x, scratch, n);
         }
+        if (st == VLA_OK) ops->to_host(actions, x, (size_t)n * sizeof(float));
         I->have_fwd = false;
     }
-    free(scratch), free(tvec);
+    if (x) ops->free(x);
+    if (scratch) ops->free(scratch);
+    free(tvec);
     vla_obs_pack_free(&o);
     return st != VLA_OK ? vla_error_context(st, "pi05 sample_actions") : VLA_OK;
 }
@@ -765,6 +785,7 @@ static void pi05_destroy(vla_policy *p) {
     if (I) {
         vla_vit_release(&I->W.vit);
         vla_arena_free(&I->arena);
+        vla_arena_free(&I->harena);
         vla_arena_free(&I->params_arena);
         free(I);
     }
@@ -812,7 +833,8 @@ vla_status vla_pi05_create(const vla_policy_config *cfg, const vla_ops *ops, vla
     p->tops = ops;
     p->tokenizer = vla_tokenizer_bytes();
     p->impl = I;
-    vla_arena_init(&I->arena, 8u << 20);
+    vla_arena_init_with(&I->arena, 8u << 20, ops->alloc, ops->free);
+    vla_arena_init(&I->harena, 1u << 20);
     vla_arena_init(&I->params_arena, 0);
     vla_flow_from_config(&I->flow, cfg);
     block_configs(I, cfg);

@@ -172,15 +172,43 @@ void vla_policy_zero_grad(vla_policy *p) {
     if (p->grads && p->n_grad_floats) p->tops->fill(p->grads, 0.0f, p->n_grad_floats);
 }
 
+float *vla_policy_param_stage(vla_policy *p, int64_t i) {
+    if (p->tops->host_memory) return p->params[i].data;
+    return malloc((size_t)(p->specs.items[i].numel > 0 ? p->specs.items[i].numel : 1) * sizeof(float));
+}
+
+int64_t vla_policy_param_commit(vla_policy *p, int64_t i, float *stage) {
+    int64_t n = p->specs.items[i].numel;
+    if (stage == p->params[i].data) return p->tops->find_nonfinite(stage, n);
+    int64_t bad = -1;
+    for (int64_t k = 0; k < n && bad < 0; k++)
+        if (!isfinite(stage[k])) bad = k;
+    p->tops->to_device(p->params[i].data, stage, (size_t)n * sizeof(float));
+    free(stage);
+    return bad;
+}
+
+const float *vla_policy_weights_on_host(const vla_policy *p, float **owned) {
+    *owned = NULL;
+    if (p->tops->host_memory) return p->weights;
+    if (!(*owned = malloc((size_t)(p->n_weight_floats > 0 ? p->n_weight_floats : 1) * sizeof(float)))) return NULL;
+    p->tops->to_host(*owned, p->weights, (size_t)p->n_weight_floats * sizeof(float));
+    return *owned;
+}
+
 static bool init_is_random(vla_init_kind k) { return k == VLA_INIT_NORMAL || k == VLA_INIT_UNIFORM; }
 
-/* One parameter's N(0, scale²) or U(±scale) draw, from its own stream (seed, index). */
-static void init_random(vla_policy *p, uint64_t seed, int64_t i) {
+/* One parameter's N(0, scale²) or U(±scale) draw, from its own stream (seed,
+ * index), on the host: straight into the weights when the backend's memory
+ * is the host's, else into a staging buffer uploaded with to_device. */
+static void init_random(void *ctx, int64_t i) {
+    vla_policy *p = ctx;
     const vla_param_spec *s = &p->specs.items[i];
+    if (!init_is_random(s->init)) return;
     float *w = p->params[i].data;
-    float *host = p->tops->device == VLA_DEVICE_CPU ? w : malloc((size_t)s->numel * sizeof(float));
+    float *host = p->tops->host_memory ? w : malloc((size_t)s->numel * sizeof(float));
     if (!host) return; /* out of memory on a staging buffer: leave as allocated (documented misuse) */
-    vla_rng r = vla_rng_stream(seed, (uint64_t)i);
+    vla_rng r = vla_rng_stream(p->init_seed, (uint64_t)i);
     if (s->init == VLA_INIT_UNIFORM)
         for (int64_t k = 0; k < s->numel; k++) host[k] = (float)(s->init_scale * (2.0 * vla_rng_uniform_f64(&r) - 1.0));
     else
@@ -192,9 +220,9 @@ static void init_random(vla_policy *p, uint64_t seed, int64_t i) {
 }
 
 /* Each parameter draws from its own stream, so the draws may run on any
- * thread in any order and give the same weights: on the CPU the normal
- * parameters are spread over the team (a full-size π0.5 draws 3.35 G
- * normals, minutes on one thread). */
+ * thread in any order and give the same weights: large inits are spread
+ * over a team (a full-size π0.5 draws 3.35 G normals, minutes on one
+ * thread). */
 void vla_policy_default_init(vla_policy *p, uint64_t seed) {
     int64_t n = p->specs.n, random_elems = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -202,10 +230,8 @@ void vla_policy_default_init(vla_policy *p, uint64_t seed) {
         if (init_is_random(s->init)) random_elems += s->numel;
         else p->tops->fill(p->params[i].data, s->init == VLA_INIT_ONES ? 1.0f : 0.0f, s->numel);
     }
-    bool team = p->tops->device == VLA_DEVICE_CPU && random_elems >= VLA_PAR_MIN_ELEMS * 64;
-#pragma omp parallel for schedule(dynamic, 1) if (team)
-    for (int64_t i = 0; i < n; i++)
-        if (init_is_random(p->specs.items[i].init)) init_random(p, seed, i);
+    p->init_seed = seed;
+    vla_host_parallel_for(n, random_elems >= VLA_PAR_MIN_ELEMS * 64, init_random, p);
 }
 
 vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg) {

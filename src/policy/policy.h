@@ -214,6 +214,7 @@ struct vla_policy {
     vla_grad_ready_fn grad_ready;
     void *grad_ready_user;
     uint8_t *grad_reported;          /* [specs.n] what this backward has reported (implementations' bookkeeping) */
+    uint64_t init_seed;              /* the seed of the running vla_policy_default_init */
 };
 
 /* Build a policy for cfg on a backend (the config's family creates it). */
@@ -310,6 +311,19 @@ vla_status vla_policy_default_tokenize(const vla_policy_config *cfg, const vla_t
 
 /* Zero p->grads. */
 void vla_policy_zero_grad(vla_policy *p);
+
+/* The host's side of the weights (backend memory: policy.h's p->weights).
+ * Writing parameter i from the host: vla_policy_param_stage gives host
+ * memory for its spec->numel floats (the weights themselves when the
+ * backend's memory is the host's, else a malloc'd staging buffer; NULL when
+ * out of memory); vla_policy_param_commit uploads it, releases it, and
+ * returns the index of the first non-finite value, or −1. */
+float *vla_policy_param_stage(vla_policy *p, int64_t i);
+int64_t vla_policy_param_commit(vla_policy *p, int64_t i, float *stage);
+/* All weights readable on the host (n_weight_floats, spec order): p->weights
+ * itself when the backend's memory is the host's, else a copy in *owned
+ * (free it). NULL when out of memory. */
+const float *vla_policy_weights_on_host(const vla_policy *p, float **owned);
 
 /* Wrappers for the optional ops (NULL: the config-driven defaults above). */
 static inline vla_status vla_policy_init_weights(vla_policy *p, uint64_t seed) {

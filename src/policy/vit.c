@@ -162,13 +162,13 @@ vla_status vla_vit_forward(vla_vit *v, float *out, float *acts, const float *ima
     int64_t n = io.n, D = v->cfg.width, T = v->tokens, ni = n_img * v->cfg.channels * v->cfg.image_size * v->cfg.image_size;
     vit_acts a;
     carve_acts(v, n_img, acts, &a);
-    for (int64_t i = 0; i < ni; i++) a.img[i] = 2.0f * images[i] - 1.0f;
+    ops->affine(a.img, images, 2.0f, -1.0f, ni); /* SigLIP: 2x − 1 */
     vla_patch_embed_config pc = patch_cfg(v);
     VLA_TRY(vla_patch_embed_forward(ops, &pc, a.xs, a.patches, a.img, v->patch_w.w, v->patch_b.w, n_img));
     for (int64_t im = 0; im < n_img; im++) ops->add(a.xs + im * T * D, a.xs + im * T * D, v->pos.w, T * D);
     const float *last;
     VLA_TRY(vla_block_stack_forward(ops, &v->block, v->layers, v->cfg.depth, &io, a.xs, a.layers, true, &last));
-    vla_layernorm_forward(out, a.pmean, a.prstd, last, v->post_w.w, v->post_b.w, n, D, (float)v->cfg.norm_eps);
+    vla_layernorm_forward(ops, out, a.pmean, a.prstd, last, v->post_w.w, v->post_b.w, n, D, (float)v->cfg.norm_eps);
     return VLA_OK;
 }
 
@@ -195,7 +195,7 @@ vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, con
     carve_scratch(v, n_img, d_images != NULL, scratch, &s);
 
     ops->fill(s.dx, 0.0f, n * D);
-    vla_layernorm_backward(s.dx, v->post_w.g, v->post_b.g, d_out, a.xs + v->cfg.depth * n * D, v->post_w.w, a.pmean,
+    vla_layernorm_backward(ops, s.dx, v->post_w.g, v->post_b.g, d_out, a.xs + v->cfg.depth * n * D, v->post_w.w, a.pmean,
                            a.prstd, n, D);
     const vla_wg post[] = {v->post_w, v->post_b};
     ready(v, post, 2);

@@ -1,13 +1,32 @@
-/* ops.h — the op table: every numeric kernel model code may call.
+/* ops.h — the op table: every numeric kernel the model, the loss, the
+ * sampler and the optimizer run, and the memory they run on.
  *
- * Model code (nn/, policy/) never calls BLAS, OpenMP or CUDA directly; it
- * calls through a `const vla_ops *`. The CPU backend (ops_cpu.c) implements
- * the table with OpenBLAS and OpenMP; a CUDA backend fills the same table
- * with cuBLAS(Lt) and kernels, and model code does not change.
+ * ggml's rule. Model code (nn/, policy/) and the code that drives it
+ * (train/, eval/, distributed/) never loop over tensor elements, never call
+ * BLAS, OpenMP or CUDA, and never read or write a tensor with the host: they
+ * call through a `const vla_ops *` and do shape arithmetic. A backend is
+ * one filled table: `cpu` (ops_cpu*.c: OpenBLAS + OpenMP), `checked` (the
+ * CPU kernels on memory the host cannot touch outside an op call, so a
+ * bypass crashes a test; ops_checked.c), and later `cuda`. backend.h names
+ * them; docs/design.md, "The backend seam", says how to add one.
+ *
+ * WHERE DATA LIVES — the line between host and backend:
+ *  - float tensors (weights, gradients, optimizer moments, activations, the
+ *    batch's images/state/actions once uploaded) are BACKEND memory, from
+ *    `alloc`; the host reaches them only through to_device / to_host (and
+ *    the returned scalars of the reductions);
+ *  - small int32/uint8 metadata — cu_seqlens, token positions, attention
+ *    groups, row index maps, token and embodiment ids, padding masks — and
+ *    per-sample scalars (flow times) are HOST memory, built per batch by the
+ *    policy and passed by pointer; a device backend uploads what its kernels
+ *    need (O(tokens) integers against O(tokens·width) floats of work).
+ * Scalar arguments (alpha, eps, …) are host values.
  *
  * Conventions: matrices are row-major; `lda` etc. are row strides in
  * elements; op(A) is M×K, op(B) is K×N, C is M×N. Lengths are int64_t.
- * Pointers refer to memory of the table's device. */
+ * Kernels that take a gradient *accumulate* into it (+=) unless they say
+ * "overwrites". Every kernel of the cpu backend gives bitwise the same result
+ * at any thread count (docs/design.md, "Determinism"). */
 #ifndef VLA_TENSOR_OPS_H
 #define VLA_TENSOR_OPS_H
 
@@ -16,7 +35,9 @@
 #include <stdint.h>
 
 #include "base/dtype.h"
-#include "tensor/tensor.h"
+#include "base/status.h"
+
+typedef enum { VLA_DEVICE_CPU, VLA_DEVICE_CUDA } vla_device;
 
 /* Scalars of one AdamW step, formed once per step by the optimizer (in
  * double, rounded to f32 once, as PyTorch does with its Python floats). */
@@ -29,17 +50,86 @@ typedef struct {
     float grad_scale;            /* gradient clipping coefficient (1: none) */
 } vla_adamw_scalars;
 
+/* Pointwise activations. */
+typedef enum { VLA_ACT_GELU_TANH, VLA_ACT_SILU, VLA_ACT_RELU, VLA_ACT_IDENTITY } vla_act;
+
+/* Sinusoidal time embeddings (nn/time_embedding.h says which model uses which):
+ *   LOG:     freq_k = exp(−ln(max_period)·k / (half − shift))   (diffusers Timesteps)
+ *   PERIODS: freq_k = 2π / (min_period·(max/min)^(k/(half−1)))   (openpi posemb_sincos)
+ * out = [sin | cos] (cos_first: [cos | sin]) of t·freq. */
+typedef enum { VLA_TEMB_LOG, VLA_TEMB_PERIODS } vla_temb_kind;
+typedef struct {
+    vla_temb_kind kind;
+    int64_t dim; /* even */
+    double min_period, max_period, shift;
+    bool cos_first;
+} vla_temb_config;
+
+/* ---- packed attention (nn/attention.h has the whole contract) -------------- */
+
+/* How the backward splits its work (all deterministic, no atomics):
+ *  FUSED:    one work item per (sample, kv head): 5 GEMMs per tile;
+ *  TWO_PASS: dK/dV per k-tile, then dQ per q-tile: 7 GEMMs per tile, more
+ *            parallelism inside one long sample;
+ *  AUTO:     chosen from the shapes alone, never from the thread count. */
+typedef enum { VLA_ATTN_BWD_AUTO = 0, VLA_ATTN_BWD_FUSED, VLA_ATTN_BWD_TWO_PASS } vla_attn_bwd_mode;
+
+typedef struct {
+    int32_t n_heads, n_kv_heads, head_dim;
+    float scale;            /* softmax scale; 0 means 1/sqrt(head_dim) */
+    int32_t tile_q, tile_k; /* 0: the backend's default */
+    vla_attn_bwd_mode bwd_mode;
+    /* One KV head (MQA): by default a token's query heads are folded into
+     * consecutive rows of one head; true keeps one tile per head (tests). */
+    bool no_mqa_fold;
+} vla_attn_config;
+
+/* One packed side of an attention (queries, or keys). Host metadata. */
+typedef struct {
+    int32_t n_seg;
+    const int32_t *cu_seqlens; /* [n_seg + 1] */
+    const int32_t *group;      /* [tokens] attention group, or NULL for all 0 */
+} vla_attn_seqs;
+
+/* Tile counts of the last call, summed over heads (optional: pass NULL). */
+typedef struct {
+    int64_t tiles_total;    /* (q-tile, k-tile) pairs within samples, summed over heads */
+    int64_t tiles_computed; /* those the mask did not rule out */
+    int64_t tiles_unmasked; /* of the computed ones, those with no per-element mask test */
+} vla_attn_stats;
+
+/* ---- flow matching (policy/flow.h has the conventions) ------------------------ */
+
+typedef enum { VLA_FLOW_PI05, VLA_FLOW_GROOT } vla_flow_convention;
+typedef enum {
+    VLA_MSE_MEAN_REAL, /* Σ mask·err² / Σ mask (GR00T; padded steps and dims excluded) */
+    VLA_MSE_MEAN_ALL,  /* Σ mask·err² / (S·H·D) (LeRobot π0.5: masked, then .mean() over all) */
+} vla_mse_reduction;
+
 typedef struct vla_ops {
     const char *name;
     vla_device device;
+    /* true when the host may read and write this backend's memory directly
+     * (cpu). Code that hands backend memory to a library that touches it
+     * with the host — MPI, safetensors — stages through host buffers
+     * otherwise (to_host / to_device). Model code never looks at it. */
+    bool host_memory;
+    /* Declared tolerance against the cpu backend: the largest relative
+     * difference (|a − b| / max(|b|, 1)) a policy forward, loss or gradient
+     * may show. 0: bitwise equal to cpu. Tests widen their own tolerances
+     * by it (tests/test_util.h: test_tol). */
+    double rtol;
 
-    /* memory of this device (64-byte aligned) */
+    /* ---- memory ------------------------------------------------------------ */
+    /* backend memory (64-byte aligned), NULL when out of memory */
     void *(*alloc)(size_t bytes);
     void (*free)(void *p);
-    /* copies between host memory and this device (plain memcpy on CPU) */
+    /* copies between host memory and backend memory, and within the backend */
     void (*to_device)(void *dst, const void *host_src, size_t bytes);
     void (*to_host)(void *host_dst, const void *src, size_t bytes);
+    void (*copy_bytes)(void *dst, const void *src, size_t bytes);
 
+    /* ---- GEMM -------------------------------------------------------------- */
     /* C = alpha·op(A)·op(B) + beta·C */
     void (*sgemm)(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                   int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
@@ -49,7 +139,7 @@ typedef struct vla_ops {
                                   int64_t stride_b, float beta, float *c, int64_t ldc, int64_t stride_c,
                                   int64_t batch);
 
-    /* elementwise (y may alias an input) */
+    /* ---- elementwise (y may alias an input) ---------------------------------- */
     void (*fill)(float *y, float value, int64_t n);
     void (*copy)(float *y, const float *x, int64_t n);
     void (*add)(float *y, const float *a, const float *b, int64_t n);  /* y = a + b */
@@ -57,41 +147,139 @@ typedef struct vla_ops {
     void (*mul)(float *y, const float *a, const float *b, int64_t n);  /* y = a ⊙ b */
     void (*axpy)(float *y, float alpha, const float *x, int64_t n);    /* y += alpha·x */
     void (*scale)(float *y, float alpha, int64_t n);                   /* y *= alpha */
+    void (*affine)(float *y, const float *x, float alpha, float beta, int64_t n); /* y = alpha·x + beta */
+    /* y = (float)((double)x·alpha): one rounding of the exact product (gradient scaling) */
+    void (*scale_to)(float *y, const float *x, double alpha, int64_t n);
     /* y[r, c] += bias[c] for a rows×cols matrix */
     void (*add_row_vector)(float *y, const float *bias, int64_t rows, int64_t cols);
 
-    /* reductions (accumulated in double) */
+    /* ---- layout: rows and blocks (index maps are host int32) ------------------ */
+    /* Row i < n of w floats: dst row dst_idx[i] (stride ldd) = alpha · src
+     * row src_idx[i] (stride lds); a NULL index is the identity (i). alpha 1
+     * copies exactly. Rows may be parts of wider rows (w <= ld). */
+    void (*copy_rows)(float *dst, int64_t ldd, const int32_t *dst_idx, const float *src, int64_t lds,
+                      const int32_t *src_idx, int64_t n, int64_t w, float alpha);
+    /* The same with +=: each destination element summed in i order, so
+     * repeated destinations accumulate deterministically (embedding
+     * gradients, a shared prefix's rows). */
+    void (*add_rows)(float *dst, int64_t ldd, const int32_t *dst_idx, const float *src, int64_t lds,
+                     const int32_t *src_idx, int64_t n, int64_t w, float alpha);
+    /* dst[r·ldd + c] = src[r·lds + c] for r < rows, c < cols */
+    void (*copy2d)(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows, int64_t cols);
+    /* ViT patches (non-overlapping p×p): patches [n_img·(H/p)·(W/p), C·p·p] ←
+     * images [n_img, C, H, W]; col2im_add is its transpose, adding into images. */
+    void (*im2col)(float *patches, const float *images, int64_t n_img, int64_t C, int64_t H, int64_t W, int64_t p);
+    void (*col2im_add)(float *images, const float *patches, int64_t n_img, int64_t C, int64_t H, int64_t W,
+                       int64_t p);
+
+    /* ---- reductions (accumulated in double, fixed order; host results) ------- */
     double (*sum)(const float *x, int64_t n);
     double (*dot)(const float *a, const float *b, int64_t n);
     double (*sum_squares)(const float *x, int64_t n);
     float (*max_abs)(const float *x, int64_t n);
     int64_t (*count_nonfinite)(const float *x, int64_t n);
+    /* index of the first NaN/Inf, or −1 */
+    int64_t (*find_nonfinite)(const float *x, int64_t n);
     /* y[c] = beta·y[c] + Σ_r x[r, c] (bias gradients) */
     void (*sum_rows)(float *y, const float *x, int64_t rows, int64_t cols, float beta);
 
-    /* row-wise softmax of a rows×cols matrix, numerically stable */
+    /* ---- softmax (the dense reference attention) ------------------------------ */
     void (*softmax_rows)(float *y, const float *x, int64_t rows, int64_t cols);
     /* dx = y ⊙ (dy − Σ_c dy·y), per row */
     void (*softmax_rows_backward)(float *dx, const float *y, const float *dy, int64_t rows, int64_t cols);
+    /* additive mask [Nq, Nk] of a packed pair of sides: 0 where query i may
+     * attend key j (same sample, group[j] <= group[i]), −inf elsewhere */
+    void (*attention_mask)(float *mask, const vla_attn_seqs *qs, const vla_attn_seqs *ks);
 
+    /* ---- activations ---------------------------------------------------------- */
+    void (*act_forward)(vla_act act, float *out, const float *in, int64_t n);
+    void (*act_backward)(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n);
+    /* gated MLP: h = act(gate)·up; backward OVERWRITES dgate and dup */
+    void (*glu_forward)(vla_act act, float *h, const float *gate, const float *up, int64_t n);
+    void (*glu_backward)(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
+                         int64_t n);
+
+    /* ---- norms (rows of `dim`; statistics saved for the backward) ------------- */
+    /* LayerNorm: y = (x − mean)·rstd·w + b; w, b may be NULL (plain) */
+    void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
+                              int64_t n, int64_t dim, float eps);
+    void (*layernorm_backward)(float *d_in, float *d_w, float *d_b, const float *d_out, const float *in,
+                               const float *w, const float *mean, const float *rstd, int64_t n, int64_t dim);
+    /* RMSNorm: y = x·rstd·g, g = w (or 1 + w when one_plus; 1 when w is NULL) */
+    void (*rmsnorm_forward)(float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n,
+                            int64_t dim, float eps);
+    void (*rmsnorm_backward)(float *d_in, float *d_w, const float *d_out, const float *in, const float *w,
+                             bool one_plus, const float *rstd, int64_t n, int64_t dim);
+    /* Adaptive norms with a per-sample modulation mod [n_seg, k·dim], token
+     * t of sample s (cu host): AdaLN y = LN(x)·(1 + scale) + shift (k = 2:
+     * scale, shift); AdaRMS y = rms(x)·(1 + scale) + shift (k = 3: scale,
+     * shift, gate). d_mod accumulates into the same layout. */
+    void (*adaln_forward)(float *out, float *mean, float *rstd, const float *in, const float *mod, const int32_t *cu,
+                          int32_t n_seg, int64_t n, int64_t dim, float eps);
+    void (*adaln_backward)(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
+                           const float *mean, const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n,
+                           int64_t dim);
+    void (*adarms_forward)(float *out, float *rstd, const float *in, const float *mod, const int32_t *cu,
+                           int32_t n_seg, int64_t n, int64_t dim, float eps);
+    void (*adarms_backward)(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
+                            const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim);
+    /* π0.5's gated residual: out = x + y·gate, gate = mod[s, 2·dim : 3·dim] */
+    void (*gated_residual_forward)(float *out, const float *x, const float *y, const float *mod, const int32_t *cu,
+                                   int32_t n_seg, int64_t n, int64_t dim);
+    void (*gated_residual_backward)(float *d_x, float *d_y, float *d_mod, const float *d_out, const float *y,
+                                    const float *mod, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim);
+
+    /* ---- positions and time ----------------------------------------------------- */
+    /* RoPE (rotate-half) at explicit positions pos [n] (host); forward
+     * writes out (may alias in); backward adds the transposed rotation of
+     * d_out into d_in */
+    void (*rope_forward)(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t head_dim,
+                         double theta);
+    void (*rope_backward)(float *d_in, const float *d_out, const int32_t *pos, int64_t n, int64_t heads,
+                          int64_t head_dim, double theta);
+    /* out [n, dim] from t [n] (backend memory); d_t [n] accumulates */
+    void (*time_embedding_forward)(const vla_temb_config *cfg, float *out, const float *t, int64_t n);
+    void (*time_embedding_backward)(const vla_temb_config *cfg, float *d_t, const float *d_out, const float *t,
+                                    int64_t n);
+
+    /* ---- packed attention as whole ops (the op owns tiling and threads) -------- */
+    vla_status (*attention_forward)(const vla_attn_config *cfg, float *out, float *lse, const float *q,
+                                    const float *k, const float *v, const vla_attn_seqs *qs, const vla_attn_seqs *ks,
+                                    vla_attn_stats *stats);
+    vla_status (*attention_backward)(const vla_attn_config *cfg, float *dq, float *dk, float *dv, const float *d_out,
+                                     const float *q, const float *k, const float *v, const float *out,
+                                     const float *lse, const vla_attn_seqs *qs, const vla_attn_seqs *ks,
+                                     vla_attn_stats *stats);
+    vla_status (*attention_forward_cached)(const vla_attn_config *cfg, float *out, float *lse, const float *q,
+                                           const vla_attn_seqs *qs, const float *k_cache, const float *v_cache,
+                                           const vla_attn_seqs *cs, const float *k_new, const float *v_new,
+                                           const vla_attn_seqs *ns, vla_attn_stats *stats);
+
+    /* ---- flow matching ---------------------------------------------------------- */
+    /* x_t and the target velocity of S samples of `per` entries at times
+     * t[S] (host), in the convention's direction; either output may be NULL */
+    void (*flow_interpolate)(vla_flow_convention conv, float *x_t, float *target, const float *actions,
+                             const float *noise, const float *t, int64_t S, int64_t per);
+    /* Masked MSE over [S, H, D] (policy/flow.h: vla_flow_masked_mse has the
+     * rule); is_pad [S·H] and real_dims [S] are host (NULL: none / all D).
+     * Returns the loss; d_pred (may be NULL) is OVERWRITTEN with ∂loss/∂pred. */
+    double (*masked_mse)(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                         const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
+                         float *d_pred);
+
+    /* ---- optimizer ---------------------------------------------------------------- */
     /* One AdamW step on n elements, in torch.optim.AdamW's order:
      *   w ← w·decay_mul (if decay);  g ← g·grad_scale
      *   m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
      *   w ← w + neg_step · m / (sqrt(v)/sqrt(1−β2^t) + eps)
-     * Shared by train/optimizer.c and dist/zero1.c; elementwise, so results
-     * do not depend on how the vector is split across threads or ranks. */
+     * Elementwise, so results do not depend on how the vector is split
+     * across threads or ranks. */
     void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s, bool decay);
+    /* EMA: e ← d·e + omd·w */
+    void (*ema)(float *e, const float *w, float d, float omd, int64_t n);
 
-    /* element type conversion (see dtype.h for rounding rules) */
+    /* element type conversion (see dtype.h for rounding rules); both sides backend memory */
     void (*convert)(void *dst, vla_dtype dst_type, const void *src, vla_dtype src_type, int64_t n);
 } vla_ops;
-
-/* The CPU backend (OpenBLAS + OpenMP). */
-const vla_ops *vla_ops_cpu(void);
-
-/* Checked tensor-level GEMM: c = alpha·op(a)·op(b) + beta·c on 2-D f32
- * tensors with unit column stride; shapes are verified. */
-vla_status vla_matmul(const vla_ops *ops, vla_tensor *c, const vla_tensor *a, bool trans_a, const vla_tensor *b,
-                      bool trans_b, float alpha, float beta);
 
 #endif

@@ -1,5 +1,8 @@
-/* ops_cpu.c — the CPU backend of the op table: OpenBLAS for GEMM, OpenMP for
- * elementwise work and reductions.
+/* ops_cpu.c — the CPU backend of the op table: memory, OpenBLAS GEMMs cut
+ * into tiles by shape, elementwise work and reductions with OpenMP, the
+ * optimizer's kernels, and the table itself (the other kernels live in
+ * ops_cpu_norm.c, ops_cpu_pointwise.c, ops_cpu_layout.c,
+ * ops_cpu_attention.c and ops_cpu_flow.c).
  *
  * WHEN TO USE THREADS (tensor/parallel.h holds the numbers; nn/ uses them too)
  * libgomp's default wait policy spins a while, then sleeps. `vla bench
@@ -25,7 +28,7 @@
  *
  * Reductions accumulate in double per thread and combine in a fixed order,
  * so results do not depend on scheduling. */
-#include "tensor/ops.h"
+#include "tensor/ops_cpu_internal.h"
 #include "tensor/parallel.h"
 
 #include <cblas.h>
@@ -203,6 +206,18 @@ static void cpu_copy(float *y, const float *x, int64_t n) {
     if (y != x) memmove(y, x, (size_t)n * sizeof(float));
 }
 
+static void cpu_affine(float *y, const float *x, float alpha, float beta, int64_t n) {
+#pragma omp parallel for simd if (parallel : n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i] + beta;
+}
+
+static void cpu_scale_to(float *y, const float *x, double alpha, int64_t n) {
+    /* the product of two floats is exact in double: one rounding, as a
+     * caller pre-scaling by a float would get */
+#pragma omp parallel for simd if (parallel : n > PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = (float)((double)x[i] * alpha);
+}
+
 static void cpu_add(float *y, const float *a, const float *b, int64_t n) {
 #pragma omp parallel for simd if (parallel : n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
@@ -282,6 +297,12 @@ static int64_t cpu_count_nonfinite(const float *x, int64_t n) {
 #pragma omp parallel for reduction(+ : count) if (n > PAR_MIN)
     for (int64_t i = 0; i < n; i++) count += !isfinite(x[i]);
     return count;
+}
+
+static int64_t cpu_find_nonfinite(const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return i;
+    return -1;
 }
 
 static void cpu_sum_rows(float *y, const float *x, int64_t rows, int64_t cols, float beta) {
@@ -364,13 +385,21 @@ static void cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, c
     }
 }
 
+static void cpu_ema(float *e, const float *w, float d, float omd, int64_t n) {
+#pragma omp parallel for simd schedule(static) if (parallel : n > VLA_PAR_MIN_ELEMS)
+    for (int64_t i = 0; i < n; i++) e[i] = d * e[i] + omd * w[i];
+}
+
 static const vla_ops cpu_ops = {
     .name = "cpu",
     .device = VLA_DEVICE_CPU,
+    .host_memory = true,
+    .rtol = 0.0,
     .alloc = cpu_alloc,
     .free = cpu_free,
     .to_device = cpu_copy_bytes,
     .to_host = cpu_copy_bytes,
+    .copy_bytes = cpu_copy_bytes,
     .sgemm = cpu_sgemm,
     .sgemm_strided_batched = cpu_sgemm_strided_batched,
     .fill = cpu_fill,
@@ -380,17 +409,50 @@ static const vla_ops cpu_ops = {
     .mul = cpu_mul,
     .axpy = cpu_axpy,
     .scale = cpu_scale,
+    .affine = cpu_affine,
+    .scale_to = cpu_scale_to,
     .add_row_vector = cpu_add_row_vector,
+    .copy_rows = vla_cpu_copy_rows,
+    .add_rows = vla_cpu_add_rows,
+    .copy2d = vla_cpu_copy2d,
+    .im2col = vla_cpu_im2col,
+    .col2im_add = vla_cpu_col2im_add,
     .sum = cpu_sum,
     .dot = cpu_dot,
     .sum_squares = cpu_sum_squares,
     .max_abs = cpu_max_abs,
     .count_nonfinite = cpu_count_nonfinite,
+    .find_nonfinite = cpu_find_nonfinite,
     .sum_rows = cpu_sum_rows,
     .softmax_rows = cpu_softmax_rows,
     .softmax_rows_backward = cpu_softmax_rows_backward,
+    .attention_mask = vla_cpu_attention_mask,
+    .act_forward = vla_cpu_act_forward,
+    .act_backward = vla_cpu_act_backward,
+    .glu_forward = vla_cpu_glu_forward,
+    .glu_backward = vla_cpu_glu_backward,
+    .layernorm_forward = vla_cpu_layernorm_forward,
+    .layernorm_backward = vla_cpu_layernorm_backward,
+    .rmsnorm_forward = vla_cpu_rmsnorm_forward,
+    .rmsnorm_backward = vla_cpu_rmsnorm_backward,
+    .adaln_forward = vla_cpu_adaln_forward,
+    .adaln_backward = vla_cpu_adaln_backward,
+    .adarms_forward = vla_cpu_adarms_forward,
+    .adarms_backward = vla_cpu_adarms_backward,
+    .gated_residual_forward = vla_cpu_gated_residual_forward,
+    .gated_residual_backward = vla_cpu_gated_residual_backward,
+    .rope_forward = vla_cpu_rope_forward,
+    .rope_backward = vla_cpu_rope_backward,
+    .time_embedding_forward = vla_cpu_time_embedding_forward,
+    .time_embedding_backward = vla_cpu_time_embedding_backward,
+    .attention_forward = vla_cpu_attention_forward,
+    .attention_backward = vla_cpu_attention_backward,
+    .attention_forward_cached = vla_cpu_attention_forward_cached,
+    .flow_interpolate = vla_cpu_flow_interpolate,
+    .masked_mse = vla_cpu_masked_mse,
     .adamw = cpu_adamw,
+    .ema = cpu_ema,
     .convert = cpu_convert,
 };
 
-const vla_ops *vla_ops_cpu(void) { return &cpu_ops; }
+const vla_ops *vla_cpu_backend_table(void) { return &cpu_ops; }

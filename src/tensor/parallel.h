@@ -9,6 +9,7 @@
 #ifndef VLA_TENSOR_PARALLEL_H
 #define VLA_TENSOR_PARALLEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Nonzero: every loop with a team clause gets a team whatever its size.
@@ -25,5 +26,11 @@ extern int vla_parallel_always;
  * the tiles, masked or not; 2^22 ≈ 0.1 ms of forward) */
 #define VLA_ATTN_PAR_WORK ((int64_t)1 << 22)
 #define VLA_PAR_MIN_ATTN (vla_parallel_always ? (int64_t)0 : VLA_ATTN_PAR_WORK)
+
+/* Host work in parallel, for the layers above tensor/ that must not use
+ * OpenMP themselves (docs/design.md: threads live in the op table): calls
+ * fn(ctx, i) for i < n on a team when `team`, each i once, in any order —
+ * fn must not depend on the order (e.g. one parameter's seeded draws). */
+void vla_host_parallel_for(int64_t n, bool team, void (*fn)(void *ctx, int64_t i), void *ctx);
 
 #endif

@@ -95,17 +95,3 @@ json_t *vla_adamw_param_groups_json(const vla_adamw_config *cfg, const char *con
     }
     return groups;
 }
-
-/* ---- accumulation ---------------------------------------------------------- */
-
-void vla_grad_zero(float *grads, int64_t n) { memset(grads, 0, (size_t)n * sizeof *grads); }
-
-void vla_grad_accumulate(float *acc, const float *g, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; i++) acc[i] += g[i];
-}
-
-void vla_grad_scale(float *g, int64_t n, float s) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-    for (int64_t i = 0; i < n; i++) g[i] *= s;
-}

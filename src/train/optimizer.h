@@ -61,12 +61,4 @@ vla_status vla_grad_clip_coef(double sumsq, double max_norm, double *norm, float
 json_t *vla_adamw_param_groups_json(const vla_adamw_config *cfg, const char *const *names, const int *decay, int n,
                                     double current_lr);
 
-/* ---- gradient accumulation -------------------------------------------------
- * Backward passes add into the gradient buffer; after k micro-batches the sum
- * is divided by k, which equals LeRobot/HF's "loss / k, then backward" up to
- * rounding. */
-void vla_grad_zero(float *grads, int64_t n);
-void vla_grad_accumulate(float *acc, const float *g, int64_t n); /* acc += g */
-void vla_grad_scale(float *g, int64_t n, float s);
-
 #endif

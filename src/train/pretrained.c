@@ -61,10 +61,14 @@ json_t *vla_pretrained_config_json(const vla_policy *p, const vla_normalizer *ns
     return vla_pretrained_config_json_mixture(p, 1, &ns, &na, m);
 }
 
-static vla_status fill_writer(vla_safetensors_writer *sw, const vla_policy *p, const float *weights) {
+/* weights: a host weights-layout buffer, or NULL for the policy's own
+ * (brought to the host in *owned when the backend's memory is not). */
+static vla_status fill_writer(vla_safetensors_writer *sw, const vla_policy *p, const float *weights, float **owned) {
+    if (!weights && !(weights = vla_policy_weights_on_host(p, owned)))
+        return vla_error(VLA_ERR_NOMEM, "checkpoint: out of memory for a host copy of the weights");
     for (int64_t i = 0; i < p->specs.n; i++) {
         const vla_param_spec *s = p->params[i].spec;
-        const float *d = weights ? weights + (p->params[i].data - p->weights) : p->params[i].data;
+        const float *d = weights + (p->params[i].data - p->weights);
         VLA_TRY(vla_safetensors_writer_add(sw, s->name, VLA_F32, s->ndim, s->shape, d));
     }
     char buf[64];
@@ -80,10 +84,12 @@ vla_status vla_pretrained_write_ckpt(vla_ckpt_writer *w, const char *prefix, con
     VLA_TRY(vla_ckpt_write_json(w, rel, config));
     vla_safetensors_writer *sw = NULL;
     VLA_TRY(vla_safetensors_writer_new(&sw));
-    vla_status st = fill_writer(sw, p, weights);
+    float *owned = NULL;
+    vla_status st = fill_writer(sw, p, weights, &owned);
     snprintf(rel, sizeof rel, "%s/model.safetensors", prefix);
     if (st == VLA_OK) st = vla_ckpt_write_safetensors(w, rel, sw);
     vla_safetensors_writer_free(sw);
+    free(owned);
     return st;
 }
 
@@ -94,10 +100,12 @@ vla_status vla_pretrained_write_dir(const char *dir, const vla_policy *p, const 
     VLA_TRY(vla_json_write_file(path, config));
     vla_safetensors_writer *sw = NULL;
     VLA_TRY(vla_safetensors_writer_new(&sw));
-    vla_status st = fill_writer(sw, p, weights);
+    float *owned = NULL;
+    vla_status st = fill_writer(sw, p, weights, &owned);
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (st == VLA_OK) st = vla_safetensors_writer_write(sw, path);
     vla_safetensors_writer_free(sw);
+    free(owned);
     return st;
 }
 
@@ -115,15 +123,18 @@ vla_status vla_pretrained_load_weights(vla_policy *p, const char *path) {
                           (long long)t->numel, (long long)sp->numel);
             break;
         }
-        s = vla_safetensors_tensor_to_f32(&st, t, p->params[i].data, (size_t)sp->numel);
+        float *dst = vla_policy_param_stage(p, i);
+        if (!dst) {
+            s = vla_error(VLA_ERR_NOMEM, "%s: out of memory staging tensor '%s'", path, sp->name);
+            break;
+        }
+        s = vla_safetensors_tensor_to_f32(&st, t, dst, (size_t)sp->numel);
+        int64_t bad = vla_policy_param_commit(p, i, dst);
+        if (s == VLA_OK && bad >= 0)
+            s = vla_error(VLA_ERR_NUMERIC, "%s: non-finite weight at element %lld of '%s'", path, (long long)bad,
+                          sp->name);
     }
     vla_safetensors_close(&st);
-    if (s == VLA_OK) {
-        for (int64_t i = 0; i < p->n_weight_floats; i++)
-            if (!(p->weights[i] - p->weights[i] == 0)) {
-                return vla_error(VLA_ERR_NUMERIC, "%s: non-finite weight at element %lld", path, (long long)i);
-            }
-    }
     return s;
 }
 

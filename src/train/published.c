@@ -297,12 +297,16 @@ static vla_status with_binding(const char *path, const vla_param_list *specs, vl
     long page = sysconf(_SC_PAGESIZE);
     for (int64_t j = 0; p && st == VLA_OK && j < specs->n; j++) {
         const vla_safetensors_tensor *t = b.t[j];
-        float *dst = p->params[j].data;
+        float *dst = vla_policy_param_stage(p, j);
+        if (!dst) {
+            st = vla_error(VLA_ERR_NOMEM, "%s: out of memory staging tensor '%s'", path, t->name);
+            break;
+        }
         st = vla_safetensors_tensor_to_f32(&s->sh[b.shard[j]], t, dst, (size_t)t->numel);
-        for (int64_t i = 0; st == VLA_OK && i < t->numel; i++)
-            if (!(dst[i] - dst[i] == 0))
-                st = vla_error(VLA_ERR_NUMERIC, "%s: tensor '%s' holds a non-finite value at element %lld", path,
-                               t->name, (long long)i);
+        int64_t bad = vla_policy_param_commit(p, j, dst);
+        if (st == VLA_OK && bad >= 0)
+            st = vla_error(VLA_ERR_NUMERIC, "%s: tensor '%s' holds a non-finite value at element %lld", path, t->name,
+                           (long long)bad);
         /* read once: let the kernel drop the file pages now (they are page
          * cache, re-read from the file if ever touched again) */
         uintptr_t a = ((uintptr_t)t->data + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);

@@ -20,6 +20,7 @@
 #include "distributed/grad_buckets.h"
 #include "distributed/sampler.h"
 #include "policy/family.h"
+#include "tensor/backend.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/plot.h"
@@ -45,6 +46,7 @@ void vla_train_opts_default(vla_train_opts *o) {
     o->save_freq = 0;
     o->log_freq = 10;
     o->progress = true;
+    o->device = NULL; /* vla_backend_default_name() */
 }
 
 /* The loader's index source: the distributed sampler walked in job order.
@@ -129,7 +131,7 @@ typedef struct {
     vla_grad_buckets *gb;
     vla_status ready_st; /* a failed mark_ready inside the hook, reported after backward */
     int64_t *tindex;  /* per parameter: its index among the trainable ones (the buckets'), -1 when frozen */
-    float *scratch;   /* weights-layout buffer for EMA export */
+    float *scratch;   /* host weights-layout buffer: the weights a checkpoint exports (EMA or a backend's copy) */
     vla_sampler track;
     src_state src;
     vla_pretrained_meta meta[VLA_LOADER_MAX_DATASETS]; /* per dataset (embodiment) */
@@ -160,13 +162,16 @@ static json_t *config_json(trainer *t) {
     return vla_pretrained_config_json_mixture(t->p, t->nds, ns, na, t->meta);
 }
 
-/* Collective (the EMA is sharded): the weights to export — the EMA where
- * there is one (frozen tensors from the live weights), else the weights. */
+/* Collective (the EMA is sharded): the weights to export, in host memory —
+ * the EMA where there is one (frozen tensors from the live weights), else
+ * the weights (read in place when the backend's memory is the host's). */
 static vla_status export_weights(trainer *t, const float **out) {
+    const vla_ops *ops = t->p->tops;
+    bool ema = vla_train_opt_has_ema(t->opt);
     *out = t->p->weights;
-    if (!vla_train_opt_has_ema(t->opt)) return VLA_OK;
-    memcpy(t->scratch, t->p->weights, (size_t)t->p->n_weight_floats * sizeof(float));
-    VLA_TRY(vla_train_opt_ema_to(t->opt, t->scratch));
+    if (!ema && ops->host_memory) return VLA_OK;
+    ops->to_host(t->scratch, t->p->weights, (size_t)t->p->n_weight_floats * sizeof(float));
+    if (ema) VLA_TRY(vla_train_opt_ema_to(t->opt, t->scratch));
     *out = t->scratch;
     return VLA_OK;
 }
@@ -386,7 +391,9 @@ static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
         return vla_error(VLA_ERR_INVALID_ARG, "policy '%s' has per-embodiment weights for %lld embodiments; a mixture "
                          "of %d datasets needs one each", cfg->name, (long long)n_emb, t->nds);
     VLA_TRY(vla_policy_config_validate(cfg->name, cfg));
-    VLA_TRY(vla_policy_create(cfg, vla_ops_cpu(), &t->p));
+    const vla_ops *ops;
+    VLA_TRY(vla_backend_get(o->device ? o->device : vla_backend_default_name(), &ops));
+    VLA_TRY(vla_policy_create(cfg, ops, &t->p));
     VLA_TRY(vla_policy_init_weights(t->p, o->seed));
     if (!o->pretrained_path || o->resume) return VLA_OK; /* resuming: the checkpoint's weights come later */
     vla_published_report rep;
@@ -515,6 +522,7 @@ static void describe_run(trainer *t, const char *kind, const char *config_name) 
         o->num_workers, "save_freq", (json_int_t)o->save_freq, "log_freq", (json_int_t)o->log_freq, "eval_freq",
         (json_int_t)o->eval_freq, "optimizer", optj, "scheduler", vla_schedule_describe(&t->sched, sd, sizeof sd),
         "world", t->world, "skip_nonfinite", o->skip_nonfinite, "augment", o->augment);
+    if (t->train_cfg) json_object_set_new(t->train_cfg, "device", json_string(t->p->tops->name));
     if (t->train_cfg && o->token_budget > 0)
         json_object_set_new(t->train_cfg, "token_budget", json_integer((json_int_t)o->token_budget));
     if (t->train_cfg && o->weights) json_object_set_new(t->train_cfg, "dataset.weights", json_string(o->weights));
@@ -563,9 +571,9 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     VLA_TRY(trainable_tensors(t, &tt, &sizes, &n));
     vla_train_opt_overrides ov = {o->lr, o->weight_decay, o->clip_norm, o->ema_decay > 0 ? o->ema_decay : 0};
     const char *kind = vla_policy_config_family_name(&cfg);
-    vla_status st = vla_train_opt_create(t->comm, kind, tt, n, p->weights, &ov, &t->opt);
+    vla_status st = vla_train_opt_create(t->comm, p->tops, kind, tt, n, p->weights, &ov, &t->opt);
     size_t bucket_bytes = o->bucket_mb > 0 ? (size_t)(o->bucket_mb * 1048576.0) : 0;
-    if (st == VLA_OK) st = vla_grad_buckets_create(t->comm, p->grads, sizes, n, bucket_bytes, &t->gb);
+    if (st == VLA_OK) st = vla_grad_buckets_create(t->comm, p->tops, p->grads, sizes, n, bucket_bytes, &t->gb);
     free(tt), free(sizes);
     VLA_TRY(st);
     VLA_TRY(alloc_buffers(t));
@@ -624,10 +632,11 @@ static vla_status begin_run(trainer *t, int64_t start, vla_train_result *res) {
         t->metrics_open = true;
         char sd[256];
         VLA_INFO("train: %s (%lld params, %lld trainable) on %s: %lld frames, %lld episodes; batch %lld × %d "
-                 "rank(s) × %lld accum, %lld steps, %s",
+                 "rank(s) × %lld accum, %lld steps, %s; device %s",
                  p->cfg.name, (long long)res->n_params, (long long)res->n_trainable, o->dataset_root,
                  (long long)t->n_rows, (long long)t->n_episodes, (long long)o->batch_size, t->world,
-                 (long long)o->accum, (long long)o->steps, vla_schedule_describe(&t->sched, sd, sizeof sd));
+                 (long long)o->accum, (long long)o->steps, vla_schedule_describe(&t->sched, sd, sizeof sd),
+                 p->tops->name);
     }
     t->losses = calloc((size_t)(o->steps - start + 1), sizeof *t->losses);
     if (!t->losses) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
@@ -681,7 +690,8 @@ static vla_status update(trainer *t, int64_t step, double loss, double grad_mul,
     vla_policy *p = t->p;
     if (vla_fault_at(VLA_FAULT_TRAIN_GRADS, step + 1) == VLA_FAULT_POISON && p->n_grad_floats > 0) {
         VLA_TRY(vla_grad_buckets_wait_all(t->gb));
-        p->grads[0] = NAN;
+        const float nan = NAN;
+        p->tops->to_device(p->grads, &nan, sizeof nan);
     }
     *norm = NAN;
     vla_status cs;

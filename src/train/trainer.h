@@ -79,6 +79,7 @@ typedef struct {
                                    data/loader.h); recorded in the checkpoint for eval */
     bool relative_actions;      /* predict actions relative to observation.state (data/loader.h) */
     bool action_stats_per_step; /* action statistics per chunk step (data/loader.h); recorded for eval */
+    const char *device;         /* the backend that runs the model (tensor/backend.h; NULL or "cpu": the CPU) */
 } vla_train_opts;
 
 void vla_train_opts_default(vla_train_opts *o);

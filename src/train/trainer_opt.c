@@ -11,6 +11,7 @@
 
 struct vla_train_opt {
     vla_comm *comm;
+    const vla_ops *ops;
     vla_zero1 *z;
     vla_adamw_config cfg;
     char **names;
@@ -19,12 +20,13 @@ struct vla_train_opt {
     int n;
 };
 
-vla_status vla_train_opt_create(vla_comm *comm, const char *policy_kind, const vla_train_opt_tensor *t, int n,
-                                const float *weights, const vla_train_opt_overrides *ov, vla_train_opt **out) {
+vla_status vla_train_opt_create(vla_comm *comm, const vla_ops *ops, const char *policy_kind,
+                                const vla_train_opt_tensor *t, int n, const float *weights,
+                                const vla_train_opt_overrides *ov, vla_train_opt **out) {
     *out = NULL;
     vla_train_opt *o = calloc(1, sizeof *o);
     if (!o) return vla_error(VLA_ERR_NOMEM, "optimizer: out of memory");
-    o->comm = comm;
+    o->comm = comm, o->ops = ops;
     vla_status st = vla_adamw_defaults(policy_kind, &o->cfg);
     if (st == VLA_OK) {
         if (ov && ov->lr > 0) o->cfg.lr = ov->lr;
@@ -44,7 +46,7 @@ vla_status vla_train_opt_create(vla_comm *comm, const char *policy_kind, const v
         if (!(o->names[i] = strdup(t[i].name))) st = vla_error(VLA_ERR_NOMEM, "optimizer: out of memory");
         o->n = i + 1;
     }
-    if (st == VLA_OK) st = vla_zero1_create_segments(comm, seg, n, &o->z);
+    if (st == VLA_OK) st = vla_zero1_create_segments(comm, ops, seg, n, &o->z);
     free(seg);
     double decay = ov ? ov->ema_decay : 0;
     if (st == VLA_OK && decay > 0) st = vla_zero1_ema_enable(o->z, decay, weights);
@@ -85,13 +87,15 @@ vla_status vla_train_opt_check_finite(vla_train_opt *o, const float *weights) {
     vla_status st = VLA_OK;
     /* weights are replicated: rank 0 checks them, naming the tensor */
     if (vla_comm_rank(o->comm) == 0)
-        for (int i = 0; i < o->n && st == VLA_OK; i++)
-            for (int64_t k = 0; k < o->numel[i]; k++)
-                if (!isfinite(weights[o->offset[i] + k])) {
-                    st = vla_error(VLA_ERR_NUMERIC, "weights of '%s' are not finite (element %lld is %g)",
-                                   o->names[i], (long long)k, (double)weights[o->offset[i] + k]);
-                    break;
-                }
+        for (int i = 0; i < o->n && st == VLA_OK; i++) {
+            int64_t k = o->ops->find_nonfinite(weights + o->offset[i], o->numel[i]);
+            if (k >= 0) {
+                float x;
+                o->ops->to_host(&x, weights + o->offset[i] + k, sizeof x);
+                st = vla_error(VLA_ERR_NUMERIC, "weights of '%s' are not finite (element %lld is %g)", o->names[i],
+                               (long long)k, (double)x);
+            }
+        }
     VLA_TRY(vla_comm_agree(o->comm, st, "optimizer: finite weights"));
     return vla_zero1_check_finite(o->z);
 }

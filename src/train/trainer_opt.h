@@ -35,8 +35,10 @@ typedef struct {
     double lr, weight_decay, clip_norm, ema_decay;
 } vla_train_opt_overrides;
 
-vla_status vla_train_opt_create(vla_comm *comm, const char *policy_kind, const vla_train_opt_tensor *t, int n,
-                                const float *weights, const vla_train_opt_overrides *ov, vla_train_opt **out);
+/* weights (and later the gradients) are in `ops`'s memory. */
+vla_status vla_train_opt_create(vla_comm *comm, const vla_ops *ops, const char *policy_kind,
+                                const vla_train_opt_tensor *t, int n, const float *weights,
+                                const vla_train_opt_overrides *ov, vla_train_opt **out);
 void vla_train_opt_free(vla_train_opt *o);
 double vla_train_opt_peak_lr(const vla_train_opt *o);
 bool vla_train_opt_has_ema(const vla_train_opt *o);
@@ -52,7 +54,7 @@ vla_status vla_train_opt_step(vla_train_opt *o, float *weights, float *grads, do
                               vla_grad_buckets *gb, double *norm);
 /* Collective: weights (replicated) and every shard's state are finite. */
 vla_status vla_train_opt_check_finite(vla_train_opt *o, const float *weights);
-/* Collective: the EMA of the trainable tensors into `weights` (a
+/* Collective: the EMA of the trainable tensors into `weights` (a HOST
  * weights-layout buffer; frozen tensors untouched). No-op without EMA. */
 vla_status vla_train_opt_ema_to(vla_train_opt *o, float *weights);
 /* Collective. Every rank writes its shard into <state_dir> (the checkpoint's

@@ -44,7 +44,7 @@ static vla_policy *make_policy(void) {
     cfg.action.state_dim = 4;
     assert_int_equal(vla_policy_config_validate("t", &cfg), VLA_OK);
     vla_policy *p;
-    vla_status st = vla_policy_create(&cfg, vla_ops_cpu(), &p);
+    vla_status st = vla_policy_create(&cfg, test_cpu_backend(), &p);
     if (st != VLA_OK) fail_msg("%s", vla_error_message());
     return p;
 }
@@ -134,7 +134,7 @@ static void test_history(void **state) {
     cfg.action.state_dim = K * W;
     assert_int_equal(vla_policy_config_validate("t", &cfg), VLA_OK);
     vla_policy *p;
-    assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &p), VLA_OK);
+    assert_int_equal(vla_policy_create(&cfg, test_cpu_backend(), &p), VLA_OK);
     vla_loader_opts o = {.ds = ds, .policy = p, .batch_size = 4, .seed = 1, .n_obs_steps = K, .image_keys = ""};
     vla_loader *L;
     if (vla_loader_create(&o, &L) != VLA_OK) fail_msg("%s", vla_error_message());
@@ -170,7 +170,7 @@ static void test_history(void **state) {
     /* the policy's padded state must hold K frames */
     cfg.action.state_dim = K * W - 1;
     vla_policy *small;
-    assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &small), VLA_OK);
+    assert_int_equal(vla_policy_create(&cfg, test_cpu_backend(), &small), VLA_OK);
     o.policy = small;
     vla_loader *Lsmall = NULL;
     assert_int_equal(vla_loader_create(&o, &Lsmall), VLA_ERR_INVALID_ARG);

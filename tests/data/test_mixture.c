@@ -147,7 +147,7 @@ static vla_policy *make_policy(void) {
     cfg.action.state_dim = 6, cfg.action.action_dim = 6; /* the wider dataset's */
     assert_int_equal(vla_policy_config_validate("t", &cfg), VLA_OK);
     vla_policy *p;
-    if (vla_policy_create(&cfg, vla_ops_cpu(), &p) != VLA_OK) fail_msg("%s", vla_error_message());
+    if (vla_policy_create(&cfg, test_cpu_backend(), &p) != VLA_OK) fail_msg("%s", vla_error_message());
     return p;
 }
 

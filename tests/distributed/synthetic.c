@@ -12,6 +12,7 @@
 #include "distributed/grad_buckets.h"
 #include "distributed/sampler.h"
 #include "distributed/zero1.h"
+#include "tensor/backend.h"
 #include "io/safetensors.h"
 #include "tensor/ops.h"
 
@@ -293,7 +294,7 @@ static void run_free(run_state *r) {
 }
 
 static vla_status train(run_state *r, const vla_synth_opts *o, FILE *out) {
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = vla_backend_find("cpu");
     model *m = &r->m;
     VLA_TRY(parse_dims(o->dims, m));
     bool use_buckets = !strcmp(o->mode, "buckets");
@@ -327,9 +328,9 @@ static vla_status train(run_state *r, const vla_synth_opts *o, FILE *out) {
     init_params(m, (uint64_t)o->seed, r->P);
 
     VLA_TRY(vla_sampler_init(&r->s, o->samples, (uint64_t)o->seed, true, rank, world, B, o->accum));
-    VLA_TRY(vla_zero1_create(r->comm, m->numel, &r->z));
+    VLA_TRY(vla_zero1_create(r->comm, vla_backend_find("cpu"), m->numel, &r->z));
     if (use_buckets)
-        VLA_TRY(vla_grad_buckets_create(r->comm, r->G, m->sizes, 2 * m->L, (size_t)o->bucket_bytes, &r->buckets));
+        VLA_TRY(vla_grad_buckets_create(r->comm, vla_backend_find("cpu"), r->G, m->sizes, 2 * m->L, (size_t)o->bucket_bytes, &r->buckets));
     int64_t step0 = 0;
     if (o->resume) VLA_TRY(load_checkpoint(r->comm, m, r->P, r->z, &r->s, o->resume, &step0));
 

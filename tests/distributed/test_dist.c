@@ -66,7 +66,7 @@ static void test_buckets_layout(void **state) {
     float g[470];
     for (int i = 0; i < 470; i++) g[i] = (float)i;
     vla_grad_buckets *b;
-    assert_int_equal(vla_grad_buckets_create(c, g, sizes, 5, 256, &b), VLA_OK);
+    assert_int_equal(vla_grad_buckets_create(c, test_cpu_backend(), g, sizes, 5, 256, &b), VLA_OK);
     /* reverse order: {p4 50, p3 10} = 60 < 64 → add p2 → bucket 0 = [100, 470);
      * then {p1, p0} = [0, 110) */
     assert_int_equal(vla_grad_buckets_count(b), 2);
@@ -96,7 +96,7 @@ static void test_buckets_layout(void **state) {
     assert_int_equal(vla_grad_buckets_begin(b), VLA_OK);
     vla_grad_buckets_free(b);
     /* a huge bucket size gives one bucket */
-    assert_int_equal(vla_grad_buckets_create(c, g, sizes, 5, 0, &b), VLA_OK);
+    assert_int_equal(vla_grad_buckets_create(c, test_cpu_backend(), g, sizes, 5, 0, &b), VLA_OK);
     assert_int_equal(vla_grad_buckets_count(b), 1);
     vla_grad_buckets_free(b);
     vla_comm_finalize(c);
@@ -123,7 +123,7 @@ static void test_zero1_matches_pytorch(void **state) {
     json_t *grads = json_object_get(j, "grads"), *after = json_object_get(j, "params_after");
     vla_comm *c = single();
     vla_zero1 *z;
-    assert_int_equal(vla_zero1_create(c, (int64_t)n, &z), VLA_OK);
+    assert_int_equal(vla_zero1_create(c, test_cpu_backend(), (int64_t)n, &z), VLA_OK);
     assert_int_equal(vla_zero1_state_bytes(z), 8 * n);
     for (size_t s = 0; s < json_array_size(grads); s++) {
         float *g = json_floats(json_array_get(grads, s), n), *want = json_floats(json_array_get(after, s), n);
@@ -144,7 +144,7 @@ static void test_zero1_matches_pytorch(void **state) {
     const char *dir = test_tmp_path("z1");
     assert_int_equal(vla_zero1_save(z, dir), VLA_OK);
     vla_zero1 *z2;
-    assert_int_equal(vla_zero1_create(c, (int64_t)n, &z2), VLA_OK);
+    assert_int_equal(vla_zero1_create(c, test_cpu_backend(), (int64_t)n, &z2), VLA_OK);
     assert_int_equal(vla_zero1_load(z2, dir), VLA_OK);
     assert_int_equal(vla_zero1_step_count(z2), 4);
     /* identical next step from the reloaded state */
@@ -156,7 +156,7 @@ static void test_zero1_matches_pytorch(void **state) {
     assert_memory_equal(p, p2, sizeof(float) * n);
     /* a different parameter count is refused with a message */
     vla_zero1 *z3;
-    assert_int_equal(vla_zero1_create(c, (int64_t)n + 1, &z3), VLA_OK);
+    assert_int_equal(vla_zero1_create(c, test_cpu_backend(), (int64_t)n + 1, &z3), VLA_OK);
     assert_int_not_equal(vla_zero1_load(z3, dir), VLA_OK);
     assert_non_null(strstr(vla_error_message(), "does not fit"));
     vla_zero1_free(z3);
@@ -176,7 +176,7 @@ static void test_zero1_segments(void **state) {
     vla_zero1 *z;
     /* params [0, 2) decay, [2, 4) frozen, [4, 6) no decay, [6, 8) decay, listed out of order */
     vla_zero1_segment seg[3] = {{6, 2, 1}, {0, 2, 1}, {4, 2, 0}};
-    assert_int_equal(vla_zero1_create_segments(c, seg, 3, &z), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 3, &z), VLA_OK);
     assert_int_equal(vla_zero1_numel(z), 6);
     float p[8] = {1, 1, 1, 1, 1, 1, 1, 1}, g[6] = {0};
     vla_adamw_hparams hp = {.lr = 0.1, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.5};
@@ -190,11 +190,11 @@ static void test_zero1_segments(void **state) {
     for (int i = 0; i < 8; i++) assert_true((p[i] != 1.0f) == (i == 0));
     vla_zero1_free(z);
     /* one segment at offset 0 is vla_zero1_create */
-    assert_int_equal(vla_zero1_create(c, 6, &z), VLA_OK);
+    assert_int_equal(vla_zero1_create(c, test_cpu_backend(), 6, &z), VLA_OK);
     assert_int_equal(vla_zero1_numel(z), 6);
     vla_zero1_free(z);
     vla_zero1_segment bad[2] = {{0, 3, 1}, {2, 2, 1}};
-    assert_int_not_equal(vla_zero1_create_segments(c, bad, 2, &z), VLA_OK);
+    assert_int_not_equal(vla_zero1_create_segments(c, test_cpu_backend(), bad, 2, &z), VLA_OK);
     vla_comm_finalize(c);
 }
 
@@ -227,7 +227,7 @@ static void test_zero1_recut_from_three(void **state) {
     }
     vla_comm *c = single();
     vla_zero1 *z;
-    assert_int_equal(vla_zero1_create(c, n, &z), VLA_OK);
+    assert_int_equal(vla_zero1_create(c, test_cpu_backend(), n, &z), VLA_OK);
     assert_int_equal(vla_zero1_load(z, dir), VLA_OK);
     assert_int_equal(vla_zero1_step_count(z), 9);
     /* one step with zero gradient and no decay: p moves by -lr·m̂/(√v̂+eps),
@@ -248,7 +248,7 @@ static void test_zero1_recut_from_three(void **state) {
     snprintf(path, sizeof path, "%s/zero1-rank00001.safetensors", dir);
     assert_int_equal(remove(path), 0);
     vla_zero1 *z2;
-    assert_int_equal(vla_zero1_create(c, n, &z2), VLA_OK);
+    assert_int_equal(vla_zero1_create(c, test_cpu_backend(), n, &z2), VLA_OK);
     assert_int_not_equal(vla_zero1_load(z2, dir), VLA_OK);
     assert_non_null(strstr(vla_error_message(), "zero1-rank00001"));
     vla_zero1_free(z), vla_zero1_free(z2);

@@ -273,8 +273,8 @@ static int zero1_selftest(const char *dir) {
          * rank-dependent grads with the same mean (bit-exact); 2: clipping
          * and grad_mul (the norm's summation order differs: close) */
         vla_zero1 *z2, *z1;
-        CHECK(vla_zero1_create_segments(c, ZSEG, 4, &z2) == VLA_OK);
-        CHECK(vla_zero1_create_segments(one, ZSEG, 4, &z1) == VLA_OK);
+        CHECK(vla_zero1_create_segments(c, test_cpu_backend(), ZSEG, 4, &z2) == VLA_OK);
+        CHECK(vla_zero1_create_segments(one, test_cpu_backend(), ZSEG, 4, &z1) == VLA_OK);
         int64_t lo, hi;
         vla_zero1_shard(z2, &lo, &hi);
         CHECK(hi - lo == ZF / 2 && vla_zero1_numel(z2) == ZF);
@@ -320,7 +320,7 @@ static int zero1_selftest(const char *dir) {
                 vla_zero1 *z3;
                 float p3[ZP], e3[ZP];
                 memcpy(p3, p2, sizeof p3);
-                CHECK(vla_zero1_create_segments(one, ZSEG, 4, &z3) == VLA_OK);
+                CHECK(vla_zero1_create_segments(one, test_cpu_backend(), ZSEG, 4, &z3) == VLA_OK);
                 CHECK(vla_zero1_ema_enable(z3, 0.8, p3) == VLA_OK);
                 CHECK(vla_zero1_load(z3, dir) == VLA_OK);
                 CHECK(vla_zero1_step_count(z3) == 4);

@@ -153,7 +153,7 @@ static void test_state_matches_env(void **state) {
     if (cfg.action.state_dim < sw) cfg.action.state_dim = sw;
     assert_int_equal(vla_policy_config_validate(cfg.name, &cfg), VLA_OK);
     vla_policy *p = NULL;
-    assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &p), VLA_OK);
+    assert_int_equal(vla_policy_create(&cfg, test_backend(), &p), VLA_OK);
     vla_loader_opts lo = {.ds = ds, .policy = p, .batch_size = 1, .seed = 1, .state_keys = keys, .image_keys = ""};
     vla_loader *L = NULL;
     if (vla_loader_create(&lo, &L) != VLA_OK) fail_msg("%s", vla_error_message());
@@ -273,7 +273,7 @@ static void per_step_statistics(vla_policy *p, const vla_normalizer *ns, const v
     if (vla_pretrained_write_dir(bad, p, NULL, cj) != VLA_OK) fail_msg("%s", vla_error_message());
     json_decref(cj);
     vla_pretrained pm;
-    assert_int_equal(vla_pretrained_load(bad, vla_ops_cpu(), &pm), VLA_ERR_FORMAT);
+    assert_int_equal(vla_pretrained_load(bad, test_backend(), &pm), VLA_ERR_FORMAT);
     assert_non_null(strstr(vla_error_message(), "widths disagree"));
     meta->action_stats_per_step = false;
     eo->keep_trajectories = 0;
@@ -296,7 +296,7 @@ static void test_history_matches_loader(void **state) {
     if (cfg.action.state_dim < K * FW) cfg.action.state_dim = K * FW;
     assert_int_equal(vla_policy_config_validate(cfg.name, &cfg), VLA_OK);
     vla_policy *p = NULL;
-    assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &p), VLA_OK);
+    assert_int_equal(vla_policy_create(&cfg, test_backend(), &p), VLA_OK);
     assert_int_equal(vla_policy_init_weights(p, 5), VLA_OK);
     const char *keys = "observation.state,observation.environment_state";
     vla_loader_opts lo = {.ds = ds, .policy = p, .batch_size = 1, .seed = 1, .state_keys = keys, .image_keys = "",
@@ -360,7 +360,7 @@ static void test_history_matches_loader(void **state) {
     if (vla_pretrained_write_dir(dir, p, NULL, cj) != VLA_OK) fail_msg("%s", vla_error_message());
     json_decref(cj);
     vla_pretrained pm;
-    if (vla_pretrained_load(dir, vla_ops_cpu(), &pm) != VLA_OK) fail_msg("%s", vla_error_message());
+    if (vla_pretrained_load(dir, test_backend(), &pm) != VLA_OK) fail_msg("%s", vla_error_message());
     assert_int_equal(pm.meta.n_obs_steps, K);
     assert_int_equal(pm.meta.state_width, K * FW);
     assert_false(pm.meta.relative_actions);
@@ -371,7 +371,7 @@ static void test_history_matches_loader(void **state) {
     const char *rdir = test_tmp_path("pusht_hist_model_rel");
     if (vla_pretrained_write_dir(rdir, p, NULL, cj) != VLA_OK) fail_msg("%s", vla_error_message());
     json_decref(cj);
-    if (vla_pretrained_load(rdir, vla_ops_cpu(), &pm) != VLA_OK) fail_msg("%s", vla_error_message());
+    if (vla_pretrained_load(rdir, test_backend(), &pm) != VLA_OK) fail_msg("%s", vla_error_message());
     assert_true(pm.meta.relative_actions);
     vla_pretrained_free(&pm);
     vla_eval_opts eo;

@@ -57,7 +57,7 @@ static vla_attn_seqs seqs_of(const pack *p) { return (vla_attn_seqs){p->n_seg, p
 /* Runs tiled and dense forward + backward on random data; checks they agree. */
 static void compare_tiled_dense(const vla_attn_config *cfg, const vla_attn_seqs *qs, const vla_attn_seqs *ks,
                                 uint64_t seed, const char *what) {
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     int64_t nq = qs->cu_seqlens[qs->n_seg], nk = ks->cu_seqlens[ks->n_seg];
     int64_t H = cfg->n_heads, Hkv = cfg->n_kv_heads, d = cfg->head_dim;
     float *q = frandn(nq * H * d, seed, 1.0), *k = frandn(nk * Hkv * d, seed + 1, 1.0);
@@ -130,7 +130,7 @@ static void test_cross_attention(void **state) {
 
 /* PyTorch goldens: eager attention with a materialised mask over a ragged pack. */
 static void check_golden(const char *file, int32_t H, int32_t Hkv, bool cross, int32_t tile, vla_attn_bwd_mode mode) {
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     golden *g = golden_load(file);
     int32_t d = 8;
     int32_t *cuq = golden_i32(g, cross ? "cu_q" : "cu", 4), *cuk = cross ? golden_i32(g, "cu_k", 4) : cuq;
@@ -174,7 +174,7 @@ static void test_goldens(void **state) {
 /* A pack of 3 samples gives the outputs and gradients of the 3 run alone. */
 static void test_pack_equals_singles(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     vla_rng r = vla_rng_stream(2024, 3);
     for (int kind = 0; kind < MASK_KINDS; kind++) {
         pack p;
@@ -211,7 +211,7 @@ static void test_pack_equals_singles(void **state) {
  * tile crosses samples; bidirectional computes every in-sample tile. */
 static void test_tile_skipping(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     int32_t lens[3] = {96, 80, 128}, prefix[3] = {64, 40, 100};
     int32_t cu[4] = {0, 96, 176, 304}, n = 304;
     int32_t *grp = (int32_t *)nn_alloc((size_t)n * sizeof(int32_t));
@@ -252,7 +252,7 @@ static void test_tile_skipping(void **state) {
  * suffix) equals the suffix rows of the full prefix-LM forward. */
 static void test_kv_cache(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     int32_t pre[3] = {23, 41, 9}, suf[3] = {10, 10, 10};
     int32_t cu[4], cuc[4], cun[4];
     cu[0] = cuc[0] = cun[0] = 0;
@@ -306,7 +306,7 @@ static void test_kv_cache(void **state) {
 /* Results do not depend on the number of threads (no races, fixed order), in both backward modes. */
 static void test_thread_independence(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     vla_rng r = vla_rng_stream(2024, 4);
     pack p;
     make_pack(&p, &r, 6, 100, 200, MASK_PREFIX); /* several tiles and work items per thread */
@@ -349,7 +349,7 @@ static void test_thread_independence(void **state) {
  * statistics are the per-head form's exactly. */
 static void test_mqa_fold(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     vla_rng r = vla_rng_stream(77, 1);
     for (int kind = 0; kind < MASK_KINDS; kind++)
         for (int mode = VLA_ATTN_BWD_FUSED; mode <= VLA_ATTN_BWD_TWO_PASS; mode++) {
@@ -410,14 +410,14 @@ typedef struct {
 
 static double attn_loss(void *p) {
     fd_attn_ctx *c = p;
-    assert_int_equal(vla_attention_forward(vla_ops_cpu(), c->cfg, c->o, c->lse, c->q, c->k, c->v, c->s, c->s, NULL),
+    assert_int_equal(vla_attention_forward(test_cpu_backend(), c->cfg, c->o, c->lse, c->q, c->k, c->v, c->s, c->s, NULL),
                      VLA_OK);
     return dot_f32(c->o, c->dy, c->no);
 }
 
 static void test_finite_differences(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     vla_rng r = vla_rng_stream(2024, 5);
     pack p;
     make_pack(&p, &r, 3, 5, 25, MASK_PREFIX);
@@ -442,7 +442,7 @@ static void test_finite_differences(void **state) {
 
 static void test_bad_arguments(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     float buf[64] = {0}, lse[8];
     int32_t cu[3] = {0, 2, 1};
     vla_attn_seqs s = {2, cu, NULL};

@@ -127,7 +127,7 @@ static void grads(fixture *f, weight_slot *slots, int n_slots) {
 
 static void setup(fixture *f, golden *g, const block_case *k) {
     memset(f, 0, sizeof *f);
-    f->ops = vla_ops_cpu();
+    f->ops = test_cpu_backend();
     f->c = config_of(k);
     assert_int_equal(vla_block_check(&f->c), VLA_OK);
     f->io.n = NTOK, f->io.n_seg = NSEG;
@@ -199,7 +199,7 @@ static void test_against_pytorch_and_fd(void **state) {
  * weight streams through one attention. */
 static void test_halves_equal_whole(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         const block_case *k = &CASES[i];
         char gname[64];
@@ -252,7 +252,7 @@ static void test_halves_equal_whole(void **state) {
 /* Cross-attention with the context's K/V computed once (sampling) gives the same output. */
 static void test_cached_context(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     golden *g = golden_load("block_dit");
     fixture f;
     setup(&f, g, &CASES[4]);

@@ -26,7 +26,7 @@ static double linear_loss(void *p) {
 
 static void test_linear(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     golden *g = golden_load("linear");
     int64_t n = 5, in = 7, out = 4;
     float *x = golden_f32(g, "x", n * in), *w = golden_f32(g, "w", out * in), *b = golden_f32(g, "b", out);
@@ -67,17 +67,17 @@ static void test_embedding(void **state) {
     int64_t n = 6, vocab = 10, dim = 5;
     int32_t *ids = golden_i32(g, "ids", n);
     float *table = golden_f32(g, "table", vocab * dim), *dy = golden_f32(g, "dy", n * dim), *y = fzeros(n * dim);
-    assert_int_equal(vla_embedding_forward(y, ids, table, n, vocab, dim), VLA_OK);
+    assert_int_equal(vla_embedding_forward(test_cpu_backend(), y, ids, table, n, vocab, dim), VLA_OK);
     check_close("embedding y", y, golden_f32(g, "y", -1), n * dim, 0, 0);
     float *dt = fzeros(vocab * dim);
-    vla_embedding_backward(dt, dy, ids, n, dim);
+    vla_embedding_backward(test_cpu_backend(), dt, dy, ids, n, dim);
     check_close("embedding dtable", dt, golden_f32(g, "dtable", -1), vocab * dim, RTOL, ATOL);
     /* bad ids are refused */
     ids[2] = 10;
-    assert_int_equal(vla_embedding_forward(y, ids, table, n, vocab, dim), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_embedding_forward(test_cpu_backend(), y, ids, table, n, vocab, dim), VLA_ERR_INVALID_ARG);
     assert_non_null(strstr(vla_error_message(), "token 2"));
     ids[2] = -1;
-    assert_int_equal(vla_embedding_forward(y, ids, table, n, vocab, dim), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_embedding_forward(test_cpu_backend(), y, ids, table, n, vocab, dim), VLA_ERR_INVALID_ARG);
     golden_free(g);
 }
 
@@ -102,7 +102,7 @@ static double emb_loss(void *p) {
 
 static void test_embodiment_linear(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     golden *g = golden_load("embodiment_linear");
     vla_emb_linear_config cfg = {.n_emb = 4, .in_dim = 3, .out_dim = 5};
     int64_t n = 7;
@@ -146,7 +146,7 @@ static double patch_loss(void *p) {
 
 static void test_patch_embed(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     golden *g = golden_load("patch_embed");
     vla_patch_embed_config cfg = {.channels = 3, .height = 8, .width = 8, .patch = 4, .dim = 5};
     int64_t n_img = 2, tokens = n_img * vla_patch_embed_tokens(&cfg), ny = tokens * 5;

@@ -20,7 +20,7 @@ typedef struct {
 
 static double act_loss(void *p) {
     act_ctx *c = p;
-    vla_act_forward(c->act, c->y, c->x, c->n);
+    vla_act_forward(test_cpu_backend(), c->act, c->y, c->x, c->n);
     return dot_f32(c->y, c->dy, c->n);
 }
 
@@ -33,17 +33,17 @@ static void test_activations(void **state) {
     vla_act acts[2] = {VLA_ACT_GELU_TANH, VLA_ACT_SILU};
     for (int a = 0; a < 2; a++) {
         float *y = fzeros(n), *dx = fzeros(n);
-        vla_act_forward(acts[a], y, x, n);
+        vla_act_forward(test_cpu_backend(), acts[a], y, x, n);
         check_close(names[a][2], y, golden_f32(g, names[a][0], -1), n, RTOL, ATOL);
-        vla_act_backward(acts[a], dx, dy, x, n);
+        vla_act_backward(test_cpu_backend(), acts[a], dx, dy, x, n);
         check_close(names[a][1], dx, golden_f32(g, names[a][1], -1), n, RTOL, ATOL);
         act_ctx c = {acts[a], x, y, dy, n};
         fd_check(names[a][2], act_loss, &c, x, dx, n, 51 + a, 1e-3, 1e-2, abs_dot(y, dy, n));
         /* in place */
         float *z = fzeros(n);
-        vla_act_forward(acts[a], y, x, n); /* fd_check left a perturbed output */
+        vla_act_forward(test_cpu_backend(), acts[a], y, x, n); /* fd_check left a perturbed output */
         memcpy(z, x, (size_t)n * 4);
-        vla_act_forward(acts[a], z, z, n);
+        vla_act_forward(test_cpu_backend(), acts[a], z, z, n);
         check_close("in place", z, y, n, 0, 0);
     }
     golden_free(g);
@@ -67,7 +67,7 @@ static double mlp_loss(void *p) {
 
 static void test_mlp(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     golden *g = golden_load("mlp");
     int64_t n = 5, d = 8, h = 12;
     float *x = golden_f32(g, "x", n * d), *dy = golden_f32(g, "dy", n * d);
@@ -127,7 +127,7 @@ typedef struct {
 
 static double rope_loss(void *p) {
     rope_ctx *c = p;
-    vla_rope_forward(c->y, c->x, c->pos, 6, 2, 8, 10000.0);
+    vla_rope_forward(test_cpu_backend(), c->y, c->x, c->pos, 6, 2, 8, 10000.0);
     return dot_f32(c->y, c->dy, 6 * 2 * 8);
 }
 
@@ -137,17 +137,17 @@ static void test_rope(void **state) {
     int64_t n = 6, heads = 2, hd = 8, m = n * heads * hd;
     int32_t *pos = golden_i32(g, "pos", n);
     float *x = golden_f32(g, "x", m), *dy = golden_f32(g, "dy", m), *y = fzeros(m), *dx = fzeros(m);
-    vla_rope_forward(y, x, pos, n, heads, hd, 10000.0);
+    vla_rope_forward(test_cpu_backend(), y, x, pos, n, heads, hd, 10000.0);
     check_close("rope y", y, golden_f32(g, "y", -1), m, RTOL, ATOL);
-    vla_rope_backward(dx, dy, pos, n, heads, hd, 10000.0);
+    vla_rope_backward(test_cpu_backend(), dx, dy, pos, n, heads, hd, 10000.0);
     check_close("rope dx", dx, golden_f32(g, "dx", -1), m, RTOL, ATOL);
     rope_ctx c = {x, y, dy, pos};
     fd_check("rope x", rope_loss, &c, x, dx, m, 81, 1e-2, 1e-2, abs_dot(y, dy, m));
     /* in place, and position 0 is the identity */
     float *z = fzeros(m);
-    vla_rope_forward(y, x, pos, n, heads, hd, 10000.0); /* fd_check left a perturbed output */
+    vla_rope_forward(test_cpu_backend(), y, x, pos, n, heads, hd, 10000.0); /* fd_check left a perturbed output */
     memcpy(z, x, (size_t)m * 4);
-    vla_rope_forward(z, z, pos, n, heads, hd, 10000.0);
+    vla_rope_forward(test_cpu_backend(), z, z, pos, n, heads, hd, 10000.0);
     check_close("rope in place", z, y, m, 0, 0);
     check_close("rope pos 0", y, x, heads * hd, 0, 0);
     golden_free(g);
@@ -162,7 +162,7 @@ typedef struct {
 
 static double temb_loss(void *p) {
     temb_ctx *c = p;
-    vla_time_embedding_forward(&c->cfg, c->y, c->t, 3);
+    vla_time_embedding_forward(test_cpu_backend(), &c->cfg, c->y, c->t, 3);
     return dot_f32(c->y, c->dy, 3 * c->cfg.dim);
 }
 
@@ -183,10 +183,10 @@ static void test_time_embedding(void **state) {
         snprintf(ky, sizeof ky, "%s_y", tags[i]);
         snprintf(kd, sizeof kd, "%s_dt", tags[i]);
         float *t = golden_f32(g, kt, 3), *y = fzeros(3 * dim), *dt = fzeros(3);
-        vla_time_embedding_forward(&cfgs[i], y, t, 3);
+        vla_time_embedding_forward(test_cpu_backend(), &cfgs[i], y, t, 3);
         /* t up to 999 rad: sin/cos of a large f32 angle, so an absolute tolerance */
         check_close(ky, y, golden_f32(g, ky, -1), 3 * dim, 0, 1e-5);
-        vla_time_embedding_backward(&cfgs[i], dt, dy, t, 3);
+        vla_time_embedding_backward(test_cpu_backend(), &cfgs[i], dt, dy, t, 3);
         check_close(kd, dt, golden_f32(g, kd, -1), 3, 1e-4, 1e-4);
         if (i == 2) { /* smooth in t only where t·f is moderate: the openpi flow time in [0, 1] */
             temb_ctx c = {cfgs[i], t, y, dy};

@@ -22,7 +22,7 @@ typedef struct {
 
 static double ln_loss(void *p) {
     ln_ctx *c = p;
-    vla_layernorm_forward(c->y, c->mean, c->rstd, c->x, c->w, c->b, c->n, c->dim, 1e-5f);
+    vla_layernorm_forward(test_cpu_backend(), c->y, c->mean, c->rstd, c->x, c->w, c->b, c->n, c->dim, 1e-5f);
     return dot_f32(c->y, c->dy, c->n * c->dim);
 }
 
@@ -32,10 +32,10 @@ static void test_layernorm(void **state) {
     int64_t n = 4, d = 16;
     float *x = golden_f32(g, "x", n * d), *w = golden_f32(g, "w", d), *b = golden_f32(g, "b", d);
     float *dy = golden_f32(g, "dy", n * d), *y = fzeros(n * d), *mean = fzeros(n), *rstd = fzeros(n);
-    vla_layernorm_forward(y, mean, rstd, x, w, b, n, d, 1e-5f);
+    vla_layernorm_forward(test_cpu_backend(), y, mean, rstd, x, w, b, n, d, 1e-5f);
     check_close("layernorm y", y, golden_f32(g, "y", -1), n * d, RTOL, ATOL);
     float *dx = fzeros(n * d), *dw = fzeros(d), *db = fzeros(d);
-    vla_layernorm_backward(dx, dw, db, dy, x, w, mean, rstd, n, d);
+    vla_layernorm_backward(test_cpu_backend(), dx, dw, db, dy, x, w, mean, rstd, n, d);
     check_close("layernorm dx", dx, golden_f32(g, "dx", -1), n * d, RTOL, ATOL);
     check_close("layernorm dw", dw, golden_f32(g, "dw", -1), d, RTOL, ATOL);
     check_close("layernorm db", db, golden_f32(g, "db", -1), d, RTOL, ATOL);
@@ -57,7 +57,7 @@ typedef struct {
 
 static double rms_loss(void *p) {
     rms_ctx *c = p;
-    vla_rmsnorm_forward(c->y, c->rstd, c->x, c->w, c->one_plus, c->n, c->dim, 1e-6f);
+    vla_rmsnorm_forward(test_cpu_backend(), c->y, c->rstd, c->x, c->w, c->one_plus, c->n, c->dim, 1e-6f);
     return dot_f32(c->y, c->dy, c->n * c->dim);
 }
 
@@ -68,9 +68,9 @@ static void test_rmsnorm(void **state) {
     float *x = golden_f32(g, "x", n * d), *w = golden_f32(g, "w", d), *dy = golden_f32(g, "dy", n * d);
     for (int one_plus = 0; one_plus <= 1; one_plus++) {
         float *y = fzeros(n * d), *rstd = fzeros(n), *dx = fzeros(n * d), *dw = fzeros(d);
-        vla_rmsnorm_forward(y, rstd, x, w, one_plus, n, d, 1e-6f);
+        vla_rmsnorm_forward(test_cpu_backend(), y, rstd, x, w, one_plus, n, d, 1e-6f);
         check_close("rmsnorm y", y, golden_f32(g, one_plus ? "y1" : "y", -1), n * d, RTOL, ATOL);
-        vla_rmsnorm_backward(dx, dw, dy, x, w, one_plus, rstd, n, d);
+        vla_rmsnorm_backward(test_cpu_backend(), dx, dw, dy, x, w, one_plus, rstd, n, d);
         check_close("rmsnorm dx", dx, golden_f32(g, one_plus ? "dx1" : "dx", -1), n * d, RTOL, ATOL);
         check_close("rmsnorm dw", dw, golden_f32(g, one_plus ? "dw1" : "dw", -1), d, RTOL, ATOL);
         rms_ctx c = {x, w, y, rstd, dy, one_plus, n, d};
@@ -94,16 +94,16 @@ typedef struct {
 
 static double adaln_loss(void *p) {
     adaln_ctx *c = p;
-    vla_silu_forward(c->act, c->temb, c->n_seg * c->dim);
+    vla_silu_forward(test_cpu_backend(), c->act, c->temb, c->n_seg * c->dim);
     vla_linear_forward(c->ops, c->mod, c->act, c->lw, c->lb, c->n_seg, c->dim, 2 * c->dim);
-    assert_int_equal(vla_adaln_forward(c->y, c->mean, c->rstd, c->x, c->mod, c->cu, c->n_seg, c->n, c->dim, 1e-5f),
+    assert_int_equal(vla_adaln_forward(test_cpu_backend(), c->y, c->mean, c->rstd, c->x, c->mod, c->cu, c->n_seg, c->n, c->dim, 1e-5f),
                      VLA_OK);
     return dot_f32(c->y, c->dy, c->n * c->dim);
 }
 
 static void test_adaln(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     golden *g = golden_load("adaln");
     int64_t n = 7, d = 8;
     int32_t S = 2;
@@ -124,9 +124,9 @@ static void test_adaln(void **state) {
     /* backward: adaln → linear → silu */
     float *dx = fzeros(n * d), *dmod = fzeros(S * 2 * d), *dact = fzeros(S * d), *dtemb = fzeros(S * d);
     float *dlw = fzeros(2 * d * d), *dlb = fzeros(2 * d);
-    assert_int_equal(vla_adaln_backward(dx, dmod, c.dy, c.x, c.mod, c.mean, c.rstd, c.cu, S, n, d), VLA_OK);
+    assert_int_equal(vla_adaln_backward(test_cpu_backend(), dx, dmod, c.dy, c.x, c.mod, c.mean, c.rstd, c.cu, S, n, d), VLA_OK);
     vla_linear_backward(ops, dact, dlw, dlb, dmod, c.act, c.lw, S, d, 2 * d);
-    vla_silu_backward(dtemb, dact, c.temb, S * d);
+    vla_silu_backward(test_cpu_backend(), dtemb, dact, c.temb, S * d);
     check_close("adaln dx", dx, golden_f32(g, "dx", -1), n * d, RTOL, ATOL);
     check_close("adaln dtemb", dtemb, golden_f32(g, "dtemb", -1), S * d, RTOL, ATOL);
     check_close("adaln dlw", dlw, golden_f32(g, "dlw", -1), 2 * d * d, RTOL, ATOL);
@@ -136,7 +136,7 @@ static void test_adaln(void **state) {
     fd_check("adaln temb", adaln_loss, &c, c.temb, dtemb, S * d, 32, 1e-2, 1e-2, s);
     fd_check("adaln lw", adaln_loss, &c, c.lw, dlw, 2 * d * d, 33, 1e-2, 1e-2, s);
     int32_t bad_cu[3] = {0, 3, 6};
-    assert_int_equal(vla_adaln_forward(c.y, c.mean, c.rstd, c.x, c.mod, bad_cu, S, n, d, 1e-5f), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_adaln_forward(test_cpu_backend(), c.y, c.mean, c.rstd, c.x, c.mod, bad_cu, S, n, d, 1e-5f), VLA_ERR_INVALID_ARG);
     golden_free(g);
 }
 
@@ -154,14 +154,14 @@ typedef struct {
 static double adarms_loss(void *p) {
     adarms_ctx *c = p;
     vla_linear_forward(c->ops, c->mod, c->cond, c->lw, c->lb, c->n_seg, c->cdim, 3 * c->dim);
-    assert_int_equal(vla_adarmsnorm_forward(c->y, c->rstd, c->x, c->mod, c->cu, c->n_seg, c->n, c->dim, 1e-6f), VLA_OK);
-    assert_int_equal(vla_gated_residual_forward(c->res, c->x, c->br, c->mod, c->cu, c->n_seg, c->n, c->dim), VLA_OK);
+    assert_int_equal(vla_adarmsnorm_forward(test_cpu_backend(), c->y, c->rstd, c->x, c->mod, c->cu, c->n_seg, c->n, c->dim, 1e-6f), VLA_OK);
+    assert_int_equal(vla_gated_residual_forward(test_cpu_backend(), c->res, c->x, c->br, c->mod, c->cu, c->n_seg, c->n, c->dim), VLA_OK);
     return dot_f32(c->y, c->dy, c->n * c->dim) + dot_f32(c->res, c->dres, c->n * c->dim);
 }
 
 static void test_adarmsnorm(void **state) {
     (void)state;
-    const vla_ops *ops = vla_ops_cpu();
+    const vla_ops *ops = test_cpu_backend();
     golden *g = golden_load("adarmsnorm");
     int64_t n = 9, d = 8, cd = 6;
     int32_t S = 3;
@@ -183,8 +183,8 @@ static void test_adarmsnorm(void **state) {
     check_close("adarms res", c.res, golden_f32(g, "res", -1), n * d, RTOL, ATOL);
     float *dx = fzeros(n * d), *dbr = fzeros(n * d), *dmod = fzeros(S * 3 * d), *dcond = fzeros(S * cd);
     float *dlw = fzeros(3 * d * cd), *dlb = fzeros(3 * d);
-    assert_int_equal(vla_gated_residual_backward(dx, dbr, dmod, c.dres, c.br, c.mod, c.cu, S, n, d), VLA_OK);
-    assert_int_equal(vla_adarmsnorm_backward(dx, dmod, c.dy, c.x, c.mod, c.rstd, c.cu, S, n, d), VLA_OK);
+    assert_int_equal(vla_gated_residual_backward(test_cpu_backend(), dx, dbr, dmod, c.dres, c.br, c.mod, c.cu, S, n, d), VLA_OK);
+    assert_int_equal(vla_adarmsnorm_backward(test_cpu_backend(), dx, dmod, c.dy, c.x, c.mod, c.rstd, c.cu, S, n, d), VLA_OK);
     vla_linear_backward(ops, dcond, dlw, dlb, dmod, c.cond, c.lw, S, cd, 3 * d);
     check_close("adarms dx", dx, golden_f32(g, "dx", -1), n * d, RTOL, ATOL);
     check_close("adarms dbranch", dbr, golden_f32(g, "dbranch", -1), n * d, RTOL, ATOL);
@@ -202,7 +202,7 @@ static void test_adarmsnorm(void **state) {
     memset(c.lb, 0, (size_t)(3 * d) * 4);
     adarms_loss(&c);
     float *plain = fzeros(n * d);
-    vla_rmsnorm_forward(plain, NULL, c.x, NULL, false, n, d, 1e-6f);
+    vla_rmsnorm_forward(test_cpu_backend(), plain, NULL, c.x, NULL, false, n, d, 1e-6f);
     check_close("adarms zero-init = rmsnorm", c.y, plain, n * d, 1e-6, 1e-7);
     check_close("adarms zero-init residual = x", c.res, c.x, n * d, 0, 0);
     golden_free(g);

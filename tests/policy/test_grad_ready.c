@@ -28,11 +28,14 @@ static vla_policy *make_policy(const char *preset, bool all_trainable) {
     if (vla_policy_config_load(preset, &c) != VLA_OK) fail_msg("config %s: %s", preset, vla_error_message());
     if (all_trainable) memset(c.frozen, 0, sizeof c.frozen);
     vla_policy *p = NULL;
-    if (vla_policy_create(&c, vla_ops_cpu(), &p) != VLA_OK) fail_msg("create %s: %s", preset, vla_error_message());
+    if (vla_policy_create(&c, test_backend(), &p) != VLA_OK) fail_msg("create %s: %s", preset, vla_error_message());
     assert_int_equal(vla_policy_init_weights(p, 3), VLA_OK);
     /* move off the zero/one inits (AdaRMS, norms, biases) so every path carries gradient */
     vla_rng r = vla_rng_stream(11, 0);
-    for (int64_t i = 0; i < p->n_weight_floats; i++) p->weights[i] += (float)(0.1 * vla_rng_normal(&r));
+    float *w = test_weights_get(p);
+    for (int64_t i = 0; i < p->n_weight_floats; i++) w[i] += (float)(0.1 * vla_rng_normal(&r));
+    test_weights_set(p, w);
+    free(w);
     return p;
 }
 
@@ -105,9 +108,7 @@ static float *step(vla_policy *p, const vla_batch *b, vla_loss_info *info) {
     vla_policy_zero_grad(p);
     if (vla_policy_loss(p, b, true, info) != VLA_OK) fail_msg("loss: %s", vla_error_message());
     if (vla_policy_backward(p) != VLA_OK) fail_msg("backward: %s", vla_error_message());
-    float *g = malloc((size_t)(p->n_grad_floats > 0 ? p->n_grad_floats : 1) * sizeof(float));
-    memcpy(g, p->grads, (size_t)p->n_grad_floats * sizeof(float));
-    return g;
+    return test_grads_get(p);
 }
 
 /* ---- the gradient-ready hook ------------------------------------------------ */
@@ -139,8 +140,8 @@ static void hook(void *user, int64_t first, int64_t end) {
     for (int64_t i = first; i < end; i++) {
         h->count[i]++;
         const vla_param *pr = &p->params[i];
-        if (pr->grad)
-            memcpy(h->snap + (pr->grad - p->grads), pr->grad, (size_t)pr->spec->numel * sizeof(float));
+        if (pr->grad) /* through the backend: the hook runs on the host */
+            p->tops->to_host(h->snap + (pr->grad - p->grads), pr->grad, (size_t)pr->spec->numel * sizeof(float));
     }
 }
 

@@ -32,17 +32,18 @@ static vla_policy *make_policy(bool all_trainable) {
     if (vla_policy_config_load("groot-nano", &cfg) != VLA_OK) fail_msg("config: %s", vla_error_message());
     if (all_trainable) memset(cfg.frozen, 0, sizeof cfg.frozen);
     vla_policy *p = NULL;
-    if (vla_policy_create(&cfg, vla_ops_cpu(), &p) != VLA_OK) fail_msg("create: %s", vla_error_message());
+    if (vla_policy_create(&cfg, test_backend(), &p) != VLA_OK) fail_msg("create: %s", vla_error_message());
     assert_int_equal(vla_policy_init_weights(p, 7), VLA_OK);
     /* Tests use unit-gain weights instead of the published 0.02·randn: with
      * 0.02 every layer shrinks its input ~10×, so gradients reaching the
      * backbone are ~1e-8 — below the f32 rounding of the loss, and finite
      * differences would check nothing. Matrices get std 1/sqrt(fan_in),
      * embedding tables 0.5; zero/one inits (biases, norms) move off their
-     * defaults so every term matters. */
+     * defaults so every term matters. (On a host copy: the weights are the backend's.) */
+    float *hw = test_weights_get(p);
     for (int64_t i = 0; i < p->specs.n; i++) {
         const vla_param_spec *sp = &p->specs.items[i];
-        float *w = p->params[i].data;
+        float *w = hw + (p->params[i].data - p->weights);
         bool random = sp->init == VLA_INIT_NORMAL || sp->init == VLA_INIT_UNIFORM;
         if (random && sp->ndim >= 2) {
             double fan_in = sp->ndim == 2 ? (double)sp->shape[1]
@@ -56,6 +57,8 @@ static vla_policy *make_policy(bool all_trainable) {
             for (int64_t k = 0; k < sp->numel; k++) w[k] += (float)(0.1 * vla_rng_normal(&r));
         }
     }
+    test_weights_set(p, hw);
+    free(hw);
     return p;
 }
 
@@ -147,9 +150,7 @@ static float *grads_of(vla_policy *p, const vla_batch *b, double *loss, int64_t 
     *loss = run_loss(p, b, &info);
     if (count) *count = info.real_entries;
     if (vla_policy_backward(p) != VLA_OK) fail_msg("backward: %s", vla_error_message());
-    float *g = malloc((size_t)(p->n_grad_floats > 0 ? p->n_grad_floats : 1) * sizeof(float));
-    memcpy(g, p->grads, (size_t)p->n_grad_floats * sizeof(float));
-    return g;
+    return test_grads_get(p);
 }
 
 /* ---- finite differences, per module group ---- */
@@ -185,8 +186,7 @@ static void fd_policy(bool all_trainable) {
                 if (pick < 0) continue;
             }
             double analytic = 0;
-            float *saved = malloc((size_t)p->n_weight_floats * sizeof(float));
-            memcpy(saved, p->weights, (size_t)p->n_weight_floats * sizeof(float));
+            float *saved = test_weights_get(p), *cur = test_weights_get(p);
             /* central differences: truncation O(h²) along a whole-group direction needs a small
              * step; one coordinate tolerates a larger one, which lifts it above f32 noise */
             const double h = trial == 1 ? 1e-3 : 1e-4;
@@ -197,8 +197,8 @@ static void fd_policy(bool all_trainable) {
                 for (int64_t i = 0; i < p->specs.n; i++) {
                     if (!p->params[i].grad || p->specs.items[i].group != grp) continue;
                     if (trial == 1 && i != pick) continue;
-                    float *w = p->params[i].data;
-                    const float *w0 = saved + (w - p->weights), *gi = g + (p->params[i].grad - p->grads);
+                    float *w = cur + (p->params[i].data - p->weights);
+                    const float *w0 = saved + (p->params[i].data - p->weights), *gi = g + (p->params[i].grad - p->grads);
                     for (int64_t k = 0; k < p->specs.items[i].numel; k++) {
                         double u = trial == 1 ? (k == coord) : (vla_rng_u32(&rd) & 1 ? 1.0 : -1.0);
                         if (u == 0) continue;
@@ -206,8 +206,9 @@ static void fd_policy(bool all_trainable) {
                         if (side == 1) analytic += (double)gi[k] * ((double)(float)((double)w0[k] + h * u) - (double)w[k]);
                     }
                 }
+                test_weights_set(p, cur);
                 Lpm[side] = run_loss(p, &t.b, NULL);
-                memcpy(p->weights, saved, (size_t)p->n_weight_floats * sizeof(float));
+                test_weights_set(p, saved);
             }
             /* analytic uses the rounded steps: Σ g·(w⁺ − w⁻) */
             double numeric = Lpm[0] - Lpm[1];
@@ -218,7 +219,7 @@ static void fd_policy(bool all_trainable) {
                          analytic, tol);
             print_message("  fd %-10s %s: numeric %+.6e analytic %+.6e\n", vla_param_group_name(grp),
                           trial ? "max coord " : "direction ", numeric, analytic);
-            free(saved);
+            free(saved), free(cur);
             checked++;
         }
     }
@@ -345,12 +346,15 @@ static void test_overfit(void **state) {
         float *g = grads_of(p, &t.b, &L, NULL);
         if (step == 0) first = L;
         last = L;
+        float *hw = test_weights_get(p);
         for (int64_t i = 0; i < p->specs.n; i++) {
             if (!p->params[i].grad) continue;
             const float *gi = g + (p->params[i].grad - p->grads);
-            for (int64_t k = 0; k < p->specs.items[i].numel; k++) p->params[i].data[k] -= lr * gi[k];
+            float *w = hw + (p->params[i].data - p->weights);
+            for (int64_t k = 0; k < p->specs.items[i].numel; k++) w[k] -= lr * gi[k];
         }
-        free(g);
+        test_weights_set(p, hw);
+        free(g), free(hw);
     }
     print_message("groot-nano overfit: loss %.4f -> %.4f in 50 SGD steps\n", first, last);
     if (!(last < 0.5 * first)) fail_msg("loss did not fall enough: %.5f -> %.5f", first, last);
@@ -386,9 +390,11 @@ static void write_inputs(void) {
     for (int64_t i = 0; i < t.b.n_tokens; i++) roles32[i] = t.roles[i];
     vla_safetensors_writer *w;
     assert_int_equal(vla_safetensors_writer_new(&w), VLA_OK);
+    float *hw = test_weights_get(p);
     for (int64_t i = 0; i < p->specs.n; i++) {
         const vla_param_spec *sp = &p->specs.items[i];
-        assert_int_equal(vla_safetensors_writer_add(w, sp->name, VLA_F32, sp->ndim, sp->shape, p->params[i].data),
+        assert_int_equal(vla_safetensors_writer_add(w, sp->name, VLA_F32, sp->ndim, sp->shape,
+                                                    hw + (p->params[i].data - p->weights)),
                          VLA_OK);
     }
     int64_t T = t.b.n_tokens, imgf = c->vision.channels * c->vision.image_size * c->vision.image_size;
@@ -422,7 +428,7 @@ static void write_inputs(void) {
     assert_int_equal(vla_safetensors_writer_set_meta(w, "sample_seed", "5"), VLA_OK);
     if (vla_safetensors_writer_write(w, test_source_path(IN_PATH)) != VLA_OK) fail_msg("%s", vla_error_message());
     vla_safetensors_writer_free(w);
-    free(x0), free(roles32);
+    free(x0), free(roles32), free(hw);
     tbatch_free(&t);
     vla_policy_free(p);
 }
@@ -469,10 +475,7 @@ static void golden_check(bool all_trainable) {
     if (vla_safetensors_open(test_source_path(EXP_PATH), &ex) != VLA_OK)
         fail_msg("%s (run /usr/bin/python3 tools/ref_groot.py)", vla_error_message());
     vla_policy *p = make_policy(all_trainable);
-    for (int64_t i = 0; i < p->specs.n; i++)
-        assert_int_equal(vla_safetensors_load_f32(&in, p->specs.items[i].name, p->params[i].data,
-                                                  (size_t)p->specs.items[i].numel),
-                         VLA_OK);
+    for (int64_t i = 0; i < p->specs.n; i++) test_param_load(p, i, &in, p->specs.items[i].name);
     const vla_policy_config *c = &p->cfg;
     const int32_t *cu = tensor_any(&in, "batch.cu_seqlens");
     const vla_safetensors_tensor *ck;
@@ -628,7 +631,7 @@ static void shared_check(bool all_trainable) {
     /* a floor of 1e-6 of the whole gradient: K biases have exact gradient 0
      * (softmax ignores a shift shared by a query's scores), so both runs
      * hold rounding noise there */
-    double floor = 1e-6 * sqrt(vla_ops_cpu()->sum_squares(gu, p->n_grad_floats));
+    double floor = 1e-6 * sqrt(test_cpu_backend()->sum_squares(gu, p->n_grad_floats));
     bool lm_seen = false;
     for (int64_t i = 0; i < p->specs.n; i++) {
         if (!p->params[i].grad) continue;
@@ -665,7 +668,7 @@ static void test_tiny_smoke(void **state) {
     vla_policy_config cfg;
     if (vla_policy_config_load("groot-tiny", &cfg) != VLA_OK) fail_msg("config: %s", vla_error_message());
     vla_policy *p = NULL;
-    if (vla_policy_create(&cfg, vla_ops_cpu(), &p) != VLA_OK) fail_msg("create: %s", vla_error_message());
+    if (vla_policy_create(&cfg, test_backend(), &p) != VLA_OK) fail_msg("create: %s", vla_error_message());
     assert_int_equal(vla_policy_init_weights(p, 1), VLA_OK);
     assert_int_equal(p->n_grad_floats, p->n_weight_floats);
     static const int ids[] = {0, 1};
@@ -676,14 +679,14 @@ static void test_tiny_smoke(void **state) {
     double L;
     float *g = grads_of(p, &t.b, &L, NULL);
     assert_true(isfinite(L) && L > 0);
-    assert_int_equal(vla_ops_cpu()->count_nonfinite(g, p->n_grad_floats), 0);
-    assert_true(vla_ops_cpu()->sum_squares(g, p->n_grad_floats) > 0);
+    assert_int_equal(test_cpu_backend()->count_nonfinite(g, p->n_grad_floats), 0);
+    assert_true(test_cpu_backend()->sum_squares(g, p->n_grad_floats) > 0);
     int64_t n = 2 * cfg.action.horizon * cfg.action.action_dim;
     float *a = malloc((size_t)n * 4);
     vla_observation o = make_obs(&t);
     o.sample_keys = NULL, o.embodiment = NULL;
     assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
-    assert_int_equal(vla_ops_cpu()->count_nonfinite(a, n), 0);
+    assert_int_equal(test_cpu_backend()->count_nonfinite(a, n), 0);
     free(a), free(g);
     tbatch_free(&t);
     vla_policy_free(p);

@@ -129,11 +129,14 @@ static vla_policy *make_policy(void) {
     vla_policy_config c;
     assert_int_equal(vla_policy_config_load("pi05-nano", &c), VLA_OK);
     vla_policy *p = NULL;
-    assert_int_equal(vla_policy_create(&c, vla_ops_cpu(), &p), VLA_OK);
+    assert_int_equal(vla_policy_create(&c, test_backend(), &p), VLA_OK);
     assert_int_equal(vla_policy_init_weights(p, 3), VLA_OK);
     /* off the zero-initialised AdaRMS/norm weights, so every path carries gradient */
     vla_rng r = vla_rng_stream(11, 0);
-    for (int64_t i = 0; i < p->n_weight_floats; i++) p->weights[i] += (float)(0.1 * vla_rng_normal(&r));
+    float *w = test_weights_get(p);
+    for (int64_t i = 0; i < p->n_weight_floats; i++) w[i] += (float)(0.1 * vla_rng_normal(&r));
+    test_weights_set(p, w);
+    free(w);
     return p;
 }
 
@@ -157,10 +160,8 @@ static void test_finite_differences(void **state) {
     assert_int_equal(vla_policy_backward(p), VLA_OK);
     int64_t n = p->n_weight_floats; /* all trainable in pi05-nano: grads align with weights */
     assert_int_equal(p->n_grad_floats, n);
-    float *g = malloc((size_t)n * sizeof(float)), *w0 = malloc((size_t)n * sizeof(float));
-    float *d = malloc((size_t)n * sizeof(float));
-    memcpy(g, p->grads, (size_t)n * sizeof(float));
-    memcpy(w0, p->weights, (size_t)n * sizeof(float));
+    float *g = test_grads_get(p), *w0 = test_weights_get(p);
+    float *d = malloc((size_t)n * sizeof(float)), *wt = malloc((size_t)n * sizeof(float));
     /* directions: random over all parameters, and random within single tensors */
     for (int dir = 0; dir < 8; dir++) {
         vla_rng r = vla_rng_stream(123, (uint64_t)dir);
@@ -183,11 +184,13 @@ static void test_finite_differences(void **state) {
         double an = 0;
         for (int64_t i = lo; i < hi; i++) d[i] = (float)(d[i] / sqrt(norm)), an += (double)g[i] * d[i];
         const double h = 1e-2;
-        for (int64_t i = 0; i < n; i++) p->weights[i] = w0[i] + (float)h * d[i];
+        for (int64_t i = 0; i < n; i++) wt[i] = w0[i] + (float)h * d[i];
+        test_weights_set(p, wt);
         double fp = loss_of(p, &t.b);
-        for (int64_t i = 0; i < n; i++) p->weights[i] = w0[i] - (float)h * d[i];
+        for (int64_t i = 0; i < n; i++) wt[i] = w0[i] - (float)h * d[i];
+        test_weights_set(p, wt);
         double fm = loss_of(p, &t.b);
-        memcpy(p->weights, w0, (size_t)n * sizeof(float));
+        test_weights_set(p, w0);
         double fd = (fp - fm) / (2 * h);
         /* f32 forward: the loss (~1) carries ~1e-7 relative rounding, which over
          * the step 2h = 2e-2 is ~5e-6 of noise in fd; curvature adds O(h²)
@@ -211,11 +214,11 @@ static void test_finite_differences(void **state) {
         for (int64_t i = lo; i < lo + p->params[k].spec->numel; i++)
             if (fabsf(g[i]) > fabsf(g[best])) best = i;
         const double h = 1e-2;
-        p->weights[best] = w0[best] + (float)h;
+        test_weight_set1(p, best, w0[best] + (float)h);
         double fp = loss_of(p, &t.b);
-        p->weights[best] = w0[best] - (float)h;
+        test_weight_set1(p, best, w0[best] - (float)h);
         double fm = loss_of(p, &t.b);
-        p->weights[best] = w0[best];
+        test_weight_set1(p, best, w0[best]);
         double fd = (fp - fm) / (2 * h), an = g[best];
         double err = fabs(fd - an), tol = 1e-2 * fmax(fabs(fd), fabs(an)) + 2e-5;
         if (!(fabs(an) > 1e-3)) fail_msg("%s: largest gradient entry is only %.3g", coord_names[c], an);
@@ -230,9 +233,10 @@ static void test_finite_differences(void **state) {
     for (int k = 0; k < 2; k++) {
         int64_t kn = vla_param_find(&p->specs, dead[k]);
         assert_true(kn >= 0);
-        for (int64_t i = 0; i < p->params[kn].spec->numel; i++) assert_true(p->params[kn].grad[i] == 0.0f);
+        const float *gk = g + (p->params[kn].grad - p->grads); /* g was read before the loss calls above */
+        for (int64_t i = 0; i < p->params[kn].spec->numel; i++) assert_true(gk[i] == 0.0f);
     }
-    free(g), free(w0), free(d);
+    free(g), free(w0), free(d), free(wt);
     tbatch_free(&t);
     vla_policy_free(p);
 }
@@ -282,8 +286,7 @@ static void test_pack_equals_alone(void **state) {
     assert_int_equal(vla_policy_backward(p), VLA_OK);
     double pack_loss = info.loss;
     int64_t pack_real = info.real_entries;
-    float *gp = malloc((size_t)n * sizeof(float)), *gs = calloc((size_t)n, sizeof(float));
-    memcpy(gp, p->grads, (size_t)n * sizeof(float));
+    float *gp = test_grads_get(p), *gs = calloc((size_t)n, sizeof(float));
     /* MEAN_REAL: the pack's loss is Σ_s real_s·loss_s / Σ_s real_s, its gradient likewise */
     double wsum = 0;
     for (int s = 0; s < 3; s++) {
@@ -293,7 +296,9 @@ static void test_pack_equals_alone(void **state) {
         assert_int_equal(vla_policy_loss(p, &one.b, true, &info), VLA_OK);
         assert_int_equal(vla_policy_backward(p), VLA_OK);
         wsum += (double)info.real_entries * info.loss;
-        for (int64_t i = 0; i < n; i++) gs[i] += (float)((double)info.real_entries / pack_real) * p->grads[i];
+        float *gi = test_grads_get(p);
+        for (int64_t i = 0; i < n; i++) gs[i] += (float)((double)info.real_entries / pack_real) * gi[i];
+        free(gi);
         tbatch_free(&one);
     }
     double lone = wsum / (double)pack_real;
@@ -317,7 +322,7 @@ static void test_thread_independence(void **state) {
     int idx[3] = {0, 1, 2};
     make_batch(p, idx, 3, 6, &t);
     int64_t n = p->n_grad_floats;
-    float *g1 = malloc((size_t)n * sizeof(float));
+    float *g1 = NULL;
     int saved = omp_get_max_threads();
     double l[2];
     vla_parallel_always = 1; /* give every loop a team: this batch is below the thresholds */
@@ -326,21 +331,22 @@ static void test_thread_independence(void **state) {
         vla_policy_zero_grad(p);
         l[k] = loss_of(p, &t.b);
         assert_int_equal(vla_policy_backward(p), VLA_OK);
-        if (k == 0) memcpy(g1, p->grads, (size_t)n * sizeof(float));
+        if (k == 0) g1 = test_grads_get(p);
     }
     /* initialisation too: one stream per parameter, whichever thread draws it */
-    float *w1 = malloc((size_t)p->n_weight_floats * sizeof(float));
+    float *w1 = NULL, *g2 = test_grads_get(p);
     for (int k = 0; k < 2; k++) {
         omp_set_num_threads(2 - k);
         assert_int_equal(vla_policy_init_weights(p, 77), VLA_OK);
-        if (k == 0) memcpy(w1, p->weights, (size_t)p->n_weight_floats * sizeof(float));
+        if (k == 0) w1 = test_weights_get(p);
     }
     omp_set_num_threads(saved);
     vla_parallel_always = 0;
     assert_true(l[0] == l[1]);
-    assert_memory_equal(g1, p->grads, (size_t)n * sizeof(float));
-    assert_memory_equal(w1, p->weights, (size_t)p->n_weight_floats * sizeof(float));
-    free(w1);
+    assert_memory_equal(g1, g2, (size_t)n * sizeof(float));
+    float *w2 = test_weights_get(p);
+    assert_memory_equal(w1, w2, (size_t)p->n_weight_floats * sizeof(float));
+    free(w1), free(w2), free(g2);
     free(g1);
     tbatch_free(&t);
     vla_policy_free(p);
@@ -387,7 +393,7 @@ static void test_overfit(void **state) {
         assert_int_equal(vla_policy_backward(p), VLA_OK);
         if (step == 0) first = l;
         last = l;
-        for (int64_t i = 0; i < p->n_grad_floats; i++) p->weights[i] -= 0.05f * p->grads[i];
+        p->tops->axpy(p->weights, -0.05f, p->grads, p->n_grad_floats); /* all trainable: grads align with weights */
     }
     print_message("overfit: loss %.4f -> %.4f in 50 SGD steps\n", first, last);
     assert_true(last < 0.5 * first);
@@ -409,10 +415,11 @@ static void write_inputs(vla_policy *p, const tbatch *t, const char *path) {
     vla_safetensors_writer *w;
     assert_int_equal(vla_safetensors_writer_new(&w), VLA_OK);
     char name[200];
+    float *hw = test_weights_get(p);
     for (int64_t i = 0; i < p->specs.n; i++) {
         const vla_param_spec *s = p->params[i].spec;
         snprintf(name, sizeof name, "param.%s", s->name);
-        add_f32(w, name, s->ndim, s->shape, p->params[i].data);
+        add_f32(w, name, s->ndim, s->shape, hw + (p->params[i].data - p->weights));
     }
     vla_flow f;
     vla_flow_from_config(&f, c);
@@ -455,7 +462,7 @@ static void write_inputs(vla_policy *p, const tbatch *t, const char *path) {
     vla_safetensors_writer_set_meta(w, "config", "pi05-nano");
     assert_int_equal(vla_safetensors_writer_write(w, path), VLA_OK);
     vla_safetensors_writer_free(w);
-    free(tt), free(noise), free(snoise);
+    free(tt), free(noise), free(snoise), free(hw);
 }
 
 static double rel_l2(const float *got, const float *want, int64_t n, double *ref_norm) {
@@ -493,8 +500,7 @@ static void test_golden(void **state) {
     char name[200];
     for (int64_t i = 0; i < p->specs.n; i++) {
         snprintf(name, sizeof name, "param.%s", p->params[i].spec->name);
-        assert_int_equal(vla_safetensors_load_f32(&in, name, p->params[i].data, (size_t)p->params[i].spec->numel),
-                         VLA_OK);
+        test_param_load(p, i, &in, name);
     }
     /* the batch must be the one the reference saw (same tokenizer, layout, draws) */
     int64_t S = 3, Hz = p->cfg.action.horizon, A = p->cfg.action.action_dim;
@@ -531,13 +537,15 @@ static void test_golden(void **state) {
         for (int64_t k = 0; k < p->params[i].spec->numel; k++) total += (double)wants[i][k] * wants[i][k];
     }
     total = sqrt(total);
+    float *hg = test_grads_get(p);
     for (int64_t i = 0; i < p->specs.n; i++) {
         const vla_param_spec *s = p->params[i].spec;
-        double ref, e = rel_l2(p->params[i].grad, wants[i], s->numel, &ref);
+        const float *gi = hg + (p->params[i].grad - p->grads);
+        double ref, e = rel_l2(gi, wants[i], s->numel, &ref);
         if (getenv("PI05_VERBOSE")) print_message("  %-90s ref %.3g rel %.3g\n", s->name, ref, e);
         if (ref < 1e-9 * total) {
             double gn = 0;
-            for (int64_t k = 0; k < s->numel; k++) gn += (double)p->params[i].grad[k] * p->params[i].grad[k];
+            for (int64_t k = 0; k < s->numel; k++) gn += (double)gi[k] * gi[k];
             if (!(sqrt(gn) <= 1e-6 * total))
                 fail_msg("%s: reference gradient is ~0 (%.3g), C has norm %.3g", s->name, ref, sqrt(gn));
         } else if (e > worst) {
@@ -545,7 +553,7 @@ static void test_golden(void **state) {
         }
         free(wants[i]);
     }
-    free(wants);
+    free(wants), free(hg);
     print_message("golden: worst gradient relative L2 error %.3g (%s)\n", worst, worst_name);
     assert_true(worst <= 1e-4);
     /* sampling: the same initial noise, 10 Euler steps */

@@ -65,12 +65,17 @@ static void test_time_moments(void **state) {
     free(z);
 }
 
+/* the backend's interpolant for one sample at time t (host buffers: the CPU backend) */
+static void interp(vla_flow_convention conv, float t, const float *a, const float *n, float *x, float *u, int64_t count) {
+    test_cpu_backend()->flow_interpolate(conv, x, u, a, n, &t, 1, count);
+}
+
 static void test_interpolant(void **state) {
     float a[3] = {0.5f, -1.0f, 2.0f}, n[3] = {-0.3f, 0.7f, 1.1f}, x0[3], x1[3], u[3];
     for (int conv = 0; conv < 2; conv++) {
         vla_flow f = make((vla_flow_convention)conv, 10);
-        vla_flow_interpolate(&f, 1.0f, a, n, x1, u, 3);
-        vla_flow_interpolate(&f, 0.0f, a, n, x0, NULL, 3);
+        interp(f.conv, 1.0f, a, n, x1, u, 3);
+        interp(f.conv, 0.0f, a, n, x0, NULL, 3);
         for (int i = 0; i < 3; i++) {
             if (conv == VLA_FLOW_PI05) {
                 assert_true(x1[i] == n[i] && x0[i] == a[i]); /* t = 1 noise, t = 0 data */
@@ -82,8 +87,8 @@ static void test_interpolant(void **state) {
         }
         /* the target is dx_t/dt */
         float xa[3], xb[3];
-        vla_flow_interpolate(&f, 0.30f, a, n, xa, NULL, 3);
-        vla_flow_interpolate(&f, 0.40f, a, n, xb, NULL, 3);
+        interp(f.conv, 0.30f, a, n, xa, NULL, 3);
+        interp(f.conv, 0.40f, a, n, xb, NULL, 3);
         for (int i = 0; i < 3; i++) assert_true(fabs((xb[i] - xa[i]) / 0.1 - u[i]) < 1e-5);
     }
     vla_flow g = make(VLA_FLOW_GROOT, 4);
@@ -97,20 +102,20 @@ static void test_masked_mse(void **state) {
     float p[4] = {3, 5, 7, 9}, t[4] = {1, 0, 0, 0}, g[4];
     uint8_t pad1[2] = {0, 1};
     int32_t rd1[1] = {1};
-    assert_true(vla_flow_masked_mse(p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_REAL, 0, g) == 4.0);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_REAL, 0, g) == 4.0);
     assert_true(g[0] == 4.0f && g[1] == 0 && g[2] == 0 && g[3] == 0);
-    assert_true(vla_flow_masked_mse(p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_ALL, 0, g) == 1.0);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_ALL, 0, g) == 1.0);
     assert_true(g[0] == 1.0f);
     /* an explicit divisor replaces either reduction's: Σ err² / 1, ∂ = 2·err / 1 */
-    assert_true(vla_flow_masked_mse(p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_REAL, 1.0, g) == 4.0);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_REAL, 1.0, g) == 4.0);
     assert_true(g[0] == 4.0f && g[1] == 0 && g[3] == 0);
-    assert_true(vla_flow_masked_mse(p, t, 1, 2, 2, NULL, NULL, VLA_MSE_MEAN_ALL, 2.0, g) == 159.0 / 2);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, NULL, NULL, VLA_MSE_MEAN_ALL, 2.0, g) == 159.0 / 2);
     assert_true(g[0] == 2.0f && g[3] == 9.0f);
     /* no masks: plain mean over 4 entries: (4 + 25 + 49 + 81)/4 */
-    assert_true(vla_flow_masked_mse(p, t, 1, 2, 2, NULL, NULL, VLA_MSE_MEAN_REAL, 0, NULL) == 159.0 / 4);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, NULL, NULL, VLA_MSE_MEAN_REAL, 0, NULL) == 159.0 / 4);
     /* everything padded: 0 and a zero gradient, no division by zero */
     uint8_t all[2] = {1, 1};
-    assert_true(vla_flow_masked_mse(p, t, 1, 2, 2, all, NULL, VLA_MSE_MEAN_REAL, 0, g) == 0.0);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, all, NULL, VLA_MSE_MEAN_REAL, 0, g) == 0.0);
     assert_true(g[0] == 0 && g[3] == 0);
 
     /* finite differences on a larger case, both reductions */
@@ -121,14 +126,14 @@ static void test_masked_mse(void **state) {
     uint8_t pad[S * H] = {0, 0, 1, 0, 0, 0};
     int32_t rd[S] = {4, 2};
     for (int red = 0; red < 2; red++) {
-        vla_flow_masked_mse(pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, grad);
+        vla_flow_masked_mse(test_cpu_backend(), pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, grad);
         for (int i = 0; i < N; i++) {
             float keep = pred[i];
             const float h = 1e-2f;
             pred[i] = keep + h;
-            double lp = vla_flow_masked_mse(pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, NULL);
+            double lp = vla_flow_masked_mse(test_cpu_backend(), pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, NULL);
             pred[i] = keep - h;
-            double lm = vla_flow_masked_mse(pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, NULL);
+            double lm = vla_flow_masked_mse(test_cpu_backend(), pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, NULL);
             pred[i] = keep;
             double fd = (lp - lm) / (2.0 * h);
             if (fabs(fd - grad[i]) > 1e-4 * (1 + fabs(fd)))
@@ -168,7 +173,7 @@ static void test_euler(void **state) {
     vla_flow f = make(VLA_FLOW_PI05, 10);
     field fl = {a, n, 0, {0}, 0};
     memcpy(x, n, sizeof x);
-    assert_int_equal(vla_flow_euler(&f, velocity, &fl, x, v, 3), VLA_OK);
+    assert_int_equal(vla_flow_euler(test_cpu_backend(), &f, velocity, &fl, x, v, 3), VLA_OK);
     for (int i = 0; i < 3; i++) assert_true(fabs(x[i] - a[i]) < 1e-5);
     assert_int_equal(fl.calls, 10);
     assert_true(fl.ts[0] == 1.0f);
@@ -177,7 +182,7 @@ static void test_euler(void **state) {
     vla_flow g = make(VLA_FLOW_GROOT, 4);
     fl = (field){a, n, 0, {0}, 0};
     memcpy(x, n, sizeof x);
-    assert_int_equal(vla_flow_euler(&g, groot_velocity, &fl, x, v, 3), VLA_OK);
+    assert_int_equal(vla_flow_euler(test_cpu_backend(), &g, groot_velocity, &fl, x, v, 3), VLA_OK);
     for (int i = 0; i < 3; i++) assert_true(fabs(x[i] - a[i]) < 1e-6);
     assert_int_equal(fl.calls, 4);
     for (int k = 0; k < 4; k++) {
@@ -193,12 +198,12 @@ static void test_euler(void **state) {
         g = make(VLA_FLOW_GROOT, steps);
         fl = (field){NULL, NULL, kk, {0}, 0};
         float y = 1.5f, yv;
-        assert_int_equal(vla_flow_euler(&f, velocity, &fl, &y, &yv, 1), VLA_OK);
+        assert_int_equal(vla_flow_euler(test_cpu_backend(), &f, velocity, &fl, &y, &yv, 1), VLA_OK);
         double prod = 1.5 * pow(1.0 - kk / steps, steps); /* dt = −1/steps */
         assert_true(fabs(y - prod) < 1e-5 * steps);
         fl = (field){NULL, NULL, kk, {0}, 0};
         float w = 1.5f;
-        assert_int_equal(vla_flow_euler(&g, groot_velocity, &fl, &w, &yv, 1), VLA_OK);
+        assert_int_equal(vla_flow_euler(test_cpu_backend(), &g, groot_velocity, &fl, &w, &yv, 1), VLA_OK);
         assert_true(fabs(w - 1.5 * pow(1.0 + kk / steps, steps)) < 1e-5 * steps);
         if (steps == 1000) {
             assert_true(fabs(y - 1.5 * exp(-kk)) < 1e-3);
@@ -206,7 +211,7 @@ static void test_euler(void **state) {
         }
     }
     f = make(VLA_FLOW_PI05, 0);
-    assert_int_equal(vla_flow_euler(&f, velocity, &fl, x, v, 3), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_flow_euler(test_cpu_backend(), &f, velocity, &fl, x, v, 3), VLA_ERR_INVALID_ARG);
 }
 
 static void test_from_config(void **state) {

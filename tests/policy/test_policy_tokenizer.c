@@ -41,7 +41,7 @@ static void test_paligemma_prompt(void **state) {
     assert_int_equal(vla_policy_config_parse("t", text, strlen(text), &cfg), VLA_OK);
     assert_string_equal(cfg.tokenizer, "paligemma");
     vla_policy *p;
-    vla_status st = vla_policy_create(&cfg, vla_ops_cpu(), &p);
+    vla_status st = vla_policy_create(&cfg, test_cpu_backend(), &p);
     if (st != VLA_OK) fail_msg("%s", vla_error_message());
     assert_int_equal(p->tokenizer->vocab_size, 257152);
     const float st2[2] = {0.25f, -0.5f};
@@ -74,15 +74,15 @@ static void test_refusals(void **state) {
     vla_policy_config cfg;
     assert_int_equal(vla_policy_config_parse("t", text, strlen(text), &cfg), VLA_OK);
     vla_policy *p;
-    assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &p), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_policy_create(&cfg, test_cpu_backend(), &p), VLA_ERR_INVALID_ARG);
     assert_non_null(strstr(vla_error_message(), "language.vocab is 259"));
     vla_policy_config g;
     assert_int_equal(vla_policy_config_load("groot-nano", &g), VLA_OK);
     snprintf(g.tokenizer, sizeof g.tokenizer, "eagle"); /* 151,680 ids, 259 rows */
-    assert_int_equal(vla_policy_create(&g, vla_ops_cpu(), &p), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_policy_create(&g, test_cpu_backend(), &p), VLA_ERR_INVALID_ARG);
     assert_non_null(strstr(vla_error_message(), "language.vocab is 259"));
     snprintf(g.tokenizer, sizeof g.tokenizer, "qwen3"); /* Qwen3 alone has no <img> */
-    assert_int_equal(vla_policy_create(&g, vla_ops_cpu(), &p), VLA_ERR_UNSUPPORTED);
+    assert_int_equal(vla_policy_create(&g, test_cpu_backend(), &p), VLA_ERR_UNSUPPORTED);
     assert_non_null(strstr(vla_error_message(), "Eagle's chat template"));
     vla_error_clear();
 }
@@ -95,7 +95,7 @@ static void test_groot_eagle_prompt(void **state) {
     snprintf(g.tokenizer, sizeof g.tokenizer, "eagle");
     g.language.vocab = 151680, g.vision.cameras = 2;
     vla_policy *p;
-    vla_status st = vla_policy_create(&g, vla_ops_cpu(), &p);
+    vla_status st = vla_policy_create(&g, test_cpu_backend(), &p);
     if (st != VLA_OK) fail_msg("%s", vla_error_message());
     assert_int_equal(vla_policy_init_weights(p, 3), VLA_OK);
     enum { S = 3 };

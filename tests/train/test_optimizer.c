@@ -117,7 +117,7 @@ static void test_adamw_matches_torch(void **state) {
         read_vec(&r, w, total);
         memcpy(init, w, (size_t)total * 4);
         vla_zero1 *z;
-        assert_int_equal(vla_zero1_create_segments(comm, seg, 3, &z), VLA_OK);
+        assert_int_equal(vla_zero1_create_segments(comm, test_cpu_backend(), seg, 3, &z), VLA_OK);
         assert_int_equal(vla_zero1_numel(z), seg[0].numel + seg[1].numel + seg[2].numel);
         double max_rel = 0;
         for (int k = 0; k < steps; k++) {
@@ -125,14 +125,15 @@ static void test_adamw_matches_torch(void **state) {
             assert_int_equal((int)num(&r), k);
             expect(&r, "lr");
             double lr = num(&r);
-            vla_grad_zero(g, total);
+            const vla_ops *ops = test_cpu_backend(); /* host arrays */
+            ops->fill(g, 0.0f, total);
             for (int mi = 0; mi < accum; mi++) {
                 expect(&r, "grad");
                 assert_int_equal((int)num(&r), mi);
                 read_vec(&r, micro, total);
-                vla_grad_accumulate(g, micro, total);
+                ops->axpy(g, 1.0f, micro, total);
             }
-            if (accum > 1) vla_grad_scale(g, total, 1.0f / (float)accum);
+            if (accum > 1) ops->scale(g, 1.0f / (float)accum, total);
             compact(seg, 3, g, gc);
             expect(&r, "norm");
             double want_norm = num(&r), norm = -1;
@@ -182,17 +183,17 @@ static void test_layout_and_defaults(void **state) {
     vla_comm *c = single();
     vla_zero1 *z = NULL;
     vla_zero1_segment overlap[2] = {{9, 2, 1}, {0, 10, 1}};
-    assert_int_equal(vla_zero1_create_segments(c, overlap, 2, &z), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), overlap, 2, &z), VLA_ERR_INVALID_ARG);
     assert_non_null(strstr(vla_error_message(), "overlap"));
     vla_zero1_segment hidden[3] = {{0, 10, 1}, {2, 0, 1}, {5, 1, 0}}; /* an empty segment between */
-    assert_int_equal(vla_zero1_create_segments(c, hidden, 3, &z), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), hidden, 3, &z), VLA_ERR_INVALID_ARG);
     vla_zero1_segment neg[1] = {{15, -1, 1}};
-    assert_int_equal(vla_zero1_create_segments(c, neg, 1, &z), VLA_ERR_INVALID_ARG);
-    assert_int_equal(vla_zero1_create_segments(c, neg, 0, &z), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), neg, 1, &z), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), neg, 0, &z), VLA_ERR_INVALID_ARG);
     assert_null(z);
     /* bad hyper-parameters are refused by the step, which then changes nothing */
     vla_zero1_segment ok[2] = {{0, 1, 1}, {1, 1, 1}};
-    assert_int_equal(vla_zero1_create_segments(c, ok, 2, &z), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), ok, 2, &z), VLA_OK);
     float p[2] = {1, 2}, g[2] = {1, 1};
     vla_adamw_defaults("groot", &cfg);
     vla_adamw_hparams hp = hparams(&cfg, 1e-3);
@@ -253,8 +254,8 @@ static void test_nonfinite_refused(void **state) {
     /* two tensors with a frozen one between them */
     vla_zero1_segment seg[2] = {{0, 4, 1}, {6, 4, 0}};
     vla_zero1 *z, *twin;
-    assert_int_equal(vla_zero1_create_segments(c, seg, 2, &z), VLA_OK);
-    assert_int_equal(vla_zero1_create_segments(c, seg, 2, &twin), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &z), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &twin), VLA_OK);
     float w[10] = {1, 2, 3, 4, -7, -7, 5, 6, 7, 8}, w2[10], ema[10] = {0}, ema0[10] = {0};
     assert_int_equal(vla_zero1_ema_enable(z, 0.9, w), VLA_OK);
     assert_int_equal(vla_zero1_ema_enable(twin, 0.9, w), VLA_OK);
@@ -294,8 +295,8 @@ static void test_nonfinite_refused(void **state) {
 
     /* clipping to max_norm 1 = no clipping of g·coef, torch's coefficient */
     vla_zero1 *a, *b;
-    assert_int_equal(vla_zero1_create_segments(c, seg, 2, &a), VLA_OK);
-    assert_int_equal(vla_zero1_create_segments(c, seg, 2, &b), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &a), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &b), VLA_OK);
     float pa[10] = {0}, pb[10] = {0}, gs[8];
     float coef = (float)(1.0 / (sqrt(204.0) + 1e-6));
     for (int i = 0; i < 8; i++) gs[i] = g[i] * coef;
@@ -313,7 +314,7 @@ static void test_nonfinite_refused(void **state) {
     const char *dir = test_tmp_path("z1nan");
     write_shard(dir, 8, m, v, 3);
     vla_zero1 *bad;
-    assert_int_equal(vla_zero1_create_segments(c, seg, 2, &bad), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &bad), VLA_OK);
     assert_int_equal(vla_zero1_load(bad, dir), VLA_OK);
     assert_int_equal(vla_zero1_step_count(bad), 3);
     assert_int_equal(vla_zero1_check_finite(bad), VLA_ERR_NUMERIC);
@@ -338,7 +339,7 @@ static void test_ema_and_state_roundtrip(void **state) {
     float w[N], g[F], ref[N];
     for (int i = 0; i < N; i++) w[i] = sinf((float)i);
     vla_zero1 *a, *b;
-    assert_int_equal(vla_zero1_create_segments(c, seg, 2, &a), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &a), VLA_OK);
     assert_true(vla_zero1_ema_decay(a) == 0);
     assert_int_equal(vla_zero1_ema_enable(a, 1.0, w), VLA_ERR_INVALID_ARG);
     assert_int_equal(vla_zero1_ema_enable(a, 0.9, w), VLA_OK);
@@ -363,7 +364,7 @@ static void test_ema_and_state_roundtrip(void **state) {
 
     const char *dir = test_tmp_path("z1ema");
     assert_int_equal(vla_zero1_save(a, dir), VLA_OK);
-    assert_int_equal(vla_zero1_create_segments(c, seg, 2, &b), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &b), VLA_OK);
     float junk[N];
     for (int i = 0; i < N; i++) junk[i] = 5.0f;
     assert_int_equal(vla_zero1_ema_enable(b, 0.9, junk), VLA_OK);
@@ -389,10 +390,10 @@ static void test_ema_and_state_roundtrip(void **state) {
 
     /* state saved without an EMA cannot resume one: the error names the file */
     vla_zero1 *plain, *e2;
-    assert_int_equal(vla_zero1_create_segments(c, seg, 2, &plain), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &plain), VLA_OK);
     const char *dir2 = test_tmp_path("z1plain");
     assert_int_equal(vla_zero1_save(plain, dir2), VLA_OK);
-    assert_int_equal(vla_zero1_create_segments(c, seg, 2, &e2), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &e2), VLA_OK);
     assert_int_equal(vla_zero1_ema_enable(e2, 0.5, w), VLA_OK);
     assert_int_equal(vla_zero1_load(e2, dir2), VLA_ERR_FORMAT);
     assert_non_null(strstr(vla_error_message(), "zero1-rank00000.safetensors"));
@@ -404,11 +405,11 @@ static void test_ema_and_state_roundtrip(void **state) {
     /* a different trainable layout with the same flat size is refused */
     vla_zero1_segment moved[2] = {{0, 300, 1}, {309, 7, 0}}, sizes[1] = {{0, 200, 1}};
     vla_zero1 *d;
-    assert_int_equal(vla_zero1_create_segments(c, moved, 2, &d), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), moved, 2, &d), VLA_OK);
     assert_int_equal(vla_zero1_load(d, dir), VLA_ERR_FORMAT);
     assert_non_null(strstr(vla_error_message(), "layout"));
     vla_zero1_free(d);
-    assert_int_equal(vla_zero1_create_segments(c, sizes, 1, &d), VLA_OK);
+    assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), sizes, 1, &d), VLA_OK);
     assert_int_not_equal(vla_zero1_load(d, dir), VLA_OK);
     assert_non_null(strstr(vla_error_message(), "does not fit"));
     vla_zero1_free(d);
@@ -429,14 +430,14 @@ static void test_grad_mul(void **state) {
     for (int variant = 0; variant < 2; variant++) {
         const float s = variant ? 0.37f : 1.0f;
         vla_zero1 *a, *b;
-        assert_int_equal(vla_zero1_create_segments(c, seg, 2, &a), VLA_OK);
-        assert_int_equal(vla_zero1_create_segments(c, seg, 2, &b), VLA_OK);
+        assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &a), VLA_OK);
+        assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &b), VLA_OK);
         float wa[N], wb[N], g[F], gs[F];
         for (int i = 0; i < N; i++) wa[i] = wb[i] = cosf((float)i);
         for (int k = 0; k < 4; k++) {
             for (int i = 0; i < F; i++) g[i] = 3.0f * sinf((float)(i + 7 * k));
             memcpy(gs, g, sizeof g);
-            vla_grad_scale(gs, F, s);
+            test_cpu_backend()->scale(gs, s, F);
             vla_adamw_hparams hp = hparams(&cfg, 1e-2);
             hp.grad_mul = variant ? (double)s : 0.0;
             double na, nb;
@@ -473,7 +474,7 @@ static void test_sumsq_blocking_large(void **state) {
     for (int k = 0; k < 2; k++) {
         omp_set_num_threads(k == 0 ? 1 : (max_threads > 1 ? max_threads : 2));
         vla_zero1 *z;
-        assert_int_equal(vla_zero1_create_segments(c, seg, 2, &z), VLA_OK);
+        assert_int_equal(vla_zero1_create_segments(c, test_cpu_backend(), seg, 2, &z), VLA_OK);
         assert_int_equal(vla_zero1_step(z, p, g, VLA_ZERO1_GRADS_AVERAGED, &hp, NULL, &norms[k]), VLA_OK);
         vla_zero1_free(z);
     }

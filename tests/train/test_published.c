@@ -222,7 +222,7 @@ static void check_fixture(const char *name, const char *base) {
     assert_int_equal(cfg.vision.cameras, json_integer_value(json_object_get(ec, "cameras")));
 
     vla_policy *p = NULL;
-    assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &p), VLA_OK);
+    assert_int_equal(vla_policy_create(&cfg, test_backend(), &p), VLA_OK);
     assert_int_equal(vla_policy_init_weights(p, 5), VLA_OK);
     vla_published_report rep;
     st = vla_published_load_weights(p, fixture(name), &rep);
@@ -233,12 +233,13 @@ static void check_fixture(const char *name, const char *base) {
     assert_int_equal(rep.aliased, json_is_true(json_object_get(ex, "tied")) ? 1 : 0);
     json_t *tensors = json_object_get(ex, "tensors");
     assert_int_equal((int64_t)json_object_size(tensors), p->specs.n);
+    float *hw = test_weights_get(p);
     for (int64_t i = 0; i < p->specs.n; i++) {
         const vla_param_spec *sp = p->params[i].spec;
         json_t *e = json_object_get(tensors, sp->name);
         if (!e) fail_msg("%s: no expected values for %s", name, sp->name);
         double sum = 0, sq = 0;
-        const float *w = p->params[i].data;
+        const float *w = hw + (p->params[i].data - p->weights);
         for (int64_t k = 0; k < sp->numel; k++) sum += w[k], sq += (double)w[k] * w[k];
         double esum = json_real_value(json_array_get(e, 0)), esq = json_real_value(json_array_get(e, 1));
         if (fabs(sum - esum) > 1e-9 * (1 + esq) || fabs(sq - esq) > 1e-9 * (1 + esq) ||
@@ -246,6 +247,7 @@ static void check_fixture(const char *name, const char *base) {
             fail_msg("%s: %s loaded sum %.17g sumsq %.17g first %.9g, torch decodes %.17g %.17g %.9g", name, sp->name,
                      sum, sq, (double)w[0], esum, esq, json_real_value(json_array_get(e, 2)));
     }
+    free(hw);
     vla_policy_free(p);
     json_decref(ex);
 }
@@ -322,7 +324,7 @@ static void expect_refused(const char *dir, const char *base, vla_status code, c
     vla_status st = vla_published_config(dir, base, &cfg, &fmt);
     vla_policy *p = NULL;
     if (st == VLA_OK) {
-        assert_int_equal(vla_policy_create(&cfg, vla_ops_cpu(), &p), VLA_OK);
+        assert_int_equal(vla_policy_create(&cfg, test_backend(), &p), VLA_OK);
         vla_published_report rep;
         st = vla_published_load_weights(p, dir, &rep);
         vla_policy_free(p);
@@ -542,7 +544,7 @@ static void test_published_stats(void **state) {
              fixture("lerobot_pi05"), fixture("lerobot_pi05"), d);
     assert_int_equal(test_run(cmd, out, sizeof out), 0);
     vla_pretrained pm;
-    assert_int_equal(vla_published_open(d, "pi05-nano", NULL, vla_ops_cpu(), &pm), VLA_ERR_NOT_FOUND);
+    assert_int_equal(vla_published_open(d, "pi05-nano", NULL, test_backend(), &pm), VLA_ERR_NOT_FOUND);
     assert_non_null(strstr(vla_error_message(), "fine-tune it first"));
     vla_error_clear();
     test_rmrf(d);
@@ -554,7 +556,7 @@ static void test_published_stats(void **state) {
     static const char *const runs[][3] = {{"lerobot_pi05", "pi05-nano", "pusht"}, {"groot_sharded", "groot-nano", "reach"}};
     for (int r = 0; r < 2; r++) {
         test_rmrf(native);
-        assert_int_equal(vla_published_open(fixture(runs[r][0]), runs[r][1], NULL, vla_ops_cpu(), &pm), VLA_OK);
+        assert_int_equal(vla_published_open(fixture(runs[r][0]), runs[r][1], NULL, test_backend(), &pm), VLA_OK);
         json_t *cj = vla_pretrained_config_json(pm.policy, &pm.state_norm, &pm.action_norm, &pm.meta);
         assert_int_equal(vla_pretrained_write_dir(native, pm.policy, NULL, cj), VLA_OK);
         json_decref(cj);
@@ -662,7 +664,7 @@ static void test_train_from_pretrained(void **state) {
     vla_ckpt_info ck2;
     assert_int_equal(vla_ckpt_find_last(out2, &ck2), VLA_OK);
     vla_pretrained pm;
-    assert_int_equal(vla_pretrained_load(ck2.dir, vla_ops_cpu(), &pm), VLA_OK);
+    assert_int_equal(vla_pretrained_load(ck2.dir, test_backend(), &pm), VLA_OK);
     assert_string_equal(vla_policy_config_family_name(&pm.policy->cfg), "groot");
     assert_string_equal(pm.policy->cfg.name, "groot-nano");
     vla_pretrained_free(&pm);

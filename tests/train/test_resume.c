@@ -144,7 +144,7 @@ static int train(const char *out, int resume) {
     for (int i = 0; i < NTOT; i++) t.w[i] = 0.1f * (float)vla_rng_normal(&init);
     vla_comm_options co = {VLA_COMM_SINGLE, 0};
     if (vla_comm_init(&co, &t.comm) != VLA_OK) return 12;
-    if (vla_zero1_create_segments(t.comm, SEGS, 2, &t.opt) != VLA_OK) return 12;
+    if (vla_zero1_create_segments(t.comm, test_cpu_backend(), SEGS, 2, &t.opt) != VLA_OK) return 12;
     if (vla_zero1_ema_enable(t.opt, 0.9, t.w) != VLA_OK) return 13;
     if (vla_ckpt_cleanup(out) != VLA_OK) return 14;
     if (resume) {
@@ -161,13 +161,14 @@ static int train(const char *out, int resume) {
     if (vla_metrics_open(&m, out, cols, 4, resume ? t.step : -1) != VLA_OK) return 16;
     int rc = 0;
     while (t.step < TOTAL) {
-        vla_grad_zero(t.g, NTOT);
+        const vla_ops *ops = test_cpu_backend(); /* this toy's tensors are host arrays */
+        ops->fill(t.g, 0.0f, NTOT);
         double loss = 0;
         for (int mi = 0; mi < ACCUM; mi++) {
             loss += micro_batch(&t, t.step, mi) / ACCUM;
-            vla_grad_accumulate(t.g, t.micro, NTOT);
+            ops->axpy(t.g, 1.0f, t.micro, NTOT);
         }
-        vla_grad_scale(t.g, NTOT, 1.0f / ACCUM);
+        ops->scale(t.g, 1.0f / ACCUM, NTOT);
         double lr = vla_schedule_lr(&t.sched, t.step), norm;
         /* compact gradient: the trainable tensors back to back */
         memcpy(t.gflat, t.g, sizeof(float) * NW);

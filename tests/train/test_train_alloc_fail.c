@@ -122,7 +122,7 @@ static vla_status load_policy(void *user) {
     VLA_TRY(vla_ckpt_find_last(user, &info));
     VLA_TRY(vla_ckpt_verify(info.dir, NULL));
     vla_pretrained pm;
-    VLA_TRY(vla_pretrained_load(user, vla_ops_cpu(), &pm));
+    VLA_TRY(vla_pretrained_load(user, test_backend(), &pm));
     vla_pretrained_free(&pm);
     return VLA_OK;
 }

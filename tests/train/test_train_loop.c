@@ -171,7 +171,7 @@ static void test_corrupted_checkpoint_refused(void **state) {
     free(d);
     snprintf(p, sizeof p, "%s/checkpoints/000004/pretrained_model", out);
     vla_pretrained pm;
-    vla_status st = vla_pretrained_load(p, vla_ops_cpu(), &pm);
+    vla_status st = vla_pretrained_load(p, test_backend(), &pm);
     assert_int_not_equal(st, VLA_OK);
     printf("refused: %s\n", vla_error_message());
     assert_non_null(strstr(vla_error_message(), "model.safetensors"));
@@ -199,7 +199,7 @@ static void test_sigkill_during_checkpoint(void **state) {
         if (st != VLA_OK) fail_msg("round %d: %s", round, vla_error_message());
         assert_true(ck.step >= 3);
         vla_pretrained pm;
-        st = vla_pretrained_load(ck.dir, vla_ops_cpu(), &pm);
+        st = vla_pretrained_load(ck.dir, test_backend(), &pm);
         if (st != VLA_OK) fail_msg("round %d: %s", round, vla_error_message());
         vla_pretrained_free(&pm);
         printf("round %d: killed, newest valid checkpoint is step %lld\n", round, (long long)ck.step);

@@ -78,14 +78,16 @@ static const float *param(const vla_policy *p, const char *name, int64_t *numel)
 /* Whether slice e of the per-embodiment decoder weight moved from its initial value. */
 static bool slice_trained(const vla_policy *trained, int e) {
     vla_policy *init;
-    assert_int_equal(vla_policy_create(&trained->cfg, vla_ops_cpu(), &init), VLA_OK);
+    assert_int_equal(vla_policy_create(&trained->cfg, test_backend(), &init), VLA_OK);
     assert_int_equal(vla_policy_init_weights(init, 5), VLA_OK);
     int64_t n, n0;
     const char *name = "action_head.action_decoder.layer2.W";
-    const float *a = param(trained, name, &n), *b = param(init, name, &n0);
+    const float *da = param(trained, name, &n), *db = param(init, name, &n0);
+    float *a = test_dev_dup(trained->tops, da, n), *b = test_dev_dup(init->tops, db, n0);
     assert_int_equal(n, n0);
     int64_t per = n / trained->cfg.head.embodiments;
     bool moved = memcmp(a + e * per, b + e * per, (size_t)per * sizeof(float)) != 0;
+    free(a), free(b);
     vla_policy_free(init);
     return moved;
 }
@@ -117,7 +119,7 @@ static void test_mixture_trains_and_records_embodiments(void **state) {
 
     vla_pretrained pm;
     snprintf(path, sizeof path, "%s/checkpoints/000008", out);
-    if (vla_pretrained_load(path, vla_ops_cpu(), &pm) != VLA_OK) fail_msg("%s", vla_error_message());
+    if (vla_pretrained_load(path, test_backend(), &pm) != VLA_OK) fail_msg("%s", vla_error_message());
     assert_int_equal(pm.policy->cfg.action.state_dim, 6);
     assert_int_equal(pm.policy->cfg.action.action_dim, 6);
     assert_true(pm.policy->cfg.head.embodiments >= 2);
@@ -149,7 +151,7 @@ static void test_mixture_trains_and_records_embodiments(void **state) {
     snprintf(reach, sizeof reach, "%.*s", (int)strcspn(mixture(), ","), mixture());
     o.dataset_root = reach, o.weights = NULL, o.steps = 4;
     if (vla_train(&o, &r) != VLA_OK) fail_msg("%s", vla_error_message());
-    if (vla_pretrained_load(solo, vla_ops_cpu(), &pm) != VLA_OK) fail_msg("%s", vla_error_message());
+    if (vla_pretrained_load(solo, test_backend(), &pm) != VLA_OK) fail_msg("%s", vla_error_message());
     assert_true(slice_trained(pm.policy, 0));
     assert_false(slice_trained(pm.policy, 1));
     /* a single-dataset checkpoint knows one embodiment, named after its robot */

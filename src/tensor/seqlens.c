@@ -1,5 +1,5 @@
-/* packing.c — cu_seqlens checks and token → segment lookup. */
-#include "nn/packing.h"
+/* seqlens.c — cu_seqlens checks and token → segment lookup. */
+#include "tensor/seqlens.h"
 
 vla_status vla_seqlens_check(const int32_t *cu, int32_t n_seg, int64_t n_tokens, const char *what) {
     if (n_seg < 0) return vla_error(VLA_ERR_INVALID_ARG, "%s: negative segment count %d", what, n_seg);

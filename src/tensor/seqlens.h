@@ -1,9 +1,9 @@
-/* packing.h — helpers for packed batches: samples lie end to end on one
+/* seqlens.h — host helpers for packed batches: samples lie end to end on one
  * token axis, delimited by cu_seqlens (int32, n_seg+1 entries, cu[0] = 0,
  * non-decreasing, cu[n_seg] = total tokens). Layers that apply a per-sample
  * quantity (AdaLN's modulation, a per-embodiment weight) use these. */
-#ifndef VLA_NN_PACKING_H
-#define VLA_NN_PACKING_H
+#ifndef VLA_TENSOR_SEQLENS_H
+#define VLA_TENSOR_SEQLENS_H
 
 #include <stdint.h>
 

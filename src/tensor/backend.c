@@ -1,0 +1,46 @@
+/* backend.c — the registry of op tables (backend.h): the only file that
+ * names a concrete backend. */
+#include "tensor/backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/ops_checked.h"
+#include "tensor/ops_cpu_internal.h"
+
+typedef const vla_ops *(*table_fn)(void);
+
+static const struct {
+    const char *name;
+    table_fn table;
+} BACKENDS[] = {
+    {"cpu", vla_cpu_backend_table},
+    {"checked", vla_checked_backend_table},
+};
+#define N_BACKENDS ((int)(sizeof BACKENDS / sizeof BACKENDS[0]))
+
+const char *vla_backend_default_name(void) {
+    const char *e = getenv("VLA_DEVICE");
+    return e && *e ? e : VLA_BACKEND_DEFAULT;
+}
+
+int vla_backend_count(void) { return N_BACKENDS; }
+
+const char *vla_backend_name(int i) { return i >= 0 && i < N_BACKENDS ? BACKENDS[i].name : NULL; }
+
+const vla_ops *vla_backend_find(const char *name) {
+    for (int i = 0; name && i < N_BACKENDS; i++)
+        if (!strcmp(name, BACKENDS[i].name)) return BACKENDS[i].table();
+    return NULL;
+}
+
+vla_status vla_backend_get(const char *name, const vla_ops **out) {
+    *out = vla_backend_find(name);
+    if (*out) return VLA_OK;
+    char list[256] = "";
+    for (int i = 0; i < N_BACKENDS; i++) {
+        if (i) strncat(list, ", ", sizeof list - strlen(list) - 1);
+        strncat(list, BACKENDS[i].name, sizeof list - strlen(list) - 1);
+    }
+    return vla_error(VLA_ERR_INVALID_ARG, "unknown device '%s': this build has %s", name ? name : "(none)", list);
+}

@@ -1,0 +1,255 @@
+/* ops_checked.c — the `checked` backend: the CPU kernels, on memory the host
+ * cannot touch outside an op call.
+ *
+ * It proves the backend seam on a machine without a GPU. Every allocation
+ * is a shared memory object mapped twice: the address `alloc` returns — the
+ * one the host holds, does arithmetic on and hands to the table — is mapped
+ * PROT_NONE, so any host read or write through it (a memcpy, a loop, a
+ * library handed a tensor pointer) faults at once, as a device pointer
+ * would be meaningless to the host; the second mapping of the same pages is
+ * read-write and known only here. Each slot translates its pointer
+ * arguments from the first mapping to the second and runs the CPU kernel.
+ * Model code that passes the policy, training, resume, eval and MPI suites
+ * under `checked` (`ctest -R checked`) does everything through the table,
+ * which is what a CUDA backend needs.
+ *
+ * Results are the cpu backend's bit for bit (rtol 0): the kernels are the
+ * same functions on the same bytes. There is no per-op system call (a first
+ * version flipped mprotect around every op: TLB shootdowns made the suites
+ * 5–30× slower), only a locked table lookup per pointer; a pointer the
+ * table does not know (host metadata: cu_seqlens, index maps) passes
+ * through unchanged. */
+#include "tensor/ops_checked.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "tensor/backend.h"
+
+typedef struct {
+    uintptr_t host; /* the PROT_NONE mapping (what alloc returned) */
+    char *rw;       /* the read-write mapping of the same pages */
+    size_t len;
+} region;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static region *regions; /* sorted by host address */
+static int n_regions, cap_regions;
+static size_t mapped;
+
+static const vla_ops *cpu(void) { return vla_backend_find("cpu"); }
+
+static size_t page_round(size_t bytes) {
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    return (bytes + pg - 1) / pg * pg;
+}
+
+static void *chk_alloc(size_t bytes) {
+    size_t len = page_round(bytes ? bytes : 1);
+    int fd = memfd_create("vla-checked", MFD_CLOEXEC);
+    if (fd < 0) return NULL;
+    void *host = MAP_FAILED, *rw = MAP_FAILED;
+    if (ftruncate(fd, (off_t)len) == 0) {
+        host = mmap(NULL, len, PROT_NONE, MAP_SHARED, fd, 0);
+        rw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    close(fd);
+    pthread_mutex_lock(&lock);
+    if (host != MAP_FAILED && rw != MAP_FAILED && n_regions == cap_regions) {
+        int cap = cap_regions ? 2 * cap_regions : 64;
+        region *r = realloc(regions, (size_t)cap * sizeof *r);
+        if (r) regions = r, cap_regions = cap;
+    }
+    if (host == MAP_FAILED || rw == MAP_FAILED || n_regions == cap_regions) {
+        pthread_mutex_unlock(&lock);
+        if (host != MAP_FAILED) munmap(host, len);
+        if (rw != MAP_FAILED) munmap(rw, len);
+        return NULL;
+    }
+    int at = n_regions;
+    while (at > 0 && regions[at - 1].host > (uintptr_t)host) {
+        regions[at] = regions[at - 1];
+        at--;
+    }
+    regions[at] = (region){(uintptr_t)host, rw, len};
+    n_regions++;
+    mapped += len;
+    pthread_mutex_unlock(&lock);
+    return host;
+}
+
+static void chk_free(void *p) {
+    if (!p) return;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_regions; i++)
+        if (regions[i].host == (uintptr_t)p) {
+            munmap(p, regions[i].len);
+            munmap(regions[i].rw, regions[i].len);
+            mapped -= regions[i].len;
+            for (int k = i; k + 1 < n_regions; k++) regions[k] = regions[k + 1];
+            n_regions--;
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+}
+
+/* The read-write address of a backend pointer (one past a region's end
+ * included: empty ranges at its end); anything else passes unchanged. */
+static void *rw_of(const void *p) {
+    if (!p) return NULL;
+    uintptr_t a = (uintptr_t)p;
+    pthread_mutex_lock(&lock);
+    int lo = 0, hi = n_regions - 1, hit = -1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (regions[mid].host <= a) hit = mid, lo = mid + 1;
+        else hi = mid - 1;
+    }
+    void *r = (void *)p;
+    if (hit >= 0 && a <= regions[hit].host + regions[hit].len) r = regions[hit].rw + (a - regions[hit].host);
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+#define T(p) ((__typeof__(p))rw_of(p))
+
+size_t vla_checked_mapped_bytes(void) {
+    pthread_mutex_lock(&lock);
+    size_t m = mapped;
+    pthread_mutex_unlock(&lock);
+    return m;
+}
+
+int vla_checked_regions(void) {
+    pthread_mutex_lock(&lock);
+    int n = n_regions;
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+/* One wrapper per slot: the CPU kernel on the translated pointers (T). */
+#define WRAP_VOID(name, params, args) \
+    static void chk_##name params { cpu()->name args; }
+#define WRAP_RET(type, name, params, args) \
+    static type chk_##name params { return cpu()->name args; }
+
+WRAP_VOID(to_device, (void *d, const void *s, size_t n), (T(d), T(s), n))
+WRAP_VOID(to_host, (void *d, const void *s, size_t n), (T(d), T(s), n))
+WRAP_VOID(copy_bytes, (void *d, const void *s, size_t n), (T(d), T(s), n))
+WRAP_VOID(sgemm,
+          (bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al, const float *a, int64_t lda, const float *b,
+           int64_t ldb, float be, float *c, int64_t ldc), (ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc))
+WRAP_VOID(sgemm_strided_batched,
+          (bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al, const float *a, int64_t lda, int64_t sa,
+           const float *b, int64_t ldb, int64_t sb, float be, float *c, int64_t ldc, int64_t sc, int64_t bt), (ta, tb, m, n, k, al, T(a), lda, sa, T(b), ldb, sb, be, T(c), ldc, sc, bt))
+WRAP_VOID(fill, (float *y, float v, int64_t n), (T(y), v, n))
+WRAP_VOID(copy, (float *y, const float *x, int64_t n), (T(y), T(x), n))
+WRAP_VOID(add, (float *y, const float *a, const float *b, int64_t n), (T(y), T(a), T(b), n))
+WRAP_VOID(sub, (float *y, const float *a, const float *b, int64_t n), (T(y), T(a), T(b), n))
+WRAP_VOID(mul, (float *y, const float *a, const float *b, int64_t n), (T(y), T(a), T(b), n))
+WRAP_VOID(axpy, (float *y, float al, const float *x, int64_t n), (T(y), al, T(x), n))
+WRAP_VOID(scale, (float *y, float al, int64_t n), (T(y), al, n))
+WRAP_VOID(affine, (float *y, const float *x, float al, float be, int64_t n), (T(y), T(x), al, be, n))
+WRAP_VOID(scale_to, (float *y, const float *x, double al, int64_t n), (T(y), T(x), al, n))
+WRAP_VOID(add_row_vector, (float *y, const float *b, int64_t r, int64_t c), (T(y), T(b), r, c))
+WRAP_VOID(copy_rows,
+          (float *d, int64_t ldd, const int32_t *di, const float *s, int64_t lds, const int32_t *si, int64_t n,
+           int64_t w, float al), (T(d), ldd, di, T(s), lds, si, n, w, al))
+WRAP_VOID(add_rows,
+          (float *d, int64_t ldd, const int32_t *di, const float *s, int64_t lds, const int32_t *si, int64_t n,
+           int64_t w, float al), (T(d), ldd, di, T(s), lds, si, n, w, al))
+WRAP_VOID(copy2d, (float *d, int64_t ldd, const float *s, int64_t lds, int64_t r, int64_t c), (T(d), ldd, T(s), lds, r, c))
+WRAP_VOID(im2col, (float *p, const float *im, int64_t n, int64_t C, int64_t H, int64_t W, int64_t ps), (T(p), T(im), n, C, H, W, ps))
+WRAP_VOID(col2im_add, (float *im, const float *p, int64_t n, int64_t C, int64_t H, int64_t W, int64_t ps), (T(im), T(p), n, C, H, W, ps))
+WRAP_RET(double, sum, (const float *x, int64_t n), (T(x), n))
+WRAP_RET(double, dot, (const float *a, const float *b, int64_t n), (T(a), T(b), n))
+WRAP_RET(double, sum_squares, (const float *x, int64_t n), (T(x), n))
+WRAP_RET(float, max_abs, (const float *x, int64_t n), (T(x), n))
+WRAP_RET(int64_t, count_nonfinite, (const float *x, int64_t n), (T(x), n))
+WRAP_RET(int64_t, find_nonfinite, (const float *x, int64_t n), (T(x), n))
+WRAP_VOID(sum_rows, (float *y, const float *x, int64_t r, int64_t c, float be), (T(y), T(x), r, c, be))
+WRAP_VOID(softmax_rows, (float *y, const float *x, int64_t r, int64_t c), (T(y), T(x), r, c))
+WRAP_VOID(softmax_rows_backward, (float *dx, const float *y, const float *dy, int64_t r, int64_t c), (T(dx), T(y), T(dy), r, c))
+WRAP_VOID(attention_mask, (float *m, const vla_attn_seqs *qs, const vla_attn_seqs *ks), (T(m), qs, ks))
+WRAP_VOID(act_forward, (vla_act a, float *o, const float *i, int64_t n), (a, T(o), T(i), n))
+WRAP_VOID(act_backward, (vla_act a, float *di, const float *dout, const float *i, int64_t n), (a, T(di), T(dout), T(i), n))
+WRAP_VOID(glu_forward, (vla_act a, float *h, const float *g, const float *u, int64_t n), (a, T(h), T(g), T(u), n))
+WRAP_VOID(glu_backward, (vla_act a, float *dg, float *du, const float *dh, const float *g, const float *u, int64_t n), (a, T(dg), T(du), T(dh), T(g), T(u), n))
+WRAP_VOID(layernorm_forward,
+          (float *o, float *mean, float *rstd, const float *i, const float *w, const float *b, int64_t n, int64_t d,
+           float eps), (T(o), T(mean), T(rstd), T(i), T(w), T(b), n, d, eps))
+WRAP_VOID(layernorm_backward,
+          (float *di, float *dw, float *db, const float *dout, const float *i, const float *w, const float *mean,
+           const float *rstd, int64_t n, int64_t d), (T(di), T(dw), T(db), T(dout), T(i), T(w), T(mean), T(rstd), n, d))
+WRAP_VOID(rmsnorm_forward,
+          (float *o, float *rstd, const float *i, const float *w, bool op, int64_t n, int64_t d, float eps), (T(o), T(rstd), T(i), T(w), op, n, d, eps))
+WRAP_VOID(rmsnorm_backward,
+          (float *di, float *dw, const float *dout, const float *i, const float *w, bool op, const float *rstd,
+           int64_t n, int64_t d), (T(di), T(dw), T(dout), T(i), T(w), op, T(rstd), n, d))
+WRAP_VOID(adaln_forward,
+          (float *o, float *mean, float *rstd, const float *i, const float *mod, const int32_t *cu, int32_t ns,
+           int64_t n, int64_t d, float eps), (T(o), T(mean), T(rstd), T(i), T(mod), cu, ns, n, d, eps))
+WRAP_VOID(adaln_backward,
+          (float *di, float *dm, const float *dout, const float *i, const float *mod, const float *mean,
+           const float *rstd, const int32_t *cu, int32_t ns, int64_t n, int64_t d), (T(di), T(dm), T(dout), T(i), T(mod), T(mean), T(rstd), cu, ns, n, d))
+WRAP_VOID(adarms_forward,
+          (float *o, float *rstd, const float *i, const float *mod, const int32_t *cu, int32_t ns, int64_t n,
+           int64_t d, float eps), (T(o), T(rstd), T(i), T(mod), cu, ns, n, d, eps))
+WRAP_VOID(adarms_backward,
+          (float *di, float *dm, const float *dout, const float *i, const float *mod, const float *rstd,
+           const int32_t *cu, int32_t ns, int64_t n, int64_t d), (T(di), T(dm), T(dout), T(i), T(mod), T(rstd), cu, ns, n, d))
+WRAP_VOID(gated_residual_forward,
+          (float *o, const float *x, const float *y, const float *mod, const int32_t *cu, int32_t ns, int64_t n,
+           int64_t d), (T(o), T(x), T(y), T(mod), cu, ns, n, d))
+WRAP_VOID(gated_residual_backward,
+          (float *dx, float *dy, float *dm, const float *dout, const float *y, const float *mod, const int32_t *cu,
+           int32_t ns, int64_t n, int64_t d), (T(dx), T(dy), T(dm), T(dout), T(y), T(mod), cu, ns, n, d))
+WRAP_VOID(rope_forward, (float *o, const float *i, const int32_t *pos, int64_t n, int64_t h, int64_t hd, double th), (T(o), T(i), pos, n, h, hd, th))
+WRAP_VOID(rope_backward,
+          (float *di, const float *dout, const int32_t *pos, int64_t n, int64_t h, int64_t hd, double th), (T(di), T(dout), pos, n, h, hd, th))
+WRAP_VOID(time_embedding_forward, (const vla_temb_config *c, float *o, const float *t, int64_t n), (c, T(o), T(t), n))
+WRAP_VOID(time_embedding_backward, (const vla_temb_config *c, float *dt, const float *dout, const float *t, int64_t n), (c, T(dt), T(dout), T(t), n))
+WRAP_RET(vla_status, attention_forward,
+         (const vla_attn_config *c, float *o, float *lse, const float *q, const float *k, const float *v,
+          const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *st), (c, T(o), T(lse), T(q), T(k), T(v), qs, ks, st))
+WRAP_RET(vla_status, attention_backward,
+         (const vla_attn_config *c, float *dq, float *dk, float *dv, const float *dout, const float *q,
+          const float *k, const float *v, const float *o, const float *lse, const vla_attn_seqs *qs,
+          const vla_attn_seqs *ks, vla_attn_stats *st), (c, T(dq), T(dk), T(dv), T(dout), T(q), T(k), T(v), T(o), T(lse), qs, ks, st))
+WRAP_RET(vla_status, attention_forward_cached,
+         (const vla_attn_config *c, float *o, float *lse, const float *q, const vla_attn_seqs *qs, const float *kc,
+          const float *vc, const vla_attn_seqs *cs, const float *kn, const float *vn, const vla_attn_seqs *ns,
+          vla_attn_stats *st), (c, T(o), T(lse), T(q), qs, T(kc), T(vc), cs, T(kn), T(vn), ns, st))
+WRAP_VOID(flow_interpolate,
+          (vla_flow_convention cv, float *x, float *u, const float *a, const float *z, const float *t, int64_t S,
+           int64_t per), (cv, T(x), T(u), T(a), T(z), T(t), S, per))
+WRAP_RET(double, masked_mse,
+         (const float *p, const float *t, int64_t S, int64_t H, int64_t D, const uint8_t *pad, const int32_t *rd,
+          vla_mse_reduction red, double div, float *dp), (T(p), T(t), S, H, D, pad, rd, red, div, T(dp)))
+WRAP_VOID(adamw, (float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s, bool dc), (T(w), T(g), T(m), T(v), n, s, dc))
+WRAP_VOID(ema, (float *e, const float *w, float d, float omd, int64_t n), (T(e), T(w), d, omd, n))
+WRAP_VOID(convert, (void *d, vla_dtype dt, const void *s, vla_dtype st, int64_t n), (T(d), dt, T(s), st, n))
+
+#define SLOT(name) .name = chk_##name
+static const vla_ops checked_ops = {
+    .name = "checked",
+    .device = VLA_DEVICE_CPU,
+    .host_memory = false,
+    .rtol = 0.0,
+    .alloc = chk_alloc,
+    .free = chk_free,
+    SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(fill),
+    SLOT(copy), SLOT(add), SLOT(sub), SLOT(mul), SLOT(axpy), SLOT(scale), SLOT(affine), SLOT(scale_to),
+    SLOT(add_row_vector), SLOT(copy_rows), SLOT(add_rows), SLOT(copy2d), SLOT(im2col), SLOT(col2im_add), SLOT(sum),
+    SLOT(dot), SLOT(sum_squares), SLOT(max_abs), SLOT(count_nonfinite), SLOT(find_nonfinite), SLOT(sum_rows),
+    SLOT(softmax_rows), SLOT(softmax_rows_backward), SLOT(attention_mask), SLOT(act_forward), SLOT(act_backward),
+    SLOT(glu_forward), SLOT(glu_backward), SLOT(layernorm_forward), SLOT(layernorm_backward), SLOT(rmsnorm_forward),
+    SLOT(rmsnorm_backward), SLOT(adaln_forward), SLOT(adaln_backward), SLOT(adarms_forward), SLOT(adarms_backward),
+    SLOT(gated_residual_forward), SLOT(gated_residual_backward), SLOT(rope_forward), SLOT(rope_backward),
+    SLOT(time_embedding_forward), SLOT(time_embedding_backward), SLOT(attention_forward), SLOT(attention_backward),
+    SLOT(attention_forward_cached), SLOT(flow_interpolate), SLOT(masked_mse), SLOT(adamw), SLOT(ema), SLOT(convert),
+};
+
+const vla_ops *vla_checked_backend_table(void) { return &checked_ops; }

@@ -1,0 +1,82 @@
+/* ops_cpu_internal.h — the CPU backend's kernels, one declaration per slot
+ * kept outside ops_cpu.c (which fills the table with them). Only files of
+ * the CPU backend include this; everyone else reaches the kernels through
+ * a vla_ops table (tensor/backend.h). Signatures are the slots' (ops.h). */
+#ifndef VLA_TENSOR_OPS_CPU_INTERNAL_H
+#define VLA_TENSOR_OPS_CPU_INTERNAL_H
+
+#include "tensor/ops.h"
+
+/* The CPU table itself: for the registry (backend.c) and for the kernels
+ * that call other CPU kernels (the attention's tile GEMMs). */
+const vla_ops *vla_cpu_backend_table(void);
+
+/* ops_cpu_norm.c */
+void vla_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
+                               int64_t n, int64_t dim, float eps);
+void vla_cpu_layernorm_backward(float *d_in, float *d_w, float *d_b, const float *d_out, const float *in,
+                                const float *w, const float *mean, const float *rstd, int64_t n, int64_t dim);
+void vla_cpu_rmsnorm_forward(float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n,
+                             int64_t dim, float eps);
+void vla_cpu_rmsnorm_backward(float *d_in, float *d_w, const float *d_out, const float *in, const float *w,
+                              bool one_plus, const float *rstd, int64_t n, int64_t dim);
+void vla_cpu_adaln_forward(float *out, float *mean, float *rstd, const float *in, const float *mod, const int32_t *cu,
+                           int32_t n_seg, int64_t n, int64_t dim, float eps);
+void vla_cpu_adaln_backward(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
+                            const float *mean, const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n,
+                            int64_t dim);
+void vla_cpu_adarms_forward(float *out, float *rstd, const float *in, const float *mod, const int32_t *cu,
+                            int32_t n_seg, int64_t n, int64_t dim, float eps);
+void vla_cpu_adarms_backward(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
+                             const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim);
+void vla_cpu_gated_residual_forward(float *out, const float *x, const float *y, const float *mod, const int32_t *cu,
+                                    int32_t n_seg, int64_t n, int64_t dim);
+void vla_cpu_gated_residual_backward(float *d_x, float *d_y, float *d_mod, const float *d_out, const float *y,
+                                     const float *mod, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim);
+
+/* ops_cpu_pointwise.c */
+void vla_cpu_act_forward(vla_act act, float *out, const float *in, int64_t n);
+void vla_cpu_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n);
+void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t n);
+void vla_cpu_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
+                          int64_t n);
+void vla_cpu_rope_forward(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t head_dim,
+                          double theta);
+void vla_cpu_rope_backward(float *d_in, const float *d_out, const int32_t *pos, int64_t n, int64_t heads,
+                           int64_t head_dim, double theta);
+void vla_cpu_time_embedding_forward(const vla_temb_config *cfg, float *out, const float *t, int64_t n);
+void vla_cpu_time_embedding_backward(const vla_temb_config *cfg, float *d_t, const float *d_out, const float *t,
+                                     int64_t n);
+
+/* ops_cpu_layout.c */
+void vla_cpu_copy_rows(float *dst, int64_t ldd, const int32_t *dst_idx, const float *src, int64_t lds,
+                       const int32_t *src_idx, int64_t n, int64_t w, float alpha);
+void vla_cpu_add_rows(float *dst, int64_t ldd, const int32_t *dst_idx, const float *src, int64_t lds,
+                      const int32_t *src_idx, int64_t n, int64_t w, float alpha);
+void vla_cpu_copy2d(float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows, int64_t cols);
+void vla_cpu_im2col(float *patches, const float *images, int64_t n_img, int64_t C, int64_t H, int64_t W, int64_t p);
+void vla_cpu_col2im_add(float *images, const float *patches, int64_t n_img, int64_t C, int64_t H, int64_t W,
+                        int64_t p);
+void vla_cpu_attention_mask(float *mask, const vla_attn_seqs *qs, const vla_attn_seqs *ks);
+
+/* ops_cpu_attention.c */
+vla_status vla_cpu_attention_forward(const vla_attn_config *cfg, float *out, float *lse, const float *q,
+                                     const float *k, const float *v, const vla_attn_seqs *qs, const vla_attn_seqs *ks,
+                                     vla_attn_stats *stats);
+vla_status vla_cpu_attention_backward(const vla_attn_config *cfg, float *dq, float *dk, float *dv, const float *d_out,
+                                      const float *q, const float *k, const float *v, const float *out,
+                                      const float *lse, const vla_attn_seqs *qs, const vla_attn_seqs *ks,
+                                      vla_attn_stats *stats);
+vla_status vla_cpu_attention_forward_cached(const vla_attn_config *cfg, float *out, float *lse, const float *q,
+                                            const vla_attn_seqs *qs, const float *k_cache, const float *v_cache,
+                                            const vla_attn_seqs *cs, const float *k_new, const float *v_new,
+                                            const vla_attn_seqs *ns, vla_attn_stats *stats);
+
+/* ops_cpu_flow.c */
+void vla_cpu_flow_interpolate(vla_flow_convention conv, float *x_t, float *target, const float *actions,
+                              const float *noise, const float *t, int64_t S, int64_t per);
+double vla_cpu_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                          const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
+                          float *d_pred);
+
+#endif
