@@ -71,7 +71,7 @@ static vla_status make_plan(const vla_lerobot *ds, const vla_shards_prepare_opts
     }
     p->first[++p->n_shards] = ds->n_episodes;
     if (p->n_shards > 99999) return vla_error(VLA_ERR_INVALID_ARG, "%s: %lld shards; raise --shard_mb", ds->root, (long long)p->n_shards);
-    p->tol_s = 0.5 / (ds->fps > 0 ? ds->fps : 10); /* the loader's default tolerance (data/loader.h) */
+    p->tol_s = 0.5 / (ds->fps > 0 ? ds->fps : 10); /* the loader's default tolerance (train/loader.h) */
     return VLA_OK;
 }
 

@@ -29,6 +29,7 @@
 #ifndef VLA_POLICY_NORMALIZE_H
 #define VLA_POLICY_NORMALIZE_H
 
+#include <jansson.h>
 #include <stdint.h>
 
 #include "base/status.h"
@@ -66,8 +67,13 @@ void vla_unnormalize(const vla_normalizer *n, float *y, const float *x, int64_t 
  * place. n holds either `width` statistics, pooled over the chunk's steps
  * (every step normalised alike), or H·width, one set per step (step h uses
  * channels h·width … (h+1)·width − 1: per-horizon-step statistics, see
- * data/loader.h). Any other n->dim is a caller's bug and leaves x as is. */
+ * train/loader.h). Any other n->dim is a caller's bug and leaves x as is. */
 void vla_normalize_chunk(const vla_normalizer *n, float *x, int64_t H, int64_t width, int64_t stride);
 void vla_unnormalize_chunk(const vla_normalizer *n, float *x, int64_t H, int64_t width, int64_t stride);
+
+/* ---- normaliser <-> JSON (for checkpoints) --------------------------------
+ * {"mode": "quantiles", "style": "lerobot", "eps": 1e-8, "lo": [...], "hi": [...]} */
+json_t *vla_norm_to_json(const vla_normalizer *n);
+vla_status vla_norm_from_json(const char *what, const json_t *j, vla_normalizer *n);
 
 #endif

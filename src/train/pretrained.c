@@ -9,7 +9,7 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/log.h"
-#include "data/loader.h"
+#include "train/loader.h"
 #include "io/safetensors.h"
 
 /* One embodiment's part of config.json: its normalisation, features, task and dataset. */
@@ -20,7 +20,7 @@ static json_t *embodiment_json(const vla_policy *p, const vla_normalizer *ns, co
                              (json_int_t)m->action_width, "cameras", m->cameras, "image_size",
                              (json_int_t)p->cfg.vision.image_size, "fps", m->fps);
     if (feat && m->state_keys[0]) {
-        /* the order eval must rebuild the state vector in (see data/loader.h) */
+        /* the order eval must rebuild the state vector in (see train/loader.h) */
         json_t *keys = json_array();
         for (const char *q = m->state_keys; *q;) {
             size_t len = strcspn(q, ",");

@@ -25,9 +25,9 @@ typedef struct {
     char dataset[1024];    /* dataset root it was trained on */
     int n_obs_steps;       /* frames of state history K: the state is K frames of the state keys' vector,
                               oldest first (state_width = K × one frame; ≤ 1 or absent: one frame) */
-    bool relative_actions; /* actions are predicted relative to observation.state at t (data/loader.h) */
+    bool relative_actions; /* actions are predicted relative to observation.state at t (train/loader.h) */
     bool action_stats_per_step; /* the action normaliser holds one set of statistics per chunk step
-                                   (horizon × action_width channels; data/loader.h) */
+                                   (horizon × action_width channels; train/loader.h) */
     int32_t embodiment;    /* the id its samples carried (GR00T's per-embodiment weights; 0 outside a mixture) */
     char embodiment_name[128]; /* the dataset's robot_type ("pusht"): eval matches it to the environment */
 } vla_pretrained_meta;

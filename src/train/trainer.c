@@ -12,7 +12,7 @@
 #include "base/log.h"
 #include "base/timer.h"
 #include "data/lerobot.h"
-#include "data/loader.h"
+#include "train/loader.h"
 #include "data/mixture.h"
 #include "data/shards.h"
 #include "data/token_budget.h"

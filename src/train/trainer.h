@@ -38,7 +38,7 @@ typedef vla_status (*vla_train_eval_fn)(void *user, const char *pretrained_dir, 
 
 typedef struct {
     const char *dataset_root;   /* a LeRobot dataset or shard set; "A,B,…": a mixture (one embodiment each, in
-                                   this order; data/loader.h, data/mixture.h) */
+                                   this order; train/loader.h, data/mixture.h) */
     const char *weights;        /* --dataset.weights "0.7,0.3" (NULL: proportional to the datasets' frames) */
     const char *episodes;       /* --dataset.episodes: "0,3,7", "2-5" (NULL: all; data/lerobot.h "PARTIAL DATASETS") */
     const char *policy_type;    /* "pi05" | "groot", checked against the config; NULL: the family of
@@ -76,9 +76,9 @@ typedef struct {
     vla_train_eval_fn eval_fn;
     void *eval_user;
     int n_obs_steps;            /* frames of state history fed to the policy (≤ 1: the current one; see
-                                   data/loader.h); recorded in the checkpoint for eval */
-    bool relative_actions;      /* predict actions relative to observation.state (data/loader.h) */
-    bool action_stats_per_step; /* action statistics per chunk step (data/loader.h); recorded for eval */
+                                   train/loader.h); recorded in the checkpoint for eval */
+    bool relative_actions;      /* predict actions relative to observation.state (train/loader.h) */
+    bool action_stats_per_step; /* action statistics per chunk step (train/loader.h); recorded for eval */
     const char *device;         /* the backend that runs the model (tensor/backend.h; NULL or "cpu": the CPU) */
 } vla_train_opts;
 

@@ -1,5 +1,5 @@
 /* test_mixture.c — weighted mixtures of datasets (data/mixture.h) and the
- * loader over several datasets (data/loader.h "Mixtures").
+ * loader over several datasets (train/loader.h "Mixtures").
  *
  * Sampling: within every epoch each dataset is drawn exactly its quota, the
  * quotas are the weights' shares of the epoch to within one sample and sum to
@@ -27,7 +27,7 @@
 
 #include "base/fsutil.h"
 #include "data/lerobot.h"
-#include "data/loader.h"
+#include "train/loader.h"
 #include "data/mixture.h"
 #include "data/shards.h"
 #include "distributed/sampler.h"

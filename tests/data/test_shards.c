@@ -21,7 +21,7 @@
 #include "base/fault.h"
 #include "base/fsutil.h"
 #include "data/lerobot.h"
-#include "data/loader.h"
+#include "train/loader.h"
 #include "data/shards.h"
 #include "data/shards_internal.h"
 #include "policy/policy.h"

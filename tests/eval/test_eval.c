@@ -17,7 +17,7 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "data/lerobot.h"
-#include "data/loader.h"
+#include "train/loader.h"
 #include "policy/config.h"
 #include "sim/record.h"
 #include "tensor/ops.h"

@@ -262,7 +262,7 @@ static void test_cached_equals_uncached(void **state) {
     }
     print_message("cached vs uncached sampling: max |diff| %.3g (max |a| %.3g)\n", worst, amax);
     /* the same arithmetic in a different order (separate GEMMs, tiles): fp32 rounding only */
-    if (!(worst <= 1e-5 * (1 + amax))) fail_msg("cached vs uncached: max |diff| %.3g (max |a| %.3g)", worst, amax);
+    if (!(worst <= test_tol(1e-5) * (1 + amax))) fail_msg("cached vs uncached: max |diff| %.3g (max |a| %.3g)", worst, amax);
     /* sampling is deterministic given the seed */
     assert_int_equal(vla_policy_sample_actions(p, &o, b), VLA_OK);
     assert_memory_equal(a, b, (size_t)n * sizeof(float));
@@ -302,12 +302,12 @@ static void test_pack_equals_alone(void **state) {
         tbatch_free(&one);
     }
     double lone = wsum / (double)pack_real;
-    if (!(fabs(lone - pack_loss) <= 1e-5 * fabs(pack_loss))) fail_msg("pack loss %.9g vs alone %.9g", pack_loss, lone);
+    if (!(fabs(lone - pack_loss) <= test_tol(1e-5) * fabs(pack_loss))) fail_msg("pack loss %.9g vs alone %.9g", pack_loss, lone);
     double num = 0, den = 0;
     for (int64_t i = 0; i < n; i++) num += ((double)gp[i] - gs[i]) * ((double)gp[i] - gs[i]), den += (double)gs[i] * gs[i];
     print_message("pack vs alone: loss rel %.3g, gradient relative L2 %.3g\n", fabs(lone - pack_loss) / pack_loss,
                   sqrt(num / den));
-    if (!(sqrt(num) <= 1e-5 * sqrt(den))) fail_msg("pack gradient vs alone: relative L2 %.3g", sqrt(num / den));
+    if (!(sqrt(num) <= test_tol(1e-5) * sqrt(den))) fail_msg("pack gradient vs alone: relative L2 %.3g", sqrt(num / den));
     free(gp), free(gs);
     tbatch_free(&t);
     vla_policy_free(p);
@@ -521,7 +521,7 @@ static void test_golden(void **state) {
     float *want_loss = load(&out, "loss", 1);
     double lerr = fabs(info.loss - want_loss[0]) / fabs(want_loss[0]);
     print_message("golden: loss %.8f vs PyTorch %.8f (rel %.2g)\n", info.loss, (double)want_loss[0], lerr);
-    assert_true(lerr <= 1e-4);
+    assert_true(lerr <= test_tol(1e-4)); /* widened by the backend's declared tolerance */
     /* gradients: per tensor, ‖g_C − g_ref‖₂ / ‖g_ref‖₂ ≤ 1e-4 (elementwise relative
      * error is meaningless on entries that are ~0 by cancellation). Tensors whose
      * gradient is 0 in exact arithmetic — the LM's unused final norm, and the ViT's
@@ -555,7 +555,7 @@ static void test_golden(void **state) {
     }
     free(wants), free(hg);
     print_message("golden: worst gradient relative L2 error %.3g (%s)\n", worst, worst_name);
-    assert_true(worst <= 1e-4);
+    assert_true(worst <= test_tol(1e-4));
     /* sampling: the same initial noise, 10 Euler steps */
     float *snoise = load(&in, "sample.noise", S * Hz * A), *want_a = load(&out, "sample.actions", S * Hz * A);
     float *a = calloc((size_t)(S * Hz * A), sizeof(float));
@@ -563,7 +563,7 @@ static void test_golden(void **state) {
     assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
     double ref, ae = rel_l2(a, want_a, S * Hz * A, &ref);
     print_message("golden: sampled actions relative L2 error %.3g\n", ae);
-    assert_true(ae <= 1e-4);
+    assert_true(ae <= test_tol(1e-4));
     free(snoise), free(want_a), free(a), free(tt), free(fa), free(want_loss);
     vla_safetensors_close(&in);
     vla_safetensors_close(&out);

@@ -4,7 +4,7 @@
  * sequential caller) and build them in parallel; the consumer takes them in
  * order. A slot is reused only after the consumer released it, so at most
  * `depth` batches exist at once. */
-#include "data/loader.h"
+#include "train/loader.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -110,46 +110,6 @@ vla_status vla_norm_from_stats(const vla_lerobot *ds, const char *key, vla_norm_
     return VLA_OK;
 }
 
-json_t *vla_norm_to_json(const vla_normalizer *n) {
-    json_t *lo = json_array(), *hi = json_array();
-    for (int64_t i = 0; n->lo && i < n->dim; i++) json_array_append_new(lo, json_real(n->lo[i]));
-    for (int64_t i = 0; n->hi && i < n->dim; i++) json_array_append_new(hi, json_real(n->hi[i]));
-    return json_pack("{s:s, s:s, s:f, s:I, s:o, s:o}", "mode", vla_norm_mode_name(n->mode), "style",
-                     vla_norm_style_name(n->style), "eps", (double)n->eps, "dim",
-                     (json_int_t)n->dim, "lo", lo, "hi", hi);
-}
-
-vla_status vla_norm_from_json(const char *what, const json_t *j, vla_normalizer *n) {
-    const char *mode_s = json_string_value(json_object_get(j, "mode"));
-    const char *style_s = json_string_value(json_object_get(j, "style"));
-    json_t *lo = json_object_get(j, "lo"), *hi = json_object_get(j, "hi");
-    json_t *dim = json_object_get(j, "dim");
-    int mode = mode_s ? vla_norm_mode_from_name(mode_s) : -1;
-    if (mode < 0 || !json_is_integer(dim) || !json_is_array(lo) || !json_is_array(hi))
-        return vla_error(VLA_ERR_FORMAT, "%s: normalisation entry needs mode, dim, lo, hi", what);
-    int64_t d = json_integer_value(dim);
-    if (d < 1 || d > 4096) return vla_error(VLA_ERR_FORMAT, "%s: bad dim %lld", what, (long long)d);
-    bool ident = mode == VLA_NORM_IDENTITY;
-    if (!ident && ((int64_t)json_array_size(lo) != d || (int64_t)json_array_size(hi) != d))
-        return vla_error(VLA_ERR_FORMAT, "%s: lo/hi must have %lld values", what, (long long)d);
-    float *a = calloc((size_t)d, sizeof *a), *b = calloc((size_t)d, sizeof *b);
-    if (!a || !b) {
-        free(a), free(b);
-        return vla_error(VLA_ERR_NOMEM, "%s: out of memory", what);
-    }
-    for (int64_t i = 0; !ident && i < d; i++) {
-        a[i] = (float)json_number_value(json_array_get(lo, (size_t)i));
-        b[i] = (float)json_number_value(json_array_get(hi, (size_t)i));
-    }
-    double eps = json_number_value(json_object_get(j, "eps"));
-    vla_norm_eps_style style = VLA_NORM_EPS_LEROBOT; /* absent: an older checkpoint, LeRobot's form */
-    if (style_s && !strcmp(style_s, vla_norm_style_name(VLA_NORM_EPS_OPENPI))) style = VLA_NORM_EPS_OPENPI;
-    else if (style_s && !strcmp(style_s, vla_norm_style_name(VLA_NORM_EPS_GROOT))) style = VLA_NORM_EPS_GROOT;
-    vla_status st = vla_normalizer_init(n, (vla_norm_mode)mode, style, d, ident ? NULL : a, ident ? NULL : b, (float)eps);
-    free(a), free(b);
-    if (st != VLA_OK) return vla_error_context(st, "%s", what);
-    return VLA_OK;
-}
 
 /* ---- slots -------------------------------------------------------------------- */
 

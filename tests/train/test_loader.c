@@ -17,7 +17,7 @@
 
 #include "base/fsutil.h"
 #include "data/lerobot.h"
-#include "data/loader.h"
+#include "train/loader.h"
 #include "policy/policy.h"
 #include "sim/env.h"
 #include "sim/record.h"

@@ -1,4 +1,6 @@
-/* loader.h — training batches for a policy from a LeRobot dataset: sample
+/* loader.h — training batches for a policy from a LeRobot dataset (in train/,
+ * above policy/: it needs the policy's tokenizer and token layout, while
+ * dataset I/O in data/ depends only on base and io): sample
  * assembly (state at t — the state features (state_keys, default
  * observation.state) side by side, each normalised with its own stats, as
  * eval rebuilds it from the env; with n_obs_steps K > 1 the frames t−K+1..t
@@ -21,7 +23,8 @@
  * actions: computed at create from every chunk of the dataset); a mode
  * the stats cannot serve (QUANTILES without q01/q99, v2.1) falls back to
  * MIN_MAX with a warning. The normalisers are exposed so a checkpoint can
- * store them and evaluation can rebuild them (vla_norm_json_*).
+ * store them and evaluation can rebuild them (policy/normalize.h: vla_norm_to_json,
+ * vla_norm_from_json).
  *
  * Mixtures (issue 12): given several datasets, the loader holds each one's
  * features, cameras and normalisers (statistics stay per dataset), and the
@@ -33,8 +36,8 @@
  * each sample carries its dataset's embodiment id (GR00T's per-embodiment
  * encoders and decoders pick their slice by it). data/mixture.h turns
  * sampling weights into the global row each sampler index stands for. */
-#ifndef VLA_DATA_LOADER_H
-#define VLA_DATA_LOADER_H
+#ifndef VLA_TRAIN_LOADER_H
+#define VLA_TRAIN_LOADER_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -157,10 +160,6 @@ vla_status vla_loader_keys_width(const vla_lerobot *ds, const char *keys, int64_
 vla_status vla_loader_build(vla_loader *L, const int64_t *rows, const uint64_t *keys, int64_t n,
                             vla_loader_batch **out);
 
-/* ---- normaliser <-> JSON (for checkpoints) --------------------------------
- * {"mode": "quantiles", "style": "lerobot", "eps": 1e-8, "lo": [...], "hi": [...]} */
-json_t *vla_norm_to_json(const vla_normalizer *n);
-vla_status vla_norm_from_json(const char *what, const json_t *j, vla_normalizer *n);
 /* Build a normaliser for `key` from the dataset's stats in `mode`
  * (QUANTILES falls back to MIN_MAX when the stats have no quantiles). */
 vla_status vla_norm_from_stats(const vla_lerobot *ds, const char *key, vla_norm_mode mode, vla_normalizer *n);
