@@ -4,7 +4,8 @@
  *
  * LIFE CYCLE
  *   vla_policy *p;
- *   VLA_TRY(vla_policy_create(&cfg, vla_ops_cpu(), &p));  // allocates weights (+ grads)
+ *   const vla_ops *ops; VLA_TRY(vla_backend_get("cpu", &ops));   // tensor/backend.h
+ *   VLA_TRY(vla_policy_create(&cfg, ops, &p));  // allocates weights (+ grads) in the backend's memory
  *   vla_policy_init_weights(p, seed);       // or load a checkpoint by name (p->params[i].spec->name)
  *   for each step:
  *       vla_policy_zero_grad(p);
@@ -62,9 +63,13 @@
  *   do not depend on rank count, thread count or packing order. Dropout
  *   (GR00T's 0.2) uses the same keys.
  *
- * THREADING
+ * THREADING AND MEMORY
  *   A policy object is used by one thread at a time; it parallelises inside
- *   through the op table (OpenMP on CPU).
+ *   through the op table (OpenMP on CPU). p->weights, p->grads and every
+ *   activation are the backend's memory: reach them with p->tops (to_host,
+ *   to_device, or vla_policy_param_stage/commit below), never directly —
+ *   under the `checked` backend a direct access faults. Batches and
+ *   observations are host memory; the policy uploads what it needs.
  *
  * SIZES — one legend for every file in src/policy:
  *   S   samples in a packed batch          T   tokens of the batch (Σ over samples)

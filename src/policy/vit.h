@@ -1,7 +1,7 @@
 /* vit.h — the SigLIP-style vision transformer both policies share (π0.5's
  * SigLIP So400m, GR00T's SigLIP-2), on the transformer block of nn/block.h.
  *
- *   images [n_img, C, H, W] f32 in [0, 1]
+ *   images [n_img, C, H, W] f32 in [0, 1], in the backend's memory (as are out, acts, scratch)
  *     → 2x − 1 (SigLIP's pixel normalisation, done here)
  *     → patch embedding (conv p×p, stride p, bias) + learned position embedding
  *     → depth × blocks: LayerNorm, biased MHA (bidirectional within an image),
