@@ -26,13 +26,20 @@ void vla_arena_init_with(vla_arena *a, size_t chunk_size, void *(*alloc)(size_t)
     a->chunk_free = free_fn;
 }
 
+/* Headers are 64-byte aligned (the struct's own alignment, for its inline data). */
+static vla_arena_chunk *header_alloc(size_t extra) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, sizeof(vla_arena_chunk) + extra) != 0) return NULL;
+    return p;
+}
+
 static vla_arena_chunk *chunk_new(vla_arena *a, size_t cap) {
     if (!a->chunk_alloc) {
-        vla_arena_chunk *n = malloc(sizeof *n + cap);
+        vla_arena_chunk *n = header_alloc(cap);
         if (n) n->data = n->inline_data;
         return n;
     }
-    vla_arena_chunk *n = malloc(sizeof *n);
+    vla_arena_chunk *n = header_alloc(0);
     if (!n) return NULL;
     if (!(n->data = a->chunk_alloc(cap))) {
         free(n);

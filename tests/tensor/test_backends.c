@@ -264,5 +264,7 @@ int main(void) {
         cmocka_unit_test(test_checked_equals_cpu_policies),
         cmocka_unit_test(test_checked_equals_cpu_training),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    test_release_font_caches(); /* the training run drew plots */
+    return rc;
 }
