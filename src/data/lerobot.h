@@ -147,6 +147,16 @@ typedef struct {
 vla_status vla_lerobot_open_opts(const char *root, const vla_lr_open_opts *opts, vla_lerobot **out);
 /* "1,2,4", "3-7", "[1, 2, 4]" (LeRobot's list) into a malloc'd array. */
 vla_status vla_lerobot_parse_episodes(const char *spec, int64_t **episodes, int64_t *n);
+/* LeRobot's name for a dataset, --dataset.repo_id=ORG/NAME (several,
+ * comma-separated, for a mixture): the local copy in LeRobot's cache,
+ * $HF_LEROBOT_HOME/ORG/NAME, else $HF_HOME/lerobot/ORG/NAME, else
+ * $XDG_CACHE_HOME/huggingface/lerobot/ORG/NAME, else
+ * ~/.cache/huggingface/lerobot/ORG/NAME (LeRobot's own rule). The roots,
+ * comma-separated, go to `roots`. A repo id that is not there (no
+ * meta/info.json) is an error that names where it looked and how to
+ * download it; nothing is downloaded here. */
+vla_status vla_lerobot_repo_roots(const char *repo_ids, char *roots, size_t cap);
+
 /* Which episodes have their data file: returns how many; *first_missing is
  * the first missing one's episode_index (-1: none); `list` (may be NULL)
  * receives the present ones as a --dataset.episodes value ("0-2,5", cut at
