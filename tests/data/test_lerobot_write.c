@@ -172,7 +172,7 @@ static void test_round_trip(void **state) {
     /* stored stats agree with a recomputation */
     json_t *comp, *rep = json_array();
     int bad = -1;
-    assert_int_equal(vla_lerobot_compute_stats(ds, 16, &comp), VLA_OK);
+    assert_int_equal(vla_lerobot_compute_stats(ds, true, &comp), VLA_OK);
     assert_int_equal(vla_lerobot_compare_stats(ds, comp, rep, &bad), VLA_OK);
     if (bad) {
         char *x = json_dumps(rep, 0);
