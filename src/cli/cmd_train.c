@@ -476,9 +476,9 @@ int vla_cmd_train(int argc, char **argv) {
         return 2;
     }
     /* values in range, named with what was given */
-    if (!vla_cli_int_in(cmd, "batch_size", batch, 1, INT32_MAX) || !vla_cli_int_in(cmd, "steps", steps, 1, INT64_MAX / 2) ||
+    if (!vla_cli_int_in(cmd, "batch_size", batch, 1, INT64_MAX) || !vla_cli_int_in(cmd, "steps", steps, 1, INT64_MAX) ||
         !vla_cli_int_in(cmd, "gradient_accumulation_steps", accum, 1, 1 << 20) ||
-        !vla_cli_int_in(cmd, "token_budget", o.token_budget, 0, INT32_MAX) ||
+        !vla_cli_int_in(cmd, "token_budget", o.token_budget, 0, INT64_MAX) ||
         !vla_cli_int_in(cmd, "num_workers", workers, 0, 256) || !vla_cli_int_in(cmd, "log_freq", log_freq, 0, INT64_MAX) ||
         (GIVEN("save_freq") && !vla_cli_int_in(cmd, "save_freq", save_freq, 0, INT64_MAX)) ||
         !vla_cli_int_in(cmd, "eval_freq", eval_freq, 0, INT64_MAX) ||

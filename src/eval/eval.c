@@ -530,6 +530,7 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
             snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", n == vla_env_names() ? "" : ", ", *n);
         return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'; the simulators are: %s", o->env, names);
     }
+    VLA_TRY(vla_published_check_path("--policy.path", o->policy_path));
     vla_pretrained pm;
     vla_eval_opts oc = *o; /* with what the checkpoint decides filled in */
     oc.published = vla_published_detect(o->policy_path);

@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,10 +411,48 @@ vla_status vla_policy_config_find(const char *name, char *path, size_t cap) {
             if (try_dir(dir, name, path, cap)) return VLA_OK;
         }
     }
+    char names[1024];
+    vla_policy_config_presets(names, sizeof names);
     return vla_error(VLA_ERR_NOT_FOUND,
                      "config '%s' not found (looked in $VLA_CONFIG_DIR%s%s, ./configs and configs/ next to the "
-                     "executable); pass a path or set VLA_CONFIG_DIR",
-                     name, env ? "=" : "", env ? env : "");
+                     "executable); the presets are: %s; or pass a JSON path",
+                     name, env ? "=" : "", env ? env : "", names[0] ? names : "none found");
+}
+
+/* Append the *.json names of `dir` (sorted), ", "-separated; returns how many. */
+static int list_dir(const char *dir, char *buf, size_t cap) {
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, NULL, alphasort), k = 0;
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(ents[i]->d_name);
+        if (l > 5 && !strcmp(ents[i]->d_name + l - 5, ".json")) {
+            size_t used = strlen(buf);
+            snprintf(buf + used, cap - used, "%s%.*s", used ? ", " : "", (int)(l - 5), ents[i]->d_name);
+            k++;
+        }
+        free(ents[i]);
+    }
+    free(ents);
+    return k;
+}
+
+void vla_policy_config_presets(char *buf, size_t cap) {
+    buf[0] = 0;
+    const char *env = getenv("VLA_CONFIG_DIR");
+    if (env && *env && list_dir(env, buf, cap)) return;
+    if (list_dir("configs", buf, cap)) return;
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    static const char *const rel[] = {"/configs", "/../configs", "/../../configs", "/../share/vla/configs"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char dir[1100];
+        snprintf(dir, sizeof dir, "%s%s", exe, rel[i]);
+        if (list_dir(dir, buf, cap)) return;
+    }
 }
 
 vla_status vla_policy_config_load(const char *name_or_path, vla_policy_config *out) {

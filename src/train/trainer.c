@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/fault.h"
 #include "base/fsutil.h"
@@ -119,6 +120,7 @@ typedef struct {
     const vla_train_opts *o; /* &opts */
     vla_train_opts opts;     /* the caller's, with the output directory resolved */
     char out_dir[VLA_CKPT_PATH_MAX], moved_aside[VLA_CKPT_PATH_MAX];
+    bool made_dir;           /* this run created out_dir: a run that fails before writing anything removes it */
     vla_comm *comm;
     int rank, world;
     vla_lerobot *ds[VLA_LOADER_MAX_DATASETS]; /* --dataset.root=A,B,…: a mixture when more than one */
@@ -549,6 +551,7 @@ static vla_status start_or_resume(trainer *t, bool have_ck, const vla_ckpt_info 
 static vla_status claim_output_dir(trainer *t) {
     vla_status st = VLA_OK;
     if (t->rank == 0) {
+        t->made_dir = !t->opts.output_dir || !vla_path_exists(t->opts.output_dir) || t->opts.overwrite;
         if (!t->opts.output_dir)
             st = vla_run_dir_default("train", t->opts.job_name, t->out_dir, sizeof t->out_dir);
         else if (snprintf(t->out_dir, sizeof t->out_dir, "%s", t->opts.output_dir) >= (int)sizeof t->out_dir)
@@ -898,6 +901,7 @@ vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
     }
     finish_run(&t, step - start, res);
 done:
+    if (st != VLA_OK && t.made_dir && !t.opts.resume) rmdir(t.out_dir); /* only when still empty */
     snprintf(res->output_dir, sizeof res->output_dir, "%s", t.out_dir);
     snprintf(res->moved_aside, sizeof res->moved_aside, "%s", t.moved_aside);
     /* rows logged so far reach the files even when an error aborts the job below */
