@@ -160,7 +160,8 @@ static void plot_rounds(const char *out, const round_row *rows, int n) {
     double x[64], s[64], c[64];
     for (int i = 0; i < n && i < 64; i++) x[i] = rows[i].round, s[i] = rows[i].success, c[i] = rows[i].coverage;
     vla_plot_series ser[2] = {{"success", x, s, (size_t)n, 0}, {"mean max coverage", x, c, (size_t)n, 0}};
-    vla_plot_opts po = {"DAgger: closed-loop eval per round", "round", "rate", 0, 0, 0, 0};
+    vla_plot_opts po = {.title = "DAgger: closed-loop eval per round", .xlabel = "round", .ylabel = "rate",
+                        .fixed_y = 1, .y_min = 0, .y_max = 1}; /* rates: the whole 0..1 */
     char path[4200];
     snprintf(path, sizeof path, "%s/dagger.png", out);
     if (vla_plot_png(path, &po, ser, 2) != VLA_OK) vla_error_clear();

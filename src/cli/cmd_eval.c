@@ -73,7 +73,7 @@ int vla_cmd_eval(int argc, char **argv) {
         (vla_flags_given(&spec, &res, "policy.n_action_steps") && !vla_cli_int_in(cmd, "policy.n_action_steps", n_act, 1, 4096)) ||
         (vla_flags_given(&spec, &res, "policy.num_inference_steps") &&
          !vla_cli_int_in(cmd, "policy.num_inference_steps", flow_steps, 1, 1000)) ||
-        !vla_cli_int_in(cmd, "eval.n_videos", n_videos, 0, n) || !vla_cli_int_in(cmd, "max_steps", max_steps, 0, INT_MAX) ||
+        !vla_cli_int_in(cmd, "eval.n_videos", n_videos, 0, INT_MAX) || !vla_cli_int_in(cmd, "max_steps", max_steps, 0, INT_MAX) ||
         !vla_cli_int_in(cmd, "eval.policy_threads", pthreads, 0, 4096) || !vla_cli_int_in(cmd, "seed", seed, 0, INT64_MAX) ||
         !vla_cli_int_in(cmd, "video_size", vsize, 16, 4096))
         return 2;

@@ -278,7 +278,9 @@ static void plots(const trainer *t, bool evals) {
     for (int i = 0; i < 3; i++) {
         if (i == 2 && !evals) continue;
         snprintf(png, sizeof png, "%s/%s", t->o->output_dir, P[i].file);
-        if (vla_plot_metric(jl, P[i].col, png, P[i].title, P[i].log_y, P[i].smooth) != VLA_OK)
+        vla_status st = i == 2 ? vla_plot_metric_range(jl, P[i].col, png, P[i].title, 0, 1) /* a rate: all of 0..1 */
+                               : vla_plot_metric(jl, P[i].col, png, P[i].title, P[i].log_y, P[i].smooth);
+        if (st != VLA_OK)
             VLA_WARN("plot %s: %s", png, vla_error_message());
     }
 }
