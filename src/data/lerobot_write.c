@@ -17,6 +17,11 @@
  * LeRobot encodes to a temporary file first). The meta/episodes parquet is
  * one file.
  *
+ * Image statistics sample frames and pixels by LeRobot's compute_stats rule
+ * (lerobot_internal.h, shared with `vla dataset stats`): which frames count
+ * depends on the episode's length, so each frame's histogram is kept until
+ * the episode is saved (3 KiB a frame).
+ *
  * Simplifications against LeRobot: stats.json quantiles are exact global
  * quantiles rather than LeRobot's per-episode envelope; per-episode image
  * stats are flat lists of 3 values instead of nested 3×1×1 lists. */
