@@ -104,8 +104,11 @@ static flag_kind kind_of(const char *name) {
     static const char *const session[] = {"output_dir", "resume", "resume.allow_changes", "overwrite", "quiet",
                                           "max_time_s", "stop_after", "nan_at_step", "crash_at_step",
                                           "dist.threads_per_rank", "dist.bucket_mb"};
+    /* batch_size and accumulation split the global batch over ranks: they may change with the rank count,
+     * and the trainer holds the global batch itself to the checkpoint's (allow_changes lets it differ) */
     static const char *const free_[] = {"steps", "num_workers", "save_freq", "log_freq", "eval_freq", "env.type",
-                                        "eval.n_episodes", "eval.seed", "job_name", "policy.n_action_steps"};
+                                        "eval.n_episodes", "eval.seed", "job_name", "policy.n_action_steps",
+                                        "batch_size", "gradient_accumulation_steps"};
     static const char *const fixed[] = {"policy.type", "policy.config", "policy.pretrained_path", "keep_normalization",
                                         "dataset.state_keys", "dataset.image_keys", "dataset.n_obs_steps",
                                         "dataset.relative_actions", "dataset.action_stats_per_step"};
@@ -123,10 +126,33 @@ static bool is_data_source(const char *name) {
     return !strcmp(name, "dataset.root") || !strcmp(name, "dataset.shards") || !strcmp(name, "dataset.repo_id");
 }
 
+/* Flags whose value is a path (or a comma-separated list of them): saved absolute, so a resume
+ * from another working directory finds the same files. */
+static bool is_path_flag(const char *name) {
+    return !strcmp(name, "dataset.root") || !strcmp(name, "dataset.shards") ||
+           !strcmp(name, "policy.pretrained_path") || !strcmp(name, "policy.config");
+}
+
+/* Each comma-separated element made absolute where it exists (a preset name stays a name). */
+static json_t *absolute_paths(const char *v) {
+    char buf[8192] = "";
+    for (const char *q = v; *q;) {
+        size_t n = strcspn(q, ",");
+        char one[PATH_MAX], real[PATH_MAX];
+        snprintf(one, sizeof one, "%.*s", (int)n, q);
+        bool is_path = strchr(one, '/') || access(one, F_OK) == 0;
+        const char *use = is_path && realpath(one, real) ? real : one;
+        snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", buf[0] ? "," : "", use);
+        q += n + (q[n] == ',');
+    }
+    return json_string(buf);
+}
+
 static json_t *flag_json(const vla_flag *f) {
     switch (f->type) {
     case VLA_FLAG_STRING: {
         const char *v = *(const char **)f->dest;
+        if (v && is_path_flag(f->name)) return absolute_paths(v);
         return v ? json_string(v) : json_null();
     }
     case VLA_FLAG_INT: return json_integer((json_int_t) * (int64_t *)f->dest);
@@ -155,10 +181,18 @@ static void flag_set(const vla_flag *f, json_t *v) {
     }
 }
 
+/* The same files: element by element of comma-separated lists, each resolved. */
 static bool same_path(const char *a, const char *b) {
     if (!strcmp(a, b)) return true;
-    char ra[PATH_MAX], rb[PATH_MAX];
-    return realpath(a, ra) && realpath(b, rb) && !strcmp(ra, rb);
+    while (*a && *b) {
+        size_t na = strcspn(a, ","), nb = strcspn(b, ",");
+        char pa[PATH_MAX], pb[PATH_MAX], ra[PATH_MAX], rb[PATH_MAX];
+        snprintf(pa, sizeof pa, "%.*s", (int)na, a);
+        snprintf(pb, sizeof pb, "%.*s", (int)nb, b);
+        if (strcmp(pa, pb) && !(realpath(pa, ra) && realpath(pb, rb) && !strcmp(ra, rb))) return false;
+        a += na + (a[na] == ','), b += nb + (b[nb] == ',');
+    }
+    return !*a && !*b;
 }
 
 /* Does the current value equal the saved one? */
@@ -167,7 +201,7 @@ static bool flag_same(const vla_flag *f, json_t *v) {
     case VLA_FLAG_STRING: {
         const char *cur = *(const char **)f->dest, *old = json_string_value(v);
         if (!cur || !old) return !cur && !old;
-        return strchr(cur, '/') || strchr(old, '/') ? same_path(cur, old) : !strcmp(cur, old);
+        return is_path_flag(f->name) ? same_path(cur, old) : !strcmp(cur, old);
     }
     case VLA_FLAG_INT: return json_is_integer(v) && json_integer_value(v) == (json_int_t) * (int64_t *)f->dest;
     case VLA_FLAG_FLOAT: return json_is_number(v) && json_number_value(v) == *(double *)f->dest;

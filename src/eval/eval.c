@@ -234,17 +234,28 @@ static vla_status check_fit(const vla_eval_opts *o, const vla_env_spec *spec, co
              (long long)m->action_width);
     snprintf(env_side, sizeof env_side, "env '%s' is robot '%s' (agent_pos %d, state %d, environment_state %d, action %d)",
              spec->name, spec->name, spec->agent_pos_dim, spec->state_dim, spec->env_state_dim, spec->action_dim);
-    bool other_robot = m->embodiment_name[0] && strcmp(m->embodiment_name, spec->name) != 0 && !o->published;
+    /* another robot: one of the simulators here that is not this env (a robot_type no simulator has, a real
+     * robot or a published embodiment tag, is judged by its widths alone) */
+    bool named = m->embodiment_name[0] && strcmp(m->embodiment_name, spec->name) != 0 && !o->published;
+    bool other_robot = named && vla_env_find(m->embodiment_name) != NULL;
     if (other_robot && !o->allow_mismatch)
         return vla_error(VLA_ERR_INVALID_ARG, "eval: the checkpoint was trained on %s; %s. Evaluate it on its own env "
                          "(--env.type=%s), or pass --env.allow_mismatch=true to run it here anyway",
                          trained, env_side, m->embodiment_name);
     state_map smap;
-    vla_status sst = m->action_width == spec->action_dim ? state_mapping(spec, m, &smap) : VLA_ERR_INVALID_ARG;
+    char why[512] = "";
+    vla_status sst = VLA_OK;
+    if (m->action_width != spec->action_dim) {
+        sst = VLA_ERR_INVALID_ARG;
+        snprintf(why, sizeof why, "the policy predicts %lld action dims, the env takes %d", (long long)m->action_width,
+                 spec->action_dim);
+    } else if ((sst = state_mapping(spec, m, &smap)) != VLA_OK) {
+        snprintf(why, sizeof why, "%s", vla_error_message());
+    }
     if (sst != VLA_OK)
         return vla_error(VLA_ERR_INVALID_ARG, "eval: the checkpoint was trained on %s; %s: its state or action widths "
-                         "do not fit this env, so it cannot run here%s", trained, env_side,
-                         other_robot ? "" : " (evaluate it on the env of its training data)");
+                         "do not fit this env (%s), so it cannot run here%s", trained, env_side, why,
+                         other_robot ? "" : "; evaluate it on the env of its training data");
     if (other_robot)
         VLA_WARN("eval: --env.allow_mismatch=true: running a checkpoint trained on %s in %s", trained, env_side);
     return VLA_OK;

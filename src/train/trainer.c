@@ -255,8 +255,11 @@ static vla_status load_checkpoint(trainer *t, const vla_ckpt_info *ck, int64_t *
     if (gb != vla_sampler_global_batch(&t->track) && !t->o->allow_changes)
         return vla_error(VLA_ERR_INVALID_ARG,
                          "%s: checkpoint's global batch is %lld, this run's is %lld (batch_size × ranks × accum "
-                         "must match to resume)",
+                         "must match to resume; --resume.allow_changes=true changes it)",
                          path, (long long)gb, (long long)vla_sampler_global_batch(&t->track));
+    if (gb != vla_sampler_global_batch(&t->track) && t->rank == 0)
+        VLA_WARN("--resume.allow_changes=true: the global batch goes from %lld to %lld", (long long)gb,
+                 (long long)vla_sampler_global_batch(&t->track));
     if (vla_train_opt_updates(t->opt) + t->skipped != ck->step)
         return vla_error(VLA_ERR_FORMAT, "%s: optimizer updates %lld + skipped %lld != step %lld", ck->dir,
                          (long long)vla_train_opt_updates(t->opt), (long long)t->skipped, (long long)ck->step);
