@@ -328,8 +328,9 @@ vla_status vla_plot_png(const char *path, const vla_plot_opts *o, const vla_plot
     return st;
 }
 
-vla_status vla_plot_metric(const char *jsonl_path, const char *column, const char *png_path, const char *title,
-                           int log_y, double smooth) {
+/* One column of a metrics.jsonl against "step", with `o` (title, axes) filled in here. */
+static vla_status plot_column(const char *jsonl_path, const char *column, const char *png_path, const char *title,
+                              vla_plot_opts o) {
     double *x, *y;
     size_t n;
     VLA_TRY(vla_metrics_read_column(jsonl_path, column, &x, &y, &n));
@@ -338,28 +339,21 @@ vla_status vla_plot_metric(const char *jsonl_path, const char *column, const cha
         return vla_error(VLA_ERR_NOT_FOUND, "%s: no values of '%s' to plot", jsonl_path, column);
     }
     vla_plot_series s = {.label = NULL, .x = x, .y = y, .n = n};
-    vla_plot_opts o = {.title = title ? title : column, .xlabel = "step", .ylabel = column, .log_y = log_y,
-                       .smooth = smooth};
+    o.title = title ? title : column, o.xlabel = "step", o.ylabel = column;
     vla_status st = vla_plot_png(png_path, &o, &s, 1);
     free(x), free(y);
     return st;
 }
 
+vla_status vla_plot_metric(const char *jsonl_path, const char *column, const char *png_path, const char *title,
+                           int log_y, double smooth) {
+    return plot_column(jsonl_path, column, png_path, title, (vla_plot_opts){.log_y = log_y, .smooth = smooth});
+}
+
 vla_status vla_plot_metric_range(const char *jsonl_path, const char *column, const char *png_path, const char *title,
                                  double y_min, double y_max) {
-    double *x, *y;
-    size_t n;
-    VLA_TRY(vla_metrics_read_column(jsonl_path, column, &x, &y, &n));
-    if (n == 0) {
-        free(x), free(y);
-        return vla_error(VLA_ERR_NOT_FOUND, "%s: no values of '%s' to plot", jsonl_path, column);
-    }
-    vla_plot_series s = {.label = NULL, .x = x, .y = y, .n = n};
-    vla_plot_opts o = {.title = title ? title : column, .xlabel = "step", .ylabel = column, .fixed_y = 1,
-                       .y_min = y_min, .y_max = y_max};
-    vla_status st = vla_plot_png(png_path, &o, &s, 1);
-    free(x), free(y);
-    return st;
+    return plot_column(jsonl_path, column, png_path, title,
+                       (vla_plot_opts){.fixed_y = 1, .y_min = y_min, .y_max = y_max});
 }
 
 void vla_plot_release_caches(void) {
