@@ -447,21 +447,22 @@ int vla_cmd_train(int argc, char **argv) {
     if (resume && o.overwrite) {
         fprintf(stderr, "vla: error: vla train: --resume=true continues the run in --output_dir and --overwrite=true "
                         "moves it aside for a new one; give one of them\n");
-        return 2;
+        return json_decref(defaults), 2;
     }
     if (allow_changes && !resume)
-        return vla_cli_ignored(cmd, "resume.allow_changes", "it judges the flags of a resumed run; add --resume=true");
+        return json_decref(defaults),
+               vla_cli_ignored(cmd, "resume.allow_changes", "it judges the flags of a resumed run; add --resume=true");
     if ((o.dataset_root != NULL) + (shards != NULL) + (repo_id != NULL) > 1) {
         fprintf(stderr, "vla: error: vla train: give the data once: --dataset.root, --dataset.repo_id or "
                         "--dataset.shards\n");
-        return 2;
+        return json_decref(defaults), 2;
     }
     resume_state rs = {0};
     if (resume) {
         if (!o.output_dir) {
             fprintf(stderr, "vla: error: vla train: --resume=true continues a run: name its directory with "
                             "--output_dir=DIR\n");
-            return 2;
+            return json_decref(defaults), 2;
         }
         rc = resume_flags(&spec, &res, defaults, o.output_dir, allow_changes, &rs);
         json_decref(defaults);
@@ -486,23 +487,28 @@ int vla_cmd_train(int argc, char **argv) {
     }
     json_decref(defaults);
     /* flags this run would not use */
+    const char *ignored = NULL, *why = NULL;
     if (GIVEN("env.type") && eval_freq == 0)
-        return vla_cli_ignored(cmd, "env.type", "it names the simulator of the evaluations during training, which "
-                               "--eval_freq=N turns on");
-    if ((GIVEN("eval.n_episodes") || GIVEN("eval.seed")) && eval_freq == 0)
-        return vla_cli_ignored(cmd, GIVEN("eval.seed") ? "eval.seed" : "eval.n_episodes",
-                               "evaluations during training are off; --eval_freq=N --env.type=NAME turns them on");
+        ignored = "env.type", why = "it names the simulator of the evaluations during training, which --eval_freq=N "
+                                    "turns on";
+    else if ((GIVEN("eval.n_episodes") || GIVEN("eval.seed")) && eval_freq == 0)
+        ignored = GIVEN("eval.seed") ? "eval.seed" : "eval.n_episodes",
+        why = "evaluations during training are off; --eval_freq=N --env.type=NAME turns them on";
+    else if (GIVEN("keep_normalization") && o.keep_normalization && !o.pretrained_path)
+        ignored = "keep_normalization", why = "it keeps the statistics of --policy.pretrained_path, which is not given";
+    else if (GIVEN("scheduler.warmup_steps") && constant)
+        ignored = "scheduler.warmup_steps", why = "--scheduler.constant=true has no warmup";
+    else if (GIVEN("job_name") && o.output_dir)
+        ignored = "job_name", why = "it names the default output directory, and --output_dir is given";
+    if (ignored) {
+        json_decref(rs.cfg), json_decref(rs.changes);
+        return vla_cli_ignored(cmd, ignored, why);
+    }
     if (eval_freq > 0 && !env) {
         fprintf(stderr, "vla: error: vla train: --eval_freq=%lld needs --env.type (pusht | reach)\n", (long long)eval_freq);
+        json_decref(rs.cfg), json_decref(rs.changes);
         return 2;
     }
-    if (GIVEN("keep_normalization") && o.keep_normalization && !o.pretrained_path)
-        return vla_cli_ignored(cmd, "keep_normalization", "it keeps the statistics of --policy.pretrained_path, "
-                               "which is not given");
-    if (GIVEN("scheduler.warmup_steps") && constant)
-        return vla_cli_ignored(cmd, "scheduler.warmup_steps", "--scheduler.constant=true has no warmup");
-    if (GIVEN("job_name") && o.output_dir)
-        return vla_cli_ignored(cmd, "job_name", "it names the default output directory, and --output_dir is given");
     if (o.policy_type && !vla_policy_family_find(o.policy_type)) {
         fprintf(stderr, "vla: error: vla train: unknown --policy.type=%s; vla.c trains %s\n", o.policy_type,
                 vla_policy_family_names());
