@@ -191,7 +191,7 @@ fi
 train_args=( --dataset.root="$data" --policy.type="$type" --policy.config="$policy" \
     --dataset.state_keys="$state_keys" --dataset.image_keys="$image_keys" \
     --dataset.n_obs_steps="$n_obs" --dataset.relative_actions="$relative" \
-    --dataset.action_stats_per_step="$per_step" --ema_decay="$ema" \
+    --dataset.action_stats_per_step="$per_step" --ema_decay="$ema" --policy.n_action_steps="$n_act" \
     --batch_size=$((batch / ranks)) --optimizer.lr="$lr" \
     --seed="$seed" --num_workers=1
 )
@@ -213,9 +213,12 @@ rm -rf "$run"
 t2=$(date +%s)
 
 echo
-echo "-- 3. closed-loop eval on PushT: $eval_eps episodes, chunks of $n_act actions, baselines --"
+echo "-- 3. closed-loop eval on PushT: $eval_eps episodes, baselines (the checkpoint says how it runs: $n_act actions per chunk, $n_obs frames, EMA weights) --"
 rm -rf "$evald"
-"$vla" eval --policy.path="$run" --env.type=pusht --eval.n_episodes="$eval_eps" --seed=100000 --policy.n_action_steps="$n_act" \
+# no execution flags: what training decided (actions per chunk, frames of
+# history, flow steps, EMA weights) is in the checkpoint's config, so the
+# README's `vla eval --policy.path=…` reproduces this result
+"$vla" eval --policy.path="$run" --env.type=pusht --eval.n_episodes="$eval_eps" --seed=100000 \
     --eval.n_videos=2 --eval.baselines=true --output_dir="$evald" --json | tee "$out/eval.json"
 t3=$(date +%s)
 
@@ -266,5 +269,8 @@ else
     echo "DAgger         no rounds (DEMO_DAGGER_ROUNDS=K runs K rounds of vla dagger after step 3)"
 fi
 echo "eval_info      $evald/eval_info.json"
+echo "reproduce      $vla eval --policy.path=$run/checkpoints/last/pretrained_model --env.type=pusht --eval.n_episodes=$eval_eps"
+echo "note           the demo trains for a fixed time (DEMO_TRAIN_BUDGET_S=$budget s): a slower machine trains fewer"
+echo "               steps and scores lower; README.md gives the longer command that reaches more"
 echo "stages         record $((t1 - t0)) s, train $((t2 - t1)) s, eval $((t3 - t2)) s, DAgger $((t4 - t3)) s"
 echo "total          $((t4 - t0)) s"

@@ -34,20 +34,52 @@ int vla_flags_distance(const char *a, const char *b) {
     return prev[lb];
 }
 
+static const char *last_part(const char *s) {
+    const char *dot = strrchr(s, '.');
+    return dot ? dot + 1 : s;
+}
+
+/* `a` begins with `p` (dashes and underscores equal). */
+static bool starts_with(const char *a, const char *p) {
+    for (; *p; a++, p++)
+        if (!*a || norm(*a) != norm(*p)) return false;
+    return true;
+}
+
+bool vla_flags_close(const char *typed, const char *known) {
+    const char *tl = last_part(typed), *kl = last_part(known);
+    size_t tn = strlen(tl);
+    int thr = tn / 3 > 1 ? (int)(tn / 3) : 1; /* a few edits for the word the user typed */
+    if (vla_flags_distance(typed, known) <= thr) return true;
+    /* --root for --dataset.root, --lr for --optimizer.lr */
+    if (tl == typed && vla_flags_distance(typed, kl) <= (tn < 4 ? 0 : thr)) return true;
+    /* a cut-off name: --policy.pretrained for --policy.pretrained_path */
+    size_t tp = (size_t)(tl - typed), kp = (size_t)(kl - known);
+    return tn >= 4 && tp == kp && !strncmp(typed, known, tp) && starts_with(kl, tl);
+}
+
 static vla_status unknown_flag(const vla_command_spec *spec, const char *name) {
     const char *best = NULL;
     int best_d = 1 << 30;
     for (int i = 0; i < spec->n_flags; i++) {
+        if (!vla_flags_close(name, spec->flags[i].name)) continue;
         int d = vla_flags_distance(name, spec->flags[i].name);
-        /* also match on the last dotted component: --root for --dataset.root */
-        const char *dot = strrchr(spec->flags[i].name, '.');
-        if (dot && vla_flags_distance(name, dot + 1) < d) d = vla_flags_distance(name, dot + 1);
         if (d < best_d) best_d = d, best = spec->flags[i].name;
     }
-    int limit = (int)strlen(name) / 3 + 2;
-    if (best && best_d <= limit)
+    if (best)
         return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s; did you mean --%s? (see --help)",
                          spec->command, name, best);
+    /* no close spelling: the flags of the same group (--policy.*), which is what the user was after */
+    char list[1024] = "";
+    size_t used = 0;
+    const char *dot = strrchr(name, '.');
+    size_t group = dot ? (size_t)(dot - name) + 1 : 0;
+    for (int i = 0; group && i < spec->n_flags && used + 64 < sizeof list; i++)
+        if (!strncmp(spec->flags[i].name, name, group))
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s--%s", used ? ", " : "", spec->flags[i].name);
+    if (used)
+        return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s; its --%.*s* flags are: %s (see --help)",
+                         spec->command, name, (int)group, name, list);
     return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s (see --help)", spec->command, name);
 }
 
@@ -88,8 +120,8 @@ vla_status vla_flags_parse(const vla_command_spec *spec, int argc, char **argv, 
     memset(out, 0, sizeof *out);
     bool only_positional = false;
     /* a flag takes one value: a repeated one is refused rather than the earlier value silently dropped */
-    enum { MAX_SEEN = 256 };
-    bool seen[MAX_SEEN] = {false};
+    enum { MAX_SEEN = VLA_FLAGS_MAX };
+    bool *seen = out->given;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (!only_positional && (!strcmp(arg, "--help") || !strcmp(arg, "-h"))) {
@@ -156,6 +188,12 @@ static void print_default(const vla_flag *f, FILE *out) {
         if (*(bool *)f->dest) fprintf(out, " (default: true)");
         break;
     }
+}
+
+bool vla_flags_given(const vla_command_spec *spec, const vla_flags_result *res, const char *name) {
+    for (int i = 0; i < spec->n_flags && i < VLA_FLAGS_MAX; i++)
+        if (!strcmp(spec->flags[i].name, name)) return res->given[i];
+    return false;
 }
 
 void vla_flags_print_help(const vla_command_spec *spec, FILE *out) {

@@ -36,10 +36,13 @@ typedef struct {
     int min_positional, max_positional;
 } vla_command_spec;
 
+#define VLA_FLAGS_MAX 256
+
 typedef struct {
     const char *positional[16];
     int n_positional;
     bool help;
+    bool given[VLA_FLAGS_MAX]; /* given[i]: flags[i] was on the command line (not left at its default) */
 } vla_flags_result;
 
 /* Parse argv[0..argc) (argv[0] is the first argument, not the program). A
@@ -47,6 +50,13 @@ typedef struct {
  * dropped). */
 vla_status vla_flags_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags_result *out);
 void vla_flags_print_help(const vla_command_spec *spec, FILE *out);
+/* Was the flag named `name` (as in the table) on the command line? */
+bool vla_flags_given(const vla_command_spec *spec, const vla_flags_result *res, const char *name);
+/* Is `typed` a close enough misspelling of `known` to suggest it: a few
+ * edits for its length, on the whole name or on the last dotted part
+ * (--root for --dataset.root). Names of other meaning ("device" for "path")
+ * are not suggested. */
+bool vla_flags_close(const char *typed, const char *known);
 /* Edit distance between flag names, with '-' and '_' equal (for suggestions). */
 int vla_flags_distance(const char *a, const char *b);
 

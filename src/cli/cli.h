@@ -36,6 +36,28 @@ int vla_cli_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags
 /* Print "vla: error: <thread's error message>" and return the exit code. */
 int vla_cli_fail(vla_status st);
 
+/* Route stdout through a filter that writes a non-finite number on a JSON
+ * line (one starting with '{' or '[') as null: no JSON vla prints carries
+ * NaN or Inf, whatever a command's printf formats (main.c, first thing). */
+void vla_cli_guard_stdout(void);
+/* Flush it at the end of main. */
+void vla_cli_guard_end(void);
+
+/* Range checks that name the flag and the value given: print
+ * "vla: error: CMD: --FLAG=V: must be …" and return false when out of range. */
+bool vla_cli_int_in(const char *cmd, const char *flag, int64_t v, int64_t lo, int64_t hi);
+bool vla_cli_float_in(const char *cmd, const char *flag, double v, double lo, double hi, bool lo_open, bool hi_open);
+/* A flag given where the command would not use it: an error naming it and
+ * why (`why` says what would make it count); returns the exit code 2. */
+int vla_cli_ignored(const char *cmd, const char *flag, const char *why);
+
+/* A command's dataset, given exactly one way: the positional ROOT,
+ * --dataset.root=DIR, or --dataset.repo_id=ORG/NAME (LeRobot's cache,
+ * data/lerobot.h vla_lerobot_repo_roots; the path into buf). *out points at
+ * the root. Returns -1 to go on, else the exit code (message printed). */
+int vla_cli_dataset_source(const char *cmd, const char *positional, const char *root, const char *repo_id, char *buf,
+                           size_t cap, const char **out);
+
 /* Commands (one file each). */
 int vla_cmd_version(int argc, char **argv);
 int vla_cmd_bench(int argc, char **argv);

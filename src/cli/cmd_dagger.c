@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "base/fsutil.h"
+#include "base/run_dir.h"
 #include "base/timer.h"
 #include "eval/eval.h"
 #include "sim/record.h"
@@ -163,7 +164,8 @@ static void plot_rounds(const char *out, const round_row *rows, int n) {
     double x[64], s[64], c[64];
     for (int i = 0; i < n && i < 64; i++) x[i] = rows[i].round, s[i] = rows[i].success, c[i] = rows[i].coverage;
     vla_plot_series ser[2] = {{"success", x, s, (size_t)n, 0}, {"mean max coverage", x, c, (size_t)n, 0}};
-    vla_plot_opts po = {"DAgger: closed-loop eval per round", "round", "rate", 0, 0, 0, 0};
+    vla_plot_opts po = {.title = "DAgger: closed-loop eval per round", .xlabel = "round", .ylabel = "rate",
+                        .fixed_y = 1, .y_min = 0, .y_max = 1}; /* rates: the whole 0..1 */
     char path[4200];
     snprintf(path, sizeof path, "%s/dagger.png", out);
     if (vla_plot_png(path, &po, ser, 2) != VLA_OK) vla_error_clear();
@@ -179,11 +181,16 @@ static void print_table(const round_row *rows, int n, int eval_n) {
 }
 
 int vla_cmd_dagger(int argc, char **argv) {
-    dagger_opts d = {NULL, "outputs/dagger", "pusht", NULL, 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1,
+    bool overwrite = false;
+    dagger_opts d = {NULL, NULL, "pusht", NULL, 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1,
                      -1, -1, true};
     const vla_flag flags[] = {
         {"policy.path", VLA_FLAG_STRING, &d.policy_path, "DIR", "the trained policy to start from (required)"},
-        {"output_dir", VLA_FLAG_STRING, &d.out, "DIR", "round-K/{data,train,eval}, dagger.jsonl, dagger.png"},
+        {"output_dir", VLA_FLAG_STRING, &d.out, "DIR",
+         "round-K/{data,train,eval}, dagger.jsonl, dagger.png; must be empty (default: a new "
+         "outputs/dagger/<date>/<time>_<env>)"},
+        {"overwrite", VLA_FLAG_BOOL, &overwrite, NULL,
+         "a non-empty --output_dir is moved aside to DIR.old-<date>_<time> (nothing deleted)"},
         {"device", VLA_FLAG_STRING, &d.device, "NAME", VLA_CLI_DEVICE_HELP},
         {"env.type", VLA_FLAG_STRING, &d.env, "NAME", "simulator with a scripted expert (default pusht)"},
         {"dagger.rounds", VLA_FLAG_INT, &d.rounds, "K", "rounds (default 3)"},
@@ -221,11 +228,25 @@ int vla_cmd_dagger(int argc, char **argv) {
         fprintf(stderr, "vla: error: vla dagger: --policy.path=DIR is required (a checkpoint from vla train)\n");
         return 2;
     }
-    if (d.rounds < 1 || d.rounds > 60 || d.rollouts < 1 || d.every < 1 || d.steps < 1) {
-        fprintf(stderr, "vla: error: vla dagger: rounds 1..60, rollouts, every and steps at least 1\n");
+    const char *cmd = "vla dagger";
+    if (!vla_cli_int_in(cmd, "dagger.rounds", d.rounds, 1, 60) || !vla_cli_int_in(cmd, "dagger.rollouts", d.rollouts, 1, 1 << 20) ||
+        !vla_cli_int_in(cmd, "dagger.every", d.every, 1, 1 << 20) ||
+        !vla_cli_int_in(cmd, "dagger.per_rollout", d.per_rollout, 1, 1 << 20) ||
+        !vla_cli_int_in(cmd, "dagger.expert_episodes", d.expert_episodes, 1, 1 << 20) ||
+        !vla_cli_int_in(cmd, "steps", d.steps, 1, INT64_MAX) || !vla_cli_int_in(cmd, "batch_size", d.batch, 1, INT64_MAX) ||
+        !vla_cli_int_in(cmd, "eval.n_episodes", d.eval_episodes, 1, 1 << 20) ||
+        !vla_cli_int_in(cmd, "num_workers", d.workers, 0, 256) ||
+        (vla_flags_given(&spec, &res, "policy.n_action_steps") && !vla_cli_int_in(cmd, "policy.n_action_steps", d.n_act, 1, 4096)))
         return 2;
-    }
-    vla_status st = vla_mkdirs(d.out);
+    if (overwrite && !d.out) return vla_cli_ignored(cmd, "overwrite", "the default output directory is always new");
+    /* a directory of its own (base/run_dir.h): rounds of two runs never mix */
+    char out[4096], moved[4200];
+    vla_status st = d.out ? vla_run_dir_claim(d.out, overwrite, "", moved, sizeof moved)
+                          : vla_run_dir_default("dagger", d.env, out, sizeof out);
+    if (st != VLA_OK) return vla_cli_fail(st);
+    if (d.out) snprintf(out, sizeof out, "%s", d.out);
+    if (d.out && moved[0]) fprintf(stderr, "vla dagger: moved the previous %s aside to %s\n", d.out, moved);
+    d.out = out;
     round_row rows[64] = {{0}};
     char dir[4200], data[4200], train[4200], cur[4200];
     snprintf(cur, sizeof cur, "%s", d.policy_path);

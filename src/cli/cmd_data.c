@@ -35,7 +35,7 @@ static vla_status prepare_one(vla_comm *comm, const char *root, const vla_shards
 }
 
 static int cmd_prepare(int argc, char **argv) {
-    const char *root = NULL, *out = NULL, *episodes = NULL, *image_size = NULL;
+    const char *root = NULL, *out = NULL, *episodes = NULL, *image_size = NULL, *repo_id = NULL;
     double shard_mb = 256;
     int64_t workers = 0, crash_at = 0;
     bool quiet = false;
@@ -43,6 +43,9 @@ static int cmd_prepare(int argc, char **argv) {
         {"dataset.root", VLA_FLAG_STRING, &root, "DIR[,DIR2…]",
          "the LeRobot dataset (v2.1 or v3.0) to prepare (required); several: one shard set each under OUT and "
          "OUT/mixture.json, so --dataset.shards=OUT trains the mixture"},
+        {"dataset.repo_id", VLA_FLAG_STRING, &repo_id, "ORG/NAME[,…]",
+         "instead of --dataset.root: the dataset by its Hugging Face name, read from the LeRobot cache "
+         "($HF_LEROBOT_HOME, else ~/.cache/huggingface/lerobot); vla.c does not download"},
         {"dataset.episodes", VLA_FLAG_STRING, &episodes, "LIST",
          "only these episodes (LeRobot's name): 0,3,7 or 2-5 or [1, 2] (one dataset only)"},
         {"out", VLA_FLAG_STRING, &out, "DIR", "the shard set to write (required; resumed when it holds shards of the same plan)"},
@@ -66,10 +69,13 @@ static int cmd_prepare(int argc, char **argv) {
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
-    if (!root || !out) {
+    if ((!root && !repo_id) || !out) {
         fprintf(stderr, "vla: error: vla data prepare: --dataset.root=DIR and --out=DIR are required (see --help)\n");
         return 2;
     }
+    char repo_roots[8192];
+    if (repo_id && (rc = vla_cli_dataset_source(spec.command, NULL, root, repo_id, repo_roots, sizeof repo_roots, &root)) >= 0)
+        return rc;
     int h = 0, w = 0;
     if (image_size) {
         int n = 0;

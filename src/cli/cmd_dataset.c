@@ -113,6 +113,22 @@ static json_t *camera_probe(const vla_lerobot *ds, int cam) {
     {"dataset.episodes", VLA_FLAG_STRING, &var, "LIST",                                                              \
      "only these episodes (LeRobot's name): 0,3,7 or 2-5 or [1, 2]; for partial downloads"}
 
+/* The dataset, as ROOT or LeRobot's --dataset.root=DIR or --dataset.repo_id=ORG/NAME (the LeRobot cache). */
+#define ROOT_FLAGS(root, repo)                                                                                   \
+    {"dataset.root", VLA_FLAG_STRING, &root, "DIR", "the dataset's directory (instead of ROOT)"},                 \
+        {"dataset.repo_id", VLA_FLAG_STRING, &repo, "ORG/NAME",                                                  \
+         "the dataset by its Hugging Face name, read from the LeRobot cache ($HF_LEROBOT_HOME, else "           \
+         "~/.cache/huggingface/lerobot); vla.c does not download"}
+typedef struct {
+    const char *root, *repo;
+    char buf[4096];
+} root_src;
+/* The command's dataset root from the positional or the flags; -1 to go on, else the exit code. */
+static int dataset_root(const char *cmd, const vla_flags_result *res, int first_pos, root_src *rs, const char **out) {
+    const char *pos = res->n_positional > first_pos ? res->positional[first_pos] : NULL;
+    return vla_cli_dataset_source(cmd, pos, rs->root, rs->repo, rs->buf, sizeof rs->buf, out);
+}
+
 /* Open with an optional episode selection (--dataset.episodes). */
 static vla_status open_selected(const char *root, const char *episodes, bool meta_only, vla_lerobot **ds) {
     vla_lr_open_opts o = {0};
@@ -127,18 +143,21 @@ static vla_status open_selected(const char *root, const char *episodes, bool met
 
 static int cmd_info(int argc, char **argv) {
     bool as_json = false;
-    const char *episodes = NULL;
-    const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "machine-readable output"}, EPISODES_FLAG(episodes)};
-    const vla_command_spec spec = {"vla dataset info", "ROOT", "Print a LeRobot dataset's metadata.",
+    const char *episodes = NULL, *root = NULL;
+    root_src src = {0};
+    const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "machine-readable output"}, EPISODES_FLAG(episodes),
+                              ROOT_FLAGS(src.root, src.repo)};
+    const vla_command_spec spec = {"vla dataset info", "[ROOT]", "Print a LeRobot dataset's metadata.",
                                    "Version, fps, robot type, episodes (and how many have their data files: a partial "
                                    "download), frames, tasks, features (shape, dtype) and cameras (codec, size, and what "
                                    "the first present video file holds). Reads meta/ only.",
-                                   flags, 2, 1, 1};
+                                   flags, 4, 0, 1};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
+    if ((rc = dataset_root(spec.command, &res, 0, &src, &root)) >= 0) return rc;
     vla_lerobot *ds;
-    vla_status st = open_selected(res.positional[0], episodes, true, &ds);
+    vla_status st = open_selected(root, episodes, true, &ds);
     if (st != VLA_OK) return vla_cli_fail(st);
     int64_t frames = 0, first_missing;
     for (int64_t e = 0; e < ds->n_episodes; e++) frames += ds->episodes[e].length;
@@ -202,21 +221,24 @@ static int cmd_info(int argc, char **argv) {
 
 static int cmd_validate(int argc, char **argv) {
     bool as_json = false;
-    const char *episodes = NULL, *frames = "ends";
+    const char *episodes = NULL, *frames = "ends", *root = NULL;
+    root_src src = {0};
     const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "print {\"root\",\"clean\",\"problems\":[{\"file\",\"reason\"}]}"},
                               EPISODES_FLAG(episodes),
                               {"frames", VLA_FLAG_STRING, &frames, "ends|all",
                                "decode each episode's first and last frames (ends, quick) or every frame of every "
-                               "video, reporting each decode error with file, episode and time (all)"}};
-    const vla_command_spec spec = {"vla dataset validate", "ROOT", "Read every file of a dataset and list every problem.",
+                               "video, reporting each decode error with file, episode and time (all)"},
+                              ROOT_FLAGS(src.root, src.repo)};
+    const vla_command_spec spec = {"vla dataset validate", "[ROOT]", "Read every file of a dataset and list every problem.",
                                    "Checks row counts against info.json and the episodes metadata, contiguous index, "
                                    "episode ranges and frame_index, timestamps against fps, finite numeric values, task "
                                    "indices, and that every episode's first and last video frames decode. Exit 0 only "
                                    "when clean.",
-                                   flags, 3, 1, 1};
+                                   flags, 5, 0, 1};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
+    if ((rc = dataset_root(spec.command, &res, 0, &src, &root)) >= 0) return rc;
     json_t *problems = json_array();
     vla_log_level lvl = vla_log_get_level();
     if (lvl < VLA_LOG_ERROR) vla_log_set_level(VLA_LOG_ERROR); /* problems are listed below, not logged */
@@ -232,19 +254,19 @@ static int cmd_validate(int argc, char **argv) {
         o.episodes = eps;
     }
     if (strcmp(frames, "ends") && strcmp(frames, "all")) {
-        fprintf(stderr, "vla: error: vla dataset validate: --frames must be ends or all\n");
+        fprintf(stderr, "vla: error: vla dataset validate: --frames=%s: give ends or all\n", frames);
         json_decref(problems);
         free(eps);
         vla_log_set_level(lvl);
         return 2;
     }
     vla_lr_validate_opts vo = {!strcmp(frames, "all"), isatty(STDERR_FILENO) != 0}; /* a progress line for people, not logs */
-    vla_lerobot_validate_opts(res.positional[0], &o, &vo, problems);
+    vla_lerobot_validate_opts(root, &o, &vo, problems);
     free(eps);
     vla_log_set_level(lvl);
     size_t n = json_array_size(problems);
     if (as_json) {
-        json_t *j = json_pack("{s:s,s:b,s:O}", "root", res.positional[0], "clean", n == 0, "problems", problems);
+        json_t *j = json_pack("{s:s,s:b,s:O}", "root", root, "clean", n == 0, "problems", problems);
         print_json(j);
         json_decref(j);
     } else {
@@ -252,7 +274,7 @@ static int cmd_validate(int argc, char **argv) {
             json_t *p = json_array_get(problems, i);
             printf("%s: %s\n", json_string_value(json_object_get(p, "file")), json_string_value(json_object_get(p, "reason")));
         }
-        printf("%s: %s (%zu problem%s)\n", res.positional[0], n ? "PROBLEMS" : "clean", n, n == 1 ? "" : "s");
+        printf("%s: %s (%zu problem%s)\n", root, n ? "PROBLEMS" : "clean", n, n == 1 ? "" : "s");
     }
     json_decref(problems);
     return n ? 1 : 0;
@@ -261,7 +283,8 @@ static int cmd_validate(int argc, char **argv) {
 static int cmd_frame(int argc, char **argv) {
     bool as_json = false;
     int64_t index = -1, width = 0, height = 0;
-    const char *camera = NULL, *png = NULL, *episodes = NULL;
+    const char *camera = NULL, *png = NULL, *episodes = NULL, *root = NULL;
+    root_src src = {0};
     const vla_flag flags[] = {
         {"index", VLA_FLAG_INT, &index, "N", "the row's global `index` (required); only its episode is read"},
         EPISODES_FLAG(episodes),
@@ -270,12 +293,16 @@ static int cmd_frame(int argc, char **argv) {
         {"width", VLA_FLAG_INT, &width, "W", "scale the frame to W pixels wide (0: native)"},
         {"height", VLA_FLAG_INT, &height, "H", "scale the frame to H pixels high (0: native)"},
         {"json", VLA_FLAG_BOOL, &as_json, NULL, "print the row's columns and values as JSON"},
+        ROOT_FLAGS(src.root, src.repo),
     };
-    const vla_command_spec spec = {"vla dataset frame", "ROOT", "Print one row of a dataset and decode its camera frame.", NULL,
-                                   flags, 7, 1, 1};
+    const vla_command_spec spec = {"vla dataset frame", "[ROOT]", "Print one row of a dataset and decode its camera frame.", NULL,
+                                   flags, 9, 0, 1};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
+    if ((rc = dataset_root(spec.command, &res, 0, &src, &root)) >= 0) return rc;
+    if (!vla_cli_int_in(spec.command, "width", width, 0, 8192) || !vla_cli_int_in(spec.command, "height", height, 0, 8192))
+        return 2;
     if (index < 0) {
         fprintf(stderr, "vla dataset frame: --index N is required\n");
         return 2;
@@ -283,7 +310,7 @@ static int cmd_frame(int argc, char **argv) {
     vla_lerobot *ds;
     char one[32] = "";
     if (!episodes) { /* read only the episode that holds the row: a partial download serves its present rows */
-        vla_status st = open_selected(res.positional[0], NULL, true, &ds);
+        vla_status st = open_selected(root, NULL, true, &ds);
         if (st != VLA_OK) return vla_cli_fail(st);
         for (int64_t e = 0; e < ds->n_episodes; e++)
             if (index >= ds->episodes[e].index_from && index < ds->episodes[e].index_from + ds->episodes[e].length)
@@ -291,13 +318,13 @@ static int cmd_frame(int argc, char **argv) {
         int64_t total = ds->n_episodes ? ds->episodes[ds->n_episodes - 1].index_from + ds->episodes[ds->n_episodes - 1].length : 0;
         vla_lerobot_close(ds);
         if (!one[0]) {
-            fprintf(stderr, "vla: error: %s: --index %lld out of range [0, %lld)\n", res.positional[0], (long long)index,
+            fprintf(stderr, "vla: error: %s: --index=%lld: out of range [0, %lld)\n", root, (long long)index,
                     (long long)total);
             return 2;
         }
         episodes = one;
     }
-    vla_status st = open_selected(res.positional[0], episodes, false, &ds);
+    vla_status st = open_selected(root, episodes, false, &ds);
     if (st != VLA_OK) return vla_cli_fail(st);
     int64_t stored_index = index;
     index = vla_lerobot_row_of_index(ds, stored_index);
@@ -333,7 +360,12 @@ static int cmd_frame(int argc, char **argv) {
     int exit_code = 0;
     int cam = camera ? vla_lerobot_camera(ds, camera) : (ds->n_cameras ? 0 : -1);
     if (camera && cam < 0) {
-        fprintf(stderr, "vla: error: %s: no camera '%s'\n", ds->root, camera);
+        char names[1024] = "";
+        for (int c = 0; c < ds->n_cameras; c++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", c ? ", " : "",
+                     ds->features[ds->camera_feature[c]].key);
+        fprintf(stderr, "vla: error: %s: no camera '%s'; its cameras are: %s\n", ds->root, camera,
+                ds->n_cameras ? names : "none");
         exit_code = 2;
     } else if (cam >= 0) {
         const vla_lr_feature *f = &ds->features[ds->camera_feature[cam]];
@@ -384,32 +416,40 @@ static int cmd_frame(int argc, char **argv) {
 }
 
 static int cmd_stats(int argc, char **argv) {
-    bool as_json = false;
-    int64_t frames = 100;
-    const char *episodes = NULL;
+    bool as_json = false, images = true;
+    const char *episodes = NULL, *root = NULL;
+    root_src src = {0};
     const vla_flag flags[] = {{"json", VLA_FLAG_BOOL, &as_json, NULL, "print the comparison as JSON"},
-                              {"image-frames", VLA_FLAG_INT, &frames, "N", "frames sampled per camera for image stats (0: none)"},
-                              EPISODES_FLAG(episodes)};
-    const vla_command_spec spec = {"vla dataset stats", "ROOT", "Recompute a dataset's stats and compare them with the stored ones.",
-                                   "min/max/mean/std/count must agree (f32 tolerance; 0.05 for sampled image stats); "
-                                   "quantiles are shown but not judged, since LeRobot stores per-episode envelopes. "
-                                   "Exit 1 when a judged statistic differs. Over a selection of episodes the stored "
-                                   "(whole-dataset) stats are not expected to agree.",
-                                   flags, 3, 1, 1};
+                              {"images", VLA_FLAG_BOOL, &images, NULL,
+                               "recompute the cameras' statistics too (decodes the sampled frames; false: numeric "
+                               "features only)"},
+                              EPISODES_FLAG(episodes), ROOT_FLAGS(src.root, src.repo)};
+    const vla_command_spec spec = {"vla dataset stats", "[ROOT]", "Recompute a dataset's stats and compare them with the stored ones.",
+                                   "Numeric features: min/max/mean/std/count must agree to f32 rounding. Cameras: the "
+                                   "frames and pixels LeRobot's compute_stats samples (per episode about L^0.75 frames, "
+                                   "all of a short one; every s-th pixel, about 150 px on the long side), as vla.c's "
+                                   "writer samples them: count must agree exactly; for a video camera mean and std "
+                                   "within 0.05 and min/max are shown but not judged (the writer saw the frames before "
+                                   "lossy encoding); a lossless image camera must agree exactly. Quantiles are shown "
+                                   "but not judged (LeRobot stores per-episode envelopes). Exit 1 when a judged "
+                                   "statistic differs. Over a selection of episodes the stored (whole-dataset) stats "
+                                   "are not expected to agree. docs/dataset.md, \"Statistics\".",
+                                   flags, 5, 0, 1};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
+    if ((rc = dataset_root(spec.command, &res, 0, &src, &root)) >= 0) return rc;
     vla_lerobot *ds;
-    vla_status st = open_selected(res.positional[0], episodes, false, &ds);
+    vla_status st = open_selected(root, episodes, false, &ds);
     if (st != VLA_OK) return vla_cli_fail(st);
     json_t *computed = NULL;
     const char *image_note = NULL;
     char note[1024];
-    st = vla_lerobot_compute_stats(ds, (int)frames, &computed);
-    if (st != VLA_OK && frames > 0) {
+    st = vla_lerobot_compute_stats(ds, images, &computed);
+    if (st != VLA_OK && images) {
         snprintf(note, sizeof note, "image stats skipped: %s", vla_error_message());
         image_note = note;
-        st = vla_lerobot_compute_stats(ds, 0, &computed);
+        st = vla_lerobot_compute_stats(ds, false, &computed);
     }
     if (st != VLA_OK) {
         vla_lerobot_close(ds);
@@ -431,7 +471,8 @@ static int cmd_stats(int argc, char **argv) {
                    json_string_value(json_object_get(e, "stat")), json_number_value(json_object_get(e, "max_abs_diff")),
                    json_number_value(json_object_get(e, "tolerance")),
                    json_is_true(json_object_get(e, "ok")) ? "ok"
-                   : json_string_value(json_object_get(e, "stat"))[0] == 'q' ? "differs (quantile: not judged)" : "DIFFERS");
+                   : json_object_get(e, "note") ? json_string_value(json_object_get(e, "note"))
+                                                 : "DIFFERS");
         }
         printf("%s: %s (%d mismatch%s)\n", ds->root, bad ? "stats DIFFER" : "stats agree", bad, bad == 1 ? "" : "es");
     }
@@ -442,28 +483,38 @@ static int cmd_stats(int argc, char **argv) {
 }
 
 static int cmd_convert(int argc, char **argv) {
-    const char *codec = NULL, *episodes = NULL;
-    const vla_flag flags[] = {{"vcodec", VLA_FLAG_STRING, &codec, "NAME",
+    const char *codec = NULL, *episodes = NULL, *root = NULL;
+    root_src src = {0};
+    const vla_flag flags[] = {ROOT_FLAGS(src.root, src.repo), {"vcodec", VLA_FLAG_STRING, &codec, "NAME",
                                "re-encode the videos with this encoder (e.g. libsvtav1, libx264); default: copy the "
                                "compressed packets where they can be cut by episode, else re-encode with libsvtav1"},
                               EPISODES_FLAG(episodes)};
-    const vla_command_spec spec = {"vla dataset convert", "SRC DST", "Write a LeRobot dataset (v2.1 or v3.0) as v3.0.",
+    const vla_command_spec spec = {"vla dataset convert", "[SRC] DST", "Write a LeRobot dataset (v2.1 or v3.0) as v3.0.",
                                    "DST must not exist; it appears complete or not at all. Videos are remuxed (packets "
                                    "copied, as LeRobot's converter does) unless an episode does not start on a keyframe, "
                                    "the stream has B-frames, or --vcodec asks for a re-encode; data and video files roll "
                                    "over at LeRobot's default sizes.",
-                                   flags, 2, 2, 2};
+                                   flags, 4, 1, 2};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
+    /* SRC DST, or --dataset.root=SRC / --dataset.repo_id=ORG/NAME and DST */
+    const char *dst = res.positional[res.n_positional - 1];
+    if (res.n_positional == 1 && !src.root && !src.repo) {
+        fprintf(stderr, "vla: error: vla dataset convert: give SRC and DST (or --dataset.root=SRC DST)\n");
+        return 2;
+    }
+    vla_flags_result one = res;
+    one.n_positional = res.n_positional - 1;
+    if ((rc = dataset_root(spec.command, &one, 0, &src, &root)) >= 0) return rc;
     vla_lr_open_opts o = {0};
     int64_t *eps = NULL;
     vla_status st = episodes ? vla_lerobot_parse_episodes(episodes, &eps, &o.n_episodes) : VLA_OK;
     o.episodes = eps;
-    if (st == VLA_OK) st = vla_lerobot_convert_opts(res.positional[0], &o, res.positional[1], codec);
+    if (st == VLA_OK) st = vla_lerobot_convert_opts(root, &o, dst, codec);
     free(eps);
     if (st != VLA_OK) return vla_cli_fail(st);
-    printf("%s → %s (v3.0)\n", res.positional[0], res.positional[1]);
+    printf("%s → %s (v3.0)\n", root, dst);
     return 0;
 }
 

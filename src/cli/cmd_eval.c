@@ -1,8 +1,10 @@
 /* cmd_eval.c — `vla eval`: closed-loop evaluation of a checkpoint in a
  * simulator (eval/eval.h), LeRobot-style flags. */
+#include "base/run_dir.h"
 #include "cli/cli.h"
 #include "eval/eval.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,8 +12,8 @@ int vla_cmd_eval(int argc, char **argv) {
     vla_eval_opts o;
     vla_eval_opts_default(&o);
     int64_t n = o.n_episodes, seed = (int64_t)o.seed, n_act = 0, flow_steps = 0, max_steps = 0, n_videos = o.n_videos, vsize = 256;
-    bool baselines = false, json = false;
-    const char *out = "outputs/eval", *pretrained = NULL;
+    bool baselines = false, json = false, overwrite = false;
+    const char *out = NULL, *pretrained = NULL, *job_name = NULL;
     const vla_flag flags[] = {
         {"policy.path", VLA_FLAG_STRING, &o.policy_path, "DIR",
          "pretrained_model dir, checkpoint step dir, or a training output dir (newest valid checkpoint)"},
@@ -22,19 +24,27 @@ int vla_cmd_eval(int argc, char **argv) {
         {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
          "a published checkpoint's architecture preset (default: the family's full size, pi05 or groot-n1.5)"},
         {"env.type", VLA_FLAG_STRING, &o.env, "NAME", "pusht | reach (default pusht)"},
+        {"env.allow_mismatch", VLA_FLAG_BOOL, &o.allow_mismatch, NULL,
+         "run a checkpoint trained on another robot than the env (refused by default; state and action widths "
+         "must still fit)"},
         {"policy.embodiment", VLA_FLAG_STRING, &o.embodiment, "NAME|ID",
          "which of a mixture-trained policy's embodiments drives the env (default: the one whose dataset's "
          "robot_type is the env's name); for a published fine-tune, its openpi asset id or GR00T embodiment tag"},
         {"eval.n_episodes", VLA_FLAG_INT, &n, "N", "episodes (episode i resets with seed+i; default 50)"},
         {"eval.n_videos", VLA_FLAG_INT, &n_videos, "N", "MP4s of the first N episodes (default 2)"},
         {"eval.baselines", VLA_FLAG_BOOL, &baselines, NULL, "also evaluate zero-action and random policies"},
-        {"policy.n_action_steps", VLA_FLAG_INT, &n_act, "N", "actions executed per predicted chunk (default min(horizon, 8))"},
+        {"policy.n_action_steps", VLA_FLAG_INT, &n_act, "N",
+         "actions executed per predicted chunk (default: the checkpoint's, as training decided; else min(horizon, 8))"},
         {"policy.num_inference_steps", VLA_FLAG_INT, &flow_steps, "N",
          "Euler steps of flow-matching sampling (default: the checkpoint's flow.steps)"},
         {"device", VLA_FLAG_STRING, &o.device, "NAME", VLA_CLI_DEVICE_HELP},
         {"max_steps", VLA_FLAG_INT, &max_steps, "N", "episode step limit (default: the env's)"},
         {"seed", VLA_FLAG_INT, &seed, "S", "first episode seed and noise seed (default 100000)"},
-        {"output_dir", VLA_FLAG_STRING, &out, "DIR", "eval_info.json and videos/ (default outputs/eval)"},
+        {"output_dir", VLA_FLAG_STRING, &out, "DIR",
+         "eval_info.json and videos/; must be empty (default: a new outputs/eval/<date>/<time>_<job_name>)"},
+        {"job_name", VLA_FLAG_STRING, &job_name, "NAME", "the default output directory's name (default <env>_<policy>)"},
+        {"overwrite", VLA_FLAG_BOOL, &overwrite, NULL,
+         "a non-empty --output_dir is moved aside to DIR.old-<date>_<time> (nothing deleted)"},
         {"video_size", VLA_FLAG_INT, &vsize, "PX", "video frame size (default 256)"},
         {"json", VLA_FLAG_BOOL, &json, NULL, "print the summary as one JSON object"},
     };
@@ -56,21 +66,50 @@ int vla_cmd_eval(int argc, char **argv) {
         fprintf(stderr, "vla: error: vla eval: --policy.path=DIR is required\n");
         return 2;
     }
-    o.n_episodes = (int)n, o.seed = (uint64_t)seed, o.n_action_steps = (int)n_act, o.max_steps = (int)max_steps;
-    if (flow_steps < 0 || flow_steps > 1000) {
-        fprintf(stderr, "vla: error: vla eval: --policy.num_inference_steps must be 1..1000 (0: the checkpoint's)\n");
+    const char *cmd = "vla eval";
+    if (!vla_cli_int_in(cmd, "eval.n_episodes", n, 1, 1 << 20) ||
+        (vla_flags_given(&spec, &res, "policy.n_action_steps") && !vla_cli_int_in(cmd, "policy.n_action_steps", n_act, 1, 4096)) ||
+        (vla_flags_given(&spec, &res, "policy.num_inference_steps") &&
+         !vla_cli_int_in(cmd, "policy.num_inference_steps", flow_steps, 1, 1000)) ||
+        !vla_cli_int_in(cmd, "eval.n_videos", n_videos, 0, INT_MAX) || !vla_cli_int_in(cmd, "max_steps", max_steps, 0, INT_MAX) ||
+        !vla_cli_int_in(cmd, "seed", seed, 0, INT64_MAX) ||
+        !vla_cli_int_in(cmd, "video_size", vsize, 16, 4096))
         return 2;
-    }
+    if (vla_flags_given(&spec, &res, "video_size") && n_videos == 0)
+        return vla_cli_ignored(cmd, "video_size", "no videos are written (--eval.n_videos=0)");
+    if (job_name && out) return vla_cli_ignored(cmd, "job_name", "it names the default output directory, and --output_dir is given");
+    if (overwrite && !out) return vla_cli_ignored(cmd, "overwrite", "the default output directory is always new");
+    o.n_episodes = (int)n, o.seed = (uint64_t)seed, o.n_action_steps = (int)n_act, o.max_steps = (int)max_steps;
     o.flow_steps = (int)flow_steps;
-    o.n_videos = (int)n_videos, o.video_size = (int)vsize, o.baselines = baselines, o.output_dir = out;
+    /* a run directory of its own (base/run_dir.h): eval_info.json and the videos of one evaluation */
+    char dir[4096], moved[4200], job[256];
+    vla_status cst;
+    if (out) {
+        snprintf(dir, sizeof dir, "%s", out);
+        cst = vla_run_dir_claim(dir, overwrite, "", moved, sizeof moved);
+        if (cst == VLA_OK && moved[0]) fprintf(stderr, "vla eval: moved the previous %s aside to %s\n", out, moved);
+    } else {
+        if (!job_name) { /* LeRobot's <env>_<policy>: the checkpoint's directory names the policy */
+            char pol[256];
+            snprintf(pol, sizeof pol, "%s", o.policy_path);
+            size_t l = strlen(pol);
+            while (l > 1 && pol[l - 1] == '/') pol[--l] = 0;
+            const char *base = strrchr(pol, '/');
+            snprintf(job, sizeof job, "%s_%s", o.env, base ? base + 1 : pol);
+            job_name = job;
+        }
+        cst = vla_run_dir_default("eval", job_name, dir, sizeof dir);
+    }
+    if (cst != VLA_OK) return vla_cli_fail(cst);
+    o.n_videos = (int)n_videos, o.video_size = (int)vsize, o.baselines = baselines, o.output_dir = dir;
     o.quiet = json;
     vla_eval_result r;
     vla_status st = vla_eval_run(&o, &r);
     if (st != VLA_OK) return vla_cli_fail(st);
     /* mean_max_coverage: raw coverage; mean_max_reward: LeRobot's avg_max_reward (PushT: clip(coverage / 0.95)) */
-    printf("{\"env\":\"%s\",\"episodes\":%d,\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,\"mean_max_reward\":%.4f,"
+    printf("{\"env\":\"%s\",\"episodes\":%d,\"n_action_steps\":%d,\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,\"mean_max_reward\":%.4f,"
            "\"mean_sum_reward\":%.4f,\"mean_steps\":%.1f,\"seconds\":%.2f",
-           o.env, r.policy.episodes, r.policy.success_rate, r.policy.mean_max_coverage, r.policy.mean_max_reward,
+           o.env, r.policy.episodes, r.n_action_steps, r.policy.success_rate, r.policy.mean_max_coverage, r.policy.mean_max_reward,
            r.policy.mean_sum_reward, r.policy.mean_steps, r.policy.seconds);
     if (r.has_baselines)
         printf(",\"zero_action\":{\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,\"mean_max_reward\":%.4f,"

@@ -6,6 +6,8 @@
 #include "base/json.h"
 #include "distributed/plan.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* A flag left at this value was not given. */
@@ -86,12 +88,40 @@ int vla_cmd_plan(int argc, char **argv) {
     take(&in.grad_bytes, grad_bytes);
     if (bucket_mb != UNSET) in.bucket_bytes = bucket_mb * 1048576.0;
     if (no_zero) in.param_bytes = 0;
-    if (in.gpus < 1 || in.gpus_per_node < 1 || in.params <= 0 || in.batch <= 0 || in.inter_gbps <= 0 ||
-        in.intra_gbps <= 0 || in.peak_tflops <= 0 || in.mfu_compute <= 0 || in.mfu_compute > 1) {
-        fprintf(stderr, "vla plan: error: need --params > 0 (or a --config with params), --gpus ≥ 1, positive "
-                        "bandwidths, batch and tflops, and 0 < --mfu ≤ 1\n");
+    const char *cmd = "vla plan";
+    if (in.params <= 0) {
+        fprintf(stderr, "vla: error: vla plan: --params=P (trained parameters, e.g. 3.3e9) is required, or a --config "
+                        "with \"params\"%s\n", params != UNSET ? " (it must be above 0)" : "");
         return 2;
     }
+    if (!vla_cli_int_in(cmd, "gpus", in.gpus, 1, INT64_MAX) || !vla_cli_int_in(cmd, "gpus-per-node", in.gpus_per_node, 1, INT64_MAX) ||
+        !vla_cli_float_in(cmd, "batch", in.batch, 0, INFINITY, true, false) ||
+        !vla_cli_float_in(cmd, "gbps", in.inter_gbps, 0, INFINITY, true, false) ||
+        !vla_cli_float_in(cmd, "intra-gbps", in.intra_gbps, 0, INFINITY, true, false) ||
+        !vla_cli_float_in(cmd, "tflops", in.peak_tflops, 0, INFINITY, true, false) ||
+        !vla_cli_float_in(cmd, "mfu", in.mfu_compute, 0, 1, true, false) ||
+        !vla_cli_float_in(cmd, "alpha-us", in.alpha_us, 0, INFINITY, false, false) ||
+        (bucket_mb != UNSET && !vla_cli_float_in(cmd, "bucket-mb", bucket_mb, 0, INFINITY, true, false)))
+        return 2;
+    /* flags the model would not use with the others given */
+    bool one_node = in.gpus <= in.gpus_per_node;
+    if (gbps != UNSET && one_node)
+        return vla_cli_ignored(cmd, "gbps", "it is the inter-node bandwidth, and the --gpus fit in one node "
+                               "(--gpus-per-node): the ring runs at --intra-gbps; give more --gpus or fewer "
+                               "--gpus-per-node to plan across nodes");
+    if (intra != UNSET && !one_node)
+        return vla_cli_ignored(cmd, "intra-gbps", "the --gpus span several nodes, so the ring runs at the inter-node "
+                               "--gbps");
+    if (in.gpus == 1 && (alpha != UNSET || bucket_mb != UNSET || grad_bytes != UNSET || intra != UNSET))
+        return vla_cli_ignored(cmd, alpha != UNSET ? "alpha-us" : bucket_mb != UNSET ? "bucket-mb"
+                                    : grad_bytes != UNSET ? "grad-bytes" : "intra-gbps",
+                               "one GPU communicates with no other; give --gpus ≥ 2");
+    if (mfu != UNSET && in.compute_ms > 0)
+        return vla_cli_ignored(cmd, "mfu", "--compute-ms gives the compute time, which --mfu would otherwise "
+                               "estimate");
+    if (tokens != UNSET && in.flops_per_sample > 0)
+        return vla_cli_ignored(cmd, "tokens", "--flops-per-sample gives the FLOPs, which --tokens would otherwise "
+                               "estimate (6 x params x tokens)");
     vla_plan_result r = vla_plan_predict(&in);
     if (json) {
         printf("{\"gpus\":%lld,\"gpus_per_node\":%lld,\"bandwidth_gbps\":%.1f,\"alpha_us\":%.2f,\"params\":%.6g,"

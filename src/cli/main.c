@@ -18,7 +18,9 @@ static const vla_cli_command commands[] = {
 };
 
 int main(int argc, char **argv) {
+    vla_cli_guard_stdout(); /* no NaN/Inf on a JSON line */
     int rc = vla_cli_dispatch("vla", commands, (int)(sizeof commands / sizeof commands[0]), argc - 1, argv + 1);
     vla_plot_release_caches(); /* plots loaded fonts; a leak checker should not count those caches */
+    vla_cli_guard_end();
     return rc;
 }

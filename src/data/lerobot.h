@@ -147,6 +147,16 @@ typedef struct {
 vla_status vla_lerobot_open_opts(const char *root, const vla_lr_open_opts *opts, vla_lerobot **out);
 /* "1,2,4", "3-7", "[1, 2, 4]" (LeRobot's list) into a malloc'd array. */
 vla_status vla_lerobot_parse_episodes(const char *spec, int64_t **episodes, int64_t *n);
+/* LeRobot's name for a dataset, --dataset.repo_id=ORG/NAME (several,
+ * comma-separated, for a mixture): the local copy in LeRobot's cache,
+ * $HF_LEROBOT_HOME/ORG/NAME, else $HF_HOME/lerobot/ORG/NAME, else
+ * $XDG_CACHE_HOME/huggingface/lerobot/ORG/NAME, else
+ * ~/.cache/huggingface/lerobot/ORG/NAME (LeRobot's own rule). The roots,
+ * comma-separated, go to `roots`. A repo id that is not there (no
+ * meta/info.json) is an error that names where it looked and how to
+ * download it; nothing is downloaded here. */
+vla_status vla_lerobot_repo_roots(const char *repo_ids, char *roots, size_t cap);
+
 /* Which episodes have their data file: returns how many; *first_missing is
  * the first missing one's episode_index (-1: none); `list` (may be NULL)
  * receives the present ones as a --dataset.episodes value ("0-2,5", cut at
@@ -214,14 +224,20 @@ vla_status vla_lr_reader_sample(vla_lr_reader *r, const int *cams, int n_cams, c
 
 /* ---- stats ----------------------------------------------------------------
  * Recompute stats.json-style statistics from the data (numeric features:
- * min/max/mean/std (population)/count and exact q01…q99 by sorting; cameras:
- * per-channel values in [0,1] over up to `max_image_frames` evenly spaced
- * frames, quantiles exact from 256-bin histograms). New JSON reference. */
-vla_status vla_lerobot_compute_stats(const vla_lerobot *ds, int max_image_frames, json_t **out);
+ * min/max/mean/std (population)/count and exact q01…q99 by sorting; cameras,
+ * when `images`: per-channel values in [0,1] over the frames and pixels
+ * LeRobot's compute_stats samples — per episode, about L^0.75 frames (all of
+ * a short episode), every s-th pixel (lerobot_internal.h) — the rule the
+ * writer's stats.json follows, so counts agree exactly; quantiles exact from
+ * 256-bin histograms). New JSON reference. */
+vla_status vla_lerobot_compute_stats(const vla_lerobot *ds, bool images, json_t **out);
 /* Compare recomputed stats with the stored ones: one entry per feature and
- * statistic {"feature","stat","max_abs_diff","tolerance","ok"} into `report`;
- * *n_bad counts entries over tolerance (quantiles are reported but not
- * counted: LeRobot's stored quantiles are per-episode envelopes). */
+ * statistic {"feature","stat","max_abs_diff","tolerance","ok"[,"note"]} into
+ * `report`; *n_bad counts judged entries over tolerance. Not judged (a
+ * "note" says why): quantiles (LeRobot's stored ones are per-episode
+ * envelopes) and a video camera's min and max (the writer's statistics are
+ * of the frames before lossy encoding, whose chroma subsampling moves the
+ * extremes; its mean and std are judged at 0.05). */
 vla_status vla_lerobot_compare_stats(const vla_lerobot *ds, const json_t *computed, json_t *report, int *n_bad);
 
 /* ---- validation -------------------------------------------------------------

@@ -45,6 +45,19 @@ void vla_lr_numeric_stats(const float *v, int64_t n, int64_t width, int64_t stri
  * [3][256], sums [3] of value and value² (in [0,1] units); out as above with width 3. */
 void vla_lr_hist_stats(const uint64_t *hist, int64_t count_per_channel, double *out);
 
+/* Which pixels image statistics see — one rule for the writer (stats.json
+ * and the per-episode stats) and `vla dataset stats`, LeRobot's
+ * compute_stats.py: per episode of L frames, n = L when L < 100, else
+ * max(100, min(int(L^0.75), 10000)) frames at numpy's
+ * round(linspace(0, L-1, n)); of each frame every s-th pixel of every s-th
+ * row, s = 1 when the long side is under 300 px, else int(long side / 150)
+ * (about 150 px). Counts are in frames sampled. */
+int64_t vla_lr_image_sample_count(int64_t ep_len);
+int64_t vla_lr_image_sample_frame(int64_t ep_len, int64_t n, int64_t k);
+int vla_lr_image_stride(int width, int height);
+/* Add one frame's sampled pixels to hist [3][256]; returns the pixel count. */
+int64_t vla_lr_hist_add(uint64_t *hist, const uint8_t *rgb, int width, int height);
+
 /* Stats JSON object of one feature from out[] (layout above); image: nested 3×1×1. */
 json_t *vla_lr_stats_json(const double *out, int64_t width, int64_t count, int image);
 

@@ -17,6 +17,11 @@
  * LeRobot encodes to a temporary file first). The meta/episodes parquet is
  * one file.
  *
+ * Image statistics sample frames and pixels by LeRobot's compute_stats rule
+ * (lerobot_internal.h, shared with `vla dataset stats`): which frames count
+ * depends on the episode's length, so each frame's histogram is kept until
+ * the episode is saved (3 KiB a frame).
+ *
  * Simplifications against LeRobot: stats.json quantiles are exact global
  * quantiles rather than LeRobot's per-episode envelope; per-episode image
  * stats are flat lists of 3 values instead of nested 3×1×1 lists. */
@@ -60,6 +65,10 @@ typedef struct {
     int ep_started;
     uint64_t hist[3 * 256], ep_hist[3 * 256];
     int64_t hist_n, ep_hist_n, frames, ep_frames;
+    uint32_t *fh;      /* this episode's per-frame histograms [ep_frames][3 × 256]: which frames the
+                          statistics sample depends on the episode's length (lerobot_internal.h) */
+    int64_t fh_cap;    /* frames fh holds room for */
+    int64_t fh_pixels; /* sampled pixels of one frame */
 } cam_feat;
 
 typedef struct {
@@ -130,6 +139,7 @@ static void writer_free(vla_lr_writer *w) {
     }
     for (int i = 0; i < w->n_cam; i++) {
         free(w->cam[i].key);
+        free(w->cam[i].fh);
         json_decref(w->cam[i].names);
         if (w->cam[i].vw) vla_video_writer_abort(w->cam[i].vw);
     }
@@ -166,7 +176,7 @@ vla_status vla_lr_writer_open(const char *root, const vla_lr_writer_opts *opts, 
     *out = NULL;
     if (!root || !opts || opts->fps <= 0 || opts->n_features < 0 || opts->n_features > 1000)
         return vla_error(VLA_ERR_INVALID_ARG, "lerobot writer: bad options");
-    if (vla_path_exists(root)) return vla_error(VLA_ERR_INVALID_ARG, "%s: already exists (the writer creates a new dataset)", root);
+    if (vla_path_exists(root)) return vla_error(VLA_ERR_INVALID_ARG, "%s: already exists; a dataset is written into a new directory: choose another one, or move this one away", root);
     vla_lr_writer *w = calloc(1, sizeof *w);
     if (!w) return vla_error(VLA_ERR_NOMEM, "out of memory");
     w->root = vla_lr_strdup(root);
@@ -298,17 +308,30 @@ static int64_t task_id(vla_lr_writer *w, const char *task) {
     return w->tasks[w->n_tasks] ? w->n_tasks++ : -1;
 }
 
-static void hist_add(cam_feat *c, const uint8_t *rgb) {
-    /* about 150 px on the long side, as LeRobot's sampled image stats */
-    int step = (c->w > c->h ? c->w : c->h) / 150;
-    if (step < 1) step = 1;
-    int64_t n = 0;
-    for (int y = 0; y < c->h; y += step)
-        for (int x = 0; x < c->w; x += step, n++) {
-            const uint8_t *px = rgb + ((size_t)y * c->w + x) * 3;
-            for (int k = 0; k < 3; k++) c->ep_hist[k * 256 + px[k]]++;
-        }
-    c->ep_hist_n += n;
+/* One frame's histogram, kept until the episode ends and its length says which frames count. */
+static vla_status hist_add(cam_feat *c, const uint8_t *rgb) {
+    if (c->ep_frames >= c->fh_cap) {
+        int64_t cap = c->fh_cap ? c->fh_cap * 2 : 256;
+        uint32_t *g = realloc(c->fh, (size_t)cap * 3 * 256 * sizeof *g);
+        if (!g) return vla_error(VLA_ERR_NOMEM, "add_frame: out of memory for '%s' image statistics", c->key);
+        c->fh = g, c->fh_cap = cap;
+    }
+    uint64_t h[3 * 256] = {0};
+    c->fh_pixels = vla_lr_hist_add(h, rgb, c->w, c->h);
+    uint32_t *dst = c->fh + (size_t)c->ep_frames * 3 * 256;
+    for (int k = 0; k < 3 * 256; k++) dst[k] = (uint32_t)h[k];
+    return VLA_OK;
+}
+
+/* The episode's sampled frames into ep_hist; returns how many frames were sampled. */
+static int64_t hist_episode(cam_feat *c) {
+    int64_t L = c->ep_frames, n = vla_lr_image_sample_count(L);
+    for (int64_t k = 0; k < n; k++) {
+        const uint32_t *src = c->fh + (size_t)vla_lr_image_sample_frame(L, n, k) * 3 * 256;
+        for (int b = 0; b < 3 * 256; b++) c->ep_hist[b] += src[b];
+        c->ep_hist_n += c->fh_pixels;
+    }
+    return n;
 }
 
 vla_status vla_lr_writer_add_frame(vla_lr_writer *w, const char *task, const float *const *values, const uint8_t *const *images) {
@@ -345,7 +368,7 @@ vla_status vla_lr_writer_add_frame(vla_lr_writer *w, const char *task, const flo
             if (!cf->ep_started) VLA_TRY(start_episode_video(w, cf, NULL));
             VLA_TRY(vla_video_writer_add_rgb(cf->vw, images[c], cf->w * 3));
         }
-        hist_add(cf, images[c]);
+        VLA_TRY(hist_add(cf, images[c]));
         cf->ep_frames++;
     }
     w->ep_task[k] = tid;
@@ -540,11 +563,12 @@ vla_status vla_lr_writer_save_episode(vla_lr_writer *w) {
         e->to_ts[c] = vla_video_writer_time(cf->vw);
         e->vchunk[c] = cf->chunk, e->vfile[c] = cf->file;
         cf->last_ep_bytes = vla_video_writer_bytes(cf->vw) - cf->ep_start_bytes;
+        int64_t sampled = hist_episode(cf); /* LeRobot's count: frames sampled */
         vla_lr_hist_stats(cf->ep_hist, cf->ep_hist_n, e->cam_stats + (size_t)c * 3 * VLA_LR_NSTAT);
-        e->cam_count[c] = cf->ep_frames;
+        e->cam_count[c] = sampled;
         for (int k = 0; k < 3 * 256; k++) cf->hist[k] += cf->ep_hist[k];
         cf->hist_n += cf->ep_hist_n;
-        cf->frames += cf->ep_frames;
+        cf->frames += sampled;
     }
     w->all_rows += n;
     vla_lr_writer_discard_episode(w);

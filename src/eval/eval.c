@@ -11,6 +11,7 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "sim/env.h"
 #include "base/timer.h"
 #include "io/video.h"
 #include "sim/env.h"
@@ -218,6 +219,47 @@ static void roll_ctx_free(roll_ctx *c) {
         free(c->active);
 }
 
+/* Does the checkpoint fit the env? Its robot (the dataset's robot_type, for
+ * a vla.c checkpoint) must be the env's unless o->allow_mismatch, and its
+ * state and action widths must map onto the env's vectors in any case. The
+ * message names both sides. */
+static vla_status check_fit(const vla_eval_opts *o, const vla_env_spec *spec, const vla_pretrained *pm) {
+    const vla_pretrained_meta *m = &pm->meta;
+    char trained[2400], env_side[256];
+    snprintf(trained, sizeof trained, "robot '%s'%s%s%s, state %lld (%s) x %d frame(s), action %lld",
+             m->embodiment_name[0] ? m->embodiment_name : "?", m->dataset[0] ? " (dataset " : "", m->dataset,
+             m->dataset[0] ? ")" : "", (long long)(m->n_obs_steps > 1 ? m->state_width / m->n_obs_steps : m->state_width),
+             m->state_keys[0] ? m->state_keys : "observation.state", m->n_obs_steps > 1 ? m->n_obs_steps : 1,
+             (long long)m->action_width);
+    snprintf(env_side, sizeof env_side, "env '%s' is robot '%s' (agent_pos %d, state %d, environment_state %d, action %d)",
+             spec->name, spec->name, spec->agent_pos_dim, spec->state_dim, spec->env_state_dim, spec->action_dim);
+    /* another robot: one of the simulators here that is not this env (a robot_type no simulator has, a real
+     * robot or a published embodiment tag, is judged by its widths alone) */
+    bool named = m->embodiment_name[0] && strcmp(m->embodiment_name, spec->name) != 0 && !o->published;
+    bool other_robot = named && vla_env_find(m->embodiment_name) != NULL;
+    if (other_robot && !o->allow_mismatch)
+        return vla_error(VLA_ERR_INVALID_ARG, "eval: the checkpoint was trained on %s; %s. Evaluate it on its own env "
+                         "(--env.type=%s), or pass --env.allow_mismatch=true to run it here anyway",
+                         trained, env_side, m->embodiment_name);
+    state_map smap;
+    char why[512] = "";
+    vla_status sst = VLA_OK;
+    if (m->action_width != spec->action_dim) {
+        sst = VLA_ERR_INVALID_ARG;
+        snprintf(why, sizeof why, "the policy predicts %lld action dims, the env takes %d", (long long)m->action_width,
+                 spec->action_dim);
+    } else if ((sst = state_mapping(spec, m, &smap)) != VLA_OK) {
+        snprintf(why, sizeof why, "%s", vla_error_message());
+    }
+    if (sst != VLA_OK)
+        return vla_error(VLA_ERR_INVALID_ARG, "eval: the checkpoint was trained on %s; %s: its state or action widths "
+                         "do not fit this env (%s), so it cannot run here%s", trained, env_side, why,
+                         other_robot ? "" : "; evaluate it on the env of its training data");
+    if (other_robot)
+        VLA_WARN("eval: --env.allow_mismatch=true: running a checkpoint trained on %s in %s", trained, env_side);
+    return VLA_OK;
+}
+
 /* The policy's shapes, checked against the env and the checkpoint, and the
  * buffers: (kind ROLL_ZERO needs only the list of running episodes). */
 static vla_status rollout_prepare(roll_ctx *c) {
@@ -234,15 +276,7 @@ static vla_status rollout_prepare(roll_ctx *c) {
         if (c->cams > c->pcams)
             return vla_error(VLA_ERR_FORMAT, "eval: the checkpoint says %lld cameras, the policy has %lld image slots",
                              (long long)c->cams, (long long)c->pcams);
-        if (pm->meta.action_width != c->A)
-            return vla_error(VLA_ERR_INVALID_ARG, "eval: the policy predicts %lld action dims, env '%s' takes %d",
-                             (long long)pm->meta.action_width, spec->name, c->A);
-        state_map smap;
-        vla_status sst = state_mapping(spec, &pm->meta, &smap);
-        if (sst != VLA_OK && pm->meta.embodiment_name[0] && strcmp(pm->meta.embodiment_name, spec->name) != 0)
-            return vla_error_context(sst, "the checkpoint's embodiment '%s' (id %d) was trained on another robot than "
-                                     "env '%s'", pm->meta.embodiment_name, (int)pm->meta.embodiment, spec->name);
-        VLA_TRY(sst);
+        VLA_TRY(check_fit(c->o, spec, pm));
         c->n_act = c->o->n_action_steps > 0 ? c->o->n_action_steps : (int)(c->H < 8 ? c->H : 8);
         if (c->n_act > c->H) c->n_act = (int)c->H;
         c->state = calloc((size_t)(N * c->Sd) + 1, sizeof *c->state);
@@ -489,11 +523,19 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
     memset(out, 0, sizeof *out);
     if (o->n_episodes < 1) return vla_error(VLA_ERR_INVALID_ARG, "eval: --eval.n_episodes must be at least 1");
     if (!o->policy_path) return vla_error(VLA_ERR_INVALID_ARG, "eval: --policy.path is required");
-    if (!vla_env_find(o->env)) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", o->env);
+    if (!vla_env_find(o->env)) {
+        char names[256] = "";
+        for (const char *const *n = vla_env_names(); *n; n++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", n == vla_env_names() ? "" : ", ", *n);
+        return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'; the simulators are: %s", o->env, names);
+    }
+    VLA_TRY(vla_published_check_path("--policy.path", o->policy_path));
     const vla_ops *ops;
     VLA_TRY(vla_backend_get(o->device ? o->device : vla_backend_default_name(), &ops));
     vla_pretrained pm;
-    if (vla_published_detect(o->policy_path)) { /* a published fine-tune, read with its own statistics */
+    vla_eval_opts oc = *o; /* with what the checkpoint decides filled in */
+    oc.published = vla_published_detect(o->policy_path);
+    if (oc.published) { /* a published fine-tune, read with its own statistics */
         VLA_TRY(vla_published_open(o->policy_path, o->policy_config, o->embodiment, ops, &pm));
     } else {
         if (o->policy_config)
@@ -506,6 +548,16 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
             return est;
         }
     }
+    /* actions per chunk: the flag, else what training decided, else min(horizon, 8) */
+    int64_t H = pm.policy->cfg.action.horizon;
+    if (oc.n_action_steps <= 0) oc.n_action_steps = pm.meta.n_action_steps > 0 ? pm.meta.n_action_steps : (int)(H < 8 ? H : 8);
+    if (oc.n_action_steps > H) {
+        vla_pretrained_free(&pm);
+        return vla_error(VLA_ERR_INVALID_ARG, "eval: --policy.n_action_steps=%d: the policy predicts chunks of %lld "
+                         "actions; give 1..%lld", oc.n_action_steps, (long long)H, (long long)H);
+    }
+    o = &oc;
+    out->n_action_steps = oc.n_action_steps;
     int N = o->n_episodes;
     int nv = o->output_dir ? (o->n_videos < N ? o->n_videos : N) : 0;
     if (nv < 0) nv = 0;
@@ -534,14 +586,11 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
     json_t *agg = summary_json(&out->policy);
     info = json_pack("{s:o, s:o, s:{s:s, s:s, s:I, s:i, s:i, s:i, s:I}}", "aggregated", agg, "per_episode",
                      episodes_json(o, eps, N), "config", "policy_path", pm.dir, "env", o->env, "seed",
-                     (json_int_t)o->seed, "n_action_steps",
-                     o->n_action_steps > 0 ? o->n_action_steps
-                                           : (int)(pm.policy->cfg.action.horizon < 8 ? pm.policy->cfg.action.horizon : 8),
-                     "n_episodes", N, "n_obs_steps", pm.meta.n_obs_steps > 1 ? pm.meta.n_obs_steps : 1, "flow_steps",
+                     (json_int_t)o->seed, "n_action_steps", o->n_action_steps, "n_episodes", N, "n_obs_steps", pm.meta.n_obs_steps > 1 ? pm.meta.n_obs_steps : 1, "flow_steps",
                      (json_int_t)cfg.flow.steps);
     if (o->output_dir && nv > 0) {
         json_t *vids = json_array();
-        json_object_set_new(info, "videos", vids);
+        json_object_set_new(info, "video_paths", vids); /* LeRobot's name */
         if ((st = write_videos(o, eps, nv, vids)) != VLA_OK) goto done;
     }
     if (o->baselines) {

@@ -47,7 +47,8 @@ typedef struct {
                                  train/published.h vla_published_config) */
     int n_episodes;
     uint64_t seed;            /* episode i: seed + i; also the policy's noise seed */
-    int n_action_steps;       /* ≤ 0: min(horizon, 8) */
+    int n_action_steps;       /* ≤ 0: the checkpoint's (config.json "n_action_steps", what training decided),
+                                 else min(horizon, 8) */
     int flow_steps;           /* Euler steps of flow sampling (≤ 0: the checkpoint's flow.steps) */
     int max_steps;            /* ≤ 0: the env's limit */
     int n_videos;             /* MP4 of the first N episodes */
@@ -56,6 +57,9 @@ typedef struct {
     const char *output_dir;   /* eval_info.json and videos/ (NULL: nothing written) */
     int keep_trajectories;    /* return the executed actions of the first N episodes (vla_eval_result.traj; DAgger) */
     bool baselines;           /* also zero-action and random */
+    bool published;           /* set by vla_eval_run: a published fine-tune (no robot name to check) */
+    bool allow_mismatch;      /* run a checkpoint trained on another robot than the env (its state and action
+                                 widths must still fit); otherwise refused, naming both */
     bool quiet;
 } vla_eval_opts;
 
@@ -79,6 +83,7 @@ typedef struct {
     vla_eval_summary policy, zero, random;
     bool has_baselines;
     char eval_info[4096];     /* path written, or "" */
+    int n_action_steps;       /* actions executed per chunk (the flag's, the checkpoint's or the default) */
     vla_eval_trajectory *traj; /* opts.keep_trajectories entries, or NULL; vla_eval_result_free */
     int n_traj;
 } vla_eval_result;

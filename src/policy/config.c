@@ -10,6 +10,7 @@
 
 #include <limits.h>
 #include <math.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -381,6 +382,49 @@ static bool try_dir(const char *dir, const char *name, char *path, size_t cap) {
     return true;
 }
 
+/* The config directories in search order — $VLA_CONFIG_DIR, ./configs, then configs/ next to the
+ * executable (build tree, install prefix) — until fn says it found what it wanted. */
+static bool each_config_dir(bool (*fn)(const char *dir, void *user), void *user) {
+    const char *env = getenv("VLA_CONFIG_DIR");
+    if (env && *env && fn(env, user)) return true;
+    if (fn("configs", user)) return true;
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return false;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    static const char *const rel[] = {"/configs", "/../configs", "/../../configs", "/../share/vla/configs"};
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char dir[1100];
+        snprintf(dir, sizeof dir, "%s%s", exe, rel[i]);
+        if (fn(dir, user)) return true;
+    }
+    return false;
+}
+
+typedef struct {
+    const char *name;
+    char *path;
+    size_t cap;
+} find_ctx;
+
+static bool find_in(const char *dir, void *user) {
+    find_ctx *f = user;
+    return try_dir(dir, f->name, f->path, f->cap);
+}
+
+typedef struct {
+    char *buf;
+    size_t cap;
+} list_ctx;
+
+static int list_dir(const char *dir, char *buf, size_t cap);
+static bool list_in(const char *dir, void *user) {
+    list_ctx *l = user;
+    return list_dir(dir, l->buf, l->cap) > 0;
+}
+
 vla_status vla_policy_config_find(const char *name, char *path, size_t cap) {
     size_t len = strlen(name);
     if (len == 0) return vla_error(VLA_ERR_INVALID_ARG, "empty config name");
@@ -395,25 +439,37 @@ vla_status vla_policy_config_find(const char *name, char *path, size_t cap) {
               *c == '_' || *c == '.'))
             return vla_error(VLA_ERR_INVALID_ARG, "config name '%s': only letters, digits, '-', '_' and '.'", name);
     const char *env = getenv("VLA_CONFIG_DIR");
-    if (env && *env && try_dir(env, name, path, cap)) return VLA_OK;
-    if (try_dir("configs", name, path, cap)) return VLA_OK;
-    char exe[1024];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = 0;
-        static const char *const rel[] = {"/configs", "/../configs", "/../../configs", "/../share/vla/configs"};
-        for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-            char dir[1100];
-            snprintf(dir, sizeof dir, "%s%s", exe, rel[i]);
-            if (try_dir(dir, name, path, cap)) return VLA_OK;
-        }
-    }
+    find_ctx fc = {name, path, cap};
+    if (each_config_dir(find_in, &fc)) return VLA_OK;
+    char names[1024];
+    vla_policy_config_presets(names, sizeof names);
     return vla_error(VLA_ERR_NOT_FOUND,
                      "config '%s' not found (looked in $VLA_CONFIG_DIR%s%s, ./configs and configs/ next to the "
-                     "executable); pass a path or set VLA_CONFIG_DIR",
-                     name, env ? "=" : "", env ? env : "");
+                     "executable); the presets are: %s; or pass a JSON path",
+                     name, env ? "=" : "", env ? env : "", names[0] ? names : "none found");
+}
+
+/* Append the *.json names of `dir` (sorted), ", "-separated; returns how many. */
+static int list_dir(const char *dir, char *buf, size_t cap) {
+    struct dirent **ents = NULL;
+    int n = scandir(dir, &ents, NULL, alphasort), k = 0;
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(ents[i]->d_name);
+        if (l > 5 && !strcmp(ents[i]->d_name + l - 5, ".json")) {
+            size_t used = strlen(buf);
+            snprintf(buf + used, cap - used, "%s%.*s", used ? ", " : "", (int)(l - 5), ents[i]->d_name);
+            k++;
+        }
+        free(ents[i]);
+    }
+    free(ents);
+    return k;
+}
+
+void vla_policy_config_presets(char *buf, size_t cap) {
+    buf[0] = 0;
+    list_ctx lc = {buf, cap};
+    each_config_dir(list_in, &lc);
 }
 
 vla_status vla_policy_config_load(const char *name_or_path, vla_policy_config *out) {

@@ -120,6 +120,9 @@ vla_status vla_policy_config_parse(const char *what, const char *text, size_t le
 /* Load a preset name or path (see the search order at the top). */
 vla_status vla_policy_config_load(const char *name_or_path, vla_policy_config *out);
 /* Resolve a preset name or path to an existing file. */
+/* The preset names (the *.json of the first config directory that has any,
+ * searched as vla_policy_config_find does), ", "-separated, for messages. */
+void vla_policy_config_presets(char *buf, size_t cap);
 vla_status vla_policy_config_find(const char *name_or_path, char *path, size_t cap);
 /* The config as a JSON object with every key written out (defaults
  * included), so a checkpoint can store exactly what it was trained with:

@@ -51,7 +51,7 @@ const char *vla_obs_type_name(vla_obs_type t) {
 vla_status vla_env_make(const char *name, vla_env **out) {
     *out = NULL;
     const vla_env_vtable *vt = vla_env_find(name);
-    if (!vt) return vla_error(VLA_ERR_NOT_FOUND, "unknown environment '%s' (pusht, reach)", name ? name : "(null)");
+    if (!vt) return vla_error(VLA_ERR_NOT_FOUND, "unknown environment '%s'; the simulators are: pusht, reach", name ? name : "(null)");
     vla_env *e = calloc(1, sizeof *e);
     if (!e) return vla_error(VLA_ERR_NOMEM, "env: out of memory");
     e->vt = vt;

@@ -58,7 +58,7 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
     if (o->episodes <= 0) return vla_error(VLA_ERR_INVALID_ARG, "sim record: --episodes must be positive");
     if (size % 2) return vla_error(VLA_ERR_INVALID_ARG, "sim record: image size %d must be even (yuv420p video)", size);
     const vla_env_vtable *vt = vla_env_find(o->env);
-    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "sim record: unknown environment '%s'", o->env);
+    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "sim record: unknown environment '%s'; the simulators are: pusht, reach", o->env);
     const vla_env_spec *spec = vt->spec;
 
     /* 1. run episodes in parallel, keeping their actions; 2. replay the kept

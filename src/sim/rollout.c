@@ -84,7 +84,7 @@ done:
 vla_status vla_sim_run(const vla_sim_run_opts *o, vla_sim_run_result *res) {
     memset(res, 0, sizeof *res);
     if (o->episodes <= 0) return vla_error(VLA_ERR_INVALID_ARG, "sim: --episodes must be positive (got %d)", o->episodes);
-    if (!vla_env_find(o->env)) return vla_error(VLA_ERR_NOT_FOUND, "unknown environment '%s' (pusht, reach)", o->env ? o->env : "(null)");
+    if (!vla_env_find(o->env)) return vla_error(VLA_ERR_NOT_FOUND, "unknown environment '%s'; the simulators are: pusht, reach", o->env ? o->env : "(null)");
     vla_sim_episode *eps = calloc((size_t)o->episodes, sizeof *eps);
     ep_error *errs = calloc((size_t)o->episodes, sizeof *errs);
     if (!eps || !errs) {

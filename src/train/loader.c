@@ -383,6 +383,18 @@ static vla_status split_keys(const char *keys, char buf[][128], int max, int *n)
     return VLA_OK;
 }
 
+/* The dataset's numeric features (cameras: its camera keys), ", "-separated, for messages. */
+static const char *feature_names(const vla_lerobot *ds, bool cameras, char *buf, size_t cap) {
+    buf[0] = 0;
+    for (int i = 0; i < ds->n_features; i++) {
+        const vla_lr_feature *f = &ds->features[i];
+        if (cameras ? f->camera < 0 : !f->values) continue;
+        size_t used = strlen(buf);
+        snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", f->key);
+    }
+    return buf[0] ? buf : "none";
+}
+
 vla_status vla_loader_keys_width(const vla_lerobot *ds, const char *keys, int64_t *width) {
     char k[MAX_SKEYS][128];
     int n = 0;
@@ -391,9 +403,11 @@ vla_status vla_loader_keys_width(const vla_lerobot *ds, const char *keys, int64_
     if (n == 0) return vla_error(VLA_ERR_INVALID_ARG, "loader: no state keys given");
     for (int i = 0; i < n; i++) {
         const vla_lr_feature *f = vla_lerobot_feature(ds, k[i]);
-        if (!f || !f->values)
-            return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no numeric feature '%s' (state keys '%s')", ds->root,
-                             k[i], keys);
+        if (!f || !f->values) {
+            char names[2048];
+            return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no numeric feature '%s' (state keys '%s'); its numeric "
+                             "features are: %s", ds->root, k[i], keys, feature_names(ds, false, names, sizeof names));
+        }
         *width += f->width;
     }
     return VLA_OK;
@@ -508,9 +522,12 @@ static vla_status source_init(const vla_loader *L, source *src, char keys[][128]
     src->fw = 0;
     for (int i = 0; i < L->nsk; i++) {
         src->fsk[i] = vla_lerobot_feature(ds, keys[i]);
-        if (!src->fsk[i] || !src->fsk[i]->values)
-            return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no numeric feature '%s' (state keys '%s')", ds->root,
-                             keys[i], L->state_keys);
+        if (!src->fsk[i] || !src->fsk[i]->values) {
+            char names[2048];
+            return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no numeric feature '%s' (state keys '%s'); its numeric "
+                             "features are: %s", ds->root, keys[i], L->state_keys,
+                             feature_names(ds, false, names, sizeof names));
+        }
         src->fw += src->fsk[i]->width;
     }
     src->sw = src->fw * L->K;
@@ -528,9 +545,11 @@ static vla_status source_init(const vla_loader *L, source *src, char keys[][128]
         char k[MAX_CAMS][128];
         VLA_TRY(split_keys(opts->image_keys, k, MAX_CAMS, &src->ncam));
         for (int c = 0; c < src->ncam; c++)
-            if ((src->cams[c] = vla_lerobot_camera(ds, k[c])) < 0)
-                return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no camera '%s' (image keys '%s')", ds->root, k[c],
-                                 opts->image_keys);
+            if ((src->cams[c] = vla_lerobot_camera(ds, k[c])) < 0) {
+                char names[2048];
+                return vla_error(VLA_ERR_NOT_FOUND, "%s: dataset has no camera '%s' (image keys '%s'); its cameras "
+                                 "are: %s", ds->root, k[c], opts->image_keys, feature_names(ds, true, names, sizeof names));
+            }
         if (src->ncam > cfg->vision.cameras)
             return vla_error(VLA_ERR_INVALID_ARG, "loader: %d image keys but policy '%s' takes %lld cameras", src->ncam,
                              cfg->name, (long long)cfg->vision.cameras);

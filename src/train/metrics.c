@@ -180,6 +180,18 @@ vla_status vla_metrics_log(vla_metrics *m, int64_t step, const double *values) {
     return st;
 }
 
+vla_status vla_metrics_note(vla_metrics *m, int64_t step, const char *key, const json_t *value) {
+    json_t *o = json_pack("{s:I, s:O}", "step", (json_int_t)step, key, (json_t *)value);
+    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(o);
+    if (!line) return vla_error(VLA_ERR_NOMEM, "metrics: out of memory");
+    vla_status st = VLA_OK;
+    if (fprintf(m->jsonl, "%s\n", line) < 0 || fflush(m->jsonl) != 0)
+        st = vla_error(VLA_ERR_IO, "%s: write failed: %s", m->jsonl_path, strerror(errno));
+    free(line);
+    return st;
+}
+
 void vla_metrics_close(vla_metrics *m) {
     if (m->jsonl) fclose(m->jsonl);
     if (m->csv) fclose(m->csv);

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "base/status.h"
 #include "base/timer.h"
 
@@ -35,6 +37,10 @@ typedef struct {
 vla_status vla_metrics_open(vla_metrics *m, const char *dir, const char *const *cols, int ncols, int64_t resume_step);
 /* One row; values[i] belongs to cols[i]. */
 vla_status vla_metrics_log(vla_metrics *m, int64_t step, const double *values);
+/* A JSONL-only line {"step": step, "<key>": value} (an event, such as the
+ * flags a resumed run changed): kept or dropped on resume like a row; the
+ * CSV and the column readers skip it. */
+vla_status vla_metrics_note(vla_metrics *m, int64_t step, const char *key, const json_t *value);
 void vla_metrics_close(vla_metrics *m);
 
 /* Read one column of a metrics.jsonl back (for plots): steps and values of

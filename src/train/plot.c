@@ -41,12 +41,17 @@ vla_status vla_plot_layout(const vla_plot_opts *o, const vla_plot_series *s, siz
             ymin = fmin(ymin, y), ymax = fmax(ymax, y);
         }
     if (!(xmin <= xmax)) xmin = 0, xmax = 1, ymin = 0, ymax = 1; /* nothing to draw: empty axes */
+    if (o->fixed_y) {
+        if (!(o->y_max > o->y_min) || (o->log_y && !(o->y_min > 0)))
+            return vla_error(VLA_ERR_INVALID_ARG, "plot: fixed y range [%g, %g] is empty", o->y_min, o->y_max);
+        ymin = ty(o->y_min, o->log_y), ymax = ty(o->y_max, o->log_y);
+    }
     if (xmax - xmin <= 0) xmin -= 0.5, xmax += 0.5;
     if (ymax - ymin <= 0) {
         double pad = fabs(ymin) > 0 ? 0.1 * fabs(ymin) : 1.0;
         ymin -= pad, ymax += pad;
     }
-    double pad = 0.05 * (ymax - ymin);
+    double pad = o->fixed_y ? 0 : 0.05 * (ymax - ymin);
     f->x0 = xmin, f->x1 = xmax, f->y0 = ymin - pad, f->y1 = ymax + pad;
     f->left = 80, f->right = f->width - 20, f->top = o->title ? 40 : 20, f->bottom = f->height - 50;
     return VLA_OK;
@@ -89,6 +94,52 @@ static void text_at(cairo_t *cr, const char *s, double x, double y, double ax, d
     cairo_show_text(cr, s);
 }
 
+/* Log axis: 1, 2, 5 × 10^k within the range (only powers of ten, thinned,
+ * when that gives more than 10), else every 1..9 × 10^k when 1-2-5 gives
+ * fewer than 3, else nice linear steps of the values (a range under a
+ * factor of 2 or so). Linear axis: nice 1/2/5·10^k steps. */
+int vla_plot_y_ticks(const vla_plot_frame *f, double *out, int cap) {
+    int n = 0;
+    if (!f->log_y) {
+        double ys = nice_step(f->y1 - f->y0, 5), k0 = ceil(f->y0 / ys - 1e-9);
+        for (int k = 0; k < 50 && n < cap; k++) {
+            double v = (k0 + k) * ys;
+            if (v > f->y1 + ys * 1e-9) break;
+            out[n++] = fabs(v) < ys * 1e-9 ? 0 : v;
+        }
+        return n;
+    }
+    int lo = (int)floor(f->y0), hi = (int)ceil(f->y1);
+    static const int m125[] = {1, 2, 5}, m19[] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    for (int pass = 0; pass < 2; pass++) {
+        const int *m = pass ? m19 : m125;
+        int nm = pass ? 9 : 3;
+        n = 0;
+        for (int k = lo; k <= hi; k++)
+            for (int j = 0; j < nm; j++) {
+                double e = log10((double)m[j]) + k;
+                if (e >= f->y0 - 1e-12 && e <= f->y1 + 1e-12 && n < cap) out[n++] = m[j] * pow(10, k);
+            }
+        if (n > 10 && pass == 0) { /* many decades: powers of ten, every stride-th */
+            int stride = (hi - lo) / 8 + 1;
+            n = 0;
+            for (int k = lo; k <= hi && n < cap; k++)
+                if ((k - lo) % stride == 0 && k >= f->y0 - 1e-12 && k <= f->y1 + 1e-12) out[n++] = pow(10, k);
+            return n;
+        }
+        if (n >= 3) return n;
+    }
+    /* less than about a factor of 2: nice steps of the values themselves */
+    double a = pow(10, f->y0), b = pow(10, f->y1), st = nice_step(b - a, 4), k0 = ceil(a / st - 1e-9);
+    n = 0;
+    for (int k = 0; k < 50 && n < cap; k++) {
+        double v = (k0 + k) * st;
+        if (v > b * (1 + 1e-12)) break;
+        if (v > 0) out[n++] = v;
+    }
+    return n;
+}
+
 static void draw_axes(cairo_t *cr, const vla_plot_opts *o, const vla_plot_frame *f) {
     cairo_set_font_size(cr, 12);
     cairo_set_line_width(cr, 1);
@@ -111,37 +162,25 @@ static void draw_axes(cairo_t *cr, const vla_plot_opts *o, const vla_plot_frame 
         fmt_tick(label, sizeof label, v, xs, fmax(fabs(f->x0), fabs(f->x1)));
         text_at(cr, label, px, f->bottom + 8, 0.5, 0.0);
     }
-    /* y ticks: powers of ten on a log axis (with 2 and 5 when few), else nice steps */
-    if (f->log_y) {
-        int lo = (int)floor(f->y0), hi = (int)ceil(f->y1);
-        int few = hi - lo < 3, stride = (hi - lo) / 8 + 1;
-        for (int k = lo; k <= hi; k++)
-            for (int m = 1; m <= (few ? 5 : 1); m += (m == 1 ? 1 : 3)) {
-                double v = log10(m) + k;
-                if (v < f->y0 || v > f->y1 || (!few && (k - lo) % stride)) continue;
-                double py = floor(f->bottom - (v - f->y0) / (f->y1 - f->y0) * (f->bottom - f->top)) + 0.5;
-                cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
-                cairo_move_to(cr, f->left, py), cairo_line_to(cr, f->right, py), cairo_stroke(cr);
-                cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-                cairo_move_to(cr, f->left - 5, py), cairo_line_to(cr, f->left, py), cairo_stroke(cr);
-                snprintf(label, sizeof label, "%ge%d", (double)m, k);
-                if (m == 1) snprintf(label, sizeof label, "1e%d", k);
-                text_at(cr, label, f->left - 8, py, 1.0, 0.5);
-            }
-    } else {
-        double ys = nice_step(f->y1 - f->y0, 5);
-        double ky0 = ceil(f->y0 / ys);
-        for (int k = 0; k < 50; k++) {
-            double v = (ky0 + k) * ys;
-            if (v > f->y1 + ys * 1e-9) break;
-            double py = floor(f->bottom - (v - f->y0) / (f->y1 - f->y0) * (f->bottom - f->top)) + 0.5;
-            cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
-            cairo_move_to(cr, f->left, py), cairo_line_to(cr, f->right, py), cairo_stroke(cr);
-            cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-            cairo_move_to(cr, f->left - 5, py), cairo_line_to(cr, f->left, py), cairo_stroke(cr);
+    /* y ticks (vla_plot_y_ticks): on a log axis labelled with their values */
+    double tv[64];
+    int nt = vla_plot_y_ticks(f, tv, 64);
+    double ys = f->log_y ? 0 : nice_step(f->y1 - f->y0, 5);
+    for (int k = 0; k < nt; k++) {
+        double v = tv[k], yy = f->log_y ? log10(v) : v;
+        double py = floor(f->bottom - (yy - f->y0) / (f->y1 - f->y0) * (f->bottom - f->top)) + 0.5;
+        cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
+        cairo_move_to(cr, f->left, py), cairo_line_to(cr, f->right, py), cairo_stroke(cr);
+        cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+        cairo_move_to(cr, f->left - 5, py), cairo_line_to(cr, f->left, py), cairo_stroke(cr);
+        if (f->log_y) {
+            double a = fabs(v);
+            if (a >= 1e-3 && a < 1e5) snprintf(label, sizeof label, "%.4g", v);
+            else snprintf(label, sizeof label, "%.0e", v);
+        } else {
             fmt_tick(label, sizeof label, v, ys, fmax(fabs(f->y0), fabs(f->y1)));
-            text_at(cr, label, f->left - 8, py, 1.0, 0.5);
         }
+        text_at(cr, label, f->left - 8, py, 1.0, 0.5);
     }
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
     cairo_rectangle(cr, f->left + 0.5, f->top + 0.5, f->right - f->left, f->bottom - f->top);
@@ -289,8 +328,9 @@ vla_status vla_plot_png(const char *path, const vla_plot_opts *o, const vla_plot
     return st;
 }
 
-vla_status vla_plot_metric(const char *jsonl_path, const char *column, const char *png_path, const char *title,
-                           int log_y, double smooth) {
+/* One column of a metrics.jsonl against "step", with `o` (title, axes) filled in here. */
+static vla_status plot_column(const char *jsonl_path, const char *column, const char *png_path, const char *title,
+                              vla_plot_opts o) {
     double *x, *y;
     size_t n;
     VLA_TRY(vla_metrics_read_column(jsonl_path, column, &x, &y, &n));
@@ -299,11 +339,21 @@ vla_status vla_plot_metric(const char *jsonl_path, const char *column, const cha
         return vla_error(VLA_ERR_NOT_FOUND, "%s: no values of '%s' to plot", jsonl_path, column);
     }
     vla_plot_series s = {.label = NULL, .x = x, .y = y, .n = n};
-    vla_plot_opts o = {.title = title ? title : column, .xlabel = "step", .ylabel = column, .log_y = log_y,
-                       .smooth = smooth};
+    o.title = title ? title : column, o.xlabel = "step", o.ylabel = column;
     vla_status st = vla_plot_png(png_path, &o, &s, 1);
     free(x), free(y);
     return st;
+}
+
+vla_status vla_plot_metric(const char *jsonl_path, const char *column, const char *png_path, const char *title,
+                           int log_y, double smooth) {
+    return plot_column(jsonl_path, column, png_path, title, (vla_plot_opts){.log_y = log_y, .smooth = smooth});
+}
+
+vla_status vla_plot_metric_range(const char *jsonl_path, const char *column, const char *png_path, const char *title,
+                                 double y_min, double y_max) {
+    return plot_column(jsonl_path, column, png_path, title,
+                       (vla_plot_opts){.fixed_y = 1, .y_min = y_min, .y_max = y_max});
 }
 
 void vla_plot_release_caches(void) {

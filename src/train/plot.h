@@ -1,8 +1,9 @@
 /* plot.h — line plots to PNG with cairo: the loss, learning-rate and eval
  * success curves a training run leaves behind.
  *
- * A plot has a title, axes with "nice" tick labels (1/2/5·10^k steps, or
- * powers of ten on a log y axis), a grid, one or more series (a legend when
+ * A plot has a title, axes with "nice" tick labels (1/2/5·10^k steps; on a
+ * log y axis 1/2/5·10^k values, finer ones when the range spans less than
+ * a decade, so every axis shows at least three labelled ticks), a grid, one or more series (a legend when
  * there are several or they are labelled), and optional smoothing: the
  * TensorBoard-style debiased EMA, drawn over the faint raw curve. Points that
  * are not finite (or not positive on a log axis) break the line. The PNG is
@@ -27,6 +28,8 @@ typedef struct {
     int width, height;                   /* pixels; 0 → 800 × 500 */
     int log_y;
     double smooth; /* EMA weight in [0, 1); 0 draws the raw series only */
+    int fixed_y;   /* show y in [y_min, y_max] whatever the data (a rate: 0 to 1) */
+    double y_min, y_max;
 } vla_plot_opts;
 
 /* Where data lands in the image (for tests and overlays). */
@@ -48,6 +51,12 @@ vla_status vla_plot_png(const char *path, const vla_plot_opts *o, const vla_plot
  * VLA_ERR_NOT_FOUND if the column has no values. */
 vla_status vla_plot_metric(const char *jsonl_path, const char *column, const char *png_path, const char *title,
                            int log_y, double smooth);
+/* The same with the y axis fixed to [y_min, y_max] (success rates: 0 to 1). */
+vla_status vla_plot_metric_range(const char *jsonl_path, const char *column, const char *png_path, const char *title,
+                                 double y_min, double y_max);
+
+/* The y ticks an axis gets (values, not log10), for tests: up to `cap`; returns how many. */
+int vla_plot_y_ticks(const vla_plot_frame *f, double *values, int cap);
 
 /* At process exit: drop cairo's and fontconfig's caches (the fonts the
  * plots loaded), so a leak checker sees only what the program lost. */

@@ -47,9 +47,10 @@ json_t *vla_pretrained_config_json_mixture(const vla_policy *p, int n, const vla
     for (int d = 0; d < n; d++) json_array_append_new(emb, embodiment_json(p, ns[d], na[d], &metas[d]));
     /* the top level repeats the first embodiment's entry: what a reader that
      * knows no embodiments (or a single-dataset run) uses */
+    /* what eval executes per chunk: the training's decision, else eval's default min(horizon, 8) */
+    int64_t h = p->cfg.action.horizon, nact = metas[0].n_action_steps > 0 ? metas[0].n_action_steps : h < 8 ? h : 8;
     json_t *root = json_pack("{s:s, s:s, s:o, s:I, s:o}", "type", vla_policy_config_family_name(&p->cfg), "name",
-                             p->cfg.name, "policy", pc, "n_action_steps", (json_int_t)p->cfg.action.horizon,
-                             "embodiments", emb);
+                             p->cfg.name, "policy", pc, "n_action_steps", (json_int_t)nact, "embodiments", emb);
     if (root && json_object_update(root, json_array_get(emb, 0)) != 0) json_decref(root), root = NULL;
     if (root) json_object_del(root, "id"), json_object_del(root, "name");
     if (root) json_object_set_new(root, "name", json_string(p->cfg.name));
@@ -263,6 +264,9 @@ vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrai
         out->meta.embodiment = json_is_integer(id) ? (int32_t)json_integer_value(id) : 0;
         snprintf(out->meta.embodiment_name, sizeof out->meta.embodiment_name, "%s", name ? name : "");
     }
+    json_t *nact = json_object_get(root, "n_action_steps");
+    if (json_is_integer(nact) && json_integer_value(nact) >= 1 && json_integer_value(nact) <= cfg.action.horizon)
+        out->meta.n_action_steps = (int)json_integer_value(nact);
     if ((st = vla_policy_create(&cfg, ops, &out->policy)) != VLA_OK) goto done;
     snprintf(file, sizeof file, "%s/model.safetensors", out->dir);
     st = vla_pretrained_load_weights(out->policy, file);
@@ -322,7 +326,9 @@ vla_status vla_pretrained_select_embodiment(vla_pretrained *pm, const char *want
                                                      env_name, &ns, &na, &m, &found);
     if (st == VLA_OK && found) {
         vla_normalizer_free(&pm->state_norm), vla_normalizer_free(&pm->action_norm);
+        int nact = pm->meta.n_action_steps; /* the checkpoint's, not the embodiment's */
         pm->state_norm = ns, pm->action_norm = na, pm->meta = m;
+        pm->meta.n_action_steps = nact;
     }
     json_decref(root);
     return st;

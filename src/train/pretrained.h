@@ -30,6 +30,9 @@ typedef struct {
                                    (horizon × action_width channels; train/loader.h) */
     int32_t embodiment;    /* the id its samples carried (GR00T's per-embodiment weights; 0 outside a mixture) */
     char embodiment_name[128]; /* the dataset's robot_type ("pusht"): eval matches it to the environment */
+    int n_action_steps;    /* actions executed per predicted chunk, as training decided (config.json's top-level
+                              "n_action_steps", LeRobot's name; 0: not stated, eval's default min(horizon, 8)).
+                              Checkpoints written before it was recorded state the horizon there. */
 } vla_pretrained_meta;
 
 /* config.json as a JSON object. A policy trained on a mixture has one

@@ -421,13 +421,44 @@ static void apply_overrides(json_t *preset, const json_t *root, vla_pub_format f
     }
 }
 
+vla_status vla_published_check_path(const char *flag, const char *path) {
+    static const char *const hint = "give a checkpoint directory (a pretrained_model, a training output, a "
+                                    "published model) or its .safetensors file";
+    if (!vla_path_exists(path)) return vla_error(VLA_ERR_NOT_FOUND, "%s=%s: no such file or directory", flag, path);
+    if (vla_is_dir(path)) {
+        static const char *const inside[] = {"config.json", "model.safetensors", "model.safetensors.index.json",
+                                             "checkpoints", "pretrained_model", "manifest.json"};
+        for (size_t i = 0; i < sizeof inside / sizeof *inside; i++) {
+            char f[PATH_CAP + 64];
+            snprintf(f, sizeof f, "%s/%s", path, inside[i]);
+            if (vla_path_exists(f)) return VLA_OK;
+        }
+        return vla_error(VLA_ERR_FORMAT, "%s=%s is not a checkpoint: the directory holds no config.json, "
+                         "model.safetensors or checkpoints/; %s", flag, path, hint);
+    }
+    size_t l = strlen(path);
+    if (l > 11 && !strcmp(path + l - 11, ".index.json")) return VLA_OK; /* a sharded checkpoint's index */
+    /* safetensors: an 8-byte little-endian header length, then the JSON header */
+    unsigned char h[9] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(h, 1, sizeof h, f) : 0;
+    if (f) fclose(f);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = n << 8 | h[i];
+    if (got == sizeof h && h[8] == '{' && n >= 2 && n < ((uint64_t)1 << 32)) return VLA_OK;
+    return vla_error(VLA_ERR_FORMAT, "%s=%s is not a checkpoint: the file is not safetensors (no safetensors header "
+                     "at its start); %s", flag, path, hint);
+}
+
 vla_status vla_published_config(const char *path, const char *base, vla_policy_config *cfg, vla_pub_format *fmt) {
     char dir[PATH_CAP], file[PATH_CAP + 32], preset_path[1024];
+    VLA_TRY(vla_published_check_path("--policy.pretrained_path", path));
     checkpoint_dir(path, dir, sizeof dir);
     snprintf(file, sizeof file, "%s/config.json", dir);
     if (!vla_path_exists(file))
-        return vla_error(VLA_ERR_NOT_FOUND, "%s: no config.json beside the weights; name the architecture with "
-                         "--policy.config=pi05|groot-n1.5|PATH", dir);
+        return vla_error(VLA_ERR_NOT_FOUND, "%s: no config.json beside the weights; it says whose checkpoint this is "
+                         "(LeRobot, openpi, Isaac-GR00T or vla.c), so how its tensors are named (--policy.config "
+                         "picks a size, not that): copy the checkpoint's config.json there with the weights", dir);
     json_t *root = NULL, *preset = NULL;
     VLA_TRY(vla_json_load_file(file, &root));
     vla_status st = VLA_OK;

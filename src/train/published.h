@@ -60,6 +60,12 @@ vla_status vla_published_config(const char *path, const char *base, vla_policy_c
 /* True when `path` looks like a published checkpoint rather than a vla.c
  * pretrained_model/checkpoint/output directory. */
 bool vla_published_detect(const char *path);
+/* Is `path` something a checkpoint can be read from: a directory holding a
+ * config.json, a checkpoint layout or weights, a .safetensors file (its
+ * header checked), or a sharded checkpoint's .index.json? Otherwise an
+ * error that says it is not a checkpoint and why. `flag` names the flag in
+ * the message ("--policy.pretrained_path"). */
+vla_status vla_published_check_path(const char *flag, const char *path);
 
 /* What a binding found. */
 typedef struct {

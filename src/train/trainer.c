@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/fault.h"
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/run_dir.h"
 #include "base/timer.h"
 #include "data/lerobot.h"
 #include "train/loader.h"
@@ -117,7 +119,10 @@ static vla_status src_fn(void *user, int64_t job, int64_t cap, int64_t *rows, ui
 }
 
 typedef struct {
-    const vla_train_opts *o;
+    const vla_train_opts *o; /* &opts */
+    vla_train_opts opts;     /* the caller's, with the output directory resolved */
+    char out_dir[VLA_CKPT_PATH_MAX], moved_aside[VLA_CKPT_PATH_MAX];
+    bool made_dir;           /* this run created out_dir: a run that fails before writing anything removes it */
     vla_comm *comm;
     int rank, world;
     vla_lerobot *ds[VLA_LOADER_MAX_DATASETS]; /* --dataset.root=A,B,…: a mixture when more than one */
@@ -249,14 +254,17 @@ static vla_status load_checkpoint(trainer *t, const vla_ckpt_info *ck, int64_t *
         t->win[t->nwin++] = json_number_value(json_array_get(lw, i));
     json_decref(rng);
     VLA_TRY(st);
-    if ((uint64_t)seed != t->o->seed)
+    if ((uint64_t)seed != t->o->seed && !t->o->allow_changes)
         return vla_error(VLA_ERR_INVALID_ARG, "%s: checkpoint was trained with --seed=%lld, this run has %llu", path,
                          (long long)seed, (unsigned long long)t->o->seed);
-    if (gb != vla_sampler_global_batch(&t->track))
+    if (gb != vla_sampler_global_batch(&t->track) && !t->o->allow_changes)
         return vla_error(VLA_ERR_INVALID_ARG,
                          "%s: checkpoint's global batch is %lld, this run's is %lld (batch_size × ranks × accum "
-                         "must match to resume)",
+                         "must match to resume; --resume.allow_changes=true changes it)",
                          path, (long long)gb, (long long)vla_sampler_global_batch(&t->track));
+    if (gb != vla_sampler_global_batch(&t->track) && t->rank == 0)
+        VLA_WARN("--resume.allow_changes=true: the global batch goes from %lld to %lld", (long long)gb,
+                 (long long)vla_sampler_global_batch(&t->track));
     if (vla_train_opt_updates(t->opt) + t->skipped != ck->step)
         return vla_error(VLA_ERR_FORMAT, "%s: optimizer updates %lld + skipped %lld != step %lld", ck->dir,
                          (long long)vla_train_opt_updates(t->opt), (long long)t->skipped, (long long)ck->step);
@@ -278,7 +286,9 @@ static void plots(const trainer *t, bool evals) {
     for (int i = 0; i < 3; i++) {
         if (i == 2 && !evals) continue;
         snprintf(png, sizeof png, "%s/%s", t->o->output_dir, P[i].file);
-        if (vla_plot_metric(jl, P[i].col, png, P[i].title, P[i].log_y, P[i].smooth) != VLA_OK)
+        vla_status st = i == 2 ? vla_plot_metric_range(jl, P[i].col, png, P[i].title, 0, 1) /* a rate: all of 0..1 */
+                               : vla_plot_metric(jl, P[i].col, png, P[i].title, P[i].log_y, P[i].smooth);
+        if (st != VLA_OK)
             VLA_WARN("plot %s: %s", png, vla_error_message());
     }
 }
@@ -459,6 +469,7 @@ static vla_status create_loader(trainer *t) {
         m->n_obs_steps = vla_loader_n_obs_steps(t->L);
         m->relative_actions = vla_loader_relative_actions(t->L);
         m->action_stats_per_step = vla_loader_action_stats_per_step(t->L);
+        m->n_action_steps = o->n_action_steps;
         m->action_width = info.action_width;
         m->cameras = info.cameras;
         m->fps = ds->fps;
@@ -526,6 +537,11 @@ static void describe_run(trainer *t, const char *kind, const char *config_name) 
     if (t->train_cfg && o->token_budget > 0)
         json_object_set_new(t->train_cfg, "token_budget", json_integer((json_int_t)o->token_budget));
     if (t->train_cfg && o->weights) json_object_set_new(t->train_cfg, "dataset.weights", json_string(o->weights));
+    /* what a resume reads back: the steps the schedule is planned for, and the command's flags */
+    if (t->train_cfg)
+        json_object_set_new(t->train_cfg, "schedule_steps",
+                            json_integer(o->schedule_steps > 0 ? o->schedule_steps : o->steps));
+    if (t->train_cfg && o->run_flags) json_object_set(t->train_cfg, "flags", (json_t *)o->run_flags);
 }
 
 /* Resume from the checkpoint found, or start a fresh output directory. */
@@ -543,15 +559,42 @@ static vla_status start_or_resume(trainer *t, bool have_ck, const vla_ckpt_info 
     return VLA_OK;
 }
 
+/* The output directory (base/run_dir.h): a default one made unique on rank 0
+ * and broadcast; a named one, unless resumed, empty or moved aside. */
+static vla_status claim_output_dir(trainer *t) {
+    vla_status st = VLA_OK;
+    if (t->rank == 0) {
+        t->made_dir = !t->opts.output_dir || !vla_path_exists(t->opts.output_dir) || t->opts.overwrite;
+        if (!t->opts.output_dir)
+            st = vla_run_dir_default("train", t->opts.job_name, t->out_dir, sizeof t->out_dir);
+        else if (snprintf(t->out_dir, sizeof t->out_dir, "%s", t->opts.output_dir) >= (int)sizeof t->out_dir)
+            st = vla_error(VLA_ERR_INVALID_ARG, "--output_dir: path too long");
+        else if (!t->opts.resume)
+            st = vla_run_dir_claim(t->out_dir, t->opts.overwrite, "continue it with --resume=true, ", t->moved_aside,
+                                   sizeof t->moved_aside);
+        if (st == VLA_OK && t->moved_aside[0])
+            VLA_INFO("--overwrite=true: moved the previous run in %s aside to %s", t->out_dir, t->moved_aside);
+    }
+    VLA_TRY(vla_comm_agree(t->comm, st, "output directory"));
+    if (t->world > 1) VLA_TRY(vla_comm_bcast(t->comm, t->out_dir, sizeof t->out_dir, VLA_COMM_BYTE, 0));
+    t->opts.output_dir = t->out_dir;
+    return VLA_OK;
+}
+
 static vla_status setup(trainer *t, int64_t *start_step) {
     const vla_train_opts *o = t->o;
-    if (o->batch_size < 1 || o->steps < 1 || o->accum < 1 || o->token_budget < 0)
-        return vla_error(VLA_ERR_INVALID_ARG,
-                         "--batch_size, --steps and --accum must be at least 1, --token_budget at least 0");
+    const struct { const char *flag; int64_t v, min; } lim[] = {
+        {"batch_size", o->batch_size, 1}, {"steps", o->steps, 1},
+        {"gradient_accumulation_steps", o->accum, 1}, {"token_budget", o->token_budget, 0}};
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+        if (lim[i].v < lim[i].min)
+            return vla_error(VLA_ERR_INVALID_ARG, "--%s=%lld: must be at least %lld", lim[i].flag, (long long)lim[i].v,
+                             (long long)lim[i].min);
     if (!o->dataset_root) return vla_error(VLA_ERR_INVALID_ARG, "--dataset.root=DIR is required");
     VLA_TRY(vla_comm_init(NULL, &t->comm));
     t->rank = vla_comm_rank(t->comm), t->world = vla_comm_world(t->comm);
     vla_log_set_rank(t->world > 1 ? t->rank : -1);
+    VLA_TRY(claim_output_dir(t));
 
     vla_policy_config cfg;
     vla_ckpt_info ck = {0};
@@ -560,6 +603,10 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     if (o->policy_type && strcmp(o->policy_type, vla_policy_config_family_name(&cfg)) != 0)
         return vla_error(VLA_ERR_INVALID_ARG, "--policy.type=%s but config '%s' is a %s policy", o->policy_type,
                          cfg.name, vla_policy_config_family_name(&cfg));
+    if (o->n_action_steps > cfg.action.horizon)
+        return vla_error(VLA_ERR_INVALID_ARG, "--policy.n_action_steps=%d: policy '%s' predicts chunks of %lld actions "
+                         "(action.horizon); give 1..%lld", o->n_action_steps, cfg.name, (long long)cfg.action.horizon,
+                         (long long)cfg.action.horizon);
     VLA_TRY(open_dataset_and_policy(t, &cfg));
     VLA_TRY(create_loader(t));
 
@@ -582,9 +629,10 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     if (o->constant_lr) {
         t->sched = (vla_schedule){VLA_SCHED_CONSTANT, 0, 0, 0, 0, 0};
     } else {
-        VLA_TRY(vla_schedule_defaults(kind, o->steps, &t->sched));
+        int64_t plan = o->schedule_steps > 0 ? o->schedule_steps : o->steps; /* a resumed run's saved plan */
+        VLA_TRY(vla_schedule_defaults(kind, plan, &t->sched));
         if (o->warmup_steps >= 0) t->sched.warmup_steps = o->warmup_steps;
-        else if (t->sched.warmup_steps > o->steps / 10) t->sched.warmup_steps = (o->steps + 19) / 20;
+        else if (t->sched.warmup_steps > plan / 10) t->sched.warmup_steps = (plan + 19) / 20;
         if (t->sched.warmup_steps > t->sched.decay_steps) t->sched.warmup_steps = t->sched.decay_steps;
     }
     double peak = vla_train_opt_peak_lr(t->opt);
@@ -594,6 +642,10 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     t->sched.peak_lr = peak;
     if (o->constant_lr) t->sched.init_lr = t->sched.end_lr = peak;
     VLA_TRY(vla_schedule_validate(&t->sched));
+    if (t->rank == 0 && !o->constant_lr && o->schedule_steps > 0 && o->steps > o->schedule_steps)
+        VLA_WARN("steps %lld..%lld run past the %lld the schedule was planned for, at its final learning rate %g "
+                 "(--resume.allow_changes=true plans it anew over --steps; docs/train.md \"Resuming\")",
+                 (long long)o->schedule_steps + 1, (long long)o->steps, (long long)o->schedule_steps, t->sched.end_lr);
 
     describe_run(t, kind, cfg.name);
     return start_or_resume(t, have_ck, &ck, start_step);
@@ -630,6 +682,8 @@ static vla_status begin_run(trainer *t, int64_t start, vla_train_result *res) {
     if (t->rank == 0) {
         VLA_TRY(vla_metrics_open(&t->metrics, o->output_dir, COLS, NCOLS, o->resume ? start : -1));
         t->metrics_open = true;
+        if (o->resume && o->resume_changes) /* --resume.allow_changes: what this session changed, at its first step */
+            VLA_TRY(vla_metrics_note(&t->metrics, start, "resume_changes", o->resume_changes));
         char sd[256];
         VLA_INFO("train: %s (%lld params, %lld trainable) on %s: %lld frames, %lld episodes; batch %lld × %d "
                  "rank(s) × %lld accum, %lld steps, %s; device %s",
@@ -848,7 +902,8 @@ vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
     res->last_eval_success = NAN;
     trainer t;
     memset(&t, 0, sizeof t);
-    t.o = o;
+    t.opts = *o;
+    t.o = &t.opts;
     int64_t start = 0, step = 0;
     vla_status st = setup(&t, &start);
     if (st == VLA_OK) st = begin_run(&t, start, res);
@@ -861,6 +916,9 @@ vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
     }
     finish_run(&t, step - start, res);
 done:
+    if (st != VLA_OK && t.made_dir && !t.opts.resume) rmdir(t.out_dir); /* only when still empty */
+    snprintf(res->output_dir, sizeof res->output_dir, "%s", t.out_dir);
+    snprintf(res->moved_aside, sizeof res->moved_aside, "%s", t.moved_aside);
     /* rows logged so far reach the files even when an error aborts the job below */
     if (t.metrics_open) vla_metrics_close(&t.metrics);
     if (st != VLA_OK && t.comm && t.world > 1) {

@@ -28,6 +28,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "base/status.h"
 #include "policy/policy.h"
 
@@ -49,7 +51,10 @@ typedef struct {
                                    dataset's (a warm start on grown data, as `vla dagger` does) */
     const char *pretrained_path;/* start from these weights (published or vla.c; train/published.h):
                                    a weights-only start, the optimizer and schedule begin afresh */
-    const char *output_dir;
+    const char *output_dir;     /* NULL: a fresh outputs/train/<date>/<time>_<job_name> (base/run_dir.h); a named
+                                   one must be empty unless resuming or overwrite (moved aside) */
+    const char *job_name;       /* the default directory's last part (NULL: "run") */
+    bool overwrite;             /* a non-empty output_dir is renamed DIR.old-<date>_<time> and a new run starts */
     const char *state_keys;     /* dataset features concatenated as the state (NULL: observation.state) */
     const char *image_keys;     /* cameras fed to the policy (NULL: the dataset's; "": none, state only) */
     int64_t batch_size;         /* per rank, per micro-batch */
@@ -57,6 +62,8 @@ typedef struct {
     int64_t token_budget;       /* > 0: this rank's batch_size × accum samples of a step go into micro-batches of
                                    at most this many tokens, first-fit decreasing (data/token_budget.h) */
     int64_t steps;
+    int64_t schedule_steps;     /* the run the lr schedule (and default warmup) is planned for (≤ 0: steps); a
+                                   resumed run keeps its saved plan when --steps grows (docs/train.md) */
     uint64_t seed;
     int num_workers;
     double lr;                  /* ≤ 0: the policy's default */
@@ -67,6 +74,11 @@ typedef struct {
     bool constant_lr;
     int64_t save_freq, log_freq, eval_freq; /* 0: off (a final checkpoint is always written) */
     bool resume;
+    bool allow_changes;         /* resuming: accept another seed or global batch than the checkpoint's (the CLI's
+                                   --resume.allow_changes; the changes are in resume_changes) */
+    const json_t *run_flags;    /* the command's flags, kept as "flags" in train_config.json (a resume reads them) */
+    const json_t *resume_changes; /* flags changed on resume: one metrics.jsonl line {"step", "resume_changes"} */
+    int n_action_steps;         /* actions eval executes per chunk, recorded in config.json (≤ 0: min(horizon, 8)) */
     bool skip_nonfinite;        /* skip (and count) non-finite steps instead of stopping */
     bool augment;
     bool progress;              /* progress line on stderr */
@@ -97,6 +109,8 @@ typedef struct {
     size_t opt_state_bytes;        /* optimizer state held by this rank (ZeRO-1: ÷ world) */
     int64_t n_params, n_trainable, n_samples;
     char last_ckpt[4096];
+    char output_dir[4096];         /* where the run wrote (the default resolved) */
+    char moved_aside[4096];        /* overwrite: where the old directory went ("" when nothing moved) */
 } vla_train_result;
 
 vla_status vla_train(const vla_train_opts *o, vla_train_result *res);

@@ -189,7 +189,7 @@ static void test_windows(void **state) {
 static void test_stats_recompute(void **state) {
     (void)state;
     json_t *computed;
-    assert_int_equal(vla_lerobot_compute_stats(ds, 0, &computed), VLA_OK);
+    assert_int_equal(vla_lerobot_compute_stats(ds, false, &computed), VLA_OK);
     json_t *report = json_array();
     int bad = -1;
     assert_int_equal(vla_lerobot_compare_stats(ds, computed, report, &bad), VLA_OK);

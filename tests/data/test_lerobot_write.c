@@ -172,7 +172,7 @@ static void test_round_trip(void **state) {
     /* stored stats agree with a recomputation */
     json_t *comp, *rep = json_array();
     int bad = -1;
-    assert_int_equal(vla_lerobot_compute_stats(ds, 16, &comp), VLA_OK);
+    assert_int_equal(vla_lerobot_compute_stats(ds, true, &comp), VLA_OK);
     assert_int_equal(vla_lerobot_compare_stats(ds, comp, rep, &bad), VLA_OK);
     if (bad) {
         char *x = json_dumps(rep, 0);
@@ -269,7 +269,7 @@ static void test_round_trip(void **state) {
     assert_true(vla_path_exists(png));
     snprintf(cmd, sizeof cmd, "'%s' dataset validate '%s'", test_cli_path(), root);
     assert_int_equal(test_run(cmd, out, sizeof out), 0);
-    snprintf(cmd, sizeof cmd, "'%s' dataset stats '%s' --image-frames 16 >/dev/null", test_cli_path(), root);
+    snprintf(cmd, sizeof cmd, "'%s' dataset stats '%s' >/dev/null", test_cli_path(), root);
     assert_int_equal(test_run(cmd, out, sizeof out), 0);
     /* the writer refuses an existing root */
     vla_lr_feature_spec f1 = {"x", "float32", 1, {1}, NULL, 0};
@@ -554,7 +554,7 @@ static void test_partial_download(void **state) {
     snprintf(cmd, sizeof cmd, "'%s' dataset validate '%s'", test_cli_path(), root);
     assert_int_equal(test_run(cmd, out, sizeof out), 1);
     assert_non_null(strstr(out, "data file is missing (episode 0)"));
-    snprintf(cmd, sizeof cmd, "'%s' dataset stats --image-frames=0 --dataset.episodes=1 '%s' 2>&1", test_cli_path(), root);
+    snprintf(cmd, sizeof cmd, "'%s' dataset stats --images=false --dataset.episodes=1 '%s' 2>&1", test_cli_path(), root);
     test_run(cmd, out, sizeof out); /* stored stats are whole-dataset: may differ, must not fail to run */
     assert_non_null(strstr(out, "mismatch"));
     const char *dst = test_tmp_path("v21-partial-as-v30");

@@ -116,7 +116,7 @@ static void test_clean_and_garbled(void **state) {
     json_decref(j);
     snprintf(cmd, sizeof cmd, "'%s' dataset validate --frames=some '%s' 2>&1", test_cli_path(), bad);
     assert_int_equal(test_run(cmd, out, sizeof out), 2);
-    assert_non_null(strstr(out, "--frames must be ends or all"));
+    assert_non_null(strstr(out, "--frames=some: give ends or all"));
     test_rmrf(clean);
     test_rmrf(bad);
 }

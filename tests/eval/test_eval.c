@@ -73,7 +73,7 @@ static void test_trained_beats_random(void **state) {
     assert_int_equal(vla_json_load_file(er.eval_info, &info), VLA_OK);
     assert_int_equal(json_array_size(json_object_get(info, "per_episode")), 40);
     assert_non_null(json_object_get(json_object_get(info, "aggregated"), "pc_success"));
-    json_t *vids = json_object_get(info, "videos");
+    json_t *vids = json_object_get(info, "video_paths");
     assert_int_equal(json_array_size(vids), 1);
     assert_true(vla_path_exists(json_string_value(json_array_get(vids, 0))));
     int64_t own_steps = json_integer_value(json_object_get(json_object_get(info, "config"), "flow_steps"));

@@ -565,6 +565,7 @@ static void test_published_stats(void **state) {
         for (int k = 0; k < 2; k++) {
             char cfgflag[64];
             snprintf(cfgflag, sizeof cfgflag, "--policy.config=%s", runs[r][1]);
+            test_rmrf(ev); /* an eval writes into a directory of its own */
             snprintf(cmd, sizeof cmd, "%s eval --policy.path=%s %s --env.type=%s --eval.n_episodes=3 --max_steps=40 "
                      "--eval.n_videos=0 --output_dir=%s --json 2>&1", test_cli_path(), k ? native : fixture(runs[r][0]),
                      k ? "" : cfgflag, runs[r][2], ev);
@@ -584,6 +585,7 @@ static void test_published_stats(void **state) {
     if (test_run(cmd, res2, sizeof res2) != 0) fail_msg("%s\n%s", cmd, res2);
     assert_non_null(strstr(res2, "\"source\":\"GR00T experiment_cfg/metadata.json\",\"state_width\":4,"
                                  "\"action_width\":2,\"cameras\":1,\"embodiment\":31"));
+    test_rmrf(ev);
     snprintf(cmd, sizeof cmd, "%s eval --policy.path=%s --policy.config=groot-nano --env.type=pusht --eval.n_episodes=1 "
              "--output_dir=%s 2>&1", test_cli_path(), fixture("groot_sharded"), ev);
     assert_int_not_equal(test_run(cmd, res2, sizeof res2), 0);
