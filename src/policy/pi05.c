@@ -774,7 +774,7 @@ static void pi05_destroy(vla_policy *p) {
 
 static const vla_policy_ops PI05_OPS = {
     "pi05", pi05_destroy, NULL, NULL, NULL, /* init, tokenize, layout: the family's */
-    pi05_loss, pi05_backward, pi05_sample_actions,
+    pi05_loss, pi05_backward, pi05_sample_actions, NULL,
 };
 
 /* The two layer kinds as blocks: Gemma (prefix) and the AdaRMS expert (actions). */
