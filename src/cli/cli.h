@@ -46,6 +46,7 @@ int vla_cmd_train(int argc, char **argv);
 int vla_cmd_dagger(int argc, char **argv);
 int vla_cmd_eval(int argc, char **argv);
 int vla_cmd_tokenize(int argc, char **argv);
+int vla_cmd_serve(int argc, char **argv);
 
 /* Benchmarks (one file each, bench_<name>.c), listed in cmd_bench.c. */
 int vla_bench_gemm(int argc, char **argv);
