@@ -14,6 +14,10 @@ vla.c's code. Two uses:
       (*.json), and replies packed from known values (reply_*.msgpack) that
       vla.c's writer must reproduce byte for byte.
 
+  /usr/bin/python3 tools/openpi_ref_client.py fuzz-seeds fuzz/corpus/fuzz_serve_request
+      writes seed requests for fuzz/fuzz_serve_request.c's tiny checkpoint
+      (state 2 + 4 values, one 8x8 camera, RTC fields) beside the goldens.
+
   /usr/bin/python3 tools/openpi_ref_client.py client --host 127.0.0.1 --port 8000 \
       [--api_key KEY] [--requests 5] [--state 0.1,0.2] [--env_state …] [--delay D]
       connects like openpi_client.WebsocketClientPolicy (Authorization:
@@ -157,6 +161,27 @@ def goldens(outdir):
     print(f"goldens written to {outdir}")
 
 
+def fuzz_seeds(outdir):
+    os.makedirs(outdir, exist_ok=True)
+    rng = np.random.default_rng(5)
+    img = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    base = {"observation/state": np.array([0.2, 0.7], dtype=np.float32),
+            "observation.environment_state": np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32),
+            "image": img, "prompt": "push"}
+    seeds = {
+        "ok": base,
+        "history": dict(base, **{"observation/state": np.array([[0.1, 0.2], [0.3, 0.4]]),
+                                 "observation.environment_state": np.zeros((2, 4), dtype=np.float16)}),
+        "rtc": dict(base, prev_chunk_left_over=np.ones((3, 2), dtype=np.float32), inference_delay=np.int64(1),
+                    execution_horizon=3, seed=np.uint64(9)),
+        "nested": {"observation": {"state": [0.5, 0.5]}, "image": img, "task": b"bytes task"},
+    }
+    for name, req in seeds.items():
+        with open(os.path.join(outdir, name + ".msgpack"), "wb") as f:
+            f.write(packb(req))
+    print(f"fuzz seeds written to {outdir}")
+
+
 # ---- a live client -----------------------------------------------------------------------------
 async def run_client(a):
     import websockets  # python3-websockets (10.x: the asyncio API)
@@ -195,6 +220,8 @@ def main():
     sub = ap.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("goldens")
     g.add_argument("outdir")
+    fz = sub.add_parser("fuzz-seeds")
+    fz.add_argument("outdir")
     c = sub.add_parser("client")
     c.add_argument("--host", default="127.0.0.1")
     c.add_argument("--port", type=int, default=8000)
@@ -206,6 +233,9 @@ def main():
     a = ap.parse_args()
     if a.cmd == "goldens":
         goldens(a.outdir)
+        return 0
+    if a.cmd == "fuzz-seeds":
+        fuzz_seeds(a.outdir)
         return 0
     return asyncio.run(run_client(a))
 
