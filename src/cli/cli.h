@@ -60,6 +60,7 @@ int vla_bench_threads(int argc, char **argv);
 int vla_bench_attention(int argc, char **argv);
 int vla_bench_shards(int argc, char **argv);
 int vla_bench_packing(int argc, char **argv);
+int vla_bench_serve(int argc, char **argv);
 /* bench_policy.c: the trainer's AdamW over a policy's trainable tensors, and
  * seconds per training step (loss, backward, AdamW) timed for at least
  * `seconds` after a warm-up step — shared by the benchmarks that train. */
