@@ -376,7 +376,7 @@ static vla_status read_rtc(const vla_engine *e, const vla_np_map *m, vla_request
     }
     if (!in->rtc)
         return vla_error(VLA_ERR_UNSUPPORTED, "prev_chunk_left_over: real-time chunking needs a policy family with a "
-                         "velocity field (groot); this checkpoint is %s", in->family);
+                         "velocity field (groot, pi05); this checkpoint is %s", in->family);
     const int64_t A = in->action_dim, H = in->horizon;
     if (!vla_np_is_numeric(prev) || prev->kind == VLA_NP_BOOL)
         return vla_error(VLA_ERR_INVALID_ARG, "prev_chunk_left_over: not an array of numbers");
