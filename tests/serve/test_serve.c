@@ -398,9 +398,12 @@ static void test_api_key(void **state) {
     live_stop(&L, NULL);
 }
 
+/* A robot asking for its chunk `rounds` times (or, with rounds 0, until
+ * `until`), checking every reply against the chunk it expects. */
 typedef struct {
     int port, id, rounds;
-    int wrong, errors, busy;
+    double until;
+    int replies, wrong, errors, busy;
     float want[16];
 } robot;
 
@@ -409,7 +412,7 @@ static void *robot_main(void *arg) {
     uint8_t req[512];
     size_t n = client_request(r->id, req, sizeof req);
     vla_ws_client *c = connect_ok(r->port, NULL);
-    for (int k = 0; k < r->rounds; k++) {
+    for (int k = 0; r->rounds ? k < r->rounds : vla_now_s() < r->until; k++) {
         if (vla_ws_send(c, VLA_WS_BINARY, req, n) != VLA_OK) {
             r->errors++;
             break;
@@ -441,10 +444,11 @@ static void *robot_main(void *arg) {
                 r->wrong++;
                 break;
             }
+        r->replies++;
         vla_np_map_free(&m);
         free(d);
     }
-    vla_ws_abort(c);
+    vla_ws_close(c);
     return NULL;
 }
 
@@ -453,7 +457,7 @@ static void run_robots(const vla_server_opts *so, int N, int rounds, robot *rb, 
     live_start(&L, so);
     pthread_t th[16];
     for (int i = 0; i < N; i++) {
-        rb[i] = (robot){L.port, i, rounds, 0, 0, 0, {0}};
+        rb[i] = (robot){L.port, i, rounds, 0, 0, 0, 0, 0, {0}};
         uint8_t req[512];
         size_t n = client_request(i, req, sizeof req);
         expected_actions(req, n, rb[i].want);
@@ -508,45 +512,6 @@ static long rss_kb(pid_t pid) {
     return kb;
 }
 
-typedef struct {
-    int port, id;
-    double until;
-    int replies, wrong, errors;
-    float want[16];
-} loader;
-
-static void *loader_main(void *arg) {
-    loader *l = arg;
-    uint8_t req[512];
-    size_t n = client_request(l->id, req, sizeof req);
-    vla_ws_client *c = connect_ok(l->port, NULL);
-    while (vla_now_s() < l->until) {
-        int op;
-        uint8_t *d;
-        size_t dn;
-        if (vla_ws_send(c, VLA_WS_BINARY, req, n) != VLA_OK || vla_ws_recv(c, &op, &d, &dn, 30) != VLA_OK) {
-            l->errors++;
-            break;
-        }
-        vla_np_map m;
-        if (op == VLA_WS_BINARY && vla_np_parse(d, dn, &m) == VLA_OK) {
-            const vla_np_field *a = vla_np_get(&m, "actions");
-            for (int i = 0; i < 16; i++)
-                if (!a || fabs(vla_np_at(a, i) - l->want[i]) > 1e-3 * (1 + fabsf(l->want[i]))) {
-                    l->wrong++;
-                    break;
-                }
-            vla_np_map_free(&m);
-            l->replies++;
-        } else {
-            l->errors++;
-        }
-        free(d);
-    }
-    vla_ws_close(c);
-    return NULL;
-}
-
 static void test_cli_load(void **state) {
     (void)state;
     char logp[4096], cmd[8192];
@@ -572,17 +537,17 @@ static void test_cli_load(void **state) {
     int port = atoi(ws + 15);
     enum { N = 6 };
     const double M = 4.0;
-    loader L[N];
+    robot L[N];
     pthread_t th[N];
     double t0 = vla_now_s();
     for (int i = 0; i < N; i++) {
-        L[i] = (loader){port, i, t0 + M, 0, 0, 0, {0}};
+        L[i] = (robot){port, i, 0, t0 + M, 0, 0, 0, 0, {0}};
         uint8_t req[512];
         size_t n = client_request(i, req, sizeof req);
         expected_actions(req, n, L[i].want);
     }
     t0 = vla_now_s();
-    for (int i = 0; i < N; i++) L[i].until = t0 + M, pthread_create(&th[i], NULL, loader_main, &L[i]);
+    for (int i = 0; i < N; i++) L[i].until = t0 + M, pthread_create(&th[i], NULL, robot_main, &L[i]);
     usleep(1000000); /* warmed up: allocator pools and buffers at their working size */
     long rss0 = rss_kb(pid), rss_max = rss0;
     while (vla_now_s() < t0 + M - 0.2) {
