@@ -59,13 +59,13 @@ int vla_bench_serve(int argc, char **argv) {
     double seconds = 5, window = 2;
     bool quick = false;
     const vla_flag flags[] = {
-        {"policy.path", VLA_FLAG_STRING, &path, "DIR", "checkpoint to serve (default: --policy.config with random weights)"},
-        {"policy.config", VLA_FLAG_STRING, &config, "NAME", "preset for the random-weight checkpoint (default groot-pusht)"},
-        {"clients", VLA_FLAG_INT, &clients, "N", "robots asking at once (default 8)"},
-        {"seconds", VLA_FLAG_FLOAT, &seconds, "S", "per configuration and round (default 5)"},
-        {"serve.max_batch", VLA_FLAG_INT, &max_batch, "N", "largest batch in the batching configuration (default 8)"},
-        {"serve.batch_window_ms", VLA_FLAG_FLOAT, &window, "MS", "batch window in the batching configuration (default 2)"},
-        {"rounds", VLA_FLAG_INT, &rounds, "N", "alternating rounds of the two configurations (default 2; the machine is shared)"},
+        {"policy.path", VLA_FLAG_STRING, &path, "DIR", "checkpoint to serve (none: --policy.config with random weights)"},
+        {"policy.config", VLA_FLAG_STRING, &config, "NAME", "preset for the random-weight checkpoint"},
+        {"clients", VLA_FLAG_INT, &clients, "N", "robots asking at once"},
+        {"seconds", VLA_FLAG_FLOAT, &seconds, "S", "per configuration and round; the machine is shared, so rounds alternate"},
+        {"serve.max_batch", VLA_FLAG_INT, &max_batch, "N", "largest batch in the batching configuration"},
+        {"serve.batch_window_ms", VLA_FLAG_FLOAT, &window, "MS", "batch window in the batching configuration"},
+        {"rounds", VLA_FLAG_INT, &rounds, "N", "alternating rounds of the two configurations"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "0.3 s, 2 clients, one round (smoke test)"},
     };
     const vla_command_spec spec = {

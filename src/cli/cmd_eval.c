@@ -42,12 +42,12 @@ int vla_cmd_eval(int argc, char **argv) {
         {"video_size", VLA_FLAG_INT, &vsize, "PX", "video frame size (default 256)"},
         {"json", VLA_FLAG_BOOL, &json, NULL, "print the summary as one JSON object"},
         {"eval.inference_delay", VLA_FLAG_INT, &delay, "D",
-         "simulate a policy that answers D control steps late (default 0: at once)"},
+         "simulate a policy that answers D control steps late"},
         {"eval.chunking", VLA_FLAG_STRING, &chunking, "MODE",
          "how late chunks are used: sync (the robot waits) | naive (asynchronous, the new chunk ignores the old) | "
-         "rtc (asynchronous, real-time chunking); default rtc when --eval.inference_delay > 0, else sync"},
-        {"rtc.schedule", VLA_FLAG_STRING, &schedule, "NAME", "real-time chunking's prefix weights: exp | linear | ones | zeros (default exp)"},
-        {"rtc.max_guidance_weight", VLA_FLAG_FLOAT, &beta, "B", "real-time chunking's guidance cap beta (default 5)"},
+         "rtc (asynchronous, real-time chunking); rtc when --eval.inference_delay > 0, else sync"},
+        {"rtc.schedule", VLA_FLAG_STRING, &schedule, "NAME", "real-time chunking's prefix weights: exp | linear | ones | zeros"},
+        {"rtc.max_guidance_weight", VLA_FLAG_FLOAT, &beta, "B", "real-time chunking's guidance cap beta"},
         {"rtc.no_jacobian", VLA_FLAG_BOOL, &no_jac, NULL, "guide without the vector-Jacobian product (an ablation)"},
     };
     const vla_command_spec spec = {
