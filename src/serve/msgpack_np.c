@@ -175,10 +175,14 @@ static const msgpack_object *map_get(const msgpack_object *m, const char *name) 
     return NULL;
 }
 
+/* An empty str or bin has a NULL pointer in msgpack-c: "" instead, so the
+ * bytes can always go to memchr/memcpy (which must not be given NULL). */
 static bool text_of(const msgpack_object *o, const char **s, size_t *n) {
-    if (o->type == MSGPACK_OBJECT_STR) return *s = o->via.str.ptr, *n = o->via.str.size, true;
-    if (o->type == MSGPACK_OBJECT_BIN) return *s = o->via.bin.ptr, *n = o->via.bin.size, true;
-    return false;
+    if (o->type == MSGPACK_OBJECT_STR) *s = o->via.str.ptr, *n = o->via.str.size;
+    else if (o->type == MSGPACK_OBJECT_BIN) *s = o->via.bin.ptr, *n = o->via.bin.size;
+    else return false;
+    if (!*s) *s = "", *n = 0;
+    return true;
 }
 
 static vla_status read_ndarray(const msgpack_object *m, vla_np_field *f) {
@@ -291,8 +295,8 @@ static vla_status flatten(flat *fl, const msgpack_object *m, const char *prefix,
             if (map_get(v, "__ndarray__")) VLA_TRY(read_ndarray(v, f));
             else VLA_TRY(read_npgeneric(v, f));
             break;
-        case MSGPACK_OBJECT_STR: f->kind = VLA_NP_STRING, f->str = v->via.str.ptr, f->len = v->via.str.size; break;
-        case MSGPACK_OBJECT_BIN: f->kind = VLA_NP_STRING, f->str = v->via.bin.ptr, f->len = v->via.bin.size; break;
+        case MSGPACK_OBJECT_STR:
+        case MSGPACK_OBJECT_BIN: f->kind = VLA_NP_STRING, text_of(v, &f->str, &f->len); break;
         case MSGPACK_OBJECT_POSITIVE_INTEGER:
             f->kind = VLA_NP_INT, f->i = v->via.u64 > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v->via.u64;
             f->f = (double)v->via.u64;
