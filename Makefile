@@ -15,7 +15,10 @@ FUZZ_SECONDS ?= 10
 FUZZ_RUNS ?= 10000000
 FUZZ_MAX_TIME ?= 3600
 
-.PHONY: all setup test test-fast test-asan fuzz-smoke fuzz fuzz-long demo bench clean help
+# make install PREFIX=DIR: the portable libvla.so, include/vla.h, vla.pc and CLI
+PREFIX ?= /usr/local
+
+.PHONY: all install setup test test-fast test-asan fuzz-smoke fuzz fuzz-long demo bench clean help
 
 # CMake names what it could not find on stderr; the hint says how to get it.
 all:
@@ -24,6 +27,11 @@ all:
 		echo "make: needs with: sudo scripts/setup.sh build   (or, with the test tools too: sudo make setup)" >&2; \
 		exit 1; }
 	@cmake --build $(BUILD) -j $(JOBS) --target $(BUILD_TARGET)
+
+# Installs what CMake built for it (CMakeLists.txt, "installable artifacts"):
+# no -march=native in anything installed (docs/serve.md, "Installing").
+install: all
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 setup:
 	@bash scripts/setup.sh test
@@ -84,6 +92,7 @@ clean:
 
 help:
 	@echo "make          build libvla and build/vla (installs nothing; see make setup)"
+	@echo "make install PREFIX=DIR  install libvla.so, vla.h, vla.pc and the CLI (portable build)"
 	@echo "make setup    install the Debian packages vla.c and its tests need (root)"
 	@echo "make test     install deps, build, run all tests (+ASan/UBSan, fuzz smoke)"
 	@echo "make demo     install deps, build, run the main job on its built-in default"

@@ -10,7 +10,8 @@
 #   test   — the C test framework, sanitizer/fuzzer runtimes, the ffmpeg CLI
 #            and Node.js (DuckDB oracle) used by tests as independent references
 #   bench  — peers measured side by side (PyAV, PyTorch), only for `make bench`
-#            and for regenerating goldens under tools/
+#            and for regenerating goldens under tools/ (msgpack + websockets:
+#            tools/openpi_ref_client.py, the openpi-style reference client)
 # Usage: scripts/setup.sh [build|test|bench|all]   (default: test)
 set -euo pipefail
 
@@ -24,12 +25,14 @@ build_pkgs=(
   libsnappy-dev libzstd-dev zlib1g-dev
   libpcre2-dev libutf8proc-dev
   libopenmpi-dev openmpi-bin
+  libwebsockets-dev libmsgpack-dev
 )
 test_pkgs=(
   libcmocka-dev clang libclang-rt-14-dev ffmpeg nodejs npm iproute2
 )
 bench_pkgs=(
   python3 python3-numpy python3-torch python3-av python3-shapely
+  python3-msgpack python3-websockets
 )
 
 pkgs=("${build_pkgs[@]}")

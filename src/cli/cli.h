@@ -72,6 +72,7 @@ int vla_cmd_train(int argc, char **argv);
 int vla_cmd_dagger(int argc, char **argv);
 int vla_cmd_eval(int argc, char **argv);
 int vla_cmd_tokenize(int argc, char **argv);
+int vla_cmd_serve(int argc, char **argv);
 
 /* Benchmarks (one file each, bench_<name>.c), listed in cmd_bench.c. */
 int vla_bench_gemm(int argc, char **argv);
@@ -85,6 +86,7 @@ int vla_bench_threads(int argc, char **argv);
 int vla_bench_attention(int argc, char **argv);
 int vla_bench_shards(int argc, char **argv);
 int vla_bench_packing(int argc, char **argv);
+int vla_bench_serve(int argc, char **argv);
 /* bench_policy.c: the trainer's AdamW over a policy's trainable tensors, and
  * seconds per training step (loss, backward, AdamW) timed for at least
  * `seconds` after a warm-up step — shared by the benchmarks that train. */

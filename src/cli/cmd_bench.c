@@ -13,6 +13,7 @@ static const vla_cli_command benches[] = {
     {"policy", "policy training samples/s, GFLOP/s, MFU and batch-1 action-chunk latency, vs the PyTorch eager peer", vla_bench_policy},
     {"packing", "training on a mixture of robots: packed (varlen) vs every sample padded to the longest", vla_bench_packing},
     {"attention", "π0.5 prefix-LM attention, fused and packed, vs PyTorch's dense-mask attention (fwd+bwd)", vla_bench_attention},
+    {"serve", "vla serve on loopback: p50/p99 latency and throughput with N robots, dynamic batching on and off", vla_bench_serve},
     {"threads", "cost of an OpenMP region after serial gaps; break-even size of a threaded loop", vla_bench_threads},
 };
 

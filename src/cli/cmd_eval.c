@@ -12,8 +12,10 @@ int vla_cmd_eval(int argc, char **argv) {
     vla_eval_opts o;
     vla_eval_opts_default(&o);
     int64_t n = o.n_episodes, seed = (int64_t)o.seed, n_act = 0, flow_steps = 0, max_steps = 0, n_videos = o.n_videos, vsize = 256;
-    bool baselines = false, json = false, overwrite = false;
-    const char *out = NULL, *pretrained = NULL, *job_name = NULL;
+    bool baselines = false, json = false, overwrite = false, no_jac = false;
+    const char *out = NULL, *pretrained = NULL, *job_name = NULL, *chunking = NULL, *schedule = "exp";
+    int64_t delay = 0;
+    double beta = o.rtc_beta;
     const vla_flag flags[] = {
         {"policy.path", VLA_FLAG_STRING, &o.policy_path, "DIR",
          "pretrained_model dir, checkpoint step dir, or a training output dir (newest valid checkpoint)"},
@@ -47,12 +49,22 @@ int vla_cmd_eval(int argc, char **argv) {
          "a non-empty --output_dir is moved aside to DIR.old-<date>_<time> (nothing deleted)"},
         {"video_size", VLA_FLAG_INT, &vsize, "PX", "video frame size (default 256)"},
         {"json", VLA_FLAG_BOOL, &json, NULL, "print the summary as one JSON object"},
+        {"eval.inference_delay", VLA_FLAG_INT, &delay, "D",
+         "simulate a policy that answers D control steps late"},
+        {"eval.chunking", VLA_FLAG_STRING, &chunking, "MODE",
+         "how late chunks are used: sync (the robot waits) | naive (asynchronous, the new chunk ignores the old) | "
+         "rtc (asynchronous, real-time chunking); rtc when --eval.inference_delay > 0, else sync"},
+        {"rtc.schedule", VLA_FLAG_STRING, &schedule, "NAME", "real-time chunking's prefix weights: exp | linear | ones | zeros"},
+        {"rtc.max_guidance_weight", VLA_FLAG_FLOAT, &beta, "B", "real-time chunking's guidance cap beta"},
+        {"rtc.no_jacobian", VLA_FLAG_BOOL, &no_jac, NULL, "guide without the vector-Jacobian product (an ablation)"},
     };
     const vla_command_spec spec = {
         "vla eval", NULL, "Evaluate a trained policy in closed loop in a simulator.",
         "Episodes run in lockstep: every re-plan is one batched policy call over all running episodes,\n"
         "environment steps run in parallel. Writes OUTPUT/eval_info.json (aggregates + per episode) and\n"
-        "OUTPUT/videos/eval_episode_<i>.mp4.",
+        "OUTPUT/videos/eval_episode_<i>.mp4. With --eval.inference_delay=D each chunk arrives D steps after\n"
+        "its observation (docs/serve.md, \"Real-time chunking\"); the summary gives the actions' jerk overall\n"
+        "and where chunks meet.",
         flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
@@ -103,14 +115,28 @@ int vla_cmd_eval(int argc, char **argv) {
     if (cst != VLA_OK) return vla_cli_fail(cst);
     o.n_videos = (int)n_videos, o.video_size = (int)vsize, o.baselines = baselines, o.output_dir = dir;
     o.quiet = json;
+    if (delay < 0 || delay > 1000 || !(beta > 0)) {
+        fprintf(stderr, "vla: error: vla eval: --eval.inference_delay must be 0..1000, --rtc.max_guidance_weight > 0\n");
+        return 2;
+    }
+    o.inference_delay = (int)delay, o.rtc_beta = beta, o.rtc_no_jacobian = no_jac;
+    o.chunking = delay > 0 ? VLA_EVAL_RTC : VLA_EVAL_SYNC;
+    if ((chunking && vla_eval_chunking_parse(chunking, &o.chunking) != VLA_OK) ||
+        vla_rtc_schedule_parse(schedule, &o.rtc_schedule) != VLA_OK) {
+        fprintf(stderr, "vla: error: vla eval: %s\n", vla_error_message());
+        return 2;
+    }
     vla_eval_result r;
     vla_status st = vla_eval_run(&o, &r);
     if (st != VLA_OK) return vla_cli_fail(st);
     /* mean_max_coverage: raw coverage; mean_max_reward: LeRobot's avg_max_reward (PushT: clip(coverage / 0.95)) */
-    printf("{\"env\":\"%s\",\"episodes\":%d,\"n_action_steps\":%d,\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,\"mean_max_reward\":%.4f,"
-           "\"mean_sum_reward\":%.4f,\"mean_steps\":%.1f,\"seconds\":%.2f",
-           o.env, r.policy.episodes, r.n_action_steps, r.policy.success_rate, r.policy.mean_max_coverage, r.policy.mean_max_reward,
-           r.policy.mean_sum_reward, r.policy.mean_steps, r.policy.seconds);
+    printf("{\"env\":\"%s\",\"episodes\":%d,\"n_action_steps\":%d,\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,"
+           "\"mean_max_reward\":%.4f,\"mean_sum_reward\":%.4f,\"mean_steps\":%.1f,\"inference_delay\":%d,\"chunking\":\"%s\","
+           "\"mean_jerk\":%.4f,\"boundary_jerk\":%.4f,\"chunks\":%.2f,\"seconds\":%.2f",
+           o.env, r.policy.episodes, r.n_action_steps, r.policy.success_rate, r.policy.mean_max_coverage,
+           r.policy.mean_max_reward, r.policy.mean_sum_reward, r.policy.mean_steps, o.inference_delay,
+           vla_eval_chunking_name(o.chunking), r.policy.mean_jerk, r.policy.boundary_jerk, r.policy.chunks,
+           r.policy.seconds);
     if (r.has_baselines)
         printf(",\"zero_action\":{\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,\"mean_max_reward\":%.4f,"
                "\"mean_sum_reward\":%.4f},\"random\":{\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,"

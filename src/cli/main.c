@@ -10,6 +10,7 @@ static const vla_cli_command commands[] = {
     {"parquet", "inspect Parquet files: schema, rows as JSON, full decode check", vla_cmd_parquet},
     {"plan", "predict data-parallel step time, communication and MFU at N GPUs (alpha-beta ring model)", vla_cmd_plan},
     {"policy", "inspect policy configs: parameter counts and training memory", vla_cmd_policy},
+    {"serve", "serve a policy to robots over openpi's websocket protocol (batching, real-time chunking)", vla_cmd_serve},
     {"sim", "simulators (PushT, Reach): run scripted policies, record, render", vla_cmd_sim},
     {"tokenize", "text to token ids (or back) with the Gemma/PaliGemma and Qwen3/Eagle tokenizers", vla_cmd_tokenize},
     {"dagger", "DAgger with the simulator's scripted expert: roll out, relabel, fine-tune, evaluate, K rounds", vla_cmd_dagger},

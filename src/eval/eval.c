@@ -25,7 +25,20 @@ void vla_eval_opts_default(vla_eval_opts *o) {
     o->n_episodes = 50;
     o->seed = 100000;
     o->n_videos = 2;
+    o->chunking = VLA_EVAL_SYNC;
+    o->rtc_schedule = VLA_RTC_EXP;
+    o->rtc_beta = 5.0;
 }
+
+static const char *const CHUNKINGS[] = {"sync", "naive", "rtc"};
+
+vla_status vla_eval_chunking_parse(const char *s, vla_eval_chunking *out) {
+    for (int i = 0; i < 3; i++)
+        if (s && !strcmp(s, CHUNKINGS[i])) return *out = (vla_eval_chunking)i, VLA_OK;
+    return vla_error(VLA_ERR_INVALID_ARG, "eval: chunking '%s' is not one of sync, naive, rtc", s ? s : "");
+}
+
+const char *vla_eval_chunking_name(vla_eval_chunking c) { return (unsigned)c < 3 ? CHUNKINGS[c] : "?"; }
 
 typedef struct {
     vla_env *env;
@@ -38,6 +51,15 @@ typedef struct {
     double *actions; /* kept for videos */
     vla_status st;
     char err[512];
+    /* chunks in env units (absolute): the one executing and the one computed for the next switch */
+    float *chunk, *next;
+    bool has_chunk;
+    double hold[VLA_ENV_MAX_DIM];        /* what "waiting" executes: the last action (the agent's position at first) */
+    double past[3][VLA_ENV_MAX_DIM];     /* the last three actions, newest first (jerk) */
+    int n_past;
+    bool switching;                      /* the next action is a new chunk's first */
+    double jerk_sum, bjerk_sum;
+    int jerk_n, bjerk_n, chunks;
 } episode;
 
 typedef enum { ROLL_POLICY, ROLL_ZERO } roll_kind;
@@ -311,6 +333,17 @@ static vla_status start_episodes(roll_ctx *c, episode *eps, int keep_actions) {
             eps[i].ref_src = -1;
             if (c->pm->meta.relative_actions) VLA_TRY(state_source(c->spec, c->A, &eps[i].ref_src));
             episode_observe(&eps[i]);
+            if (!(eps[i].chunk = calloc((size_t)(2 * c->H * c->A), sizeof(float))))
+                return vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+            eps[i].next = eps[i].chunk + c->H * c->A;
+        }
+        { /* waiting holds the agent where it is (PushT's action is a target position) */
+            vla_env_obs ob;
+            memset(&ob, 0, sizeof ob);
+            ob.type = VLA_OBS_STATE;
+            vla_env_observe(eps[i].env, &ob);
+            if (ob.agent_pos_dim == c->A)
+                for (int d = 0; d < c->A; d++) eps[i].hold[d] = ob.agent_pos[d];
         }
         if (i < keep_actions && !(eps[i].actions = calloc((size_t)(c->max_steps * c->A), sizeof(double))))
             return vla_error(VLA_ERR_NOMEM, "eval: out of memory");
@@ -353,40 +386,82 @@ static vla_status gather_observations(roll_ctx *c, episode *eps, int na, int64_t
     return VLA_OK;
 }
 
-/* One action chunk per running episode, in env units: ONE batched
- * sample_actions call for every running episode (the backend parallelises
- * inside its ops; no host threads around model compute), then
- * unnormalised, and made absolute for a policy trained on relative actions. */
-static vla_status sample_chunks(roll_ctx *c, const episode *eps, int na) {
+/* One action chunk per running episode, in env units, into each episode's
+ * `next`: ONE batched policy call for every running episode (the backend
+ * parallelises inside its ops; no host threads around model compute); then
+ * unnormalised, and made absolute for a policy trained on relative actions.
+ * With real-time chunking, an episode that has a chunk executing is sampled
+ * with guidance toward that chunk's actions from step `from` on (the
+ * observation's step), the first d of them committed. */
+static vla_status sample_chunks(roll_ctx *c, episode *eps, int na, bool guided, int from) {
     int64_t H = c->H, Ad = c->Ad;
-    vla_observation obs = {.n_samples = na, .task = c->tasks, .images = c->images, .image_valid = c->valid,
-                           .state = c->state, .embodiment = c->emb, .seed = c->o->seed, .sample_keys = c->keys};
-    vla_status st = vla_policy_sample_actions(c->pol, &obs, c->acts);
-    if (st != VLA_OK) return vla_error_context(st, "eval: sample_actions");
     /* the action normaliser's channels: one step's, or every step's (action_stats_per_step) */
     int64_t aw = c->pm->action_norm.dim / (c->pm->meta.action_stats_per_step ? H : 1);
+    float *target = NULL, *weights = NULL;
+    int32_t *rd = NULL;
+    if (guided) {
+        target = calloc((size_t)(na * H * Ad), sizeof(float)), weights = calloc((size_t)(na * H), sizeof(float));
+        rd = malloc((size_t)na * sizeof *rd);
+        if (!target || !weights || !rd) {
+            free(target), free(weights), free(rd);
+            return vla_error(VLA_ERR_NOMEM, "eval: out of memory");
+        }
+        for (int j = 0; j < na; j++) {
+            const episode *e = &eps[c->active[j]];
+            rd[j] = c->A;
+            if (!e->has_chunk) continue; /* nothing executing: sampled free */
+            int n_prev = (int)H - from;
+            vla_rtc_prefix_from_env(&c->pm->action_norm, e->chunk + (int64_t)from * c->A, n_prev, c->A,
+                                    e->ref_src >= 0 ? e->ref : NULL, H, Ad, target + (int64_t)j * H * Ad);
+            vla_rtc_prefix_weights(c->o->rtc_schedule, c->o->inference_delay, n_prev, (int)H, weights + (int64_t)j * H);
+        }
+    }
+    vla_observation obs = {.n_samples = na, .task = c->tasks, .images = c->images, .image_valid = c->valid,
+                           .state = c->state, .embodiment = c->emb, .seed = c->o->seed, .sample_keys = c->keys};
+    vla_status st;
+    if (guided) {
+        vla_rtc_guide gd = {target, weights, rd, c->o->rtc_beta > 0 ? c->o->rtc_beta : 5.0, c->o->rtc_no_jacobian};
+        st = vla_rtc_sample(c->pol, &obs, &gd, c->acts);
+    } else {
+        st = vla_policy_sample_actions(c->pol, &obs, c->acts);
+    }
+    free(target), free(weights), free(rd);
+    if (st != VLA_OK) return vla_error_context(st, "eval: sample_actions");
     for (int j = 0; j < na; j++) {
         float *a = c->acts + (int64_t)j * H * Ad;
-        const episode *e = &eps[c->active[j]];
+        episode *e = &eps[c->active[j]];
         vla_unnormalize_chunk(&c->pm->action_norm, a, H, aw, Ad);
-        if (e->ref_src >= 0) /* relative to observation.state at this re-plan */
-            for (int64_t h = 0; h < H; h++)
-                for (int d = 0; d < c->A; d++) a[h * Ad + d] += (float)e->ref[d];
+        for (int64_t h = 0; h < H; h++)
+            for (int d = 0; d < c->A; d++) /* relative actions: to observation.state at this re-plan */
+                e->next[h * c->A + d] = a[h * Ad + d] + (e->ref_src >= 0 ? (float)e->ref[d] : 0.0f);
+        e->chunks++;
     }
     return VLA_OK;
 }
 
-/* Up to n_act env steps of each running episode, in parallel: the chunk's
- * actions (zeros for ROLL_ZERO), until the episode ends. */
-static vla_status act(roll_ctx *c, episode *eps, int na) {
+/* The chunk computed last becomes the one executing, from its step `from`. */
+static void switch_chunks(roll_ctx *c, episode *eps, int na) {
+    for (int j = 0; j < na; j++) {
+        episode *e = &eps[c->active[j]];
+        float *t = e->chunk;
+        e->chunk = e->next, e->next = t;
+        e->has_chunk = true, e->switching = true;
+    }
+}
+
+/* Env steps of each running episode, in parallel, until the episode ends:
+ * the executing chunk's steps [lo, hi) (zeros for ROLL_ZERO), or, with
+ * hold, hi − lo steps of the last action (waiting for a chunk). */
+static vla_status act(roll_ctx *c, episode *eps, int na, int lo, int hi, bool hold) {
     int A = c->A;
 #pragma omp parallel for schedule(dynamic)
     for (int j = 0; j < na; j++) {
         episode *e = &eps[c->active[j]];
-        for (int k = 0; k < c->n_act && !e->done; k++) {
+        for (int k = lo; k < hi && !e->done; k++) {
             double a[VLA_ENV_MAX_DIM] = {0};
-            if (c->kind == ROLL_POLICY)
-                for (int d = 0; d < A; d++) a[d] = c->acts[((int64_t)j * c->H + k) * c->Ad + d];
+            if (hold) memcpy(a, e->hold, sizeof a);
+            else if (c->kind == ROLL_POLICY)
+                for (int d = 0; d < A; d++) a[d] = e->chunk[(int64_t)k * A + d];
             for (int d = 0; d < A; d++)
                 if (!isfinite(a[d])) a[d] = 0; /* a diverged policy still gets an episode, not a crash */
             vla_env_step_result r;
@@ -397,6 +472,21 @@ static vla_status act(roll_ctx *c, episode *eps, int na) {
                 e->done = true;
                 break;
             }
+            if (e->n_past == 3) { /* the third difference a_t − 3a_{t−1} + 3a_{t−2} − a_{t−3} */
+                double j3 = 0;
+                for (int d = 0; d < A; d++) {
+                    double v = a[d] - 3 * e->past[0][d] + 3 * e->past[1][d] - e->past[2][d];
+                    j3 += v * v;
+                }
+                j3 = sqrt(j3);
+                e->jerk_sum += j3, e->jerk_n++;
+                if (e->switching && !hold) e->bjerk_sum += j3, e->bjerk_n++;
+            }
+            if (!hold) e->switching = false;
+            memmove(e->past[1], e->past[0], 2 * sizeof e->past[0]);
+            memcpy(e->past[0], a, sizeof e->past[0]);
+            if (e->n_past < 3) e->n_past++;
+            memcpy(e->hold, a, sizeof e->hold);
             if (e->actions) memcpy(e->actions + (int64_t)e->steps * A, a, (size_t)A * sizeof(double));
             if (e->hist) episode_observe(e);
             e->steps++;
@@ -413,18 +503,31 @@ static vla_status act(roll_ctx *c, episode *eps, int na) {
     return VLA_OK;
 }
 
+/* The running episodes into c->active; returns how many. */
+static int running(roll_ctx *c, const episode *eps) {
+    int na = 0;
+    for (int i = 0; i < c->N; i++)
+        if (!eps[i].done) c->active[na++] = i;
+    return na;
+}
+
 static void summarize(const episode *eps, int N, double t0, vla_eval_summary *sum) {
     memset(sum, 0, sizeof *sum);
     sum->episodes = N;
+    double jn = 0, bn = 0;
     for (int i = 0; i < N; i++) {
         sum->success_rate += eps[i].success;
         sum->mean_max_coverage += eps[i].max_cov;
         sum->mean_max_reward += eps[i].max_rew;
         sum->mean_sum_reward += eps[i].sum_rew;
         sum->mean_steps += eps[i].steps;
+        sum->mean_jerk += eps[i].jerk_sum, jn += eps[i].jerk_n;
+        sum->boundary_jerk += eps[i].bjerk_sum, bn += eps[i].bjerk_n;
+        sum->chunks += eps[i].chunks;
     }
     sum->success_rate /= N, sum->mean_max_coverage /= N, sum->mean_max_reward /= N, sum->mean_sum_reward /= N;
-    sum->mean_steps /= N;
+    sum->mean_steps /= N, sum->chunks /= N;
+    sum->mean_jerk = jn > 0 ? sum->mean_jerk / jn : 0, sum->boundary_jerk = bn > 0 ? sum->boundary_jerk / bn : 0;
     sum->seconds = vla_now_s() - t0;
 }
 
@@ -442,23 +545,67 @@ static vla_status rollout(const vla_eval_opts *o, roll_kind kind, vla_pretrained
     vla_status st = rollout_prepare(&c);
     if (st == VLA_OK) st = start_episodes(&c, eps, keep_actions);
     if (st != VLA_OK) goto done;
-    for (int64_t replan = 0;; replan++) {
-        int na = 0;
-        for (int i = 0; i < N; i++)
-            if (!eps[i].done) c.active[na++] = i;
-        if (na == 0) break;
-        if (kind == ROLL_POLICY) {
-            if ((st = gather_observations(&c, eps, na, replan)) != VLA_OK) goto done;
-            if ((st = sample_chunks(&c, eps, na)) != VLA_OK) goto done;
+    const int d = kind == ROLL_POLICY ? o->inference_delay : 0, sn = c.n_act;
+    if (kind != ROLL_POLICY || (d == 0 && o->chunking != VLA_EVAL_RTC)) {
+        /* chunks arrive at once: re-plan, execute n_act actions, repeat */
+        for (int64_t replan = 0;; replan++) {
+            int na = running(&c, eps);
+            if (na == 0) break;
+            if (kind == ROLL_POLICY) {
+                if ((st = gather_observations(&c, eps, na, replan)) != VLA_OK) goto done;
+                if ((st = sample_chunks(&c, eps, na, false, 0)) != VLA_OK) goto done;
+                switch_chunks(&c, eps, na);
+            }
+            if ((st = act(&c, eps, na, 0, c.n_act, false)) != VLA_OK) goto done;
         }
-        if ((st = act(&c, eps, na)) != VLA_OK) goto done;
+    } else if (o->chunking == VLA_EVAL_SYNC) {
+        /* the robot waits d steps for every chunk, then runs its first s actions */
+        for (int64_t replan = 0;; replan++) {
+            int na = running(&c, eps);
+            if (na == 0) break;
+            if ((st = gather_observations(&c, eps, na, replan)) != VLA_OK) goto done;
+            if ((st = sample_chunks(&c, eps, na, false, 0)) != VLA_OK) goto done;
+            if ((st = act(&c, eps, na, 0, d, true)) != VLA_OK) goto done;
+            if ((na = running(&c, eps)) == 0) break;
+            switch_chunks(&c, eps, na);
+            if ((st = act(&c, eps, na, 0, sn, false)) != VLA_OK) goto done;
+        }
+    } else {
+        /* asynchronous: chunk k is asked for at T_k from that observation, arrives
+         * d steps later and runs its steps d .. s+d−1; chunk k+1 is asked for at
+         * T_k + s, while steps s .. s+d−1 of chunk k run */
+        if (d > sn || sn + d > c.H) {
+            st = vla_error(VLA_ERR_INVALID_ARG, "eval: asynchronous chunks need inference_delay (%d) <= n_action_steps "
+                           "(%d) and n_action_steps + inference_delay <= the chunk length (%lld)", d, sn, (long long)c.H);
+            goto done;
+        }
+        bool guided = o->chunking == VLA_EVAL_RTC;
+        if (guided && !vla_rtc_supported(pm->policy)) {
+            st = vla_error(VLA_ERR_UNSUPPORTED, "eval: real-time chunking needs a family with a velocity field; '%s' "
+                           "has none", pm->policy->ops->name);
+            goto done;
+        }
+        int na = running(&c, eps);
+        if ((st = gather_observations(&c, eps, na, 0)) != VLA_OK) goto done;
+        if ((st = sample_chunks(&c, eps, na, false, 0)) != VLA_OK) goto done;
+        if ((st = act(&c, eps, na, 0, d, true)) != VLA_OK) goto done; /* the first chunk is waited for */
+        for (int64_t replan = 1;; replan++) {
+            if ((na = running(&c, eps)) == 0) break;
+            switch_chunks(&c, eps, na);
+            if ((st = act(&c, eps, na, d, sn, false)) != VLA_OK) goto done;
+            if ((na = running(&c, eps)) == 0) break;
+            if ((st = gather_observations(&c, eps, na, replan)) != VLA_OK) goto done;
+            if ((st = sample_chunks(&c, eps, na, guided, sn)) != VLA_OK) goto done;
+            if ((st = act(&c, eps, na, sn, sn + d, false)) != VLA_OK) goto done;
+        }
     }
     summarize(eps, N, t0, sum);
 done:
     for (int i = 0; i < N; i++) {
         vla_env_free(eps[i].env);
         vla_eval_history_free(eps[i].hist);
-        eps[i].env = NULL, eps[i].hist = NULL;
+        free(eps[i].chunk < eps[i].next ? eps[i].chunk : eps[i].next); /* one allocation holds both */
+        eps[i].env = NULL, eps[i].hist = NULL, eps[i].chunk = eps[i].next = NULL;
     }
     roll_ctx_free(&c);
     return st;
@@ -466,9 +613,11 @@ done:
 
 static json_t *summary_json(const vla_eval_summary *s) {
     /* LeRobot's names; avg_max_reward is its reward (PushT: clip(coverage / 0.95)), the raw coverage beside it */
-    return json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f}", "n_episodes", s->episodes, "pc_success", 100 * s->success_rate,
-                     "avg_max_reward", s->mean_max_reward, "avg_max_coverage", s->mean_max_coverage, "avg_sum_reward",
-                     s->mean_sum_reward, "avg_steps", s->mean_steps, "eval_s", s->seconds);
+    return json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "n_episodes", s->episodes, "pc_success",
+                     100 * s->success_rate, "avg_max_reward", s->mean_max_reward, "avg_max_coverage",
+                     s->mean_max_coverage, "avg_sum_reward", s->mean_sum_reward, "avg_steps", s->mean_steps,
+                     "avg_jerk", s->mean_jerk, "avg_boundary_jerk", s->boundary_jerk, "avg_chunks", s->chunks, "eval_s",
+                     s->seconds);
 }
 
 static json_t *episodes_json(const vla_eval_opts *o, const episode *eps, int N) {
@@ -588,6 +737,16 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
                      episodes_json(o, eps, N), "config", "policy_path", pm.dir, "env", o->env, "seed",
                      (json_int_t)o->seed, "n_action_steps", o->n_action_steps, "n_episodes", N, "n_obs_steps", pm.meta.n_obs_steps > 1 ? pm.meta.n_obs_steps : 1, "flow_steps",
                      (json_int_t)cfg.flow.steps);
+    if (info) { /* how late chunks were used (eval.h) */
+        json_t *cf = json_object_get(info, "config");
+        json_object_set_new(cf, "inference_delay", json_integer(o->inference_delay));
+        json_object_set_new(cf, "chunking", json_string(vla_eval_chunking_name(o->chunking)));
+        if (o->chunking == VLA_EVAL_RTC) {
+            json_object_set_new(cf, "rtc_schedule", json_string(vla_rtc_schedule_name(o->rtc_schedule)));
+            json_object_set_new(cf, "rtc_max_guidance_weight", json_real(o->rtc_beta > 0 ? o->rtc_beta : 5.0));
+            json_object_set_new(cf, "rtc_jacobian", json_boolean(!o->rtc_no_jacobian));
+        }
+    }
     if (o->output_dir && nv > 0) {
         json_t *vids = json_array();
         json_object_set_new(info, "video_paths", vids); /* LeRobot's name */
@@ -606,8 +765,10 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
                                .max_steps = o->max_steps};
         vla_sim_run_result rr;
         if ((st = vla_sim_run(&ro, &rr)) != VLA_OK) goto done;
-        out->random = (vla_eval_summary){rr.episodes, rr.success_rate, rr.mean_max_coverage, rr.mean_sum_reward,
-                                         rr.mean_steps, rr.seconds, rr.mean_max_reward};
+        out->random = (vla_eval_summary){.episodes = rr.episodes, .success_rate = rr.success_rate,
+                                         .mean_max_coverage = rr.mean_max_coverage, .mean_sum_reward = rr.mean_sum_reward,
+                                         .mean_steps = rr.mean_steps, .seconds = rr.seconds,
+                                         .mean_max_reward = rr.mean_max_reward}; /* no jerk: the random walk is not chunked */
         vla_sim_run_result_free(&rr);
         out->has_baselines = true;
         json_object_set_new(info, "baselines",

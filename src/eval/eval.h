@@ -34,8 +34,31 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "policy/rtc.h"
 #include "sim/env.h"
 #include "train/pretrained.h"
+
+/* How chunks meet when the policy answers late (inference_delay d > 0
+ * control steps; s = n_action_steps actions executed per chunk, H the
+ * chunk length; docs/serve.md, "Real-time chunking"):
+ *   SYNC   the robot waits: it holds its last action for d steps while the
+ *          chunk is computed, then runs the chunk's first s actions; the
+ *          observation is d steps old when they start;
+ *   NAIVE  asynchronous: the next chunk is asked for d steps before the
+ *          current one's s actions run out, from the observation of that
+ *          moment; the robot keeps executing the current chunk meanwhile,
+ *          then switches to the new one at its step d (the first d are in
+ *          the past) — the new chunk ignores what was being executed;
+ *   RTC    as NAIVE, but the new chunk is sampled by guided inpainting
+ *          (policy/rtc.h) to hold to the d actions executed during the
+ *          delay and to blend with the rest of the current chunk.
+ * With d = 0 SYNC is the plain chunked loop; the asynchronous modes need
+ * d ≤ s and s + d ≤ H. The first chunk is always waited for. */
+typedef enum { VLA_EVAL_SYNC, VLA_EVAL_NAIVE, VLA_EVAL_RTC } vla_eval_chunking;
+
+/* "sync", "naive", "rtc". */
+vla_status vla_eval_chunking_parse(const char *s, vla_eval_chunking *out);
+const char *vla_eval_chunking_name(vla_eval_chunking c);
 
 typedef struct {
     const char *policy_path;  /* pretrained_model dir, checkpoint step dir or training output dir */
@@ -61,6 +84,11 @@ typedef struct {
     bool allow_mismatch;      /* run a checkpoint trained on another robot than the env (its state and action
                                  widths must still fit); otherwise refused, naming both */
     bool quiet;
+    int inference_delay;      /* control steps a chunk takes to arrive (0: at once) */
+    vla_eval_chunking chunking; /* how late chunks are used (see above; default SYNC) */
+    vla_rtc_schedule rtc_schedule; /* RTC's prefix weights (default exp) */
+    double rtc_beta;          /* RTC's guidance cap β (≤ 0: 5) */
+    bool rtc_no_jacobian;     /* RTC's guidance without the VJP (an ablation) */
 } vla_eval_opts;
 
 typedef struct {
@@ -69,6 +97,12 @@ typedef struct {
     /* LeRobot's avg_max_reward: the mean over episodes of the largest per-step
      * reward, which for PushT is clip(coverage / 0.95, 0, 1), not coverage */
     double mean_max_reward;
+    /* smoothness of the executed actions: the third difference
+     * ‖a_t − 3a_{t−1} + 3a_{t−2} − a_{t−3}‖ (env units per step³), averaged
+     * over every step that has three before it (mean_jerk) and over the
+     * steps that start a new chunk (boundary_jerk); chunks: policy calls per
+     * episode */
+    double mean_jerk, boundary_jerk, chunks;
 } vla_eval_summary;
 
 /* One episode's trajectory: a pure function of (seed, actions) in the simulator. */

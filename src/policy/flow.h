@@ -83,4 +83,22 @@ typedef vla_status (*vla_velocity_fn)(void *ctx, float t, const float *x, float 
 vla_status vla_flow_euler(const vla_ops *ops, const vla_flow *f, vla_velocity_fn fn, void *ctx, float *x,
                           float *scratch, int64_t n);
 
+/* The velocity field of one sampling call, for integrators other than plain
+ * Euler (real-time chunking, policy/rtc.h): `velocity` as above; `vjp`, when
+ * not NULL, gives out = (∂v/∂x)ᵀ·cot at the (t, x) of the last velocity call
+ * (a vector-Jacobian product through the network's action side: the
+ * observation's encoding is a constant of the flow). */
+typedef struct {
+    vla_velocity_fn velocity;
+    vla_status (*vjp)(void *ctx, const float *cot, float *out, int64_t n);
+    void *ctx;
+    const vla_ops *ops; /* the backend whose memory x, v, cot and out live in */
+} vla_flow_field;
+
+/* An integrator: x holds the starting noise on entry (n floats in the
+ * field's backend memory, the samples' chunks end to end) and the sample on
+ * return. */
+typedef vla_status (*vla_flow_integrator)(void *user, const vla_flow *f, const vla_flow_field *field, float *x,
+                                          int64_t n);
+
 #endif

@@ -432,8 +432,35 @@ static vla_status velocity(void *vctx, float t, const float *x, float *v, int64_
     return st;
 }
 
+/* RTC's velocity field (flow.h vla_flow_field): each velocity call keeps its
+ * activations for a VJP that may follow, and computes the cross K/V itself
+ * (the head's backward reads them as activations; the numbers equal the cached ones). */
+typedef struct {
+    sample_ctx *sc;
+    groot_head_acts ha;
+    vla_arena_mark mark;
+} field_ctx;
+
+static vla_status field_velocity(void *vctx, float t, const float *x, float *v, int64_t n) {
+    field_ctx *fc = vctx;
+    groot_impl *g = groot_of(fc->sc->p);
+    vla_arena_rewind(&g->sarena, fc->mark); /* the previous step's activations */
+    for (int32_t s = 0; s < fc->sc->pk.S; s++) fc->sc->hbucket[s] = (float)vla_flow_time_bucket(&g->flow, t);
+    fc->sc->p->tops->to_device(fc->sc->bucket, fc->sc->hbucket, (size_t)fc->sc->pk.S * sizeof(float));
+    VLA_TRY(vla_groot_head_forward(fc->sc->p, &g->sarena, &fc->sc->pk, fc->sc->vl, fc->sc->bucket, x, NULL, NULL, &fc->ha));
+    fc->sc->p->tops->copy(v, fc->ha.pred, n);
+    return VLA_OK;
+}
+
+static vla_status field_vjp(void *vctx, const float *cot, float *out, int64_t n) {
+    field_ctx *fc = vctx;
+    (void)n;
+    return vla_groot_head_vjp(fc->sc->p, &groot_of(fc->sc->p)->sarena, &fc->sc->pk, &fc->ha, cot, out);
+}
+
+/* integ NULL: plain Euler (sample_actions); else the caller's integrator on the field above. */
 static vla_status sample_packed(vla_policy *p, const vla_observation *obs, const vla_batch *b, float *actions,
-                                bool recompute) {
+                                bool recompute, vla_flow_integrator integ, void *user) {
     groot_impl *g = groot_of(p);
     const vla_ops *ops = p->tops;
     vla_arena *a = &g->sarena;
@@ -449,7 +476,7 @@ static vla_status sample_packed(vla_policy *p, const vla_observation *obs, const
     sc.bucket = t[0];
     if (!recompute) {
         VLA_TRY(vl_features(p, a, &sc.pk, &sc.vl));
-        VLA_TRY(vla_groot_head_cross_kv(p, a, &sc.pk, sc.vl, &sc.ck, &sc.cv));
+        if (!integ) VLA_TRY(vla_groot_head_cross_kv(p, a, &sc.pk, sc.vl, &sc.ck, &sc.cv));
     }
     /* the starting noise on the host (into `actions`), integrated in backend memory */
     for (int32_t s = 0; s < S; s++)
@@ -457,12 +484,19 @@ static vla_status sample_packed(vla_policy *p, const vla_observation *obs, const
                               actions + s * H * ad, H * ad);
     float *x = t[2];
     ops->to_device(x, actions, (size_t)(S * H * ad) * sizeof(float));
-    VLA_TRY(vla_flow_euler(ops, &g->flow, velocity, &sc, x, t[1], S * H * ad));
+    if (!integ) {
+        VLA_TRY(vla_flow_euler(ops, &g->flow, velocity, &sc, x, t[1], S * H * ad));
+    } else {
+        field_ctx fc = {&sc, {0}, vla_arena_get_mark(a)};
+        vla_flow_field field = {field_velocity, field_vjp, &fc, ops};
+        VLA_TRY(integ(user, &g->flow, &field, x, S * H * ad));
+    }
     ops->to_host(actions, x, (size_t)(S * H * ad) * sizeof(float));
     return VLA_OK;
 }
 
-static vla_status sample_impl(vla_policy *p, const vla_observation *obs, float *actions, bool recompute) {
+static vla_status sample_impl(vla_policy *p, const vla_observation *obs, float *actions, bool recompute,
+                              vla_flow_integrator integ, void *user) {
     groot_impl *g = groot_of(p);
     const vla_policy_config *c = &p->cfg;
     arena_begin(&g->sarena, &g->sarena_cap);
@@ -471,17 +505,22 @@ static vla_status sample_impl(vla_policy *p, const vla_observation *obs, float *
         return vla_error(VLA_ERR_INVALID_ARG, "groot sample_actions: need n_samples >= 1, state and images");
     vla_obs_pack o;
     VLA_TRY(vla_obs_pack_build(p, obs, true, &o));
-    vla_status st = sample_packed(p, obs, &o.b, actions, recompute);
+    vla_status st = sample_packed(p, obs, &o.b, actions, recompute, integ, user);
     vla_obs_pack_free(&o);
     return st;
 }
 
+static vla_status groot_sample_with(vla_policy *p, const vla_observation *obs, vla_flow_integrator integ, void *user,
+                                    float *actions) {
+    return sample_impl(p, obs, actions, false, integ, user);
+}
+
 static vla_status groot_sample(vla_policy *p, const vla_observation *obs, float *actions) {
-    return sample_impl(p, obs, actions, false);
+    return sample_impl(p, obs, actions, false, NULL, NULL);
 }
 
 vla_status vla_groot_sample_actions_uncached(vla_policy *p, const vla_observation *obs, float *actions) {
-    return sample_impl(p, obs, actions, true);
+    return sample_impl(p, obs, actions, true, NULL, NULL);
 }
 
 vla_status vla_groot_last_flow(vla_policy *p, const float **t, const float **noise, int32_t *n_samples) {
@@ -502,7 +541,7 @@ int32_t vla_groot_last_prefix_count(const vla_policy *p) {
 
 static const vla_policy_ops groot_ops = {
     "groot", groot_destroy, NULL, NULL, NULL, /* init, tokenize, layout: the family's */
-    groot_loss, groot_backward, groot_sample,
+    groot_loss, groot_backward, groot_sample, groot_sample_with,
 };
 
 /* The layers as blocks: Qwen3 (backbone), the VL adapter's, the DiT's (self and cross). */

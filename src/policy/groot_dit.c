@@ -24,6 +24,7 @@
  * needs a config key and masks keyed by sample, as flow.h keys its noise. */
 #include "policy/groot_internal.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "nn/acts.h"
@@ -425,4 +426,57 @@ vla_status vla_groot_head_backward(vla_policy *p, vla_arena *a, const groot_pack
     VLA_TRY(encoders_backward(p, g, pk, ha, &d));
     timestep_backward(p, g, pk, ha, &d);
     return VLA_OK;
+}
+
+/* ---- real-time chunking: the head's vector-Jacobian product (policy/rtc.h) ---------------------------
+ * The training backward's output, block and action-encoder stages, run on
+ * a view of the weights without gradients (nothing reaches p->grads) and
+ * with the VL tokens held fixed; the timestep and state encoders, which x_t
+ * does not reach, are skipped. The forward must have computed its cross
+ * K/V itself (cross_k NULL): the blocks' backward reads them as activations. */
+vla_status vla_groot_head_vjp(vla_policy *p, vla_arena *a, const groot_pack *pk, const groot_head_acts *ha,
+                              const float *cot, float *dxt) {
+    groot_impl *g = groot_of(p);
+    HEAD_DIMS(g, p, pk);
+    if (ha->ck) return vla_error(VLA_ERR_INTERNAL, "groot: a head VJP needs a forward without cached cross K/V");
+    vla_arena_mark mark = vla_arena_get_mark(a), hmark = vla_arena_get_mark(&g->sharena);
+    const int64_t sizes[] = {HEAD_GRADS(VLA_ACTS_SIZE)};
+    head_grads d;
+    vla_block_weights *dit = NULL; /* host structs (pointers to the weights): the host arena */
+    vla_status st = vla_acts_from_arena(a, sizes, VLA_ACTS_COUNT(sizes), (float **)&d);
+    if (st == VLA_OK && !(dit = vla_arena_alloc(&g->sharena, (size_t)nlay * sizeof *dit, 16)))
+        st = vla_error(VLA_ERR_NOMEM, "groot: out of memory for the head VJP");
+    if (st != VLA_OK) return st;
+    groot_impl fz = *g; /* the frozen view: the same weights, every gradient NULL */
+    _Static_assert(offsetof(groot_weights, fut) - offsetof(groot_weights, te1_w) == 23 * sizeof(vla_wg),
+                   "the head's weights te1_w .. fut are 24 consecutive vla_wg");
+    for (vla_wg *w = &fz.W.te1_w; w <= &fz.W.fut; w++) w->g = NULL;
+    for (int64_t i = 0; i < nlay; i++) {
+        dit[i] = g->W.dit[i];
+        vla_wg *bw = (vla_wg *)&dit[i];
+        for (size_t k = 0; k < sizeof dit[i] / sizeof(vla_wg); k++) bw[k].g = NULL;
+    }
+    fz.W.dit = dit;
+    vla_grad_ready_fn ready = p->grad_ready; /* a VJP is not a backward: no gradient-ready reports */
+    p->grad_ready = NULL;
+    st = output_backward(p, &fz, pk, ha, cot, &d);
+    if (st == VLA_OK) st = blocks_backward(p, &fz, pk, ha, &d, NULL);
+    if (st == VLA_OK) { /* the action rows' ∂ back through the action encoder to x_t */
+        const groot_weights *w = &fz.W;
+        const vla_ops *ops = p->tops;
+        ops->copy_rows(d.da3, D, NULL, d.dX, D, pk->act_rows, A, D, 1.0f);
+        ops->fill(d.da2s, 0.0f, A * D);
+        st = emb_bwd(p, pk, &w->a3_w, &w->a3_b, D, D, d.da2s, d.da3, ha->a2s, pk->cu_act, A);
+        ops->fill(d.da2, 0.0f, A * D);
+        vla_silu_backward(ops, d.da2, d.da2s, ha->a2, A * D);
+        ops->fill(d.dcat, 0.0f, A * 2 * D);
+        if (st == VLA_OK) st = emb_bwd(p, pk, &w->a2_w, &w->a2_b, 2 * D, D, d.dcat, d.da2, ha->cat, pk->cu_act, A);
+        ops->copy2d(d.da1, D, d.dcat, 2 * D, A, D);
+        ops->fill(dxt, 0.0f, A * ad);
+        if (st == VLA_OK) st = emb_bwd(p, pk, &w->a1_w, &w->a1_b, ad, D, dxt, d.da1, ha->xt, pk->cu_act, A);
+    }
+    p->grad_ready = ready;
+    vla_arena_rewind(a, mark);
+    vla_arena_rewind(&g->sharena, hmark);
+    return st;
 }

@@ -161,6 +161,11 @@ vla_status vla_groot_head_cross_kv(vla_policy *p, vla_arena *a, const groot_pack
 vla_status vla_groot_head_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, groot_head_acts *ha,
                                const float *d_pred, float *d_vl);
 
+/* RTC (policy/rtc.h): dxt [A, action_dim] = (∂pred/∂x_t)ᵀ·cot at the forward
+ * that filled ha (run with cross_k NULL); no parameter gradients. */
+vla_status vla_groot_head_vjp(vla_policy *p, vla_arena *a, const groot_pack *pk, const groot_head_acts *ha,
+                              const float *cot, float *dxt);
+
 /* this family's table (its *_family.c) */
 extern const vla_policy_family vla_groot_family;
 

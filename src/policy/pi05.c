@@ -647,7 +647,9 @@ static vla_status velocity_uncached(void *vctx, float t, const float *x, float *
 }
 
 /* The expert's rows of one Euler step (cached sampling): S·H rows, RoPE
- * positions after each sample's prefix, attention group 1 (prefix-LM). */
+ * positions after each sample's prefix, attention group 1 (prefix-LM).
+ * keep (real-time chunking's VJP, policy/rtc.h): every layer keeps its own
+ * input, block activations, q/k/v/o and log-sum-exp instead of sharing one. */
 #define PI05_STEP(X)                                                                                             \
     X(acu, S + 1)                                                                                                \
     X(apos, Na)                                                                                                  \
@@ -659,20 +661,29 @@ static vla_status velocity_uncached(void *vctx, float t, const float *x, float *
     X(tm1s, S * We)                                                                                              \
     X(tm2, S * We)                                                                                               \
     X(cond, S * We)                                                                                              \
-    X(x0, Na * We)                                                                                               \
-    X(x1, Na * We)                                                                                               \
-    X(blk, ba)                                                                                                   \
-    X(q, Na * HD)                                                                                                \
-    X(k, Na * KD)                                                                                                \
-    X(v, Na * KD)                                                                                                \
-    X(o, Na * HD)                                                                                                \
+    X(xs, (keep ? L + 1 : 2) * Na * We)                                                                          \
+    X(blk, (keep ? L : 1) * ba)                                                                                  \
+    X(q, (keep ? L : 1) * Na * HD)                                                                               \
+    X(k, (keep ? L : 1) * Na * KD)                                                                               \
+    X(v, (keep ? L : 1) * Na * KD)                                                                               \
+    X(o, (keep ? L : 1) * Na * HD)                                                                               \
+    X(lse, keep * L * Na * H)                                                                                    \
     X(mod, S * 3 * We)                                                                                           \
-    X(an, Na * We)
+    X(an, Na * We)                                                                                               \
+    X(arstd, keep * Na)
 
-/* Cached: the expert alone, its queries against the prefix K/V of each
- * layer (computed once by a prefix-only forward) and its own new K/V. */
-static vla_status velocity_cached(void *vctx, float t, const float *x, float *v, int64_t n) {
-    sample_ctx *ctx = vctx;
+typedef struct {
+    PI05_STEP(VLA_ACTS_FIELD_I32)
+} step_maps;
+typedef struct {
+    PI05_STEP_ACTS(VLA_ACTS_FIELD)
+} step_acts;
+
+/* One pass of the expert alone: its queries against the prefix K/V of each
+ * layer (computed once by a prefix-only forward) and its own new K/V; what
+ * it computed stays in *m, *a (in the arena, from ctx->mark on). */
+static vla_status expert_pass(sample_ctx *ctx, float t, const float *x, float *v, bool keep, step_maps *m,
+                              step_acts *a) {
     vla_policy *p = ctx->p;
     pi05_impl *I = impl_of(p);
     const fwd_state *f = &I->f;
@@ -680,19 +691,12 @@ static vla_status velocity_cached(void *vctx, float t, const float *x, float *v,
     const vla_policy_config *c = &p->cfg;
     const int64_t Hz = c->action.horizon;
     PI05_DIMS(I, c, f->S, f->T, f->Np, (int64_t)f->S * Hz, f->n_img, 1);
-    (void)n;
     vla_arena_rewind(&I->arena, ctx->mark);
     vla_arena_rewind(&I->harena, ctx->hmark);
     const int64_t isz[] = {PI05_STEP(VLA_ACTS_SIZE)}, fsz[] = {PI05_STEP_ACTS(VLA_ACTS_SIZE)};
-    struct {
-        PI05_STEP(VLA_ACTS_FIELD_I32)
-    } m;
-    struct {
-        PI05_STEP_ACTS(VLA_ACTS_FIELD)
-    } a;
-    VLA_TRY(vla_acts_from_arena_i32(&I->harena, isz, VLA_ACTS_COUNT(isz), (int32_t **)&m));
-    VLA_TRY(vla_acts_from_arena(&I->arena, fsz, VLA_ACTS_COUNT(fsz), (float **)&a));
-    int32_t *acu = m.acu, *apos = m.apos, *agrp = m.agrp;
+    VLA_TRY(vla_acts_from_arena_i32(&I->harena, isz, VLA_ACTS_COUNT(isz), (int32_t **)m));
+    VLA_TRY(vla_acts_from_arena(&I->arena, fsz, VLA_ACTS_COUNT(fsz), (float **)a));
+    int32_t *acu = m->acu, *apos = m->apos, *agrp = m->agrp;
     for (int32_t s = 0; s <= f->S; s++) acu[s] = (int32_t)(s * Hz);
     for (int32_t s = 0; s < f->S; s++)
         for (int64_t k = 0; k < Hz; k++) {
@@ -700,31 +704,163 @@ static vla_status velocity_cached(void *vctx, float t, const float *x, float *v,
             agrp[s * Hz + k] = 1;
         }
     for (int32_t s = 0; s < f->S; s++) ctx->tvec[s] = t;
-    time_forward(p, I, ctx->tvec, a.tdev, f->S, a.temb, a.tm1, a.tm1s, a.tm2, a.cond);
-    lin(I, ops, a.x0, x, I->W.ain_w, I->W.ain_b, Na, A, We);
+    time_forward(p, I, ctx->tvec, a->tdev, f->S, a->temb, a->tm1, a->tm1s, a->tm2, a->cond);
+    lin(I, ops, a->xs, x, I->W.ain_w, I->W.ain_b, Na, A, We);
     vla_block_io io = {0};
-    io.n = Na, io.n_seg = f->S, io.cu = acu, io.pos = apos, io.cond = a.cond;
-    vla_block_acts ba_;
-    vla_block_acts_carve(&I->ex_cfg, Na, 0, f->S, a.blk, &ba_);
-    ba_.q = a.q, ba_.k = a.k, ba_.v = a.v, ba_.att = a.o, ba_.lse = NULL;
+    io.n = Na, io.n_seg = f->S, io.cu = acu, io.pos = apos, io.cond = a->cond;
     vla_attn_seqs qs = {f->S, acu, agrp}, cs = {f->S, f->m.cu, f->m.grp};
-    float *xin = a.x0, *xout = a.x1;
     for (int64_t li = 0; li < L; li++) {
+        int64_t kl = keep ? li : 0;
+        float *xin = a->xs + (keep ? li : li & 1) * Na * We, *xout = a->xs + (keep ? li + 1 : (li + 1) & 1) * Na * We;
+        vla_block_acts ba_;
+        vla_block_acts_carve(&I->ex_cfg, Na, 0, f->S, a->blk + kl * ba, &ba_);
+        ba_.q = a->q + kl * Na * HD, ba_.k = a->k + kl * Na * KD, ba_.v = a->v + kl * Na * KD;
+        ba_.att = a->o + kl * Na * HD, ba_.lse = keep ? a->lse + li * Na * H : NULL;
         layer_view lv;
         view_layer(I, c, li, &lv); /* the prefix-only forward's layer: K, V in token order */
         VLA_TRY(vla_block_attn_in(ops, &I->ex_cfg, &I->W.ex[li], &io, xin, &ba_));
-        VLA_TRY(vla_attention_forward_cached(ops, &I->attn, a.o, NULL, a.q, &qs, lv.K, lv.V, &cs, a.k, a.v, &qs, NULL));
+        VLA_TRY(vla_attention_forward_cached(ops, &I->attn, ba_.att, ba_.lse, ba_.q, &qs, lv.K, lv.V, &cs, ba_.k,
+                                             ba_.v, &qs, NULL));
         VLA_TRY(vla_block_attn_out(ops, &I->ex_cfg, &I->W.ex[li], &io, xin, xout, &ba_));
-        float *tmp = xin;
-        xin = xout, xout = tmp;
     }
-    lin(I, ops, a.mod, a.cond, I->W.fin_w, I->W.fin_b, S, We, 3 * We);
-    VLA_TRY(vla_adarmsnorm_forward(ops, a.an, NULL, xin, a.mod, acu, f->S, Na, We, (float)c->language.norm_eps));
-    lin(I, ops, v, a.an, I->W.aout_w, I->W.aout_b, Na, We, A);
+    const float *xL = a->xs + (keep ? L : L & 1) * Na * We;
+    lin(I, ops, a->mod, a->cond, I->W.fin_w, I->W.fin_b, S, We, 3 * We);
+    VLA_TRY(vla_adarmsnorm_forward(ops, a->an, keep ? a->arstd : NULL, xL, a->mod, acu, f->S, Na, We,
+                                   (float)c->language.norm_eps));
+    lin(I, ops, v, a->an, I->W.aout_w, I->W.aout_b, Na, We, A);
     return VLA_OK;
 }
 
-static vla_status sample(vla_policy *p, const vla_observation *obs, float *actions, bool cached) {
+static vla_status velocity_cached(void *vctx, float t, const float *x, float *v, int64_t n) {
+    step_maps m;
+    step_acts a;
+    (void)n;
+    return expert_pass(vctx, t, x, v, false, &m, &a);
+}
+
+/* ---- real-time chunking: the expert's velocity field and its VJP (policy/rtc.h) ----------------------
+ * The VJP runs the training backward's expert halves on a view of the
+ * weights without gradients (nothing reaches p->grads), with the prefix's
+ * K/V held fixed: the attention's backward sees the expert's queries
+ * against [prefix K/V ; its own K/V] per sample, and only the expert rows'
+ * ∂K/∂V go on. The time condition does not depend on x: its ∂ is dropped. */
+typedef struct {
+    sample_ctx *sc;
+    step_maps m;
+    step_acts a;
+} pi05_field;
+
+static vla_status field_velocity(void *vctx, float t, const float *x, float *v, int64_t n) {
+    pi05_field *fc = vctx;
+    (void)n;
+    return expert_pass(fc->sc, t, x, v, true, &fc->m, &fc->a);
+}
+
+#define PI05_VJP(X)                                                                                              \
+    X(dan, Na * We)                                                                                              \
+    X(dx, Na * We)                                                                                               \
+    X(dmod, S * 3 * We)                                                                                          \
+    X(dcond, S * We)                                                                                             \
+    X(sa, bsa)                                                                                                   \
+    X(kj, (Tp + Na) * KD)                                                                                        \
+    X(vj, (Tp + Na) * KD)                                                                                        \
+    X(dkj, (Tp + Na) * KD)                                                                                       \
+    X(dvj, (Tp + Na) * KD)
+/* host maps: the joint key side, and where each prefix token / expert row lands in it */
+#define PI05_VJP_I32(X) X(jcu, S + 1) X(jgrp, Tp + Na) X(jpre, Tp) X(jexp, Na)
+
+static vla_status field_vjp(void *vctx, const float *cot, float *out, int64_t n) {
+    pi05_field *fc = vctx;
+    vla_policy *p = fc->sc->p;
+    pi05_impl *I = impl_of(p);
+    const fwd_state *f = &I->f;
+    const vla_ops *ops = p->tops;
+    const vla_policy_config *c = &p->cfg;
+    const int64_t Hz = c->action.horizon, Tp = f->T;
+    PI05_DIMS(I, c, f->S, f->T, f->Np, (int64_t)f->S * Hz, f->n_img, 1);
+    (void)n;
+    vla_arena_mark mark = vla_arena_get_mark(&I->arena), hmark = vla_arena_get_mark(&I->harena);
+    const int64_t fsz[] = {PI05_VJP(VLA_ACTS_SIZE)}, isz[] = {PI05_VJP_I32(VLA_ACTS_SIZE)};
+    struct {
+        PI05_VJP(VLA_ACTS_FIELD)
+    } g;
+    struct {
+        PI05_VJP_I32(VLA_ACTS_FIELD_I32)
+    } gi;
+    vla_status st = vla_acts_from_arena(&I->arena, fsz, VLA_ACTS_COUNT(fsz), (float **)&g);
+    if (st == VLA_OK) st = vla_acts_from_arena_i32(&I->harena, isz, VLA_ACTS_COUNT(isz), (int32_t **)&gi);
+    vla_block_weights *ex = st == VLA_OK ? vla_arena_alloc(&I->harena, (size_t)L * sizeof *ex, 16) : NULL;
+    if (st == VLA_OK && !ex) st = vla_error(VLA_ERR_NOMEM, "pi05: out of memory for the VJP");
+    if (st != VLA_OK) return st;
+    for (int64_t li = 0; li < L; li++) { /* the frozen view of the expert's layers */
+        ex[li] = I->W.ex[li];
+        vla_wg *w = (vla_wg *)&ex[li];
+        for (size_t k = 0; k < sizeof ex[li] / sizeof(vla_wg); k++) w[k].g = NULL;
+    }
+    const step_maps *m = &fc->m;
+    const step_acts *a = &fc->a;
+    vla_block_io io = {0};
+    io.n = Na, io.n_seg = f->S, io.cu = m->acu, io.pos = m->apos, io.cond = a->cond;
+    vla_block_scratch sa;
+    vla_block_scratch_carve(&I->ex_cfg, Na, 0, f->S, g.sa, &sa);
+    /* the joint key rows per sample: the prefix's (group 0), then the expert's (group 1) */
+    for (int32_t s = 0; s <= f->S; s++) gi.jcu[s] = f->m.cu[s] + (int32_t)(s * Hz);
+    for (int32_t s = 0; s < f->S; s++) {
+        for (int32_t r = f->m.cu[s]; r < f->m.cu[s + 1]; r++) {
+            gi.jpre[r] = gi.jcu[s] + r - f->m.cu[s];
+            gi.jgrp[gi.jpre[r]] = 0;
+        }
+        for (int64_t k = 0; k < Hz; k++) {
+            gi.jexp[s * Hz + k] = (int32_t)(gi.jcu[s + 1] - Hz + k);
+            gi.jgrp[gi.jexp[s * Hz + k]] = 1;
+        }
+    }
+    vla_attn_seqs qs = {f->S, m->acu, m->agrp}, ks = {f->S, gi.jcu, gi.jgrp};
+    /* head: v = aout(AdaRMS(x_L)) */
+    ops->fill(g.dan, 0.0f, Na * We);
+    vla_linear_backward(ops, g.dan, NULL, NULL, cot, a->an, I->W.aout_w.w, Na, We, A);
+    ops->fill(g.dmod, 0.0f, S * 3 * We);
+    ops->fill(g.dx, 0.0f, Na * We); /* nn/ backward passes accumulate */
+    st = vla_adarmsnorm_backward(ops, g.dx, g.dmod, g.dan, a->xs + L * Na * We, a->mod, a->arstd, m->acu, f->S, Na, We);
+    for (int64_t li = L - 1; st == VLA_OK && li >= 0; li--) {
+        vla_block_acts ba_;
+        vla_block_acts_carve(&I->ex_cfg, Na, 0, f->S, a->blk + li * ba, &ba_);
+        ba_.q = a->q + li * Na * HD, ba_.k = a->k + li * Na * KD, ba_.v = a->v + li * Na * KD;
+        ba_.att = a->o + li * Na * HD, ba_.lse = a->lse + li * Na * H;
+        ops->fill(g.dcond, 0.0f, S * We);
+        st = vla_block_attn_out_backward(ops, &I->ex_cfg, &ex[li], &io, &ba_, &sa, g.dx, g.dcond);
+        if (st != VLA_OK) break;
+        layer_view lv;
+        view_layer(I, c, li, &lv);
+        /* [prefix K/V ; expert K/V] per sample */
+        ops->copy_rows(g.kj, KD, gi.jpre, lv.K, KD, NULL, Tp, KD, 1.0f);
+        ops->copy_rows(g.vj, KD, gi.jpre, lv.V, KD, NULL, Tp, KD, 1.0f);
+        ops->copy_rows(g.kj, KD, gi.jexp, ba_.k, KD, NULL, Na, KD, 1.0f);
+        ops->copy_rows(g.vj, KD, gi.jexp, ba_.v, KD, NULL, Na, KD, 1.0f);
+        ops->fill(sa.dq, 0.0f, Na * HD);
+        ops->fill(g.dkj, 0.0f, (Tp + Na) * KD);
+        ops->fill(g.dvj, 0.0f, (Tp + Na) * KD);
+        st = vla_attention_backward(ops, &I->attn, sa.dq, g.dkj, g.dvj, sa.datt, ba_.q, g.kj, g.vj, ba_.att, ba_.lse,
+                                    &qs, &ks, NULL);
+        if (st != VLA_OK) break;
+        /* the expert rows' own ∂K, ∂V (the prefix's are constants) */
+        ops->copy_rows(sa.dk, KD, NULL, g.dkj, KD, gi.jexp, Na, KD, 1.0f);
+        ops->copy_rows(sa.dv, KD, NULL, g.dvj, KD, gi.jexp, Na, KD, 1.0f);
+        st = vla_block_attn_in_backward(ops, &I->ex_cfg, &ex[li], &io, a->xs + li * Na * We, &ba_, &sa, g.dx, NULL,
+                                        g.dcond);
+    }
+    if (st == VLA_OK) { /* x_0 = ain(x) */
+        ops->fill(out, 0.0f, Na * A);
+        vla_linear_backward(ops, out, NULL, NULL, g.dx, NULL, I->W.ain_w.w, Na, A, We);
+    }
+    vla_arena_rewind(&I->arena, mark);
+    vla_arena_rewind(&I->harena, hmark);
+    return st;
+}
+
+/* integ NULL: Euler (sample_actions); else the caller's integrator on the expert's velocity field. */
+static vla_status sample(vla_policy *p, const vla_observation *obs, float *actions, bool cached,
+                         vla_flow_integrator integ, void *user) {
     pi05_impl *I = impl_of(p);
     const vla_policy_config *c = &p->cfg;
     if (!obs || !obs->state || (c->vision.cameras > 0 && !obs->images))
@@ -751,7 +887,10 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
             st = forward(p, &o.b, NULL, NULL); /* the prefix once: K/V per layer stay in the arena */
             ctx.mark = vla_arena_get_mark(&I->arena);
             ctx.hmark = vla_arena_get_mark(&I->harena);
-            if (st == VLA_OK) st = vla_flow_euler(ops, &I->flow, velocity_cached, &ctx, x, scratch, n);
+            pi05_field fc = {&ctx, {0}, {0}};
+            vla_flow_field field = {field_velocity, field_vjp, &fc, ops};
+            if (st == VLA_OK && integ) st = integ(user, &I->flow, &field, x, n);
+            else if (st == VLA_OK) st = vla_flow_euler(ops, &I->flow, velocity_cached, &ctx, x, scratch, n);
         } else {
             st = vla_flow_euler(ops, &I->flow, velocity_uncached, &ctx, x, scratch, n);
         }
@@ -766,12 +905,17 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
 }
 
 static vla_status pi05_sample_actions(vla_policy *p, const vla_observation *obs, float *actions) {
-    return sample(p, obs, actions, true);
+    return sample(p, obs, actions, true, NULL, NULL);
+}
+
+static vla_status pi05_sample_with(vla_policy *p, const vla_observation *obs, vla_flow_integrator integ, void *user,
+                                   float *actions) {
+    return sample(p, obs, actions, true, integ, user);
 }
 
 vla_status vla_pi05_sample_actions_uncached(vla_policy *p, const vla_observation *obs, float *actions) {
     if (!p || p->cfg.family != &vla_pi05_family) return vla_error(VLA_ERR_INVALID_ARG, "not a pi05 policy");
-    return sample(p, obs, actions, false);
+    return sample(p, obs, actions, false, NULL, NULL);
 }
 
 vla_vit *vla_pi05_vit(vla_policy *p) {
@@ -795,7 +939,7 @@ static void pi05_destroy(vla_policy *p) {
 
 static const vla_policy_ops PI05_OPS = {
     "pi05", pi05_destroy, NULL, NULL, NULL, /* init, tokenize, layout: the family's */
-    pi05_loss, pi05_backward, pi05_sample_actions,
+    pi05_loss, pi05_backward, pi05_sample_actions, pi05_sample_with,
 };
 
 /* The two layer kinds as blocks: Gemma (prefix) and the AdaRMS expert (actions). */

@@ -91,6 +91,7 @@
 #include "base/status.h"
 #include "nn/weight.h"
 #include "policy/config.h"
+#include "policy/flow.h"
 #include "policy/param_spec.h"
 #include "policy/tokenizer.h"
 #include "tensor/ops.h"
@@ -201,6 +202,14 @@ typedef struct {
      * training-mode dropout; the prefix is encoded once (KV cache) and only
      * the action side runs cfg.flow.steps times. */
     vla_status (*sample_actions)(vla_policy *p, const vla_observation *obs, float *actions);
+    /* Optional (NULL: the family offers no velocity field): sample_actions
+     * with the caller's integrator — encode the observations once, draw the
+     * starting noise into `actions` as sample_actions does, and call
+     * integ(user, flow, field, actions, n) with the family's velocity field
+     * (and its VJP where the family has one). Real-time chunking
+     * (policy/rtc.h) samples through it. */
+    vla_status (*sample_with)(vla_policy *p, const vla_observation *obs, vla_flow_integrator integ, void *user,
+                              float *actions);
 } vla_policy_ops;
 
 struct vla_policy {

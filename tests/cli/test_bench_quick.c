@@ -30,7 +30,7 @@ static void test_every_bench_quick(void **state) {
         fail_msg("bench.sh failed (exit %d); its output's and stderr's ends are above", rc);
     }
     int lines = 0;
-    const char *want[] = {"gemm", "parquet", "video", "dataset", "sim", "policy", "attention", "omp_region", "packing"};
+    const char *want[] = {"gemm", "parquet", "video", "dataset", "sim", "policy", "attention", "omp_region", "packing", "serve"};
     enum { NWANT = sizeof want / sizeof want[0] };
     int seen[NWANT] = {0};
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {

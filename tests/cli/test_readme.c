@@ -174,7 +174,7 @@ static const char *placeholder(const char *cmd, const char *flag, const char *ph
     if (!strcmp(ph, "OUT") && !strcmp(flag, "--png")) return fresh(".png");
     if (!strcmp(ph, "OUT") && !strcmp(flag, "--video")) return fresh(".mp4");
     if (writes || !strcmp(ph, "DST") || !strcmp(ph, "SHARDS")) return fresh("");
-    if (!strcmp(ph, "OUT")) return run; /* a run to read, or to resume */
+    if (!strcmp(ph, "OUT") || !strcmp(ph, "CKPT")) return run; /* a run to read, resume or serve */
     if (!strcmp(ph, "DIR") || !strcmp(ph, "ROOT") || !strcmp(ph, "SRC")) return data;
     if (!strcmp(ph, "FILE")) return parquet;
     if (!strcmp(ph, "TEXT")) return "'pick up the cube'";
@@ -313,7 +313,15 @@ static int run_table(const char *readme) {
         check_flags(syn);
         char cmd[16384];
         instantiate(syn, cmd, sizeof cmd);
-        must_run(syn, cmd);
+        if (!strncmp(syn, "vla serve", 9)) {
+            /* a server runs until stopped: any free port, Ctrl-C after 3 s (its clean stop exits 0) */
+            char wrapped[16500];
+            snprintf(wrapped, sizeof wrapped, "timeout --preserve-status -s INT 3 %s --port=0", cmd);
+            must_run(syn, wrapped);
+            if (!strstr(out, "listening on ws://")) fail_msg("vla serve: never listened:\n%s", out);
+        } else {
+            must_run(syn, cmd);
+        }
         n++;
     }
     return n;

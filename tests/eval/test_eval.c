@@ -99,6 +99,47 @@ static void test_trained_beats_random(void **state) {
     json_decref(info);
 }
 
+/* --eval.inference_delay: the schedules of late chunks (eval.h). groot-nano
+ * predicts 4 actions; with 2 executed per chunk and a delay of 1, SYNC asks
+ * for one chunk per 3 steps (it waits a step for each), the asynchronous
+ * modes one per 2 (the first waited for); RTC's guided chunks differ from
+ * NAIVE's; eval_info says how chunks were used; impossible timings are refused. */
+static void test_inference_delay(void **state) {
+    (void)state;
+    vla_eval_opts e;
+    vla_eval_opts_default(&e);
+    e.policy_path = test_tmp_path("reach_eval_run");
+    e.env = "reach", e.n_episodes = 6, e.seed = 7000, e.n_videos = 0, e.max_steps = 30, e.n_action_steps = 2;
+    e.output_dir = test_tmp_path("delay_eval");
+    e.inference_delay = 1;
+    vla_eval_result r[3];
+    for (int m = 0; m < 3; m++) {
+        e.chunking = (vla_eval_chunking)m;
+        if (vla_eval_run(&e, &r[m]) != VLA_OK) fail_msg("%s: %s", vla_eval_chunking_name(e.chunking), vla_error_message());
+        printf("%s, delay 1: success %.2f, steps %.1f, chunks %.2f, jerk %.4f, at boundaries %.4f\n",
+               vla_eval_chunking_name(e.chunking), r[m].policy.success_rate, r[m].policy.mean_steps, r[m].policy.chunks,
+               r[m].policy.mean_jerk, r[m].policy.boundary_jerk);
+    }
+    /* episodes of 30 steps (reach ends early on success: count on the step totals) */
+    for (int m = 0; m < 3; m++) {
+        double per = r[m].policy.mean_steps / r[m].policy.chunks, want = m == 0 ? 3.0 : 2.0;
+        assert_true(per <= want + 1e-9 && per > want - 1.0);
+    }
+    assert_true(r[1].policy.mean_jerk != r[2].policy.mean_jerk); /* guidance changed the chunks */
+    json_t *info;
+    assert_int_equal(vla_json_load_file(r[2].eval_info, &info), VLA_OK);
+    json_t *cf = json_object_get(info, "config");
+    assert_int_equal(json_integer_value(json_object_get(cf, "inference_delay")), 1);
+    assert_string_equal(json_string_value(json_object_get(cf, "chunking")), "rtc");
+    assert_non_null(json_object_get(json_object_get(info, "aggregated"), "avg_boundary_jerk"));
+    json_decref(info);
+    /* a chunk of 4 cannot cover 2 executed + a delay of 3 */
+    e.inference_delay = 3;
+    vla_eval_result bad;
+    assert_int_equal(vla_eval_run(&e, &bad), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "n_action_steps + inference_delay <= the chunk length"));
+}
+
 static void test_eval_cli_refuses_corruption(void **state) {
     (void)state;
     const char *out = test_tmp_path("reach_eval_run");
@@ -421,6 +462,7 @@ int main(void) {
         cmocka_unit_test(test_state_matches_env),
         cmocka_unit_test(test_history_matches_loader),
         cmocka_unit_test(test_trained_beats_random),
+        cmocka_unit_test(test_inference_delay),
         cmocka_unit_test(test_eval_cli_refuses_corruption),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);

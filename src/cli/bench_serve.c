@@ -1,0 +1,109 @@
+/* bench_serve.c — `vla bench serve`: p50/p99 latency and throughput of
+ * `vla serve` on loopback with N robots asking as fast as they are answered,
+ * with dynamic batching and without (serve/loadgen.h does the measuring). */
+#include "cli/cli.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fsutil.h"
+#include "serve/loadgen.h"
+#include "serve/server.h"
+
+typedef struct {
+    vla_server *s;
+} run_arg;
+
+static void *serve_main(void *arg) {
+    vla_server_run(((run_arg *)arg)->s);
+    return NULL;
+}
+
+/* One configuration: a server in this process, the robots on threads. */
+static vla_status measure(vla_engine *e, int clients, double seconds, int max_batch, double window, const char *name,
+                          const char *config) {
+    vla_server_opts so;
+    vla_server_opts_default(&so);
+    so.port = 0, so.max_batch = max_batch, so.batch_window_ms = window, so.max_queue = clients + 8;
+    vla_server *s;
+    VLA_TRY(vla_server_create(&so, e, &s));
+    run_arg ra = {s};
+    pthread_t th;
+    pthread_create(&th, NULL, serve_main, &ra);
+    const vla_engine_info *in = vla_engine_get_info(e);
+    vla_loadgen_opts lo = {"127.0.0.1", vla_server_port(s), clients, seconds, 0, 0};
+    lo.state_dim = (int)(in->n_state_keys > 1 ? 2 : in->state_frame);
+    lo.env_state_dim = (int)(in->state_frame - lo.state_dim);
+    vla_loadgen_result r;
+    vla_status st = vla_loadgen_run(&lo, &r);
+    vla_server_stop(s);
+    pthread_join(th, NULL);
+    vla_server_stats ss;
+    vla_server_get_stats(s, &ss);
+    vla_server_free(s);
+    if (st != VLA_OK) return st;
+    printf("{\"bench\":\"serve\",\"policy\":\"%s\",\"mode\":\"%s\",\"clients\":%d,\"max_batch\":%d,\"window_ms\":%.1f,"
+           "\"seconds\":%.2f,\"requests\":%lld,\"throughput_rps\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"mean_ms\":%.3f,"
+           "\"max_ms\":%.3f,\"mean_batch\":%.2f,\"batches\":%llu,\"errors\":%lld}\n",
+           config, name, clients, max_batch, window, r.seconds, (long long)r.requests, r.throughput, r.p50_ms, r.p99_ms,
+           r.mean_ms, r.max_ms, r.mean_batch, (unsigned long long)ss.batches, (long long)r.errors);
+    fflush(stdout);
+    return VLA_OK;
+}
+
+int vla_bench_serve(int argc, char **argv) {
+    const char *path = NULL, *config = "groot-pusht";
+    int64_t clients = 8, max_batch = 8, rounds = 2;
+    double seconds = 5, window = 2;
+    bool quick = false;
+    const vla_flag flags[] = {
+        {"policy.path", VLA_FLAG_STRING, &path, "DIR", "checkpoint to serve (none: --policy.config with random weights)"},
+        {"policy.config", VLA_FLAG_STRING, &config, "NAME", "preset for the random-weight checkpoint"},
+        {"clients", VLA_FLAG_INT, &clients, "N", "robots asking at once"},
+        {"seconds", VLA_FLAG_FLOAT, &seconds, "S", "per configuration and round; the machine is shared, so rounds alternate"},
+        {"serve.max_batch", VLA_FLAG_INT, &max_batch, "N", "largest batch in the batching configuration"},
+        {"serve.batch_window_ms", VLA_FLAG_FLOAT, &window, "MS", "batch window in the batching configuration"},
+        {"rounds", VLA_FLAG_INT, &rounds, "N", "alternating rounds of the two configurations"},
+        {"quick", VLA_FLAG_BOOL, &quick, NULL, "0.3 s, 2 clients, one round (smoke test)"},
+    };
+    const vla_command_spec spec = {
+        "vla bench serve", NULL, "Latency (p50/p99) and throughput of vla serve on loopback, batching on and off.",
+        "Runs a server in this process on a free port and N client threads (serve/ws_client.c) that each send\n"
+        "their own PushT-shaped observation and wait for the chunk, as fast as they are answered. Two\n"
+        "configurations, alternating: no batching (max_batch 1) and dynamic batching. One JSON line each.",
+        flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
+    vla_flags_result res;
+    int rc = vla_cli_parse(&spec, argc, argv, &res);
+    if (rc >= 0) return rc;
+    if (quick) seconds = 0.3, clients = 2, rounds = 1;
+    if (clients < 1 || clients > 1024 || max_batch < 1 || !(seconds > 0) || rounds < 1) {
+        fprintf(stderr, "vla: error: vla bench serve: --clients 1..1024, --serve.max_batch >= 1, --seconds > 0, --rounds >= 1\n");
+        return 2;
+    }
+    char tmp[] = "/tmp/vla_bench_serve_XXXXXX";
+    vla_status st = VLA_OK;
+    if (!path) {
+        if (!mkdtemp(tmp)) return vla_cli_fail(vla_error(VLA_ERR_IO, "bench serve: cannot make a temporary directory"));
+        st = vla_loadgen_checkpoint(tmp, config);
+        path = tmp;
+    }
+    vla_engine *e = NULL;
+    vla_engine_opts eo;
+    vla_engine_opts_default(&eo);
+    eo.policy_path = path;
+    if (st == VLA_OK) st = vla_engine_open(&eo, &e);
+    const char *shown = e ? vla_engine_get_info(e)->config : config;
+    for (int64_t r = 0; st == VLA_OK && r < rounds; r++) {
+        st = measure(e, (int)clients, seconds, 1, 0, "no_batching", shown);
+        if (st == VLA_OK) st = measure(e, (int)clients, seconds, (int)max_batch, window, "batching", shown);
+    }
+    vla_engine_free(e);
+    if (path == tmp) {
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+        if (system(cmd) != 0) fprintf(stderr, "bench serve: could not remove %s\n", tmp);
+    }
+    return st == VLA_OK ? 0 : vla_cli_fail(st);
+}
