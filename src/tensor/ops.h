@@ -106,6 +106,31 @@ typedef enum {
     VLA_MSE_MEAN_ALL,  /* Σ mask·err² / (S·H·D) (LeRobot π0.5: masked, then .mean() over all) */
 } vla_mse_reduction;
 
+/* ---- mixed precision (docs/precision.md) --------------------------------------
+ * Tensors stay f32 in memory; a quantised GEMM reads its operands as their
+ * bf16 or FP8 values and accumulates in f32 (what cuBLASLt does with bf16 /
+ * FP8 inputs and f32 accumulation; the CPU backend emulates it exactly that
+ * way). FP8 uses per-tensor delayed scaling (TransformerEngine's recipe):
+ * each operand is quantised with the scale s its tensor had after the last
+ * step, q = sat_fp8(x·s), read back as q·(1/s), while its amax is
+ * max-accumulated for the next update (fp8_scale_update). */
+typedef enum { VLA_PREC_FP32 = 0, VLA_PREC_BF16, VLA_PREC_FP8 } vla_precision;
+typedef enum { VLA_FP8_E4M3 = 0, VLA_FP8_E5M2 } vla_fp8_format;
+
+/* One FP8 operand's scaling state, backend memory. */
+typedef struct {
+    vla_fp8_format fmt;
+    const float *scale; /* [1] quantisation factor s (x → sat(x·s)) */
+    float *amax;        /* [1] max |x| of this step, max-accumulated by every GEMM that reads the operand */
+} vla_fp8_operand;
+
+/* How a GEMM reads its operands. FP32: as sgemm. BF16: both rounded to
+ * bf16 (nearest even). FP8: op(A) and op(B) quantised by a and b. */
+typedef struct {
+    vla_precision mode;
+    vla_fp8_operand a, b;
+} vla_gemm_q;
+
 typedef struct vla_ops {
     const char *name;
     vla_device device;
@@ -138,6 +163,20 @@ typedef struct vla_ops {
                                   const float *a, int64_t lda, int64_t stride_a, const float *b, int64_t ldb,
                                   int64_t stride_b, float beta, float *c, int64_t ldc, int64_t stride_c,
                                   int64_t batch);
+
+    /* the same with operands read at lower precision (q NULL or FP32: sgemm);
+     * C stays f32, accumulation is f32 */
+    void (*sgemm_q)(const vla_gemm_q *q, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+    /* Delayed-scaling update of n FP8 tensors after a step (TransformerEngine's
+     * recipe): history [n, hist_len] holds each tensor's amaxes newest first,
+     * column 0 this step's (what the GEMMs accumulated; all-reduced across
+     * ranks by the caller); a = max over the row (or column 0 alone with
+     * most_recent); if a is finite and > 0, scale = fmt_max[i]·2^(−margin)/a
+     * (FLT_MAX if that overflows), else the scale stays; then each row shifts
+     * one place older and column 0 restarts at 0. fmt_max is host [n]. */
+    void (*fp8_scale_update)(float *history, float *scale, int64_t n, int64_t hist_len, const float *fmt_max,
+                             float margin, bool most_recent);
 
     /* ---- elementwise (y may alias an input) ---------------------------------- */
     void (*fill)(float *y, float value, int64_t n);

@@ -144,6 +144,13 @@ WRAP_VOID(sgemm,
 WRAP_VOID(sgemm_strided_batched,
           (bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al, const float *a, int64_t lda, int64_t sa,
            const float *b, int64_t ldb, int64_t sb, float be, float *c, int64_t ldc, int64_t sc, int64_t bt), (ta, tb, m, n, k, al, T(a), lda, sa, T(b), ldb, sb, be, T(c), ldc, sc, bt))
+WRAP_VOID(sgemm_q,
+          (const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al, const float *a,
+           int64_t lda, const float *b, int64_t ldb, float be, float *c, int64_t ldc),
+          (q ? &(vla_gemm_q){q->mode, {q->a.fmt, T(q->a.scale), T(q->a.amax)}, {q->b.fmt, T(q->b.scale), T(q->b.amax)}}
+             : NULL, ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc))
+WRAP_VOID(fp8_scale_update, (float *h, float *sc, int64_t n, int64_t L, const float *fm, float mg, bool mr),
+          (T(h), T(sc), n, L, fm, mg, mr))
 WRAP_VOID(fill, (float *y, float v, int64_t n), (T(y), v, n))
 WRAP_VOID(copy, (float *y, const float *x, int64_t n), (T(y), T(x), n))
 WRAP_VOID(add, (float *y, const float *a, const float *b, int64_t n), (T(y), T(a), T(b), n))
@@ -240,7 +247,8 @@ static const vla_ops checked_ops = {
     .rtol = 0.0,
     .alloc = chk_alloc,
     .free = chk_free,
-    SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(fill),
+    SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q),
+    SLOT(fp8_scale_update), SLOT(fill),
     SLOT(copy), SLOT(add), SLOT(sub), SLOT(mul), SLOT(axpy), SLOT(scale), SLOT(affine), SLOT(scale_to),
     SLOT(add_row_vector), SLOT(copy_rows), SLOT(add_rows), SLOT(copy2d), SLOT(im2col), SLOT(col2im_add), SLOT(sum),
     SLOT(dot), SLOT(sum_squares), SLOT(max_abs), SLOT(count_nonfinite), SLOT(find_nonfinite), SLOT(sum_rows),

@@ -72,6 +72,12 @@ vla_status vla_cpu_attention_forward_cached(const vla_attn_config *cfg, float *o
                                             const vla_attn_seqs *cs, const float *k_new, const float *v_new,
                                             const vla_attn_seqs *ns, vla_attn_stats *stats);
 
+/* ops_cpu_precision.c */
+void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+void vla_cpu_fp8_scale_update(float *history, float *scale, int64_t n, int64_t hist_len, const float *fmt_max,
+                              float margin, bool most_recent);
+
 /* ops_cpu_flow.c */
 void vla_cpu_flow_interpolate(vla_flow_convention conv, float *x_t, float *target, const float *actions,
                               const float *noise, const float *t, int64_t S, int64_t per);
