@@ -480,7 +480,7 @@ static vla_status write_videos(const vla_eval_opts *o, const episode *eps, int n
         vla_video_writer_opts vo = {size, size, vt->spec->fps, NULL, -1, -1};
         vid_ctx c;
         VLA_TRY(vla_video_writer_open(path, &vo, &c.w));
-        vla_status st = vla_sim_replay(o->env, o->seed + (uint64_t)i, eps[i].actions, eps[i].steps, size, size,
+        vla_status st = vla_sim_replay(o->env, o->seed + (uint64_t)i, eps[i].actions, eps[i].steps, 0, size, size,
                                        VLA_RENDER_GYM, vid_frame, &c);
         if (st != VLA_OK) {
             vla_video_writer_abort(c.w);
