@@ -206,6 +206,7 @@ typedef struct {
     vla_policy *const *pols;
     int npol, N, A, max_steps, n_act;
     int64_t H, Sd, Ad, img, cams, pcams;
+    int cam_idx[VLA_ENV_MAX_CAMERAS]; /* the env camera feeding each trained image slot */
     float *state, *images, *acts; /* per running episode: normalised state, images, action chunk */
     uint8_t *valid;               /* per running episode and image slot: trained on it */
     uint64_t *keys;
@@ -235,6 +236,27 @@ static vla_status rollout_prepare(roll_ctx *c) {
         if (c->cams > c->pcams)
             return vla_error(VLA_ERR_FORMAT, "eval: the checkpoint says %lld cameras, the policy has %lld image slots",
                              (long long)c->cams, (long long)c->pcams);
+        if (c->cams > VLA_ENV_MAX_CAMERAS)
+            return vla_error(VLA_ERR_UNSUPPORTED, "eval: the policy takes %lld cameras, envs have at most %d",
+                             (long long)c->cams, VLA_ENV_MAX_CAMERAS);
+        /* the camera each slot was trained on, by its dataset key; older checkpoints: the env's order */
+        const char *q = pm->meta.image_keys;
+        int n_env_cams = spec->n_cameras > 0 ? spec->n_cameras : 1;
+        for (int64_t k = 0; k < c->cams; k++) {
+            if (*q) {
+                char key[256];
+                size_t len = strcspn(q, ",");
+                snprintf(key, sizeof key, "%.*s", (int)(len < sizeof key ? len : sizeof key - 1), q);
+                q += len + (q[len] == ',');
+                vla_status cs = vla_env_camera_index(spec, key, &c->cam_idx[k]);
+                if (cs != VLA_OK) return vla_error_context(cs, "eval: the policy was trained on camera '%s'", key);
+            } else if (k < n_env_cams) {
+                c->cam_idx[k] = (int)k;
+            } else {
+                return vla_error(VLA_ERR_INVALID_ARG, "eval: the policy takes %lld cameras, env '%s' has %d",
+                                 (long long)c->cams, spec->name, n_env_cams);
+            }
+        }
         if (pm->meta.action_width != c->A)
             return vla_error(VLA_ERR_INVALID_ARG, "eval: the policy predicts %lld action dims, env '%s' takes %d",
                              (long long)pm->meta.action_width, spec->name, c->A);
@@ -300,16 +322,16 @@ static vla_status gather_observations(roll_ctx *c, episode *eps, int na, int64_t
         vla_normalize(&pm->state_norm, sd, sd, 1);
         if (cams > 0) {
             uint8_t *rgb = malloc((size_t)(img * img * 3));
-            if (!rgb || vla_env_render(e->env, (int)img, (int)img, rgb, 0, false) != VLA_OK) {
+            int64_t plane = img * img;
+            for (int64_t cam = 0; cam < cams; cam++) {
+                if (!rgb || vla_env_render_camera(e->env, c->cam_idx[cam], (int)img, (int)img, rgb, 0) != VLA_OK) {
 #pragma omp critical
-                bad = c->active[j];
-            } else {
-                int64_t plane = img * img;
-                for (int64_t cam = 0; cam < cams; cam++) {
-                    float *dst = c->images + ((int64_t)j * pcams + cam) * 3 * plane;
-                    for (int64_t q = 0; q < plane; q++)
-                        for (int ch = 0; ch < 3; ch++) dst[ch * plane + q] = rgb[q * 3 + ch] * (1.0f / 255.0f);
+                    bad = c->active[j];
+                    break;
                 }
+                float *dst = c->images + ((int64_t)j * pcams + cam) * 3 * plane;
+                for (int64_t q = 0; q < plane; q++)
+                    for (int ch = 0; ch < 3; ch++) dst[ch * plane + q] = rgb[q * 3 + ch] * (1.0f / 255.0f);
             }
             free(rgb);
         }
@@ -368,7 +390,7 @@ static vla_status act(roll_ctx *c, episode *eps, int na) {
             for (int d = 0; d < A; d++)
                 if (!isfinite(a[d])) a[d] = 0; /* a diverged policy still gets an episode, not a crash */
             vla_env_step_result r;
-            vla_status s = vla_env_step(e->env, a, &r);
+            vla_status s = vla_env_step_width(e->env, a, A, &r);
             if (s != VLA_OK) {
                 e->st = s;
                 snprintf(e->err, sizeof e->err, "%s", vla_error_message());

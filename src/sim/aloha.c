@@ -371,7 +371,10 @@ static void aloha_set_state(void *self, const void *in) {
     memcpy(d->qpos, s->qpos, sizeof s->qpos), memcpy(d->qvel, s->qvel, sizeof s->qvel);
     memcpy(d->ctrl, s->ctrl, sizeof s->ctrl), memcpy(d->qacc_warmstart, s->qacc_warmstart, sizeof s->qacc_warmstart);
     volatile vla_status st = VLA_OK;
-    VLA_MJ_TRY(st, "aloha: set_state", mj_forward(a->model->m, d)); /* positions and contacts of this state */
+    /* positions and contacts of this state, as the step that left it computed them (mj_step1); mj_forward
+     * would also run the constraint solver, which overwrites the warm start the next step begins from */
+    VLA_MJ_TRY(st, "aloha: set_state", mj_step1(a->model->m, d));
+    memcpy(d->qacc_warmstart, s->qacc_warmstart, sizeof s->qacc_warmstart);
     (void)st;
 }
 

@@ -57,11 +57,18 @@ const char *vla_mj_last_error(void) { return last_error; }
 
 /* MuJoCo's messages end in a newline and may span lines ("Error: …\nElement
  * 'geom', line 12"); one line reads better after "file: ". */
-static void one_line(char *s) {
+static void one_line(char *s, size_t cap) {
     size_t n = strlen(s);
     while (n && (s[n - 1] == '\n' || s[n - 1] == ' ')) s[--n] = 0;
     for (char *p = s; *p; p++)
-        if (*p == '\n') *p = ';';
+        if (*p == '\n') *p = ' ';
+    /* tinyxml2's parse errors say "Line number=N"; MuJoCo's own "line N" */
+    char *ln = strstr(s, "Line number=");
+    if (ln) {
+        char tail[1024];
+        snprintf(tail, sizeof tail, "line %s", ln + 12);
+        snprintf(ln, cap - (size_t)(ln - s), "%s", tail);
+    }
 }
 
 vla_status vla_mj_load(const char *path, const char *xml, const char *vname, mjModel **out) {
@@ -92,7 +99,7 @@ vla_status vla_mj_load(const char *path, const char *xml, const char *vname, mjM
     }
     if (st != VLA_OK) return st;
     if (!m) {
-        one_line(err);
+        one_line(err, sizeof err);
         return vla_error(VLA_ERR_FORMAT, "%s: %s", path ? path : vname, err[0] ? err : "MuJoCo could not load it");
     }
     *out = m;

@@ -29,6 +29,15 @@ static json_t *embodiment_json(const vla_policy *p, const vla_normalizer *ns, co
         }
         json_object_set_new(feat, "state_keys", keys);
     }
+    if (feat && m->image_keys[0]) { /* which camera fills which image slot (eval renders the same ones) */
+        json_t *keys = json_array();
+        for (const char *q = m->image_keys; *q;) {
+            size_t len = strcspn(q, ",");
+            json_array_append_new(keys, json_stringn(q, len));
+            q += len + (q[len] == ',');
+        }
+        json_object_set_new(feat, "image_keys", keys);
+    }
     /* frames of state history the loader concatenated (eval keeps as many) */
     if (feat) json_object_set_new(feat, "n_obs_steps", json_integer(m->n_obs_steps > 1 ? m->n_obs_steps : 1));
     /* the action normalisation is of action − observation.state; eval adds the state back */
@@ -199,6 +208,12 @@ static vla_status parse_embodiment(const char *file, const json_t *e, const vla_
         const char *k = json_string_value(json_array_get(sk, i));
         size_t used = strlen(m->state_keys);
         if (k) snprintf(m->state_keys + used, sizeof m->state_keys - used, "%s%s", i ? "," : "", k);
+    }
+    json_t *ik = json_object_get(feat, "image_keys");
+    for (size_t i = 0; json_is_array(ik) && i < json_array_size(ik); i++) {
+        const char *k = json_string_value(json_array_get(ik, i));
+        size_t used = strlen(m->image_keys);
+        if (k) snprintf(m->image_keys + used, sizeof m->image_keys - used, "%s%s", i ? "," : "", k);
     }
     m->relative_actions = json_is_true(json_object_get(feat, "relative_actions"));
     m->action_stats_per_step = json_is_true(json_object_get(feat, "action_stats_per_step"));

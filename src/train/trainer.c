@@ -454,6 +454,7 @@ static vla_status create_loader(trainer *t) {
         m->action_stats_per_step = vla_loader_action_stats_per_step(t->L);
         m->action_width = info.action_width;
         m->cameras = info.cameras;
+        vla_loader_image_keys(t->L, d, m->image_keys, sizeof m->image_keys);
         m->fps = ds->fps;
         m->embodiment = info.embodiment;
         snprintf(m->embodiment_name, sizeof m->embodiment_name, "%s", ds->robot_type ? ds->robot_type : "");
