@@ -34,6 +34,8 @@ typedef struct {
     int64_t steps, batch, eval_episodes, eval_seed, n_act, workers;
     double lr, ema;
     bool keep_norm;
+    int image_size;     /* the starting policy's image size: the datasets' videos are recorded at it */
+    char cameras[512];  /* the cameras it was trained on (their dataset keys; "": the env's first) */
 } dagger_opts;
 
 typedef struct {
@@ -107,6 +109,7 @@ static vla_status write_dataset(const dagger_opts *d, const char *root, const vl
     vla_sim_record_opts o = {0};
     o.env = d->env, o.policy = "expert", o.out = root, o.episodes = (int)d->expert_episodes;
     o.seed = (uint64_t)d->expert_seed, o.branches = br, o.n_branches = nb;
+    o.image_size = d->image_size, o.cameras = d->cameras[0] ? d->cameras : NULL;
     vla_sim_record_result r;
     double t0 = vla_now_s();
     vla_status st = vla_sim_record(&o, &r);
@@ -176,11 +179,14 @@ static void print_table(const round_row *rows, int n, int eval_n) {
 
 int vla_cmd_dagger(int argc, char **argv) {
     dagger_opts d = {NULL, "outputs/dagger", "pusht", 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1,
-                     -1, -1, true};
+                     -1, -1, true, 0, ""};
+    const char *task = NULL, *model = NULL;
     const vla_flag flags[] = {
         {"policy.path", VLA_FLAG_STRING, &d.policy_path, "DIR", "the trained policy to start from (required)"},
         {"output_dir", VLA_FLAG_STRING, &d.out, "DIR", "round-K/{data,train,eval}, dagger.jsonl, dagger.png"},
-        {"env.type", VLA_FLAG_STRING, &d.env, "NAME", "simulator with a scripted expert (default pusht)"},
+        {"env.type", VLA_FLAG_STRING, &d.env, "NAME", "simulator with a scripted expert: pusht | reach | aloha (default pusht)"},
+        {"env.task", VLA_FLAG_STRING, &task, "NAME", VLA_CLI_ENV_TASK_HELP},
+        {"env.model", VLA_FLAG_STRING, &model, "FILE", VLA_CLI_ENV_MODEL_HELP},
         {"dagger.rounds", VLA_FLAG_INT, &d.rounds, "K", "rounds (default 3)"},
         {"dagger.rollouts", VLA_FLAG_INT, &d.rollouts, "N", "policy rollouts per round (default 50)"},
         {"dagger.every", VLA_FLAG_INT, &d.every, "M", "steps between the expert's take-over points (default 10)"},
@@ -219,6 +225,16 @@ int vla_cmd_dagger(int argc, char **argv) {
     if (d.rounds < 1 || d.rounds > 60 || d.rollouts < 1 || d.every < 1 || d.steps < 1) {
         fprintf(stderr, "vla: error: vla dagger: rounds 1..60, rollouts, every and steps at least 1\n");
         return 2;
+    }
+    if ((rc = vla_cli_env(&d.env, task, model)) >= 0) return rc;
+    { /* what the datasets must hold for the policy: its cameras, at its image size */
+        vla_pretrained pm;
+        vla_status pst = vla_pretrained_load(d.policy_path, vla_ops_cpu(), &pm);
+        if (pst != VLA_OK) return vla_cli_fail(pst);
+        d.image_size = (int)pm.policy->cfg.vision.image_size;
+        d.image_size += d.image_size & 1;
+        snprintf(d.cameras, sizeof d.cameras, "%s", pm.meta.image_keys);
+        vla_pretrained_free(&pm);
     }
     vla_status st = vla_mkdirs(d.out);
     round_row rows[64] = {{0}};

@@ -12,7 +12,7 @@ int vla_cmd_eval(int argc, char **argv) {
     int64_t pthreads = 0;
     int64_t n = o.n_episodes, seed = (int64_t)o.seed, n_act = 0, flow_steps = 0, max_steps = 0, n_videos = o.n_videos, vsize = 256;
     bool baselines = false, json = false;
-    const char *out = "outputs/eval", *pretrained = NULL;
+    const char *out = "outputs/eval", *pretrained = NULL, *task = NULL, *model = NULL;
     const vla_flag flags[] = {
         {"policy.path", VLA_FLAG_STRING, &o.policy_path, "DIR",
          "pretrained_model dir, checkpoint step dir, or a training output dir (newest valid checkpoint)"},
@@ -22,7 +22,9 @@ int vla_cmd_eval(int argc, char **argv) {
          "base carries none: fine-tune it first (vla train --policy.pretrained_path)"},
         {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
          "a published checkpoint's architecture preset (default: the family's full size, pi05 or groot-n1.5)"},
-        {"env.type", VLA_FLAG_STRING, &o.env, "NAME", "pusht | reach (default pusht)"},
+        {"env.type", VLA_FLAG_STRING, &o.env, "NAME", "pusht | reach | aloha (default pusht)"},
+        {"env.task", VLA_FLAG_STRING, &task, "NAME", VLA_CLI_ENV_TASK_HELP},
+        {"env.model", VLA_FLAG_STRING, &model, "FILE", VLA_CLI_ENV_MODEL_HELP},
         {"policy.embodiment", VLA_FLAG_STRING, &o.embodiment, "NAME|ID",
          "which of a mixture-trained policy's embodiments drives the env (default: the one whose dataset's "
          "robot_type is the env's name); for a published fine-tune, its openpi asset id or GR00T embodiment tag"},
@@ -54,6 +56,7 @@ int vla_cmd_eval(int argc, char **argv) {
         return 2;
     }
     if (pretrained) o.policy_path = pretrained;
+    if ((rc = vla_cli_env(&o.env, task, model)) >= 0) return rc;
     if (!o.policy_path) {
         fprintf(stderr, "vla: error: vla eval: --policy.path=DIR is required\n");
         return 2;

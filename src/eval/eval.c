@@ -494,15 +494,19 @@ static vla_status write_videos(const vla_eval_opts *o, const episode *eps, int n
     int size = o->video_size > 0 ? o->video_size : 256;
     size += size & 1;
     const vla_env_vtable *vt = vla_env_find(o->env);
+    /* the env's own aspect (ALOHA's cameras are 4:3, as LeRobot's videos), `size` pixels high */
+    int width = size;
+    if (vt->spec->default_height > 0) width = (int)((double)size * vt->spec->default_width / vt->spec->default_height + 0.5);
+    width += width & 1;
     char dir[4200], path[4300];
     snprintf(dir, sizeof dir, "%s/videos", o->output_dir);
     VLA_TRY(vla_mkdirs(dir));
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/eval_episode_%d.mp4", dir, i);
-        vla_video_writer_opts vo = {size, size, vt->spec->fps, NULL, -1, -1};
+        vla_video_writer_opts vo = {width, size, vt->spec->fps, NULL, -1, -1};
         vid_ctx c;
         VLA_TRY(vla_video_writer_open(path, &vo, &c.w));
-        vla_status st = vla_sim_replay(o->env, o->seed + (uint64_t)i, eps[i].actions, eps[i].steps, 0, size, size,
+        vla_status st = vla_sim_replay(o->env, o->seed + (uint64_t)i, eps[i].actions, eps[i].steps, 0, width, size,
                                        VLA_RENDER_GYM, vid_frame, &c);
         if (st != VLA_OK) {
             vla_video_writer_abort(c.w);

@@ -174,6 +174,27 @@ vla_status vla_env_camera_index(const vla_env_spec *sp, const char *name, int *i
     return vla_error(VLA_ERR_NOT_FOUND, "%s: unknown camera '%s' (cameras: %s)", sp->name, name ? name : "(null)", list);
 }
 
+vla_status vla_env_parse_cameras(const vla_env_spec *spec, const char *list, int *index, int *n) {
+    *n = 0;
+    for (const char *q = list;;) {
+        size_t len = strcspn(q, ",");
+        char name[128];
+        if (len == 0 || len >= sizeof name)
+            return vla_error(VLA_ERR_INVALID_ARG, "%s: camera list '%s': %s camera name", spec->name, list,
+                             len ? "a too long" : "an empty");
+        memcpy(name, q, len), name[len] = 0;
+        int idx;
+        VLA_TRY(vla_env_camera_index(spec, name, &idx));
+        for (int c = 0; c < *n; c++)
+            if (index[c] == idx) return vla_error(VLA_ERR_INVALID_ARG, "%s: camera '%s' named twice", spec->name, name);
+        if (*n == VLA_ENV_MAX_CAMERAS)
+            return vla_error(VLA_ERR_INVALID_ARG, "%s: at most %d cameras", spec->name, VLA_ENV_MAX_CAMERAS);
+        index[(*n)++] = idx;
+        if (!q[len]) return VLA_OK;
+        q += len + 1;
+    }
+}
+
 /* LeRobot names a task by its gym id's tail ("AlohaTransferCube-v0"); the
  * env's task list names it in snake case ("transfer_cube"). Either works:
  * compare ignoring case and underscores, after dropping an "Aloha"-style

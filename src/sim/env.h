@@ -202,6 +202,9 @@ vla_status vla_env_render_camera(vla_env *env, int camera, int width, int height
 /* The index of a camera by name ("top") or by its LeRobot key
  * ("observation.images.top"); an unknown one fails naming the cameras. */
 vla_status vla_env_camera_index(const vla_env_spec *spec, const char *name, int *index);
+/* A comma-separated list of camera names or keys → indices (at most
+ * VLA_ENV_MAX_CAMERAS, none twice, none empty); fails naming the bad one. */
+vla_status vla_env_parse_cameras(const vla_env_spec *spec, const char *list, int *index, int *n);
 /* The registered env for a LeRobot-style (type, task) pair: ("aloha",
  * "transfer_cube" or "AlohaTransferCube-v0") → "aloha"; task NULL or "" is
  * the type's default task. An unknown type or task fails listing the known ones. */

@@ -72,25 +72,11 @@ static vla_status record_episode(vla_env *env, vla_lr_writer *w, uint64_t seed, 
 
 /* The cameras to record: a comma-separated list of names or keys (NULL: the first). */
 static vla_status parse_cameras(const vla_env_spec *spec, const char *list, rec_layout *ly) {
-    ly->n_cams = 0;
     if (!list || !*list) {
         ly->n_cams = 1, ly->cams[0] = 0;
         return VLA_OK;
     }
-    for (const char *q = list; *q;) {
-        size_t len = strcspn(q, ",");
-        char name[128];
-        snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), q);
-        int idx;
-        VLA_TRY(vla_env_camera_index(spec, name, &idx));
-        for (int c = 0; c < ly->n_cams; c++)
-            if (ly->cams[c] == idx) return vla_error(VLA_ERR_INVALID_ARG, "sim record: camera '%s' named twice", name);
-        if (ly->n_cams == VLA_ENV_MAX_CAMERAS)
-            return vla_error(VLA_ERR_INVALID_ARG, "sim record: at most %d cameras", VLA_ENV_MAX_CAMERAS);
-        ly->cams[ly->n_cams++] = idx;
-        q += len + (q[len] == ',');
-    }
-    return VLA_OK;
+    return vla_env_parse_cameras(spec, list, ly->cams, &ly->n_cams);
 }
 
 vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *out) {
