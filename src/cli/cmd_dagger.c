@@ -31,7 +31,7 @@
 typedef struct {
     const char *policy_path, *out, *env;
     int64_t rounds, rollouts, every, per_rollout, expert_episodes, expert_seed, rollout_seed;
-    int64_t steps, batch, eval_episodes, eval_seed, n_act, workers;
+    int64_t steps, batch, eval_episodes, eval_seed, n_act, workers, n_videos;
     double lr, ema;
     bool keep_norm;
     int image_size;     /* the starting policy's image size: the datasets' videos are recorded at it */
@@ -49,7 +49,7 @@ static vla_status evaluate(const dagger_opts *d, const char *policy, const char 
     vla_eval_opts o;
     vla_eval_opts_default(&o);
     o.policy_path = policy, o.env = d->env, o.n_episodes = (int)d->eval_episodes, o.seed = (uint64_t)d->eval_seed;
-    o.n_action_steps = (int)d->n_act, o.output_dir = dir, o.n_videos = 2, o.quiet = true;
+    o.n_action_steps = (int)d->n_act, o.output_dir = dir, o.n_videos = (int)d->n_videos, o.quiet = true;
     vla_eval_result r;
     double t0 = vla_now_s();
     vla_status st = vla_eval_run(&o, &r);
@@ -178,7 +178,7 @@ static void print_table(const round_row *rows, int n, int eval_n) {
 }
 
 int vla_cmd_dagger(int argc, char **argv) {
-    dagger_opts d = {NULL, "outputs/dagger", "pusht", 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1,
+    dagger_opts d = {NULL, "outputs/dagger", "pusht", 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1, 2,
                      -1, -1, true, 0, ""};
     const char *task = NULL, *model = NULL;
     const vla_flag flags[] = {
@@ -202,6 +202,7 @@ int vla_cmd_dagger(int argc, char **argv) {
         {"num_workers", VLA_FLAG_INT, &d.workers, "N", "loader threads (default 1)"},
         {"eval.n_episodes", VLA_FLAG_INT, &d.eval_episodes, "N", "evaluation episodes per round (default 100)"},
         {"seed", VLA_FLAG_INT, &d.eval_seed, "S", "first evaluation seed (default 100000)"},
+        {"eval.n_videos", VLA_FLAG_INT, &d.n_videos, "N", "MP4s of the first N evaluation episodes per round (default 2)"},
         {"policy.n_action_steps", VLA_FLAG_INT, &d.n_act, "N", "actions executed per chunk (default: eval's)"},
         {"dagger.keep_normalization", VLA_FLAG_BOOL, &d.keep_norm, NULL,
          "normalise with the starting checkpoint's statistics in every round (default true; false: recompute "

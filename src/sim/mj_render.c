@@ -109,7 +109,7 @@ vla_status vla_mj_load(const char *path, const char *xml, const char *vname, mjM
 /* ---- rendering ----------------------------------------------------------------- */
 
 /* This thread's GL context and MuJoCo's render state for one model. */
-typedef struct {
+typedef struct view {
     OSMesaContext gl;
     uint8_t *glbuf; /* OSMesa's window buffer; MuJoCo draws into its own offscreen FBO */
     mjrContext con;
@@ -117,23 +117,62 @@ typedef struct {
     mjvOption opt;
     uint64_t gen;   /* the model these were made for (0: none) */
     bool ready;
+    struct view *next; /* every live view, for the exit handler */
 } view;
 
 static pthread_key_t view_key;
+/* Every thread's view: at exit the handler frees them all (a thread pool's
+ * threads outlive main, so their key destructors never run), leaving Mesa
+ * nothing of ours to report as leaked. */
+static pthread_mutex_t views_lock = PTHREAD_MUTEX_INITIALIZER;
+static view *views;
 
-static void view_free(void *p) {
-    view *v = p;
-    if (!v) return;
+static void view_destroy(view *v) {
     if (v->gl && OSMesaMakeCurrent(v->gl, v->glbuf, GL_UNSIGNED_BYTE, 16, 16)) {
         if (v->ready) mjr_freeContext(&v->con);
     }
     if (v->ready) mjv_freeScene(&v->scn);
+    /* unbind first: the window buffer a current context holds is freed only then */
+    OSMesaMakeCurrent(NULL, NULL, 0, 0, 0);
     if (v->gl) OSMesaDestroyContext(v->gl);
     free(v->glbuf);
     free(v);
 }
 
-static void key_once(void) { pthread_key_create(&view_key, view_free); }
+static void view_unlink(view *v) {
+    pthread_mutex_lock(&views_lock);
+    for (view **p = &views; *p; p = &(*p)->next)
+        if (*p == v) {
+            *p = v->next;
+            break;
+        }
+    pthread_mutex_unlock(&views_lock);
+}
+
+/* A thread ends: its view goes. */
+static void view_free(void *p) {
+    if (!p) return;
+    view_unlink(p);
+    view_destroy(p);
+}
+
+static void free_all_views(void) {
+    pthread_mutex_lock(&views_lock);
+    view *v = views;
+    views = NULL;
+    pthread_mutex_unlock(&views_lock);
+    while (v) {
+        view *next = v->next;
+        view_destroy(v);
+        v = next;
+    }
+    pthread_setspecific(view_key, NULL);
+}
+
+static void key_once(void) {
+    pthread_key_create(&view_key, view_free);
+    atexit(free_all_views);
+}
 
 /* mjr_makeContext loads GL entry points into MuJoCo's process-wide table;
  * serialise it so two threads never fill that table at once. */
@@ -155,6 +194,9 @@ static vla_status view_get(const mjModel *m, uint64_t gen, view **out) {
                              "broken?)");
         }
         pthread_setspecific(view_key, v);
+        pthread_mutex_lock(&views_lock);
+        v->next = views, views = v;
+        pthread_mutex_unlock(&views_lock);
     }
     if (!OSMesaMakeCurrent(v->gl, v->glbuf, GL_UNSIGNED_BYTE, 16, 16))
         return vla_error(VLA_ERR_UNSUPPORTED, "render: OSMesaMakeCurrent failed");
