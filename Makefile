@@ -50,7 +50,7 @@ test-fast: all
 test-asan: setup
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DVLA_SANITIZE=ON -DVLA_NATIVE=OFF >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
-	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 		ctest --output-on-failure -j $(JOBS) -L unit -LE slow
 
 fuzz-smoke: setup
@@ -71,7 +71,7 @@ fuzz-long: setup
 	@status=0; FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_MAX_TIME=$(FUZZ_MAX_TIME) bash scripts/fuzz.sh $(FUZZ_BUILD) --long || status=$$?; \
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DVLA_SANITIZE=ON -DVLA_NATIVE=OFF >/dev/null && \
 	cmake --build $(ASAN_BUILD) -j $(JOBS) && \
-	(cd $(ASAN_BUILD) && VLA_ALLOC_SWEEP=full ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	(cd $(ASAN_BUILD) && VLA_ALLOC_SWEEP=full ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 		ctest --output-on-failure -j $(JOBS) -R _alloc_fail) || status=1; \
 	exit $$status
 

@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
 # recipes.sh BUILD_DIR [RECIPES] — issue 13's recipe table, measured: train each
-# PushT recipe of RECIPES (default scripts/recipes/pusht.txt; its header gives
-# the format) once per training seed on the demo's expert data, evaluate each
+# recipe of RECIPES (default scripts/recipes/pusht.txt; its header gives the
+# format) once per training seed on the simulator's expert data, evaluate each
 # on episode seeds that no training, demo, DAgger round or earlier selection
 # used, and print one markdown row per run (also appended to
 # RECIPE_OUT/recipes.md), ready for docs/train.md.
+#   RECIPE_ENV (pusht)           the simulator: pusht, or aloha (scripts/recipes/aloha.txt)
+#   RECIPE_RECORD_FLAGS ("")     extra `vla sim record` flags (aloha: --image_size=96, the policies' size)
 #   RECIPE_SEEDS ("1000 2000")   training seeds (two, as issue 13 asks)
 #   RECIPE_EVAL_SEED (500000)    first eval episode seed; the demo evaluates from 100000,
 #                                and 200000/300000 were used to choose its recipe
 #   RECIPE_EVAL_EPISODES (100)   RECIPE_EPISODES (100: expert episodes recorded, seed 0)
 #   RECIPE_RANKS (nproc: MPI ranks, 1 thread each, as make demo)   RECIPE_BATCH (64, global)
 #   RECIPE_OUT (outputs/recipes)
-# Run it on a quiet machine: the recipes stop on a time budget (--max_time_s),
-# so anything else running changes how many steps they get.
+# Each row's "train min" is the training's own wall time (train.json), the
+# recording and the evaluation not included; the whole run is timed in
+# RECIPE_OUT/recipes.log. Recipes that stop on a time budget (--max_time_s)
+# need a quiet machine: anything else running changes how many steps they get;
+# step-budgeted ones get the same steps, only slower.
 set -euo pipefail
 build=${1:-build}
 recipes=${2:-scripts/recipes/pusht.txt}
 vla="$build/vla"
+env=${RECIPE_ENV:-pusht}
+record_flags=${RECIPE_RECORD_FLAGS:-}
 seeds=${RECIPE_SEEDS:-1000 2000}
 eval_seed=${RECIPE_EVAL_SEED:-500000}
 eval_eps=${RECIPE_EVAL_EPISODES:-100}
@@ -35,8 +42,12 @@ else
     ranks=1
 fi
 mkdir -p "$out"
-data="$out/data/pusht_expert_$episodes"
-[ -d "$data" ] || "$vla" sim record --env=pusht --policy=expert --episodes="$episodes" --seed=0 --out="$data" --json >/dev/null
+data="$out/data/${env}_expert_$episodes"
+t_start=$(date +%s)
+# shellcheck disable=SC2086 # the flags are words
+[ -d "$data" ] || "$vla" sim record --env="$env" --policy=expert --episodes="$episodes" --seed=0 --out="$data" \
+    $record_flags --json >"$out/record_${env}_$episodes.json"
+echo "recipes.sh: $env data $data ready at +$(( $(date +%s) - t_start )) s" >>"$out/recipes.log"
 # a top-level field of a one-line JSON object (nested objects cut off first)
 json_field() { sed -e 's/,"zero_action".*//' "$1" | sed -n "s/.*\"$2\":\\([^,}]*\\).*/\\1/p" | head -1 | tr -d '"'; }
 slug() { tr -c 'a-zA-Z0-9\n' '_' <<<"$1"; }
@@ -65,7 +76,7 @@ while IFS='|' read -r name train_flags eval_flags; do
         evald="$out/$(slug "$name")_${seed}_eval"
         rm -rf "$evald"
         # shellcheck disable=SC2086
-        "$vla" eval --policy.path="$run/train" --env.type=pusht --eval.n_episodes="$eval_eps" --seed="$eval_seed" \
+        "$vla" eval --policy.path="$run/train" --env.type="$env" --eval.n_episodes="$eval_eps" --seed="$eval_seed" \
             --eval.n_videos=0 $eval_flags --output_dir="$evald" --json >"$evald.json" </dev/null
         steps=$(json_field "$run/train.json" steps) secs=$(json_field "$run/train.json" seconds)
         row=$(printf '| %s | %s | %s–%s | %s | %.1f | %.0f%% | %.3f | %.3f |' "$name" "$seed" "$eval_seed" \
@@ -74,5 +85,6 @@ while IFS='|' read -r name train_flags eval_flags; do
             "$(json_field "$evald.json" mean_max_coverage)" "$(json_field "$evald.json" mean_max_reward)")
         echo "$row"
         echo "$row" >>"$out/recipes.md"
+        echo "recipes.sh: '$name' seed $seed done at +$(( $(date +%s) - t_start )) s" >>"$out/recipes.log"
     done
 done <"$recipes"

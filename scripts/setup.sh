@@ -21,7 +21,7 @@ build_pkgs=(
   build-essential cmake pkg-config
   libopenblas-openmp-dev libjansson-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
-  libcairo2-dev libchipmunk-dev
+  libcairo2-dev libchipmunk-dev libmujoco-dev libosmesa6-dev
   libsnappy-dev libzstd-dev zlib1g-dev
   libpcre2-dev libutf8proc-dev
   libopenmpi-dev openmpi-bin

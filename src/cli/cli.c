@@ -1,5 +1,6 @@
 /* cli.c — dispatch, flag parsing and error reporting shared by all commands. */
 #include "cli/cli.h"
+#include "sim/env.h"
 
 #include <errno.h>
 #include <math.h>
@@ -56,6 +57,34 @@ int vla_cli_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags
 int vla_cli_fail(vla_status st) {
     fprintf(stderr, "vla: error: %s\n", vla_error_message());
     return vla_status_exit_code(st);
+}
+
+int vla_cli_env(const char **env, const char *task, const char *model) {
+    const char *name;
+    vla_status st = vla_env_resolve(*env, task, &name);
+    if (st != VLA_OK) { /* a name that is not one: a usage error, like any bad flag value */
+        fprintf(stderr, "vla: error: %s\n", vla_error_message());
+        return 2;
+    }
+    if (model && (st = vla_env_set_model_file(name, model)) != VLA_OK) return vla_cli_fail(st);
+    *env = name;
+    return -1;
+}
+
+int vla_cli_image_size(const char *flag, const char *text, int *height, int *width) {
+    int h = 0, w = 0, n = 0;
+    if (!text || (sscanf(text, "%d,%d%n", &h, &w, &n) != 2 && (w = 0, sscanf(text, "%d%n", &h, &n) != 1)) ||
+        text[n] != 0) {
+        fprintf(stderr, "vla: error: --%s must be N (square) or H,W (got '%s')\n", flag, text ? text : "");
+        return 2;
+    }
+    if (!w) w = h;
+    if (h < 16 || w < 16 || h > 4096 || w > 4096 || (h & 1) || (w & 1)) {
+        fprintf(stderr, "vla: error: --%s: %dx%d: each side must be even and in 16..4096\n", flag, w, h);
+        return 2;
+    }
+    *height = h, *width = w;
+    return -1;
 }
 
 /* Append `s` single-quoted for sh. */

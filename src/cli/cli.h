@@ -57,6 +57,17 @@ int vla_cli_ignored(const char *cmd, const char *flag, const char *why);
  * the root. Returns -1 to go on, else the exit code (message printed). */
 int vla_cli_dataset_source(const char *cmd, const char *positional, const char *root, const char *repo_id, char *buf,
                            size_t cap, const char **out);
+/* The simulator flags every env-using command shares: --env.type (in *env),
+ * --env.task (LeRobot's: "transfer_cube" or "AlohaTransferCube-v0"; NULL:
+ * the default) and --env.model (a model file replacing a 3-D env's built-in
+ * one). Resolves *env to the registered env and loads the model file; -1 to
+ * go on, else the exit code (the error printed). */
+int vla_cli_env(const char **env, const char *task, const char *model);
+#define VLA_CLI_ENV_TASK_HELP "the env's task (aloha: transfer_cube, also LeRobot's AlohaTransferCube-v0; default: the env's one)"
+#define VLA_CLI_ENV_MODEL_HELP "MJCF file replacing a 3-D env's built-in scene (it must keep the names the env uses)"
+/* An image size flag: "N" (square) or "H,W" (LeRobot's shape order); even
+ * sides in 16..4096. -1 to go on, else 2 (the error printed). */
+int vla_cli_image_size(const char *flag, const char *text, int *height, int *width);
 
 /* Commands (one file each). */
 int vla_cmd_version(int argc, char **argv);

@@ -33,9 +33,11 @@
 typedef struct {
     const char *policy_path, *out, *env, *device;
     int64_t rounds, rollouts, every, per_rollout, expert_episodes, expert_seed, rollout_seed;
-    int64_t steps, batch, eval_episodes, eval_seed, n_act, workers;
+    int64_t steps, batch, eval_episodes, eval_seed, n_act, workers, n_videos;
     double lr, ema;
     bool keep_norm;
+    int image_size;     /* the starting policy's image size: the datasets' videos are recorded at it */
+    char cameras[512];  /* the cameras it was trained on (their dataset keys; "": the env's first) */
 } dagger_opts;
 
 typedef struct {
@@ -49,7 +51,8 @@ static vla_status evaluate(const dagger_opts *d, const char *policy, const char 
     vla_eval_opts o;
     vla_eval_opts_default(&o);
     o.policy_path = policy, o.env = d->env, o.n_episodes = (int)d->eval_episodes, o.seed = (uint64_t)d->eval_seed;
-    o.n_action_steps = (int)d->n_act, o.output_dir = dir, o.n_videos = 2, o.quiet = true, o.device = d->device;
+    o.n_action_steps = (int)d->n_act, o.output_dir = dir, o.n_videos = (int)d->n_videos, o.quiet = true;
+    o.device = d->device;
     vla_eval_result r;
     double t0 = vla_now_s();
     vla_status st = vla_eval_run(&o, &r);
@@ -109,6 +112,7 @@ static vla_status write_dataset(const dagger_opts *d, const char *root, const vl
     vla_sim_record_opts o = {0};
     o.env = d->env, o.policy = "expert", o.out = root, o.episodes = (int)d->expert_episodes;
     o.seed = (uint64_t)d->expert_seed, o.branches = br, o.n_branches = nb;
+    o.image_size = d->image_size, o.cameras = d->cameras[0] ? d->cameras : NULL;
     vla_sim_record_result r;
     double t0 = vla_now_s();
     vla_status st = vla_sim_record(&o, &r);
@@ -182,8 +186,9 @@ static void print_table(const round_row *rows, int n, int eval_n) {
 
 int vla_cmd_dagger(int argc, char **argv) {
     bool overwrite = false;
-    dagger_opts d = {NULL, NULL, "pusht", NULL, 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1,
-                     -1, -1, true};
+    dagger_opts d = {NULL, NULL, "pusht", NULL, 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1, 2,
+                     -1, -1, true, 0, ""};
+    const char *task = NULL, *model = NULL;
     const vla_flag flags[] = {
         {"policy.path", VLA_FLAG_STRING, &d.policy_path, "DIR", "the trained policy to start from (required)"},
         {"output_dir", VLA_FLAG_STRING, &d.out, "DIR",
@@ -192,7 +197,9 @@ int vla_cmd_dagger(int argc, char **argv) {
         {"overwrite", VLA_FLAG_BOOL, &overwrite, NULL,
          "a non-empty --output_dir is moved aside to DIR.old-<date>_<time> (nothing deleted)"},
         {"device", VLA_FLAG_STRING, &d.device, "NAME", VLA_CLI_DEVICE_HELP},
-        {"env.type", VLA_FLAG_STRING, &d.env, "NAME", "simulator with a scripted expert (default pusht)"},
+        {"env.type", VLA_FLAG_STRING, &d.env, "NAME", "simulator with a scripted expert: pusht | reach | aloha (default pusht)"},
+        {"env.task", VLA_FLAG_STRING, &task, "NAME", VLA_CLI_ENV_TASK_HELP},
+        {"env.model", VLA_FLAG_STRING, &model, "FILE", VLA_CLI_ENV_MODEL_HELP},
         {"dagger.rounds", VLA_FLAG_INT, &d.rounds, "K", "rounds (default 3)"},
         {"dagger.rollouts", VLA_FLAG_INT, &d.rollouts, "N", "policy rollouts per round (default 50)"},
         {"dagger.every", VLA_FLAG_INT, &d.every, "M", "steps between the expert's take-over points (default 10)"},
@@ -208,6 +215,7 @@ int vla_cmd_dagger(int argc, char **argv) {
         {"num_workers", VLA_FLAG_INT, &d.workers, "N", "loader threads (default 1)"},
         {"eval.n_episodes", VLA_FLAG_INT, &d.eval_episodes, "N", "evaluation episodes per round (default 100)"},
         {"seed", VLA_FLAG_INT, &d.eval_seed, "S", "first evaluation seed (default 100000)"},
+        {"eval.n_videos", VLA_FLAG_INT, &d.n_videos, "N", "MP4s of the first N evaluation episodes per round (default 2)"},
         {"policy.n_action_steps", VLA_FLAG_INT, &d.n_act, "N", "actions executed per chunk (default: eval's)"},
         {"dagger.keep_normalization", VLA_FLAG_BOOL, &d.keep_norm, NULL,
          "normalise with the starting checkpoint's statistics in every round (default true; false: recompute "
@@ -238,6 +246,18 @@ int vla_cmd_dagger(int argc, char **argv) {
         !vla_cli_int_in(cmd, "num_workers", d.workers, 0, 256) ||
         (vla_flags_given(&spec, &res, "policy.n_action_steps") && !vla_cli_int_in(cmd, "policy.n_action_steps", d.n_act, 1, 4096)))
         return 2;
+    if ((rc = vla_cli_env(&d.env, task, model)) >= 0) return rc;
+    { /* what the datasets must hold for the policy: its cameras, at its image size */
+        const vla_ops *ops;
+        vla_pretrained pm;
+        vla_status pst = vla_backend_get(d.device ? d.device : vla_backend_default_name(), &ops);
+        if (pst == VLA_OK) pst = vla_pretrained_load(d.policy_path, ops, &pm);
+        if (pst != VLA_OK) return vla_cli_fail(pst);
+        d.image_size = (int)pm.policy->cfg.vision.image_size;
+        d.image_size += d.image_size & 1;
+        snprintf(d.cameras, sizeof d.cameras, "%s", pm.meta.image_keys);
+        vla_pretrained_free(&pm);
+    }
     if (overwrite && !d.out) return vla_cli_ignored(cmd, "overwrite", "the default output directory is always new");
     /* a directory of its own (base/run_dir.h): rounds of two runs never mix */
     char out[4096], moved[4200];

@@ -14,6 +14,7 @@ int vla_cmd_eval(int argc, char **argv) {
     int64_t n = o.n_episodes, seed = (int64_t)o.seed, n_act = 0, flow_steps = 0, max_steps = 0, n_videos = o.n_videos, vsize = 256;
     bool baselines = false, json = false, overwrite = false, no_jac = false;
     const char *out = NULL, *pretrained = NULL, *job_name = NULL, *chunking = NULL, *schedule = "exp";
+    const char *task = NULL, *model = NULL;
     int64_t delay = 0;
     double beta = o.rtc_beta;
     const vla_flag flags[] = {
@@ -25,7 +26,9 @@ int vla_cmd_eval(int argc, char **argv) {
          "base carries none: fine-tune it first (vla train --policy.pretrained_path)"},
         {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
          "a published checkpoint's architecture preset (default: the family's full size, pi05 or groot-n1.5)"},
-        {"env.type", VLA_FLAG_STRING, &o.env, "NAME", "pusht | reach (default pusht)"},
+        {"env.type", VLA_FLAG_STRING, &o.env, "NAME", "pusht | reach | aloha (default pusht)"},
+        {"env.task", VLA_FLAG_STRING, &task, "NAME", VLA_CLI_ENV_TASK_HELP},
+        {"env.model", VLA_FLAG_STRING, &model, "FILE", VLA_CLI_ENV_MODEL_HELP},
         {"env.allow_mismatch", VLA_FLAG_BOOL, &o.allow_mismatch, NULL,
          "run a checkpoint trained on another robot than the env (refused by default; state and action widths "
          "must still fit)"},
@@ -74,6 +77,7 @@ int vla_cmd_eval(int argc, char **argv) {
         return 2;
     }
     if (pretrained) o.policy_path = pretrained;
+    if ((rc = vla_cli_env(&o.env, task, model)) >= 0) return rc;
     if (!o.policy_path) {
         fprintf(stderr, "vla: error: vla eval: --policy.path=DIR is required\n");
         return 2;

@@ -18,14 +18,14 @@ static vla_status add_frame(void *user, const uint8_t *rgb, int width, int heigh
 /* Replay the first n episodes (trajectories depend only on seed and actions)
  * and encode them one after another. */
 static vla_status write_video(const char *path, const char *env, uint64_t seed, const vla_sim_run_result *r, int n,
-                              int size, vla_render_style style) {
+                              int camera, int width, int height, vla_render_style style) {
     const vla_env_vtable *vt = vla_env_find(env);
-    vla_video_writer_opts vo = {.width = size, .height = size, .fps = vt->spec->fps, .codec = NULL, .crf = -1, .gop = -1};
+    vla_video_writer_opts vo = {.width = width, .height = height, .fps = vt->spec->fps, .codec = NULL, .crf = -1, .gop = -1};
     vla_video_writer *w;
     VLA_TRY(vla_video_writer_open(path, &vo, &w));
     for (int i = 0; i < n && i < r->episodes; i++) {
         vla_status st = vla_sim_replay(env, seed + (uint64_t)i, r->per_episode[i].actions, r->per_episode[i].steps,
-                                       size, size, style, add_frame, w);
+                                       camera, width, height, style, add_frame, w);
         if (st != VLA_OK) {
             vla_video_writer_abort(w);
             return vla_error_context(st, "%s", path);
@@ -35,11 +35,16 @@ static vla_status write_video(const char *path, const char *env, uint64_t seed, 
 }
 
 static int cmd_play(int argc, char **argv) {
-    const char *env = "pusht", *policy = "expert", *video = NULL, *png = NULL, *style_name = "gym";
-    int64_t episodes = 10, seed = 0, jobs = 0, max_steps = 0, video_episodes = 10, size = 384;
+    const char *env = "pusht", *policy = "expert", *video = NULL, *png = NULL, *style_name = "gym", *size_text = "384";
+    const char *task = NULL, *model = NULL, *camera = NULL;
+    int64_t episodes = 10, seed = 0, jobs = 0, max_steps = 0, video_episodes = 10;
     bool json = false, verbose = false;
     const vla_flag flags[] = {
-        {"env", VLA_FLAG_STRING, &env, "NAME", "environment: pusht | reach"},
+        {"env", VLA_FLAG_STRING, &env, "NAME", "environment: pusht | reach | aloha (also --env.type)"},
+        {"env.type", VLA_FLAG_STRING, &env, "NAME", "the same as --env"},
+        {"env.task", VLA_FLAG_STRING, &task, "NAME", VLA_CLI_ENV_TASK_HELP},
+        {"env.model", VLA_FLAG_STRING, &model, "FILE", VLA_CLI_ENV_MODEL_HELP},
+        {"camera", VLA_FLAG_STRING, &camera, "NAME", "camera of the video and PNG (aloha: top, angle, left_wrist, right_wrist; default: the env's first)"},
         {"policy", VLA_FLAG_STRING, &policy, "NAME", "scripted policy: expert | random"},
         {"episodes", VLA_FLAG_INT, &episodes, "N", "number of episodes (episode i uses seed S+i)"},
         {"seed", VLA_FLAG_INT, &seed, "S", "first seed"},
@@ -47,7 +52,7 @@ static int cmd_play(int argc, char **argv) {
         {"max-steps", VLA_FLAG_INT, &max_steps, "N", "step limit (0: the environment's, 300 for pusht)"},
         {"video", VLA_FLAG_STRING, &video, "OUT.mp4", "write the first --video-episodes episodes to an MP4"},
         {"video-episodes", VLA_FLAG_INT, &video_episodes, "N", "episodes in the video"},
-        {"size", VLA_FLAG_INT, &size, "PX", "video frame size (square)"},
+        {"size", VLA_FLAG_STRING, &size_text, "N|H,W", "video/PNG frame size: N (square) or H,W (default 384)"},
         {"render", VLA_FLAG_STRING, &style_name, "STYLE", "gym (as gym-pusht: pygame + cv2.resize) | smooth (antialiased)"},
         {"png", VLA_FLAG_STRING, &png, "OUT.png", "save the last frame of the first episode as PNG"},
         {"json", VLA_FLAG_BOOL, &json, NULL, "print a JSON summary"},
@@ -81,9 +86,12 @@ static int cmd_play(int argc, char **argv) {
         fprintf(stderr, "vla: error: --video-episodes must be in 1..100000\n");
         return 2;
     }
-    if (size < 16 || size > 4096 || size % 2) {
-        fprintf(stderr, "vla: error: --size must be even and in 16..4096\n");
-        return 2;
+    int height, width, cam = 0;
+    if ((rc = vla_cli_image_size("size", size_text, &height, &width)) >= 0) return rc;
+    if ((rc = vla_cli_env(&env, task, model)) >= 0) return rc;
+    if (camera) {
+        vla_status cst = vla_env_camera_index(vla_env_find(env)->spec, camera, &cam);
+        if (cst != VLA_OK) return vla_cli_fail(cst);
     }
     vla_sim_run_opts o = {.env = env, .policy = policy, .episodes = (int)episodes, .seed = (uint64_t)seed,
                           .max_steps = (int)max_steps, .jobs = (int)jobs,
@@ -100,7 +108,7 @@ static int cmd_play(int argc, char **argv) {
         const vla_sim_episode *ep = &r.per_episode[0];
         vla_env *e;
         st = vla_env_make(env, &e);
-        uint8_t *rgb = malloc((size_t)size * (size_t)size * 3);
+        uint8_t *rgb = malloc((size_t)width * (size_t)height * 3);
         if (st == VLA_OK && !rgb) st = vla_error(VLA_ERR_NOMEM, "out of memory");
         if (st == VLA_OK) st = vla_env_reset(e, (uint64_t)seed, NULL);
         if (st == VLA_OK) vla_env_set_render_style(e, style);
@@ -108,8 +116,9 @@ static int cmd_play(int argc, char **argv) {
             vla_env_step_result sr;
             st = vla_env_step(e, ep->actions + (size_t)vla_env_get_spec(e)->action_dim * (size_t)t, &sr);
         }
-        if (st == VLA_OK) st = vla_env_render(e, (int)size, (int)size, rgb, 0, true);
-        if (st == VLA_OK) st = vla_sim_write_png(png, rgb, (int)size, (int)size, 0);
+        if (st == VLA_OK)
+            st = cam ? vla_env_render_camera(e, cam, width, height, rgb, 0) : vla_env_render(e, width, height, rgb, 0, true);
+        if (st == VLA_OK) st = vla_sim_write_png(png, rgb, width, height, 0);
         free(rgb);
         vla_env_free(e);
         if (st != VLA_OK) {
@@ -119,7 +128,7 @@ static int cmd_play(int argc, char **argv) {
     }
     if (video) {
         double t0 = vla_now_s();
-        st = write_video(video, env, (uint64_t)seed, &r, (int)video_episodes, (int)size, style);
+        st = write_video(video, env, (uint64_t)seed, &r, (int)video_episodes, cam, width, height, style);
         if (st != VLA_OK) {
             vla_sim_run_result_free(&r);
             return vla_cli_fail(st);

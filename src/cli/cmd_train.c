@@ -34,6 +34,7 @@ typedef struct {
     const char *env, *device;
     int n_episodes;
     uint64_t seed;
+    int n_action_steps;
 } eval_hook_ctx;
 
 /* `dir` is OUTPUT/eval_model (the trainer writes the weights to evaluate
@@ -53,6 +54,7 @@ static vla_status eval_hook(void *user, const char *dir, int64_t step, double *s
     o.env = c->env;
     o.n_episodes = c->n_episodes;
     o.seed = c->seed;
+    o.n_action_steps = c->n_action_steps;
     o.n_videos = 0;
     o.output_dir = out;
     o.quiet = true;
@@ -108,6 +110,7 @@ static flag_kind kind_of(const char *name) {
     /* batch_size and accumulation split the global batch over ranks: they may change with the rank count,
      * and the trainer holds the global batch itself to the checkpoint's (allow_changes lets it differ) */
     static const char *const free_[] = {"steps", "num_workers", "save_freq", "log_freq", "eval_freq", "env.type",
+                                        "env.task", "env.model", "eval.n_action_steps",
                                         "eval.n_episodes", "eval.seed", "job_name", "policy.n_action_steps",
                                         "batch_size", "gradient_accumulation_steps",
                                         "device" /* the same numbers on cpu and checked; another backend
@@ -331,7 +334,8 @@ int vla_cmd_train(int argc, char **argv) {
     vla_train_opts o;
     vla_train_opts_default(&o);
     o.output_dir = NULL; /* a fresh outputs/train/<date>/<time>_<job_name> unless named */
-    const char *env = NULL, *shards = NULL, *repo_id = NULL;
+    const char *env = NULL, *shards = NULL, *repo_id = NULL, *env_task = NULL, *env_model = NULL;
+    int64_t eval_n_act = 0;
     int64_t batch = o.batch_size, steps = o.steps, seed = (int64_t)o.seed, workers = o.num_workers, accum = 1;
     int64_t save_freq = -1, log_freq = o.log_freq, eval_freq = 0, eval_eps = 10, warmup = -1, stop_after = 0,
             nan_at = 0, eval_seed = 100000, threads = 0, crash_at = 0, n_act = 0;
@@ -407,7 +411,11 @@ int vla_cmd_train(int argc, char **argv) {
         {"save_freq", VLA_FLAG_INT, &save_freq, "N", "checkpoint every N steps (default steps/5; a last one always)"},
         {"log_freq", VLA_FLAG_INT, &log_freq, "N", "progress line + metrics row every N steps (default 10)"},
         {"eval_freq", VLA_FLAG_INT, &eval_freq, "N", "closed-loop eval every N steps (needs --env.type; default off)"},
-        {"env.type", VLA_FLAG_STRING, &env, "NAME", "simulator for --eval_freq: pusht | reach"},
+        {"env.type", VLA_FLAG_STRING, &env, "NAME", "simulator for --eval_freq: pusht | reach | aloha"},
+        {"env.task", VLA_FLAG_STRING, &env_task, "NAME", VLA_CLI_ENV_TASK_HELP},
+        {"env.model", VLA_FLAG_STRING, &env_model, "FILE", VLA_CLI_ENV_MODEL_HELP},
+        {"eval.n_action_steps", VLA_FLAG_INT, &eval_n_act, "N",
+         "actions executed per predicted chunk in those evals (default min(horizon, 8), as vla eval)"},
         {"eval.n_episodes", VLA_FLAG_INT, &eval_eps, "N", "episodes per eval during training (default 10)"},
         {"eval.seed", VLA_FLAG_INT, &eval_seed, "S", "first eval episode seed (default 100000)"},
         {"resume", VLA_FLAG_BOOL, &resume, NULL,
@@ -570,10 +578,19 @@ int vla_cmd_train(int argc, char **argv) {
         json_decref(run_flags), json_decref(rs.cfg), json_decref(rs.changes);
         return 2;
     }
+    if (eval_freq > 0 && !env) {
+        fprintf(stderr, "vla: error: vla train: --eval_freq needs --env.type (pusht | reach | aloha)\n");
+        json_decref(run_flags), json_decref(rs.cfg), json_decref(rs.changes);
+        return 2;
+    }
     char job[256];
     if (!o.job_name) {
         default_job_name(o.policy_type, o.policy_config, eval_freq > 0 ? env : NULL, job, sizeof job);
         o.job_name = job;
+    }
+    if (env && (rc = vla_cli_env(&env, env_task, env_model)) >= 0) {
+        json_decref(run_flags), json_decref(rs.cfg), json_decref(rs.changes);
+        return rc;
     }
     o.batch_size = batch, o.steps = steps, o.seed = (uint64_t)seed, o.num_workers = (int)workers, o.accum = accum;
     o.save_freq = save_freq >= 0 ? save_freq : (steps >= 5 ? steps / 5 : 0);
@@ -585,7 +602,7 @@ int vla_cmd_train(int argc, char **argv) {
     arm_test_faults(stop_after, nan_at, crash_at, resume);
     o.n_obs_steps = (int)n_obs;
     set_threads(threads);
-    eval_hook_ctx ctx = {env, o.device, (int)eval_eps, (uint64_t)eval_seed};
+    eval_hook_ctx ctx = {env, o.device, (int)eval_eps, (uint64_t)eval_seed, (int)eval_n_act};
     if (eval_freq > 0) o.eval_fn = eval_hook, o.eval_user = &ctx;
     vla_train_result r;
     vla_status st = vla_train(&o, &r);

@@ -228,6 +228,7 @@ typedef struct {
     vla_policy *pol;
     int N, A, max_steps, n_act;
     int64_t H, Sd, Ad, img, cams, pcams;
+    int cam_idx[VLA_ENV_MAX_CAMERAS]; /* the env camera feeding each trained image slot */
     float *state, *images, *acts; /* per running episode: normalised state, images, action chunk */
     uint8_t *valid;               /* per running episode and image slot: trained on it */
     uint64_t *keys;
@@ -298,6 +299,27 @@ static vla_status rollout_prepare(roll_ctx *c) {
         if (c->cams > c->pcams)
             return vla_error(VLA_ERR_FORMAT, "eval: the checkpoint says %lld cameras, the policy has %lld image slots",
                              (long long)c->cams, (long long)c->pcams);
+        if (c->cams > VLA_ENV_MAX_CAMERAS)
+            return vla_error(VLA_ERR_UNSUPPORTED, "eval: the policy takes %lld cameras, envs have at most %d",
+                             (long long)c->cams, VLA_ENV_MAX_CAMERAS);
+        /* the camera each slot was trained on, by its dataset key; older checkpoints: the env's order */
+        const char *q = pm->meta.image_keys;
+        int n_env_cams = spec->n_cameras > 0 ? spec->n_cameras : 1;
+        for (int64_t k = 0; k < c->cams; k++) {
+            if (*q) {
+                char key[256];
+                size_t len = strcspn(q, ",");
+                snprintf(key, sizeof key, "%.*s", (int)(len < sizeof key ? len : sizeof key - 1), q);
+                q += len + (q[len] == ',');
+                vla_status cs = vla_env_camera_index(spec, key, &c->cam_idx[k]);
+                if (cs != VLA_OK) return vla_error_context(cs, "eval: the policy was trained on camera '%s'", key);
+            } else if (k < n_env_cams) {
+                c->cam_idx[k] = (int)k;
+            } else {
+                return vla_error(VLA_ERR_INVALID_ARG, "eval: the policy takes %lld cameras, env '%s' has %d",
+                                 (long long)c->cams, spec->name, n_env_cams);
+            }
+        }
         VLA_TRY(check_fit(c->o, spec, pm));
         c->n_act = c->o->n_action_steps > 0 ? c->o->n_action_steps : (int)(c->H < 8 ? c->H : 8);
         if (c->n_act > c->H) c->n_act = (int)c->H;
@@ -366,16 +388,16 @@ static vla_status gather_observations(roll_ctx *c, episode *eps, int na, int64_t
         vla_normalize(&pm->state_norm, sd, sd, 1);
         if (cams > 0) {
             uint8_t *rgb = malloc((size_t)(img * img * 3));
-            if (!rgb || vla_env_render(e->env, (int)img, (int)img, rgb, 0, false) != VLA_OK) {
+            int64_t plane = img * img;
+            for (int64_t cam = 0; cam < cams; cam++) {
+                if (!rgb || vla_env_render_camera(e->env, c->cam_idx[cam], (int)img, (int)img, rgb, 0) != VLA_OK) {
 #pragma omp critical
-                bad = c->active[j];
-            } else {
-                int64_t plane = img * img;
-                for (int64_t cam = 0; cam < cams; cam++) {
-                    float *dst = c->images + ((int64_t)j * pcams + cam) * 3 * plane;
-                    for (int64_t q = 0; q < plane; q++)
-                        for (int ch = 0; ch < 3; ch++) dst[ch * plane + q] = rgb[q * 3 + ch] * (1.0f / 255.0f);
+                    bad = c->active[j];
+                    break;
                 }
+                float *dst = c->images + ((int64_t)j * pcams + cam) * 3 * plane;
+                for (int64_t q = 0; q < plane; q++)
+                    for (int ch = 0; ch < 3; ch++) dst[ch * plane + q] = rgb[q * 3 + ch] * (1.0f / 255.0f);
             }
             free(rgb);
         }
@@ -465,7 +487,7 @@ static vla_status act(roll_ctx *c, episode *eps, int na, int lo, int hi, bool ho
             for (int d = 0; d < A; d++)
                 if (!isfinite(a[d])) a[d] = 0; /* a diverged policy still gets an episode, not a crash */
             vla_env_step_result r;
-            vla_status s = vla_env_step(e->env, a, &r);
+            vla_status s = vla_env_step_width(e->env, a, A, &r);
             if (s != VLA_OK) {
                 e->st = s;
                 snprintf(e->err, sizeof e->err, "%s", vla_error_message());
@@ -643,15 +665,19 @@ static vla_status write_videos(const vla_eval_opts *o, const episode *eps, int n
     int size = o->video_size > 0 ? o->video_size : 256;
     size += size & 1;
     const vla_env_vtable *vt = vla_env_find(o->env);
+    /* the env's own aspect (ALOHA's cameras are 4:3, as LeRobot's videos), `size` pixels high */
+    int width = size;
+    if (vt->spec->default_height > 0) width = (int)((double)size * vt->spec->default_width / vt->spec->default_height + 0.5);
+    width += width & 1;
     char dir[4200], path[4300];
     snprintf(dir, sizeof dir, "%s/videos", o->output_dir);
     VLA_TRY(vla_mkdirs(dir));
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/eval_episode_%d.mp4", dir, i);
-        vla_video_writer_opts vo = {size, size, vt->spec->fps, NULL, -1, -1};
+        vla_video_writer_opts vo = {width, size, vt->spec->fps, NULL, -1, -1};
         vid_ctx c;
         VLA_TRY(vla_video_writer_open(path, &vo, &c.w));
-        vla_status st = vla_sim_replay(o->env, o->seed + (uint64_t)i, eps[i].actions, eps[i].steps, size, size,
+        vla_status st = vla_sim_replay(o->env, o->seed + (uint64_t)i, eps[i].actions, eps[i].steps, 0, width, size,
                                        VLA_RENDER_GYM, vid_frame, &c);
         if (st != VLA_OK) {
             vla_video_writer_abort(c.w);

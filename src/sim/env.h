@@ -20,6 +20,7 @@
 #include "base/status.h"
 
 #define VLA_ENV_MAX_DIM 64 /* largest state / environment_state / action vector */
+#define VLA_ENV_MAX_CAMERAS 4
 
 /* Observation types, named as gym-pusht's obs_type. */
 typedef enum {
@@ -78,6 +79,17 @@ typedef struct {
     int max_episode_steps;   /* truncation */
     int fps;
     double world_size;       /* drawing extent (world units), for renderers and overlays */
+    /* Cameras (3-D envs; a 2-D env has one, its drawing): names as the env's
+     * model calls them and the LeRobot dataset key each is recorded under.
+     * Camera 0 is the default (observations, videos). */
+    int n_cameras;
+    const char *camera_names[VLA_ENV_MAX_CAMERAS];
+    const char *image_keys[VLA_ENV_MAX_CAMERAS];
+    int default_height, default_width; /* recorded image size when none is asked (LeRobot's for the task) */
+    const char *robot_type;  /* the dataset's robot_type (NULL: name) */
+    const char *const *state_names;  /* names of agent_pos's entries (LeRobot observation.state/action names), or NULL */
+    const char *const *action_names; /* names of the action's entries, or NULL */
+    const char *const *tasks;        /* task names `--env.task` accepts (NULL-terminated; NULL: any/none) */
 } vla_env_spec;
 
 /* ---- shared drawing (render.c, cairo) -------------------------------------- */
@@ -130,8 +142,9 @@ typedef struct {
     vla_status (*create)(void **self);
     void (*destroy)(void *self);
     vla_status (*reset)(void *self, uint64_t seed, vla_env_info *info);
-    /* action has spec->action_dim entries (already finite-checked; the env clips) */
-    void (*step)(void *self, const double *action, double *reward, bool *terminated, vla_env_info *info);
+    /* action has spec->action_dim entries (already finite-checked; the env clips); fails only when the
+     * physics cannot go on (a 3-D engine's error or instability) */
+    vla_status (*step)(void *self, const double *action, double *reward, bool *terminated, vla_env_info *info);
     void (*observe)(void *self, vla_env_obs *obs);   /* vectors only; pixels go through render */
     /* Describe what to draw, in world units; env.c and render.c make pixels. */
     void (*draw)(void *self, vla_draw_scene *scene);
@@ -139,6 +152,13 @@ typedef struct {
     int (*state_size)(void);
     void (*get_state)(void *self, void *state);
     void (*set_state)(void *self, const void *state);
+    /* Optional: render camera `camera` (< spec->n_cameras) itself, rows top
+     * first (3-D envs render offscreen; NULL: draw + render.c, one camera). */
+    vla_status (*render)(void *self, int camera, int width, int height, uint8_t *rgb, int stride);
+    /* Optional: use the model in `path` (NULL: the built-in) for envs made from now on (vla_env_set_model_file). */
+    vla_status (*set_model_file)(const char *path);
+    /* Optional: seconds spent inside the physics engine's step and renderer alone since create (bench sim). */
+    void (*engine_seconds)(void *self, double *step_s, double *render_s);
 } vla_env_vtable;
 
 struct vla_env {
@@ -165,10 +185,36 @@ vla_status vla_env_reset(vla_env *env, uint64_t seed, vla_env_info *info);
 /* Fails (without stepping) on a non-finite action. truncated is set when
  * the step count reaches spec->max_episode_steps. */
 vla_status vla_env_step(vla_env *env, const double *action, vla_env_step_result *out);
+/* The same for an action of `width` entries from outside (a policy, a file):
+ * a width other than the env's action_dim fails naming both. */
+vla_status vla_env_step_width(vla_env *env, const double *action, int width, vla_env_step_result *out);
+/* Seconds spent in the engine's own step and render calls since the env was
+ * made (0 for envs that do not measure them): the floor vla.c's overhead is
+ * measured against (vla bench sim). */
+void vla_env_engine_seconds(vla_env *env, double *step_s, double *render_s);
 vla_status vla_env_observe(vla_env *env, vla_env_obs *obs);
 /* Render at any size; stride 0 means width*3. draw_action adds a red cross at
  * the last action, as gym-pusht's render() (observations never show it). */
 vla_status vla_env_render(vla_env *env, int width, int height, uint8_t *rgb, int stride, bool draw_action);
+/* Render camera `camera` (an index into spec->camera_names; 0 is what
+ * vla_env_render shows). */
+vla_status vla_env_render_camera(vla_env *env, int camera, int width, int height, uint8_t *rgb, int stride);
+/* The index of a camera by name ("top") or by its LeRobot key
+ * ("observation.images.top"); an unknown one fails naming the cameras. */
+vla_status vla_env_camera_index(const vla_env_spec *spec, const char *name, int *index);
+/* A comma-separated list of camera names or keys → indices (at most
+ * VLA_ENV_MAX_CAMERAS, none twice, none empty); fails naming the bad one. */
+vla_status vla_env_parse_cameras(const vla_env_spec *spec, const char *list, int *index, int *n);
+/* The registered env for a LeRobot-style (type, task) pair: ("aloha",
+ * "transfer_cube" or "AlohaTransferCube-v0") → "aloha"; task NULL or "" is
+ * the type's default task. An unknown type or task fails listing the known ones. */
+vla_status vla_env_resolve(const char *type, const char *task, const char **name);
+/* Load an env's model from `path` instead of its built-in one (3-D envs:
+ * an MJCF file), for every env of that name made afterwards in this process;
+ * NULL goes back to the built-in. The file is loaded and checked now: a
+ * missing or malformed file, or one without the bodies, joints, geoms and
+ * cameras the env needs, fails with the loader's message (file and line). */
+vla_status vla_env_set_model_file(const char *name, const char *path);
 void vla_env_set_render_style(vla_env *env, vla_render_style style);
 /* The full physical state (vt->state_size() bytes; vla_pusht_state for
  * PushT): to save, restore or clone. Setting it starts a fresh physics world
@@ -265,11 +311,12 @@ void vla_sim_run_result_free(vla_sim_run_result *r);
 vla_status vla_sim_replay_prefix(vla_env *env, uint64_t seed, const double *actions, int steps);
 
 /* Replay recorded actions from a seed, calling fn with each rendered frame
- * (width×height RGB). Used to write videos of runs that happened in parallel:
- * trajectories are deterministic, so the replay is the same episode. */
+ * (width×height RGB of camera `camera`, 0: the default). Used to write videos
+ * of runs that happened in parallel: trajectories are deterministic, so the
+ * replay is the same episode. */
 typedef vla_status (*vla_sim_image_fn)(void *user, const uint8_t *rgb, int width, int height);
-vla_status vla_sim_replay(const char *env_name, uint64_t seed, const double *actions, int steps, int width,
-                          int height, vla_render_style style, vla_sim_image_fn fn, void *user);
+vla_status vla_sim_replay(const char *env_name, uint64_t seed, const double *actions, int steps, int camera,
+                          int width, int height, vla_render_style style, vla_sim_image_fn fn, void *user);
 
 /* ---- PushT specifics (pusht.c) --------------------------------------------- */
 

@@ -280,7 +280,7 @@ static double simulate_push(expert *e, const vla_pusht_state *st, const double p
         double act[2] = {p0[0] + d[0] * s * k, p0[1] + d[1] * s * k}, reward;
         bool term;
         vla_env_info info;
-        m->vt->step(m->self, act, &reward, &term, &info);
+        (void)m->vt->step(m->self, act, &reward, &term, &info); /* PushT steps never fail */
         double c = info.is_success ? -1000.0 + k : pose_cost(e, info.object_pose);
         if (c < best) best = c, *best_k = k;
         if (info.is_success || c > best + 25) break;

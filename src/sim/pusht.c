@@ -333,7 +333,7 @@ vla_status vla_pusht_reset_to_state(vla_env *env, const double state[5]) {
     return VLA_OK;
 }
 
-static void pusht_step(void *self, const double *action, double *reward, bool *terminated, vla_env_info *info) {
+static vla_status pusht_step(void *self, const double *action, double *reward, bool *terminated, vla_env_info *info) {
     pusht *p = self;
     cpVect act = cpv(fmin(fmax(action[0], 0.0), WORLD), fmin(fmax(action[1], 0.0), WORLD));
     p->n_contacts = 0;
@@ -347,6 +347,7 @@ static void pusht_step(void *self, const double *action, double *reward, bool *t
     double r = info->coverage / VLA_PUSHT_SUCCESS;
     *reward = r < 0 ? 0 : r > 1 ? 1 : r;
     *terminated = info->is_success;
+    return VLA_OK;
 }
 
 /* Python's float modulo: the result takes the sign of the divisor. */

@@ -74,7 +74,7 @@ static vla_status reach_reset(void *self, uint64_t seed, vla_env_info *info) {
     return VLA_OK;
 }
 
-static void reach_step(void *self, const double *action, double *reward, bool *terminated, vla_env_info *info) {
+static vla_status reach_step(void *self, const double *action, double *reward, bool *terminated, vla_env_info *info) {
     reach *r = self;
     double a[2] = {fmin(fmax(action[0], 0), WORLD), fmin(fmax(action[1], 0), WORLD)};
     for (int k = 0; k < 10; k++)
@@ -85,6 +85,7 @@ static void reach_step(void *self, const double *action, double *reward, bool *t
     fill_info(r, info);
     *reward = info->coverage;
     *terminated = info->is_success;
+    return VLA_OK;
 }
 
 static void reach_observe(void *self, vla_env_obs *obs) {

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Replay one episode from its seed and actions, writing every observation
@@ -15,20 +16,38 @@
  * rounding can change a chaotic push slightly, so success is re-judged here.
  * With labels (noise injection) the executed actions still drive the replay,
  * but the dataset's action is the label: what the policy wanted there. */
+/* What one recording writes per frame: which cameras, at what size, and
+ * whether the privileged environment_state is a feature. */
+typedef struct {
+    int n_cams, cams[VLA_ENV_MAX_CAMERAS];
+    int width, height;
+    bool env_state;
+    uint8_t *pixels[VLA_ENV_MAX_CAMERAS];
+} rec_layout;
+
 /* `first` > 0 (a DAgger branch): steps before it are replayed, not written.
  * `round` ≥ 0: the dagger.round value of every frame (the dataset has the feature). */
 static vla_status record_episode(vla_env *env, vla_lr_writer *w, uint64_t seed, const double *actions,
-                                 const double *labels, int steps, int first, int round, int size, uint8_t *pixels,
+                                 const double *labels, int steps, int first, int round, const rec_layout *ly,
                                  int64_t *frames, bool *success_out) {
     const vla_env_spec *spec = vla_env_get_spec(env);
     VLA_TRY(vla_sim_replay_prefix(env, seed, actions, first));
     float state[VLA_ENV_MAX_DIM], env_state[VLA_ENV_MAX_DIM], action[VLA_ENV_MAX_DIM];
     float reward, done, success = 0.0f, round_f = (float)round;
-    const float *values[7] = {state, env_state, action, &reward, &done, &success, &round_f};
-    const uint8_t *images[1] = {pixels};
+    /* the numeric features in the order vla_sim_record declares them */
+    const float *values[7];
+    int nv = 0;
+    values[nv++] = state;
+    if (ly->env_state) values[nv++] = env_state;
+    values[nv++] = action, values[nv++] = &reward, values[nv++] = &done, values[nv++] = &success;
+    values[nv++] = &round_f;
+    const uint8_t *images[VLA_ENV_MAX_CAMERAS];
+    for (int c = 0; c < ly->n_cams; c++) images[c] = ly->pixels[c];
     for (int t = first; t < steps; t++) {
-        vla_env_obs obs = {.type = VLA_OBS_PIXELS_AGENT_POS, .width = size, .height = size, .pixels = pixels};
+        vla_env_obs obs = {.type = VLA_OBS_STATE};
         VLA_TRY(vla_env_observe(env, &obs));
+        for (int c = 0; c < ly->n_cams; c++)
+            VLA_TRY(vla_env_render_camera(env, ly->cams[c], ly->width, ly->height, ly->pixels[c], 0));
         double a[VLA_ENV_MAX_DIM];
         for (int i = 0; i < spec->action_dim; i++) {
             action[i] = (float)actions[(size_t)t * spec->action_dim + i];
@@ -51,15 +70,36 @@ static vla_status record_episode(vla_env *env, vla_lr_writer *w, uint64_t seed, 
     return VLA_OK;
 }
 
+/* The cameras to record: a comma-separated list of names or keys (NULL: the first). */
+static vla_status parse_cameras(const vla_env_spec *spec, const char *list, rec_layout *ly) {
+    if (!list || !*list) {
+        ly->n_cams = 1, ly->cams[0] = 0;
+        return VLA_OK;
+    }
+    return vla_env_parse_cameras(spec, list, ly->cams, &ly->n_cams);
+}
+
 vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *out) {
     memset(out, 0, sizeof *out);
     double t0 = vla_now_s();
-    int size = o->image_size > 0 ? o->image_size : 96;
     if (o->episodes <= 0) return vla_error(VLA_ERR_INVALID_ARG, "sim record: --episodes must be positive");
-    if (size % 2) return vla_error(VLA_ERR_INVALID_ARG, "sim record: image size %d must be even (yuv420p video)", size);
     const vla_env_vtable *vt = vla_env_find(o->env);
-    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "sim record: unknown environment '%s'; the simulators are: pusht, reach", o->env);
+    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "sim record: unknown environment '%s'; the simulators are: pusht, reach, aloha", o->env);
     const vla_env_spec *spec = vt->spec;
+    rec_layout ly = {.env_state = !o->no_env_state};
+    if (o->image_height > 0 && o->image_width > 0) {
+        ly.height = o->image_height, ly.width = o->image_width;
+    } else if (o->image_size > 0) {
+        ly.height = ly.width = o->image_size;
+    } else if (spec->default_height > 0) {
+        ly.height = spec->default_height, ly.width = spec->default_width;
+    } else {
+        ly.height = ly.width = 96;
+    }
+    if ((ly.height | ly.width) & 1)
+        return vla_error(VLA_ERR_INVALID_ARG, "sim record: image size %dx%d must have even sides (yuv420p video)",
+                         ly.width, ly.height);
+    VLA_TRY(parse_cameras(spec, o->cameras, &ly));
 
     /* 1. run episodes in parallel, keeping their actions; 2. replay the kept
      * ones into the writer, in seed order. Attempts run in waves sized to
@@ -70,25 +110,33 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
      * seed order — are the same however the waves fall. */
     int attempts = o->max_attempts > 0 ? o->max_attempts : 4 * o->episodes;
     if (o->keep_failures) attempts = o->episodes;
-    const char *state_names[2] = {"x", "y"};
-    vla_lr_feature_spec features[8] = {
-        {"observation.image", "video", 3, {size, size, 3}, NULL, 0},
-        {"observation.state", "float32", 1, {spec->agent_pos_dim}, spec->agent_pos_dim == 2 ? state_names : NULL,
-         spec->agent_pos_dim == 2 ? 2 : 0},
-        {"observation.environment_state", "float32", 1, {spec->env_state_dim}, NULL, 0},
-        {"action", "float32", 1, {spec->action_dim}, NULL, 0},
-        {"next.reward", "float32", 1, {1}, NULL, 0},
-        {"next.done", "bool", 1, {1}, NULL, 0},
-        {"next.success", "bool", 1, {1}, NULL, 0},
-        {"dagger.round", "int64", 1, {1}, NULL, 0},
-    };
+    static const char *const xy[2] = {"x", "y"};
+    const char *const *state_names = spec->state_names ? spec->state_names : spec->agent_pos_dim == 2 ? xy : NULL;
+    const char *const *action_names = spec->action_names;
+    vla_lr_feature_spec features[8 + VLA_ENV_MAX_CAMERAS];
+    int nf = 0;
+    for (int c = 0; c < ly.n_cams; c++)
+        features[nf++] = (vla_lr_feature_spec){spec->n_cameras > 0 ? spec->image_keys[ly.cams[c]] : "observation.image",
+                                               "video", 3, {ly.height, ly.width, 3}, NULL, 0};
+    features[nf++] = (vla_lr_feature_spec){"observation.state", "float32", 1, {spec->agent_pos_dim}, state_names,
+                                           state_names ? spec->agent_pos_dim : 0};
+    if (ly.env_state)
+        features[nf++] = (vla_lr_feature_spec){"observation.environment_state", "float32", 1, {spec->env_state_dim}, NULL, 0};
+    features[nf++] = (vla_lr_feature_spec){"action", "float32", 1, {spec->action_dim}, action_names,
+                                           action_names ? spec->action_dim : 0};
+    features[nf++] = (vla_lr_feature_spec){"next.reward", "float32", 1, {1}, NULL, 0};
+    features[nf++] = (vla_lr_feature_spec){"next.done", "bool", 1, {1}, NULL, 0};
+    features[nf++] = (vla_lr_feature_spec){"next.success", "bool", 1, {1}, NULL, 0};
+    features[nf++] = (vla_lr_feature_spec){"dagger.round", "int64", 1, {1}, NULL, 0};
     bool dagger = o->branches && o->n_branches > 0;
-    vla_lr_writer_opts wo = {.fps = spec->fps, .robot_type = spec->name, .features = features,
-                             .n_features = dagger ? 8 : 7, .video_codec = o->video_codec};
+    vla_lr_writer_opts wo = {.fps = spec->fps, .robot_type = spec->robot_type ? spec->robot_type : spec->name,
+                             .features = features, .n_features = dagger ? nf : nf - 1, .video_codec = o->video_codec};
     vla_lr_writer *w = NULL;
     vla_env *env = NULL;
-    uint8_t *pixels = malloc((size_t)size * size * 3);
-    vla_status st = pixels ? VLA_OK : vla_error(VLA_ERR_NOMEM, "sim record: out of memory");
+    vla_status st = VLA_OK;
+    for (int c = 0; c < ly.n_cams && st == VLA_OK; c++)
+        if (!(ly.pixels[c] = malloc((size_t)ly.width * ly.height * 3)))
+            st = vla_error(VLA_ERR_NOMEM, "sim record: out of memory");
     if (st == VLA_OK) st = vla_lr_writer_open(o->out, &wo, &w);
     if (st == VLA_OK) st = vla_env_make(o->env, &env);
     const char *policy = o->policy ? o->policy : "expert";
@@ -109,8 +157,8 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
             if (!ep->success && !o->keep_failures) continue;
             bool success = false;
             int64_t frames = 0;
-            st = record_episode(env, w, seed0 + (uint64_t)e, ep->actions, ep->labels, ep->steps, 0, 0, size, pixels,
-                                &frames, &success);
+            st = record_episode(env, w, seed0 + (uint64_t)e, ep->actions, ep->labels, ep->steps, 0, 0, &ly, &frames,
+                                &success);
             if (st == VLA_OK && !success && !o->keep_failures) { /* diverged under f32 actions: drop it */
                 vla_lr_writer_discard_episode(w);
                 continue;
@@ -128,8 +176,8 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
         const vla_sim_branch *br = &o->branches[b];
         bool success = false;
         int64_t frames = 0;
-        st = record_episode(env, w, br->seed, br->actions, NULL, br->steps, br->first, br->round, size, pixels,
-                            &frames, &success);
+        st = record_episode(env, w, br->seed, br->actions, NULL, br->steps, br->first, br->round, &ly, &frames,
+                            &success);
         if (st == VLA_OK && !success) {
             vla_lr_writer_discard_episode(w);
             continue;
@@ -149,7 +197,7 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
         vla_lr_writer_abort(w);
     }
     vla_env_free(env);
-    free(pixels);
+    for (int c = 0; c < ly.n_cams; c++) free(ly.pixels[c]);
     out->seconds = vla_now_s() - t0;
     return st;
 }

@@ -1,10 +1,15 @@
 /* record.h — record scripted-policy episodes of a simulator as a LeRobot v3.0
  * dataset (the data `vla train` learns from), through data/lerobot.h.
  *
- * Features, as LeRobot's lerobot/pusht: observation.image (video, default
- * 96×96), observation.state (the agent position), observation.environment_state
- * (PushT: the 16-D block keypoints), action, next.reward, next.done,
- * next.success; one task string (the env's); fps = the env's control rate.
+ * Features, as LeRobot's lerobot/pusht and aloha_sim_transfer_cube_*:
+ * the cameras' videos under the env's keys (PushT: observation.image,
+ * default 96×96; ALOHA: observation.images.top and the other cameras asked
+ * for, default 480×640 as LeRobot's), observation.state (PushT: the agent
+ * position; ALOHA: the 14 joint positions, named left_waist … right_gripper
+ * as LeRobot's), observation.environment_state (privileged: PushT's 16-D
+ * block keypoints, ALOHA's cube pose; left out with no_env_state), action
+ * (named as observation.state), next.reward, next.done, next.success; one task
+ * string (the env's); fps = the env's control rate; robot_type the env's.
  *
  * Episodes first run in parallel (--jobs) with their actions kept, in waves
  * sized to the episodes still missing; the ones to keep (the first successful
@@ -29,7 +34,12 @@ typedef struct {
     int max_attempts;       /* give up after this many episodes run (0: 4 × episodes) */
     uint64_t seed;          /* episode i of the run uses seed + i */
     int jobs;               /* threads for the parallel run (0: OpenMP default) */
-    int image_size;         /* square video size (0: 96); 0 < size: must be even */
+    int image_size;         /* square video size (0: the env's default size, else 96); must be even */
+    int image_height, image_width; /* > 0: a non-square size instead of image_size (even sides) */
+    const char *cameras;    /* comma-separated camera names or keys to record (NULL: the env's first camera);
+                               each becomes its LeRobot key (aloha: observation.images.top, …) */
+    bool no_env_state;      /* leave out observation.environment_state (privileged: PushT's keypoints, the
+                               ALOHA cube's pose), for a dataset with LeRobot's features only */
     bool keep_failures;     /* keep unsuccessful episodes too */
     const char *video_codec;/* NULL: the writer's default (libsvtav1) */
     bool progress;          /* progress line on stderr */

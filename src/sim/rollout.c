@@ -84,7 +84,7 @@ done:
 vla_status vla_sim_run(const vla_sim_run_opts *o, vla_sim_run_result *res) {
     memset(res, 0, sizeof *res);
     if (o->episodes <= 0) return vla_error(VLA_ERR_INVALID_ARG, "sim: --episodes must be positive (got %d)", o->episodes);
-    if (!vla_env_find(o->env)) return vla_error(VLA_ERR_NOT_FOUND, "unknown environment '%s'; the simulators are: pusht, reach", o->env ? o->env : "(null)");
+    if (!vla_env_find(o->env)) return vla_error(VLA_ERR_NOT_FOUND, "unknown environment '%s'; the simulators are: pusht, reach, aloha", o->env ? o->env : "(null)");
     vla_sim_episode *eps = calloc((size_t)o->episodes, sizeof *eps);
     ep_error *errs = calloc((size_t)o->episodes, sizeof *errs);
     if (!eps || !errs) {
@@ -154,21 +154,23 @@ vla_status vla_sim_replay_prefix(vla_env *env, uint64_t seed, const double *acti
     return VLA_OK;
 }
 
-vla_status vla_sim_replay(const char *env_name, uint64_t seed, const double *actions, int steps, int width,
-                          int height, vla_render_style style, vla_sim_image_fn fn, void *user) {
+vla_status vla_sim_replay(const char *env_name, uint64_t seed, const double *actions, int steps, int camera,
+                          int width, int height, vla_render_style style, vla_sim_image_fn fn, void *user) {
     vla_env *env;
     VLA_TRY(vla_env_make(env_name, &env));
     vla_env_set_render_style(env, style);
     uint8_t *rgb = malloc((size_t)width * (size_t)height * 3);
     vla_status st = rgb ? VLA_OK : vla_error(VLA_ERR_NOMEM, "replay: out of memory");
     if (st == VLA_OK) st = vla_env_reset(env, seed, NULL);
-    if (st == VLA_OK) st = vla_env_render(env, width, height, rgb, 0, false);
+    if (st == VLA_OK)
+        st = camera ? vla_env_render_camera(env, camera, width, height, rgb, 0) : vla_env_render(env, width, height, rgb, 0, false);
     if (st == VLA_OK) st = fn(user, rgb, width, height);
     int ad = vla_env_get_spec(env)->action_dim;
     for (int t = 0; t < steps && st == VLA_OK; t++) {
         vla_env_step_result r;
         st = vla_env_step(env, actions + (size_t)t * (size_t)ad, &r);
-        if (st == VLA_OK) st = vla_env_render(env, width, height, rgb, 0, true);
+        if (st == VLA_OK)
+            st = camera ? vla_env_render_camera(env, camera, width, height, rgb, 0) : vla_env_render(env, width, height, rgb, 0, true);
         if (st == VLA_OK) st = fn(user, rgb, width, height);
     }
     free(rgb);

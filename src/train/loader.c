@@ -776,6 +776,16 @@ int vla_loader_n_cameras(const vla_loader *L) { return L->src[0].ncam; }
 const char *vla_loader_state_keys(const vla_loader *L) { return L->state_keys; }
 int vla_loader_n_datasets(const vla_loader *L) { return L->nsrc; }
 
+void vla_loader_image_keys(const vla_loader *L, int d, char *out, size_t cap) {
+    const source *s = &L->src[d];
+    size_t used = 0;
+    out[0] = 0;
+    for (int c = 0; c < s->ncam && used < cap; c++) {
+        int n = snprintf(out + used, cap - used, "%s%s", c ? "," : "", s->ds->features[s->ds->camera_feature[s->cams[c]]].key);
+        if (n > 0) used += (size_t)n;
+    }
+}
+
 vla_loader_dataset vla_loader_dataset_info(const vla_loader *L, int d) {
     const source *s = &L->src[d];
     return (vla_loader_dataset){.ds = s->ds, .embodiment = s->embodiment, .first_row = s->row0,

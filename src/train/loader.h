@@ -144,6 +144,8 @@ typedef struct {
 } vla_loader_dataset;
 int vla_loader_n_datasets(const vla_loader *L);
 vla_loader_dataset vla_loader_dataset_info(const vla_loader *L, int d);
+/* Dataset d's camera keys fed to the policy, in image-slot order, comma-separated into out ("" for none). */
+void vla_loader_image_keys(const vla_loader *L, int d, char *out, size_t cap);
 
 /* Tokens of the packed layout of global row `row` (what build lays out:
  * its dataset's cameras, its prompt with the normalised state). Thread-safe;

@@ -12,6 +12,25 @@
 #include "train/loader.h"
 #include "io/safetensors.h"
 
+/* "a,b,c" → ["a", "b", "c"], and back (into out, cap bytes). */
+static json_t *keys_json(const char *list) {
+    json_t *keys = json_array();
+    for (const char *q = list; *q;) {
+        size_t len = strcspn(q, ",");
+        json_array_append_new(keys, json_stringn(q, len));
+        q += len + (q[len] == ',');
+    }
+    return keys;
+}
+
+static void keys_from_json(const json_t *arr, char *out, size_t cap) {
+    for (size_t i = 0; json_is_array(arr) && i < json_array_size(arr); i++) {
+        const char *k = json_string_value(json_array_get(arr, i));
+        size_t used = strlen(out);
+        if (k) snprintf(out + used, cap - used, "%s%s", i ? "," : "", k);
+    }
+}
+
 /* One embodiment's part of config.json: its normalisation, features, task and dataset. */
 static json_t *embodiment_json(const vla_policy *p, const vla_normalizer *ns, const vla_normalizer *na,
                                const vla_pretrained_meta *m) {
@@ -19,16 +38,10 @@ static json_t *embodiment_json(const vla_policy *p, const vla_normalizer *ns, co
     json_t *feat = json_pack("{s:I, s:I, s:i, s:I, s:f}", "observation.state", (json_int_t)m->state_width, "action",
                              (json_int_t)m->action_width, "cameras", m->cameras, "image_size",
                              (json_int_t)p->cfg.vision.image_size, "fps", m->fps);
-    if (feat && m->state_keys[0]) {
-        /* the order eval must rebuild the state vector in (see train/loader.h) */
-        json_t *keys = json_array();
-        for (const char *q = m->state_keys; *q;) {
-            size_t len = strcspn(q, ",");
-            json_array_append_new(keys, json_stringn(q, len));
-            q += len + (q[len] == ',');
-        }
-        json_object_set_new(feat, "state_keys", keys);
-    }
+    /* the order eval must rebuild the state vector in (see train/loader.h) */
+    if (feat && m->state_keys[0]) json_object_set_new(feat, "state_keys", keys_json(m->state_keys));
+    /* which camera fills which image slot (eval renders the same ones) */
+    if (feat && m->image_keys[0]) json_object_set_new(feat, "image_keys", keys_json(m->image_keys));
     /* frames of state history the loader concatenated (eval keeps as many) */
     if (feat) json_object_set_new(feat, "n_obs_steps", json_integer(m->n_obs_steps > 1 ? m->n_obs_steps : 1));
     /* the action normalisation is of action − observation.state; eval adds the state back */
@@ -206,12 +219,8 @@ static vla_status parse_embodiment(const char *file, const json_t *e, const vla_
     m->action_width = json_integer_value(json_object_get(feat, "action"));
     m->cameras = (int)json_integer_value(json_object_get(feat, "cameras"));
     m->fps = json_number_value(json_object_get(feat, "fps"));
-    json_t *sk = json_object_get(feat, "state_keys");
-    for (size_t i = 0; json_is_array(sk) && i < json_array_size(sk); i++) {
-        const char *k = json_string_value(json_array_get(sk, i));
-        size_t used = strlen(m->state_keys);
-        if (k) snprintf(m->state_keys + used, sizeof m->state_keys - used, "%s%s", i ? "," : "", k);
-    }
+    keys_from_json(json_object_get(feat, "state_keys"), m->state_keys, sizeof m->state_keys);
+    keys_from_json(json_object_get(feat, "image_keys"), m->image_keys, sizeof m->image_keys);
     m->relative_actions = json_is_true(json_object_get(feat, "relative_actions"));
     m->action_stats_per_step = json_is_true(json_object_get(feat, "action_stats_per_step"));
     json_t *nobs = json_object_get(feat, "n_obs_steps");

@@ -20,6 +20,8 @@ typedef struct {
                               ("": an older checkpoint, observation.state alone) */
     int64_t action_width;  /* real action dims */
     int cameras;           /* images fed per sample */
+    char image_keys[512];  /* the dataset's camera keys fed to the policy, in order, comma-separated ("": none, or an
+                              older checkpoint: eval then feeds the env's cameras in its own order) */
     double fps;
     char task[512];        /* the dataset's first task (the prompt at eval) */
     char dataset[1024];    /* dataset root it was trained on */

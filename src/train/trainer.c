@@ -472,6 +472,7 @@ static vla_status create_loader(trainer *t) {
         m->n_action_steps = o->n_action_steps;
         m->action_width = info.action_width;
         m->cameras = info.cameras;
+        vla_loader_image_keys(t->L, d, m->image_keys, sizeof m->image_keys);
         m->fps = ds->fps;
         m->embodiment = info.embodiment;
         snprintf(m->embodiment_name, sizeof m->embodiment_name, "%s", ds->robot_type ? ds->robot_type : "");

@@ -101,7 +101,7 @@ static void test_replay_and_random(void **state) {
     assert_int_equal(vla_sim_run(&o, &r), VLA_OK);
     assert_int_equal(r.per_episode[0].steps, 40);
     int n = 0;
-    assert_int_equal(vla_sim_replay("pusht", 5, r.per_episode[0].actions, 40, 64, 64, VLA_RENDER_GYM, count_image, &n), VLA_OK);
+    assert_int_equal(vla_sim_replay("pusht", 5, r.per_episode[0].actions, 40, 0, 64, 64, VLA_RENDER_GYM, count_image, &n), VLA_OK);
     assert_int_equal(n, 41); /* the reset frame and one per step */
     vla_sim_run_result_free(&r);
     vla_sim_run_opts bad = {.env = "pusht", .policy = "nope", .episodes = 1};
