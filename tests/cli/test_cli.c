@@ -5,6 +5,7 @@
  * timing a list of thread counts, and counting a frozen group's FLOPs once. */
 #include "test_util.h"
 
+#include <cblas.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -70,23 +71,82 @@ static void test_version_json(void **state) {
     assert_non_null(strstr(json_string_value(json_object_get(v, "blas")), "OpenBLAS"));
     assert_non_null(strstr(json_string_value(json_object_get(v, "mpi")), "MPI"));
     assert_non_null(strstr(json_string_value(json_object_get(v, "ffmpeg")), "libavcodec"));
+    /* the GEMM library and its kernels; VLA_GEMM picks the library */
+    const char *gemm = json_string_value(json_object_get(v, "gemm"));
+    assert_true(!strcmp(gemm, "onednn") || !strcmp(gemm, "openblas"));
+    assert_true(strlen(json_string_value(json_object_get(v, "gemm_kernels"))) > 0);
     json_decref(v);
+    assert_int_equal(run("version"), 0);
+    assert_non_null(strstr(out, "GEMM    : "));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "VLA_GEMM=openblas %s version --json 2>&1", test_cli_path());
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    v = json_loads(out, 0, &err);
+    assert_non_null(v);
+    assert_string_equal(json_string_value(json_object_get(v, "gemm")), "openblas");
+    assert_non_null(strstr(json_string_value(json_object_get(v, "gemm_library")), "OpenBLAS"));
+    json_decref(v);
+    snprintf(cmd, sizeof cmd, "VLA_GEMM=mkl %s version 2>&1", test_cli_path());
+    assert_int_equal(test_run(cmd, out, sizeof out), 2); /* refused before any work, naming the variable */
+    assert_non_null(strstr(out, "VLA_GEMM=mkl"));
+    assert_non_null(strstr(out, "onednn or openblas"));
 }
 
+/* bench gemm: oneDNN and OpenBLAS side by side in this process, and OpenBLAS
+ * in a peer process with a forced core type (Prescott: OpenBLAS's fallback,
+ * which every x86-64 CPU runs): the peer reports running that core while
+ * this process's OpenBLAS keeps the environment's kernels (the variable
+ * reached the peer alone); MFU is against the best peak of the run. */
 static void test_bench_gemm_json(void **state) {
-    assert_int_equal(run("bench gemm --quick --seconds=0.01 --reps=1 --threads=1"), 0);
-    int lines = 0, peak = 0;
+#if !defined(__x86_64__)
+    skip(); /* OpenBLAS's core names are x86's */
+#endif
+    assert_int_equal(run("bench gemm --quick --seconds=0.01 --reps=1 --threads=1 --openblas_coretypes=Prescott"), 0);
+    int lines = 0, peaks = 0, compare = 0, self_libs = 0, peer = 0;
+    double best_peak = 0, max_peak = 0;
+    char env_kernels[64] = "";
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
         json_error_t err;
         json_t *v = json_loads(line, 0, &err);
         if (!v) fail_msg("not JSON: %s", line);
-        assert_true(json_number_value(json_object_get(v, "gflops")) > 0.1);
-        peak += !strcmp(json_string_value(json_object_get(v, "bench")), "gemm_peak");
+        const char *bench = json_string_value(json_object_get(v, "bench"));
+        const char *gemm = json_string_value(json_object_get(v, "gemm"));
+        const char *process = json_string_value(json_object_get(v, "process"));
+        if (!strcmp(bench, "gemm")) {
+            if (json_object_get(v, "skipped")) fail_msg("a contender was skipped: %s", line);
+            assert_true(json_number_value(json_object_get(v, "gflops")) > 0.1);
+            double mfu = json_number_value(json_object_get(v, "mfu"));
+            assert_true(mfu > 0 && mfu <= 1.0 + 1e-9);
+            if (!strcmp(process, "peer")) {
+                assert_string_equal(json_string_value(json_object_get(v, "kernels")), "Prescott");
+                peer++;
+            } else if (!strcmp(gemm, "openblas")) {
+                snprintf(env_kernels, sizeof env_kernels, "%s", json_string_value(json_object_get(v, "kernels")));
+            }
+        } else if (!strcmp(bench, "gemm_peak")) {
+            double g = json_number_value(json_object_get(v, "gflops"));
+            assert_true(g > 0.1);
+            if (g > max_peak) max_peak = g;
+            if (!strcmp(process, "self")) self_libs++;
+            peaks++;
+        } else if (!strcmp(bench, "gemm_compare")) {
+            best_peak = json_number_value(json_object_get(v, "best_peak_gflops"));
+            assert_true(json_number_value(json_object_get(v, "onednn_over_openblas_Prescott")) > 0);
+            assert_true(json_number_value(json_object_get(v, "onednn_over_openblas_env")) > 0);
+            compare++;
+        }
         json_decref(v);
         lines++;
     }
-    assert_true(lines >= 5);
-    assert_int_equal(peak, 1);
+    assert_true(lines >= 10);
+    assert_int_equal(peaks, 3);
+    assert_int_equal(self_libs, 2);
+    assert_true(peer >= 3);
+    assert_int_equal(compare, 1);
+    assert_true(fabs(best_peak - max_peak) <= 0.01);
+    assert_string_equal(env_kernels, openblas_get_corename()); /* this test's process: the same environment */
+    assert_int_equal(run("bench gemm --quick --openblas_coretypes='Haswell;rm'"), 2);
+    assert_non_null(strstr(out, "OpenBLAS core names"));
 }
 
 /* A stand-in interpreter: `sh SCRIPT ...` ignoring the peer script's arguments. */
