@@ -134,7 +134,7 @@ static bool operands_alloc(operands *o, const gemm_shape *s, bool bf16) {
 /* The core types a peer forces by default: the best two OpenBLAS has for
  * what this CPU's features allow (OpenBLAS's own choice goes by model
  * number; Zen runs the Haswell kernels, Cooperlake SkylakeX's SGEMM). */
-static int auto_coretypes(char names[][32], int cap) {
+int vla_bench_openblas_coretypes(char names[][32], int cap) {
     const char *cand[5];
     int n = 0;
 #if defined(__x86_64__) || defined(__i386__)
@@ -152,10 +152,11 @@ static int auto_coretypes(char names[][32], int cap) {
     return out;
 }
 
-/* --openblas_coretypes: "auto", "none", or names (letters and digits only:
- * they go into a shell command). Returns the count, or -1 after an error. */
-static int parse_coretypes(const char *text, char names[][32], int cap) {
-    if (!strcmp(text, "auto")) return auto_coretypes(names, cap);
+/* --openblas_coretypes (or another `flag`): "auto", "none", or names
+ * (letters and digits only: they go into a shell command). Returns the
+ * count, or -1 after an error. */
+int vla_bench_parse_coretypes(const char *flag, const char *text, char names[][32], int cap) {
+    if (!strcmp(text, "auto")) return vla_bench_openblas_coretypes(names, cap);
     if (!strcmp(text, "none")) return 0;
     int n = 0;
     const char *p = text;
@@ -165,8 +166,8 @@ static int parse_coretypes(const char *text, char names[][32], int cap) {
         for (size_t i = 0; ok && i < len; i++) ok = (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= 'a' && p[i] <= 'z') ||
                                                    (p[i] >= '0' && p[i] <= '9');
         if (!ok) {
-            fprintf(stderr, "vla: error: --openblas_coretypes=%s: expected auto, none, or up to %d OpenBLAS core "
-                            "names separated by commas (e.g. SkylakeX,Haswell,Prescott)\n", text, cap);
+            fprintf(stderr, "vla: error: --%s=%s: expected auto, none, or up to %d OpenBLAS core name%s separated by "
+                            "commas (e.g. SkylakeX,Haswell,Prescott)\n", flag, text, cap, cap > 1 ? "s" : "");
             return -1;
         }
         snprintf(names[n++], 32, "%.*s", (int)len, p);
@@ -282,7 +283,7 @@ int vla_bench_gemm(int argc, char **argv) {
     if (quick) rounds = 1;
 
     char peers[MAX_PEERS][32];
-    int n_peers = parse_coretypes(coretypes, peers, MAX_PEERS);
+    int n_peers = vla_bench_parse_coretypes("openblas_coretypes", coretypes, peers, MAX_PEERS);
     if (n_peers < 0) return 2;
     contender cs[2 + MAX_PEERS];
     int n = 0;
@@ -294,7 +295,7 @@ int vla_bench_gemm(int argc, char **argv) {
     }
     for (int i = 0; i < n_peers; i++) {
         cs[n] = (contender){.gemm = "openblas", .lib = VLA_GEMM_OPENBLAS, .peer = true};
-        snprintf(cs[n].coretype, sizeof cs[n].coretype, "%s", peers[i]);
+        snprintf(cs[n].coretype, sizeof cs[n].coretype, "%.31s", peers[i]);
         n++;
     }
     bool bf16 = !no_bf16 && nthreads == 1 && vla_gemm_bf16_native();

@@ -1,8 +1,10 @@
 /* test_cli.c — the `vla` command as a user meets it: help on every level,
  * version as JSON, unknown commands and flags rejected with a suggestion and
- * exit code 2, the GEMM benchmark printing parseable JSON, and `bench
+ * exit code 2, the GEMM benchmark printing parseable JSON (oneDNN and
+ * OpenBLAS side by side, forced core types in peer processes), and `bench
  * policy` refusing a PyTorch peer that failed or trains a different model,
- * timing a list of thread counts, and counting a frozen group's FLOPs once. */
+ * timing a list of thread counts and of GEMM libraries, running the peer
+ * with a forced OpenBLAS core type, and counting a frozen group's FLOPs once. */
 #include "test_util.h"
 
 #include <cblas.h>
@@ -259,6 +261,49 @@ static void test_bench_policy_thread_list(void **state) {
     assert_int_equal(run("bench policy --threads=-1"), 2);
 }
 
+/* --gemm=onednn,openblas: one line per library, the second with its ratio to
+ * the first; --torch_coretype: the peer runs again with OPENBLAS_CORETYPE
+ * set in its process alone (a stand-in peer reports what it saw: 2
+ * samples/s under Prescott, else 1) while the first peer run keeps the
+ * environment's; a bad library name is refused. */
+static void test_bench_policy_gemm_list_and_forced_peer(void **state) {
+    (void)state;
+    char args[2048], py[1024];
+    snprintf(args, sizeof args, "policy info --config=%s --json", test_source_path("configs/pi05-nano.json"));
+    assert_int_equal(run(args), 0);
+    json_error_t err;
+    json_t *info = json_loads(out, 0, &err);
+    assert_non_null(info);
+    long long trainable = (long long)json_integer_value(json_object_get(info, "trainable_params"));
+    json_decref(info);
+    snprintf(py, sizeof py,
+             "if [ \"$OPENBLAS_CORETYPE\" = Prescott ]; then s=2.0; else s=1.0; fi; "
+             "echo \"{\\\"bench\\\": \\\"policy_train_peer\\\", \\\"samples_per_s\\\": $s, \\\"trainable_params\\\": %lld}\"",
+             trainable);
+    snprintf(args, sizeof args,
+             "bench policy --config=%s --batch=2 --seconds=0.05 --reps=1 --threads=1 --gemm=onednn,openblas "
+             "--torch_coretype=Prescott --python=%s",
+             test_source_path("configs/pi05-nano.json"), fake_python("py_core", py));
+    json_t *l[3];
+    assert_int_equal(bench_policy_train_lines(args, l, 3), 2);
+    assert_string_equal(json_string_value(json_object_get(l[0], "gemm")), "onednn");
+    assert_string_equal(json_string_value(json_object_get(l[1], "gemm")), "openblas");
+    assert_null(json_object_get(l[0], "vs_gemm_base"));
+    double r = num(l[0], "ms_per_step") / num(l[1], "ms_per_step");
+    assert_true(fabs(num(l[1], "vs_gemm_base") - r) < 0.002 * r + 1e-3);
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    double plain = env && !strcmp(env, "Prescott") ? 2.0 : 1.0;
+    for (int i = 0; i < 2; i++) {
+        assert_true(fabs(num(l[i], "torch_samples_per_s") - plain) < 1e-9);
+        assert_true(fabs(num(l[i], "torch_forced_samples_per_s") - 2.0) < 1e-9);
+        assert_string_equal(json_string_value(json_object_get(l[i], "torch_coretype_forced")), "Prescott");
+        json_decref(l[i]);
+    }
+    assert_int_equal(run("bench policy --gemm=onednn,mkl"), 2);
+    assert_non_null(strstr(out, "--gemm=onednn,mkl"));
+    assert_int_equal(run("bench policy --torch_coretype='a b'"), 2);
+}
+
 /* Model FLOPs count a frozen group's forward once, a training group's three
  * times: groot-nano as published (VLM frozen) must count fewer FLOPs per
  * step than the same model with everything training, in the proportion the
@@ -299,6 +344,7 @@ int main(void) {
         cmocka_unit_test(test_bench_gemm_json),
         cmocka_unit_test(test_bench_policy_peer_checks),
         cmocka_unit_test(test_bench_policy_thread_list),
+        cmocka_unit_test(test_bench_policy_gemm_list_and_forced_peer),
         cmocka_unit_test(test_bench_policy_frozen_flops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
