@@ -201,6 +201,7 @@ typedef struct {
     vla_gemm_lib libs[VLA_GEMM_LIB_COUNT];
     bool infer_only; /* no training step: every group frozen, so no gradient memory (the full-size presets) */
     bool quick;
+    int rounds; /* alternating rounds when more than one thing is timed */
 } bench_opts;
 
 /* One training step: loss, backward, AdamW. */
@@ -263,7 +264,7 @@ typedef struct {
 } count_result;
 
 /* Training time per step at each thread count of the list: one warm-up
- * step, then ROUNDS rounds that each time every count for seconds/ROUNDS
+ * step, then --rounds rounds (3) that each time every count for seconds/rounds
  * and then run the PyTorch peer at that count for as long; each count keeps
  * its fastest round of each. One count: one round. So vla.c, the peer and
  * the thread counts are measured in the same minutes, in turn: this
@@ -271,11 +272,10 @@ typedef struct {
  * than the changes they were meant to show. Before each timing a 1024³
  * SGEMM probes the peak again (0.1 s): measured only at the start, a moment
  * of load there gave MFUs above 1. */
-#define ROUNDS 3
 static vla_status time_training_counts(vla_policy *p, const vla_policy_config *cfg, const vla_batch *b,
                                        vla_train_opt *opt, const bench_opts *o, count_result *res,
                                        vla_loss_info *info) {
-    int rounds = o->n_counts * o->n_libs > 1 ? ROUNDS : 1;
+    int rounds = o->n_counts * o->n_libs > 1 || o->peer ? o->rounds : 1;
     bool peer = o->peer;
     omp_set_num_threads(o->threads[0]);
     VLA_TRY(train_step(p, b, opt, info)); /* first touch of the activation arena, OpenBLAS buffers */
@@ -462,7 +462,7 @@ static int bench_one(const char *name, const bench_opts *o) {
 int vla_bench_policy(int argc, char **argv) {
     const char *configs = "pi05-tiny,groot-tiny", *python = "/usr/bin/python3", *threads = NULL;
     const char *torch_coretype = "auto", *gemm_list = NULL;
-    int64_t batch = 8, reps = 10;
+    int64_t batch = 8, reps = 10, rounds = 3;
     double seconds = 2.0;
     bool quick = false, no_peer = false, infer_only = false;
     const vla_flag flags[] = {
@@ -474,6 +474,8 @@ int vla_bench_policy(int argc, char **argv) {
          "OpenMP threads (0: all cores); a list such as 1,2 times each count in alternating rounds and adds each "
          "count's ratio to the first (vs_base_threads); default 1,0 (one thread and all cores; with "
          "--infer_only, all cores)"},
+        {"rounds", VLA_FLAG_INT, &rounds, "N",
+         "rounds alternating vla.c's thread counts and GEMM libraries and the peer (each keeps its best round)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run (smoke test)"},
         {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyTorch eager peer (tools/bench_torch_policy.py)"},
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
@@ -498,14 +500,14 @@ int vla_bench_policy(int argc, char **argv) {
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
-    if (batch < 1 || reps < 1 || seconds < 0) {
-        fprintf(stderr, "vla: error: --batch and --reps must be positive, --seconds non-negative\n");
+    if (batch < 1 || reps < 1 || rounds < 1 || seconds < 0) {
+        fprintf(stderr, "vla: error: --batch, --reps and --rounds must be positive, --seconds non-negative\n");
         return 2;
     }
     if (quick) seconds = seconds < 0.3 ? seconds : 0.3, reps = reps < 3 ? reps : 3, batch = batch < 4 ? batch : 4;
     bench_opts o = {.seconds = seconds, .batch = batch, .infer_reps = reps, .ops = vla_ops_cpu(),
                     .peer = !no_peer && !quick && !infer_only, .python = python, .infer_only = infer_only,
-                    .quick = quick};
+                    .quick = quick, .rounds = (int)rounds};
     o.libs[o.n_libs++] = vla_gemm_lib_active();
     if (gemm_list) {
         o.n_libs = 0;

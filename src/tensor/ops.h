@@ -2,7 +2,7 @@
  *
  * Model code (nn/, policy/) never calls BLAS, OpenMP or CUDA directly; it
  * calls through a `const vla_ops *`. The CPU backend (ops_cpu.c) implements
- * the table with OpenBLAS and OpenMP; a CUDA backend fills the same table
+ * the table with OpenMP and oneDNN or OpenBLAS GEMM tiles (gemm.h); a CUDA backend fills the same table
  * with cuBLAS(Lt) and kernels, and model code does not change.
  *
  * Conventions: matrices are row-major; `lda` etc. are row strides in
@@ -86,7 +86,7 @@ typedef struct vla_ops {
     void (*convert)(void *dst, vla_dtype dst_type, const void *src, vla_dtype src_type, int64_t n);
 } vla_ops;
 
-/* The CPU backend (OpenBLAS + OpenMP). */
+/* The CPU backend (OpenMP; GEMM tiles by oneDNN or OpenBLAS, tensor/gemm.h). */
 const vla_ops *vla_ops_cpu(void);
 
 /* Checked tensor-level GEMM: c = alpha·op(a)·op(b) + beta·c on 2-D f32
