@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <cblas.h>
 #include <jansson.h>
 #include <libavcodec/avcodec.h>
@@ -53,8 +54,9 @@ int vla_cmd_version(int argc, char **argv) {
     }
     printf("vla %s\n", VLA_VERSION);
     printf("  OpenMP  : %s\n", openmp);
-    printf("  GEMM    : %s, %s kernels (VLA_GEMM=%s; oneDNN dispatches to %s on this CPU)\n", gemm_lib,
-           gemm_kernels, vla_gemm_lib_name(lib), isa);
+    const char *env = getenv("VLA_GEMM");
+    printf("  GEMM    : %s, %s kernels (%s %s; VLA_GEMM=onednn|openblas chooses; oneDNN dispatches to %s here)\n",
+           gemm_lib, gemm_kernels, env && *env ? "VLA_GEMM" : "default", vla_gemm_lib_name(lib), isa);
     printf("  bf16    : %s (CPU bf16 features: %s)\n", bf16 ? "through oneDNN" : "emulated (round to bf16, f32 GEMM)",
            bf16_cpu);
     printf("  BLAS    : %s\n", blas);

@@ -76,12 +76,14 @@ void vla_gemm_lib_describe(vla_gemm_lib lib, char *library, size_t library_cap, 
 
 void vla_gemm_tile(vla_gemm_lib lib, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                    int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    /* Both libraries (OpenMP builds) thread a call when omp_get_max_threads()
-     * > 1, and their threaded splits differ by thread count, so the count is
-     * held at 1 around the call. It is the calling task's setting: other
-     * threads are not affected. Inside a team the libraries already run one
-     * thread (omp_in_parallel), but oneDNN's GEMM plans some of its work
-     * from omp_get_max_threads(), so it is held there too. */
+    /* Both libraries (OpenMP builds) thread a call made outside a team when
+     * omp_get_max_threads() > 1, and their threaded splits differ by thread
+     * count (oneDNN's also made a 64³ product 60–200× slower on a busy
+     * 2-core machine), so the count is held at 1 around the call. It is the
+     * calling task's setting: other threads are not affected. Inside a team
+     * both already run one thread (omp_in_parallel); holding the count there
+     * too costs two calls and leaves the rule independent of how each
+     * library reads it. */
     int saved = omp_get_max_threads();
     if (saved != 1) omp_set_num_threads(1);
     if (lib == VLA_GEMM_ONEDNN)

@@ -2,7 +2,8 @@
  *
  * Model code (nn/, policy/) never calls BLAS, OpenMP or CUDA directly; it
  * calls through a `const vla_ops *`. The CPU backend (ops_cpu.c) implements
- * the table with OpenMP and oneDNN or OpenBLAS GEMM tiles (gemm.h); a CUDA backend fills the same table
+ * the table with OpenMP and GEMM tiles by oneDNN or OpenBLAS (gemm.h); a
+ * CUDA backend fills the same table
  * with cuBLAS(Lt) and kernels, and model code does not change.
  *
  * Conventions: matrices are row-major; `lda` etc. are row strides in

@@ -56,11 +56,12 @@ static void cpu_copy_bytes(void *dst, const void *src, size_t bytes) { memcpy(ds
  * so a loss came out 0.93346474064994567 on 1 thread and 0.93346474723713913
  * on 2. Instead the output C is cut into tiles by a rule that looks at the
  * shape (m, n, k) alone, never at the thread count; each tile is one
- * single-threaded GEMM call (oneDNN or OpenBLAS) over the whole of K (a reduction over K is
- * never split), and threads only decide who computes which tile. So every
- * element of C comes from the same call with the same arguments whatever
- * the thread count, and results are bit-identical for 1, 2 or N threads
- * with either library and any of its kernels. docs/design.md states the rule. */
+ * single-threaded GEMM call (oneDNN or OpenBLAS) over the whole of K (a
+ * reduction over K is never split), and threads only decide who computes
+ * which tile. So every element of C comes from the same call with the same
+ * arguments whatever the thread count, and results are bit-identical for 1,
+ * 2 or N threads with either library and any of its kernels. docs/design.md
+ * states the rule. */
 
 /* Multiply-adds per tile the split aims for: 2^23 (~0.1 ms on one core).
  * Each tile packs its own slices of A and B, which costs one core 5–10% at
