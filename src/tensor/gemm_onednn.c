@@ -36,8 +36,8 @@ void vla_gemm_onednn_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, fl
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     if (st != dnnl_success) {
         /* The op table checked the shapes; what is left is oneDNN failing
-         * to allocate its packing buffers. The op has no error path (like
-         * OpenBLAS, which aborts there too), so say what failed and stop. */
+         * to allocate its packing buffers. The op has no error path, so say
+         * what failed and stop. */
         fprintf(stderr, "vla: oneDNN dnnl_sgemm failed (status %d) on %lldx%lldx%lld; out of memory?\n", (int)st,
                 (long long)m, (long long)n, (long long)k);
         abort();
@@ -62,7 +62,10 @@ const char *vla_gemm_onednn_isa(void) {
 
 /* oneDNN 2.6's f32 GEMM has kernels for avx512_core, avx512_mic (as
  * avx512_common), avx2, avx and sse41; the VNNI, bf16 and AMX levels add
- * nothing to f32, so its kernels are those of the level below. */
+ * nothing to f32, so its kernels are those of the level below. The level
+ * is where its dispatch starts: for some products with B transposed and a
+ * long K (704×256×1024 on a Zen 5) perf showed AVX-512 packing feeding its
+ * AVX2 micro-kernel, at about the speed of the AVX-512 one there. */
 static const char *f32_kernels(void) {
     switch (dnnl_get_effective_cpu_isa()) {
     case dnnl_cpu_isa_avx512_core_amx:
