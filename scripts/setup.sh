@@ -19,7 +19,7 @@ want=${1:-test}
 
 build_pkgs=(
   build-essential cmake pkg-config
-  libopenblas-openmp-dev libjansson-dev
+  libopenblas-openmp-dev libdnnl-dev libjansson-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   libcairo2-dev libchipmunk-dev libmujoco-dev libosmesa6-dev
   libsnappy-dev libzstd-dev zlib1g-dev

@@ -34,6 +34,7 @@
 #include "distributed/comm.h"
 #include "policy/policy.h"
 #include "tensor/backend.h"
+#include "tensor/gemm.h"
 #include "tensor/ops.h"
 #include "train/trainer_opt.h"
 
@@ -71,9 +72,24 @@ static double gemm_peak_sizes(const vla_ops *ops, int64_t min_n, int64_t max_n, 
     return best;
 }
 
+/* The best peak of the GEMM libraries in this process (tensor/gemm.h): MFU
+ * is against the best the machine showed in the run, not only the
+ * library the op table uses. */
+static double gemm_peak_best(const vla_ops *ops, int64_t min_n, int64_t max_n, int reps, double window) {
+    vla_gemm_lib saved = vla_gemm_lib_active();
+    double best = 0;
+    for (int lib = 0; lib < VLA_GEMM_LIB_COUNT; lib++) {
+        vla_gemm_lib_select((vla_gemm_lib)lib);
+        double g = gemm_peak_sizes(ops, min_n, max_n, reps, window);
+        if (g > best) best = g;
+    }
+    vla_gemm_lib_select(saved);
+    return best;
+}
+
 /* The peak printed first: sizes 256..2048, three windows of 0.1 s each. */
 static double gemm_peak(const vla_ops *ops, bool quick) {
-    return quick ? gemm_peak_sizes(ops, 256, 512, 3, 0.03) : gemm_peak_sizes(ops, 256, 2048, 3, 0.1);
+    return quick ? gemm_peak_best(ops, 256, 512, 3, 0.03) : gemm_peak_best(ops, 256, 2048, 3, 0.1);
 }
 
 void vla_bench_batch_free(vla_bench_batch *s) {
@@ -182,8 +198,12 @@ typedef struct {
     vla_comm *comm;
     bool peer;
     const char *python;
+    char torch_coretype[32]; /* OPENBLAS_CORETYPE of the second peer run ("": none) */
+    int n_libs;              /* GEMM libraries timed in turn (--gemm), the first the base of vs_gemm_base */
+    vla_gemm_lib libs[VLA_GEMM_LIB_COUNT];
     bool infer_only; /* no training step: every group frozen, so no gradient memory (the full-size presets) */
     bool quick;
+    int rounds; /* alternating rounds when more than one thing is timed */
 } bench_opts;
 
 /* One training step: loss, backward, AdamW. */
@@ -220,11 +240,12 @@ vla_status vla_bench_time_training(vla_policy *p, const vla_batch *b, vla_train_
  * with a reason in `why`. Its trainable parameter count must equal ours
  * (`trainable`), so the ratio compares the same model. */
 static double torch_peer(const vla_policy_config *cfg, int64_t trainable, int64_t batch, int threads, double seconds,
-                         const char *python, char *why, size_t why_cap) {
-    char script[1024], cmd[4096], line[4096];
+                         const char *python, const char *coretype, char *why, size_t why_cap) {
+    char script[1024], cmd[4096], line[4096], env[64] = "";
     vla_cli_find_source_file("tools/bench_torch_policy.py", script, sizeof script);
-    snprintf(cmd, sizeof cmd, "'%s' '%s' --config '%s' --batch %lld --threads %d --seconds %g 2>&1", python, script,
-             cfg->path, (long long)batch, threads, seconds);
+    if (coretype && *coretype) snprintf(env, sizeof env, "OPENBLAS_CORETYPE=%s ", coretype); /* that process alone */
+    snprintf(cmd, sizeof cmd, "%s'%s' '%s' --config '%s' --batch %lld --threads %d --seconds %g 2>&1", env, python,
+             script, cfg->path, (long long)batch, threads, seconds);
     if (!vla_cli_run_peer(cmd, "\"samples_per_s\": ", line, sizeof line, why, why_cap)) return 0;
     double peer_params = vla_cli_peer_number(line, "\"trainable_params\": ");
     if (peer_params != (double)trainable) {
@@ -237,14 +258,15 @@ static double torch_peer(const vla_policy_config *cfg, int64_t trainable, int64_
 
 /* What one thread count measured. */
 typedef struct {
-    double per_step;  /* seconds per training step, best round */
+    double per_step[VLA_GEMM_LIB_COUNT]; /* seconds per training step with each library of --gemm, best round */
     double peak;      /* best SGEMM GFLOP/s seen */
     double torch_sps; /* the peer's samples/s, best round; 0 when it gave none (why) */
+    double torch_forced_sps; /* the same with OpenBLAS's core type forced in its process; 0: none */
     char why[300];
 } count_result;
 
 /* Training time per step at each thread count of the list: one warm-up
- * step, then ROUNDS rounds that each time every count for seconds/ROUNDS
+ * step, then --rounds rounds (3) that each time every count for seconds/rounds
  * and then run the PyTorch peer at that count for as long; each count keeps
  * its fastest round of each. One count: one round. So vla.c, the peer and
  * the thread counts are measured in the same minutes, in turn: this
@@ -252,28 +274,41 @@ typedef struct {
  * than the changes they were meant to show. Before each timing a 1024³
  * SGEMM probes the peak again (0.1 s): measured only at the start, a moment
  * of load there gave MFUs above 1. */
-#define ROUNDS 3
 static vla_status time_training_counts(vla_policy *p, const vla_policy_config *cfg, const vla_batch *b,
                                        vla_train_opt *opt, const bench_opts *o, count_result *res,
                                        vla_loss_info *info) {
-    int rounds = o->n_counts > 1 ? ROUNDS : 1;
+    int rounds = o->n_counts * o->n_libs > 1 || o->peer ? o->rounds : 1;
     bool peer = o->peer;
     omp_set_num_threads(o->threads[0]);
     VLA_TRY(train_step(p, b, opt, info)); /* first touch of the activation arena, OpenBLAS buffers */
-    for (int i = 0; i < o->n_counts; i++) res[i] = (count_result){1e30, o->peak[i], 0, ""};
+    for (int i = 0; i < o->n_counts; i++) {
+        res[i] = (count_result){{0}, o->peak[i], 0, 0, ""};
+        for (int l = 0; l < o->n_libs; l++) res[i].per_step[l] = 1e30;
+    }
     for (int r = 0; r < rounds; r++)
         for (int i = 0; i < o->n_counts; i++) {
             double t, g;
             omp_set_num_threads(o->threads[i]);
-            g = o->quick ? 0 : gemm_peak_sizes(o->ops, 1024, 1024, 1, 0.1);
+            g = o->quick ? 0 : gemm_peak_best(o->ops, 1024, 1024, 1, 0.1);
             if (g > res[i].peak) res[i].peak = g;
-            VLA_TRY(time_steps(p, b, opt, o->seconds / rounds, &t, info));
-            if (t < res[i].per_step) res[i].per_step = t;
+            for (int l = 0; l < o->n_libs; l++) { /* each GEMM library in turn (tensor/gemm.h) */
+                vla_gemm_lib_select(o->libs[l]);
+                vla_status st = time_steps(p, b, opt, o->seconds / rounds, &t, info);
+                vla_gemm_lib_select(o->libs[0]);
+                VLA_TRY(st);
+                if (t < res[i].per_step[l]) res[i].per_step[l] = t;
+            }
             if (!peer) continue;
             char why[300] = "";
             double sps = torch_peer(cfg, p->n_grad_floats, o->batch, o->threads[i], o->seconds / rounds, o->python,
-                                    why, sizeof why);
+                                    NULL, why, sizeof why);
             if (sps > res[i].torch_sps) res[i].torch_sps = sps;
+            if (sps > 0 && o->torch_coretype[0]) { /* the peer again, its OpenBLAS at its best core type */
+                char why2[300];
+                double f = torch_peer(cfg, p->n_grad_floats, o->batch, o->threads[i], o->seconds / rounds, o->python,
+                                      o->torch_coretype, why2, sizeof why2);
+                if (f > res[i].torch_forced_sps) res[i].torch_forced_sps = f;
+            }
             if (sps <= 0) { /* no peer figure for any count: say why on every line */
                 peer = false;
                 for (int j = 0; j < o->n_counts; j++) {
@@ -285,11 +320,12 @@ static vla_status time_training_counts(vla_policy *p, const vla_policy_config *c
     return VLA_OK;
 }
 
-/* The policy_train line for thread count index `ti`; base_per_step > 0 adds
- * the ratio to the first thread count of the list. */
-static void print_train(const char *name, const vla_policy *p, const bench_opts *o, int ti, const synth *s,
-                        const vla_loss_info *info, double per_step, double base_per_step, double peak,
-                        double torch_sps, const char *why) {
+/* The policy_train line for thread count index `ti` and GEMM library index
+ * `li`; base_per_step > 0 adds the ratio to the first thread count of the
+ * list, gemm_base_per_step > 0 the ratio to the first library of --gemm. */
+static void print_train(const char *name, const vla_policy *p, const bench_opts *o, int ti, int li, const synth *s,
+                        const vla_loss_info *info, double per_step, double base_per_step, double gemm_base_per_step,
+                        double peak, double torch_sps, double torch_forced_sps, const char *why) {
     vla_flops_estimate est;
     vla_flops_estimate_compute(&p->cfg, &p->specs, &est);
     /* the measured forward split by group as the estimate splits it (see the top of the file) */
@@ -305,8 +341,16 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
            peak > 0 ? achieved / peak : 0.0, info->loss);
     if (base_per_step > 0)
         printf(",\"base_threads\":%d,\"vs_base_threads\":%.3f", o->threads[0], base_per_step / per_step);
-    if (torch_sps > 0) printf(",\"torch_samples_per_s\":%.3f,\"vs_torch\":%.3f", torch_sps, sps / torch_sps);
-    else if (o->peer) {
+    printf(",\"gemm\":\"%s\"", vla_gemm_lib_name(o->libs[li]));
+    if (gemm_base_per_step > 0)
+        printf(",\"gemm_base\":\"%s\",\"vs_gemm_base\":%.3f", vla_gemm_lib_name(o->libs[0]),
+               gemm_base_per_step / per_step);
+    if (torch_sps > 0) {
+        printf(",\"torch_samples_per_s\":%.3f,\"vs_torch\":%.3f", torch_sps, sps / torch_sps);
+        if (torch_forced_sps > 0)
+            printf(",\"torch_coretype_forced\":\"%s\",\"torch_forced_samples_per_s\":%.3f,\"vs_torch_forced\":%.3f",
+                   o->torch_coretype, torch_forced_sps, sps / torch_forced_sps);
+    } else if (o->peer) {
         printf(",\"torch_skipped\":\"");
         vla_cli_print_json_chars(why);
         printf("\"");
@@ -402,8 +446,10 @@ static int bench_one(const char *name, const bench_opts *o) {
         if (st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
         if (st == VLA_OK) st = time_training_counts(p, &cfg, &s.b, opt, o, res, &info);
         for (int i = 0; i < o->n_counts && st == VLA_OK; i++)
-            print_train(name, p, o, i, &s, &info, res[i].per_step, i > 0 ? res[0].per_step : 0, res[i].peak,
-                        res[i].torch_sps, res[i].why);
+            for (int l = 0; l < o->n_libs; l++)
+                print_train(name, p, o, i, l, &s, &info, res[i].per_step[l], i > 0 ? res[0].per_step[l] : 0,
+                            l > 0 ? res[i].per_step[0] : 0, res[i].peak, res[i].torch_sps, res[i].torch_forced_sps,
+                            res[i].why);
     }
     for (int i = 0; i < o->n_counts && st == VLA_OK; i++) {
         omp_set_num_threads(o->threads[i]);
@@ -417,8 +463,9 @@ static int bench_one(const char *name, const bench_opts *o) {
 
 int vla_bench_policy(int argc, char **argv) {
     const char *configs = "pi05-tiny,groot-tiny", *python = "/usr/bin/python3", *threads = NULL;
+    const char *torch_coretype = "auto", *gemm_list = NULL;
     const char *device = vla_backend_default_name();
-    int64_t batch = 8, reps = 10;
+    int64_t batch = 8, reps = 10, rounds = 3;
     double seconds = 2.0;
     bool quick = false, no_peer = false, infer_only = false;
     const vla_flag flags[] = {
@@ -430,10 +477,18 @@ int vla_bench_policy(int argc, char **argv) {
          "OpenMP threads (0: all cores); a list such as 1,2 times each count in alternating rounds and adds each "
          "count's ratio to the first (vs_base_threads); default 1,0 (one thread and all cores; with "
          "--infer_only, all cores)"},
+        {"rounds", VLA_FLAG_INT, &rounds, "N",
+         "rounds alternating vla.c's thread counts and GEMM libraries and the peer (each keeps its best round)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run (smoke test)"},
         {"device", VLA_FLAG_STRING, &device, "NAME", VLA_CLI_DEVICE_HELP},
         {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyTorch eager peer (tools/bench_torch_policy.py)"},
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
+        {"gemm", VLA_FLAG_STRING, &gemm_list, "LIB[,LIB]",
+         "GEMM libraries timed in turn in the same rounds (onednn, openblas; default: the one in use, VLA_GEMM); "
+         "lines after the first library's add vs_gemm_base"},
+        {"torch_coretype", VLA_FLAG_STRING, &torch_coretype, "auto|none|NAME",
+         "run the peer a second time with OPENBLAS_CORETYPE set in its process alone (auto: the best core type "
+         "the CPU's features allow, as bench gemm picks it); \"vs_torch_forced\""},
         {"infer_only", VLA_FLAG_BOOL, &infer_only, NULL,
          "only the batch-1 inference line, every group frozen so no gradient memory is allocated (what a full-size "
          "preset needs on a 24 GiB machine); it adds the weights' and the process's peak memory"},
@@ -449,16 +504,44 @@ int vla_bench_policy(int argc, char **argv) {
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
-    if (batch < 1 || reps < 1 || seconds < 0) {
-        fprintf(stderr, "vla: error: --batch and --reps must be positive, --seconds non-negative\n");
+    if (batch < 1 || reps < 1 || rounds < 1 || seconds < 0) {
+        fprintf(stderr, "vla: error: --batch, --reps and --rounds must be positive, --seconds non-negative\n");
         return 2;
     }
     if (quick) seconds = seconds < 0.3 ? seconds : 0.3, reps = reps < 3 ? reps : 3, batch = batch < 4 ? batch : 4;
     const vla_ops *dev;
     vla_status dst = vla_backend_get(device, &dev);
     if (dst != VLA_OK) return vla_cli_fail(dst);
-    bench_opts o = {seconds, batch, reps, 0, {0}, {0}, dev, NULL, !no_peer && !quick && !infer_only,
-                    python, infer_only, quick};
+    bench_opts o = {.seconds = seconds, .batch = batch, .infer_reps = reps, .ops = dev,
+                    .peer = !no_peer && !quick && !infer_only, .python = python, .infer_only = infer_only,
+                    .quick = quick, .rounds = (int)rounds};
+    o.libs[o.n_libs++] = vla_gemm_lib_active();
+    if (gemm_list) {
+        o.n_libs = 0;
+        char *copy = strdup(gemm_list), *save = NULL;
+        if (!copy) return 1;
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            vla_gemm_lib lib;
+            if (vla_gemm_lib_parse(tok, &lib) != VLA_OK || o.n_libs == VLA_GEMM_LIB_COUNT) {
+                fprintf(stderr, "vla: error: --gemm=%s: expected onednn, openblas or both, separated by a comma\n",
+                        gemm_list);
+                free(copy);
+                return 2;
+            }
+            o.libs[o.n_libs++] = lib;
+        }
+        free(copy);
+        if (o.n_libs == 0) o.libs[o.n_libs++] = vla_gemm_lib_active();
+        vla_gemm_lib_select(o.libs[0]);
+    }
+    if (!strcmp(torch_coretype, "auto")) {
+        char best[1][32];
+        if (vla_bench_openblas_coretypes(best, 1) == 1) snprintf(o.torch_coretype, sizeof o.torch_coretype, "%s", best[0]);
+    } else if (strcmp(torch_coretype, "none") != 0) {
+        char one[1][32];
+        if (vla_bench_parse_coretypes("torch_coretype", torch_coretype, one, 1) != 1) return 2;
+        snprintf(o.torch_coretype, sizeof o.torch_coretype, "%s", one[0]);
+    }
     /* default: training scales from one core to all of them, so show both and their ratio */
     if (!threads) threads = infer_only ? "0" : "1,0";
     if (!parse_thread_counts(threads, omp_get_max_threads(), &o)) return 2;

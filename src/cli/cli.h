@@ -119,6 +119,12 @@ void vla_bench_batch_finish(vla_bench_batch *s, int32_t S, int64_t T, int32_t n_
 void vla_bench_batch_free(vla_bench_batch *s);
 vla_status vla_bench_time_training(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds,
                                    double *per_step, vla_loss_info *info);
+/* bench_gemm.c: OpenBLAS core types a peer process forces (OPENBLAS_CORETYPE
+ * set for it alone): the best two OpenBLAS has for this CPU's features,
+ * best first; or parsed from the text of --`flag` ("auto", "none", names;
+ * -1 after printing an error). Returns the count (≤ cap). */
+int vla_bench_openblas_coretypes(char names[][32], int cap);
+int vla_bench_parse_coretypes(const char *flag, const char *text, char names[][32], int cap);
 /* bench_dataset.c: a LeRobot v3.0 dataset of `episodes` × `ep_len` frames,
  * 14-D state and action, `cams` (≤ 3) cameras of 640×480 AV1 at LeRobot's
  * settings (moving gradients and a square: not trivially compressible). */

@@ -1,8 +1,10 @@
 /* cmd_version.c — `vla version`: the version and what was compiled in. */
 #include "cli/cli.h"
+#include "tensor/gemm.h"
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <cblas.h>
 #include <jansson.h>
 #include <libavcodec/avcodec.h>
@@ -45,14 +47,30 @@ int vla_cmd_version(int argc, char **argv) {
         snprintf(devices_json + strlen(devices_json), sizeof devices_json - strlen(devices_json), "%s\"%s\"", jsep,
                  vla_backend_name(i));
     }
+    /* The GEMM library the op table uses (VLA_GEMM) and the kernels it runs
+     * on this CPU: oneDNN's instruction set, picked from the CPU's features,
+     * or OpenBLAS's core type (tensor/gemm.h). */
+    vla_gemm_lib lib = vla_gemm_lib_active();
+    char gemm_lib[64], gemm_kernels[64];
+    vla_gemm_lib_describe(lib, gemm_lib, sizeof gemm_lib, gemm_kernels, sizeof gemm_kernels);
+    const char *isa = vla_gemm_onednn_isa(), *bf16_cpu = vla_gemm_bf16_cpu_features();
+    bool bf16 = vla_gemm_bf16_native();
     if (as_json) {
-        printf("{\"version\":\"%s\",\"openmp\":\"%s\",\"blas\":\"%s\",\"ffmpeg\":\"%s\","
-               "\"mpi\":\"%s\",\"cuda\":\"%s\",\"jansson\":\"%s\",\"devices\":[%s]}\n",
-               VLA_VERSION, openmp, blas, ffmpeg, mpi, cuda, JANSSON_VERSION, devices_json);
+        printf("{\"version\":\"%s\",\"openmp\":\"%s\",\"gemm\":\"%s\",\"gemm_library\":\"%s\","
+               "\"gemm_kernels\":\"%s\",\"onednn_isa\":\"%s\",\"bf16_gemm\":\"%s\",\"bf16_cpu\":\"%s\","
+               "\"blas\":\"%s\",\"ffmpeg\":\"%s\",\"mpi\":\"%s\",\"cuda\":\"%s\",\"jansson\":\"%s\","
+               "\"devices\":[%s]}\n",
+               VLA_VERSION, openmp, vla_gemm_lib_name(lib), gemm_lib, gemm_kernels, isa,
+               bf16 ? "onednn" : "emulated", bf16_cpu, blas, ffmpeg, mpi, cuda, JANSSON_VERSION, devices_json);
         return 0;
     }
     printf("vla %s\n", VLA_VERSION);
     printf("  OpenMP  : %s\n", openmp);
+    const char *env = getenv("VLA_GEMM");
+    printf("  GEMM    : %s, %s kernels (%s %s; VLA_GEMM=onednn|openblas chooses; oneDNN dispatches to %s here)\n",
+           gemm_lib, gemm_kernels, env && *env ? "VLA_GEMM" : "default", vla_gemm_lib_name(lib), isa);
+    printf("  bf16    : %s (CPU bf16 features: %s)\n", bf16 ? "through oneDNN" : "emulated (round to bf16, f32 GEMM)",
+           bf16_cpu);
     printf("  BLAS    : %s\n", blas);
     printf("  FFmpeg  : %s\n", ffmpeg);
     printf("  MPI     : %s\n", mpi);

@@ -1,6 +1,9 @@
 /* main.c — the `vla` command: top-level dispatch to one file per command. */
 #include "cli/cli.h"
+#include "tensor/gemm.h"
 #include "train/plot.h"
+
+#include <stdio.h>
 
 static const vla_cli_command commands[] = {
     {"bench", "measure kernels and pipelines; prints one JSON object per result", vla_cmd_bench},
@@ -20,6 +23,11 @@ static const vla_cli_command commands[] = {
 
 int main(int argc, char **argv) {
     vla_cli_guard_stdout(); /* no NaN/Inf on a JSON line */
+    vla_gemm_lib gemm; /* a VLA_GEMM the library would only warn about is refused here, before any work */
+    if (vla_gemm_lib_from_env(&gemm) != VLA_OK) {
+        fprintf(stderr, "vla: error: %s\n", vla_error_message());
+        return 2;
+    }
     int rc = vla_cli_dispatch("vla", commands, (int)(sizeof commands / sizeof commands[0]), argc - 1, argv + 1);
     vla_plot_release_caches(); /* plots loaded fonts; a leak checker should not count those caches */
     vla_cli_guard_end();

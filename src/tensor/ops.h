@@ -5,7 +5,8 @@
  * (train/, eval/, distributed/) never loop over tensor elements, never call
  * BLAS, OpenMP or CUDA, and never read or write a tensor with the host: they
  * call through a `const vla_ops *` and do shape arithmetic. A backend is
- * one filled table: `cpu` (ops_cpu*.c: OpenBLAS + OpenMP), `checked` (the
+ * one filled table: `cpu` (ops_cpu*.c: GEMM tiles by oneDNN or
+ * OpenBLAS, tensor/gemm.h; OpenMP), `checked` (the
  * CPU kernels on memory the host cannot touch outside an op call, so a
  * bypass crashes a test; ops_checked.c), and later `cuda`. backend.h names
  * them; docs/design.md, "The backend seam", says how to add one.

@@ -1,6 +1,6 @@
-/* ops_cpu.c — the CPU backend of the op table: memory, OpenBLAS GEMMs cut
- * into tiles by shape, elementwise work and reductions with OpenMP, the
- * optimizer's kernels, and the table itself (the other kernels live in
+/* ops_cpu.c — the CPU backend of the op table: memory, GEMMs cut into
+ * tiles by shape (each tile by oneDNN or OpenBLAS, tensor/gemm.h),
+ * elementwise work and reductions with OpenMP, the optimizer's kernels, and the table itself (the other kernels live in
  * ops_cpu_norm.c, ops_cpu_pointwise.c, ops_cpu_layout.c,
  * ops_cpu_attention.c and ops_cpu_flow.c).
  *
@@ -29,9 +29,9 @@
  * Reductions accumulate in double per thread and combine in a fixed order,
  * so results do not depend on scheduling. */
 #include "tensor/ops_cpu_internal.h"
+#include "tensor/gemm.h"
 #include "tensor/parallel.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -59,11 +59,12 @@ static void cpu_copy_bytes(void *dst, const void *src, size_t bytes) { memcpy(ds
  * so a loss came out 0.93346474064994567 on 1 thread and 0.93346474723713913
  * on 2. Instead the output C is cut into tiles by a rule that looks at the
  * shape (m, n, k) alone, never at the thread count; each tile is one
- * single-threaded cblas_sgemm over the whole of K (a reduction over K is
- * never split), and threads only decide who computes which tile. So every
- * element of C comes from the same call with the same arguments whatever
- * the thread count, and results are bit-identical for 1, 2 or N threads
- * with any OpenBLAS kernel. docs/design.md states the rule. */
+ * single-threaded GEMM call (oneDNN or OpenBLAS) over the whole of K (a
+ * reduction over K is never split), and threads only decide who computes
+ * which tile. So every element of C comes from the same call with the same
+ * arguments whatever the thread count, and results are bit-identical for 1,
+ * 2 or N threads with either library and any of its kernels. docs/design.md
+ * states the rule. */
 
 /* Multiply-adds per tile the split aims for: 2^23 (~0.1 ms on one core).
  * Each tile packs its own slices of A and B, which costs one core 5–10% at
@@ -133,17 +134,11 @@ static gemm_split gemm_split_for(int64_t m, int64_t n, int64_t k) {
     return s;
 }
 
-/* One single-threaded BLAS call. The OpenMP build of OpenBLAS threads a
- * call made outside an active parallel region when omp_get_max_threads()
- * > 1, so that number is lowered to 1 around the call (it is per task:
- * other threads are not affected). */
+/* One single-threaded call of the GEMM library in use (oneDNN, or OpenBLAS
+ * with VLA_GEMM=openblas: tensor/gemm.h). */
 static void blas_sgemm_1thread(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    int saved = omp_in_parallel() ? 0 : omp_get_max_threads();
-    if (saved > 1) omp_set_num_threads(1);
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,
-                (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
-    if (saved > 1) omp_set_num_threads(saved);
+    vla_gemm_tile(vla_gemm_lib_active(), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 /* Tile `i` of split s: C[r0:r0+tm, c0:c0+tn] from rows r0.. of op(A) and columns c0.. of op(B). */

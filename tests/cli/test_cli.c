@@ -1,10 +1,13 @@
 /* test_cli.c — the `vla` command as a user meets it: help on every level,
  * version as JSON, unknown commands and flags rejected with a suggestion and
- * exit code 2, the GEMM benchmark printing parseable JSON, and `bench
+ * exit code 2, the GEMM benchmark printing parseable JSON (oneDNN and
+ * OpenBLAS side by side, forced core types in peer processes), and `bench
  * policy` refusing a PyTorch peer that failed or trains a different model,
- * timing a list of thread counts, and counting a frozen group's FLOPs once. */
+ * timing a list of thread counts and of GEMM libraries, running the peer
+ * with a forced OpenBLAS core type, and counting a frozen group's FLOPs once. */
 #include "test_util.h"
 
+#include <cblas.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -70,23 +73,82 @@ static void test_version_json(void **state) {
     assert_non_null(strstr(json_string_value(json_object_get(v, "blas")), "OpenBLAS"));
     assert_non_null(strstr(json_string_value(json_object_get(v, "mpi")), "MPI"));
     assert_non_null(strstr(json_string_value(json_object_get(v, "ffmpeg")), "libavcodec"));
+    /* the GEMM library and its kernels; VLA_GEMM picks the library */
+    const char *gemm = json_string_value(json_object_get(v, "gemm"));
+    assert_true(!strcmp(gemm, "onednn") || !strcmp(gemm, "openblas"));
+    assert_true(strlen(json_string_value(json_object_get(v, "gemm_kernels"))) > 0);
     json_decref(v);
+    assert_int_equal(run("version"), 0);
+    assert_non_null(strstr(out, "GEMM    : "));
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "VLA_GEMM=openblas %s version --json 2>&1", test_cli_path());
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    v = json_loads(out, 0, &err);
+    assert_non_null(v);
+    assert_string_equal(json_string_value(json_object_get(v, "gemm")), "openblas");
+    assert_non_null(strstr(json_string_value(json_object_get(v, "gemm_library")), "OpenBLAS"));
+    json_decref(v);
+    snprintf(cmd, sizeof cmd, "VLA_GEMM=mkl %s version 2>&1", test_cli_path());
+    assert_int_equal(test_run(cmd, out, sizeof out), 2); /* refused before any work, naming the variable */
+    assert_non_null(strstr(out, "VLA_GEMM=mkl"));
+    assert_non_null(strstr(out, "onednn or openblas"));
 }
 
+/* bench gemm: oneDNN and OpenBLAS side by side in this process, and OpenBLAS
+ * in a peer process with a forced core type (Prescott: OpenBLAS's fallback,
+ * which every x86-64 CPU runs): the peer reports running that core while
+ * this process's OpenBLAS keeps the environment's kernels (the variable
+ * reached the peer alone); MFU is against the best peak of the run. */
 static void test_bench_gemm_json(void **state) {
-    assert_int_equal(run("bench gemm --quick --seconds=0.01 --reps=1 --threads=1"), 0);
-    int lines = 0, peak = 0;
+#if !defined(__x86_64__)
+    skip(); /* OpenBLAS's core names are x86's */
+#endif
+    assert_int_equal(run("bench gemm --quick --seconds=0.01 --reps=1 --threads=1 --openblas_coretypes=Prescott"), 0);
+    int lines = 0, peaks = 0, compare = 0, self_libs = 0, peer = 0;
+    double best_peak = 0, max_peak = 0;
+    char env_kernels[64] = "";
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
         json_error_t err;
         json_t *v = json_loads(line, 0, &err);
         if (!v) fail_msg("not JSON: %s", line);
-        assert_true(json_number_value(json_object_get(v, "gflops")) > 0.1);
-        peak += !strcmp(json_string_value(json_object_get(v, "bench")), "gemm_peak");
+        const char *bench = json_string_value(json_object_get(v, "bench"));
+        const char *gemm = json_string_value(json_object_get(v, "gemm"));
+        const char *process = json_string_value(json_object_get(v, "process"));
+        if (!strcmp(bench, "gemm")) {
+            if (json_object_get(v, "skipped")) fail_msg("a contender was skipped: %s", line);
+            assert_true(json_number_value(json_object_get(v, "gflops")) > 0.1);
+            double mfu = json_number_value(json_object_get(v, "mfu"));
+            assert_true(mfu > 0 && mfu <= 1.0 + 1e-9);
+            if (!strcmp(process, "peer")) {
+                assert_string_equal(json_string_value(json_object_get(v, "kernels")), "Prescott");
+                peer++;
+            } else if (!strcmp(gemm, "openblas")) {
+                snprintf(env_kernels, sizeof env_kernels, "%s", json_string_value(json_object_get(v, "kernels")));
+            }
+        } else if (!strcmp(bench, "gemm_peak")) {
+            double g = json_number_value(json_object_get(v, "gflops"));
+            assert_true(g > 0.1);
+            if (g > max_peak) max_peak = g;
+            if (!strcmp(process, "self")) self_libs++;
+            peaks++;
+        } else if (!strcmp(bench, "gemm_compare")) {
+            best_peak = json_number_value(json_object_get(v, "best_peak_gflops"));
+            assert_true(json_number_value(json_object_get(v, "onednn_over_openblas_Prescott")) > 0);
+            assert_true(json_number_value(json_object_get(v, "onednn_over_openblas_env")) > 0);
+            compare++;
+        }
         json_decref(v);
         lines++;
     }
-    assert_true(lines >= 5);
-    assert_int_equal(peak, 1);
+    assert_true(lines >= 10);
+    assert_int_equal(peaks, 3);
+    assert_int_equal(self_libs, 2);
+    assert_true(peer >= 3);
+    assert_int_equal(compare, 1);
+    assert_true(fabs(best_peak - max_peak) <= 0.01);
+    assert_string_equal(env_kernels, openblas_get_corename()); /* this test's process: the same environment */
+    assert_int_equal(run("bench gemm --quick --openblas_coretypes='Haswell;rm'"), 2);
+    assert_non_null(strstr(out, "OpenBLAS core names"));
 }
 
 /* A stand-in interpreter: `sh SCRIPT ...` ignoring the peer script's arguments. */
@@ -199,6 +261,49 @@ static void test_bench_policy_thread_list(void **state) {
     assert_int_equal(run("bench policy --threads=-1"), 2);
 }
 
+/* --gemm=onednn,openblas: one line per library, the second with its ratio to
+ * the first; --torch_coretype: the peer runs again with OPENBLAS_CORETYPE
+ * set in its process alone (a stand-in peer reports what it saw: 2
+ * samples/s under Prescott, else 1) while the first peer run keeps the
+ * environment's; a bad library name is refused. */
+static void test_bench_policy_gemm_list_and_forced_peer(void **state) {
+    (void)state;
+    char args[2048], py[1024];
+    snprintf(args, sizeof args, "policy info --config=%s --json", test_source_path("configs/pi05-nano.json"));
+    assert_int_equal(run(args), 0);
+    json_error_t err;
+    json_t *info = json_loads(out, 0, &err);
+    assert_non_null(info);
+    long long trainable = (long long)json_integer_value(json_object_get(info, "trainable_params"));
+    json_decref(info);
+    snprintf(py, sizeof py,
+             "if [ \"$OPENBLAS_CORETYPE\" = Prescott ]; then s=2.0; else s=1.0; fi; "
+             "echo \"{\\\"bench\\\": \\\"policy_train_peer\\\", \\\"samples_per_s\\\": $s, \\\"trainable_params\\\": %lld}\"",
+             trainable);
+    snprintf(args, sizeof args,
+             "bench policy --config=%s --batch=2 --seconds=0.05 --reps=1 --threads=1 --gemm=onednn,openblas "
+             "--torch_coretype=Prescott --python=%s",
+             test_source_path("configs/pi05-nano.json"), fake_python("py_core", py));
+    json_t *l[3];
+    assert_int_equal(bench_policy_train_lines(args, l, 3), 2);
+    assert_string_equal(json_string_value(json_object_get(l[0], "gemm")), "onednn");
+    assert_string_equal(json_string_value(json_object_get(l[1], "gemm")), "openblas");
+    assert_null(json_object_get(l[0], "vs_gemm_base"));
+    double r = num(l[0], "ms_per_step") / num(l[1], "ms_per_step");
+    assert_true(fabs(num(l[1], "vs_gemm_base") - r) < 0.002 * r + 1e-3);
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    double plain = env && !strcmp(env, "Prescott") ? 2.0 : 1.0;
+    for (int i = 0; i < 2; i++) {
+        assert_true(fabs(num(l[i], "torch_samples_per_s") - plain) < 1e-9);
+        assert_true(fabs(num(l[i], "torch_forced_samples_per_s") - 2.0) < 1e-9);
+        assert_string_equal(json_string_value(json_object_get(l[i], "torch_coretype_forced")), "Prescott");
+        json_decref(l[i]);
+    }
+    assert_int_equal(run("bench policy --gemm=onednn,mkl"), 2);
+    assert_non_null(strstr(out, "--gemm=onednn,mkl"));
+    assert_int_equal(run("bench policy --torch_coretype='a b'"), 2);
+}
+
 /* Model FLOPs count a frozen group's forward once, a training group's three
  * times: groot-nano as published (VLM frozen) must count fewer FLOPs per
  * step than the same model with everything training, in the proportion the
@@ -239,6 +344,7 @@ int main(void) {
         cmocka_unit_test(test_bench_gemm_json),
         cmocka_unit_test(test_bench_policy_peer_checks),
         cmocka_unit_test(test_bench_policy_thread_list),
+        cmocka_unit_test(test_bench_policy_gemm_list_and_forced_peer),
         cmocka_unit_test(test_bench_policy_frozen_flops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,33 +3,14 @@
  * GEMM, elementwise ops, deterministic reductions, softmax and its backward
  * (checked by finite differences), and the checked tensor-level matmul. */
 #include "test_util.h"
+#include "gemm_ref.h"
 #include "tensor/ops.h"
-#include "base/rng.h"
 #include "tensor/parallel.h"
 
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void randn(float *x, int64_t n, uint64_t seed) {
-    vla_rng r = vla_rng_stream(seed, 0);
-    for (int64_t i = 0; i < n; i++) x[i] = (float)vla_rng_normal(&r);
-}
-
-static void naive_gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
-                       int ldb, float beta, double *c, int ldc) {
-    for (int i = 0; i < m; i++)
-        for (int j = 0; j < n; j++) {
-            double s = 0;
-            for (int p = 0; p < k; p++) {
-                double av = ta ? a[p * lda + i] : a[i * lda + p];
-                double bv = tb ? b[j * ldb + p] : b[p * ldb + j];
-                s += av * bv;
-            }
-            c[i * ldc + j] = alpha * s + beta * c[i * ldc + j];
-        }
-}
 
 static void test_sgemm_all_transposes(void **state) {
     const vla_ops *ops = test_cpu_backend();
