@@ -6,6 +6,7 @@
 
 #include "base/rng.h"
 #include "policy/family.h"
+#include "policy/precision.h"
 #include "tensor/parallel.h"
 
 #include <math.h>
@@ -80,6 +81,7 @@ vla_status vla_policy_open_tokenizer(vla_policy *p) {
 }
 
 void vla_policy_free_params(vla_policy *p) {
+    vla_policy_precision_free(p);
     vla_tokenizer_free(p->owned_tokenizer);
     p->owned_tokenizer = NULL;
     if (p->tops) {

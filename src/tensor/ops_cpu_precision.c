@@ -62,17 +62,24 @@ void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n
     free(qa), free(qb);
 }
 
+/* TE's kernel, per tensor: fmaxf from 0 over the window (a NaN entry is
+ * passed over, as fmaxf does; the GEMMs above record a NaN operand as +Inf,
+ * which keeps the scale), scaled_max / amax in f32, FLT_MAX for an inf. */
 void vla_cpu_fp8_scale_update(float *history, float *scale, int64_t n, int64_t L, const float *fmt_max, float margin,
                               bool most_recent) {
+    float two_m = exp2f(-margin);
     for (int64_t i = 0; i < n; i++) {
-        float *h = history + i * L;
-        float a = h[0];
-        for (int64_t j = 1; !most_recent && j < L; j++) a = h[j] > a || h[j] != h[j] ? h[j] : a;
+        float a = history[i];
+        if (!most_recent) {
+            a = fmaxf(0.0f, a);
+            for (int64_t j = 1; j < L; j++) a = fmaxf(a, history[j * n + i]);
+        }
         if (isfinite(a) && a > 0) {
-            float sc = (float)((double)fmt_max[i] * ldexp(1.0, -(int)margin) / (double)a);
+            float sc = (fmt_max[i] * two_m) / a;
             scale[i] = isinf(sc) ? FLT_MAX : sc;
         }
-        if (L > 1) memmove(h + 1, h, (size_t)(L - 1) * sizeof(float));
-        h[0] = 0.0f;
     }
+    /* every row one older, the oldest dropped; row 0 restarts */
+    if (L > 1) memmove(history + n, history, (size_t)((L - 1) * n) * sizeof(float));
+    memset(history, 0, (size_t)n * sizeof(float));
 }
