@@ -33,6 +33,7 @@
 #include "base/timer.h"
 #include "distributed/comm.h"
 #include "policy/policy.h"
+#include "policy/precision.h"
 #include "tensor/backend.h"
 #include "tensor/ops.h"
 #include "train/trainer_opt.h"
@@ -184,15 +185,18 @@ typedef struct {
     const char *python;
     bool infer_only; /* no training step: every group frozen, so no gradient memory (the full-size presets) */
     bool quick;
+    vla_precision prec; /* how the blocks' large linears run (policy/precision.h) */
 } bench_opts;
 
-/* One training step: loss, backward, AdamW. */
+/* One training step: loss, backward, AdamW (and FP8's scale update, as the trainer runs it). */
 static vla_status train_step(vla_policy *p, const vla_batch *b, vla_train_opt *opt, vla_loss_info *info) {
     vla_policy_zero_grad(p);
     VLA_TRY(vla_policy_loss(p, b, true, info));
     VLA_TRY(vla_policy_backward(p));
     double norm;
-    return vla_train_opt_step(opt, p->weights, p->grads, 1e-5, 1.0, NULL, &norm);
+    VLA_TRY(vla_train_opt_step(opt, p->weights, p->grads, 1e-5, 1.0, NULL, &norm));
+    vla_policy_fp8_update(p);
+    return VLA_OK;
 }
 
 /* Seconds per training step over at least `seconds` (and two steps). */
@@ -296,11 +300,12 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
     double mult = est.total_forward > 0 ? est.total_train / est.total_forward : 3.0;
     double train_flops = mult * info->flops;
     double achieved = train_flops / per_step * 1e-9, sps = (double)o->batch / per_step;
-    printf("{\"bench\":\"policy_train\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"threads\":%d,"
-           "\"batch\":%lld,\"tokens\":%lld,\"ms_per_step\":%.3f,\"samples_per_s\":%.2f,"
+    printf("{\"bench\":\"policy_train\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"precision\":\"%s\","
+           "\"threads\":%d,\"batch\":%lld,\"tokens\":%lld,\"ms_per_step\":%.3f,\"samples_per_s\":%.2f,"
            "\"gflop_per_step\":%.4f,\"estimate_gflop_per_step\":%.4f,\"achieved_gflops\":%.3f,"
            "\"gemm_peak_gflops\":%.2f,\"mfu\":%.4f,\"loss\":%.5f",
-           name, p->ops->name, o->ops->name, o->threads[ti], (long long)o->batch, (long long)s->b.n_tokens,
+           name, p->ops->name, o->ops->name, vla_precision_name(o->prec), o->threads[ti], (long long)o->batch,
+           (long long)s->b.n_tokens,
            per_step * 1e3, sps, train_flops * 1e-9, est.total_train * (double)o->batch * 1e-9, achieved, peak,
            peak > 0 ? achieved / peak : 0.0, info->loss);
     if (base_per_step > 0)
@@ -342,10 +347,11 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     VLA_TRY(st);
     vla_flops_estimate est;
     vla_flops_estimate_compute(cfg, &p->specs, &est);
-    printf("{\"bench\":\"policy_infer\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"threads\":%d,"
-           "\"batch\":1,\"horizon\":%lld,\"flow_steps\":%lld,\"reps\":%lld,\"best_ms\":%.3f,\"mean_ms\":%.3f,"
+    printf("{\"bench\":\"policy_infer\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"precision\":\"%s\","
+           "\"threads\":%d,\"batch\":1,\"horizon\":%lld,\"flow_steps\":%lld,\"reps\":%lld,\"best_ms\":%.3f,\"mean_ms\":%.3f,"
            "\"estimate_gflop\":%.5f,\"weight_gib\":%.6g,\"peak_rss_gib\":%.6g}\n",
-           name, p->ops->name, o->ops->name, o->threads[ti], (long long)cfg->action.horizon, (long long)cfg->flow.steps,
+           name, p->ops->name, o->ops->name, vla_precision_name(o->prec), o->threads[ti], (long long)cfg->action.horizon,
+           (long long)cfg->flow.steps,
            (long long)o->infer_reps, best * 1e3, sum / (double)o->infer_reps * 1e3, est.sample * 1e-9,
            (double)p->n_weight_floats * 4.0 / (1 << 30), peak_rss_gib());
     fflush(stdout);
@@ -397,6 +403,7 @@ static int bench_one(const char *name, const bench_opts *o) {
     vla_loss_info info = {0};
     count_result res[MAX_THREAD_COUNTS];
     st = vla_policy_init_weights(p, 1);
+    if (st == VLA_OK) st = vla_policy_set_precision(p, o->prec, NULL);
     if (st == VLA_OK) st = synth_make(p, o->infer_only ? 1 : (int32_t)o->batch, &s);
     if (!o->infer_only) {
         if (st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
@@ -421,6 +428,7 @@ int vla_bench_policy(int argc, char **argv) {
     int64_t batch = 8, reps = 10;
     double seconds = 2.0;
     bool quick = false, no_peer = false, infer_only = false;
+    const char *precision = "fp32";
     const vla_flag flags[] = {
         {"config", VLA_FLAG_STRING, &configs, "A,B", "comma-separated config names or paths"},
         {"batch", VLA_FLAG_INT, &batch, "N", "samples per training step"},
@@ -432,6 +440,9 @@ int vla_bench_policy(int argc, char **argv) {
          "--infer_only, all cores)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run (smoke test)"},
         {"device", VLA_FLAG_STRING, &device, "NAME", VLA_CLI_DEVICE_HELP},
+        {"precision", VLA_FLAG_STRING, &precision, "fp32|bf16|fp8",
+         "how the transformer blocks' large linears run, as `vla train --precision` (FP8: TE's default recipe, the "
+         "scale update in every step); the PyTorch peer is f32 and runs only with fp32 (default fp32)"},
         {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyTorch eager peer (tools/bench_torch_policy.py)"},
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
         {"infer_only", VLA_FLAG_BOOL, &infer_only, NULL,
@@ -457,8 +468,14 @@ int vla_bench_policy(int argc, char **argv) {
     const vla_ops *dev;
     vla_status dst = vla_backend_get(device, &dev);
     if (dst != VLA_OK) return vla_cli_fail(dst);
+    vla_precision prec;
+    if (vla_precision_parse(precision, &prec) != VLA_OK) {
+        fprintf(stderr, "vla: error: vla bench policy: --precision=%s: give fp32, bf16 or fp8\n", precision);
+        return 2;
+    }
+    if (prec != VLA_PREC_FP32 && !no_peer && !quick && !infer_only) no_peer = true; /* the peer is f32: no pair */
     bench_opts o = {seconds, batch, reps, 0, {0}, {0}, dev, NULL, !no_peer && !quick && !infer_only,
-                    python, infer_only, quick};
+                    python, infer_only, quick, prec};
     /* default: training scales from one core to all of them, so show both and their ratio */
     if (!threads) threads = infer_only ? "0" : "1,0";
     if (!parse_thread_counts(threads, omp_get_max_threads(), &o)) return 2;

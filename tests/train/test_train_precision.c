@@ -12,7 +12,9 @@
  *     ends with the uninterrupted run's losses, weights and FP8 state;
  *   - a skipped non-finite step leaves no amax in the history;
  *   - a resume with another --precision is refused unless
- *     --resume.allow_changes=true, which starts FP8 from scale 1. */
+ *     --resume.allow_changes=true, which starts FP8 from scale 1;
+ *   - over 150 steps the bf16 and FP8 loss curves stay within 5% of f32's
+ *     (pi05-nano, groot-nano; the long curves are a documented command). */
 #include "test_util.h"
 
 #include <jansson.h>
@@ -283,6 +285,67 @@ static void test_precision_change_on_resume(void **state) {
     assert_non_null(strstr(buf, "--precision=fp16"));
 }
 
+/* The recipe trains: over a short run the loss curves in bf16 and FP8 stay
+ * within 5% of f32's, both as the mean over the whole run and over its
+ * second half. Any rounding difference makes two runs' trajectories drift
+ * apart by a few percent at this size (groot-nano in bf16 measured +3.2%
+ * over the second half, in FP8 −0.3%), so the tolerance is that drift, not
+ * a precision bias; the long runs of pi05-tiny / groot-tiny, with an f32
+ * control that changes only the summation order, are
+ * scripts/precision_curves.sh and the table in docs/precision.md. */
+/* the mean of a run's logged losses over steps (from, to] (10-step means, log_freq 10) */
+static double mean_loss(const char *out, int from, int to) {
+    char p[2048], line[1024];
+    snprintf(p, sizeof p, "%s/metrics.csv", out);
+    FILE *f = fopen(p, "r");
+    assert_non_null(f);
+    double sum = 0;
+    int n = 0, step;
+    double loss;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%d,%lf", &step, &loss) == 2 && step > from && step <= to) sum += loss, n++;
+    fclose(f);
+    assert_true(n > 0);
+    return sum / n;
+}
+
+static void curves(const char *config, double tol_bf16, double tol_fp8) {
+    double whole[3], half[3], first = 0;
+    for (int m = 0; m < 3; m++) {
+        char name[64];
+        snprintf(name, sizeof name, "curve_%s_%d", config, m);
+        const char *out = test_tmp_path(name);
+        test_rmrf(out);
+        vla_train_opts o;
+        vla_train_result r;
+        base_opts(&o, out, config, (vla_precision)m);
+        o.steps = 150;
+        o.save_freq = 0;
+        o.log_freq = 10;
+        o.fp8.amax_history_len = 16;
+        if (vla_train(&o, &r) != VLA_OK) fail_msg("%s", vla_error_message());
+        if (m == 0) first = r.first_loss;
+        whole[m] = mean_loss(out, 0, 150), half[m] = mean_loss(out, 70, 150);
+    }
+    printf("%s, 150 steps (first 10: %.4f): mean loss over the run / its second half: f32 %.5f / %.5f, bf16 %.5f / "
+           "%.5f (%+.2e / %+.2e), fp8 %.5f / %.5f (%+.2e / %+.2e)\n", config, first, whole[0], half[0], whole[1],
+           half[1], whole[1] / whole[0] - 1, half[1] / half[0] - 1, whole[2], half[2], whole[2] / whole[0] - 1,
+           half[2] / half[0] - 1);
+    assert_true(half[0] < 0.8 * first); /* it learns */
+    assert_true(fabs(whole[1] / whole[0] - 1) <= tol_bf16 && fabs(half[1] / half[0] - 1) <= tol_bf16);
+    assert_true(fabs(whole[2] / whole[0] - 1) <= tol_fp8 && fabs(half[2] / half[0] - 1) <= tol_fp8);
+}
+
+static void test_curves_pi05(void **state) {
+    (void)state;
+    curves("pi05-nano", 0.05, 0.05);
+}
+
+static void test_curves_groot(void **state) {
+    (void)state;
+    curves("groot-nano", 0.05, 0.05);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resume_pi05_bf16),
@@ -292,6 +355,8 @@ int main(void) {
         cmocka_unit_test(test_skipped_step_leaves_no_amax),
         cmocka_unit_test(test_fp8_through_sigkill),
         cmocka_unit_test(test_precision_change_on_resume),
+        cmocka_unit_test(test_curves_pi05),
+        cmocka_unit_test(test_curves_groot),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     test_release_font_caches();
