@@ -185,7 +185,9 @@ typedef struct {
     const char *python;
     bool infer_only; /* no training step: every group frozen, so no gradient memory (the full-size presets) */
     bool quick;
-    vla_precision prec; /* how the blocks' large linears run (policy/precision.h) */
+    vla_precision prec;               /* the mode being measured (policy/precision.h) */
+    vla_precision precs[3];           /* --precision's list, in the order given */
+    int n_precs;
 } bench_opts;
 
 /* One training step: loss, backward, AdamW (and FP8's scale update, as the trainer runs it). */
@@ -293,7 +295,7 @@ static vla_status time_training_counts(vla_policy *p, const vla_policy_config *c
  * the ratio to the first thread count of the list. */
 static void print_train(const char *name, const vla_policy *p, const bench_opts *o, int ti, const synth *s,
                         const vla_loss_info *info, double per_step, double base_per_step, double peak,
-                        double torch_sps, const char *why) {
+                        double torch_sps, const char *why, double first_prec_per_step) {
     vla_flops_estimate est;
     vla_flops_estimate_compute(&p->cfg, &p->specs, &est);
     /* the measured forward split by group as the estimate splits it (see the top of the file) */
@@ -310,6 +312,9 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
            peak > 0 ? achieved / peak : 0.0, info->loss);
     if (base_per_step > 0)
         printf(",\"base_threads\":%d,\"vs_base_threads\":%.3f", o->threads[0], base_per_step / per_step);
+    if (first_prec_per_step > 0) /* several modes timed in alternating rounds: speed relative to the first */
+        printf(",\"base_precision\":\"%s\",\"vs_base_precision\":%.3f", vla_precision_name(o->precs[0]),
+               first_prec_per_step / per_step);
     if (torch_sps > 0) printf(",\"torch_samples_per_s\":%.3f,\"vs_torch\":%.3f", torch_sps, sps / torch_sps);
     else if (o->peer) {
         printf(",\"torch_skipped\":\"");
@@ -403,18 +408,40 @@ static int bench_one(const char *name, const bench_opts *o) {
     vla_loss_info info = {0};
     count_result res[MAX_THREAD_COUNTS];
     st = vla_policy_init_weights(p, 1);
-    if (st == VLA_OK) st = vla_policy_set_precision(p, o->prec, NULL);
     if (st == VLA_OK) st = synth_make(p, o->infer_only ? 1 : (int32_t)o->batch, &s);
-    if (!o->infer_only) {
-        if (st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
+    if (!o->infer_only && st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
+    if (!o->infer_only && o->n_precs == 1) {
+        if (st == VLA_OK) st = vla_policy_set_precision(p, o->prec, NULL);
         if (st == VLA_OK) st = time_training_counts(p, &cfg, &s.b, opt, o, res, &info);
         for (int i = 0; i < o->n_counts && st == VLA_OK; i++)
             print_train(name, p, o, i, &s, &info, res[i].per_step, i > 0 ? res[0].per_step : 0, res[i].peak,
-                        res[i].torch_sps, res[i].why);
+                        res[i].torch_sps, res[i].why, 0);
+    } else if (!o->infer_only) { /* several modes: alternating rounds on one thread count, each its best */
+        double best[3] = {1e30, 1e30, 1e30}, peak = o->peak[0];
+        vla_loss_info pinfo[3];
+        omp_set_num_threads(o->threads[0]);
+        for (int r = 0; r < ROUNDS && st == VLA_OK; r++)
+            for (int m = 0; m < o->n_precs && st == VLA_OK; m++) {
+                double t;
+                st = vla_policy_set_precision(p, o->precs[m], NULL); /* FP8: scales from 1, as a new run */
+                if (st == VLA_OK && r == 0) st = train_step(p, &s.b, opt, &pinfo[m]); /* first touch */
+                if (st == VLA_OK) st = time_steps(p, &s.b, opt, o->seconds / ROUNDS, &t, &pinfo[m]);
+                if (st == VLA_OK && t < best[m]) best[m] = t;
+            }
+        for (int m = 0; m < o->n_precs && st == VLA_OK; m++) {
+            bench_opts om = *o;
+            om.prec = o->precs[m];
+            print_train(name, p, &om, 0, &s, &pinfo[m], best[m], 0, peak, 0, "", m > 0 ? best[0] : 0);
+        }
     }
-    for (int i = 0; i < o->n_counts && st == VLA_OK; i++) {
-        omp_set_num_threads(o->threads[i]);
-        st = bench_infer(name, p, o, i, &s);
+    for (int m = 0; m < o->n_precs && st == VLA_OK; m++) {
+        bench_opts om = *o;
+        om.prec = o->precs[m];
+        st = vla_policy_set_precision(p, om.prec, NULL);
+        for (int i = 0; i < o->n_counts && st == VLA_OK; i++) {
+            omp_set_num_threads(o->threads[i]);
+            st = bench_infer(name, p, &om, i, &s);
+        }
     }
     vla_train_opt_free(opt);
     vla_bench_batch_free(&s);
@@ -440,9 +467,11 @@ int vla_bench_policy(int argc, char **argv) {
          "--infer_only, all cores)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run (smoke test)"},
         {"device", VLA_FLAG_STRING, &device, "NAME", VLA_CLI_DEVICE_HELP},
-        {"precision", VLA_FLAG_STRING, &precision, "fp32|bf16|fp8",
+        {"precision", VLA_FLAG_STRING, &precision, "fp32|bf16|fp8[,...]",
          "how the transformer blocks' large linears run, as `vla train --precision` (FP8: TE's default recipe, the "
-         "scale update in every step); the PyTorch peer is f32 and runs only with fp32 (default fp32)"},
+         "scale update in every step); a list such as fp32,bf16,fp8 times the modes in alternating rounds on one "
+         "thread count and adds each one's speed relative to the first (vs_base_precision); the PyTorch peer is "
+         "f32 and runs only with fp32 alone (default fp32)"},
         {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyTorch eager peer (tools/bench_torch_policy.py)"},
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
         {"infer_only", VLA_FLAG_BOOL, &infer_only, NULL,
@@ -468,17 +497,40 @@ int vla_bench_policy(int argc, char **argv) {
     const vla_ops *dev;
     vla_status dst = vla_backend_get(device, &dev);
     if (dst != VLA_OK) return vla_cli_fail(dst);
-    vla_precision prec;
-    if (vla_precision_parse(precision, &prec) != VLA_OK) {
-        fprintf(stderr, "vla: error: vla bench policy: --precision=%s: give fp32, bf16 or fp8\n", precision);
+    vla_precision precs[3];
+    int n_precs = 0;
+    for (const char *q = precision; *q;) { /* each mode once, in the order given */
+        char one[16];
+        size_t n = strcspn(q, ",");
+        snprintf(one, sizeof one, "%.*s", (int)(n < 15 ? n : 15), q);
+        vla_precision m;
+        if (vla_precision_parse(one, &m) != VLA_OK) {
+            n_precs = 0;
+            break;
+        }
+        bool dup = false;
+        for (int i = 0; i < n_precs; i++) dup = dup || precs[i] == m;
+        if (!dup) precs[n_precs++] = m; /* three modes exist: at most three distinct */
+        q += n + (q[n] == ',');
+    }
+    if (n_precs == 0) {
+        fprintf(stderr, "vla: error: vla bench policy: --precision=%s: give fp32, bf16 or fp8, or a list of them such "
+                        "as fp32,bf16,fp8\n", precision);
         return 2;
     }
-    if (prec != VLA_PREC_FP32 && !no_peer && !quick && !infer_only) no_peer = true; /* the peer is f32: no pair */
+    if ((n_precs > 1 || precs[0] != VLA_PREC_FP32) && !no_peer && !quick && !infer_only)
+        no_peer = true; /* the peer is f32 alone: no pair to compare */
     bench_opts o = {seconds, batch, reps, 0, {0}, {0}, dev, NULL, !no_peer && !quick && !infer_only,
-                    python, infer_only, quick, prec};
+                    python, infer_only, quick, precs[0], {precs[0], precs[0], precs[0]}, n_precs};
+    for (int i = 0; i < n_precs; i++) o.precs[i] = precs[i];
     /* default: training scales from one core to all of them, so show both and their ratio */
-    if (!threads) threads = infer_only ? "0" : "1,0";
+    if (!threads) threads = infer_only || n_precs > 1 ? "0" : "1,0";
     if (!parse_thread_counts(threads, omp_get_max_threads(), &o)) return 2;
+    if (n_precs > 1 && o.n_counts > 1) {
+        fprintf(stderr, "vla: error: vla bench policy: --precision=%s times its modes against each other on one "
+                        "thread count; give one --threads count\n", precision);
+        return 2;
+    }
     for (int i = 0; i < o.n_counts; i++) {
         omp_set_num_threads(o.threads[i]);
         o.peak[i] = gemm_peak(o.ops, quick);
