@@ -271,16 +271,21 @@ static vla_status import_from(vla_policy *p, const vla_safetensors *f, const cha
     return st;
 }
 
-vla_status vla_policy_fp8_import(vla_policy *p, const char *path) {
+vla_status vla_policy_fp8_import_from(vla_policy *p, const vla_safetensors *f, const char *what) {
     const vla_policy_precision *q = p->prec;
     if (!q || q->mode != VLA_PREC_FP8) return vla_error(VLA_ERR_INVALID_ARG, "precision: not in FP8 mode");
-    vla_safetensors f;
-    VLA_TRY(vla_safetensors_open(path, &f));
     int64_t count = (1 + q->recipe.amax_history_len) * q->n;
     float *state = malloc((size_t)(count > 0 ? count : 1) * sizeof *state);
-    vla_status st = state ? import_from(p, &f, path, state) : vla_error(VLA_ERR_NOMEM, "precision: out of memory");
-    vla_safetensors_close(&f);
+    vla_status st = state ? import_from(p, f, what, state) : vla_error(VLA_ERR_NOMEM, "precision: out of memory");
     if (st == VLA_OK) vla_policy_fp8_state_from_host(p, state);
     free(state);
+    return st;
+}
+
+vla_status vla_policy_fp8_import(vla_policy *p, const char *path) {
+    vla_safetensors f;
+    VLA_TRY(vla_safetensors_open(path, &f));
+    vla_status st = vla_policy_fp8_import_from(p, &f, path);
+    vla_safetensors_close(&f);
     return st;
 }

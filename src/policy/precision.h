@@ -94,5 +94,8 @@ void vla_policy_fp8_state_from_host(vla_policy *p, const float *host);
  * rest 0), errors naming the file and tensor. */
 vla_status vla_policy_fp8_export(const vla_policy *p, vla_safetensors_writer *sw, float **keep);
 vla_status vla_policy_fp8_import(vla_policy *p, const char *path);
+/* The same from an open file (`what` names it in errors); the state is
+ * written only when every tensor checks out. */
+vla_status vla_policy_fp8_import_from(vla_policy *p, const vla_safetensors *f, const char *what);
 
 #endif
