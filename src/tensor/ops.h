@@ -121,7 +121,8 @@ typedef enum { VLA_FP8_E4M3 = 0, VLA_FP8_E5M2 } vla_fp8_format;
 typedef struct {
     vla_fp8_format fmt;
     const float *scale; /* [1] quantisation factor s (x → sat(x·s)) */
-    float *amax;        /* [1] max |x| of this step, max-accumulated by every GEMM that reads the operand */
+    float *amax;        /* [1] max |x| of this step (before scaling; a NaN counts as +Inf), max-accumulated
+                           by every GEMM that reads the operand; NULL: not recorded */
 } vla_fp8_operand;
 
 /* How a GEMM reads its operands. FP32: as sgemm. BF16: both rounded to
