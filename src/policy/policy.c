@@ -23,6 +23,7 @@ vla_status vla_policy_create(const vla_policy_config *cfg, const vla_ops *ops, v
 
 void vla_policy_free(vla_policy *p) {
     if (!p) return;
+    vla_policy_precision_free(p); /* first: it unbinds the blocks, which the family's destroy frees */
     if (p->ops && p->ops->destroy) {
         p->ops->destroy(p);
         return;
@@ -81,7 +82,6 @@ vla_status vla_policy_open_tokenizer(vla_policy *p) {
 }
 
 void vla_policy_free_params(vla_policy *p) {
-    vla_policy_precision_free(p);
     vla_tokenizer_free(p->owned_tokenizer);
     p->owned_tokenizer = NULL;
     if (p->tops) {
