@@ -11,3 +11,6 @@ for b in $("$vla" bench --help | awk '/^  [a-z]/ {print $1}'); do
   echo "bench: $b" >&2
   "$vla" bench "$b" "${quick[@]}"
 done
+# the mixed-precision modes side by side (docs/precision.md)
+echo "bench: policy --precision=fp32,bf16,fp8" >&2
+"$vla" bench policy --config=pi05-tiny,groot-tiny --precision=fp32,bf16,fp8 --threads=0 --no-peer "${quick[@]}"

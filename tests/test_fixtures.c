@@ -6,8 +6,11 @@
 #include "io/parquet.h"
 #include "io/safetensors.h"
 #include "sim/env.h"
+#include "base/rng.h"
+#include "policy/policy.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define IMG TEST_REACH_IMAGE_SIZE
@@ -129,4 +132,78 @@ void test_write_sample_safetensors(const char *path) {
     assert_int_equal(vla_safetensors_writer_set_meta(w, "note", "written by test_fixtures.c"), VLA_OK);
     assert_int_equal(vla_safetensors_writer_write(w, path), VLA_OK);
     vla_safetensors_writer_free(w);
+}
+
+/* ---- a packed policy batch (test_util.h) ------------------------------------------ */
+
+static const char *const BATCH_TASKS[] = {"push the T block", "", "pick up the red cube", "go left"};
+
+void test_policy_batch_free(test_policy_batch *t) {
+    free(t->roles), free(t->pad), free(t->pos), free(t->grp), free(t->ids);
+    free(t->images), free(t->state), free(t->actions);
+}
+
+void test_policy_batch_make(vla_policy *p, int32_t S, test_policy_batch *t) {
+    memset(t, 0, sizeof *t);
+    const vla_policy_config *c = &p->cfg;
+    int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim;
+    int64_t img = c->vision.channels * c->vision.image_size * c->vision.image_size;
+    int64_t maxt = c->language.max_tokens;
+    int64_t cap = S * (c->vision.cameras * vla_policy_image_tokens(c) + maxt + Hz + 1);
+    t->roles = calloc((size_t)cap, 1);
+    t->pos = calloc((size_t)cap, sizeof(int32_t));
+    t->grp = calloc((size_t)cap, sizeof(int32_t));
+    t->ids = calloc((size_t)cap, sizeof(int32_t));
+    t->images = calloc((size_t)(S * img), sizeof(float));
+    t->state = calloc((size_t)(S * SD), sizeof(float));
+    t->actions = calloc((size_t)(S * Hz * A), sizeof(float));
+    t->pad = calloc((size_t)(S * Hz), 1);
+    int32_t *tok = calloc((size_t)maxt, sizeof(int32_t));
+    assert_non_null(t->roles), assert_non_null(tok);
+    int64_t T = 0, n_img = 0;
+    for (int32_t s = 0; s < S; s++) {
+        vla_rng r = vla_rng_stream(21, (uint64_t)s);
+        int32_t has_img = s != 2 && c->vision.cameras > 0;
+        if (has_img)
+            for (int64_t k = 0; k < img; k++) t->images[n_img * img + k] = vla_rng_uniform(&r);
+        n_img += has_img;
+        for (int64_t k = 0; k < SD; k++) t->state[s * SD + k] = 2 * vla_rng_uniform(&r) - 1;
+        for (int64_t k = 0; k < Hz * A; k++) t->actions[s * Hz * A + k] = (float)(0.5 * vla_rng_normal(&r));
+        /* padded steps; real entries not a power of two, so scaling by them rounds */
+        for (int64_t h = 0; h < Hz; h++) t->pad[s * Hz + h] = s % 2 == 1 && h >= Hz - 1;
+        t->rd[s] = s == 0 && A > 1 ? (int32_t)A - 1 : (int32_t)A;
+        t->emb[s] = !strcmp(vla_policy_config_family_name(c), "groot") ? s % (int32_t)c->head.embodiments : 0;
+        t->keys[s] = 500 + (uint64_t)s;
+        int64_t nt = 0;
+        assert_int_equal(vla_policy_tokenize(p, BATCH_TASKS[s % 4], t->state + s * SD, SD, has_img, tok, maxt, &nt), VLA_OK);
+        int64_t len = vla_policy_sample_layout(p, has_img, tok, (int32_t)nt, t->roles + T, t->grp + T, t->pos + T);
+        assert_true(T + len <= cap);
+        for (int64_t k = 0, j = 0; k < len; k++)
+            if (t->roles[T + k] == VLA_ROLE_TEXT) t->ids[T + k] = tok[j++];
+        T += len;
+        t->cu[s + 1] = (int32_t)T;
+        t->cu_img[s + 1] = (int32_t)n_img;
+    }
+    free(tok);
+    vla_batch *b = &t->b;
+    b->n_samples = S, b->n_tokens = T, b->cu_seqlens = t->cu, b->roles = t->roles, b->positions = t->pos;
+    b->groups = t->grp, b->token_ids = t->ids, b->n_images = (int32_t)n_img, b->cu_images = t->cu_img;
+    b->images = t->images, b->state = t->state, b->actions = t->actions, b->action_is_pad = t->pad;
+    b->real_action_dim = t->rd, b->embodiment = t->emb, b->seed = 9, b->sample_keys = t->keys;
+}
+
+vla_policy *test_policy_make(const char *preset, bool all_trainable, double perturb) {
+    vla_policy_config c;
+    if (vla_policy_config_load(preset, &c) != VLA_OK) fail_msg("config %s: %s", preset, vla_error_message());
+    if (all_trainable) memset(c.frozen, 0, sizeof c.frozen);
+    vla_policy *p = NULL;
+    if (vla_policy_create(&c, test_backend(), &p) != VLA_OK) fail_msg("create %s: %s", preset, vla_error_message());
+    assert_int_equal(vla_policy_init_weights(p, 3), VLA_OK);
+    /* move off the zero/one inits (AdaRMS, norms, biases) so every path carries gradient */
+    vla_rng r = vla_rng_stream(11, 0);
+    float *w = test_weights_get(p);
+    for (int64_t i = 0; i < p->n_weight_floats; i++) w[i] += (float)(perturb * vla_rng_normal(&r));
+    test_weights_set(p, w);
+    free(w);
+    return p;
 }

@@ -5,11 +5,13 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
 #include "base/status.h"
+#include "policy/policy.h"
 #include "tensor/ops.h"
 
 /* The backend a test runs on: $VLA_DEVICE (the checked_ ctest runs set
@@ -35,6 +37,28 @@ float *test_grads_get(const struct vla_policy *p);
 void test_weight_set1(struct vla_policy *p, int64_t i, float v);
 /* Parameter k's weights from a safetensors tensor `name` (converted to f32). */
 void test_param_load(struct vla_policy *p, int64_t k, const void *safetensors, const char *name);
+
+/* A packed training batch of S ≤ TEST_POLICY_BATCH_MAXS samples for policy p, built
+ * through the policy's own tokenizer and layout (host arrays): sample s has
+ * an image unless s == 2, random state and actions (seeded), a padded last
+ * step in odd samples, one fewer real action dim in sample 0 and, for GR00T,
+ * embodiments cycling through the config's. Free with test_policy_batch_free. */
+#define TEST_POLICY_BATCH_MAXS 4
+struct vla_policy;
+typedef struct {
+    vla_batch b;
+    int32_t cu[TEST_POLICY_BATCH_MAXS + 1], cu_img[TEST_POLICY_BATCH_MAXS + 1], rd[TEST_POLICY_BATCH_MAXS], emb[TEST_POLICY_BATCH_MAXS];
+    uint64_t keys[TEST_POLICY_BATCH_MAXS];
+    uint8_t *roles, *pad;
+    int32_t *pos, *grp, *ids;
+    float *images, *state, *actions;
+} test_policy_batch;
+void test_policy_batch_make(struct vla_policy *p, int32_t S, test_policy_batch *t);
+void test_policy_batch_free(test_policy_batch *t);
+/* A policy of the preset on test_backend() (every group trainable when
+ * all_trainable), initialised with seed 3 and moved off its zero/one inits
+ * (norms, biases, AdaRMS) by N(0, perturb²) so every path carries gradient. */
+struct vla_policy *test_policy_make(const char *preset, bool all_trainable, double perturb);
 
 /* Absolute path of a file in the source tree (VLA_SOURCE_DIR set by ctest). */
 const char *test_source_path(const char *relative);

@@ -21,6 +21,7 @@ typedef enum {
     VLA_FAULT_TRAIN_GRADS,    /* trainer: step n's gradients are summed, before the update */
     VLA_FAULT_TRAIN_STEP_END, /* trainer: step n is done (updated, logged, checkpointed if due) */
     VLA_FAULT_SHARD_FRAME,    /* data prepare: this process has written n frames into shards */
+    VLA_FAULT_TRAIN_FP8_AMAX, /* trainer: step n's FP8 amaxes are all-reduced, before the scale update */
     VLA_FAULT_N_POINTS
 } vla_fault_point;
 

@@ -33,6 +33,7 @@
 #include "base/timer.h"
 #include "distributed/comm.h"
 #include "policy/policy.h"
+#include "policy/precision.h"
 #include "tensor/backend.h"
 #include "tensor/gemm.h"
 #include "tensor/ops.h"
@@ -204,15 +205,20 @@ typedef struct {
     bool infer_only; /* no training step: every group frozen, so no gradient memory (the full-size presets) */
     bool quick;
     int rounds; /* alternating rounds when more than one thing is timed */
+    vla_precision prec;               /* the mode being measured (policy/precision.h) */
+    vla_precision precs[3];           /* --precision's list, in the order given */
+    int n_precs;
 } bench_opts;
 
-/* One training step: loss, backward, AdamW. */
+/* One training step: loss, backward, AdamW (and FP8's scale update, as the trainer runs it). */
 static vla_status train_step(vla_policy *p, const vla_batch *b, vla_train_opt *opt, vla_loss_info *info) {
     vla_policy_zero_grad(p);
     VLA_TRY(vla_policy_loss(p, b, true, info));
     VLA_TRY(vla_policy_backward(p));
     double norm;
-    return vla_train_opt_step(opt, p->weights, p->grads, 1e-5, 1.0, NULL, &norm);
+    VLA_TRY(vla_train_opt_step(opt, p->weights, p->grads, 1e-5, 1.0, NULL, &norm));
+    vla_policy_fp8_update(p);
+    return VLA_OK;
 }
 
 /* Seconds per training step over at least `seconds` (and two steps). */
@@ -322,21 +328,24 @@ static vla_status time_training_counts(vla_policy *p, const vla_policy_config *c
 
 /* The policy_train line for thread count index `ti` and GEMM library index
  * `li`; base_per_step > 0 adds the ratio to the first thread count of the
- * list, gemm_base_per_step > 0 the ratio to the first library of --gemm. */
+ * list, gemm_base_per_step > 0 the ratio to the first library of --gemm,
+ * first_prec_per_step > 0 the ratio to the first mode of --precision. */
 static void print_train(const char *name, const vla_policy *p, const bench_opts *o, int ti, int li, const synth *s,
                         const vla_loss_info *info, double per_step, double base_per_step, double gemm_base_per_step,
-                        double peak, double torch_sps, double torch_forced_sps, const char *why) {
+                        double peak, double torch_sps, double torch_forced_sps, const char *why,
+                        double first_prec_per_step) {
     vla_flops_estimate est;
     vla_flops_estimate_compute(&p->cfg, &p->specs, &est);
     /* the measured forward split by group as the estimate splits it (see the top of the file) */
     double mult = est.total_forward > 0 ? est.total_train / est.total_forward : 3.0;
     double train_flops = mult * info->flops;
     double achieved = train_flops / per_step * 1e-9, sps = (double)o->batch / per_step;
-    printf("{\"bench\":\"policy_train\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"threads\":%d,"
-           "\"batch\":%lld,\"tokens\":%lld,\"ms_per_step\":%.3f,\"samples_per_s\":%.2f,"
+    printf("{\"bench\":\"policy_train\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"precision\":\"%s\","
+           "\"threads\":%d,\"batch\":%lld,\"tokens\":%lld,\"ms_per_step\":%.3f,\"samples_per_s\":%.2f,"
            "\"gflop_per_step\":%.4f,\"estimate_gflop_per_step\":%.4f,\"achieved_gflops\":%.3f,"
            "\"gemm_peak_gflops\":%.2f,\"mfu\":%.4f,\"loss\":%.5f",
-           name, p->ops->name, o->ops->name, o->threads[ti], (long long)o->batch, (long long)s->b.n_tokens,
+           name, p->ops->name, o->ops->name, vla_precision_name(o->prec), o->threads[ti], (long long)o->batch,
+           (long long)s->b.n_tokens,
            per_step * 1e3, sps, train_flops * 1e-9, est.total_train * (double)o->batch * 1e-9, achieved, peak,
            peak > 0 ? achieved / peak : 0.0, info->loss);
     if (base_per_step > 0)
@@ -345,6 +354,9 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
     if (gemm_base_per_step > 0)
         printf(",\"gemm_base\":\"%s\",\"vs_gemm_base\":%.3f", vla_gemm_lib_name(o->libs[0]),
                gemm_base_per_step / per_step);
+    if (first_prec_per_step > 0) /* several modes timed in alternating rounds: speed relative to the first */
+        printf(",\"base_precision\":\"%s\",\"vs_base_precision\":%.3f", vla_precision_name(o->precs[0]),
+               first_prec_per_step / per_step);
     if (torch_sps > 0) {
         printf(",\"torch_samples_per_s\":%.3f,\"vs_torch\":%.3f", torch_sps, sps / torch_sps);
         if (torch_forced_sps > 0)
@@ -386,10 +398,11 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     VLA_TRY(st);
     vla_flops_estimate est;
     vla_flops_estimate_compute(cfg, &p->specs, &est);
-    printf("{\"bench\":\"policy_infer\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"threads\":%d,"
-           "\"batch\":1,\"horizon\":%lld,\"flow_steps\":%lld,\"reps\":%lld,\"best_ms\":%.3f,\"mean_ms\":%.3f,"
+    printf("{\"bench\":\"policy_infer\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"precision\":\"%s\","
+           "\"threads\":%d,\"batch\":1,\"horizon\":%lld,\"flow_steps\":%lld,\"reps\":%lld,\"best_ms\":%.3f,\"mean_ms\":%.3f,"
            "\"estimate_gflop\":%.5f,\"weight_gib\":%.6g,\"peak_rss_gib\":%.6g}\n",
-           name, p->ops->name, o->ops->name, o->threads[ti], (long long)cfg->action.horizon, (long long)cfg->flow.steps,
+           name, p->ops->name, o->ops->name, vla_precision_name(o->prec), o->threads[ti], (long long)cfg->action.horizon,
+           (long long)cfg->flow.steps,
            (long long)o->infer_reps, best * 1e3, sum / (double)o->infer_reps * 1e3, est.sample * 1e-9,
            (double)p->n_weight_floats * 4.0 / (1 << 30), peak_rss_gib());
     fflush(stdout);
@@ -442,18 +455,41 @@ static int bench_one(const char *name, const bench_opts *o) {
     count_result res[MAX_THREAD_COUNTS];
     st = vla_policy_init_weights(p, 1);
     if (st == VLA_OK) st = synth_make(p, o->infer_only ? 1 : (int32_t)o->batch, &s);
-    if (!o->infer_only) {
-        if (st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
+    if (!o->infer_only && st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
+    if (!o->infer_only && o->n_precs == 1) {
+        if (st == VLA_OK) st = vla_policy_set_precision(p, o->prec, NULL);
         if (st == VLA_OK) st = time_training_counts(p, &cfg, &s.b, opt, o, res, &info);
         for (int i = 0; i < o->n_counts && st == VLA_OK; i++)
             for (int l = 0; l < o->n_libs; l++)
                 print_train(name, p, o, i, l, &s, &info, res[i].per_step[l], i > 0 ? res[0].per_step[l] : 0,
                             l > 0 ? res[i].per_step[0] : 0, res[i].peak, res[i].torch_sps, res[i].torch_forced_sps,
-                            res[i].why);
+                            res[i].why, 0);
+    } else if (!o->infer_only) { /* several modes: alternating rounds on one thread count, each its best */
+        double best[3] = {1e30, 1e30, 1e30}, peak = o->peak[0];
+        vla_loss_info pinfo[3];
+        omp_set_num_threads(o->threads[0]);
+        for (int r = 0; r < o->rounds && st == VLA_OK; r++)
+            for (int m = 0; m < o->n_precs && st == VLA_OK; m++) {
+                double t;
+                st = vla_policy_set_precision(p, o->precs[m], NULL); /* FP8: scales from 1, as a new run */
+                if (st == VLA_OK && r == 0) st = train_step(p, &s.b, opt, &pinfo[m]); /* first touch */
+                if (st == VLA_OK) st = time_steps(p, &s.b, opt, o->seconds / o->rounds, &t, &pinfo[m]);
+                if (st == VLA_OK && t < best[m]) best[m] = t;
+            }
+        for (int m = 0; m < o->n_precs && st == VLA_OK; m++) {
+            bench_opts om = *o;
+            om.prec = o->precs[m];
+            print_train(name, p, &om, 0, 0, &s, &pinfo[m], best[m], 0, 0, peak, 0, 0, "", m > 0 ? best[0] : 0);
+        }
     }
-    for (int i = 0; i < o->n_counts && st == VLA_OK; i++) {
-        omp_set_num_threads(o->threads[i]);
-        st = bench_infer(name, p, o, i, &s);
+    for (int m = 0; m < o->n_precs && st == VLA_OK; m++) {
+        bench_opts om = *o;
+        om.prec = o->precs[m];
+        st = vla_policy_set_precision(p, om.prec, NULL);
+        for (int i = 0; i < o->n_counts && st == VLA_OK; i++) {
+            omp_set_num_threads(o->threads[i]);
+            st = bench_infer(name, p, &om, i, &s);
+        }
     }
     vla_train_opt_free(opt);
     vla_bench_batch_free(&s);
@@ -468,6 +504,7 @@ int vla_bench_policy(int argc, char **argv) {
     int64_t batch = 8, reps = 10, rounds = 3;
     double seconds = 2.0;
     bool quick = false, no_peer = false, infer_only = false;
+    const char *precision = "fp32";
     const vla_flag flags[] = {
         {"config", VLA_FLAG_STRING, &configs, "A,B", "comma-separated config names or paths"},
         {"batch", VLA_FLAG_INT, &batch, "N", "samples per training step"},
@@ -481,6 +518,11 @@ int vla_bench_policy(int argc, char **argv) {
          "rounds alternating vla.c's thread counts and GEMM libraries and the peer (each keeps its best round)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run (smoke test)"},
         {"device", VLA_FLAG_STRING, &device, "NAME", VLA_CLI_DEVICE_HELP},
+        {"precision", VLA_FLAG_STRING, &precision, "fp32|bf16|fp8[,...]",
+         "how the transformer blocks' large linears run, as `vla train --precision` (FP8: TE's default recipe, the "
+         "scale update in every step); a list such as fp32,bf16,fp8 times the modes in alternating rounds on one "
+         "thread count and adds each one's speed relative to the first (vs_base_precision); the PyTorch peer is "
+         "f32 and runs only with fp32 alone (default fp32)"},
         {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyTorch eager peer (tools/bench_torch_policy.py)"},
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
         {"gemm", VLA_FLAG_STRING, &gemm_list, "LIB[,LIB]",
@@ -512,9 +554,34 @@ int vla_bench_policy(int argc, char **argv) {
     const vla_ops *dev;
     vla_status dst = vla_backend_get(device, &dev);
     if (dst != VLA_OK) return vla_cli_fail(dst);
+    vla_precision precs[3];
+    int n_precs = 0;
+    for (const char *q = precision; *q;) { /* each mode once, in the order given */
+        char one[16];
+        size_t n = strcspn(q, ",");
+        snprintf(one, sizeof one, "%.*s", (int)(n < 15 ? n : 15), q);
+        vla_precision m;
+        if (vla_precision_parse(one, &m) != VLA_OK) {
+            n_precs = 0;
+            break;
+        }
+        bool dup = false;
+        for (int i = 0; i < n_precs; i++) dup = dup || precs[i] == m;
+        if (!dup) precs[n_precs++] = m; /* three modes exist: at most three distinct */
+        q += n + (q[n] == ',');
+    }
+    if (n_precs == 0) {
+        fprintf(stderr, "vla: error: vla bench policy: --precision=%s: give fp32, bf16 or fp8, or a list of them such "
+                        "as fp32,bf16,fp8\n", precision);
+        return 2;
+    }
+    if ((n_precs > 1 || precs[0] != VLA_PREC_FP32) && !no_peer && !quick && !infer_only)
+        no_peer = true; /* the peer is f32 alone: no pair to compare */
     bench_opts o = {.seconds = seconds, .batch = batch, .infer_reps = reps, .ops = dev,
                     .peer = !no_peer && !quick && !infer_only, .python = python, .infer_only = infer_only,
-                    .quick = quick, .rounds = (int)rounds};
+                    .quick = quick, .rounds = rounds < 1 ? 1 : (int)rounds,
+                    .prec = precs[0], .n_precs = n_precs};
+    for (int i = 0; i < n_precs; i++) o.precs[i] = precs[i];
     o.libs[o.n_libs++] = vla_gemm_lib_active();
     if (gemm_list) {
         o.n_libs = 0;
@@ -543,8 +610,13 @@ int vla_bench_policy(int argc, char **argv) {
         snprintf(o.torch_coretype, sizeof o.torch_coretype, "%s", one[0]);
     }
     /* default: training scales from one core to all of them, so show both and their ratio */
-    if (!threads) threads = infer_only ? "0" : "1,0";
+    if (!threads) threads = infer_only || n_precs > 1 ? "0" : "1,0";
     if (!parse_thread_counts(threads, omp_get_max_threads(), &o)) return 2;
+    if (n_precs > 1 && o.n_counts > 1) {
+        fprintf(stderr, "vla: error: vla bench policy: --precision=%s times its modes against each other on one "
+                        "thread count; give one --threads count\n", precision);
+        return 2;
+    }
     for (int i = 0; i < o.n_counts; i++) {
         omp_set_num_threads(o.threads[i]);
         o.peak[i] = gemm_peak(o.ops, quick);

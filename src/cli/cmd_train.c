@@ -106,6 +106,7 @@ typedef enum {
 static flag_kind kind_of(const char *name) {
     static const char *const session[] = {"output_dir", "resume", "resume.allow_changes", "overwrite", "quiet",
                                           "max_time_s", "stop_after", "nan_at_step", "crash_at_step",
+                                          "poison_fp8_amax_at_step",
                                           "dist.threads_per_rank", "dist.bucket_mb"};
     /* batch_size and accumulation split the global batch over ranks: they may change with the rank count,
      * and the trainer holds the global batch itself to the checkpoint's (allow_changes lets it differ) */
@@ -341,6 +342,9 @@ int vla_cmd_train(int argc, char **argv) {
             nan_at = 0, eval_seed = 100000, threads = 0, crash_at = 0, n_act = 0;
     int64_t n_obs = 1;
     bool resume = false, skip = false, augment = false, constant = false, quiet = false, allow_changes = false;
+    const char *precision = "fp32", *fp8_algo = "max";
+    int64_t fp8_hist = o.fp8.amax_history_len, poison_amax = 0;
+    double fp8_margin = o.fp8.margin;
     const vla_flag flags[] = {
         {"dataset.root", VLA_FLAG_STRING, &o.dataset_root, "DIR[,DIR2…]",
          "LeRobot dataset (v2.1 or v3.0) to train on; several, comma-separated: a mixture, one embodiment each "
@@ -401,6 +405,16 @@ int vla_cmd_train(int argc, char **argv) {
          "a non-empty --output_dir is moved aside to DIR.old-<date>_<time> (nothing deleted) and a new run starts"},
         {"seed", VLA_FLAG_INT, &seed, "S", "seed of weights, sampler, noise (default 1000)"},
         {"device", VLA_FLAG_STRING, &o.device, "NAME", VLA_CLI_DEVICE_HELP},
+        {"precision", VLA_FLAG_STRING, &precision, "fp32|bf16|fp8",
+         "how the transformer blocks' large linears run their GEMMs: f32; operands in bf16; or FP8 with "
+         "delayed per-tensor scaling (E4M3 forward, E5M2 gradients: TransformerEngine's HYBRID recipe). Master "
+         "weights and AdamW moments stay f32; the CPU emulates the rounding (docs/precision.md; default fp32)"},
+        {"fp8.amax_history_len", VLA_FLAG_INT, &fp8_hist, "N",
+         "with --precision=fp8: steps of amax history each scale is computed from (default 1024, as TE)"},
+        {"fp8.margin", VLA_FLAG_FLOAT, &fp8_margin, "M",
+         "with --precision=fp8: scale = FP8 max x 2^-M / amax (default 0, as TE)"},
+        {"fp8.amax_compute_algo", VLA_FLAG_STRING, &fp8_algo, "max|most_recent",
+         "with --precision=fp8: the amax a scale uses: the history's largest, or this step's (default max, as TE)"},
         {"num_workers", VLA_FLAG_INT, &workers, "N", "background data threads (0: on the training thread; default 2)"},
         {"optimizer.lr", VLA_FLAG_FLOAT, &o.lr, "LR", "peak learning rate (default: the policy's, pi05 2.5e-5, groot 1e-4)"},
         {"optimizer.weight_decay", VLA_FLAG_FLOAT, &o.weight_decay, "WD", "AdamW weight decay (default: the policy's)"},
@@ -431,6 +445,8 @@ int vla_cmd_train(int argc, char **argv) {
         {"nan_at_step", VLA_FLAG_INT, &nan_at, "N", "testing: poison step N's gradient with NaN"},
         {"crash_at_step", VLA_FLAG_INT, &crash_at, "N",
          "testing: SIGKILL this process after step N of a run that did not resume (restart tests)"},
+        {"poison_fp8_amax_at_step", VLA_FLAG_INT, &poison_amax, "N",
+         "testing: alter the last rank's reduced FP8 amaxes of step N (its scales diverge; checkpoints refuse)"},
         {"dist.threads_per_rank", VLA_FLAG_INT, &threads, "N",
          "threads per process (default: $OMP_NUM_THREADS, else cores / ranks on this host)"},
         {"dist.bucket_mb", VLA_FLAG_FLOAT, &o.bucket_mb, "MB",
@@ -512,9 +528,24 @@ int vla_cmd_train(int argc, char **argv) {
         ignored = "scheduler.warmup_steps", why = "--scheduler.constant=true has no warmup";
     else if (GIVEN("job_name") && o.output_dir)
         ignored = "job_name", why = "it names the default output directory, and --output_dir is given";
+    else if ((GIVEN("fp8.amax_history_len") || GIVEN("fp8.margin") || GIVEN("fp8.amax_compute_algo")) &&
+             strcmp(precision, "fp8") != 0)
+        ignored = GIVEN("fp8.margin") ? "fp8.margin" : GIVEN("fp8.amax_compute_algo") ? "fp8.amax_compute_algo"
+                                                                                       : "fp8.amax_history_len",
+        why = "it tunes FP8's delayed scaling, which --precision=fp8 turns on";
     if (ignored) {
         json_decref(rs.cfg), json_decref(rs.changes);
         return vla_cli_ignored(cmd, ignored, why);
+    }
+    if (vla_precision_parse(precision, &o.precision) != VLA_OK) {
+        fprintf(stderr, "vla: error: vla train: --precision=%s: give fp32, bf16 or fp8\n", precision);
+        json_decref(rs.cfg), json_decref(rs.changes);
+        return 2;
+    }
+    if (strcmp(fp8_algo, "max") && strcmp(fp8_algo, "most_recent")) {
+        fprintf(stderr, "vla: error: vla train: --fp8.amax_compute_algo=%s: give max or most_recent\n", fp8_algo);
+        json_decref(rs.cfg), json_decref(rs.changes);
+        return 2;
     }
     if (eval_freq > 0 && !env) {
         fprintf(stderr, "vla: error: vla train: --eval_freq=%lld needs --env.type (pusht | reach)\n", (long long)eval_freq);
@@ -545,7 +576,10 @@ int vla_cmd_train(int argc, char **argv) {
         (GIVEN("optimizer.grad_clip_norm") && !vla_cli_float_in(cmd, "optimizer.grad_clip_norm", o.clip_norm, 0, 1e30, false, false)) ||
         (GIVEN("ema_decay") && !vla_cli_float_in(cmd, "ema_decay", o.ema_decay, 0, 1, false, true)) ||
         (GIVEN("max_time_s") && !vla_cli_float_in(cmd, "max_time_s", o.max_time_s, 0, INFINITY, true, false)) ||
-        (GIVEN("dist.bucket_mb") && !vla_cli_float_in(cmd, "dist.bucket_mb", o.bucket_mb, 0, 1e6, true, false))) {
+        (GIVEN("dist.bucket_mb") && !vla_cli_float_in(cmd, "dist.bucket_mb", o.bucket_mb, 0, 1e6, true, false)) ||
+        !vla_cli_int_in(cmd, "fp8.amax_history_len", fp8_hist, 1, 1 << 20) ||
+        !vla_cli_float_in(cmd, "fp8.margin", fp8_margin, -64, 64, false, false) ||
+        !vla_cli_int_in(cmd, "poison_fp8_amax_at_step", poison_amax, 0, INT64_MAX)) {
         json_decref(rs.cfg), json_decref(rs.changes);
         return 2;
     }
@@ -600,6 +634,9 @@ int vla_cmd_train(int argc, char **argv) {
     o.schedule_steps = rs.schedule_steps;
     o.n_action_steps = (int)n_act;
     arm_test_faults(stop_after, nan_at, crash_at, resume);
+    if (poison_amax > 0) vla_fault_set(VLA_FAULT_TRAIN_FP8_AMAX, VLA_FAULT_POISON, poison_amax, poison_amax);
+    o.fp8.amax_history_len = fp8_hist, o.fp8.margin = (float)fp8_margin;
+    o.fp8.most_recent = !strcmp(fp8_algo, "most_recent");
     o.n_obs_steps = (int)n_obs;
     set_threads(threads);
     eval_hook_ctx ctx = {env, o.device, (int)eval_eps, (uint64_t)eval_seed, (int)eval_n_act};
@@ -623,6 +660,7 @@ int vla_cmd_train(int argc, char **argv) {
            r.tokens_per_micro_batch);
     if (r.time_budget_hit) printf(",\"time_budget_hit\":true");
     if (!isnan(r.last_eval_success)) printf(",\"eval_success\":%.4f", r.last_eval_success);
+    printf(",\"precision\":\"%s\"", vla_precision_name(o.precision));
     printf(",\"world\":%d,\"threads_per_rank\":%d,\"buckets\":%d,\"comm_exposed_s\":%.4f,"
            "\"buckets_started_in_backward\":%d,\"comm_exposed_frac\":%.4f,\"optimizer_state_bytes_per_rank\":%zu",
            r.world, omp_get_max_threads(), r.n_buckets, r.comm_exposed_s, r.buckets_started_in_backward,

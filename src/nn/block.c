@@ -146,8 +146,18 @@ static vla_status norm_backward(const vla_ops *ops, const vla_block_config *c, v
 
 /* ---- forward -------------------------------------------------------------------- */
 
+/* linear i's precision (NULL: f32) */
+#define LQ(w, i) ((w)->prec ? &(w)->prec->lin[VLA_BLOCK_LIN_##i] : NULL)
+
+const vla_wg *vla_block_linear_weight(const vla_block_weights *w, vla_block_linear i) {
+    const vla_wg *t[VLA_BLOCK_N_LIN] = {&w->q_w, &w->k_w, &w->v_w, &w->o_w, &w->up_w, &w->gate_w, &w->down_w};
+    return (unsigned)i < VLA_BLOCK_N_LIN && t[i]->w ? t[i] : NULL;
+}
+
+
 static vla_mlp_weights mlp_weights(const vla_block_weights *w) {
-    vla_mlp_weights m = {w->up_w.w, w->up_b.w, w->gate_w.w, w->gate_b.w, w->down_w.w, w->down_b.w};
+    vla_mlp_weights m = {w->up_w.w,   w->up_b.w,   w->gate_w.w,   w->gate_b.w,   w->down_w.w,
+                         w->down_b.w, LQ(w, UP), LQ(w, GATE), LQ(w, DOWN)};
     return m;
 }
 
@@ -173,13 +183,13 @@ vla_status vla_block_attn_in(const vla_ops *ops, const vla_block_config *c, cons
     int64_t Q = Hq * hd, K = Hk * hd, nk = c->cross ? io->n_ctx : n;
     VLA_TRY(norm_forward(ops, c, c->norm1, w->norm1_w, w->norm1_b, io, x, a->h1, a->mean1, a->rstd1, a->mod1));
     float *q = c->qk_norm ? a->qp : a->q, *k = c->qk_norm ? a->kp : a->k;
-    vla_linear_forward(ops, q, a->h1, w->q_w.w, w->q_b.w, n, D, Q);
+    vla_linear_forward_q(ops, LQ(w, Q), q, a->h1, w->q_w.w, w->q_b.w, n, D, Q);
     if (!c->cross) {
-        vla_linear_forward(ops, k, a->h1, w->k_w.w, w->k_b.w, n, D, K);
-        vla_linear_forward(ops, a->v, a->h1, w->v_w.w, w->v_b.w, n, D, K);
+        vla_linear_forward_q(ops, LQ(w, K), k, a->h1, w->k_w.w, w->k_b.w, n, D, K);
+        vla_linear_forward_q(ops, LQ(w, V), a->v, a->h1, w->v_w.w, w->v_b.w, n, D, K);
     } else if (!io->k_cached) {
-        vla_linear_forward(ops, k, io->ctx, w->k_w.w, w->k_b.w, nk, c->kv_dim, K);
-        vla_linear_forward(ops, a->v, io->ctx, w->v_w.w, w->v_b.w, nk, c->kv_dim, K);
+        vla_linear_forward_q(ops, LQ(w, K), k, io->ctx, w->k_w.w, w->k_b.w, nk, c->kv_dim, K);
+        vla_linear_forward_q(ops, LQ(w, V), a->v, io->ctx, w->v_w.w, w->v_b.w, nk, c->kv_dim, K);
     }
     if (c->qk_norm) {
         vla_rmsnorm_forward(ops, a->q, a->rq, a->qp, w->q_norm.w, false, n * Hq, hd, c->norm_eps);
@@ -197,7 +207,7 @@ vla_status vla_block_attn_out(const vla_ops *ops, const vla_block_config *c, con
                               const vla_block_io *io, const float *x, float *x_out, vla_block_acts *a) {
     int64_t n = io->n, D = c->dim, Q = (int64_t)c->attn.n_heads * c->attn.head_dim;
     bool gate1 = c->norm1 == VLA_BLOCK_NORM_ADARMS, gate2 = c->norm2 == VLA_BLOCK_NORM_ADARMS;
-    vla_linear_forward(ops, gate1 ? a->y1 : a->xm, a->att, w->o_w.w, w->o_b.w, n, Q, D);
+    vla_linear_forward_q(ops, LQ(w, O), gate1 ? a->y1 : a->xm, a->att, w->o_w.w, w->o_b.w, n, Q, D);
     if (gate1) VLA_TRY(vla_gated_residual_forward(ops, a->xm, x, a->y1, a->mod1, io->cu, io->n_seg, n, D));
     else ops->add(a->xm, a->xm, x, n * D);
     VLA_TRY(norm_forward(ops, c, c->norm2, w->norm2_w, w->norm2_b, io, a->xm, a->h2, a->mean2, a->rstd2, a->mod2));
@@ -249,7 +259,7 @@ vla_status vla_block_attn_out_backward(const vla_ops *ops, const vla_block_confi
         d_y1 = s->dy;
     }
     ops->fill(s->datt, 0.0f, n * Q);
-    vla_linear_backward(ops, s->datt, w->o_w.g, w->o_b.g, d_y1, a->att, w->o_w.w, n, Q, D);
+    vla_linear_backward_q(ops, LQ(w, O), s->datt, w->o_w.g, w->o_b.g, d_y1, a->att, w->o_w.w, n, Q, D);
     return VLA_OK;
 }
 
@@ -276,13 +286,13 @@ vla_status vla_block_attn_in_backward(const vla_ops *ops, const vla_block_config
         gq = s->dqp, gk = s->dkp;
     }
     ops->fill(s->dh, 0.0f, n * D);
-    vla_linear_backward(ops, s->dh, w->q_w.g, w->q_b.g, gq, a->h1, w->q_w.w, n, D, Q);
+    vla_linear_backward_q(ops, LQ(w, Q), s->dh, w->q_w.g, w->q_b.g, gq, a->h1, w->q_w.w, n, D, Q);
     if (!c->cross) {
-        vla_linear_backward(ops, s->dh, w->k_w.g, w->k_b.g, gk, a->h1, w->k_w.w, n, D, K);
-        vla_linear_backward(ops, s->dh, w->v_w.g, w->v_b.g, s->dv, a->h1, w->v_w.w, n, D, K);
+        vla_linear_backward_q(ops, LQ(w, K), s->dh, w->k_w.g, w->k_b.g, gk, a->h1, w->k_w.w, n, D, K);
+        vla_linear_backward_q(ops, LQ(w, V), s->dh, w->v_w.g, w->v_b.g, s->dv, a->h1, w->v_w.w, n, D, K);
     } else {
-        vla_linear_backward(ops, d_ctx, w->k_w.g, w->k_b.g, gk, io->ctx, w->k_w.w, nk, c->kv_dim, K);
-        vla_linear_backward(ops, d_ctx, w->v_w.g, w->v_b.g, s->dv, io->ctx, w->v_w.w, nk, c->kv_dim, K);
+        vla_linear_backward_q(ops, LQ(w, K), d_ctx, w->k_w.g, w->k_b.g, gk, io->ctx, w->k_w.w, nk, c->kv_dim, K);
+        vla_linear_backward_q(ops, LQ(w, V), d_ctx, w->v_w.g, w->v_b.g, s->dv, io->ctx, w->v_w.w, nk, c->kv_dim, K);
     }
     return norm_backward(ops, c, c->norm1, w->norm1_w, w->norm1_b, io, x, s->dh, a->mean1, a->rstd1, a->mod1,
                          s->dmod1, d_x, d_cond);

@@ -49,11 +49,13 @@
 #define VLA_NN_BLOCK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/status.h"
 #include "nn/acts.h"
 #include "nn/attention.h"
+#include "nn/linear.h"
 #include "nn/mlp.h"
 #include "nn/weight.h"
 #include "tensor/ops.h"
@@ -89,13 +91,35 @@ typedef struct {
 /* A block's weights (vla_wg: weight + gradient). For the adaptive norms,
  * norm*_w / norm*_b are the modulation Linear's weight [k·dim, cond_dim] and
  * bias; for RMS the weight alone; LN plain has none. */
+/* The block's large linear layers, whose GEMMs mixed precision lowers
+ * (docs/precision.md); the adaptive norms' modulation Linear (one row per
+ * sample) stays f32. */
+typedef enum {
+    VLA_BLOCK_LIN_Q, VLA_BLOCK_LIN_K, VLA_BLOCK_LIN_V, VLA_BLOCK_LIN_O,
+    VLA_BLOCK_LIN_UP, VLA_BLOCK_LIN_GATE, VLA_BLOCK_LIN_DOWN,
+    VLA_BLOCK_N_LIN
+} vla_block_linear;
+
+/* How each of those linears reads its operands (nn/linear.h). */
+typedef struct {
+    vla_linear_prec lin[VLA_BLOCK_N_LIN];
+} vla_block_prec;
+
+/* The vla_wg come first and are the struct's first VLA_BLOCK_N_WG members:
+ * code that walks a block's weights as an array of vla_wg (gradient-ready
+ * reports, frozen views) walks that many. */
 typedef struct {
     vla_wg norm1_w, norm1_b;
     vla_wg q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b;
     vla_wg q_norm, k_norm;
     vla_wg norm2_w, norm2_b;
     vla_wg up_w, up_b, gate_w, gate_b, down_w, down_b;
+    const vla_block_prec *prec; /* NULL: every GEMM in f32 (policy/precision.h binds it) */
 } vla_block_weights;
+#define VLA_BLOCK_N_WG ((int)(offsetof(vla_block_weights, prec) / sizeof(vla_wg)))
+
+/* The weight of linear i of a block (NULL when the block has none, e.g. no gate). */
+const vla_wg *vla_block_linear_weight(const vla_block_weights *w, vla_block_linear i);
 
 /* The rows one call works on. */
 typedef struct {

@@ -1,17 +1,52 @@
-/* linear.c — fully connected layer: two or three GEMMs through the op table. */
+/* linear.c — fully connected layer: two or three GEMMs through the op table,
+ * each reading its operands as the layer's precision says (linear.h). */
 #include "nn/linear.h"
+
+#include <stddef.h>
+
+/* The GEMM's view of two roles: a and b as op(A), op(B) read them. */
+static const vla_gemm_q *gemm_q(const vla_linear_prec *q, vla_gemm_q *g, const vla_fp8_operand *a,
+                                const vla_fp8_operand *b) {
+    if (!q || q->mode == VLA_PREC_FP32) return NULL;
+    g->mode = q->mode, g->a = *a, g->b = *b;
+    return g;
+}
+
+void vla_linear_forward_q(const vla_ops *ops, const vla_linear_prec *q, float *out, const float *in, const float *w,
+                          const float *b, int64_t n, int64_t in_dim, int64_t out_dim) {
+    if (n <= 0) return;
+    vla_gemm_q g;
+    const vla_gemm_q *gq = q ? gemm_q(q, &g, &q->x, &q->w) : NULL;
+    if (gq) ops->sgemm_q(gq, false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);
+    else ops->sgemm(false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);
+    if (b) ops->add_row_vector(out, b, n, out_dim);
+}
 
 void vla_linear_forward(const vla_ops *ops, float *out, const float *in, const float *w, const float *b, int64_t n,
                         int64_t in_dim, int64_t out_dim) {
+    vla_linear_forward_q(ops, NULL, out, in, w, b, n, in_dim, out_dim);
+}
+
+void vla_linear_backward_q(const vla_ops *ops, const vla_linear_prec *q, float *d_in, float *d_w, float *d_b,
+                           const float *d_out, const float *in, const float *w, int64_t n, int64_t in_dim,
+                           int64_t out_dim) {
     if (n <= 0) return;
-    ops->sgemm(false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);
-    if (b) ops->add_row_vector(out, b, n, out_dim);
+    vla_gemm_q g;
+    const vla_gemm_q *gq;
+    if (d_in) { /* dgrad: dy (E5M2) · W (E4M3) */
+        gq = q ? gemm_q(q, &g, &q->dy, &q->w) : NULL;
+        if (gq) ops->sgemm_q(gq, false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, 1.0f, d_in, in_dim);
+        else ops->sgemm(false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, 1.0f, d_in, in_dim);
+    }
+    if (d_w) { /* wgrad: dyᵀ (E5M2) · x (E4M3) */
+        gq = q ? gemm_q(q, &g, &q->dy, &q->x) : NULL;
+        if (gq) ops->sgemm_q(gq, true, false, out_dim, in_dim, n, 1.0f, d_out, out_dim, in, in_dim, 1.0f, d_w, in_dim);
+        else ops->sgemm(true, false, out_dim, in_dim, n, 1.0f, d_out, out_dim, in, in_dim, 1.0f, d_w, in_dim);
+    }
+    if (d_b) ops->sum_rows(d_b, d_out, n, out_dim, 1.0f);
 }
 
 void vla_linear_backward(const vla_ops *ops, float *d_in, float *d_w, float *d_b, const float *d_out,
                          const float *in, const float *w, int64_t n, int64_t in_dim, int64_t out_dim) {
-    if (n <= 0) return;
-    if (d_in) ops->sgemm(false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, 1.0f, d_in, in_dim);
-    if (d_w) ops->sgemm(true, false, out_dim, in_dim, n, 1.0f, d_out, out_dim, in, in_dim, 1.0f, d_w, in_dim);
-    if (d_b) ops->sum_rows(d_b, d_out, n, out_dim, 1.0f);
+    vla_linear_backward_q(ops, NULL, d_in, d_w, d_b, d_out, in, w, n, in_dim, out_dim);
 }

@@ -6,7 +6,15 @@
  *    load without transposes;
  *  - every backward ADDS into its gradient buffers (inputs' and parameters'),
  *    so a layer used twice, or a residual branch, just accumulates; zero the
- *    buffers once per step. Pass NULL for a gradient you do not need. */
+ *    buffers once per step. Pass NULL for a gradient you do not need.
+ *
+ * MIXED PRECISION (docs/precision.md). The _q forms take how the layer's
+ * GEMMs read their operands (vla_linear_prec; NULL is f32, the plain forms):
+ * BF16 rounds x, W and dy to bf16; FP8 is TransformerEngine's HYBRID
+ * format with delayed per-tensor scaling — x and W in E4M3 (forward), dy in
+ * E5M2 (the backward's dgrad dx = dy·W and wgrad dW = dyᵀ·x), each of the
+ * three roles with its own scale and amax. Accumulation and outputs stay
+ * f32; the bias and its gradient are f32 always. */
 #ifndef VLA_NN_LINEAR_H
 #define VLA_NN_LINEAR_H
 
@@ -14,12 +22,25 @@
 
 #include "tensor/ops.h"
 
+/* One linear layer's precision: the mode, and in FP8 the scaling state of
+ * its input x, its weight W and its output gradient dy (backend memory,
+ * carved from the policy's one flat buffer: policy/precision.h). */
+typedef struct {
+    vla_precision mode;
+    vla_fp8_operand x, w, dy;
+} vla_linear_prec;
+
 /* out[n, out_dim] = in[n, in_dim] · w[out_dim, in_dim]ᵀ + b[out_dim] (b may be NULL). */
 void vla_linear_forward(const vla_ops *ops, float *out, const float *in, const float *w, const float *b, int64_t n,
                         int64_t in_dim, int64_t out_dim);
+void vla_linear_forward_q(const vla_ops *ops, const vla_linear_prec *q, float *out, const float *in, const float *w,
+                          const float *b, int64_t n, int64_t in_dim, int64_t out_dim);
 
 /* d_in += d_out·w, d_w += d_outᵀ·in, d_b += Σ_rows d_out (each may be NULL). */
 void vla_linear_backward(const vla_ops *ops, float *d_in, float *d_w, float *d_b, const float *d_out,
                          const float *in, const float *w, int64_t n, int64_t in_dim, int64_t out_dim);
+void vla_linear_backward_q(const vla_ops *ops, const vla_linear_prec *q, float *d_in, float *d_w, float *d_b,
+                           const float *d_out, const float *in, const float *w, int64_t n, int64_t in_dim,
+                           int64_t out_dim);
 
 #endif

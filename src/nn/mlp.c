@@ -15,16 +15,16 @@ void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, 
     int64_t d = cfg->dim, hd = cfg->hidden, nh = n * hd;
     if (!cfg->gated) {
         float *pre = acts, *h = acts + nh;
-        vla_linear_forward(ops, pre, in, w->w_up, w->b_up, n, d, hd);
+        vla_linear_forward_q(ops, w->q_up, pre, in, w->w_up, w->b_up, n, d, hd);
         ops->act_forward(cfg->act, h, pre, nh);
-        vla_linear_forward(ops, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
+        vla_linear_forward_q(ops, w->q_down, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
         return;
     }
     float *gate = acts, *up = acts + nh, *h = acts + 2 * nh;
-    vla_linear_forward(ops, gate, in, w->w_gate, w->b_gate, n, d, hd);
-    vla_linear_forward(ops, up, in, w->w_up, w->b_up, n, d, hd);
+    vla_linear_forward_q(ops, w->q_gate, gate, in, w->w_gate, w->b_gate, n, d, hd);
+    vla_linear_forward_q(ops, w->q_up, up, in, w->w_up, w->b_up, n, d, hd);
     ops->glu_forward(cfg->act, h, gate, up, nh);
-    vla_linear_forward(ops, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
+    vla_linear_forward_q(ops, w->q_down, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
 }
 
 void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in, const vla_mlp_grads *g,
@@ -36,16 +36,16 @@ void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in
     if (!cfg->gated) {
         const float *pre = acts, *h = acts + nh;
         float *dpre = scratch + nh;
-        vla_linear_backward(ops, dh, g->w_down, g->b_down, d_out, h, w->w_down, n, hd, out_dim_of(cfg));
+        vla_linear_backward_q(ops, w->q_down, dh, g->w_down, g->b_down, d_out, h, w->w_down, n, hd, out_dim_of(cfg));
         ops->fill(dpre, 0.0f, nh);
         ops->act_backward(cfg->act, dpre, dh, pre, nh);
-        vla_linear_backward(ops, d_in, g->w_up, g->b_up, dpre, in, w->w_up, n, d, hd);
+        vla_linear_backward_q(ops, w->q_up, d_in, g->w_up, g->b_up, dpre, in, w->w_up, n, d, hd);
         return;
     }
     const float *gate = acts, *up = acts + nh, *h = acts + 2 * nh;
     float *dgate = scratch + nh, *dup = scratch + 2 * nh;
-    vla_linear_backward(ops, dh, g->w_down, g->b_down, d_out, h, w->w_down, n, hd, out_dim_of(cfg));
+    vla_linear_backward_q(ops, w->q_down, dh, g->w_down, g->b_down, d_out, h, w->w_down, n, hd, out_dim_of(cfg));
     ops->glu_backward(cfg->act, dgate, dup, dh, gate, up, nh);
-    vla_linear_backward(ops, d_in, g->w_gate, g->b_gate, dgate, in, w->w_gate, n, d, hd);
-    vla_linear_backward(ops, d_in, g->w_up, g->b_up, dup, in, w->w_up, n, d, hd);
+    vla_linear_backward_q(ops, w->q_gate, d_in, g->w_gate, g->b_gate, dgate, in, w->w_gate, n, d, hd);
+    vla_linear_backward_q(ops, w->q_up, d_in, g->w_up, g->b_up, dup, in, w->w_up, n, d, hd);
 }

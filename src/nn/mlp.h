@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "nn/activations.h"
+#include "nn/linear.h"
 #include "tensor/ops.h"
 
 typedef struct {
@@ -25,6 +26,8 @@ typedef struct {
     const float *w_up, *b_up;     /* [hidden, dim], [hidden] */
     const float *w_gate, *b_gate; /* gated only */
     const float *w_down, *b_down; /* [out_dim, hidden], [out_dim] */
+    /* how each linear's GEMMs read their operands (nn/linear.h); NULL: f32 */
+    const vla_linear_prec *q_up, *q_gate, *q_down;
 } vla_mlp_weights;
 
 typedef struct {

@@ -621,7 +621,7 @@ vla_status vla_groot_create(const vla_policy_config *cfg, const vla_ops *ops, vl
         st = vla_error(VLA_ERR_UNSUPPORTED, "tokenizer '%s': a GR00T policy reads Eagle's chat template, so its "
                        "tokenizer is \"eagle\" (or \"bytes\" for the from-scratch presets)", cfg->tokenizer);
     if (st == VLA_OK) st = vla_policy_open_tokenizer(p);
-    if (st == VLA_OK) st = vla_param_bind(&p->cfg, &p->specs, p->weights, p->grads, &g->params_arena, &g->W);
+    if (st == VLA_OK) st = vla_param_bind(&p->cfg, &p->specs, p->weights, p->grads, &g->params_arena, &g->W, &p->blocks);
     if (st == VLA_OK) st = vla_vit_setup(&g->W.vit, &cfg->vision, ops);
     const vla_block_config *blocks[] = {&g->lm_cfg, &g->vl_cfg, &g->dit_self, &g->dit_cross};
     for (int i = 0; i < 4 && st == VLA_OK; i++) st = vla_block_check(blocks[i]);

@@ -59,7 +59,7 @@ typedef struct {
 
 void vla_groot_layer_ready(void *user, int64_t layer) {
     const groot_layers_ready *r = user;
-    vla_policy_ready_wgs(r->p, (const vla_wg *)&r->w[layer], (int)(sizeof r->w[layer] / sizeof(vla_wg)));
+    vla_policy_ready_wgs(r->p, (const vla_wg *)&r->w[layer], VLA_BLOCK_N_WG);
 }
 
 static vla_block_io lm_io(const groot_pack *pk) {

@@ -359,7 +359,7 @@ static vla_status blocks_backward(vla_policy *p, groot_impl *g, const groot_pack
         VLA_TRY(vla_block_backward(p->tops, bc, &g->W.dit[i], &io, ha->x + i * N * D, &ba, &sc, d->dX,
                                    i % 2 == 0 ? d_vl : NULL, d->dstemb));
         /* a block's weights serve that block only */
-        vla_policy_ready_wgs(p, (const vla_wg *)&g->W.dit[i], (int)(sizeof g->W.dit[i] / sizeof(vla_wg)));
+        vla_policy_ready_wgs(p, (const vla_wg *)&g->W.dit[i], VLA_BLOCK_N_WG);
     }
     return VLA_OK;
 }
@@ -454,7 +454,7 @@ vla_status vla_groot_head_vjp(vla_policy *p, vla_arena *a, const groot_pack *pk,
     for (int64_t i = 0; i < nlay; i++) {
         dit[i] = g->W.dit[i];
         vla_wg *bw = (vla_wg *)&dit[i];
-        for (size_t k = 0; k < sizeof dit[i] / sizeof(vla_wg); k++) bw[k].g = NULL;
+        for (int k = 0; k < VLA_BLOCK_N_WG; k++) bw[k].g = NULL;
     }
     fz.W.dit = dit;
     vla_grad_ready_fn ready = p->grad_ready; /* a VJP is not a backward: no gradient-ready reports */

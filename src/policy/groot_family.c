@@ -116,7 +116,7 @@ static void backbone_inventory(vla_param_builder *b, const vla_policy_config *c,
     vla_pb_group(b, VLA_GROUP_LANGUAGE, VLA_APPLY_PREFIX);
     vla_pb_tensor(b, &W->embed, VLA_INIT_NORMAL, 2, SHAPE(l->vocab, l->width), "%s.embed_tokens.weight", lm);
     vla_pb_last_apply(b, VLA_APPLY_LOOKUP, 1);
-    W->lm = vla_pb_array(b, l->depth, sizeof *W->lm);
+    W->lm = vla_pb_blocks(b, l->depth);
     for (int64_t i = 0; i < l->depth && W->lm; i++) {
         snprintf(lp, sizeof lp, "%s.layers.%lld", lm, (long long)i);
         qwen3_layer(b, &W->lm[i], lp);
@@ -143,7 +143,7 @@ static void head_inventory(vla_param_builder *b, const vla_policy_config *c, gro
     b->torch_linear = true;
     vla_pb_group(b, VLA_GROUP_VL_ADAPTER, VLA_APPLY_PREFIX);
     vla_pb_layernorm(b, &W->vlln_w, &W->vlln_b, L, "action_head.vlln");
-    W->vl = vla_pb_array(b, h->vl_layers, sizeof *W->vl);
+    W->vl = vla_pb_blocks(b, h->vl_layers);
     for (int64_t i = 0; i < h->vl_layers && W->vl; i++) {
         snprintf(q, sizeof q, "action_head.vl_self_attention.transformer_blocks.%lld", (long long)i);
         basic_block(b, &W->vl[i], q, L, L, false, VLA_APPLY_PREFIX, VLA_APPLY_PREFIX);
@@ -154,7 +154,7 @@ static void head_inventory(vla_param_builder *b, const vla_policy_config *c, gro
     vla_pb_linear(b, &W->te1_w, &W->te1_b, h->timestep_channels, D, q);
     snprintf(q, sizeof q, "%s.linear_2", te);
     vla_pb_linear(b, &W->te2_w, &W->te2_b, D, D, q);
-    W->dit = vla_pb_array(b, h->dit_layers, sizeof *W->dit);
+    W->dit = vla_pb_blocks(b, h->dit_layers);
     for (int64_t i = 0; i < h->dit_layers && W->dit; i++) {
         /* interleave_self_attention: even blocks cross-attend to the VL tokens */
         bool cross = i % 2 == 0;

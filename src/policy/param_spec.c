@@ -154,6 +154,18 @@ void *vla_pb_array(vla_param_builder *b, int64_t count, size_t size) {
     return p;
 }
 
+vla_block_weights *vla_pb_blocks(vla_param_builder *b, int64_t count) {
+    vla_block_weights *w = vla_pb_array(b, count, sizeof *w);
+    if (!w || !b->binding || !b->blocks) return w;
+    vla_block_set *s = b->blocks;
+    if (s->n == VLA_BLOCK_SET_MAX) {
+        b->st = vla_error(VLA_ERR_INTERNAL, "parameter inventory: more than %d block stacks", VLA_BLOCK_SET_MAX);
+        return NULL;
+    }
+    s->arr[s->n] = w, s->count[s->n] = count, s->n++;
+    return w;
+}
+
 /* Run the family's inventory with a zeroed weight struct of its size. */
 static vla_status run_inventory(vla_param_builder *b, void *weight_struct) {
     const vla_policy_family *f = b->cfg->family;
@@ -179,9 +191,10 @@ vla_status vla_param_specs(const vla_policy_config *cfg, vla_param_list *out) {
 }
 
 vla_status vla_param_bind(const vla_policy_config *cfg, const vla_param_list *list, float *weights, float *grads,
-                          vla_arena *arena, void *weight_struct) {
+                          vla_arena *arena, void *weight_struct, vla_block_set *blocks) {
+    if (blocks) memset(blocks, 0, sizeof *blocks);
     vla_param_builder b = {.list = (vla_param_list *)list, .cfg = cfg, .binding = true, .weights = weights,
-                           .grads = grads, .arena = arena};
+                           .grads = grads, .arena = arena, .blocks = blocks};
     VLA_TRY(run_inventory(&b, weight_struct));
     if (b.next != list->n)
         return vla_error(VLA_ERR_INTERNAL, "binding %s: %lld of %lld tensors bound", cfg->name, (long long)b.next,

@@ -35,6 +35,7 @@
 
 #include "base/arena.h"
 #include "base/status.h"
+#include "nn/block.h"
 #include "nn/weight.h"
 #include "policy/config.h"
 
@@ -80,6 +81,16 @@ typedef struct {
 vla_status vla_param_specs(const vla_policy_config *cfg, vla_param_list *out);
 
 /* ---- the builder the families' inventories call ---- */
+/* Every transformer block of a policy, as the inventory declared them
+ * (vla_pb_blocks): mixed precision (policy/precision.h) binds each block's
+ * large linears through it, so no family names its blocks twice. */
+#define VLA_BLOCK_SET_MAX 8
+typedef struct {
+    vla_block_weights *arr[VLA_BLOCK_SET_MAX];
+    int64_t count[VLA_BLOCK_SET_MAX];
+    int n;
+} vla_block_set;
+
 typedef struct {
     vla_param_list *list;      /* LIST: appended to; BIND: walked in order */
     const vla_policy_config *cfg;
@@ -90,6 +101,7 @@ typedef struct {
     float *weights, *grads;    /* BIND: the policy's two allocations (spec order; grads of trainable ones) */
     int64_t next, w_off, g_off;
     vla_arena *arena;          /* per-layer weight arrays (vla_pb_array) */
+    vla_block_set *blocks;     /* BIND: receives the arrays of vla_pb_blocks (NULL: not wanted) */
     vla_status st;             /* the first error; later calls do nothing */
 } vla_param_builder;
 
@@ -121,11 +133,14 @@ void vla_pb_decoder_attn_mlp(vla_param_builder *b, vla_wg *q, vla_wg *k, vla_wg 
                              const char *prefix);
 /* A zeroed array of count elements from the builder's arena (per-layer weight structs). */
 void *vla_pb_array(vla_param_builder *b, int64_t count, size_t size);
+/* The same for count transformer blocks, registered in the builder's block set. */
+vla_block_weights *vla_pb_blocks(vla_param_builder *b, int64_t count);
 /* Run cfg's family inventory in BIND mode over `list` (the policy's specs),
  * pointing `weights` (the family's weight struct) at the two allocations;
- * per-layer arrays come from `arena`. */
+ * per-layer arrays come from `arena`; `blocks` (may be NULL) receives the
+ * transformer blocks. */
 vla_status vla_param_bind(const vla_policy_config *cfg, const vla_param_list *list, float *weights, float *grads,
-                          vla_arena *arena, void *weight_struct);
+                          vla_arena *arena, void *weight_struct, vla_block_set *blocks);
 void vla_param_list_free(vla_param_list *list);
 /* Index of a parameter by name, or -1. */
 int64_t vla_param_find(const vla_param_list *list, const char *name);

@@ -545,8 +545,8 @@ static vla_status layer_backward(vla_policy *p, pi05_impl *I, int64_t li, bwd_sc
     gather_rows(ops, sa->dv, g->dv, f->m.act_idx, Na, KD);
     VLA_TRY(vla_block_attn_in_backward(ops, &I->ex_cfg, &I->W.ex[li], &ioa, xa, &v.a, sa, g->dxa, NULL, g->dcond));
     /* each layer's weights serve this layer only: final now */
-    vla_policy_ready_wgs(p, (const vla_wg *)&I->W.ex[li], (int)(sizeof I->W.ex[li] / sizeof(vla_wg)));
-    vla_policy_ready_wgs(p, (const vla_wg *)&I->W.lm[li], (int)(sizeof I->W.lm[li] / sizeof(vla_wg)));
+    vla_policy_ready_wgs(p, (const vla_wg *)&I->W.ex[li], VLA_BLOCK_N_WG);
+    vla_policy_ready_wgs(p, (const vla_wg *)&I->W.lm[li], VLA_BLOCK_N_WG);
     return VLA_OK;
 }
 
@@ -795,7 +795,7 @@ static vla_status field_vjp(void *vctx, const float *cot, float *out, int64_t n)
     for (int64_t li = 0; li < L; li++) { /* the frozen view of the expert's layers */
         ex[li] = I->W.ex[li];
         vla_wg *w = (vla_wg *)&ex[li];
-        for (size_t k = 0; k < sizeof ex[li] / sizeof(vla_wg); k++) w[k].g = NULL;
+        for (int k = 0; k < VLA_BLOCK_N_WG; k++) w[k].g = NULL;
     }
     const step_maps *m = &fc->m;
     const step_acts *a = &fc->a;
@@ -984,7 +984,7 @@ vla_status vla_pi05_create(const vla_policy_config *cfg, const vla_ops *ops, vla
     block_configs(I, cfg);
     vla_status st = vla_policy_alloc_params(p);
     if (st == VLA_OK) st = vla_policy_open_tokenizer(p);
-    if (st == VLA_OK) st = vla_param_bind(&p->cfg, &p->specs, p->weights, p->grads, &I->params_arena, &I->W);
+    if (st == VLA_OK) st = vla_param_bind(&p->cfg, &p->specs, p->weights, p->grads, &I->params_arena, &I->W, &p->blocks);
     if (st == VLA_OK) st = vla_vit_setup(&I->W.vit, &cfg->vision, ops);
     if (st == VLA_OK) st = vla_block_check(&I->lm_cfg);
     if (st == VLA_OK) st = vla_block_check(&I->ex_cfg);

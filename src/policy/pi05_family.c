@@ -69,7 +69,7 @@ static void inventory(vla_param_builder *b, const vla_policy_config *c, void *we
     vla_pb_tensor(b, &W->embed, VLA_INIT_NORMAL, 2, SHAPE(l->vocab, l->width), "%s.language_model.embed_tokens.weight",
                   pg);
     vla_pb_last_apply(b, VLA_APPLY_LOOKUP, 1);
-    W->lm = vla_pb_array(b, l->depth, sizeof *W->lm);
+    W->lm = vla_pb_blocks(b, l->depth);
     for (int64_t i = 0; i < l->depth && W->lm; i++) {
         snprintf(lp, sizeof lp, "%s.language_model.layers.%lld", pg, (long long)i);
         /* Gemma's RMSNorm scales by (1 + w): zeros is the identity */
@@ -82,7 +82,7 @@ static void inventory(vla_param_builder *b, const vla_policy_config *c, void *we
 
     /* the action expert: AdaRMSNorm everywhere (use_adarms=[False, True]) */
     vla_pb_group(b, VLA_GROUP_EXPERT, VLA_APPLY_ACTION);
-    W->ex = vla_pb_array(b, e->depth, sizeof *W->ex);
+    W->ex = vla_pb_blocks(b, e->depth);
     for (int64_t i = 0; i < e->depth && W->ex; i++) {
         snprintf(lp, sizeof lp, "%s.layers.%lld", ex, (long long)i);
         snprintf(q, sizeof q, "%s.input_layernorm", lp);

@@ -6,6 +6,7 @@
 
 #include "base/rng.h"
 #include "policy/family.h"
+#include "policy/precision.h"
 #include "tensor/parallel.h"
 
 #include <math.h>
@@ -22,6 +23,7 @@ vla_status vla_policy_create(const vla_policy_config *cfg, const vla_ops *ops, v
 
 void vla_policy_free(vla_policy *p) {
     if (!p) return;
+    vla_policy_precision_free(p); /* first: it unbinds the blocks, which the family's destroy frees */
     if (p->ops && p->ops->destroy) {
         p->ops->destroy(p);
         return;

@@ -229,6 +229,10 @@ struct vla_policy {
     void *grad_ready_user;
     uint8_t *grad_reported;          /* [specs.n] what this backward has reported (implementations' bookkeeping) */
     uint64_t init_seed;              /* the seed of the running vla_policy_default_init */
+    /* every transformer block (the inventory's vla_pb_blocks), and how their
+     * large linears' GEMMs read operands: policy/precision.h (NULL: f32) */
+    vla_block_set blocks;
+    struct vla_policy_precision *prec;
 };
 
 /* Build a policy for cfg on a backend (the config's family creates it). */

@@ -23,7 +23,7 @@ void vla_vit_inventory(vla_param_builder *b, const vla_vit_config *cfg, const ch
     vla_pb_tensor(b, &v->pos, VLA_INIT_NORMAL, 2, SHAPE(side * side, D), "%s.embeddings.position_embedding.weight",
                   p);
     vla_pb_last_apply(b, VLA_APPLY_LOOKUP, 1);
-    v->layers = vla_pb_array(b, cfg->depth, sizeof *v->layers);
+    v->layers = vla_pb_blocks(b, cfg->depth);
     for (int64_t i = 0; i < cfg->depth && v->layers; i++) {
         vla_block_weights *L = &v->layers[i];
         char lp[260];
@@ -179,7 +179,7 @@ static void ready(const vla_vit *v, const vla_wg *t, int n) {
 
 static void layer_ready(void *user, int64_t l) {
     const vla_vit *v = user;
-    ready(v, (const vla_wg *)&v->layers[l], (int)(sizeof v->layers[l] / sizeof(vla_wg)));
+    ready(v, (const vla_wg *)&v->layers[l], VLA_BLOCK_N_WG);
 }
 
 vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, const float *acts, float *scratch,

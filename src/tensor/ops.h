@@ -122,7 +122,8 @@ typedef enum { VLA_FP8_E4M3 = 0, VLA_FP8_E5M2 } vla_fp8_format;
 typedef struct {
     vla_fp8_format fmt;
     const float *scale; /* [1] quantisation factor s (x → sat(x·s)) */
-    float *amax;        /* [1] max |x| of this step, max-accumulated by every GEMM that reads the operand */
+    float *amax;        /* [1] max |x| of this step (before scaling; a NaN counts as +Inf), max-accumulated
+                           by every GEMM that reads the operand; NULL: not recorded */
 } vla_fp8_operand;
 
 /* How a GEMM reads its operands. FP32: as sgemm. BF16: both rounded to
@@ -170,12 +171,16 @@ typedef struct vla_ops {
     void (*sgemm_q)(const vla_gemm_q *q, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
     /* Delayed-scaling update of n FP8 tensors after a step (TransformerEngine's
-     * recipe): history [n, hist_len] holds each tensor's amaxes newest first,
-     * column 0 this step's (what the GEMMs accumulated; all-reduced across
-     * ranks by the caller); a = max over the row (or column 0 alone with
-     * most_recent); if a is finite and > 0, scale = fmt_max[i]·2^(−margin)/a
-     * (FLT_MAX if that overflows), else the scale stays; then each row shifts
-     * one place older and column 0 restarts at 0. fmt_max is host [n]. */
+     * recipe, nvte_delayed_scaling_recipe_amax_and_scale_update): history
+     * [hist_len, n] holds the tensors' amaxes newest row first — row 0 is this
+     * step's (what the GEMMs max-accumulated into it; n contiguous floats, so
+     * a data-parallel caller all-reduces (MAX) that one row before the
+     * update). Per tensor i: a = max over its column (most_recent: row 0
+     * alone); if a is finite and > 0, scale[i] = (fmt_max[i]·2^−margin)/a in
+     * f32 (FLT_MAX if that overflows), else scale[i] stays; then every row
+     * moves one older (the oldest drops out) and row 0 restarts at 0. TE
+     * rolls a ring instead; the window's contents, hence the scales, are the
+     * same. fmt_max is host [n]. */
     void (*fp8_scale_update)(float *history, float *scale, int64_t n, int64_t hist_len, const float *fmt_max,
                              float margin, bool most_recent);
 

@@ -43,6 +43,8 @@
 #define VLA_CKPT_STATE_DIR "training_state"
 #define VLA_CKPT_MANIFEST "training_state/manifest.json"
 #define VLA_CKPT_STEP_FILE "training_state/training_step.json"
+/* FP8 scaling state of a --precision=fp8 run (policy/precision.h, docs/precision.md) */
+#define VLA_FP8_STATE_FILE "training_state/fp8_scaling.safetensors"
 #define VLA_CKPT_PATH_MAX 4096
 
 typedef struct vla_ckpt_writer vla_ckpt_writer;

@@ -49,6 +49,8 @@ void vla_train_opts_default(vla_train_opts *o) {
     o->log_freq = 10;
     o->progress = true;
     o->device = NULL; /* vla_backend_default_name() */
+    o->precision = VLA_PREC_FP32;
+    vla_fp8_recipe_default(&o->fp8);
 }
 
 /* The loader's index source: the distributed sampler walked in job order.
@@ -137,6 +139,7 @@ typedef struct {
     vla_status ready_st; /* a failed mark_ready inside the hook, reported after backward */
     int64_t *tindex;  /* per parameter: its index among the trainable ones (the buckets'), -1 when frozen */
     float *scratch;   /* host weights-layout buffer: the weights a checkpoint exports (EMA or a backend's copy) */
+    float *fp8_stage; /* host copy of the step's FP8 amaxes for the all-reduce (a backend without host memory) */
     vla_sampler track;
     src_state src;
     vla_pretrained_meta meta[VLA_LOADER_MAX_DATASETS]; /* per dataset (embodiment) */
@@ -181,6 +184,86 @@ static vla_status export_weights(trainer *t, const float **out) {
     return VLA_OK;
 }
 
+/* ---- FP8 scaling state (docs/precision.md) ------------------------------------- */
+
+/* After the step's update: all ranks' amaxes of the step reduced (MAX), then
+ * the delayed-scaling update, so every rank computes the same scales. A
+ * skipped step's amaxes are dropped: the step leaves no trace. */
+static vla_status fp8_after_step(trainer *t, int64_t step, bool skipped) {
+    vla_policy *p = t->p;
+    int64_t n;
+    float *amax = vla_policy_fp8_amax(p, &n);
+    if (n == 0) return VLA_OK;
+    if (skipped) {
+        vla_policy_fp8_discard_step(p);
+        return VLA_OK;
+    }
+    const vla_ops *ops = p->tops;
+    bool poison = vla_fault_at(VLA_FAULT_TRAIN_FP8_AMAX, step + 1) == VLA_FAULT_POISON && t->rank == t->world - 1;
+    if (t->world > 1 || poison) {
+        float *h = ops->host_memory ? amax : t->fp8_stage;
+        if (!ops->host_memory) ops->to_host(h, amax, (size_t)n * sizeof *h);
+        if (t->world > 1) VLA_TRY(vla_comm_allreduce(t->comm, h, h, n, VLA_COMM_F32, VLA_COMM_MAX));
+        if (poison) h[0] = 2.0f * h[0] + 1.0f; /* tests: this rank's scales go their own way */
+        if (!ops->host_memory) ops->to_device(amax, h, (size_t)n * sizeof *h);
+    }
+    vla_policy_fp8_update(p);
+    return VLA_OK;
+}
+
+/* Collective: every rank must hold rank 0's scaling state, byte for byte
+ * (the all-reduce before each update makes it so); a checkpoint of state
+ * that differs across ranks would resume into something no rank ran. */
+static vla_status fp8_ranks_agree(trainer *t, int64_t step) {
+    if (t->world == 1 || vla_policy_precision_mode(t->p) != VLA_PREC_FP8) return VLA_OK;
+    int64_t count;
+    float *mine = vla_policy_fp8_state_to_host(t->p, &count);
+    float *root = mine ? malloc((size_t)count * sizeof *root) : NULL;
+    vla_status st = root ? VLA_OK : vla_error(VLA_ERR_NOMEM, "checkpoint: out of memory for the FP8 state");
+    st = vla_comm_agree(t->comm, st, "checkpoint: FP8 scaling state"); /* all ranks bcast, or none */
+    if (st == VLA_OK) {
+        memcpy(root, mine, (size_t)count * sizeof *root);
+        st = vla_comm_bcast(t->comm, root, count, VLA_COMM_F32, 0);
+    }
+    if (st == VLA_OK && memcmp(root, mine, (size_t)count * sizeof *root)) {
+        int64_t i = 0, n = t->p->prec->n;
+        while (i < count && !memcmp(&root[i], &mine[i], sizeof *root)) i++;
+        st = vla_error(VLA_ERR_INTERNAL, "step %lld: rank %d's FP8 %s of tensor %lld (%s, role %lld) is %.9g, rank 0's "
+                       "%.9g: the ranks' scaling state diverged; not writing a checkpoint", (long long)step, t->rank,
+                       i < n ? "scale" : "amax history", (long long)(i % n), t->p->prec->names[(i % n) / 3],
+                       (long long)(i % n % 3), mine[i], root[i]);
+    }
+    free(mine), free(root);
+    return vla_comm_agree(t->comm, st, "checkpoint: FP8 scaling state");
+}
+
+/* Rank 0: the scaling state into the checkpoint being written. */
+static vla_status write_fp8_state(trainer *t, vla_ckpt_writer *w) {
+    vla_safetensors_writer *sw = NULL;
+    float *keep = NULL;
+    vla_status st = vla_safetensors_writer_new(&sw);
+    if (st == VLA_OK) st = vla_policy_fp8_export(t->p, sw, &keep);
+    if (st == VLA_OK) st = vla_ckpt_write_safetensors(w, VLA_FP8_STATE_FILE, sw);
+    vla_safetensors_writer_free(sw);
+    free(keep);
+    return st;
+}
+
+/* Resuming: the checkpoint's scaling state, when this run is FP8 and it has one. */
+static vla_status load_fp8_state(trainer *t, const vla_ckpt_info *ck) {
+    char path[VLA_CKPT_PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", ck->dir, VLA_FP8_STATE_FILE);
+    bool have = vla_path_exists(path), fp8 = vla_policy_precision_mode(t->p) == VLA_PREC_FP8;
+    if (fp8 && have) return vla_error_context(vla_policy_fp8_import(t->p, path), "resuming the FP8 scaling state");
+    if (t->rank == 0 && fp8)
+        VLA_WARN("%s has no FP8 scaling state (it trained in another precision): FP8 starts from scale 1, as a new "
+                 "run does", ck->dir);
+    if (t->rank == 0 && have && !fp8)
+        VLA_INFO("%s: FP8 scaling state left unused (this run is %s)", ck->dir,
+                 vla_precision_name(vla_policy_precision_mode(t->p)));
+    return VLA_OK;
+}
+
 /* Rank 0 writes the shared files; every rank writes its optimizer shard into
  * the same hidden directory (its path broadcast from rank 0); rank 0 commits
  * only once every shard is written, so the checkpoint is complete or absent.
@@ -191,6 +274,7 @@ static vla_status save_checkpoint(trainer *t, int64_t step, double lr, char *dir
     if (st != VLA_OK) st = vla_error_context(st, "step %lld: not writing a checkpoint", (long long)step);
     if (st == VLA_OK) st = export_weights(t, &wexp);
     if (st != VLA_OK) return vla_comm_agree(t->comm, st, "checkpoint");
+    VLA_TRY(fp8_ranks_agree(t, step));
     vla_ckpt_writer *w = NULL;
     char state_dir[VLA_CKPT_PATH_MAX + 32];
     state_dir[0] = '\0';
@@ -206,6 +290,7 @@ static vla_status save_checkpoint(trainer *t, int64_t step, double lr, char *dir
         if (st == VLA_OK) st = vla_ckpt_write_json(w, "pretrained_model/train_config.json", t->train_cfg);
         if (st == VLA_OK && vla_train_opt_has_ema(t->opt))
             st = vla_pretrained_write_ckpt(w, "training_state/raw_model", t->p, NULL, cfg);
+        if (st == VLA_OK && vla_policy_precision_mode(t->p) == VLA_PREC_FP8) st = write_fp8_state(t, w);
         if (st == VLA_OK) {
             vla_sampler_pos pos = vla_sampler_tell(&t->track);
             /* the losses of the unfinished log window, so a resumed run logs the same means
@@ -239,6 +324,7 @@ static vla_status load_checkpoint(trainer *t, const vla_ckpt_info *ck, int64_t *
     if (!vla_path_exists(path)) snprintf(path, sizeof path, "%s/pretrained_model/model.safetensors", ck->dir);
     VLA_TRY(vla_pretrained_load_weights(t->p, path));
     VLA_TRY(vla_train_opt_load(t->opt, ck->dir)); /* collective: shards re-cut for this world */
+    VLA_TRY(load_fp8_state(t, ck));
     json_t *rng;
     snprintf(path, sizeof path, "%s/training_state/rng_state.json", ck->dir);
     VLA_TRY(vla_json_load_file(path, &rng));
@@ -305,6 +391,7 @@ static void trainer_free(trainer *t) {
     free(t->src.rows), free(t->src.len), free(t->src.bin), free(t->src.keys);
     free(t->tindex);
     free(t->scratch);
+    free(t->fp8_stage);
     free(t->win);
     json_decref(t->train_cfg);
     if (t->comm) vla_comm_finalize(t->comm);
@@ -405,6 +492,7 @@ static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
     VLA_TRY(vla_backend_get(o->device ? o->device : vla_backend_default_name(), &ops));
     VLA_TRY(vla_policy_create(cfg, ops, &t->p));
     VLA_TRY(vla_policy_init_weights(t->p, o->seed));
+    VLA_TRY(vla_policy_set_precision(t->p, o->precision, &o->fp8));
     if (!o->pretrained_path || o->resume) return VLA_OK; /* resuming: the checkpoint's weights come later */
     vla_published_report rep;
     vla_status st = vla_published_load_weights(t->p, o->pretrained_path, &rep);
@@ -519,7 +607,26 @@ static vla_status alloc_buffers(trainer *t) {
     if (!t->win) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
     t->scratch = malloc((size_t)t->p->n_weight_floats * sizeof(float));
     if (!t->scratch) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
+    int64_t n_amax;
+    (void)vla_policy_fp8_amax(t->p, &n_amax);
+    if (n_amax > 0 && !(t->fp8_stage = malloc((size_t)n_amax * sizeof(float))))
+        return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
     return VLA_OK;
+}
+
+/* How the run's GEMMs read their operands (docs/precision.md). */
+static json_t *precision_json(const vla_policy *p) {
+    const vla_policy_precision *q = p->prec;
+    vla_precision m = vla_policy_precision_mode(p);
+    json_t *j = json_pack("{s:s, s:I}", "mode", vla_precision_name(m), "linears",
+                          (json_int_t)(q ? q->n_linears : 0));
+    if (j && m == VLA_PREC_FP8)
+        json_object_set_new(j, "fp8", json_pack("{s:s, s:I, s:f, s:s, s:I}", "format", "HYBRID", "amax_history_len",
+                                                (json_int_t)q->recipe.amax_history_len, "margin",
+                                                (double)q->recipe.margin, "amax_compute_algo",
+                                                q->recipe.most_recent ? "most_recent" : "max", "tensors",
+                                                (json_int_t)q->n));
+    return j;
 }
 
 /* train_config.json of the checkpoints: the flags that define the run. */
@@ -535,6 +642,7 @@ static void describe_run(trainer *t, const char *kind, const char *config_name) 
         (json_int_t)o->eval_freq, "optimizer", optj, "scheduler", vla_schedule_describe(&t->sched, sd, sizeof sd),
         "world", t->world, "skip_nonfinite", o->skip_nonfinite, "augment", o->augment);
     if (t->train_cfg) json_object_set_new(t->train_cfg, "device", json_string(t->p->tops->name));
+    if (t->train_cfg) json_object_set_new(t->train_cfg, "precision", precision_json(t->p));
     if (t->train_cfg && o->token_budget > 0)
         json_object_set_new(t->train_cfg, "token_budget", json_integer((json_int_t)o->token_budget));
     if (t->train_cfg && o->weights) json_object_set_new(t->train_cfg, "dataset.weights", json_string(o->weights));
@@ -841,7 +949,9 @@ static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bo
     double grad_mul = (double)t->world / (sums[1] > 0 ? sums[1] : 1);
     double lr = vla_schedule_lr(&t->sched, vla_train_opt_updates(t->opt));
     double norm;
+    int64_t skipped_before = t->skipped;
     VLA_TRY(update(t, step, loss, grad_mul, lr, &norm));
+    VLA_TRY(fp8_after_step(t, step, t->skipped != skipped_before));
     VLA_TRY(vla_sampler_advance(&t->track));
     int64_t done_steps = step + 1;
     t->losses[t->nl++] = loss;

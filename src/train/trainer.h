@@ -18,10 +18,18 @@
  * is all the loop carries, so a resumed run prints the losses of an
  * uninterrupted one bit for bit on CPU with the same thread count.
  *
+ * Mixed precision (docs/precision.md): with --precision=fp8 the step's FP8
+ * amaxes are all-reduced (MAX) across ranks after backward and the scales
+ * updated once per step (a skipped step's amaxes are dropped); checkpoints
+ * keep the scaling state (training_state/fp8_scaling.safetensors) after
+ * checking that every rank holds the same bytes.
+ *
  * Tests break the loop through base/fault.h, not through options here:
  * VLA_FAULT_TRAIN_GRADS (POISON: a NaN into step n's gradients) and
  * VLA_FAULT_TRAIN_STEP_END (STOP: end after step n without a final
- * checkpoint, as if killed; KILL: SIGKILL after step n). */
+ * checkpoint, as if killed; KILL: SIGKILL after step n) and
+ * VLA_FAULT_TRAIN_FP8_AMAX (POISON: the last rank's reduced amaxes of step n
+ * altered, so its scales leave the others'). */
 #ifndef VLA_TRAIN_TRAINER_H
 #define VLA_TRAIN_TRAINER_H
 
@@ -32,6 +40,7 @@
 
 #include "base/status.h"
 #include "policy/policy.h"
+#include "policy/precision.h"
 
 /* Closed-loop evaluation hook (the eval layer sits below train, so the CLI
  * passes it in): evaluate the pretrained_model directory at `dir`. */
@@ -92,6 +101,8 @@ typedef struct {
     bool relative_actions;      /* predict actions relative to observation.state (train/loader.h) */
     bool action_stats_per_step; /* action statistics per chunk step (train/loader.h); recorded for eval */
     const char *device;         /* the backend that runs the model (tensor/backend.h; NULL or "cpu": the CPU) */
+    vla_precision precision;    /* how the blocks' large linears run their GEMMs (policy/precision.h; default fp32) */
+    vla_fp8_recipe fp8;         /* FP8's delayed scaling (default: TransformerEngine's) */
 } vla_train_opts;
 
 void vla_train_opts_default(vla_train_opts *o);

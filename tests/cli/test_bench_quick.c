@@ -2,7 +2,8 @@
  * (BENCH_QUICK=1 scripts/bench.sh): every benchmark `vla bench --help`
  * lists runs with --quick, exits 0, and prints only JSON objects, each
  * naming its benchmark — so adding a benchmark without a quick mode, or
- * breaking one, fails here rather than in someone's `make bench`. */
+ * breaking one, fails here rather than in someone's `make bench`; the
+ * precision modes timed side by side give FP8's speed relative to f32. */
 #include "test_util.h"
 
 #include <jansson.h>
@@ -29,7 +30,7 @@ static void test_every_bench_quick(void **state) {
         free(err);
         fail_msg("bench.sh failed (exit %d); its output's and stderr's ends are above", rc);
     }
-    int lines = 0;
+    int lines = 0, fp8_vs_fp32 = 0;
     const char *want[] = {"gemm", "parquet", "video", "dataset", "sim", "policy", "attention", "omp_region", "packing", "serve"};
     enum { NWANT = sizeof want / sizeof want[0] };
     int seen[NWANT] = {0};
@@ -40,6 +41,9 @@ static void test_every_bench_quick(void **state) {
         const char *b = json_string_value(json_object_get(v, "bench"));
         if (!b) fail_msg("no \"bench\" in %s", line);
         for (int i = 0; i < NWANT; i++) seen[i] |= strstr(b, want[i]) != NULL;
+        const char *prec = json_string_value(json_object_get(v, "precision"));
+        if (!strcmp(b, "policy_train") && prec && !strcmp(prec, "fp8")) /* the modes timed side by side */
+            fp8_vs_fp32 += json_number_value(json_object_get(v, "vs_base_precision")) > 0;
         if (!strcmp(b, "packing")) { /* padding only adds tokens and images */
             json_t *pk = json_object_get(v, "packed"), *pd = json_object_get(v, "padded_longest");
             json_t *pm = json_object_get(v, "padded_max");
@@ -57,6 +61,7 @@ static void test_every_bench_quick(void **state) {
     for (int i = 0; i < NWANT; i++)
         if (!seen[i]) fail_msg("no result from a '%s' benchmark", want[i]);
     assert_true(lines >= 20);
+    assert_int_equal(fp8_vs_fp32, 2); /* pi05-tiny and groot-tiny */
 }
 
 int main(void) {

@@ -1,5 +1,7 @@
 /* test_nn_linear.c — linear, embedding, per-embodiment linear and ViT patch
- * embedding: PyTorch goldens and finite-difference gradient checks. */
+ * embedding: PyTorch goldens and finite-difference gradient checks; the
+ * linear's bf16 / FP8 roles against a float64 reference. */
+#include "base/dtype.h"
 #include "nn/embedding.h"
 #include "nn/embodiment_linear.h"
 #include "nn/linear.h"
@@ -61,6 +63,79 @@ static void test_linear(void **state) {
 }
 
 /* ---- embedding ---- */
+/* The layer's precision wires each GEMM's operands to the right role and
+ * format (TE's HYBRID): forward reads x and W as E4M3, dgrad reads dy as
+ * E5M2 and W as E4M3, wgrad dy as E5M2 and x as E4M3, each with its own
+ * scale; every role's amax is max |operand|; the bias stays f32. Against a
+ * float64 loop over operands rounded by base/dtype.h's conversions (checked
+ * exhaustively in tests/base/test_dtype.c); bf16 the same way. */
+static float q8(int e5m2, float s, float v) {
+    return (e5m2 ? vla_e5m2_to_f32(vla_f32_to_e5m2(v * s)) : vla_e4m3_to_f32(vla_f32_to_e4m3(v * s))) * (1.0f / s);
+}
+
+static float qread(vla_precision mode, int e5m2, float s, float v) {
+    return mode == VLA_PREC_BF16 ? vla_bf16_to_f32(vla_f32_to_bf16(v)) : q8(e5m2, s, v);
+}
+
+static void test_linear_precision(void **state) {
+    (void)state;
+    const vla_ops *ops = test_cpu_backend();
+    enum { N = 9, IN = 13, OUT = 6 };
+    float x[N * IN], w[OUT * IN], b[OUT], dy[N * OUT];
+    for (int i = 0; i < N * IN; i++) x[i] = 3.0f * sinf(0.37f * (float)i + 0.1f);
+    for (int i = 0; i < OUT * IN; i++) w[i] = 0.05f * cosf(0.91f * (float)i);
+    for (int i = 0; i < OUT; i++) b[i] = 0.1f * (float)i;
+    for (int i = 0; i < N * OUT; i++) dy[i] = 1e-3f * sinf(1.7f * (float)i);
+    for (int mode = VLA_PREC_BF16; mode <= VLA_PREC_FP8; mode++) {
+        float scale[3] = {448.0f / 3.0f, 448.0f / 0.05f, 57344.0f / 1e-3f}, amax[3] = {0, 0, 0};
+        vla_linear_prec q = {(vla_precision)mode,
+                             {VLA_FP8_E4M3, &scale[0], &amax[0]},
+                             {VLA_FP8_E4M3, &scale[1], &amax[1]},
+                             {VLA_FP8_E5M2, &scale[2], &amax[2]}};
+        float y[N * OUT], dx[N * IN] = {0}, dw[OUT * IN] = {0}, db[OUT] = {0};
+        vla_linear_forward_q(ops, &q, y, x, w, b, N, IN, OUT);
+        vla_linear_backward_q(ops, &q, dx, dw, db, dy, x, w, N, IN, OUT);
+        vla_precision m = (vla_precision)mode;
+        for (int i = 0; i < N; i++)
+            for (int o = 0; o < OUT; o++) {
+                double r = b[o], mag = fabs(b[o]);
+                for (int k = 0; k < IN; k++) {
+                    double t = (double)qread(m, 0, scale[0], x[i * IN + k]) * qread(m, 0, scale[1], w[o * IN + k]);
+                    r += t, mag += fabs(t);
+                }
+                assert_true(fabs(y[i * OUT + o] - r) <= 1e-6 * mag + 1e-12);
+            }
+        for (int i = 0; i < N; i++)
+            for (int k = 0; k < IN; k++) {
+                double r = 0, mag = 0;
+                for (int o = 0; o < OUT; o++) {
+                    double t = (double)qread(m, 1, scale[2], dy[i * OUT + o]) * qread(m, 0, scale[1], w[o * IN + k]);
+                    r += t, mag += fabs(t);
+                }
+                assert_true(fabs(dx[i * IN + k] - r) <= 1e-6 * mag + 1e-15);
+            }
+        for (int o = 0; o < OUT; o++) {
+            double rb = 0;
+            for (int i = 0; i < N; i++) rb += dy[i * OUT + o]; /* f32 operands: the bias gradient is not rounded */
+            assert_true(fabs(db[o] - rb) <= 1e-6 * fabs(rb) + 1e-9);
+            for (int k = 0; k < IN; k++) {
+                double r = 0, mag = 0;
+                for (int i = 0; i < N; i++) {
+                    double t = (double)qread(m, 1, scale[2], dy[i * OUT + o]) * qread(m, 0, scale[0], x[i * IN + k]);
+                    r += t, mag += fabs(t);
+                }
+                assert_true(fabs(dw[o * IN + k] - r) <= 1e-6 * mag + 1e-15);
+            }
+        }
+        float mx = 0, mw = 0, md = 0;
+        for (int i = 0; i < N * IN; i++) mx = fmaxf(mx, fabsf(x[i]));
+        for (int i = 0; i < OUT * IN; i++) mw = fmaxf(mw, fabsf(w[i]));
+        for (int i = 0; i < N * OUT; i++) md = fmaxf(md, fabsf(dy[i]));
+        if (m == VLA_PREC_FP8) assert_true(amax[0] == mx && amax[1] == mw && amax[2] == md);
+        else assert_true(amax[0] == 0 && amax[1] == 0 && amax[2] == 0); /* bf16 records nothing */
+    }
+}
+
 static void test_embedding(void **state) {
     (void)state;
     golden *g = golden_load("embedding");
@@ -176,6 +251,7 @@ static void test_patch_embed(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_linear_precision),
         cmocka_unit_test(test_embedding),
         cmocka_unit_test(test_embodiment_linear),
         cmocka_unit_test(test_patch_embed),

@@ -14,7 +14,10 @@
  *     with the same global batch and continue the uninterrupted run;
  *   - faults: every rank of a job killed after a checkpoint is restarted by
  *     scripts/train_restarts.sh and the job ends with the losses of an
- *     uninterrupted run, bit for bit (same ranks, same threads).
+ *     uninterrupted run, bit for bit (same ranks, same threads);
+ *   - FP8: both ranks hold identical scaling state (checked by the trainer at
+ *     every checkpoint; a rank made to diverge stops the job), equal to one
+ *     rank's at the global batch up to reduction order.
  * The uninterrupted reference runs are shared between the tests. Leak
  * checking is off in the child processes under ASan: OpenMPI and fontconfig
  * (cairo's text in the plots) keep allocations past exit that are not ours. */
@@ -261,6 +264,59 @@ static void test_restart_after_kill(void **state) {
     assert_true(weights_diff(test_tmp_path("pi05-nano-np2"), d, "000008") == 0);
 }
 
+/* FP8 on 2 ranks: each step's amaxes are all-reduced (MAX) before the scale
+ * update, so both ranks hold the same scaling state — the trainer compares
+ * every rank's bytes with rank 0's at each checkpoint and refuses to write
+ * one otherwise (here twice per run) — and that state is the one rank at the
+ * global batch computes (its amaxes are the max over the whole batch), up to
+ * the reduction-order differences of the weights. A rank whose amaxes are
+ * altered after the all-reduce (the testing flag) stops the job. */
+static void test_fp8_two_ranks(void **state) {
+    (void)state;
+    char a[1024], b[1100], c[1100];
+    snprintf(a, sizeof a, "%s", test_tmp_path("pi05-fp8"));
+    snprintf(b, sizeof b, "%s-np2", a);
+    snprintf(c, sizeof c, "%s-poison", a);
+    test_rmrf(a), test_rmrf(b), test_rmrf(c);
+    const char *fp8 = "--precision=fp8 --fp8.amax_history_len=4";
+    char extra[256];
+    snprintf(extra, sizeof extra, "--batch_size=8 %s", fp8);
+    assert_int_equal(train(0, "pi05-nano", a, extra, out1, sizeof out1), 0);
+    snprintf(extra, sizeof extra, "--batch_size=4 %s", fp8);
+    assert_int_equal(train(2, "pi05-nano", b, extra, out2, sizeof out2), 0);
+    assert_non_null(strstr(out2, "\"precision\":\"fp8\""));
+    compare_runs(a, b, 1, 8, 1e-4, 1e-4, "fp8: 1 rank x 8 vs 2 ranks x 4"); /* a scale 1e-7 away may flip an FP8 rounding */
+    /* the scales of the two runs */
+    char pa[2048], pb[2048];
+    snprintf(pa, sizeof pa, "%s/checkpoints/000008/training_state/fp8_scaling.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/checkpoints/000008/training_state/fp8_scaling.safetensors", b);
+    vla_safetensors fa, fb;
+    assert_int_equal(vla_safetensors_open(pa, &fa), VLA_OK);
+    assert_int_equal(vla_safetensors_open(pb, &fb), VLA_OK);
+    double worst = 0;
+    int n_scales = 0;
+    for (size_t i = 0; i < fa.n_tensors; i++) {
+        const vla_safetensors_tensor *ta = &fa.tensors[i], *tb;
+        if (!strstr(ta->name, ".fp8_scale")) continue;
+        assert_int_equal(vla_safetensors_get(&fb, ta->name, &tb), VLA_OK);
+        float x[3], y[3];
+        memcpy(x, ta->data, sizeof x), memcpy(y, tb->data, sizeof y);
+        for (int r = 0; r < 3; r++) worst = fmax(worst, fabs((double)x[r] - y[r]) / y[r]), n_scales++;
+    }
+    vla_safetensors_close(&fa), vla_safetensors_close(&fb);
+    printf("fp8: %d scales, worst relative difference 1 rank vs 2 ranks %.2e\n", n_scales, worst);
+    assert_true(n_scales >= 90);
+    assert_true(worst < 1e-4);
+    /* a rank that leaves the others' scales: no checkpoint, the job stops and says why */
+    snprintf(extra, sizeof extra, "--batch_size=4 %s --poison_fp8_amax_at_step=3", fp8);
+    int rc = train(2, "pi05-nano", c, extra, out2, sizeof out2);
+    assert_int_not_equal(rc, 0);
+    assert_non_null(strstr(out2, "scaling state diverged"));
+    vla_safetensors probe;
+    snprintf(pa, sizeof pa, "%s/checkpoints/000004/training_state/fp8_scaling.safetensors", c);
+    assert_int_not_equal(vla_safetensors_open(pa, &probe), VLA_OK);
+}
+
 int main(void) {
     if (system("mpirun --version >/dev/null 2>&1") != 0) {
         printf("mpirun not found: skipping the multi-process trainer tests\n");
@@ -277,6 +333,7 @@ int main(void) {
         cmocka_unit_test(test_mixture_token_budget),
         cmocka_unit_test(test_buckets_overlap_backward), cmocka_unit_test(test_elastic_2_to_1),
         cmocka_unit_test(test_elastic_1_to_2),     cmocka_unit_test(test_restart_after_kill),
+        cmocka_unit_test(test_fp8_two_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,291 @@
+/* precision.c — a policy's mixed-precision state: binding each transformer
+ * block's large linears to bf16 or to FP8 scaling state in one backend
+ * buffer, the delayed-scaling update, and the checkpoint form (see
+ * precision.h and docs/precision.md). */
+#include "policy/precision.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/dtype.h"
+
+void vla_fp8_recipe_default(vla_fp8_recipe *r) {
+    r->amax_history_len = 1024;
+    r->margin = 0.0f;
+    r->most_recent = false;
+}
+
+const char *vla_precision_name(vla_precision m) {
+    switch (m) {
+    case VLA_PREC_FP32: return "fp32";
+    case VLA_PREC_BF16: return "bf16";
+    case VLA_PREC_FP8: return "fp8";
+    }
+    return "?";
+}
+
+vla_status vla_precision_parse(const char *s, vla_precision *out) {
+    for (int m = VLA_PREC_FP32; m <= VLA_PREC_FP8; m++)
+        if (s && !strcmp(s, vla_precision_name((vla_precision)m))) {
+            *out = (vla_precision)m;
+            return VLA_OK;
+        }
+    return vla_error(VLA_ERR_INVALID_ARG, "unknown precision '%s' (fp32, bf16 or fp8)", s ? s : "(null)");
+}
+
+static int64_t n_blocks(const vla_policy *p) {
+    int64_t n = 0;
+    for (int s = 0; s < p->blocks.n; s++) n += p->blocks.count[s];
+    return n;
+}
+
+static void unbind(vla_policy *p) {
+    for (int s = 0; s < p->blocks.n; s++)
+        for (int64_t b = 0; b < p->blocks.count[s]; b++) p->blocks.arr[s][b].prec = NULL;
+}
+
+void vla_policy_precision_free(vla_policy *p) {
+    vla_policy_precision *q = p->prec;
+    if (!q) return;
+    unbind(p);
+    if (q->buf) p->tops->free(q->buf);
+    free(q->fmt_max), free(q->names), free(q->bp);
+    free(q);
+    p->prec = NULL;
+}
+
+/* linear's name from its weight's parameter name ("….weight" → "…") */
+static vla_status linear_name(const vla_policy *p, const float *w, char *out, size_t cap) {
+    int64_t i = vla_policy_param_index(p, w);
+    if (i < 0) return vla_error(VLA_ERR_INTERNAL, "precision: a block's linear weight is not a parameter");
+    const char *name = p->params[i].spec->name;
+    size_t len = strlen(name);
+    if (len > 7 && !strcmp(name + len - 7, ".weight")) len -= 7;
+    if (len >= cap) return vla_error(VLA_ERR_INTERNAL, "precision: parameter name '%s' too long", name);
+    memcpy(out, name, len);
+    out[len] = 0;
+    return VLA_OK;
+}
+
+/* Count (bind = false) or bind the lowered linears, block by block. */
+static vla_status walk(vla_policy *p, vla_policy_precision *q, bool bind, int64_t *n_linears) {
+    int64_t l = 0, blk = 0;
+    for (int s = 0; s < p->blocks.n; s++)
+        for (int64_t b = 0; b < p->blocks.count[s]; b++, blk++) {
+            vla_block_weights *bw = &p->blocks.arr[s][b];
+            for (int i = 0; i < VLA_BLOCK_N_LIN; i++) {
+                const vla_wg *wg = vla_block_linear_weight(bw, (vla_block_linear)i);
+                if (!wg) continue;
+                if (bind) {
+                    vla_linear_prec *lp = &q->bp[blk].lin[i];
+                    lp->mode = q->mode;
+                    if (q->mode == VLA_PREC_FP8) {
+                        vla_fp8_operand *ops[VLA_FP8_ROLES] = {&lp->x, &lp->w, &lp->dy};
+                        for (int r = 0; r < VLA_FP8_ROLES; r++) {
+                            int64_t t = 3 * l + r;
+                            *ops[r] = (vla_fp8_operand){r == VLA_FP8_ROLE_GRAD_OUTPUT ? VLA_FP8_E5M2 : VLA_FP8_E4M3,
+                                                        q->scale + t, q->history + t};
+                            q->fmt_max[t] = r == VLA_FP8_ROLE_GRAD_OUTPUT ? VLA_E5M2_MAX : VLA_E4M3_MAX;
+                        }
+                    }
+                    VLA_TRY(linear_name(p, wg->w, q->names[l], sizeof q->names[l]));
+                }
+                l++;
+            }
+            if (bind) bw->prec = &q->bp[blk];
+        }
+    *n_linears = l;
+    return VLA_OK;
+}
+
+vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla_fp8_recipe *r) {
+    vla_policy_precision_free(p);
+    if (mode == VLA_PREC_FP32) return VLA_OK;
+    if (mode != VLA_PREC_BF16 && mode != VLA_PREC_FP8)
+        return vla_error(VLA_ERR_INVALID_ARG, "precision: unknown mode %d", (int)mode);
+    vla_policy_precision *q = calloc(1, sizeof *q);
+    if (!q) return vla_error(VLA_ERR_NOMEM, "precision: out of memory");
+    q->mode = mode;
+    if (r) q->recipe = *r;
+    else vla_fp8_recipe_default(&q->recipe);
+    if (mode == VLA_PREC_FP8 && (q->recipe.amax_history_len < 1 || !isfinite(q->recipe.margin))) {
+        vla_fp8_recipe bad = q->recipe;
+        free(q);
+        return vla_error(VLA_ERR_INVALID_ARG, "precision: FP8 amax history length %lld, margin %g: need ≥ 1 and finite",
+                         (long long)bad.amax_history_len, bad.margin);
+    }
+    int64_t nl = 0, nb = n_blocks(p);
+    vla_status st = walk(p, q, false, &nl);
+    q->n_linears = nl;
+    q->n = mode == VLA_PREC_FP8 ? 3 * nl : 0;
+    q->bp = calloc((size_t)(nb > 0 ? nb : 1), sizeof *q->bp);
+    q->names = calloc((size_t)(nl > 0 ? nl : 1), sizeof *q->names);
+    q->fmt_max = calloc((size_t)(q->n > 0 ? q->n : 1), sizeof *q->fmt_max);
+    if (st == VLA_OK && (!q->bp || !q->names || !q->fmt_max)) st = vla_error(VLA_ERR_NOMEM, "precision: out of memory");
+    p->prec = q; /* from here vla_policy_precision_free undoes everything */
+    if (st == VLA_OK && q->n > 0) {
+        int64_t floats = (1 + q->recipe.amax_history_len) * q->n;
+        if (!(q->buf = p->tops->alloc((size_t)floats * sizeof(float))))
+            st = vla_error(VLA_ERR_NOMEM, "precision: cannot allocate FP8 state for %lld tensors × %lld steps",
+                           (long long)q->n, (long long)q->recipe.amax_history_len);
+        else {
+            q->scale = q->buf, q->history = q->buf + q->n;
+            p->tops->fill(q->scale, 1.0f, q->n);
+            p->tops->fill(q->history, 0.0f, floats - q->n);
+        }
+    }
+    if (st == VLA_OK) st = walk(p, q, true, &nl);
+    if (st != VLA_OK) vla_policy_precision_free(p);
+    return st;
+}
+
+float *vla_policy_fp8_amax(vla_policy *p, int64_t *n) {
+    bool fp8 = p->prec && p->prec->mode == VLA_PREC_FP8;
+    *n = fp8 ? p->prec->n : 0;
+    return fp8 ? p->prec->history : NULL;
+}
+
+void vla_policy_fp8_update(vla_policy *p) {
+    vla_policy_precision *q = p->prec;
+    if (!q || q->mode != VLA_PREC_FP8 || q->n == 0) return;
+    p->tops->fp8_scale_update(q->history, q->scale, q->n, q->recipe.amax_history_len, q->fmt_max, q->recipe.margin,
+                              q->recipe.most_recent);
+}
+
+void vla_policy_fp8_discard_step(vla_policy *p) {
+    vla_policy_precision *q = p->prec;
+    if (q && q->mode == VLA_PREC_FP8 && q->n > 0) p->tops->fill(q->history, 0.0f, q->n);
+}
+
+float *vla_policy_fp8_state_to_host(const vla_policy *p, int64_t *count) {
+    const vla_policy_precision *q = p->prec;
+    *count = 0;
+    if (!q || q->mode != VLA_PREC_FP8 || q->n == 0) return NULL;
+    int64_t n = (1 + q->recipe.amax_history_len) * q->n;
+    float *h = malloc((size_t)n * sizeof *h);
+    if (h) p->tops->to_host(h, q->buf, (size_t)n * sizeof *h), *count = n;
+    return h;
+}
+
+void vla_policy_fp8_state_from_host(vla_policy *p, const float *host) {
+    vla_policy_precision *q = p->prec;
+    if (q && q->mode == VLA_PREC_FP8 && q->n > 0)
+        p->tops->to_device(q->buf, host, (size_t)((1 + q->recipe.amax_history_len) * q->n) * sizeof *host);
+}
+
+/* ---- checkpoint form ---------------------------------------------------------- */
+
+static void recipe_meta(const vla_fp8_recipe *r, char *buf, size_t cap) {
+    snprintf(buf, cap, "{\"format\": \"HYBRID\", \"roles\": [\"input:E4M3\", \"weight:E4M3\", \"grad_output:E5M2\"], "
+                       "\"amax_history_len\": %lld, \"margin\": %.9g, \"amax_compute_algo\": \"%s\"}",
+             (long long)r->amax_history_len, r->margin, r->most_recent ? "most_recent" : "max");
+}
+
+vla_status vla_policy_fp8_export(const vla_policy *p, vla_safetensors_writer *sw, float **keep) {
+    *keep = NULL;
+    const vla_policy_precision *q = p->prec;
+    if (!q || q->mode != VLA_PREC_FP8) return vla_error(VLA_ERR_INVALID_ARG, "precision: no FP8 state to export");
+    int64_t count, L = q->recipe.amax_history_len, n = q->n;
+    float *state = vla_policy_fp8_state_to_host(p, &count);
+    /* per linear: 3 scales, then its [L, 3] history */
+    float *out = state ? malloc((size_t)(n * (1 + L)) * sizeof *out) : NULL;
+    if (!out) {
+        free(state);
+        return vla_error(VLA_ERR_NOMEM, "precision: out of memory exporting the FP8 state");
+    }
+    const float *scale = state, *hist = state + n;
+    for (int64_t l = 0; l < q->n_linears; l++) {
+        float *o = out + l * 3 * (1 + L);
+        for (int r = 0; r < 3; r++) o[r] = scale[3 * l + r];
+        for (int64_t j = 0; j < L; j++)
+            for (int r = 0; r < 3; r++) o[3 + j * 3 + r] = hist[j * n + 3 * l + r];
+    }
+    free(state);
+    *keep = out;
+    char name[160], meta[512];
+    vla_status st = VLA_OK;
+    for (int64_t l = 0; l < q->n_linears && st == VLA_OK; l++) {
+        float *o = out + l * 3 * (1 + L);
+        int64_t s1[1] = {3}, s2[2] = {L, 3};
+        snprintf(name, sizeof name, "%s.fp8_scale", q->names[l]);
+        st = vla_safetensors_writer_add(sw, name, VLA_F32, 1, s1, o);
+        snprintf(name, sizeof name, "%s.fp8_amax_history", q->names[l]);
+        if (st == VLA_OK) st = vla_safetensors_writer_add(sw, name, VLA_F32, 2, s2, o + 3);
+    }
+    recipe_meta(&q->recipe, meta, sizeof meta);
+    if (st == VLA_OK) st = vla_safetensors_writer_set_meta(sw, "fp8_recipe", meta);
+    return st;
+}
+
+static vla_status import_from(vla_policy *p, const vla_safetensors *f, const char *path, float *state) {
+    const vla_policy_precision *q = p->prec;
+    int64_t L = q->recipe.amax_history_len, n = q->n;
+    float *scale = state, *hist = state + n;
+    char name[160];
+    float three[3];
+    float *rows = NULL;
+    int64_t cap_rows = 0;
+    vla_status st = VLA_OK;
+    if (vla_safetensors_count(f) != (size_t)(2 * q->n_linears))
+        return vla_error(VLA_ERR_FORMAT, "%s: %zu tensors, this policy's FP8 state has %lld (2 per linear): another "
+                         "model's", path, vla_safetensors_count(f), (long long)(2 * q->n_linears));
+    for (int64_t l = 0; l < q->n_linears && st == VLA_OK; l++) {
+        const vla_safetensors_tensor *t;
+        snprintf(name, sizeof name, "%s.fp8_scale", q->names[l]);
+        if ((st = vla_safetensors_get(f, name, &t)) != VLA_OK) break;
+        if (t->ndim != 1 || t->shape[0] != 3 || t->dtype != VLA_F32) {
+            st = vla_error(VLA_ERR_FORMAT, "%s: tensor %s: want F32 [3]", path, name);
+            break;
+        }
+        if ((st = vla_safetensors_tensor_to_f32(f, t, three, 3)) != VLA_OK) break;
+        for (int r = 0; r < 3; r++) {
+            if (!(isfinite(three[r]) && three[r] > 0)) {
+                st = vla_error(VLA_ERR_FORMAT, "%s: tensor %s: scale %d is %g (scales are finite and positive)", path,
+                               name, r, three[r]);
+                break;
+            }
+            scale[3 * l + r] = three[r];
+        }
+        snprintf(name, sizeof name, "%s.fp8_amax_history", q->names[l]);
+        if (st != VLA_OK || (st = vla_safetensors_get(f, name, &t)) != VLA_OK) break;
+        if (t->ndim != 2 || t->shape[1] != 3 || t->shape[0] < 1 || t->dtype != VLA_F32) {
+            st = vla_error(VLA_ERR_FORMAT, "%s: tensor %s: want F32 [history length, 3]", path, name);
+            break;
+        }
+        int64_t saved = t->shape[0];
+        if (saved > cap_rows) {
+            float *nr = realloc(rows, (size_t)(saved * 3) * sizeof *rows);
+            if (!nr) {
+                st = vla_error(VLA_ERR_NOMEM, "precision: out of memory reading %s", path);
+                break;
+            }
+            rows = nr, cap_rows = saved;
+        }
+        if ((st = vla_safetensors_tensor_to_f32(f, t, rows, (size_t)(saved * 3))) != VLA_OK) break;
+        for (int64_t j = 0; j < L; j++) /* newest first: keep the newest min(saved, L) rows */
+            for (int r = 0; r < 3; r++) hist[j * n + 3 * l + r] = j < saved ? rows[j * 3 + r] : 0.0f;
+    }
+    free(rows);
+    return st;
+}
+
+vla_status vla_policy_fp8_import_from(vla_policy *p, const vla_safetensors *f, const char *what) {
+    const vla_policy_precision *q = p->prec;
+    if (!q || q->mode != VLA_PREC_FP8) return vla_error(VLA_ERR_INVALID_ARG, "precision: not in FP8 mode");
+    int64_t count = (1 + q->recipe.amax_history_len) * q->n;
+    float *state = malloc((size_t)(count > 0 ? count : 1) * sizeof *state);
+    vla_status st = state ? import_from(p, f, what, state) : vla_error(VLA_ERR_NOMEM, "precision: out of memory");
+    if (st == VLA_OK) vla_policy_fp8_state_from_host(p, state);
+    free(state);
+    return st;
+}
+
+vla_status vla_policy_fp8_import(vla_policy *p, const char *path) {
+    vla_safetensors f;
+    VLA_TRY(vla_safetensors_open(path, &f));
+    vla_status st = vla_policy_fp8_import_from(p, &f, path);
+    vla_safetensors_close(&f);
+    return st;
+}

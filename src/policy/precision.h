@@ -1,0 +1,101 @@
+/* precision.h — mixed precision of a policy's large linear layers, as the
+ * recipe runs it (docs/precision.md): which GEMMs read their operands in
+ * bf16 or FP8, and FP8's delayed-scaling state.
+ *
+ * WHAT IS LOWERED. The seven large linears of every transformer block
+ * (q, k, v, o projections; MLP up, gate, down) in every stack the family's
+ * inventory declared with vla_pb_blocks (ViT, LM, expert, VL and DiT
+ * blocks alike). Everything else stays f32: the policies' small linears
+ * (action/state/time encoders and decoders, projections between streams,
+ * the adaptive norms' per-sample modulation), attention, norms, the loss,
+ * the optimizer. Tensors stay f32 in memory; only the GEMMs' reads change
+ * (tensor/ops.h, "mixed precision"). Master weights, gradients and AdamW
+ * moments are f32 in every mode.
+ *
+ * FP8 (TransformerEngine's DelayedScaling with Format.HYBRID). Each linear
+ * has three FP8 tensors — its input x (E4M3), weight W (E4M3) and output
+ * gradient dy (E5M2) — each with a scale and an amax history. State lives
+ * in ONE backend allocation: [n] scales, then the [hist_len, n] history
+ * whose row 0 is this step's amaxes (n = 3 × linears; tensor 3l + r is
+ * role r of linear l). The GEMMs of a step quantise with the scales of the
+ * last update and max-accumulate into row 0; after the step the trainer
+ * all-reduces (MAX) row 0 across ranks and calls vla_policy_fp8_update.
+ *
+ * Tensor names follow the weights': linear "…q_proj" (weight
+ * "…q_proj.weight") has FP8 tensors "…q_proj" roles input, weight,
+ * grad_output — what checkpoints store (vla_policy_fp8_export). */
+#ifndef VLA_POLICY_PRECISION_H
+#define VLA_POLICY_PRECISION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "io/safetensors.h"
+#include "nn/block.h"
+#include "policy/policy.h"
+
+/* TransformerEngine's DelayedScaling knobs; vla_fp8_recipe_default gives
+ * TE's defaults (amax_history_len 1024, margin 0, amax_compute_algo "max"). */
+typedef struct {
+    int64_t amax_history_len;
+    float margin;
+    bool most_recent; /* amax_compute_algo "most_recent" (false: "max") */
+} vla_fp8_recipe;
+
+void vla_fp8_recipe_default(vla_fp8_recipe *r);
+
+/* FP8 roles of one linear, in tensor order */
+enum { VLA_FP8_ROLE_INPUT, VLA_FP8_ROLE_WEIGHT, VLA_FP8_ROLE_GRAD_OUTPUT, VLA_FP8_ROLES };
+
+typedef struct vla_policy_precision {
+    vla_precision mode;
+    vla_fp8_recipe recipe;
+    int64_t n_linears, n;  /* lowered linears; FP8 tensors (3 per linear) */
+    float *buf;            /* backend: scale [n], then history [hist_len, n] (FP8 only) */
+    float *scale, *history;
+    float *fmt_max;        /* host [n]: 448 (E4M3) or 57344 (E5M2) per tensor */
+    char (*names)[128];    /* host [n_linears]: each linear's name (its weight's, without ".weight") */
+    vla_block_prec *bp;    /* host, one per block, in the order of p->blocks */
+} vla_policy_precision;
+
+/* "fp32" | "bf16" | "fp8" */
+const char *vla_precision_name(vla_precision m);
+vla_status vla_precision_parse(const char *s, vla_precision *out);
+
+/* Put p's large linears in `mode` (r: FP8's recipe, NULL for TE's
+ * defaults; ignored otherwise). FP8 allocates the state (scales 1, history
+ * 0, TE's initial values); FP32 releases it. May be called again. */
+vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla_fp8_recipe *r);
+void vla_policy_precision_free(vla_policy *p);
+static inline vla_precision vla_policy_precision_mode(const vla_policy *p) {
+    return p->prec ? p->prec->mode : VLA_PREC_FP32;
+}
+
+/* FP8 (no-ops otherwise). This step's amaxes: row 0 of the history, n
+ * contiguous floats of backend memory (*n = 0 outside FP8). */
+float *vla_policy_fp8_amax(vla_policy *p, int64_t *n);
+/* The delayed-scaling update after a step (its amaxes all-reduced first). */
+void vla_policy_fp8_update(vla_policy *p);
+/* Forget this step's amaxes (a step the trainer skipped leaves no trace). */
+void vla_policy_fp8_discard_step(vla_policy *p);
+
+/* The FP8 state in host memory (scales then history, (1 + hist_len)·n
+ * floats; malloc'd, free it), and the way back. */
+float *vla_policy_fp8_state_to_host(const vla_policy *p, int64_t *count);
+void vla_policy_fp8_state_from_host(vla_policy *p, const float *host);
+
+/* Checkpoint form: per linear "<name>.fp8_scale" F32 [3] and
+ * "<name>.fp8_amax_history" F32 [hist_len, 3] (roles input, weight,
+ * grad_output), with the recipe in the metadata. Export adds them to sw
+ * from host arrays it allocates into *keep (free after the write). Import
+ * reads them back by name (every linear must be there, shapes checked; a
+ * history of another length keeps its newest min(saved, current) rows, the
+ * rest 0), errors naming the file and tensor. */
+vla_status vla_policy_fp8_export(const vla_policy *p, vla_safetensors_writer *sw, float **keep);
+vla_status vla_policy_fp8_import(vla_policy *p, const char *path);
+/* The same from an open file (`what` names it in errors); the state is
+ * written only when every tensor checks out. */
+vla_status vla_policy_fp8_import_from(vla_policy *p, const vla_safetensors *f, const char *what);
+
+#endif
