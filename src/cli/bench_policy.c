@@ -36,6 +36,9 @@
 #include "tensor/backend.h"
 #include "tensor/ops.h"
 #include "train/trainer_opt.h"
+#ifdef VLA_HAVE_CUDA
+#include "tensor/cuda/ops_cuda.h"
+#endif
 
 /* Best SGEMM GFLOP/s through the op table over the square shapes of sizes
  * min_n..max_n (doubling), each timed `reps` times for at least `window`
@@ -46,23 +49,31 @@ static double gemm_peak_sizes(const vla_ops *ops, int64_t min_n, int64_t max_n, 
     double best = 0;
     for (int64_t n = min_n; n <= max_n; n *= 2) {
         float *a = ops->alloc(sizeof(float) * n * n), *b = ops->alloc(sizeof(float) * n * n);
-        float *c = ops->alloc(sizeof(float) * n * n);
-        if (!a || !b || !c) {
+        float *c = ops->alloc(sizeof(float) * n * n), *h = malloc(sizeof(float) * n * n);
+        if (!a || !b || !c || !h) {
             if (a) ops->free(a);
             if (b) ops->free(b);
             if (c) ops->free(c);
+            free(h);
             break;
         }
-        for (int64_t j = 0; j < n * n; j++) a[j] = (float)((j * 7) % 13) * 0.01f, b[j] = (float)((j * 5) % 11) * 0.01f;
+        /* operands through the table (the memory may be a device's) */
+        for (int64_t j = 0; j < n * n; j++) h[j] = (float)((j * 7) % 13) * 0.01f;
+        ops->to_device(a, h, sizeof(float) * n * n);
+        for (int64_t j = 0; j < n * n; j++) h[j] = (float)((j * 5) % 11) * 0.01f;
+        ops->to_device(b, h, sizeof(float) * n * n);
+        free(h);
         ops->sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        vla_ops_sync(ops);
         for (int rep = 0; rep < reps; rep++) {
             int iters = 0;
             double t0 = vla_now_s(), t;
-            do {
+            do { /* a device runs the products asynchronously: time what has finished */
                 ops->sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
                 iters++;
+                if (iters % 4 == 0) vla_ops_sync(ops);
                 t = vla_now_s() - t0;
-            } while (t < window);
+            } while (iters % 4 != 0 || t < window);
             double g = 2.0 * (double)n * n * n * iters / t * 1e-9;
             if (g > best) best = g;
         }
@@ -184,6 +195,7 @@ typedef struct {
     const char *python;
     bool infer_only; /* no training step: every group frozen, so no gradient memory (the full-size presets) */
     bool quick;
+    double tc_peak_gflops; /* cuda: the bf16 tensor-core GEMM peak measured in this run (0: none) */
 } bench_opts;
 
 /* One training step: loss, backward, AdamW. */
@@ -303,6 +315,8 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
            name, p->ops->name, o->ops->name, o->threads[ti], (long long)o->batch, (long long)s->b.n_tokens,
            per_step * 1e3, sps, train_flops * 1e-9, est.total_train * (double)o->batch * 1e-9, achieved, peak,
            peak > 0 ? achieved / peak : 0.0, info->loss);
+    if (o->tc_peak_gflops > 0) /* the MFU a GPU is judged by: against the bf16 tensor-core peak */
+        printf(",\"bf16_peak_gflops\":%.1f,\"mfu_bf16_peak\":%.4f", o->tc_peak_gflops, achieved / o->tc_peak_gflops);
     if (base_per_step > 0)
         printf(",\"base_threads\":%d,\"vs_base_threads\":%.3f", o->threads[0], base_per_step / per_step);
     if (torch_sps > 0) printf(",\"torch_samples_per_s\":%.3f,\"vs_torch\":%.3f", torch_sps, sps / torch_sps);
@@ -458,7 +472,7 @@ int vla_bench_policy(int argc, char **argv) {
     vla_status dst = vla_backend_get(device, &dev);
     if (dst != VLA_OK) return vla_cli_fail(dst);
     bench_opts o = {seconds, batch, reps, 0, {0}, {0}, dev, NULL, !no_peer && !quick && !infer_only,
-                    python, infer_only, quick};
+                    python, infer_only, quick, 0};
     /* default: training scales from one core to all of them, so show both and their ratio */
     if (!threads) threads = infer_only ? "0" : "1,0";
     if (!parse_thread_counts(threads, omp_get_max_threads(), &o)) return 2;
@@ -469,6 +483,19 @@ int vla_bench_policy(int argc, char **argv) {
                o.threads[i], o.peak[i]);
         fflush(stdout);
     }
+#ifdef VLA_HAVE_CUDA
+    if (o.ops->device == VLA_DEVICE_CUDA) {
+        double tf = 0;
+        vla_status pst = vla_cuda_gemm_peak(VLA_BF16, quick ? 2048 : 8192, quick ? 5 : 20, 3, &tf);
+        if (pst != VLA_OK) return vla_cli_fail(pst);
+        o.tc_peak_gflops = tf * 1e3;
+        printf("{\"bench\":\"gemm_peak\",\"backend\":\"%s\",\"dtype\":\"bf16\",\"device\":\"",
+               o.ops->name);
+        vla_cli_print_json_chars(vla_cuda_device_info());
+        printf("\",\"gflops\":%.1f}\n", o.tc_peak_gflops);
+        fflush(stdout);
+    }
+#endif
     vla_status st = vla_comm_init(NULL, &o.comm);
     if (st != VLA_OK) return vla_cli_fail(st);
     char *list = strdup(configs);
