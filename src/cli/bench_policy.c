@@ -93,11 +93,13 @@ void vla_bench_batch_free(vla_bench_batch *s) {
     memset(s, 0, sizeof *s);
 }
 
-vla_status vla_bench_batch_alloc(vla_bench_batch *s, const vla_policy_config *c, int32_t S, int64_t images) {
+vla_status vla_bench_batch_alloc(vla_bench_batch *s, const vla_policy_config *c, int32_t S, int64_t images,
+                                 int64_t token_cap) {
     memset(s, 0, sizeof *s);
     int64_t plane = c->vision.channels * c->vision.image_size * c->vision.image_size;
     int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim;
     s->token_cap = (int64_t)S * (vla_policy_prefix_tokens(c) + Hz + 2);
+    if (token_cap > s->token_cap) s->token_cap = token_cap;
     s->cu = calloc((size_t)S + 1, sizeof(int32_t));
     s->cu_img = calloc((size_t)S + 1, sizeof(int32_t));
     s->pos = calloc((size_t)s->token_cap, sizeof(int32_t));
@@ -135,7 +137,7 @@ static vla_status synth_make(vla_policy *p, int32_t S, synth *s) {
     const vla_policy_config *c = &p->cfg;
     int64_t cams = c->vision.cameras, img = c->vision.channels * c->vision.image_size * c->vision.image_size;
     int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim, maxt = c->language.max_tokens;
-    VLA_TRY(vla_bench_batch_alloc(s, c, S, S * cams));
+    VLA_TRY(vla_bench_batch_alloc(s, c, S, S * cams, 0));
     int32_t *tok = calloc((size_t)maxt + 1, sizeof(int32_t));
     if (!tok) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory for the batch");
     vla_rng r = vla_rng_stream(1, 0);
@@ -214,6 +216,7 @@ static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *o
     double t0 = vla_now_s(), el = 0;
     while (steps < 2 || el < seconds) {
         VLA_TRY(train_step(p, b, opt, info));
+        vla_ops_sync(p->tops); /* a device backend: the step's last kernels have finished */
         steps++;
         el = vla_now_s() - t0;
     }

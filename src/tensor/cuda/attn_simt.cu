@@ -58,6 +58,7 @@ __global__ void __launch_bounds__(NTH) k_simt_fwd(vla_attn_args a) {
     int r = threadIdx.x / 4, sub = threadIdx.x % 4;
     load_tile(Qs, LD, a.q, (int64_t)a.H * d, qt.start, qt.len, h, d);
     zero_tile(Acc, LD, d);
+    __syncthreads(); /* the accumulators are zeroed by all threads, owned by one each */
     int32_t gi = a.group_q && r < qt.len ? a.group_q[qt.start + r] : 0;
     float m = -INFINITY, l = 0.0f;
     for (int32_t j = qt.first; j < qt.first + qt.n; j++) {
@@ -126,6 +127,7 @@ __global__ void __launch_bounds__(NTH) k_simt_dkdv(vla_attn_args a) {
     load_tile(Vs, LD, a.v[0], ldk, kt.start, kt.len, kvh, d);
     zero_tile(dK, LD, d);
     zero_tile(dV, LD, d);
+    __syncthreads();
     int32_t gk = a.group_k[0] && r < kt.len ? a.group_k[0][kt.start + r] : 0;
     for (int hh = 0; hh < a.rep; hh++) {
         int h = kvh * a.rep + hh;
@@ -189,6 +191,7 @@ __global__ void __launch_bounds__(NTH) k_simt_dq(vla_attn_args a) {
     load_tile(Qs, LD, a.q, ldq, qt.start, qt.len, h, d);
     load_tile(Os, LD, a.d_out, ldq, qt.start, qt.len, h, d);
     zero_tile(dQ, LD, d);
+    __syncthreads();
     bool in = r < qt.len;
     int64_t row = (int64_t)(qt.start + r) * a.H + h;
     int32_t gi = a.group_q && in ? a.group_q[qt.start + r] : 0;
