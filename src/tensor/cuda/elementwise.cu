@@ -42,7 +42,13 @@ __global__ void k_add_row_vector(float *y, const float *bias, int64_t rows, int6
     GRID_STRIDE(i, rows * cols) y[i] += bias[i % cols];
 }
 
-extern "C" void vla_cuda_fill(float *y, float v, int64_t n) { LAUNCH(k_fill, n, y, v, n); }
+extern "C" void vla_cuda_fill(float *y, float v, int64_t n) {
+    if (n > 0 && v == 0.0f && !signbit(v)) { /* zeroing gradients: the most common fill */
+        VLA_CUDA_OK(cudaMemsetAsync(y, 0, sizeof(float) * (size_t)n, vla_cuda_stream()), "fill");
+        return;
+    }
+    LAUNCH(k_fill, n, y, v, n);
+}
 extern "C" void vla_cuda_copy(float *y, const float *x, int64_t n) {
     if (y == x || n <= 0) return;
     size_t bytes = sizeof(float) * (size_t)n;
