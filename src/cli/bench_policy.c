@@ -168,19 +168,8 @@ static vla_status synth_make(vla_policy *p, int32_t S, synth *s) {
 /* The trainer's AdamW (ZeRO-1 with one shard) over the policy's trainable
  * tensors, the policy family's defaults, no EMA. */
 vla_status vla_bench_optimizer(vla_policy *p, vla_comm *comm, vla_train_opt **opt) {
-    vla_train_opt_tensor *tt = calloc((size_t)p->specs.n, sizeof *tt);
-    if (!tt) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory");
-    int n = 0;
-    for (int64_t i = 0; i < p->specs.n; i++) {
-        if (!p->params[i].grad) continue;
-        const vla_param_spec *sp = p->params[i].spec;
-        tt[n++] = (vla_train_opt_tensor){sp->name, p->params[i].data - p->weights, sp->numel, sp->ndim};
-    }
     vla_train_opt_overrides ov = {-1, -1, -1, 0};
-    vla_status st =
-        vla_train_opt_create(comm, p->tops, vla_policy_config_family_name(&p->cfg), tt, n, p->weights, &ov, opt);
-    free(tt);
-    return st;
+    return vla_train_opt_create_for_policy(comm, p, &ov, opt);
 }
 
 #define MAX_THREAD_COUNTS 8

@@ -267,18 +267,9 @@ static void test_checked_equals_cpu_training(void **state) {
 /* ---- a device's training steps against cpu ---------------------------------------------------- */
 
 static vla_train_opt *make_opt(vla_policy *p, vla_comm *comm) {
-    vla_train_opt_tensor *tt = calloc((size_t)p->specs.n, sizeof *tt);
-    int n = 0;
-    for (int64_t i = 0; i < p->specs.n; i++) {
-        if (!p->params[i].grad) continue;
-        const vla_param_spec *sp = p->params[i].spec;
-        tt[n++] = (vla_train_opt_tensor){sp->name, p->params[i].data - p->weights, sp->numel, sp->ndim};
-    }
     vla_train_opt_overrides ov = {-1, -1, -1, 0};
     vla_train_opt *opt = NULL;
-    if (vla_train_opt_create(comm, p->tops, vla_policy_config_family_name(&p->cfg), tt, n, p->weights, &ov, &opt) != VLA_OK)
-        fail_msg("optimizer: %s", vla_error_message());
-    free(tt);
+    if (vla_train_opt_create_for_policy(comm, p, &ov, &opt) != VLA_OK) fail_msg("optimizer: %s", vla_error_message());
     return opt;
 }
 
