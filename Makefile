@@ -3,13 +3,22 @@
 # error says how to install it. `make test`, `make demo` and `make bench`
 # first install what is missing (scripts/setup.sh), then build and run. See
 # README.md.
+# make CUDA=1: the cuda backend too (docs/cuda.md; needs nvcc, cuBLASLt, NCCL),
+# in build-cuda/ unless BUILD says otherwise
+CUDA ?= 0
+ifeq ($(CUDA),1)
+BUILD      ?= build-cuda
+CMAKE_FLAGS += -DVLA_CUDA=ON
+endif
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+CUDA_CI_BUILD ?= build-cuda-ci
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
 # what `make` builds: everything, or (make demo) only the CLI
 BUILD_TARGET ?= all
-CMAKE_FLAGS ?=
+CMAKE_FLAGS +=
 FUZZ_SECONDS ?= 10
 # make fuzz-long: per-target execution budget and time cap (docs/fuzzing.md)
 FUZZ_RUNS ?= 10000000
@@ -18,7 +27,7 @@ FUZZ_MAX_TIME ?= 3600
 # make install PREFIX=DIR: the portable libvla.so, include/vla.h, vla.pc and CLI
 PREFIX ?= /usr/local
 
-.PHONY: all install setup test test-fast test-asan fuzz-smoke fuzz fuzz-long demo bench clean help
+.PHONY: all install setup test test-fast test-asan cuda-compile fuzz-smoke fuzz fuzz-long demo bench clean help
 
 # CMake names what it could not find on stderr; the hint says how to get it.
 all:
@@ -40,6 +49,7 @@ setup:
 # unit tests again under ASan+UBSan, then each fuzz target for a few seconds.
 test: setup
 	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory cuda-compile
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -52,6 +62,21 @@ test-asan: setup
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 		ctest --output-on-failure -j $(JOBS) -L unit -LE slow
+
+# The cuda backend compiled (not run: CI has no GPU) whenever nvcc is here, so
+# the code cannot rot: the library with every .cu file for sm_90a, the CLI and
+# the conformance suite linked against cuBLASLt, NCCL and static cudart; a
+# Debug build (no optimisation: it checks that everything compiles and
+# links, quickly). On a GPU, scripts/gpu_check.sh builds and runs it.
+cuda-compile:
+	@if [ -n "$(NVCC)" ]; then \
+		echo "make: compiling the cuda backend ($(NVCC)) in $(CUDA_CI_BUILD)"; \
+		cmake -S . -B $(CUDA_CI_BUILD) -DCMAKE_BUILD_TYPE=Debug -DVLA_CUDA=ON -DVLA_INSTALLABLE=OFF \
+			-DCMAKE_CUDA_COMPILER=$(NVCC) >/dev/null && \
+		cmake --build $(CUDA_CI_BUILD) -j $(JOBS) --target vla_cli test_conformance; \
+	else \
+		echo "make: no nvcc on this machine: the cuda backend's compile check is skipped"; \
+	fi
 
 fuzz-smoke: setup
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DVLA_FUZZ=ON >/dev/null
@@ -88,10 +113,11 @@ bench:
 	@bash scripts/bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(CUDA_CI_BUILD)
 
 help:
 	@echo "make          build libvla and build/vla (installs nothing; see make setup)"
+	@echo "make CUDA=1   the same with the cuda backend, in build-cuda/ (nvcc, cuBLASLt, NCCL; docs/cuda.md)"
 	@echo "make install PREFIX=DIR  install libvla.so, vla.h, vla.pc and the CLI (portable build)"
 	@echo "make setup    install the Debian packages vla.c and its tests need (root)"
 	@echo "make test     install deps, build, run all tests (+ASan/UBSan, fuzz smoke)"

@@ -189,6 +189,7 @@ const vla_ops *test_backend(void) {
     const char *name = vla_backend_default_name();
     const vla_ops *ops = vla_backend_find(name);
     if (!ops) fail_msg("VLA_DEVICE=%s: no such backend in this build", name);
+    if (vla_backend_probe(name) != VLA_OK) fail_msg("VLA_DEVICE=%s: %s", name, vla_error_message());
     return ops;
 }
 

@@ -9,7 +9,15 @@
  * dim 256): "pi05" — every sample 3 cameras × 256 image tokens + 200 text
  * tokens of prefix and 50 action tokens of suffix; "pi05_packed" — samples
  * of 1–3 cameras and 48–200 text tokens, packed end to end by vla.c and
- * padded to the longest for the peer (the padding fraction is printed). */
+ * padded to the longest for the peer (the padding fraction is printed).
+ *
+ * --device=NAME (a backend whose memory is not the host's, e.g. cuda) times
+ * the same two cases on that device, against the same attention computed
+ * there the dense way through the op table (samples padded to the longest,
+ * an additive mask per sample, QKᵀ and P·V as batched GEMMs over heads,
+ * row softmax and its backward): "vs_dense" is the dense time over the
+ * fused one, both on the device, forward + backward; --precision picks the
+ * fused kernels' operand precision. */
 #include "cli/cli.h"
 
 #include <math.h>
@@ -80,6 +88,127 @@ static vla_status data_make(const attn_case *c, bool quick, attn_data *d) {
     return VLA_OK;
 }
 
+/* ---- on a device: the fused op against the dense computation, both through the op table ---- */
+
+typedef struct {
+    const vla_ops *ops;
+    float *q, *k, *v, *out, *lse, *dq, *dk, *dv, *dout;              /* packed, device */
+    float *S, *P, *dP, *mask;                                        /* dense scratch: [H, L, L], [L, L] */
+    float *pq, *pk, *pv, *po, *pdo, *pdq, *pdk, *pdv;                 /* one padded sample, device */
+} dev_data;
+
+static float *dev_up(const vla_ops *ops, const float *h, int64_t n) {
+    float *d = ops->alloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (d && h) ops->to_device(d, h, sizeof(float) * (size_t)n);
+    if (d && !h) ops->fill(d, 0.0f, n);
+    return d;
+}
+
+static vla_status dev_make(const vla_ops *ops, const attn_case *c, const attn_data *d, int32_t L, dev_data *g) {
+    memset(g, 0, sizeof *g);
+    g->ops = ops;
+    int64_t nq = d->T * HEADS * HEAD_DIM, nk = d->T * KV_HEADS * HEAD_DIM;
+    g->q = dev_up(ops, d->q, nq), g->k = dev_up(ops, d->k, nk), g->v = dev_up(ops, d->v, nk);
+    g->dout = dev_up(ops, d->dout, nq), g->out = dev_up(ops, NULL, nq), g->lse = dev_up(ops, NULL, d->T * HEADS);
+    g->dq = dev_up(ops, NULL, nq), g->dk = dev_up(ops, NULL, nk), g->dv = dev_up(ops, NULL, nk);
+    int64_t LL = (int64_t)L * L, pq = (int64_t)L * HEADS * HEAD_DIM, pk = (int64_t)L * KV_HEADS * HEAD_DIM;
+    g->S = dev_up(ops, NULL, HEADS * LL), g->P = dev_up(ops, NULL, HEADS * LL), g->dP = dev_up(ops, NULL, HEADS * LL);
+    g->mask = dev_up(ops, NULL, LL);
+    g->pq = dev_up(ops, NULL, pq), g->po = dev_up(ops, NULL, pq), g->pdo = dev_up(ops, NULL, pq);
+    g->pdq = dev_up(ops, NULL, pq), g->pk = dev_up(ops, NULL, pk), g->pv = dev_up(ops, NULL, pk);
+    g->pdk = dev_up(ops, NULL, pk), g->pdv = dev_up(ops, NULL, pk);
+    float *all[] = {g->q, g->k, g->v, g->dout, g->out, g->lse, g->dq, g->dk, g->dv, g->S, g->P, g->dP, g->mask,
+                    g->pq, g->po, g->pdo, g->pdq, g->pk, g->pv, g->pdk, g->pdv};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (!all[i]) return vla_error(VLA_ERR_NOMEM, "bench attention: out of %s memory", ops->name);
+    (void)c;
+    return VLA_OK;
+}
+
+static void dev_free(dev_data *g) {
+    float *all[] = {g->q, g->k, g->v, g->dout, g->out, g->lse, g->dq, g->dk, g->dv, g->S, g->P, g->dP, g->mask,
+                    g->pq, g->po, g->pdo, g->pdq, g->pk, g->pv, g->pdk, g->pdv};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]) g->ops->free(all[i]);
+}
+
+/* The dense way, sample by sample: padded to L tokens, mask [L, L] (a second
+ * segment holds the padding, so no real token sees it), per head S = QKᵀ·scale
+ * + mask, P = softmax, O = P·V; backward dP = dO·Vᵀ, dS = softmax', dQ =
+ * dS·K·scale, dK = dSᵀ·Q·scale, dV = Pᵀ·dO (K, V shared by the heads: MQA). */
+static void dense_sample(const dev_data *g, const attn_data *d, int s, int32_t L, bool backward,
+                         const vla_gemm_q *gq) {
+    const vla_ops *o = g->ops;
+    int32_t t0 = d->cu[s], len = d->cu[s + 1] - t0;
+    int32_t cu[3] = {0, len, L}, *grp = malloc(sizeof(int32_t) * (size_t)L);
+    if (!grp) abort();
+    for (int32_t i = 0; i < L; i++) grp[i] = i < len ? d->group[t0 + i] : 0;
+    vla_attn_seqs seqs = {2, cu, grp};
+    const int64_t H = HEADS, dh = HEAD_DIM, LL = (int64_t)L * L, ldq = H * dh, ldk = KV_HEADS * dh;
+    const float scale = 1.0f / sqrtf((float)dh);
+    o->fill(g->pq, 0.0f, L * ldq), o->fill(g->pk, 0.0f, L * ldk), o->fill(g->pv, 0.0f, L * ldk);
+    o->copy(g->pq, g->q + (int64_t)t0 * ldq, len * ldq);
+    o->copy(g->pk, g->k + (int64_t)t0 * ldk, len * ldk);
+    o->copy(g->pv, g->v + (int64_t)t0 * ldk, len * ldk);
+    o->attention_mask(g->mask, &seqs, &seqs);
+    for (int64_t h = 0; h < H; h++) {
+        o->sgemm_q(gq, false, true, L, L, dh, scale, g->pq + h * dh, ldq, g->pk, ldk, 0.0f, g->S + h * LL, L);
+        o->add(g->S + h * LL, g->S + h * LL, g->mask, LL);
+    }
+    o->softmax_rows(g->P, g->S, H * L, L);
+    for (int64_t h = 0; h < H; h++)
+        o->sgemm_q(gq, false, false, L, dh, L, 1.0f, g->P + h * LL, L, g->pv, ldk, 0.0f, g->po + h * dh, ldq);
+    if (backward) {
+        o->fill(g->pdo, 0.0f, L * ldq);
+        o->copy(g->pdo, g->dout + (int64_t)t0 * ldq, len * ldq);
+        for (int64_t h = 0; h < H; h++)
+            o->sgemm_q(gq, false, true, L, L, dh, 1.0f, g->pdo + h * dh, ldq, g->pv, ldk, 0.0f, g->dP + h * LL, L);
+        o->softmax_rows_backward(g->S, g->P, g->dP, H * L, L); /* S now holds dS */
+        o->fill(g->pdk, 0.0f, L * ldk), o->fill(g->pdv, 0.0f, L * ldk);
+        for (int64_t h = 0; h < H; h++) { /* the heads share the one K/V head: their gradients add up */
+            o->sgemm_q(gq, false, false, L, dh, L, scale, g->S + h * LL, L, g->pk, ldk, 0.0f, g->pdq + h * dh, ldq);
+            o->sgemm_q(gq, true, false, L, dh, L, scale, g->S + h * LL, L, g->pq + h * dh, ldq, 1.0f, g->pdk, ldk);
+            o->sgemm_q(gq, true, false, L, dh, L, 1.0f, g->P + h * LL, L, g->pdo + h * dh, ldq, 1.0f, g->pdv, ldk);
+        }
+    }
+    free(grp);
+}
+
+static vla_status time_device(const attn_case *c, attn_data *d, const vla_ops *ops, const vla_attn_config *cfgp,
+                              int reps, double ms[4], vla_attn_stats *stats) {
+    int32_t L = 0;
+    for (int s = 0; s < c->n; s++) L = d->cu[s + 1] - d->cu[s] > L ? d->cu[s + 1] - d->cu[s] : L;
+    dev_data g;
+    vla_status st = dev_make(ops, c, d, L, &g);
+    vla_attn_config cfg = *cfgp;
+    vla_attn_seqs s = {c->n, d->cu, d->group};
+    vla_gemm_q gq = {.mode = cfg.precision == VLA_PREC_FP32 ? VLA_PREC_FP32 : VLA_PREC_BF16};
+    for (int k = 0; k < 4; k++) ms[k] = 1e30;
+    for (int r = 0; st == VLA_OK && r <= reps; r++) {
+        vla_ops_sync(ops);
+        double t0 = vla_now_s();
+        st = vla_attention_forward(ops, &cfg, g.out, g.lse, g.q, g.k, g.v, &s, &s, r == 0 ? stats : NULL);
+        vla_ops_sync(ops);
+        double t1 = vla_now_s();
+        if (st == VLA_OK)
+            st = vla_attention_backward(ops, &cfg, g.dq, g.dk, g.dv, g.dout, g.q, g.k, g.v, g.out, g.lse, &s, &s, NULL);
+        vla_ops_sync(ops);
+        double t2 = vla_now_s();
+        for (int smp = 0; smp < c->n; smp++) dense_sample(&g, d, smp, L, false, &gq);
+        vla_ops_sync(ops);
+        double t3 = vla_now_s();
+        for (int smp = 0; smp < c->n; smp++) dense_sample(&g, d, smp, L, true, &gq);
+        vla_ops_sync(ops);
+        double t4 = vla_now_s();
+        if (r == 0) continue; /* warm-up */
+        double v[4] = {t1 - t0, t2 - t0, t3 - t2, t4 - t3};
+        for (int k = 0; k < 4; k++)
+            if (v[k] * 1e3 < ms[k]) ms[k] = v[k] * 1e3;
+    }
+    dev_free(&g);
+    return st;
+}
+
 /* Best forward and forward+backward milliseconds over `reps` (after a warm-up). */
 static vla_status time_vla(const attn_case *c, attn_data *d, const vla_attn_config *cfgp, int reps, double *fwd_ms,
                            double *fb_ms, vla_attn_stats *stats) {
@@ -105,7 +234,7 @@ int vla_bench_attention(int argc, char **argv) {
     int64_t threads = 0, reps = 3, tile = 0;
     const char *bwd = "auto";
     bool quick = false, no_peer = false, no_fold = false;
-    const char *python = "/usr/bin/python3";
+    const char *python = "/usr/bin/python3", *device = "cpu", *precision = "fp32";
     const vla_flag flags[] = {
         {"threads", VLA_FLAG_INT, &threads, "N", "OpenMP threads, and the peer's torch threads (0: all cores)"},
         {"reps", VLA_FLAG_INT, &reps, "N", "timed forward+backward passes (best is reported)"},
@@ -116,6 +245,10 @@ int vla_bench_attention(int argc, char **argv) {
         {"bwd", VLA_FLAG_STRING, &bwd, "auto|fused|two_pass", "backward work split (nn/attention.h)"},
         {"no_mqa_fold", VLA_FLAG_BOOL, &no_fold, NULL,
          "one tile product per query head instead of all heads of the one KV head at once (nn/attention.c)"},
+        {"device", VLA_FLAG_STRING, &device, "NAME",
+         "cpu (default: against the PyTorch peer), or a device backend such as cuda: against the dense-mask "
+         "attention computed on the same device"},
+        {"precision", VLA_FLAG_STRING, &precision, "fp32|bf16", "operand precision of the fused kernels (device)"},
     };
     const vla_command_spec spec = {
         "vla bench attention", NULL,
@@ -129,7 +262,45 @@ int vla_bench_attention(int argc, char **argv) {
     if (threads > 0) omp_set_num_threads((int)threads);
     int nthreads = omp_get_max_threads();
     if (reps < 1) reps = 1;
-    vla_attn_config cfg = {HEADS, KV_HEADS, HEAD_DIM, 0, (int32_t)tile, (int32_t)tile, VLA_ATTN_BWD_AUTO, no_fold};
+    vla_attn_config cfg = {.n_heads = HEADS, .n_kv_heads = KV_HEADS, .head_dim = HEAD_DIM, .scale = 0,
+                           .tile_q = (int32_t)tile, .tile_k = (int32_t)tile, .bwd_mode = VLA_ATTN_BWD_AUTO,
+                           .no_mqa_fold = no_fold, .precision = VLA_PREC_FP32};
+    if (!strcmp(precision, "bf16")) cfg.precision = VLA_PREC_BF16;
+    else if (strcmp(precision, "fp32")) {
+        fprintf(stderr, "vla: error: vla bench attention: --precision must be fp32 or bf16\n");
+        return 2;
+    }
+    const vla_ops *dev = NULL;
+    if (strcmp(device, "cpu")) {
+        vla_status dst = vla_backend_get(device, &dev);
+        if (dst != VLA_OK) return vla_cli_fail(dst);
+        if (dev->host_memory) dev = NULL; /* a host backend: the CPU path below */
+    }
+    for (size_t ci = 0; dev && ci < sizeof cases / sizeof cases[0]; ci++) {
+        const attn_case *c = &cases[ci];
+        attn_data d;
+        vla_attn_stats stats = {0};
+        double ms[4];
+        vla_status st = data_make(c, quick, &d);
+        if (st == VLA_OK) st = time_device(c, &d, dev, &cfg, (int)reps, ms, &stats);
+        int32_t longest = 0;
+        for (int s2 = 0; st == VLA_OK && s2 < c->n; s2++)
+            longest = d.cu[s2 + 1] - d.cu[s2] > longest ? d.cu[s2 + 1] - d.cu[s2] : longest;
+        if (st != VLA_OK) {
+            data_free(&d);
+            return vla_cli_fail(st);
+        }
+        printf("{\"bench\":\"attention\",\"case\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"samples\":%d,"
+               "\"tokens\":%lld,\"padding_frac_if_padded\":%.3f,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,"
+               "\"fwd_ms\":%.3f,\"fwd_bwd_ms\":%.3f,\"dense_fwd_ms\":%.3f,\"dense_fwd_bwd_ms\":%.3f,"
+               "\"vs_dense\":%.3f,\"vs_dense_fwd\":%.3f,\"tiles_computed_frac\":%.3f}\n",
+               c->name, dev->name, precision, c->n, (long long)d.T, 1.0 - (double)d.T / ((double)longest * c->n),
+               HEADS, KV_HEADS, HEAD_DIM, ms[0], ms[1], ms[2], ms[3], ms[3] / ms[1], ms[2] / ms[0],
+               stats.tiles_total ? (double)stats.tiles_computed / (double)stats.tiles_total : 0.0);
+        fflush(stdout);
+        data_free(&d);
+    }
+    if (dev) return 0;
     if (!strcmp(bwd, "fused")) cfg.bwd_mode = VLA_ATTN_BWD_FUSED;
     else if (!strcmp(bwd, "two_pass")) cfg.bwd_mode = VLA_ATTN_BWD_TWO_PASS;
     else if (strcmp(bwd, "auto")) {

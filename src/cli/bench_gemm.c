@@ -13,13 +13,24 @@
  * come from the same minutes. MFU is against the best f32 peak any
  * contender reached in the run. Where the CPU has AVX512-BF16 or AMX (and
  * one thread is asked for), oneDNN's bf16 tile is timed against its f32
- * call on the same shapes, each one call per product. */
+ * call on the same shapes, each one call per product.
+ *
+ * --device other than cpu, or --precision bf16/fp8, times that one
+ * configuration instead (bench_device below): the operands in the backend's
+ * memory, through sgemm_q (the casts of f32 operands included, as a training
+ * step pays them), a device backend synchronised around each timed block
+ * (vla_ops_sync). On cuda it also prints the tensor cores' own peak
+ * ("gemm_peak_tc": operands already in bf16 / FP8 E4M3, cuBLASLt, random
+ * data), the ceiling MFU is measured against. */
 #include "cli/cli.h"
 #include "base/dtype.h"
 #include "base/timer.h"
 #include "tensor/gemm.h"
 #include "tensor/backend.h"
 #include "tensor/ops.h"
+#ifdef VLA_HAVE_CUDA
+#include "tensor/cuda/ops_cuda.h"
+#endif
 
 #include <jansson.h>
 #include <math.h>
@@ -245,11 +256,95 @@ static double peak_of(const contender *c, int *at) {
     return peak;
 }
 
+/* n floats of backend memory holding a fixed pattern (through the table: the memory may be a device's) */
+static float *pattern(const vla_ops *ops, int64_t n, int mul, int mod) {
+    float *d = ops->alloc(sizeof(float) * (size_t)n), *h = malloc(sizeof(float) * (size_t)n);
+    if (d && h) {
+        for (int64_t j = 0; j < n; j++) h[j] = (float)((j * mul) % mod) * 0.01f;
+        ops->to_device(d, h, sizeof(float) * (size_t)n);
+    }
+    free(h);
+    return d;
+}
+
+typedef struct {
+    const vla_ops *ops;
+    const vla_gemm_q *q;
+    float *a, *b, *c;
+} device_operands;
+
+static void call_sgemm_q(const gemm_shape *s, void *ctx) {
+    device_operands *o = ctx;
+    o->ops->sgemm_q(o->q, false, false, s->m, s->n, s->k, 1.0f, o->a, s->k, o->b, s->n, 0.0f, o->c, s->n);
+    vla_ops_sync(o->ops); /* a device's calls return before they finish */
+}
+
+/* One backend and operand precision, shape by shape (--device, --precision). */
+static int bench_device(const vla_ops *ops, const char *precision, vla_precision mode, const timing *t) {
+    int nthreads = omp_get_max_threads();
+    vla_gemm_q q = {.mode = mode};
+    /* FP8 scaling state: scale 64 for both operands (the patterns are below 0.13), amaxes accumulated */
+    float *fp8 = NULL;
+    if (mode == VLA_PREC_FP8) {
+        float h[4] = {64.0f, 64.0f, 0.0f, 0.0f};
+        if (!(fp8 = ops->alloc(sizeof h))) return vla_cli_fail(vla_error(VLA_ERR_NOMEM, "bench gemm: out of memory"));
+        ops->to_device(fp8, h, sizeof h);
+        q.a = (vla_fp8_operand){VLA_FP8_E4M3, fp8, fp8 + 2};
+        q.b = (vla_fp8_operand){VLA_FP8_E4M3, fp8 + 1, fp8 + 3};
+    }
+    double peak = 0;
+    int64_t peak_m = 0;
+    for (int i = 0; i < NSHAPES; i++) {
+        const gemm_shape *s = &default_shapes[i];
+        if (t->quick && !shape_in_quick(s)) continue;
+        device_operands o = {ops, &q, pattern(ops, s->m * s->k, 7, 13), pattern(ops, s->k * s->n, 5, 11),
+                             ops->alloc(sizeof(float) * s->m * s->n)};
+        if (!o.a || !o.b || !o.c) {
+            fprintf(stderr, "vla bench gemm: out of memory at %lldx%lldx%lld\n", (long long)s->m, (long long)s->n,
+                    (long long)s->k);
+            return 1;
+        }
+        double sec = time_calls(call_sgemm_q, s, &o, t);
+        double gflops = 2.0 * s->m * s->n * s->k / sec * 1e-9;
+        if (gflops > peak) peak = gflops, peak_m = s->m;
+        printf("{\"bench\":\"gemm\",\"backend\":\"%s\",\"precision\":\"%s\",\"m\":%lld,\"n\":%lld,\"k\":%lld,"
+               "\"shape\":\"%s\",\"threads\":%d,\"ms\":%.4f,\"gflops\":%.2f}\n",
+               ops->name, precision, (long long)s->m, (long long)s->n, (long long)s->k, s->what, nthreads, sec * 1e3,
+               gflops);
+        fflush(stdout);
+        ops->free(o.a), ops->free(o.b), ops->free(o.c);
+    }
+    if (fp8) ops->free(fp8);
+    printf("{\"bench\":\"gemm_peak\",\"backend\":\"%s\",\"precision\":\"%s\",\"threads\":%d,\"gflops\":%.2f,"
+           "\"at_m\":%lld}\n",
+           ops->name, precision, nthreads, peak, (long long)peak_m);
+#ifdef VLA_HAVE_CUDA
+    if (ops->device == VLA_DEVICE_CUDA) {
+        const struct {
+            vla_dtype t;
+            const char *name;
+        } tc[] = {{VLA_BF16, "bf16"}, {VLA_F8E4M3, "fp8_e4m3"}};
+        for (unsigned i = 0; i < sizeof tc / sizeof tc[0]; i++) {
+            double tf = 0;
+            int64_t n = t->quick ? 2048 : 8192;
+            vla_status st = vla_cuda_gemm_peak(tc[i].t, n, t->quick ? 5 : 20, t->reps, &tf);
+            if (st != VLA_OK) return vla_cli_fail(st);
+            printf("{\"bench\":\"gemm_peak_tc\",\"backend\":\"cuda\",\"dtype\":\"%s\",\"n\":%lld,\"tflops\":%.1f,"
+                   "\"device\":\"", tc[i].name, (long long)n, tf);
+            vla_cli_print_json_chars(vla_cuda_device_info());
+            printf("\"}\n");
+            fflush(stdout);
+        }
+    }
+#endif
+    return 0;
+}
+
 int vla_bench_gemm(int argc, char **argv) {
     int64_t threads = 0, reps = 1, rounds = 3;
     double seconds = 0.2;
     bool quick = false, child = false, no_bf16 = false;
-    const char *coretypes = "auto";
+    const char *coretypes = "auto", *device = "cpu", *precision = "fp32";
     const vla_flag flags[] = {
         {"threads", VLA_FLAG_INT, &threads, "N", "OpenMP threads (0: all cores)"},
         {"seconds", VLA_FLAG_FLOAT, &seconds, "S", "time per repetition"},
@@ -260,6 +355,11 @@ int vla_bench_gemm(int argc, char **argv) {
          "the best two the CPU's features allow; Prescott shows OpenBLAS's fallback on CPUs it does not know"},
         {"no_bf16", VLA_FLAG_BOOL, &no_bf16, NULL, "skip the bf16 comparison (CPUs with AVX512-BF16 or AMX)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "only shapes up to 512, one round (for smoke tests)"},
+        {"device", VLA_FLAG_STRING, &device, "NAME",
+         VLA_CLI_DEVICE_HELP "; other than cpu, that backend alone is timed (no library comparison)"},
+        {"precision", VLA_FLAG_STRING, &precision, "fp32|bf16|fp8",
+         "operands as the GEMM reads them (bf16, fp8: sgemm_q, casts of the f32 operands included); other than fp32, "
+         "that mode alone is timed"},
         {"peer_child", VLA_FLAG_BOOL, &child, NULL,
          "internal: run as a peer (OpenBLAS through the op table) and print one gemm_peer line"},
     };
@@ -282,6 +382,19 @@ int vla_bench_gemm(int argc, char **argv) {
     int nthreads = omp_get_max_threads();
     timing t = {seconds, (int)reps, quick};
     if (child) return peer_child(&t);
+    vla_precision mode = VLA_PREC_FP32;
+    if (!strcmp(precision, "bf16")) mode = VLA_PREC_BF16;
+    else if (!strcmp(precision, "fp8")) mode = VLA_PREC_FP8;
+    else if (strcmp(precision, "fp32")) {
+        fprintf(stderr, "vla: error: vla bench gemm: --precision=%s: expected fp32, bf16 or fp8\n", precision);
+        return 2;
+    }
+    if (strcmp(device, "cpu") || mode != VLA_PREC_FP32) {
+        const vla_ops *ops;
+        vla_status st = vla_backend_get(device, &ops);
+        if (st != VLA_OK) return vla_cli_fail(st);
+        return bench_device(ops, precision, mode, &t);
+    }
     if (quick) rounds = 1;
 
     char peers[MAX_PEERS][32];

@@ -8,7 +8,11 @@
  * pads its prompt to tokenizer_max_length and keeps a slot per camera). The
  * recipe's paper reports +188% from packing; this measures vla.c's gain on
  * the same policy, samples and machine, and states the padding fraction
- * (padded tokens / real tokens − 1) each comes from.
+ * (padded tokens / real tokens − 1) each comes from. --pad_fraction=F adds a
+ * layout padded to that fraction (each sample padded to the longest, then
+ * its prompt further, until the batch holds (1 + F)× the packed tokens):
+ * 1.88 is what the paper's +188% would be if time followed tokens.
+ * --device runs it on another backend (cuda).
  *
  * The mixture (synthetic content, real shapes): ALOHA-like (3 cameras, 14-D
  * state and action, a long instruction), SO-101-like (2 cameras, 6-D, a short
@@ -21,6 +25,7 @@
  * a slow phase of the machine hits both. */
 #include "cli/cli.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,16 +48,19 @@ static const robot ROBOTS[] = {
 };
 static const int PATTERN[5] = {0, 1, 0, 1, 2}; /* 2 : 2 : 1 */
 
-typedef enum { PACKED, PAD_LONGEST, PAD_MAX, N_LAYOUTS } layout;
-static const char *const LAYOUT[N_LAYOUTS] = {"packed", "padded_longest", "padded_max"};
+typedef enum { PACKED, PAD_LONGEST, PAD_MAX, PAD_FRACTION, N_LAYOUTS } layout;
+static const char *const LAYOUT[N_LAYOUTS] = {"packed", "padded_longest", "padded_max", "padded_fraction"};
 
 /* S samples of the mixture, packed, or each padded to the batch's most
  * cameras and longest prompt, or to every camera slot and max_tokens. */
-static vla_status build_batch(const vla_policy *p, int32_t S, layout how, vla_bench_batch *x) {
+static vla_status build_batch(const vla_policy *p, int32_t S, layout how, double pad_fraction, int64_t packed_tokens,
+                              vla_bench_batch *x) {
     const vla_policy_config *c = &p->cfg;
     int64_t plane = c->vision.channels * c->vision.image_size * c->vision.image_size, maxt = c->language.max_tokens;
     int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim, cams_max = c->vision.cameras;
-    VLA_TRY(vla_bench_batch_alloc(x, c, S, S * cams_max));
+    /* PAD_FRACTION: every sample (1 + F)·packed/S tokens long, at least the longest layout */
+    int64_t target = how == PAD_FRACTION ? (int64_t)ceil((1.0 + pad_fraction) * (double)packed_tokens / S) : 0;
+    VLA_TRY(vla_bench_batch_alloc(x, c, S, S * cams_max, S * (target + Hz + 2)));
     int32_t *tok = calloc((size_t)(S * (maxt + 1)), sizeof *tok);
     int64_t *ntext = calloc((size_t)S, sizeof *ntext);
     vla_status st = VLA_OK;
@@ -71,12 +79,16 @@ static vla_status build_batch(const vla_policy *p, int32_t S, layout how, vla_be
         if (ntext[i] > text_max) text_max = ntext[i];
         if (rb->cams > cams_used) cams_used = rb->cams;
     }
-    int64_t T = 0;
+    int64_t T = 0, extra = 0;
     int32_t nimg = 0;
+    if (how == PAD_FRACTION) { /* text beyond the longest prompt, to the target length */
+        int64_t longest = vla_policy_sample_layout(p, (int32_t)cams_used, NULL, (int32_t)text_max, NULL, NULL, NULL);
+        extra = target > longest ? target - longest : 0;
+    }
     for (int32_t i = 0; i < S && st == VLA_OK; i++) {
         const robot *rb = &ROBOTS[PATTERN[i % 5]];
-        int64_t cams = how == PACKED ? rb->cams : how == PAD_LONGEST ? cams_used : cams_max;
-        int64_t nt = how == PACKED ? ntext[i] : how == PAD_LONGEST ? text_max : maxt;
+        int64_t cams = how == PACKED ? rb->cams : how == PAD_MAX ? cams_max : cams_used;
+        int64_t nt = how == PACKED ? ntext[i] : how == PAD_MAX ? maxt : text_max + extra;
         for (int64_t k = 0; k < rb->cams * plane; k++) x->images[(int64_t)nimg * plane + k] = vla_rng_uniform(&r);
         nimg += (int32_t)cams; /* padded: the missing cameras stay blank (zeros) */
         /* no ids: the padded layouts' text runs past the prompt (the bench's presets put images first anyway) */
@@ -95,7 +107,8 @@ static vla_status build_batch(const vla_policy *p, int32_t S, layout how, vla_be
     return st;
 }
 
-static int bench_config(const char *name, int64_t batch, double seconds, int rounds, vla_comm *comm, int nthreads) {
+static int bench_config(const char *name, int64_t batch, double seconds, int rounds, vla_comm *comm, int nthreads,
+                        const vla_ops *ops, double pad_fraction) {
     vla_policy_config cfg;
     vla_status st = vla_policy_config_load(name, &cfg);
     if (st != VLA_OK) return vla_cli_fail(st);
@@ -108,23 +121,26 @@ static int bench_config(const char *name, int64_t batch, double seconds, int rou
     vla_bench_batch bt[N_LAYOUTS];
     memset(bt, 0, sizeof bt);
     vla_train_opt *opt = NULL;
-    double best[N_LAYOUTS] = {1e30, 1e30, 1e30};
+    double best[N_LAYOUTS] = {1e30, 1e30, 1e30, 1e30};
+    int n_layouts = pad_fraction > 0 ? N_LAYOUTS : PAD_FRACTION;
     vla_loss_info info = {0};
-    st = vla_policy_create(&cfg, vla_backend_find(VLA_BACKEND_DEFAULT), &p);
+    st = vla_policy_create(&cfg, ops, &p);
     if (st == VLA_OK) st = vla_policy_init_weights(p, 1);
-    for (int k = 0; k < N_LAYOUTS && st == VLA_OK; k++) st = build_batch(p, (int32_t)batch, (layout)k, &bt[k]);
+    for (int k = 0; k < n_layouts && st == VLA_OK; k++)
+        st = build_batch(p, (int32_t)batch, (layout)k, pad_fraction, k ? bt[PACKED].b.n_tokens : 0, &bt[k]);
     if (st == VLA_OK) st = vla_bench_optimizer(p, comm, &opt);
     for (int r = 0; r < rounds && st == VLA_OK; r++)
-        for (int k = 0; k < N_LAYOUTS && st == VLA_OK; k++) {
+        for (int k = 0; k < n_layouts && st == VLA_OK; k++) {
             double per = 0;
             st = vla_bench_time_training(p, &bt[k].b, opt, seconds, &per, &info);
             if (per < best[k]) best[k] = per;
         }
     if (st == VLA_OK) {
-        printf("{\"bench\":\"packing\",\"config\":\"%s\",\"batch\":%lld,\"threads\":%d,\"rounds\":%d,\"mixture\":"
-               "\"aloha-like 3 cams 14-D : so101-like 2 cams 6-D : pusht-like 1 cam 2-D = 2:2:1\",\"paper_gain\":2.88",
-               name, (long long)batch, nthreads, rounds);
-        for (int k = 0; k < N_LAYOUTS; k++) {
+        printf("{\"bench\":\"packing\",\"config\":\"%s\",\"backend\":\"%s\",\"batch\":%lld,\"threads\":%d,"
+               "\"rounds\":%d,\"mixture\":\"aloha-like 3 cams 14-D : so101-like 2 cams 6-D : pusht-like 1 cam 2-D = 2:2:1\","
+               "\"paper_gain\":2.88",
+               name, ops->name, (long long)batch, nthreads, rounds);
+        for (int k = 0; k < n_layouts; k++) {
             printf(",\"%s\":{\"tokens\":%lld,\"images\":%d,\"samples_per_s\":%.2f", LAYOUT[k],
                    (long long)bt[k].b.n_tokens, bt[k].b.n_images, (double)batch / best[k]);
             if (k != PACKED)
@@ -142,9 +158,9 @@ static int bench_config(const char *name, int64_t batch, double seconds, int rou
 }
 
 int vla_bench_packing(int argc, char **argv) {
-    const char *configs = "pi05-small";
+    const char *configs = "pi05-small", *device = "cpu";
     int64_t batch = 16, threads = 0, rounds = 3;
-    double seconds = 2.0;
+    double seconds = 2.0, pad_fraction = 0;
     bool quick = false;
     const vla_flag flags[] = {
         {"config", VLA_FLAG_STRING, &configs, "A,B", "π0.5 or GR00T config names or paths (default pi05-small)"},
@@ -153,6 +169,9 @@ int vla_bench_packing(int argc, char **argv) {
         {"rounds", VLA_FLAG_INT, &rounds, "N", "rounds alternating packed and padded (best of each)"},
         {"threads", VLA_FLAG_INT, &threads, "N", "OpenMP/OpenBLAS threads (0: all cores)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run on pi05-nano (smoke test)"},
+        {"device", VLA_FLAG_STRING, &device, "NAME", VLA_CLI_DEVICE_HELP},
+        {"pad_fraction", VLA_FLAG_FLOAT, &pad_fraction, "F",
+         "also a layout padded to (1 + F)× the packed tokens (1.88: the paper's +188% in tokens)"},
     };
     const vla_command_spec spec = {
         "vla bench packing", NULL, "Training on a mixture of robots: packed (varlen) vs padded to the longest.",
@@ -169,15 +188,22 @@ int vla_bench_packing(int argc, char **argv) {
     }
     if (quick) configs = "pi05-nano", batch = 5, seconds = 0.1, rounds = 2;
     if (threads > 0) omp_set_num_threads((int)threads);
+    if (pad_fraction < 0 || pad_fraction > 100) {
+        fprintf(stderr, "vla: error: vla bench packing: --pad_fraction=%g: expected 0..100\n", pad_fraction);
+        return 2;
+    }
+    const vla_ops *ops;
+    vla_status st = vla_backend_get(device, &ops);
+    if (st != VLA_OK) return vla_cli_fail(st);
     vla_comm *comm = NULL;
-    vla_status st = vla_comm_init(NULL, &comm);
+    st = vla_comm_init(NULL, &comm);
     if (st != VLA_OK) return vla_cli_fail(st);
     char *list = strdup(configs);
     if (!list) return 1;
     char *save = NULL;
     rc = 0;
     for (char *tok = strtok_r(list, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save))
-        if (*tok) rc = bench_config(tok, batch, seconds, (int)rounds, comm, omp_get_max_threads());
+        if (*tok) rc = bench_config(tok, batch, seconds, (int)rounds, comm, omp_get_max_threads(), ops, pad_fraction);
     free(list);
     vla_comm_finalize(comm);
     return rc;

@@ -38,6 +38,9 @@
 #include "tensor/gemm.h"
 #include "tensor/ops.h"
 #include "train/trainer_opt.h"
+#ifdef VLA_HAVE_CUDA
+#include "tensor/cuda/ops_cuda.h"
+#endif
 
 /* Best SGEMM GFLOP/s through the op table over the square shapes of sizes
  * min_n..max_n (doubling), each timed `reps` times for at least `window`
@@ -48,23 +51,31 @@ static double gemm_peak_sizes(const vla_ops *ops, int64_t min_n, int64_t max_n, 
     double best = 0;
     for (int64_t n = min_n; n <= max_n; n *= 2) {
         float *a = ops->alloc(sizeof(float) * n * n), *b = ops->alloc(sizeof(float) * n * n);
-        float *c = ops->alloc(sizeof(float) * n * n);
-        if (!a || !b || !c) {
+        float *c = ops->alloc(sizeof(float) * n * n), *h = malloc(sizeof(float) * n * n);
+        if (!a || !b || !c || !h) {
             if (a) ops->free(a);
             if (b) ops->free(b);
             if (c) ops->free(c);
+            free(h);
             break;
         }
-        for (int64_t j = 0; j < n * n; j++) a[j] = (float)((j * 7) % 13) * 0.01f, b[j] = (float)((j * 5) % 11) * 0.01f;
+        /* operands through the table (the memory may be a device's) */
+        for (int64_t j = 0; j < n * n; j++) h[j] = (float)((j * 7) % 13) * 0.01f;
+        ops->to_device(a, h, sizeof(float) * n * n);
+        for (int64_t j = 0; j < n * n; j++) h[j] = (float)((j * 5) % 11) * 0.01f;
+        ops->to_device(b, h, sizeof(float) * n * n);
+        free(h);
         ops->sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        vla_ops_sync(ops);
         for (int rep = 0; rep < reps; rep++) {
             int iters = 0;
             double t0 = vla_now_s(), t;
-            do {
+            do { /* a device runs the products asynchronously: time what has finished */
                 ops->sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
                 iters++;
+                if (iters % 4 == 0) vla_ops_sync(ops);
                 t = vla_now_s() - t0;
-            } while (t < window);
+            } while (iters % 4 != 0 || t < window);
             double g = 2.0 * (double)n * n * n * iters / t * 1e-9;
             if (g > best) best = g;
         }
@@ -99,11 +110,13 @@ void vla_bench_batch_free(vla_bench_batch *s) {
     memset(s, 0, sizeof *s);
 }
 
-vla_status vla_bench_batch_alloc(vla_bench_batch *s, const vla_policy_config *c, int32_t S, int64_t images) {
+vla_status vla_bench_batch_alloc(vla_bench_batch *s, const vla_policy_config *c, int32_t S, int64_t images,
+                                 int64_t token_cap) {
     memset(s, 0, sizeof *s);
     int64_t plane = c->vision.channels * c->vision.image_size * c->vision.image_size;
     int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim;
     s->token_cap = (int64_t)S * (vla_policy_prefix_tokens(c) + Hz + 2);
+    if (token_cap > s->token_cap) s->token_cap = token_cap;
     s->cu = calloc((size_t)S + 1, sizeof(int32_t));
     s->cu_img = calloc((size_t)S + 1, sizeof(int32_t));
     s->pos = calloc((size_t)s->token_cap, sizeof(int32_t));
@@ -141,7 +154,7 @@ static vla_status synth_make(vla_policy *p, int32_t S, synth *s) {
     const vla_policy_config *c = &p->cfg;
     int64_t cams = c->vision.cameras, img = c->vision.channels * c->vision.image_size * c->vision.image_size;
     int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim, maxt = c->language.max_tokens;
-    VLA_TRY(vla_bench_batch_alloc(s, c, S, S * cams));
+    VLA_TRY(vla_bench_batch_alloc(s, c, S, S * cams, 0));
     int32_t *tok = calloc((size_t)maxt + 1, sizeof(int32_t));
     if (!tok) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory for the batch");
     vla_rng r = vla_rng_stream(1, 0);
@@ -172,19 +185,8 @@ static vla_status synth_make(vla_policy *p, int32_t S, synth *s) {
 /* The trainer's AdamW (ZeRO-1 with one shard) over the policy's trainable
  * tensors, the policy family's defaults, no EMA. */
 vla_status vla_bench_optimizer(vla_policy *p, vla_comm *comm, vla_train_opt **opt) {
-    vla_train_opt_tensor *tt = calloc((size_t)p->specs.n, sizeof *tt);
-    if (!tt) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory");
-    int n = 0;
-    for (int64_t i = 0; i < p->specs.n; i++) {
-        if (!p->params[i].grad) continue;
-        const vla_param_spec *sp = p->params[i].spec;
-        tt[n++] = (vla_train_opt_tensor){sp->name, p->params[i].data - p->weights, sp->numel, sp->ndim};
-    }
     vla_train_opt_overrides ov = {-1, -1, -1, 0};
-    vla_status st =
-        vla_train_opt_create(comm, p->tops, vla_policy_config_family_name(&p->cfg), tt, n, p->weights, &ov, opt);
-    free(tt);
-    return st;
+    return vla_train_opt_create_for_policy(comm, p, &ov, opt);
 }
 
 #define MAX_THREAD_COUNTS 8
@@ -208,6 +210,7 @@ typedef struct {
     vla_precision prec;               /* the mode being measured (policy/precision.h) */
     vla_precision precs[3];           /* --precision's list, in the order given */
     int n_precs;
+    double tc_peak_gflops; /* cuda: the bf16 tensor-core GEMM peak measured in this run (0: none) */
 } bench_opts;
 
 /* One training step: loss, backward, AdamW (and FP8's scale update, as the trainer runs it). */
@@ -228,6 +231,7 @@ static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *o
     double t0 = vla_now_s(), el = 0;
     while (steps < 2 || el < seconds) {
         VLA_TRY(train_step(p, b, opt, info));
+        vla_ops_sync(p->tops); /* a device backend: the step's last kernels have finished */
         steps++;
         el = vla_now_s() - t0;
     }
@@ -348,6 +352,8 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
            (long long)s->b.n_tokens,
            per_step * 1e3, sps, train_flops * 1e-9, est.total_train * (double)o->batch * 1e-9, achieved, peak,
            peak > 0 ? achieved / peak : 0.0, info->loss);
+    if (o->tc_peak_gflops > 0) /* the MFU a GPU is judged by: against the bf16 tensor-core peak */
+        printf(",\"bf16_peak_gflops\":%.1f,\"mfu_bf16_peak\":%.4f", o->tc_peak_gflops, achieved / o->tc_peak_gflops);
     if (base_per_step > 0)
         printf(",\"base_threads\":%d,\"vs_base_threads\":%.3f", o->threads[0], base_per_step / per_step);
     printf(",\"gemm\":\"%s\"", vla_gemm_lib_name(o->libs[li]));
@@ -624,6 +630,19 @@ int vla_bench_policy(int argc, char **argv) {
                o.threads[i], o.peak[i]);
         fflush(stdout);
     }
+#ifdef VLA_HAVE_CUDA
+    if (o.ops->device == VLA_DEVICE_CUDA) {
+        double tf = 0;
+        vla_status pst = vla_cuda_gemm_peak(VLA_BF16, quick ? 2048 : 8192, quick ? 5 : 20, 3, &tf);
+        if (pst != VLA_OK) return vla_cli_fail(pst);
+        o.tc_peak_gflops = tf * 1e3;
+        printf("{\"bench\":\"gemm_peak\",\"backend\":\"%s\",\"dtype\":\"bf16\",\"device\":\"",
+               o.ops->name);
+        vla_cli_print_json_chars(vla_cuda_device_info());
+        printf("\",\"gflops\":%.1f}\n", o.tc_peak_gflops);
+        fflush(stdout);
+    }
+#endif
     vla_status st = vla_comm_init(NULL, &o.comm);
     if (st != VLA_OK) return vla_cli_fail(st);
     char *list = strdup(configs);

@@ -30,8 +30,9 @@ int vla_cli_dispatch(const char *prefix, const vla_cli_command *cmds, int n, int
 int vla_cli_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags_result *res);
 
 /* Help text of --device, the flag that picks the backend (tensor/backend.h). */
-#define VLA_CLI_DEVICE_HELP "backend that runs the model: cpu (default; or $VLA_DEVICE) or checked (the CPU kernels on memory the host " \
-    "cannot touch outside an op: a correctness mode, slow); `vla version` lists those built in"
+#define VLA_CLI_DEVICE_HELP "backend that runs the model: cpu (default; or $VLA_DEVICE), checked (the CPU kernels on memory the " \
+    "host cannot touch outside an op: a correctness mode, slow) or cuda (NVIDIA GPUs, built with make CUDA=1); `vla version` " \
+    "lists those built in"
 
 /* Print "vla: error: <thread's error message>" and return the exit code. */
 int vla_cli_fail(vla_status st);
@@ -103,9 +104,9 @@ int vla_bench_serve(int argc, char **argv);
  * `seconds` after a warm-up step — shared by the benchmarks that train. */
 vla_status vla_bench_optimizer(vla_policy *p, vla_comm *comm, vla_train_opt **opt);
 /* A synthetic training batch's buffers (bench_policy.c): room for S samples
- * of at most the config's prefix and action tokens each and `images`
- * images; vla_bench_batch_finish points `b` at them once T tokens and
- * n_images images are laid out. */
+ * of at most the config's prefix and action tokens each (or token_cap
+ * tokens in all, when larger) and `images` images; vla_bench_batch_finish
+ * points `b` at them once T tokens and n_images images are laid out. */
 typedef struct {
     vla_batch b;
     int64_t token_cap;
@@ -114,7 +115,8 @@ typedef struct {
     float *images, *state, *actions;
     uint64_t *keys;
 } vla_bench_batch;
-vla_status vla_bench_batch_alloc(vla_bench_batch *s, const vla_policy_config *c, int32_t S, int64_t images);
+vla_status vla_bench_batch_alloc(vla_bench_batch *s, const vla_policy_config *c, int32_t S, int64_t images,
+                                 int64_t token_cap);
 void vla_bench_batch_finish(vla_bench_batch *s, int32_t S, int64_t T, int32_t n_images);
 void vla_bench_batch_free(vla_bench_batch *s);
 vla_status vla_bench_time_training(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds,

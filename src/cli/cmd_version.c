@@ -16,6 +16,9 @@
 #endif
 
 #include "tensor/backend.h"
+#ifdef VLA_HAVE_CUDA
+#include "tensor/cuda/ops_cuda.h"
+#endif
 
 int vla_cmd_version(int argc, char **argv) {
     bool as_json = false;
@@ -38,7 +41,18 @@ int vla_cmd_version(int argc, char **argv) {
     char openmp[64];
     snprintf(openmp, sizeof openmp, "OpenMP %d, %d threads", _OPENMP, omp_get_max_threads());
     const char *blas = openblas_get_config();
-    const char *cuda = vla_backend_find("cuda") ? "yes" : "no (CPU backends only)";
+    /* the cuda backend: built in or not, and whether this machine can run it */
+    char cuda[600] = "no (CPU backends only; make CUDA=1 builds it)";
+    if (vla_backend_find("cuda")) {
+        if (vla_backend_probe("cuda") == VLA_OK) {
+#ifdef VLA_HAVE_CUDA
+            snprintf(cuda, sizeof cuda, "yes: %s", vla_cuda_device_info());
+#endif
+        } else {
+            snprintf(cuda, sizeof cuda, "built, but not usable here (%s)", vla_error_message());
+            vla_error_clear();
+        }
+    }
     /* the backends compiled in (--device=NAME), as a list and as JSON strings */
     char devices[256] = "", devices_json[320] = "";
     for (int i = 0; i < vla_backend_count(); i++) {
@@ -58,10 +72,11 @@ int vla_cmd_version(int argc, char **argv) {
     if (as_json) {
         printf("{\"version\":\"%s\",\"openmp\":\"%s\",\"gemm\":\"%s\",\"gemm_library\":\"%s\","
                "\"gemm_kernels\":\"%s\",\"onednn_isa\":\"%s\",\"bf16_gemm\":\"%s\",\"bf16_cpu\":\"%s\","
-               "\"blas\":\"%s\",\"ffmpeg\":\"%s\",\"mpi\":\"%s\",\"cuda\":\"%s\",\"jansson\":\"%s\","
-               "\"devices\":[%s]}\n",
+               "\"blas\":\"%s\",\"ffmpeg\":\"%s\",\"mpi\":\"%s\",\"cuda\":\"",
                VLA_VERSION, openmp, vla_gemm_lib_name(lib), gemm_lib, gemm_kernels, isa,
-               bf16 ? "onednn" : "emulated", bf16_cpu, blas, ffmpeg, mpi, cuda, JANSSON_VERSION, devices_json);
+               bf16 ? "onednn" : "emulated", bf16_cpu, blas, ffmpeg, mpi);
+        vla_cli_print_json_chars(cuda);
+        printf("\",\"jansson\":\"%s\",\"devices\":[%s]}\n", JANSSON_VERSION, devices_json);
         return 0;
     }
     printf("vla %s\n", VLA_VERSION);

@@ -36,6 +36,9 @@ struct vla_comm {
     _Atomic uint64_t watch_start_ns; /* 0: not blocked in a collective */
     _Atomic(const char *) watch_what;
     double blocked_s;
+    /* the device communicator (comm_device.c: NCCL), created on first use */
+    void *device;
+    void (*device_free)(void *);
 };
 
 size_t vla_comm_dtype_size(vla_comm_dtype t) {
@@ -404,6 +407,7 @@ void vla_comm_finalize(vla_comm *c) {
      * in a watched barrier first, so a peer that never arrives (stuck or
      * dead) ends this rank after timeout_s instead of a spin forever. */
     if (c->world > 1 && vla_comm_barrier(c) != VLA_OK) VLA_WARN("comm: %s", vla_error_message());
+    if (c->device_free) c->device_free(c->device);
     watchdog_stop(c);
     c->be->finalize(c);
     free(c);
@@ -416,6 +420,13 @@ _Noreturn void vla_comm_abort(vla_comm *c, int code) {
     if (c && c->be == &mpi_backend) MPI_Abort(c->mpi, code);
 #endif
     exit(code);
+}
+
+void *vla_comm_device(const vla_comm *c) { return c->device; }
+
+void vla_comm_set_device(vla_comm *c, void *device, void (*free_fn)(void *)) {
+    c->device = device;
+    c->device_free = free_fn;
 }
 
 int vla_comm_rank(const vla_comm *c) { return c->rank; }

@@ -6,18 +6,12 @@
  *            the trainer has one code path for N = 1 and N > 1.
  *   mpi    — OpenMPI (or any MPI-3): MPI_Init_thread(FUNNELED), a private
  *            duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN.
- *   nccl   — (slot, not built yet) GPU buffers. Bootstrap: the mpi backend
- *            broadcasts an ncclUniqueId from rank 0, every rank calls
- *            ncclCommInitRank; allreduce → ncclAllReduce(ncclAvg),
- *            reduce_scatter → ncclReduceScatter, allgatherv → ncclAllGather on
- *            equal padded shards; iallreduce enqueues on a dedicated NCCL
- *            stream after a cudaStreamWaitEvent on the compute stream, test →
- *            cudaEventQuery, wait → cudaEventSynchronize; errors are polled
- *            with ncclCommGetAsyncError and a hung peer is handled by the same
- *            watchdog, which calls ncclCommAbort before exiting. Everything the
- *            callers see (this header) stays the same; see the NCCL User
- *            Guide ("Creating a Communicator", "Examples") and
- *            karpathy/llm.c train_gpt2.cu.
+ *   nccl   — not a backend of this table but beside it: with the cuda backend
+ *            (`make CUDA=1`) the collectives on backend memory — gradient
+ *            buckets, ZeRO-1's reduce-scatter and all-gather, the FP8 amax
+ *            all-reduce — go through NCCL on the backend's communication
+ *            stream (distributed/comm_device.h); MPI stays the launcher, the
+ *            host-scalar collectives and the bootstrap of the NCCL id.
  *
  * Threading: only the thread that called vla_comm_init calls into a
  * communicator (MPI_THREAD_FUNNELED); loader threads and OpenMP regions never
@@ -133,6 +127,11 @@ vla_status vla_comm_agree(vla_comm *c, vla_status local, const char *what);
  * other ways): mark the start and end of a blocking wait. */
 void vla_comm_watch_begin(vla_comm *c, const char *what);
 void vla_comm_watch_end(vla_comm *c);
+
+/* The device communicator of this communicator (distributed/comm_device.c
+ * owns it; vla_comm_finalize calls free_fn). */
+void *vla_comm_device(const vla_comm *c);
+void vla_comm_set_device(vla_comm *c, void *device, void (*free_fn)(void *));
 
 /* Seconds this rank has spent blocked inside collectives (exposed comm). */
 double vla_comm_blocked_s(const vla_comm *c);

@@ -1,6 +1,12 @@
 /* grad_buckets.c — bucketed, overlapped gradient all-reduce (see
- * grad_buckets.h). */
+ * grad_buckets.h): MPI on host memory, MPI through host staging for a
+ * backend off the host without NCCL, NCCL in place on the device for cuda
+ * (distributed/comm_device.h: a bucket starts on the communication stream
+ * behind an event of the compute stream, and waiting orders the compute
+ * stream behind it — the host never blocks). */
 #include "distributed/grad_buckets.h"
+
+#include "distributed/comm_device.h"
 
 #include "base/timer.h"
 
@@ -22,6 +28,7 @@ struct vla_grad_buckets {
     const vla_ops *ops;
     float *grads;
     float *stage; /* host copy of the gradients for backends off the host (else NULL) */
+    vla_devcomm *dev; /* NCCL on the backend's memory (cuda), else NULL */
     int n_params;
     int *param_bucket;  /* bucket of each parameter */
     bool *param_ready;
@@ -52,8 +59,13 @@ vla_status vla_grad_buckets_create(vla_comm *comm, const vla_ops *ops, float *gr
         offs[i + 1] = offs[i] + param_sizes[i];
     }
     b->comm = comm, b->ops = ops, b->grads = grads, b->n_params = n_params;
+    vla_status dst = vla_devcomm_get(comm, ops, &b->dev);
+    if (dst != VLA_OK) {
+        free(offs), free(b);
+        return dst;
+    }
     /* one rank reduces nothing: no staging then */
-    if (!ops->host_memory && vla_comm_world(comm) > 1 &&
+    if (!b->dev && !ops->host_memory && vla_comm_world(comm) > 1 &&
         !(b->stage = malloc(sizeof(float) * (size_t)(offs[n_params] > 0 ? offs[n_params] : 1)))) {
         free(offs), free(b);
         return vla_error(VLA_ERR_NOMEM, "grad_buckets: out of memory for the host staging buffer");
@@ -123,6 +135,13 @@ vla_status vla_grad_buckets_begin(vla_grad_buckets *b) {
 static vla_status start_bucket(vla_grad_buckets *b, int k) {
     bucket *bk = &b->buckets[k];
     float *p = b->grads + bk->lo;
+    if (b->dev) {
+        VLA_TRY(vla_devcomm_iallreduce(b->dev, p, bk->hi - bk->lo, VLA_COMM_MEAN, &bk->req, bk->what));
+        bk->started = true;
+        if (k == 0) b->stats.first_start_s = bk->req.t_start;
+        if (!b->waiting) b->stats.started_before_wait++;
+        return VLA_OK;
+    }
     if (b->stage) { /* the bucket's final gradients leave the backend once */
         b->ops->to_host(b->stage + bk->lo, p, sizeof(float) * (size_t)(bk->hi - bk->lo));
         p = b->stage + bk->lo;
@@ -157,7 +176,8 @@ vla_status vla_grad_buckets_progress(vla_grad_buckets *b) {
         bucket *bk = &b->buckets[k];
         if (bk->done) continue;
         bool done = false;
-        VLA_TRY(vla_comm_test(b->comm, &bk->req, &done));
+        if (b->dev) VLA_TRY(vla_devcomm_test(b->dev, &bk->req, &done));
+        else VLA_TRY(vla_comm_test(b->comm, &bk->req, &done));
         if (done) note_done(b, bk);
         else break; /* later buckets rarely finish first; keep polling cheap */
     }
@@ -184,7 +204,8 @@ static vla_status wait_buckets(vla_grad_buckets *b, int64_t lo, int64_t hi) {
     for (int k = 0; k < b->n_buckets; k++) {
         bucket *bk = &b->buckets[k];
         if (bk->done || bk->hi <= lo || bk->lo >= hi) continue;
-        VLA_TRY(vla_comm_wait(b->comm, &bk->req));
+        if (b->dev) VLA_TRY(vla_devcomm_wait(b->dev, &bk->req));
+        else VLA_TRY(vla_comm_wait(b->comm, &bk->req));
         note_done(b, bk);
     }
     double dt = vla_now_s() - t0;

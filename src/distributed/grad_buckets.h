@@ -54,9 +54,10 @@ typedef struct {
 } vla_grad_buckets_stats;
 
 /* `grads` (in `ops`'s memory) is not owned. bucket_bytes 0 picks 25 MiB.
- * When the backend's memory is not the host's, each bucket is staged: copied
- * to a host buffer when it starts and back when its all-reduce completes
- * (NCCL, which reduces device memory in place, is the CUDA backend's way). */
+ * With the cuda backend the buckets are all-reduced by NCCL in place on the
+ * device (distributed/comm_device.h). Another backend whose memory is not
+ * the host's stages each bucket: copied to a host buffer when it starts and
+ * back when its MPI all-reduce completes. */
 vla_status vla_grad_buckets_create(vla_comm *comm, const vla_ops *ops, float *grads, const int64_t *param_sizes,
                                    int n_params, size_t bucket_bytes, vla_grad_buckets **out);
 void vla_grad_buckets_free(vla_grad_buckets *b);

@@ -4,6 +4,8 @@
 #include "distributed/zero1.h"
 
 #include "base/fsutil.h"
+#include "distributed/comm_device.h"
+#include "distributed/nccl_plan.h"
 #include "io/safetensors.h"
 #include "tensor/ops.h"
 
@@ -33,6 +35,11 @@ struct vla_zero1 {
     float *gather;  /* host: flat scratch of numel for the all-gathers (multi-segment layouts, staging) */
     float *hgrad;   /* host: staging of the whole gradient for a reduce-scatter (backends off the host) */
     int64_t *counts, *displs;
+    /* NCCL on the backend's memory (cuda): the padded flat buffer of
+     * equal blocks (distributed/nccl_plan.h) and this rank's received block */
+    vla_devcomm *dev;
+    vla_nccl_shards shards;
+    float *dpad, *drecv;
     uint64_t layout; /* hash of the segments, stored in the shard files */
     int64_t step;
 };
@@ -126,6 +133,12 @@ vla_status vla_zero1_create_segments(vla_comm *comm, const vla_ops *ops, const v
         vla_zero1_shard_of(numel, r, world, &lo, &hi);
         z->counts[r] = hi - lo, z->displs[r] = lo;
     }
+    vla_status st = vla_devcomm_get(comm, ops, &z->dev);
+    if (st != VLA_OK) {
+        vla_zero1_free(z);
+        return st;
+    }
+    z->shards = vla_nccl_shards_make(numel, world);
     *out = z;
     return VLA_OK;
 }
@@ -138,6 +151,7 @@ vla_status vla_zero1_create(vla_comm *comm, const vla_ops *ops, int64_t numel, v
 void vla_zero1_free(vla_zero1 *z) {
     if (!z) return;
     dev_free(z->ops, z->m), dev_free(z->ops, z->v), dev_free(z->ops, z->ema), dev_free(z->ops, z->gshard);
+    dev_free(z->ops, z->dpad), dev_free(z->ops, z->drecv);
     free(z->gather), free(z->hgrad), free(z->counts);
     free(z->seg), free(z->flat);
     free(z);
@@ -166,8 +180,9 @@ static void for_pieces(const vla_zero1 *z, int64_t a, int64_t b, piece_fn fn, vo
 /* Copies between a flat buffer (indexed by flat position, starting at
  * flat index src_base) and parameter layout, piece by piece. `how` says
  * where the two sides live: both in backend memory (ops->copy), flat on the
- * host and params in the backend (to_device / to_host), or both on the host. */
-typedef enum { COPY_DEVICE, COPY_HOST_FLAT, COPY_HOST } copy_how;
+ * host and params in the backend (to_device / to_host), flat in the backend
+ * and params on the host (to_host / to_device), or both on the host. */
+typedef enum { COPY_DEVICE, COPY_HOST_FLAT, COPY_DEVICE_FLAT, COPY_HOST } copy_how;
 typedef struct {
     float *dst;
     const float *src;
@@ -186,6 +201,10 @@ static void copy_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_
     case COPY_HOST_FLAT:
         if (c->to_params) z->ops->to_device(d, src, sizeof(float) * (size_t)n);
         else z->ops->to_host(d, src, sizeof(float) * (size_t)n);
+        break;
+    case COPY_DEVICE_FLAT:
+        if (c->to_params) z->ops->to_host(d, src, sizeof(float) * (size_t)n);
+        else z->ops->to_device(d, src, sizeof(float) * (size_t)n);
         break;
     case COPY_HOST: memcpy(d, src, sizeof(float) * (size_t)n); break;
     }
@@ -246,7 +265,7 @@ vla_status vla_zero1_ema_gather(vla_zero1 *z, float *out) {
     if (!z->ema) return vla_error(VLA_ERR_INVALID_ARG, "zero1: the EMA is not enabled");
     int world = vla_comm_world(z->comm);
     if (world == 1) { /* this shard is everything: straight into the host's parameter layout */
-        copy_ctx c = {out, z->ema, z->lo, 1, COPY_HOST_FLAT};
+        copy_ctx c = {out, z->ema, z->lo, 1, COPY_DEVICE_FLAT};
         for_pieces(z, z->lo, z->hi, copy_piece, &c);
         return VLA_OK;
     }
@@ -301,6 +320,51 @@ vla_status vla_zero1_check_finite(vla_zero1 *z) {
                      (long long)g[0], s, (long long)(g[0] - z->flat[s]));
 }
 
+/* The padded NCCL buffers, allocated on first use; the tails of the blocks
+ * stay zero (never written). */
+static vla_status need_dpad(vla_zero1 *z, bool recv) {
+    int64_t padded = vla_nccl_padded_count(&z->shards);
+    if (!z->dpad && !(z->dpad = dev_zeros(z->ops, (size_t)padded)))
+        return vla_error(VLA_ERR_NOMEM, "zero1: out of device memory for the NCCL buffer of %lld", (long long)padded);
+    if (recv && !z->drecv && !(z->drecv = dev_zeros(z->ops, (size_t)z->shards.block)))
+        return vla_error(VLA_ERR_NOMEM, "zero1: out of device memory for the NCCL shard");
+    return VLA_OK;
+}
+
+/* NCCL reduce-scatter (MEAN) of the flat gradient into z->gshard */
+static vla_status dev_reduce_scatter(vla_zero1 *z, const float *grads) {
+    VLA_TRY(need_dpad(z, true));
+    int world = vla_comm_world(z->comm), rank = vla_comm_rank(z->comm);
+    for (int r = 0; r < world; r++) {
+        int64_t lo, hi, at;
+        vla_nccl_shard(&z->shards, r, &lo, &hi, &at);
+        z->ops->copy(z->dpad + at, grads + lo, hi - lo);
+    }
+    VLA_TRY(vla_devcomm_reduce_scatter(z->dev, z->dpad, z->drecv, z->shards.block, VLA_COMM_MEAN));
+    int64_t lo, hi, at;
+    vla_nccl_shard(&z->shards, rank, &lo, &hi, &at);
+    z->ops->copy(z->gshard, z->drecv, hi - lo);
+    return VLA_OK;
+}
+
+/* NCCL all-gather of the updated shards into every rank's parameters */
+static vla_status dev_allgather_params(vla_zero1 *z, float *params) {
+    VLA_TRY(need_dpad(z, false));
+    int world = vla_comm_world(z->comm), rank = vla_comm_rank(z->comm);
+    int64_t lo, hi, at;
+    vla_nccl_shard(&z->shards, rank, &lo, &hi, &at);
+    copy_ctx pc = {z->dpad + at, params, lo, 0, COPY_DEVICE};
+    for_pieces(z, lo, hi, copy_piece, &pc);
+    VLA_TRY(vla_devcomm_allgather(z->dev, z->dpad, z->shards.block));
+    for (int r = 0; r < world; r++) {
+        if (r == rank) continue;
+        vla_nccl_shard(&z->shards, r, &lo, &hi, &at);
+        copy_ctx uc = {params, z->dpad + at, lo, 1, COPY_DEVICE};
+        for_pieces(z, lo, hi, copy_piece, &uc);
+    }
+    return VLA_OK;
+}
+
 static int finite_nonneg(double x) { return isfinite(x) && x >= 0; }
 
 vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_grad_mode mode,
@@ -321,7 +385,9 @@ vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_g
         return vla_error(VLA_ERR_NOMEM, "zero1: gradient shard");
     if (mode == VLA_ZERO1_REDUCE_SCATTER) {
         if (buckets) VLA_TRY(vla_grad_buckets_wait_all(buckets)); /* must not race the buffer */
-        if (z->ops->host_memory) {
+        if (z->dev) {
+            VLA_TRY(dev_reduce_scatter(z, grads));
+        } else if (z->ops->host_memory) {
             VLA_TRY(vla_comm_reduce_scatterv(z->comm, grads, z->gshard, z->counts, VLA_COMM_F32, VLA_COMM_MEAN));
         } else { /* through the host: the whole gradient out, this shard back */
             if (!z->hgrad && !(z->hgrad = malloc(sizeof(float) * (size_t)(z->numel + n))))
@@ -380,6 +446,7 @@ vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_g
     z->step = t;
     /* the rest of the buckets must be complete before backward reuses the buffer */
     if (buckets) VLA_TRY(vla_grad_buckets_wait_all(buckets));
+    if (z->dev) return dev_allgather_params(z, params); /* before the world-1 return: VLA_NCCL=1 runs it */
     if (vla_comm_world(z->comm) == 1) return VLA_OK;
     if (identity_layout(z) && z->ops->host_memory) /* in place */
         return vla_comm_allgatherv(z->comm, NULL, params, z->counts, z->displs, VLA_COMM_F32);

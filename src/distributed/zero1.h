@@ -83,7 +83,9 @@ typedef struct vla_zero1 vla_zero1;
  * Parameters, gradients, moments and the EMA live in `ops`'s memory and
  * are updated through its slots (adamw, ema, sum_squares, …); the MPI
  * collectives run on that memory directly when the backend's memory is
- * the host's, else through host staging buffers. */
+ * the host's; with the cuda backend the reduce-scatter and all-gather are
+ * NCCL's on the device (distributed/comm_device.h, nccl_plan.h: equal
+ * padded blocks); another backend off the host stages through host buffers. */
 vla_status vla_zero1_create_segments(vla_comm *comm, const vla_ops *ops, const vla_zero1_segment *seg, int n_seg,
                                      vla_zero1 **out);
 /* = one segment {0, numel, decay 1}: parameters and gradients share the flat layout. */

@@ -7,15 +7,22 @@
 
 #include "tensor/ops_checked.h"
 #include "tensor/ops_cpu_internal.h"
+#ifdef VLA_HAVE_CUDA
+#include "tensor/cuda/ops_cuda.h"
+#endif
 
 typedef const vla_ops *(*table_fn)(void);
 
 static const struct {
     const char *name;
     table_fn table;
+    vla_status (*probe)(void); /* NULL: runs anywhere */
 } BACKENDS[] = {
-    {"cpu", vla_cpu_backend_table},
-    {"checked", vla_checked_backend_table},
+    {"cpu", vla_cpu_backend_table, NULL},
+    {"checked", vla_checked_backend_table, NULL},
+#ifdef VLA_HAVE_CUDA
+    {"cuda", vla_cuda_backend_table, vla_cuda_probe},
+#endif
 };
 #define N_BACKENDS ((int)(sizeof BACKENDS / sizeof BACKENDS[0]))
 
@@ -34,13 +41,26 @@ const vla_ops *vla_backend_find(const char *name) {
     return NULL;
 }
 
+vla_status vla_backend_probe(const char *name) {
+    for (int i = 0; name && i < N_BACKENDS; i++)
+        if (!strcmp(name, BACKENDS[i].name)) return BACKENDS[i].probe ? BACKENDS[i].probe() : VLA_OK;
+    return vla_error(VLA_ERR_INVALID_ARG, "unknown device '%s'", name ? name : "(none)");
+}
+
 vla_status vla_backend_get(const char *name, const vla_ops **out) {
     *out = vla_backend_find(name);
-    if (*out) return VLA_OK;
+    if (*out) {
+        vla_status st = vla_backend_probe(name);
+        if (st != VLA_OK) *out = NULL;
+        return st == VLA_OK ? VLA_OK : vla_error_context(st, "--device=%s", name);
+    }
     char list[256] = "";
     for (int i = 0; i < N_BACKENDS; i++) {
         if (i) strncat(list, ", ", sizeof list - strlen(list) - 1);
         strncat(list, BACKENDS[i].name, sizeof list - strlen(list) - 1);
     }
+    if (name && !strcmp(name, "cuda")) /* the one backend a build leaves out: say how to get it */
+        return vla_error(VLA_ERR_INVALID_ARG, "unknown device 'cuda': this build has %s; build the cuda backend with "
+                         "`make CUDA=1` (nvcc, cuBLASLt, NCCL; docs/cuda.md) and run build-cuda/vla", list);
     return vla_error(VLA_ERR_INVALID_ARG, "unknown device '%s': this build has %s", name ? name : "(none)", list);
 }

@@ -10,7 +10,8 @@
  *            second mapping): model code that touches a tensor without
  *            going through the table crashes (ops_checked.c). The suite a
  *            new backend must pass runs under it (`ctest -R checked`).
- *   cuda     (when built with CUDA=1) */
+ *   cuda     (built with `make CUDA=1`) NVIDIA GPUs: cuBLASLt GEMMs, our own
+ *            packed attention kernels, NCCL; tensor/cuda/, docs/cuda.md. */
 #ifndef VLA_TENSOR_BACKEND_H
 #define VLA_TENSOR_BACKEND_H
 
@@ -27,8 +28,13 @@ const char *vla_backend_default_name(void);
 
 /* The table named `name`, or NULL. */
 const vla_ops *vla_backend_find(const char *name);
-/* The same, or an error naming the backends compiled in (for --device). */
+/* The same, checked usable here (vla_backend_probe), or an error naming the
+ * backends compiled in (for --device). */
 vla_status vla_backend_get(const char *name, const vla_ops **out);
+/* VLA_OK when backend `name` can run on this machine (cuda: a usable GPU),
+ * else an error saying why. Finding a table (vla_backend_find) needs no
+ * device; running its ops does. */
+vla_status vla_backend_probe(const char *name);
 /* Backends compiled in: count and names in registry order. */
 int vla_backend_count(void);
 const char *vla_backend_name(int i);

@@ -66,47 +66,6 @@ typedef struct {
     bool cos_first;
 } vla_temb_config;
 
-/* ---- packed attention (nn/attention.h has the whole contract) -------------- */
-
-/* How the backward splits its work (all deterministic, no atomics):
- *  FUSED:    one work item per (sample, kv head): 5 GEMMs per tile;
- *  TWO_PASS: dK/dV per k-tile, then dQ per q-tile: 7 GEMMs per tile, more
- *            parallelism inside one long sample;
- *  AUTO:     chosen from the shapes alone, never from the thread count. */
-typedef enum { VLA_ATTN_BWD_AUTO = 0, VLA_ATTN_BWD_FUSED, VLA_ATTN_BWD_TWO_PASS } vla_attn_bwd_mode;
-
-typedef struct {
-    int32_t n_heads, n_kv_heads, head_dim;
-    float scale;            /* softmax scale; 0 means 1/sqrt(head_dim) */
-    int32_t tile_q, tile_k; /* 0: the backend's default */
-    vla_attn_bwd_mode bwd_mode;
-    /* One KV head (MQA): by default a token's query heads are folded into
-     * consecutive rows of one head; true keeps one tile per head (tests). */
-    bool no_mqa_fold;
-} vla_attn_config;
-
-/* One packed side of an attention (queries, or keys). Host metadata. */
-typedef struct {
-    int32_t n_seg;
-    const int32_t *cu_seqlens; /* [n_seg + 1] */
-    const int32_t *group;      /* [tokens] attention group, or NULL for all 0 */
-} vla_attn_seqs;
-
-/* Tile counts of the last call, summed over heads (optional: pass NULL). */
-typedef struct {
-    int64_t tiles_total;    /* (q-tile, k-tile) pairs within samples, summed over heads */
-    int64_t tiles_computed; /* those the mask did not rule out */
-    int64_t tiles_unmasked; /* of the computed ones, those with no per-element mask test */
-} vla_attn_stats;
-
-/* ---- flow matching (policy/flow.h has the conventions) ------------------------ */
-
-typedef enum { VLA_FLOW_PI05, VLA_FLOW_GROOT } vla_flow_convention;
-typedef enum {
-    VLA_MSE_MEAN_REAL, /* Σ mask·err² / Σ mask (GR00T; padded steps and dims excluded) */
-    VLA_MSE_MEAN_ALL,  /* Σ mask·err² / (S·H·D) (LeRobot π0.5: masked, then .mean() over all) */
-} vla_mse_reduction;
-
 /* ---- mixed precision (docs/precision.md) --------------------------------------
  * Tensors stay f32 in memory; a quantised GEMM reads its operands as their
  * bf16 or FP8 values and accumulates in f32 (what cuBLASLt does with bf16 /
@@ -133,6 +92,53 @@ typedef struct {
     vla_fp8_operand a, b;
 } vla_gemm_q;
 
+/* ---- packed attention (nn/attention.h has the whole contract) -------------- */
+
+/* How the backward splits its work (all deterministic, no atomics):
+ *  FUSED:    one work item per (sample, kv head): 5 GEMMs per tile;
+ *  TWO_PASS: dK/dV per k-tile, then dQ per q-tile: 7 GEMMs per tile, more
+ *            parallelism inside one long sample;
+ *  AUTO:     chosen from the shapes alone, never from the thread count. */
+typedef enum { VLA_ATTN_BWD_AUTO = 0, VLA_ATTN_BWD_FUSED, VLA_ATTN_BWD_TWO_PASS } vla_attn_bwd_mode;
+
+typedef struct {
+    int32_t n_heads, n_kv_heads, head_dim;
+    float scale;            /* softmax scale; 0 means 1/sqrt(head_dim) */
+    int32_t tile_q, tile_k; /* 0: the backend's default */
+    vla_attn_bwd_mode bwd_mode;
+    /* One KV head (MQA): by default a token's query heads are folded into
+     * consecutive rows of one head; true keeps one tile per head (tests). */
+    bool no_mqa_fold;
+    /* How the two products read their operands (Q, K, V, P, dO): FP32 as
+     * f32; BF16 (and FP8, which attention runs as BF16) rounded to bf16
+     * with f32 accumulation and softmax. A backend may compute FP32 for any
+     * mode (the cpu backend always does); the cuda backend runs its bf16
+     * tensor-core kernels for BF16/FP8 and its f32 kernels for FP32. */
+    vla_precision precision;
+} vla_attn_config;
+
+/* One packed side of an attention (queries, or keys). Host metadata. */
+typedef struct {
+    int32_t n_seg;
+    const int32_t *cu_seqlens; /* [n_seg + 1] */
+    const int32_t *group;      /* [tokens] attention group, or NULL for all 0 */
+} vla_attn_seqs;
+
+/* Tile counts of the last call, summed over heads (optional: pass NULL). */
+typedef struct {
+    int64_t tiles_total;    /* (q-tile, k-tile) pairs within samples, summed over heads */
+    int64_t tiles_computed; /* those the mask did not rule out */
+    int64_t tiles_unmasked; /* of the computed ones, those with no per-element mask test */
+} vla_attn_stats;
+
+/* ---- flow matching (policy/flow.h has the conventions) ------------------------ */
+
+typedef enum { VLA_FLOW_PI05, VLA_FLOW_GROOT } vla_flow_convention;
+typedef enum {
+    VLA_MSE_MEAN_REAL, /* Σ mask·err² / Σ mask (GR00T; padded steps and dims excluded) */
+    VLA_MSE_MEAN_ALL,  /* Σ mask·err² / (S·H·D) (LeRobot π0.5: masked, then .mean() over all) */
+} vla_mse_reduction;
+
 typedef struct vla_ops {
     const char *name;
     vla_device device;
@@ -146,6 +152,13 @@ typedef struct vla_ops {
      * may show. 0: bitwise equal to cpu. Tests widen their own tolerances
      * by it (tests/test_util.h: test_tol). */
     double rtol;
+    /* Wait until every op issued so far has finished (timing, and host code
+     * that reads memory written by an op through other means). NULL: every
+     * op has finished when it returns (cpu, checked). Ops that return host
+     * values (reductions, to_host) and to_host itself always return
+     * finished results; a device backend may otherwise run ops
+     * asynchronously, in issue order. vla_ops_sync() calls it. */
+    void (*sync)(void);
 
     /* ---- memory ------------------------------------------------------------ */
     /* backend memory (64-byte aligned), NULL when out of memory */
@@ -326,5 +339,9 @@ typedef struct vla_ops {
     /* element type conversion (see dtype.h for rounding rules); both sides backend memory */
     void (*convert)(void *dst, vla_dtype dst_type, const void *src, vla_dtype src_type, int64_t n);
 } vla_ops;
+
+static inline void vla_ops_sync(const vla_ops *ops) {
+    if (ops->sync) ops->sync();
+}
 
 #endif

@@ -22,6 +22,7 @@
 #include "tensor/ops_checked.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -97,8 +98,14 @@ static void chk_free(void *p) {
 }
 
 /* The read-write address of a backend pointer (one past a region's end
- * included: empty ranges at its end); anything else passes unchanged. */
-static void *rw_of(const void *p) {
+ * included: empty ranges at its end). Every pointer translated here is one
+ * the table's contract says is backend memory (host metadata — index maps,
+ * cu_seqlens, flow times, padding masks, to_device's source — is passed
+ * untranslated), so a pointer outside every region is a host pointer handed
+ * to an op as a tensor: it would work on the cpu backend and fault on a
+ * device (the cuda backend reads it as a device address). That is a bug in
+ * the caller, reported with the op's name. */
+static void *rw_of(const void *p, const char *op) {
     if (!p) return NULL;
     uintptr_t a = (uintptr_t)p;
     pthread_mutex_lock(&lock);
@@ -108,12 +115,17 @@ static void *rw_of(const void *p) {
         if (regions[mid].host <= a) hit = mid, lo = mid + 1;
         else hi = mid - 1;
     }
-    void *r = (void *)p;
+    void *r = NULL;
     if (hit >= 0 && a <= regions[hit].host + regions[hit].len) r = regions[hit].rw + (a - regions[hit].host);
     pthread_mutex_unlock(&lock);
+    if (!r) {
+        fprintf(stderr, "vla: checked: %s was given a pointer (%p) that is not backend memory: host memory passed "
+                        "where the op table wants a tensor (it would fault on a device backend)\n", op, p);
+        abort();
+    }
     return r;
 }
-#define T(p) ((__typeof__(p))rw_of(p))
+#define T(p) ((__typeof__(p))rw_of(p, __func__))
 
 size_t vla_checked_mapped_bytes(void) {
     pthread_mutex_lock(&lock);
@@ -135,8 +147,8 @@ int vla_checked_regions(void) {
 #define WRAP_RET(type, name, params, args) \
     static type chk_##name params { return cpu()->name args; }
 
-WRAP_VOID(to_device, (void *d, const void *s, size_t n), (T(d), T(s), n))
-WRAP_VOID(to_host, (void *d, const void *s, size_t n), (T(d), T(s), n))
+WRAP_VOID(to_device, (void *d, const void *s, size_t n), (T(d), s, n))
+WRAP_VOID(to_host, (void *d, const void *s, size_t n), (d, T(s), n))
 WRAP_VOID(copy_bytes, (void *d, const void *s, size_t n), (T(d), T(s), n))
 WRAP_VOID(sgemm,
           (bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al, const float *a, int64_t lda, const float *b,
@@ -231,7 +243,7 @@ WRAP_RET(vla_status, attention_forward_cached,
           vla_attn_stats *st), (c, T(o), T(lse), T(q), qs, T(kc), T(vc), cs, T(kn), T(vn), ns, st))
 WRAP_VOID(flow_interpolate,
           (vla_flow_convention cv, float *x, float *u, const float *a, const float *z, const float *t, int64_t S,
-           int64_t per), (cv, T(x), T(u), T(a), T(z), T(t), S, per))
+           int64_t per), (cv, T(x), T(u), T(a), T(z), t, S, per))
 WRAP_RET(double, masked_mse,
          (const float *p, const float *t, int64_t S, int64_t H, int64_t D, const uint8_t *pad, const int32_t *rd,
           vla_mse_reduction red, double div, float *dp), (T(p), T(t), S, H, D, pad, rd, red, div, T(dp)))

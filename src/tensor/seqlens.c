@@ -1,4 +1,4 @@
-/* seqlens.c — cu_seqlens checks and token → segment lookup. */
+/* seqlens.c — cu_seqlens checks (the token → segment lookup is inline in seqlens.h). */
 #include "tensor/seqlens.h"
 
 vla_status vla_seqlens_check(const int32_t *cu, int32_t n_seg, int64_t n_tokens, const char *what) {
@@ -13,15 +13,4 @@ vla_status vla_seqlens_check(const int32_t *cu, int32_t n_seg, int64_t n_tokens,
         return vla_error(VLA_ERR_INVALID_ARG, "%s: cu_seqlens[%d] = %d but there are %lld tokens", what, n_seg,
                          cu[n_seg], (long long)n_tokens);
     return VLA_OK;
-}
-
-int32_t vla_seqlens_find(const int32_t *cu, int32_t n_seg, int64_t t) {
-    /* largest s with cu[s] <= t, skipping empty segments */
-    int32_t lo = 0, hi = n_seg - 1;
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo + 1) / 2;
-        if (cu[mid] <= t) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
 }

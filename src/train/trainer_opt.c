@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "distributed/zero1.h"
+#include "policy/policy.h"
 #include "train/optimizer.h"
 
 struct vla_train_opt {
@@ -133,4 +134,20 @@ json_t *vla_train_opt_describe(const vla_train_opt *o) {
     return json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:s}", "type", "adamw", "lr", c->lr, "beta1",
                      c->beta1, "beta2", c->beta2, "eps", c->eps, "weight_decay", c->weight_decay, "grad_clip_norm",
                      c->clip_norm, "ema_decay", vla_zero1_ema_decay(o->z), "state", "zero1");
+}
+
+vla_status vla_train_opt_create_for_policy(vla_comm *comm, const vla_policy *p, const vla_train_opt_overrides *ov,
+                                           vla_train_opt **out) {
+    vla_train_opt_tensor *tt = calloc((size_t)(p->specs.n > 0 ? p->specs.n : 1), sizeof *tt);
+    if (!tt) return vla_error(VLA_ERR_NOMEM, "optimizer: out of memory for %lld tensors", (long long)p->specs.n);
+    int n = 0;
+    for (int64_t i = 0; i < p->specs.n; i++) {
+        if (!p->params[i].grad) continue;
+        const vla_param_spec *sp = p->params[i].spec;
+        tt[n++] = (vla_train_opt_tensor){sp->name, p->params[i].data - p->weights, sp->numel, sp->ndim};
+    }
+    vla_status st =
+        vla_train_opt_create(comm, p->tops, vla_policy_config_family_name(&p->cfg), tt, n, p->weights, ov, out);
+    free(tt);
+    return st;
 }

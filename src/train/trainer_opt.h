@@ -39,6 +39,12 @@ typedef struct {
 vla_status vla_train_opt_create(vla_comm *comm, const vla_ops *ops, const char *policy_kind,
                                 const vla_train_opt_tensor *t, int n, const float *weights,
                                 const vla_train_opt_overrides *ov, vla_train_opt **out);
+/* The same over a policy's trainable tensors (every parameter with a
+ * gradient, at its offset in p->weights) with its family's defaults: what
+ * the benchmarks and the backend tests train with. */
+struct vla_policy;
+vla_status vla_train_opt_create_for_policy(vla_comm *comm, const struct vla_policy *p,
+                                           const vla_train_opt_overrides *ov, vla_train_opt **out);
 void vla_train_opt_free(vla_train_opt *o);
 double vla_train_opt_peak_lr(const vla_train_opt *o);
 bool vla_train_opt_has_ema(const vla_train_opt *o);

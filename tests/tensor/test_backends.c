@@ -8,7 +8,14 @@
  *   - `checked` gives the cpu backend's numbers bit for bit (its declared
  *     rtol is 0): pi05-nano and groot-nano loss, every gradient and sampled
  *     actions from the same weights and batch, and a short `vla train` run's
- *     losses. */
+ *     losses;
+ *   - training steps on a device backend against cpu (test_device_training_step):
+ *     three steps (loss, backward, the trainer's AdamW) from the same weights
+ *     and batch, loss and gradient norm of each step within the backend's
+ *     rtol, every gradient tensor normwise within 10·rtol, one JSON line per
+ *     step on stdout. Here it runs `checked` on the nano presets (exact);
+ *     scripts/gpu_check.sh runs it with VLA_EQUIV_DEVICE=cuda
+ *     VLA_EQUIV_CONFIGS=pi05-small,groot-small (VLA_EQUIV_ONLY=1 runs it alone). */
 #include <math.h>
 #include <signal.h>
 #include <stddef.h>
@@ -26,6 +33,7 @@
 #include "tensor/ops_checked.h"
 #include "test_util.h"
 #include "train/trainer.h"
+#include "train/trainer_opt.h"
 
 /* ---- the table ------------------------------------------------------------------ */
 
@@ -256,13 +264,100 @@ static void test_checked_equals_cpu_training(void **state) {
     free(losses[0]), free(losses[1]);
 }
 
+/* ---- a device's training steps against cpu ---------------------------------------------------- */
+
+static vla_train_opt *make_opt(vla_policy *p, vla_comm *comm) {
+    vla_train_opt_overrides ov = {-1, -1, -1, 0};
+    vla_train_opt *opt = NULL;
+    if (vla_train_opt_create_for_policy(comm, p, &ov, &opt) != VLA_OK) fail_msg("optimizer: %s", vla_error_message());
+    return opt;
+}
+
+static double rel(double a, double b) { return fabs(a - b) / fmax(fabs(b), 1e-30); }
+
+static void device_steps(const char *preset, const char *device) {
+    vla_policy_config c;
+    assert_int_equal(vla_policy_config_load(preset, &c), VLA_OK);
+    const char *names[2] = {"cpu", device};
+    vla_policy *p[2];
+    vla_train_opt *opt[2];
+    small_batch b[2];
+    const vla_ops *dev = vla_backend_find(device);
+    if (!dev) fail_msg("VLA_EQUIV_DEVICE=%s: no such backend in this build", device);
+    if (vla_backend_probe(device) != VLA_OK) fail_msg("%s", vla_error_message());
+    double tol = dev->rtol;
+    vla_comm *comm = NULL;
+    assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, &comm), VLA_OK);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(vla_policy_create(&c, vla_backend_find(names[k]), &p[k]), VLA_OK);
+        assert_int_equal(vla_policy_init_weights(p[k], 12), VLA_OK);
+        small_batch_make(p[k], 4, &b[k]);
+        opt[k] = make_opt(p[k], comm);
+    }
+    for (int step = 0; step < 3; step++) {
+        double loss[2], norm[2];
+        float *g[2];
+        for (int k = 0; k < 2; k++) {
+            vla_loss_info info;
+            vla_policy_zero_grad(p[k]);
+            if (vla_policy_loss(p[k], &b[k].pack.b, true, &info) != VLA_OK)
+                fail_msg("%s on %s: %s", preset, names[k], vla_error_message());
+            assert_int_equal(vla_policy_backward(p[k]), VLA_OK);
+            loss[k] = info.loss;
+            g[k] = test_grads_get(p[k]);
+            if (vla_train_opt_step(opt[k], p[k]->weights, p[k]->grads, 1e-4, 1.0, NULL, &norm[k]) != VLA_OK)
+                fail_msg("%s step on %s: %s", preset, names[k], vla_error_message());
+        }
+        /* per tensor: normwise relative difference of the gradients */
+        double worst = 0;
+        const char *worst_name = "";
+        for (int64_t i = 0; i < p[0]->specs.n; i++) {
+            if (!p[0]->params[i].grad) continue;
+            int64_t off = p[0]->params[i].grad - p[0]->grads, n = p[0]->params[i].spec->numel;
+            double num = 0, den = 0;
+            for (int64_t j = 0; j < n; j++) {
+                double d = (double)g[1][off + j] - g[0][off + j];
+                num += d * d, den += (double)g[0][off + j] * g[0][off + j];
+            }
+            double r = den > 0 ? sqrt(num / den) : sqrt(num);
+            if (r > worst) worst = r, worst_name = p[0]->params[i].spec->name;
+        }
+        printf("{\"check\":\"train_step\",\"config\":\"%s\",\"device\":\"%s\",\"step\":%d,\"loss_cpu\":%.9g,"
+               "\"loss_device\":%.9g,\"loss_rel\":%.3g,\"grad_norm_cpu\":%.9g,\"grad_norm_device\":%.9g,"
+               "\"grad_norm_rel\":%.3g,\"grad_rel_max\":%.3g,\"grad_rel_max_tensor\":\"%s\",\"rtol\":%g}\n",
+               preset, device, step, loss[0], loss[1], rel(loss[1], loss[0]), norm[0], norm[1], rel(norm[1], norm[0]),
+               worst, worst_name, tol);
+        fflush(stdout);
+        assert_true(isfinite(loss[0]) && loss[0] > 0 && isfinite(norm[1]));
+        if (rel(loss[1], loss[0]) > tol || rel(norm[1], norm[0]) > tol || worst > 10 * tol)
+            fail_msg("%s step %d on %s: loss %.9g vs cpu %.9g, gradient norm %.9g vs %.9g, worst gradient %s off by "
+                     "%.3g (rtol %g)", preset, step, device, loss[1], loss[0], norm[1], norm[0], worst_name, worst, tol);
+        free(g[0]), free(g[1]);
+    }
+    for (int k = 0; k < 2; k++) vla_train_opt_free(opt[k]), small_batch_free(&b[k]), vla_policy_free(p[k]);
+    vla_comm_finalize(comm);
+}
+
+static void test_device_training_step(void **state) {
+    (void)state;
+    const char *device = getenv("VLA_EQUIV_DEVICE"), *configs = getenv("VLA_EQUIV_CONFIGS");
+    char list[256];
+    snprintf(list, sizeof list, "%s", configs && *configs ? configs : "pi05-nano,groot-nano");
+    char *save = NULL;
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        device_steps(t, device && *device ? device : "checked");
+}
+
 int main(void) {
+    const char *only = getenv("VLA_EQUIV_ONLY");
+    if (only && *only == '1') cmocka_set_test_filter("test_device_training_step");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_slot_filled),
         cmocka_unit_test(test_checked_traps_host_access),
         cmocka_unit_test(test_checked_catches_a_policy_bypass),
         cmocka_unit_test(test_checked_equals_cpu_policies),
         cmocka_unit_test(test_checked_equals_cpu_training),
+        cmocka_unit_test(test_device_training_step),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     test_release_font_caches(); /* the training run drew plots */

@@ -1,0 +1,187 @@
+/* attn_plan.c — tiles, work order and statistics of the device attention
+ * kernels (attn_plan.h). */
+#include "tensor/attn_plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/seqlens.h"
+
+static void tile_groups(vla_attn_tile *t, const int32_t *group) {
+    t->gmin = t->gmax = 0;
+    if (!group || t->len == 0) return;
+    t->gmin = t->gmax = group[t->start];
+    for (int32_t i = 1; i < t->len; i++) {
+        int32_t g = group[t->start + i];
+        if (g < t->gmin) t->gmin = g;
+        if (g > t->gmax) t->gmax = g;
+    }
+}
+
+/* Tiles of the given sides, sample-major (and source-major inside a sample);
+ * first[s] = index of sample s's first tile. */
+static vla_status make_tiles(int32_t n_seg, int n_side, const int32_t *const *cu, const int32_t *const *group,
+                             int32_t b, vla_attn_tile **out, int64_t *n_out, int32_t *first) {
+    int64_t n = 0;
+    for (int32_t s = 0; s < n_seg; s++)
+        for (int i = 0; i < n_side; i++) n += (cu[i][s + 1] - cu[i][s] + b - 1) / b;
+    if (n > INT32_MAX) return vla_error(VLA_ERR_INVALID_ARG, "attention: %lld tiles", (long long)n);
+    vla_attn_tile *t = calloc((size_t)(n > 0 ? n : 1), sizeof *t);
+    if (!t) return vla_error(VLA_ERR_NOMEM, "attention: cannot allocate %lld tiles", (long long)n);
+    int64_t k = 0;
+    for (int32_t s = 0; s < n_seg; s++) {
+        first[s] = (int32_t)k;
+        for (int i = 0; i < n_side; i++)
+            for (int32_t st = cu[i][s]; st < cu[i][s + 1]; st += b) {
+                vla_attn_tile *x = &t[k++];
+                x->seg = s;
+                x->start = st;
+                x->len = cu[i][s + 1] - st < b ? cu[i][s + 1] - st : b;
+                x->src = i;
+                tile_groups(x, group[i]);
+            }
+    }
+    first[n_seg] = (int32_t)k;
+    *out = t;
+    *n_out = n;
+    return VLA_OK;
+}
+
+/* heaviest first; ties by index (a stable, metadata-only order) */
+typedef struct {
+    int64_t work;
+    int32_t idx;
+} order_item;
+
+static int cmp_order(const void *a, const void *b) {
+    const order_item *x = a, *y = b;
+    if (x->work != y->work) return x->work > y->work ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static vla_status order_by_work(const int64_t *work, int64_t n, int32_t **out) {
+    order_item *it = malloc((size_t)(n > 0 ? n : 1) * sizeof *it);
+    int32_t *o = malloc((size_t)(n > 0 ? n : 1) * sizeof *o);
+    if (!it || !o) {
+        free(it), free(o);
+        return vla_error(VLA_ERR_NOMEM, "attention: cannot allocate the work order of %lld tiles", (long long)n);
+    }
+    for (int64_t i = 0; i < n; i++) it[i] = (order_item){work[i], (int32_t)i};
+    qsort(it, (size_t)n, sizeof *it, cmp_order);
+    for (int64_t i = 0; i < n; i++) o[i] = it[i].idx;
+    free(it);
+    *out = o;
+    return VLA_OK;
+}
+
+void vla_attn_plan_free(vla_attn_plan *p) {
+    free(p->qt), free(p->kt), free(p->q_order), free(p->k_order);
+    memset(p, 0, sizeof *p);
+}
+
+vla_status vla_attn_plan_make(vla_attn_plan *p, const vla_attn_config *cfg, int32_t bq, int32_t bk,
+                              const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks) {
+    memset(p, 0, sizeof *p);
+    if (cfg->n_heads <= 0 || cfg->n_kv_heads <= 0 || cfg->head_dim <= 0 || cfg->n_heads % cfg->n_kv_heads)
+        return vla_error(VLA_ERR_INVALID_ARG, "attention: %d heads, %d kv heads, head_dim %d: need positive sizes "
+                         "and heads a multiple of kv heads", cfg->n_heads, cfg->n_kv_heads, cfg->head_dim);
+    if (cfg->tile_q < 0 || cfg->tile_k < 0) return vla_error(VLA_ERR_INVALID_ARG, "attention: negative tile size");
+    if (bq <= 0 || bk <= 0 || n_src < 1 || n_src > VLA_ATTN_MAX_SRC)
+        return vla_error(VLA_ERR_INVALID_ARG, "attention plan: tiles %d×%d, %d key sources", bq, bk, n_src);
+    VLA_TRY(vla_seqlens_check(qs->cu_seqlens, qs->n_seg, -1, "attention queries"));
+    for (int i = 0; i < n_src; i++) {
+        VLA_TRY(vla_seqlens_check(ks[i]->cu_seqlens, ks[i]->n_seg, -1, "attention keys"));
+        if (ks[i]->n_seg != qs->n_seg)
+            return vla_error(VLA_ERR_INVALID_ARG, "attention: %d query samples but %d key samples", qs->n_seg,
+                             ks[i]->n_seg);
+    }
+    p->n_seg = qs->n_seg, p->H = cfg->n_heads, p->Hkv = cfg->n_kv_heads, p->d = cfg->head_dim;
+    p->rep = p->H / p->Hkv, p->bq = bq, p->bk = bk, p->n_src = n_src;
+    p->scale = cfg->scale != 0.0f ? cfg->scale : (float)(1.0 / sqrt((double)cfg->head_dim));
+    p->nq = qs->cu_seqlens[qs->n_seg];
+    for (int i = 0; i < n_src; i++) p->nk[i] = ks[i]->cu_seqlens[ks[i]->n_seg];
+    int32_t *qfirst = malloc(sizeof(int32_t) * (size_t)(p->n_seg + 1));
+    int32_t *kfirst = malloc(sizeof(int32_t) * (size_t)(p->n_seg + 1));
+    if (!qfirst || !kfirst) {
+        free(qfirst), free(kfirst);
+        return vla_error(VLA_ERR_NOMEM, "attention: out of memory for %d samples", p->n_seg);
+    }
+    const int32_t *cu_q[1] = {qs->cu_seqlens}, *g_q[1] = {qs->group};
+    const int32_t *cu_k[VLA_ATTN_MAX_SRC], *g_k[VLA_ATTN_MAX_SRC];
+    for (int i = 0; i < n_src; i++) cu_k[i] = ks[i]->cu_seqlens, g_k[i] = ks[i]->group;
+    vla_status st = make_tiles(p->n_seg, 1, cu_q, g_q, bq, &p->qt, &p->n_qt, qfirst);
+    if (st == VLA_OK) st = make_tiles(p->n_seg, n_src, cu_k, g_k, bk, &p->kt, &p->n_kt, kfirst);
+    int64_t *qwork = NULL, *kwork = NULL;
+    if (st == VLA_OK) {
+        qwork = calloc((size_t)(p->n_qt > 0 ? p->n_qt : 1), sizeof *qwork);
+        kwork = calloc((size_t)(p->n_kt > 0 ? p->n_kt : 1), sizeof *kwork);
+        if (!qwork || !kwork) st = vla_error(VLA_ERR_NOMEM, "attention: out of memory for the tile work");
+    }
+    if (st == VLA_OK) {
+        for (int64_t i = 0; i < p->n_qt; i++) {
+            vla_attn_tile *q = &p->qt[i];
+            q->first = kfirst[q->seg], q->n = kfirst[q->seg + 1] - kfirst[q->seg];
+            for (int32_t j = q->first; j < q->first + q->n; j++) {
+                vla_attn_tile *k = &p->kt[j];
+                int c = vla_attn_tile_class(q, k);
+                if (c == VLA_TILE_SKIP) continue;
+                int64_t w = (int64_t)q->len * k->len;
+                qwork[i] += w, kwork[j] += w;
+                p->pairs_computed += w * p->H;
+            }
+        }
+        for (int64_t j = 0; j < p->n_kt; j++) {
+            vla_attn_tile *k = &p->kt[j];
+            k->first = qfirst[k->seg], k->n = qfirst[k->seg + 1] - qfirst[k->seg];
+        }
+        st = order_by_work(qwork, p->n_qt, &p->q_order);
+        if (st == VLA_OK) st = order_by_work(kwork, p->n_kt, &p->k_order);
+    }
+    free(qwork), free(kwork), free(qfirst), free(kfirst);
+    if (st != VLA_OK) vla_attn_plan_free(p);
+    return st;
+}
+
+void vla_attn_plan_stats(const vla_attn_plan *p, vla_attn_stats *st) {
+    if (!st) return;
+    memset(st, 0, sizeof *st);
+    for (int64_t i = 0; i < p->n_qt; i++) {
+        const vla_attn_tile *q = &p->qt[i];
+        for (int32_t j = q->first; j < q->first + q->n; j++) {
+            int c = vla_attn_tile_class(q, &p->kt[j]);
+            st->tiles_total += p->H;
+            if (c != VLA_TILE_SKIP) st->tiles_computed += p->H;
+            if (c == VLA_TILE_FULL) st->tiles_unmasked += p->H;
+        }
+    }
+}
+
+vla_attn_pack_layout vla_attn_plan_pack_layout(const vla_attn_plan *p, const vla_attn_seqs *qs, int n_src,
+                                               const vla_attn_seqs *const *ks) {
+    vla_attn_pack_layout l;
+    int64_t w = 0;
+    l.qt = w, w += p->n_qt * 8;
+    l.kt = w, w += p->n_kt * 8;
+    l.q_order = w, w += p->n_qt;
+    l.k_order = w, w += p->n_kt;
+    l.group_q = qs->group ? w : -1, w += qs->group ? p->nq : 0;
+    for (int i = 0; i < VLA_ATTN_MAX_SRC; i++) {
+        bool has = i < n_src && ks[i]->group;
+        l.group_k[i] = has ? w : -1;
+        w += has ? p->nk[i] : 0;
+    }
+    l.words = w > 0 ? w : 1;
+    return l;
+}
+
+void vla_attn_plan_pack(const vla_attn_plan *p, const vla_attn_pack_layout *l, const vla_attn_seqs *qs, int n_src,
+                        const vla_attn_seqs *const *ks, int32_t *out) {
+    memcpy(out + l->qt, p->qt, sizeof(vla_attn_tile) * (size_t)p->n_qt);
+    memcpy(out + l->kt, p->kt, sizeof(vla_attn_tile) * (size_t)p->n_kt);
+    memcpy(out + l->q_order, p->q_order, sizeof(int32_t) * (size_t)p->n_qt);
+    memcpy(out + l->k_order, p->k_order, sizeof(int32_t) * (size_t)p->n_kt);
+    if (l->group_q >= 0) memcpy(out + l->group_q, qs->group, sizeof(int32_t) * (size_t)p->nq);
+    for (int i = 0; i < n_src; i++)
+        if (l->group_k[i] >= 0) memcpy(out + l->group_k[i], ks[i]->group, sizeof(int32_t) * (size_t)p->nk[i]);
+}

@@ -1,0 +1,164 @@
+/* attention.cu — the packed attention ops of the cuda backend (forward,
+ * backward, KV-cached forward): the host side. Checks and tiles the packed
+ * batch (tensor/attn_plan.h: the same errors as the cpu backend, tiles with
+ * their group ranges, heaviest-first order), uploads the plan and the
+ * groups in one copy, and launches the f32 kernels (attn_simt.cu) for
+ * precision FP32 or the bf16 tensor-core kernels (attn_mma.cu) for BF16 and
+ * FP8 — VLA_CUDA_ATTN=simt forces the f32 ones. Never a mask or a score
+ * matrix in memory. docs/cuda.md, "Attention", says why these are our own
+ * kernels rather than cuDNN's SDPA. */
+#include "tensor/cuda/internal.cuh"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "tensor/cuda/attn_kernels.cuh"
+
+static bool use_mma(const vla_attn_config *cfg) {
+    return cfg->precision != VLA_PREC_FP32 && vla_cuda_ctx_get()->attn_impl == 0 && vla_attn_mma_dpad(cfg->head_dim);
+}
+
+static vla_status check_dim(const vla_attn_config *cfg) {
+    if (cfg->head_dim > 256)
+        return vla_error(VLA_ERR_UNSUPPORTED, "attention: head_dim %d: the cuda backend's kernels take up to 256",
+                         cfg->head_dim);
+    return VLA_OK;
+}
+
+/* A plan, uploaded. */
+typedef struct {
+    vla_attn_plan p;
+    vla_cuda_upload_t up;
+    vla_attn_pack_layout l;
+} dev_plan;
+
+static vla_status dev_plan_make(dev_plan *dp, const vla_attn_config *cfg, int bq, int bk, const vla_attn_seqs *qs,
+                                int n_src, const vla_attn_seqs *const *ks) {
+    VLA_TRY(vla_attn_plan_make(&dp->p, cfg, bq, bk, qs, n_src, ks));
+    dp->l = vla_attn_plan_pack_layout(&dp->p, qs, n_src, ks);
+    int32_t *host = (int32_t *)malloc(sizeof(int32_t) * (size_t)dp->l.words);
+    if (!host) {
+        vla_attn_plan_free(&dp->p);
+        return vla_error(VLA_ERR_NOMEM, "attention: out of memory for the plan (%lld words)", (long long)dp->l.words);
+    }
+    vla_attn_plan_pack(&dp->p, &dp->l, qs, n_src, ks, host);
+    dp->up = vla_cuda_upload(host, sizeof(int32_t) * (size_t)dp->l.words);
+    free(host);
+    return VLA_OK;
+}
+
+static void dev_plan_free(dev_plan *dp) {
+    vla_cuda_upload_release(&dp->up);
+    vla_attn_plan_free(&dp->p);
+}
+
+/* the plan's parts in the kernels' arguments */
+static void args_plan(vla_attn_args *a, const dev_plan *dp) {
+    const int32_t *b = (const int32_t *)dp->up.dev;
+    a->qt = (const vla_attn_tile *)(b + dp->l.qt), a->kt = (const vla_attn_tile *)(b + dp->l.kt);
+    a->q_order = b + dp->l.q_order, a->k_order = b + dp->l.k_order;
+    a->group_q = dp->l.group_q >= 0 ? b + dp->l.group_q : NULL;
+    for (int i = 0; i < VLA_ATTN_MAX_SRC; i++) a->group_k[i] = dp->l.group_k[i] >= 0 ? b + dp->l.group_k[i] : NULL;
+    a->H = dp->p.H, a->Hkv = dp->p.Hkv, a->rep = dp->p.rep, a->d = dp->p.d, a->scale = dp->p.scale;
+    a->n_qt = dp->p.n_qt, a->n_kt = dp->p.n_kt;
+}
+
+static vla_status launched(cudaError_t e, const char *what) {
+    if (e != cudaSuccess) vla_cuda_fatal(what, e);
+    vla_cuda_check(what);
+    return VLA_OK;
+}
+
+static vla_status forward(const vla_attn_config *cfg, float *out, float *lse, const float *q, const vla_attn_seqs *qs,
+                          int n_src, const vla_attn_seqs *const *ks, const float *const *k, const float *const *v,
+                          vla_attn_stats *stats) {
+    VLA_TRY(check_dim(cfg));
+    bool mma = use_mma(cfg);
+    int bq = VLA_SIMT_TILE, bk = VLA_SIMT_TILE, kbq, kbk;
+    if (mma) vla_attn_mma_tiles(cfg->head_dim, &bq, &bk, &kbq, &kbk);
+    dev_plan dp;
+    VLA_TRY(dev_plan_make(&dp, cfg, bq, bk, qs, n_src, ks));
+    vla_attn_plan_stats(&dp.p, stats);
+    vla_attn_args a;
+    memset(&a, 0, sizeof a);
+    args_plan(&a, &dp);
+    a.q = q, a.out = out, a.lse = lse;
+    for (int i = 0; i < n_src; i++) a.k[i] = k[i], a.v[i] = v[i];
+    cudaStream_t s = vla_cuda_stream();
+    vla_status st = mma ? launched(vla_attn_mma_forward(&a, s), "attention_forward (bf16 tensor cores)")
+                        : launched(vla_attn_simt_forward(&a, s), "attention_forward (f32)");
+    dev_plan_free(&dp);
+    return st;
+}
+
+extern "C" vla_status vla_cuda_attention_forward(const vla_attn_config *cfg, float *out, float *lse, const float *q,
+                                                 const float *k, const float *v, const vla_attn_seqs *qs,
+                                                 const vla_attn_seqs *ks, vla_attn_stats *stats) {
+    const vla_attn_seqs *srcs[1] = {ks};
+    const float *kk[1] = {k}, *vv[1] = {v};
+    return forward(cfg, out, lse, q, qs, 1, srcs, kk, vv, stats);
+}
+
+extern "C" vla_status vla_cuda_attention_forward_cached(const vla_attn_config *cfg, float *out, float *lse,
+                                                        const float *q, const vla_attn_seqs *qs, const float *k_cache,
+                                                        const float *v_cache, const vla_attn_seqs *cs,
+                                                        const float *k_new, const float *v_new,
+                                                        const vla_attn_seqs *ns, vla_attn_stats *stats) {
+    const vla_attn_seqs *srcs[2] = {cs, ns};
+    const float *kk[2] = {k_cache, k_new}, *vv[2] = {v_cache, v_new};
+    return forward(cfg, out, lse, q, qs, 2, srcs, kk, vv, stats);
+}
+
+/* dvec[row] = Σ_c dO[row, c]·O[row, c] (f32 of a double sum), one warp per (token, head) row */
+__global__ void k_rowdot(float *dvec, const float *dout, const float *o, int64_t rows, int d) {
+    int64_t row = blockIdx.x * (int64_t)(blockDim.x / 32) + threadIdx.x / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= rows) return;
+    double s = 0.0;
+    for (int c = lane; c < d; c += 32) s += (double)dout[row * d + c] * (double)o[row * d + c];
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+    if (lane == 0) dvec[row] = (float)s;
+}
+
+extern "C" vla_status vla_cuda_attention_backward(const vla_attn_config *cfg, float *dq, float *dk, float *dv,
+                                                  const float *d_out, const float *q, const float *k, const float *v,
+                                                  const float *out, const float *lse, const vla_attn_seqs *qs,
+                                                  const vla_attn_seqs *ks, vla_attn_stats *stats) {
+    VLA_TRY(check_dim(cfg));
+    bool mma = use_mma(cfg);
+    int bq = VLA_SIMT_TILE, bk = VLA_SIMT_TILE, kbq = VLA_SIMT_TILE, kbk = VLA_SIMT_TILE;
+    if (mma) vla_attn_mma_tiles(cfg->head_dim, &bq, &bk, &kbq, &kbk);
+    const vla_attn_seqs *srcs[1] = {ks};
+    dev_plan pq, pk;
+    VLA_TRY(dev_plan_make(&pq, cfg, bq, bk, qs, 1, srcs));
+    bool shared = kbq == bq && kbk == bk;
+    if (!shared) {
+        vla_status st = dev_plan_make(&pk, cfg, kbq, kbk, qs, 1, srcs);
+        if (st != VLA_OK) {
+            dev_plan_free(&pq);
+            return st;
+        }
+    }
+    vla_attn_plan_stats(&pq.p, stats);
+    int64_t rows = pq.p.nq * pq.p.H;
+    cudaStream_t s = vla_cuda_stream();
+    float *dvec = (float *)vla_cuda_scratch(sizeof(float) * (size_t)(rows > 0 ? rows : 1));
+    if (rows > 0) {
+        k_rowdot<<<(unsigned)((rows + 7) / 8), 256, 0, s>>>(dvec, d_out, out, rows, cfg->head_dim);
+        vla_cuda_check("attention_backward: rowsum(dO·O)");
+    }
+    vla_attn_args a;
+    memset(&a, 0, sizeof a);
+    a.q = q, a.k[0] = k, a.v[0] = v, a.d_out = d_out, a.lse_in = lse, a.dvec = dvec, a.dq = dq, a.dk = dk, a.dv = dv;
+    args_plan(&a, shared ? &pq : &pk);
+    vla_status st = mma ? launched(vla_attn_mma_dkdv(&a, s), "attention_backward dK/dV (bf16 tensor cores)")
+                        : launched(vla_attn_simt_dkdv(&a, s), "attention_backward dK/dV (f32)");
+    args_plan(&a, &pq);
+    if (st == VLA_OK)
+        st = mma ? launched(vla_attn_mma_dq(&a, s), "attention_backward dQ (bf16 tensor cores)")
+                 : launched(vla_attn_simt_dq(&a, s), "attention_backward dQ (f32)");
+    vla_cuda_scratch_free(dvec);
+    if (!shared) dev_plan_free(&pk);
+    dev_plan_free(&pq);
+    return st;
+}

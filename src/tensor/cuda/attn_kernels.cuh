@@ -1,0 +1,45 @@
+/* attn_kernels.cuh — what the attention kernels receive and the entry
+ * points attention.cu launches them through: the f32 kernels
+ * (attn_simt.cu) and the bf16 tensor-core kernels (attn_mma.cu). The tiles,
+ * their order and the groups come from the host plan (tensor/attn_plan.h),
+ * uploaded as one int32 buffer per call. */
+#ifndef VLA_TENSOR_CUDA_ATTN_KERNELS_CUH
+#define VLA_TENSOR_CUDA_ATTN_KERNELS_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+extern "C" {
+#include "tensor/attn_plan.h"
+}
+
+typedef struct {
+    /* tensors (device) */
+    const float *q, *k[VLA_ATTN_MAX_SRC], *v[VLA_ATTN_MAX_SRC];
+    float *out, *lse;                     /* forward */
+    const float *d_out, *lse_in, *dvec;   /* backward: dO, the forward's lse, rowsum(dO ⊙ O) */
+    float *dq, *dk, *dv;
+    /* the plan (device) */
+    const vla_attn_tile *qt, *kt;
+    const int32_t *q_order, *k_order;
+    const int32_t *group_q, *group_k[VLA_ATTN_MAX_SRC]; /* NULL: group 0 */
+    int32_t H, Hkv, rep, d;
+    float scale;
+    int64_t n_qt, n_kt;
+} vla_attn_args;
+
+/* f32 kernels: 32×32 tiles, head_dim <= 256 (attn_simt.cu) */
+#define VLA_SIMT_TILE 32
+cudaError_t vla_attn_simt_forward(const vla_attn_args *a, cudaStream_t s);
+cudaError_t vla_attn_simt_dkdv(const vla_attn_args *a, cudaStream_t s);
+cudaError_t vla_attn_simt_dq(const vla_attn_args *a, cudaStream_t s);
+
+/* bf16 tensor-core kernels (attn_mma.cu): head_dim padded to the next of
+ * 16, 32, 48, 64, 80, 128, 256; the tile shapes each pass uses: */
+int vla_attn_mma_dpad(int d); /* 0: not supported */
+void vla_attn_mma_tiles(int d, int *fwd_bq, int *fwd_bk, int *kv_bq, int *kv_bk);
+cudaError_t vla_attn_mma_forward(const vla_attn_args *a, cudaStream_t s);
+cudaError_t vla_attn_mma_dkdv(const vla_attn_args *a, cudaStream_t s);
+cudaError_t vla_attn_mma_dq(const vla_attn_args *a, cudaStream_t s);
+
+#endif

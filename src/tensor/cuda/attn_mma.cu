@@ -1,0 +1,452 @@
+/* attn_mma.cu — the bf16 tensor-core attention kernels (FlashAttention-2 on
+ * mma.sync.m16n8k16, f32 accumulation), what precision BF16 and FP8 run.
+ *
+ * Written for the shapes these policies have (head dims 48 GR00T DiT, 64
+ * VL/DiT, 72 SigLIP, 128 Qwen3, 256 Gemma; MQA/GQA; prefix-LM groups), not
+ * for a general library: the head dim is padded to the next of 16, 32, 48,
+ * 64, 80, 128, 256 (zeros contribute nothing: the QKᵀ contraction's k-step is
+ * 16); tiles are staged from the f32 tensors into shared memory as bf16;
+ * fragments are read from shared memory with the index arithmetic of
+ * tensor/mma_layout.h (tested on the CPU against the PTX layouts), with no
+ * ldmatrix and no asynchronous copies — a first version whose aim is to be
+ * right and reasonably fast; docs/cuda.md lists what comes next (cp.async
+ * double buffering, ldmatrix, wgmma on sm_90a, MQA heads sharing one K/V
+ * load).
+ *
+ * Forward: a block of 4 warps takes 64 queries (16 per warp) of one head
+ * and walks the sample's k-tiles of BK keys: S = Q·Kᵀ in registers, masked
+ * by the group rule only in PARTIAL tiles, online softmax in the log2
+ * domain (exp2), P re-used in registers as the A operand of P·V.
+ * Backward, two passes as the f32 kernels (no atomics): dK/dV per (k-tile of
+ * 64 keys, kv head, column half for head dim 256) recomputing Sᵀ = K·Qᵀ and
+ * dPᵀ = V·dOᵀ; dQ per (q-tile, head) recomputing S and dP. */
+#include "tensor/cuda/attn_kernels.cuh"
+
+#include <cuda_bf16.h>
+#include <math.h>
+
+#include "tensor/mma_layout.h"
+
+#define NW 4
+#define NTH (NW * 32)
+#define LOG2E 1.4426950408889634f
+#define LN2 0.6931471805599453f
+
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* two f32 → one register of bf16 (round to nearest even; lo in the low half) */
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *(uint32_t *)&v;
+}
+
+__device__ __forceinline__ void c_to_a(uint32_t a[4], const float lo[4], const float hi[4]) {
+    a[0] = pack_bf16(lo[0], lo[1]);
+    a[1] = pack_bf16(lo[2], lo[3]);
+    a[2] = pack_bf16(hi[0], hi[1]);
+    a[3] = pack_bf16(hi[2], hi[3]);
+}
+
+__device__ __forceinline__ uint16_t to_bf16(float x) {
+    __nv_bfloat16 b = __float2bfloat16_rn(x);
+    return *(uint16_t *)&b;
+}
+
+/* rows [start, start + len) of head `head` of x (row stride ld) as bf16 into s[R][D + 8], zeros elsewhere */
+template <int D, int R>
+__device__ __forceinline__ void stage(uint16_t *s, const float *x, int64_t ld, int32_t start, int32_t len, int head,
+                                      int d) {
+    constexpr int LDS = D + 8;
+    for (int idx = threadIdx.x; idx < R * D; idx += NTH) {
+        int r = idx / D, c = idx % D;
+        float v = r < len && c < d ? x[(int64_t)(start + r) * ld + (int64_t)head * d + c] : 0.0f;
+        s[r * LDS + c] = to_bf16(v);
+    }
+}
+
+__device__ __forceinline__ int tile_class(const vla_attn_tile &q, const vla_attn_tile &k) {
+    if (k.gmin > q.gmax) return VLA_TILE_SKIP;
+    if (k.gmax <= q.gmin) return VLA_TILE_FULL;
+    return VLA_TILE_PARTIAL;
+}
+
+/* ---- forward ------------------------------------------------------------------------------ */
+
+template <int D, int BK>
+__global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
+    constexpr int BQ = 16 * NW, LDS = D + 8, NT = BK / 8, ND = D / 8, NKK = D / 16;
+    extern __shared__ __align__(16) unsigned char smem[];
+    uint16_t *Qs = (uint16_t *)smem, *Ks = Qs + BQ * LDS, *Vs = Ks + BK * LDS;
+    int32_t *qg = (int32_t *)(Vs + BK * LDS), *kg = qg + BQ;
+    int64_t item = blockIdx.x;
+    const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
+    int h = (int)(item % a.H), kvh = h / a.rep, d = a.d;
+    int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+    int64_t ldq = (int64_t)a.H * d, ldk = (int64_t)a.Hkv * d;
+    stage<D, BQ>(Qs, a.q, ldq, qt.start, qt.len, h, d);
+    for (int i = threadIdx.x; i < BQ; i += NTH) qg[i] = a.group_q && i < qt.len ? a.group_q[qt.start + i] : 0;
+    const int r_lo = 16 * w + g, r_hi = r_lo + 8; /* this lane's two rows in the tile */
+    const float sl2 = a.scale * LOG2E;
+    float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.0f, l_hi = 0.0f;
+    float o[ND][4];
+#pragma unroll
+    for (int i = 0; i < ND; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+    for (int32_t j = qt.first; j < qt.first + qt.n; j++) {
+        const vla_attn_tile kt = a.kt[j];
+        int cls = tile_class(qt, kt);
+        if (cls == VLA_TILE_SKIP) continue;
+        __syncthreads();
+        stage<D, BK>(Ks, a.k[kt.src], ldk, kt.start, kt.len, kvh, d);
+        stage<D, BK>(Vs, a.v[kt.src], ldk, kt.start, kt.len, kvh, d);
+        const int32_t *gk = a.group_k[kt.src];
+        for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
+        __syncthreads();
+        float s[NT][4];
+#pragma unroll
+        for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < NKK; kk++) {
+            uint32_t af[4];
+            vla_mma_load_a(af, Qs, LDS, 16 * w, 16 * kk, lane);
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                uint32_t bf[2];
+                vla_mma_load_b_nk(bf, Ks, LDS, 8 * n, 16 * kk, lane);
+                mma16816(s[n], af, bf);
+            }
+        }
+        float mx_lo = -INFINITY, mx_hi = -INFINITY;
+        int32_t g_lo = qg[r_lo], g_hi = qg[r_hi];
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int col = 8 * n + 2 * t + (i & 1);
+                bool ok = col < kt.len && (cls == VLA_TILE_FULL || kg[col] <= (i < 2 ? g_lo : g_hi));
+                float v = ok ? s[n][i] * sl2 : -INFINITY;
+                s[n][i] = v;
+                if (i < 2) mx_lo = fmaxf(mx_lo, v);
+                else mx_hi = fmaxf(mx_hi, v);
+            }
+        mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, 1));
+        mx_lo = fmaxf(mx_lo, __shfl_xor_sync(0xffffffffu, mx_lo, 2));
+        mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, 1));
+        mx_hi = fmaxf(mx_hi, __shfl_xor_sync(0xffffffffu, mx_hi, 2));
+        float mn_lo = fmaxf(m_lo, mx_lo), mn_hi = fmaxf(m_hi, mx_hi);
+        float mu_lo = mn_lo == -INFINITY ? 0.0f : mn_lo, mu_hi = mn_hi == -INFINITY ? 0.0f : mn_hi;
+        float c_lo = exp2f(m_lo - mu_lo), c_hi = exp2f(m_hi - mu_hi), sum_lo = 0.0f, sum_hi = 0.0f;
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            s[n][0] = exp2f(s[n][0] - mu_lo), s[n][1] = exp2f(s[n][1] - mu_lo);
+            s[n][2] = exp2f(s[n][2] - mu_hi), s[n][3] = exp2f(s[n][3] - mu_hi);
+            sum_lo += s[n][0] + s[n][1];
+            sum_hi += s[n][2] + s[n][3];
+        }
+        l_lo = l_lo * c_lo + sum_lo, l_hi = l_hi * c_hi + sum_hi;
+        m_lo = mn_lo, m_hi = mn_hi;
+#pragma unroll
+        for (int i = 0; i < ND; i++) o[i][0] *= c_lo, o[i][1] *= c_lo, o[i][2] *= c_hi, o[i][3] *= c_hi;
+#pragma unroll
+        for (int jj = 0; jj < BK / 16; jj++) {
+            uint32_t af[4];
+            c_to_a(af, s[2 * jj], s[2 * jj + 1]);
+#pragma unroll
+            for (int i = 0; i < ND; i++) {
+                uint32_t bf[2];
+                vla_mma_load_b_kn(bf, Vs, LDS, 16 * jj, 8 * i, lane);
+                mma16816(o[i], af, bf);
+            }
+        }
+    }
+    l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 1);
+    l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 2);
+    l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 1);
+    l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 2);
+    float inv_lo = l_lo > 0.0f ? 1.0f / l_lo : 0.0f, inv_hi = l_hi > 0.0f ? 1.0f / l_hi : 0.0f;
+    bool in_lo = r_lo < qt.len, in_hi = r_hi < qt.len;
+    int64_t row_lo = (int64_t)(qt.start + r_lo) * a.H + h, row_hi = (int64_t)(qt.start + r_hi) * a.H + h;
+#pragma unroll
+    for (int i = 0; i < ND; i++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            int c = 8 * i + 2 * t + e;
+            if (c >= d) continue;
+            if (in_lo) a.out[row_lo * d + c] = o[i][e] * inv_lo;
+            if (in_hi) a.out[row_hi * d + c] = o[i][2 + e] * inv_hi;
+        }
+    if (t == 0 && a.lse) {
+        if (in_lo) a.lse[row_lo] = l_lo > 0.0f ? (m_lo + log2f(l_lo)) * LN2 : -INFINITY;
+        if (in_hi) a.lse[row_hi] = l_hi > 0.0f ? (m_hi + log2f(l_hi)) * LN2 : -INFINITY;
+    }
+}
+
+/* ---- backward, pass 2: dQ per (q-tile of 64, head) -------------------------------------------- */
+
+template <int D, int BK>
+__global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
+    constexpr int BQ = 16 * NW, LDS = D + 8, NT = BK / 8, ND = D / 8, NKK = D / 16;
+    extern __shared__ __align__(16) unsigned char smem[];
+    uint16_t *Qs = (uint16_t *)smem, *Os = Qs + BQ * LDS, *Ks = Os + BQ * LDS, *Vs = Ks + BK * LDS;
+    int32_t *qg = (int32_t *)(Vs + BK * LDS), *kg = qg + BQ;
+    float *lse2 = (float *)(kg + BK), *dvr = lse2 + BQ;
+    int64_t item = blockIdx.x;
+    const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
+    int h = (int)(item % a.H), kvh = h / a.rep, d = a.d;
+    int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+    int64_t ldq = (int64_t)a.H * d, ldk = (int64_t)a.Hkv * d;
+    stage<D, BQ>(Qs, a.q, ldq, qt.start, qt.len, h, d);
+    stage<D, BQ>(Os, a.d_out, ldq, qt.start, qt.len, h, d);
+    for (int i = threadIdx.x; i < BQ; i += NTH) {
+        bool in = i < qt.len;
+        int64_t row = (int64_t)(qt.start + i) * a.H + h;
+        qg[i] = a.group_q && in ? a.group_q[qt.start + i] : 0;
+        lse2[i] = in ? a.lse_in[row] * LOG2E : -INFINITY;
+        dvr[i] = in ? a.dvec[row] : 0.0f;
+    }
+    const int r_lo = 16 * w + g, r_hi = r_lo + 8;
+    const float sl2 = a.scale * LOG2E;
+    float acc[ND][4];
+#pragma unroll
+    for (int i = 0; i < ND; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    for (int32_t j = qt.first; j < qt.first + qt.n; j++) {
+        const vla_attn_tile kt = a.kt[j];
+        int cls = tile_class(qt, kt);
+        if (cls == VLA_TILE_SKIP) continue;
+        __syncthreads();
+        stage<D, BK>(Ks, a.k[0], ldk, kt.start, kt.len, kvh, d);
+        stage<D, BK>(Vs, a.v[0], ldk, kt.start, kt.len, kvh, d);
+        for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = a.group_k[0] && i < kt.len ? a.group_k[0][kt.start + i] : 0;
+        __syncthreads();
+        float s[NT][4], dp[NT][4];
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) s[n][i] = dp[n][i] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < NKK; kk++) {
+            uint32_t aq[4], ao[4];
+            vla_mma_load_a(aq, Qs, LDS, 16 * w, 16 * kk, lane);
+            vla_mma_load_a(ao, Os, LDS, 16 * w, 16 * kk, lane);
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                uint32_t bk[2], bv[2];
+                vla_mma_load_b_nk(bk, Ks, LDS, 8 * n, 16 * kk, lane);
+                vla_mma_load_b_nk(bv, Vs, LDS, 8 * n, 16 * kk, lane);
+                mma16816(s[n], aq, bk);
+                mma16816(dp[n], ao, bv);
+            }
+        }
+        int32_t g_lo = qg[r_lo], g_hi = qg[r_hi];
+        float L_lo = lse2[r_lo], L_hi = lse2[r_hi], D_lo = dvr[r_lo], D_hi = dvr[r_hi];
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int col = 8 * n + 2 * t + (i & 1);
+                bool lo = i < 2;
+                float L = lo ? L_lo : L_hi;
+                bool ok = col < kt.len && L != -INFINITY && (cls == VLA_TILE_FULL || kg[col] <= (lo ? g_lo : g_hi));
+                float p = ok ? exp2f(s[n][i] * sl2 - L) : 0.0f;
+                s[n][i] = p * (dp[n][i] - (lo ? D_lo : D_hi)); /* dS */
+            }
+#pragma unroll
+        for (int jj = 0; jj < BK / 16; jj++) {
+            uint32_t af[4];
+            c_to_a(af, s[2 * jj], s[2 * jj + 1]);
+#pragma unroll
+            for (int i = 0; i < ND; i++) {
+                uint32_t bf[2];
+                vla_mma_load_b_kn(bf, Ks, LDS, 16 * jj, 8 * i, lane);
+                mma16816(acc[i], af, bf);
+            }
+        }
+    }
+    bool in_lo = r_lo < qt.len, in_hi = r_hi < qt.len;
+    int64_t row_lo = (int64_t)(qt.start + r_lo) * a.H + h, row_hi = (int64_t)(qt.start + r_hi) * a.H + h;
+#pragma unroll
+    for (int i = 0; i < ND; i++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            int c = 8 * i + 2 * t + e;
+            if (c >= d) continue;
+            if (in_lo) a.dq[row_lo * d + c] += a.scale * acc[i][e];
+            if (in_hi) a.dq[row_hi * d + c] += a.scale * acc[i][2 + e];
+        }
+}
+
+/* ---- backward, pass 1: dK, dV per (k-tile of 64 keys, kv head, DC output columns) ------------- */
+
+template <int D, int BQ, int DC>
+__global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
+    constexpr int BK = 16 * NW, LDS = D + 8, NT = BQ / 8, NDC = DC / 8, NKK = D / 16;
+    extern __shared__ __align__(16) unsigned char smem[];
+    uint16_t *Ks = (uint16_t *)smem, *Vs = Ks + BK * LDS, *Qs = Vs + BK * LDS, *Os = Qs + BQ * LDS;
+    int32_t *kg = (int32_t *)(Os + BQ * LDS), *qg = kg + BK;
+    float *lse2 = (float *)(qg + BQ), *dvr = lse2 + BQ;
+    int64_t item = blockIdx.x;
+    const vla_attn_tile kt = a.kt[a.k_order[item / a.Hkv]];
+    int kvh = (int)(item % a.Hkv), d = a.d, c0 = blockIdx.y * DC;
+    int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+    int64_t ldq = (int64_t)a.H * d, ldk = (int64_t)a.Hkv * d;
+    stage<D, BK>(Ks, a.k[0], ldk, kt.start, kt.len, kvh, d);
+    stage<D, BK>(Vs, a.v[0], ldk, kt.start, kt.len, kvh, d);
+    for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = a.group_k[0] && i < kt.len ? a.group_k[0][kt.start + i] : 0;
+    const int r_lo = 16 * w + g, r_hi = r_lo + 8; /* this lane's two key rows */
+    const float sl2 = a.scale * LOG2E;
+    float dk[NDC][4], dv[NDC][4];
+#pragma unroll
+    for (int i = 0; i < NDC; i++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dk[i][e] = dv[i][e] = 0.0f;
+    for (int hh = 0; hh < a.rep; hh++) {
+        int h = kvh * a.rep + hh;
+        for (int32_t qi = kt.first; qi < kt.first + kt.n; qi++) {
+            const vla_attn_tile qt = a.qt[qi];
+            int cls = tile_class(qt, kt);
+            if (cls == VLA_TILE_SKIP) continue;
+            __syncthreads();
+            stage<D, BQ>(Qs, a.q, ldq, qt.start, qt.len, h, d);
+            stage<D, BQ>(Os, a.d_out, ldq, qt.start, qt.len, h, d);
+            for (int i = threadIdx.x; i < BQ; i += NTH) {
+                bool in = i < qt.len;
+                int64_t row = (int64_t)(qt.start + i) * a.H + h;
+                qg[i] = a.group_q && in ? a.group_q[qt.start + i] : 0;
+                lse2[i] = in ? a.lse_in[row] * LOG2E : -INFINITY;
+                dvr[i] = in ? a.dvec[row] : 0.0f;
+            }
+            __syncthreads();
+            float st[NT][4], dpt[NT][4]; /* Sᵀ and dPᵀ: rows are keys, columns queries */
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) st[n][i] = dpt[n][i] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < NKK; kk++) {
+                uint32_t ak[4], av[4];
+                vla_mma_load_a(ak, Ks, LDS, 16 * w, 16 * kk, lane);
+                vla_mma_load_a(av, Vs, LDS, 16 * w, 16 * kk, lane);
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    uint32_t bq[2], bo[2];
+                    vla_mma_load_b_nk(bq, Qs, LDS, 8 * n, 16 * kk, lane);
+                    vla_mma_load_b_nk(bo, Os, LDS, 8 * n, 16 * kk, lane);
+                    mma16816(st[n], ak, bq);
+                    mma16816(dpt[n], av, bo);
+                }
+            }
+            int32_t gk_lo = kg[r_lo], gk_hi = kg[r_hi];
+            bool kin_lo = r_lo < kt.len, kin_hi = r_hi < kt.len;
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    int q = 8 * n + 2 * t + (i & 1);
+                    bool lo = i < 2;
+                    bool ok = q < qt.len && (lo ? kin_lo : kin_hi) && lse2[q] != -INFINITY &&
+                              (cls == VLA_TILE_FULL || (lo ? gk_lo : gk_hi) <= qg[q]);
+                    float p = ok ? exp2f(st[n][i] * sl2 - lse2[q]) : 0.0f;
+                    st[n][i] = p;                        /* Pᵀ */
+                    dpt[n][i] = p * (dpt[n][i] - dvr[q]); /* dSᵀ */
+                }
+#pragma unroll
+            for (int jj = 0; jj < BQ / 16; jj++) {
+                uint32_t ap[4], as[4];
+                c_to_a(ap, st[2 * jj], st[2 * jj + 1]);
+                c_to_a(as, dpt[2 * jj], dpt[2 * jj + 1]);
+#pragma unroll
+                for (int i = 0; i < NDC; i++) {
+                    uint32_t bo[2], bq[2];
+                    vla_mma_load_b_kn(bo, Os, LDS, 16 * jj, c0 + 8 * i, lane);
+                    vla_mma_load_b_kn(bq, Qs, LDS, 16 * jj, c0 + 8 * i, lane);
+                    mma16816(dv[i], ap, bo);
+                    mma16816(dk[i], as, bq);
+                }
+            }
+        }
+    }
+    bool in_lo = r_lo < kt.len, in_hi = r_hi < kt.len;
+    int64_t row_lo = (int64_t)(kt.start + r_lo) * a.Hkv + kvh, row_hi = (int64_t)(kt.start + r_hi) * a.Hkv + kvh;
+#pragma unroll
+    for (int i = 0; i < NDC; i++)
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            int c = c0 + 8 * i + 2 * t + e;
+            if (c >= d) continue;
+            if (in_lo) {
+                a.dk[row_lo * d + c] += a.scale * dk[i][e];
+                a.dv[row_lo * d + c] += dv[i][e];
+            }
+            if (in_hi) {
+                a.dk[row_hi * d + c] += a.scale * dk[i][2 + e];
+                a.dv[row_hi * d + c] += dv[i][2 + e];
+            }
+        }
+}
+
+/* ---- launch ------------------------------------------------------------------------------------ */
+
+static constexpr int bk_of(int D) { return D <= 128 ? 64 : 32; }
+static constexpr int kv_bq_of(int D) { return D <= 64 ? 64 : 32; }
+static constexpr int dc_of(int D) { return D <= 128 ? D : 128; }
+
+int vla_attn_mma_dpad(int d) {
+    static const int pads[] = {16, 32, 48, 64, 80, 128, 256};
+    for (int p : pads)
+        if (d <= p) return p;
+    return 0;
+}
+
+void vla_attn_mma_tiles(int d, int *fwd_bq, int *fwd_bk, int *kv_bq, int *kv_bk) {
+    int D = vla_attn_mma_dpad(d);
+    *fwd_bq = 16 * NW, *fwd_bk = bk_of(D), *kv_bq = kv_bq_of(D), *kv_bk = 16 * NW;
+}
+
+template <typename K>
+static cudaError_t launch(K kernel, size_t smem, dim3 grid, const vla_attn_args *a, cudaStream_t s) {
+    if (grid.x == 0) return cudaSuccess;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return e;
+    kernel<<<grid, NTH, smem, s>>>(*a);
+    return cudaGetLastError();
+}
+
+template <int D>
+static cudaError_t fwd(const vla_attn_args *a, cudaStream_t s) {
+    constexpr int BK = bk_of(D), LDS = D + 8;
+    size_t smem = (size_t)(64 + 2 * BK) * LDS * 2 + (size_t)(64 + BK) * 4;
+    return launch(k_mma_fwd<D, BK>, smem, dim3((unsigned)(a->n_qt * a->H)), a, s);
+}
+template <int D>
+static cudaError_t dq(const vla_attn_args *a, cudaStream_t s) {
+    constexpr int BK = bk_of(D), LDS = D + 8;
+    size_t smem = (size_t)(128 + 2 * BK) * LDS * 2 + (size_t)(64 + BK) * 4 + 2 * 64 * 4;
+    return launch(k_mma_dq<D, BK>, smem, dim3((unsigned)(a->n_qt * a->H)), a, s);
+}
+template <int D>
+static cudaError_t dkdv(const vla_attn_args *a, cudaStream_t s) {
+    constexpr int BQ = kv_bq_of(D), DC = dc_of(D), LDS = D + 8;
+    size_t smem = (size_t)(128 + 2 * BQ) * LDS * 2 + (size_t)(64 + BQ) * 4 + 2 * (size_t)BQ * 4;
+    return launch(k_mma_dkdv<D, BQ, DC>, smem, dim3((unsigned)(a->n_kt * a->Hkv), D / DC), a, s);
+}
+
+#define DISPATCH(F)                                        \
+    switch (vla_attn_mma_dpad(a->d)) {                      \
+    case 16: return F<16>(a, s);                            \
+    case 32: return F<32>(a, s);                            \
+    case 48: return F<48>(a, s);                            \
+    case 64: return F<64>(a, s);                            \
+    case 80: return F<80>(a, s);                            \
+    case 128: return F<128>(a, s);                          \
+    case 256: return F<256>(a, s);                          \
+    default: return cudaErrorInvalidValue;                  \
+    }
+
+cudaError_t vla_attn_mma_forward(const vla_attn_args *a, cudaStream_t s) { DISPATCH(fwd) }
+cudaError_t vla_attn_mma_dkdv(const vla_attn_args *a, cudaStream_t s) { DISPATCH(dkdv) }
+cudaError_t vla_attn_mma_dq(const vla_attn_args *a, cudaStream_t s) { DISPATCH(dq) }

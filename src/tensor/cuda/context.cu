@@ -1,0 +1,399 @@
+/* context.cu — the cuda backend's context and memory: device selection
+ * (local MPI rank mod device count), one compute stream and one
+ * communication stream per process (= per rank), the stream-ordered memory
+ * pool (cudaMallocAsync, release threshold at its maximum so freed blocks
+ * stay in the pool), the pinned staging ring that uploads host metadata,
+ * host results of reductions, error reporting, and the op table itself.
+ *
+ * Errors. Ops return void (the table's contract), so a CUDA error is fatal:
+ * "vla: cuda: <op>: <error>" and abort — a device fault is a broken
+ * invariant, not bad input. Launches are checked with cudaGetLastError (no
+ * synchronisation); faults inside kernels surface at the next
+ * synchronising op, which names itself — VLA_CUDA_SYNC=1 synchronises after
+ * every op so the message names the op that faulted. Out of memory in
+ * `alloc` returns NULL (the caller reports it), anywhere else it is fatal. */
+#include "tensor/cuda/internal.cuh"
+
+#include <cublasLt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "tensor/gemm_plan.h"
+#include "tensor/stage_ring.h"
+}
+
+#define RING_CHUNK ((size_t)4 << 20)
+#define RING_CHUNKS 8
+#define RESULT_BYTES 8192
+/* host → device copies up to this size go through the pinned ring */
+#define SMALL_COPY ((size_t)256 << 10)
+
+static vla_cuda_ctx ctx;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static char init_error[512];
+static bool init_ok;
+static __thread bool thread_bound; /* cudaSetDevice is per host thread */
+
+static pthread_mutex_t ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static vla_stage_ring ring;
+static char *ring_host, *ring_dev;
+static cudaEvent_t ring_event[RING_CHUNKS];
+static bool ring_recorded[RING_CHUNKS];
+
+static pthread_mutex_t result_lock = PTHREAD_MUTEX_INITIALIZER;
+static void *result_dev, *result_host;
+
+static char device_info[512] = "no CUDA device";
+
+static int env_int(const char *name, int dflt) {
+    const char *e = getenv(name);
+    return e && *e ? atoi(e) : dflt;
+}
+
+/* the rank on this node, as the launchers export it */
+static int local_rank(void) {
+    const char *names[] = {"VLA_CUDA_DEVICE", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID",
+                           "LOCAL_RANK"};
+    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *e = getenv(names[i]);
+        if (e && *e) return atoi(e);
+    }
+    return 0;
+}
+
+static void init_fail(const char *what, cudaError_t e) {
+    snprintf(init_error, sizeof init_error, "cuda: %s: %s", what, cudaGetErrorString(e));
+    cudaGetLastError();
+}
+
+static void init_once(void) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess) return init_fail("no usable CUDA device (cudaGetDeviceCount)", e);
+    if (count < 1) {
+        snprintf(init_error, sizeof init_error, "cuda: no CUDA device is visible (CUDA_VISIBLE_DEVICES?)");
+        return;
+    }
+    ctx.device = local_rank() % count;
+    if ((e = cudaSetDevice(ctx.device)) != cudaSuccess) return init_fail("cudaSetDevice", e);
+    cudaDeviceProp prop;
+    if ((e = cudaGetDeviceProperties(&prop, ctx.device)) != cudaSuccess) return init_fail("cudaGetDeviceProperties", e);
+    ctx.cc_major = prop.major, ctx.cc_minor = prop.minor, ctx.sm_count = prop.multiProcessorCount;
+    ctx.smem_optin = prop.sharedMemPerBlockOptin;
+    snprintf(device_info, sizeof device_info, "%s, cc %d.%d, %d SMs, %.1f GiB, device %d of %d", prop.name,
+             prop.major, prop.minor, prop.multiProcessorCount, (double)prop.totalGlobalMem / (1 << 30), ctx.device,
+             count);
+    if (prop.major < 8) {
+        snprintf(init_error, sizeof init_error,
+                 "cuda: %s has compute capability %d.%d; this backend needs 8.0 or newer (built for sm_90a)",
+                 prop.name, prop.major, prop.minor);
+        return;
+    }
+    if ((e = cudaStreamCreateWithFlags(&ctx.stream, cudaStreamNonBlocking)) != cudaSuccess)
+        return init_fail("creating the compute stream", e);
+    if ((e = cudaStreamCreateWithFlags(&ctx.comm, cudaStreamNonBlocking)) != cudaSuccess)
+        return init_fail("creating the communication stream", e);
+    cudaMemPool_t pool;
+    if ((e = cudaDeviceGetDefaultMemPool(&pool, ctx.device)) != cudaSuccess) return init_fail("memory pool", e);
+    uint64_t keep = UINT64_MAX; /* freed memory stays in the pool: no return to the driver at each sync */
+    if ((e = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep)) != cudaSuccess)
+        return init_fail("memory pool release threshold", e);
+    cublasLtHandle_t lt;
+    cublasStatus_t cs = cublasLtCreate(&lt);
+    if (cs != CUBLAS_STATUS_SUCCESS) {
+        snprintf(init_error, sizeof init_error, "cuda: cublasLtCreate failed (status %d)", (int)cs);
+        return;
+    }
+    ctx.lt = lt;
+    ctx.lt_ws_bytes = vla_lt_workspace_bytes(ctx.cc_major);
+    if ((e = cudaMalloc(&ctx.lt_ws, ctx.lt_ws_bytes)) != cudaSuccess) return init_fail("cuBLASLt workspace", e);
+    vla_stage_ring_init(&ring, RING_CHUNK, RING_CHUNKS);
+    if ((e = cudaHostAlloc((void **)&ring_host, RING_CHUNK * RING_CHUNKS, cudaHostAllocDefault)) != cudaSuccess)
+        return init_fail("pinned staging ring", e);
+    if ((e = cudaMalloc((void **)&ring_dev, RING_CHUNK * RING_CHUNKS)) != cudaSuccess)
+        return init_fail("device staging ring", e);
+    for (int i = 0; i < RING_CHUNKS; i++)
+        if ((e = cudaEventCreateWithFlags(&ring_event[i], cudaEventDisableTiming)) != cudaSuccess)
+            return init_fail("staging events", e);
+    if ((e = cudaHostAlloc(&result_host, RESULT_BYTES, cudaHostAllocDefault)) != cudaSuccess)
+        return init_fail("pinned result area", e);
+    if ((e = cudaMalloc(&result_dev, RESULT_BYTES)) != cudaSuccess) return init_fail("device result area", e);
+    ctx.tf32 = env_int("VLA_CUDA_TF32", 0) != 0;
+    ctx.sync_each = env_int("VLA_CUDA_SYNC", 0) != 0;
+    const char *attn = getenv("VLA_CUDA_ATTN");
+    ctx.attn_impl = attn && !strcmp(attn, "simt") ? 1 : 0;
+    thread_bound = true;
+    init_ok = true;
+}
+
+extern "C" vla_status vla_cuda_probe(void) {
+    pthread_once(&once, init_once);
+    if (!init_ok) return vla_error(VLA_ERR_UNSUPPORTED, "%s", init_error);
+    return VLA_OK;
+}
+
+extern "C" const char *vla_cuda_device_info(void) {
+    pthread_once(&once, init_once);
+    return init_ok ? device_info : init_error;
+}
+
+vla_cuda_ctx *vla_cuda_ctx_get(void) {
+    pthread_once(&once, init_once);
+    if (!init_ok) {
+        fprintf(stderr, "vla: %s (the cuda backend was used without a device; check with `vla version`)\n",
+                init_error);
+        abort();
+    }
+    if (!thread_bound) {
+        cudaSetDevice(ctx.device);
+        thread_bound = true;
+    }
+    return &ctx;
+}
+
+extern "C" int vla_cuda_device_index(void) { return vla_cuda_ctx_get()->device; }
+extern "C" void *vla_cuda_compute_stream(void) { return (void *)vla_cuda_ctx_get()->stream; }
+extern "C" void *vla_cuda_comm_stream(void) { return (void *)vla_cuda_ctx_get()->comm; }
+extern "C" void vla_cuda_note_comm_use(void) { vla_cuda_ctx_get()->comm_used = true; }
+
+void vla_cuda_fatal(const char *what, cudaError_t e) {
+    fprintf(stderr, "vla: cuda: %s: %s (%s)%s\n", what, cudaGetErrorString(e), cudaGetErrorName(e),
+            ctx.sync_each ? "" : "; an error from an earlier kernel surfaces at the next synchronising op: rerun "
+                                 "with VLA_CUDA_SYNC=1 to name the op that failed");
+    fflush(stderr);
+    abort();
+}
+
+void vla_cuda_check(const char *what) {
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) vla_cuda_fatal(what, e);
+    if (ctx.sync_each) {
+        e = cudaStreamSynchronize(ctx.stream);
+        if (e != cudaSuccess) vla_cuda_fatal(what, e);
+    }
+}
+
+/* ---- memory ------------------------------------------------------------------- */
+
+static void *cu_alloc(size_t bytes) {
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    void *p = NULL;
+    size_t rounded = (bytes + 255) & ~(size_t)255;
+    cudaError_t e = cudaMallocAsync(&p, rounded ? rounded : 256, c->stream);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+/* NCCL may still read or write memory on the comm stream: a free waits for it */
+static void comm_fence(vla_cuda_ctx *c) {
+    if (!c->comm_used) return;
+    cudaEvent_t ev;
+    VLA_CUDA_OK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), "free: event");
+    VLA_CUDA_OK(cudaEventRecord(ev, c->comm), "free: event record");
+    VLA_CUDA_OK(cudaStreamWaitEvent(c->stream, ev, 0), "free: wait for communication");
+    cudaEventDestroy(ev);
+}
+
+static void cu_free(void *p) {
+    if (!p) return;
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    comm_fence(c);
+    VLA_CUDA_OK(cudaFreeAsync(p, c->stream), "free");
+}
+
+void *vla_cuda_scratch(size_t bytes) {
+    void *p = cu_alloc(bytes);
+    if (!p) {
+        size_t f = 0, t = 0;
+        cudaMemGetInfo(&f, &t);
+        fprintf(stderr, "vla: cuda: out of device memory for %zu bytes of scratch (%.2f GiB free of %.2f)\n", bytes,
+                (double)f / (1 << 30), (double)t / (1 << 30));
+        abort();
+    }
+    return p;
+}
+
+void vla_cuda_scratch_free(void *p) { cu_free(p); }
+
+/* A region of the ring, or -1 (callers then go another way). */
+static int64_t ring_take(vla_cuda_ctx *c, size_t bytes) {
+    vla_stage_take t = vla_stage_ring_take(&ring, bytes);
+    if (t.offset < 0) return -1;
+    if (t.left >= 0) {
+        VLA_CUDA_OK(cudaEventRecord(ring_event[t.left], c->stream), "staging ring: event");
+        ring_recorded[t.left] = true;
+    }
+    if (t.entered >= 0 && ring_recorded[t.entered])
+        VLA_CUDA_OK(cudaEventSynchronize(ring_event[t.entered]), "staging ring: waiting for a chunk");
+    return t.offset;
+}
+
+static void cu_to_device(void *dst, const void *src, size_t bytes) {
+    if (!bytes) return;
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    if (bytes <= SMALL_COPY) { /* through pinned memory: asynchronous, no staging inside the driver */
+        pthread_mutex_lock(&ring_lock);
+        int64_t off = ring_take(c, bytes);
+        if (off >= 0) {
+            memcpy(ring_host + off, src, bytes);
+            VLA_CUDA_OK(cudaMemcpyAsync(dst, ring_host + off, bytes, cudaMemcpyHostToDevice, c->stream), "to_device");
+            pthread_mutex_unlock(&ring_lock);
+            vla_cuda_check("to_device");
+            return;
+        }
+        pthread_mutex_unlock(&ring_lock);
+    }
+    /* pageable source: the driver stages it before returning, so the caller may reuse it at once */
+    VLA_CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream), "to_device");
+    vla_cuda_check("to_device");
+}
+
+static void cu_to_host(void *dst, const void *src, size_t bytes) {
+    if (!bytes) return;
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    VLA_CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream), "to_host");
+    VLA_CUDA_OK(cudaStreamSynchronize(c->stream), "to_host (waiting for the ops before it)");
+}
+
+static void cu_copy_bytes(void *dst, const void *src, size_t bytes) {
+    if (!bytes || dst == src) return;
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    VLA_CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, c->stream), "copy_bytes");
+    vla_cuda_check("copy_bytes");
+}
+
+static void cu_sync(void) {
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    VLA_CUDA_OK(cudaStreamSynchronize(c->stream), "sync");
+}
+
+vla_cuda_upload_t vla_cuda_upload(const void *host, size_t bytes) {
+    vla_cuda_upload_t u = {NULL, false};
+    if (!host) return u;
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    if (!bytes) bytes = 1;
+    pthread_mutex_lock(&ring_lock);
+    int64_t off = ring_take(c, bytes);
+    if (off >= 0) {
+        memcpy(ring_host + off, host, bytes);
+        VLA_CUDA_OK(cudaMemcpyAsync(ring_dev + off, ring_host + off, bytes, cudaMemcpyHostToDevice, c->stream),
+                    "upload of host metadata");
+        pthread_mutex_unlock(&ring_lock);
+        u.dev = ring_dev + off;
+        return u;
+    }
+    pthread_mutex_unlock(&ring_lock);
+    u.dev = vla_cuda_scratch(bytes); /* larger than a chunk: a buffer of its own */
+    u.temp = true;
+    VLA_CUDA_OK(cudaMemcpyAsync(u.dev, host, bytes, cudaMemcpyHostToDevice, c->stream), "upload of host metadata");
+    return u;
+}
+
+void vla_cuda_upload_release(vla_cuda_upload_t *u) {
+    if (u->temp) vla_cuda_scratch_free(u->dev);
+    u->dev = NULL;
+    u->temp = false;
+}
+
+void *vla_cuda_result_dev(void) { return result_dev; }
+void *vla_cuda_result_host(void) { return result_host; }
+void vla_cuda_result_lock(void) { pthread_mutex_lock(&result_lock); }
+void vla_cuda_result_unlock(void) { pthread_mutex_unlock(&result_lock); }
+
+void vla_cuda_result_fetch(size_t bytes, const char *what) {
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    VLA_CUDA_OK(cudaGetLastError(), what);
+    VLA_CUDA_OK(cudaMemcpyAsync(result_host, result_dev, bytes, cudaMemcpyDeviceToHost, c->stream), what);
+    VLA_CUDA_OK(cudaStreamSynchronize(c->stream), what);
+}
+
+/* ---- the table ------------------------------------------------------------------- */
+
+#define SLOT(name) tbl.name = vla_cuda_##name
+
+static vla_ops tbl;
+static pthread_once_t tbl_once = PTHREAD_ONCE_INIT;
+
+static void tbl_init(void) {
+    tbl.name = "cuda";
+    tbl.device = VLA_DEVICE_CUDA;
+    tbl.host_memory = false;
+    /* The policy suites' largest relative difference from cpu in f32 (TF32
+     * off): cuBLASLt's and the kernels' summation orders differ from
+     * OpenBLAS's and the CPU's fixed lanes; docs/cuda.md, "Tolerance". */
+    tbl.rtol = 2e-4;
+    tbl.sync = cu_sync;
+    tbl.alloc = cu_alloc;
+    tbl.free = cu_free;
+    tbl.to_device = cu_to_device;
+    tbl.to_host = cu_to_host;
+    tbl.copy_bytes = cu_copy_bytes;
+    SLOT(sgemm);
+    SLOT(sgemm_strided_batched);
+    SLOT(sgemm_q);
+    SLOT(fp8_scale_update);
+    SLOT(fill);
+    SLOT(copy);
+    SLOT(add);
+    SLOT(sub);
+    SLOT(mul);
+    SLOT(axpy);
+    SLOT(scale);
+    SLOT(affine);
+    SLOT(scale_to);
+    SLOT(add_row_vector);
+    SLOT(copy_rows);
+    SLOT(add_rows);
+    SLOT(copy2d);
+    SLOT(im2col);
+    SLOT(col2im_add);
+    SLOT(sum);
+    SLOT(dot);
+    SLOT(sum_squares);
+    SLOT(max_abs);
+    SLOT(count_nonfinite);
+    SLOT(find_nonfinite);
+    SLOT(sum_rows);
+    SLOT(softmax_rows);
+    SLOT(softmax_rows_backward);
+    SLOT(attention_mask);
+    SLOT(act_forward);
+    SLOT(act_backward);
+    SLOT(glu_forward);
+    SLOT(glu_backward);
+    SLOT(layernorm_forward);
+    SLOT(layernorm_backward);
+    SLOT(rmsnorm_forward);
+    SLOT(rmsnorm_backward);
+    SLOT(adaln_forward);
+    SLOT(adaln_backward);
+    SLOT(adarms_forward);
+    SLOT(adarms_backward);
+    SLOT(gated_residual_forward);
+    SLOT(gated_residual_backward);
+    SLOT(rope_forward);
+    SLOT(rope_backward);
+    SLOT(time_embedding_forward);
+    SLOT(time_embedding_backward);
+    SLOT(attention_forward);
+    SLOT(attention_backward);
+    SLOT(attention_forward_cached);
+    SLOT(flow_interpolate);
+    SLOT(masked_mse);
+    SLOT(adamw);
+    SLOT(ema);
+    SLOT(convert);
+}
+
+/* The table needs no device: it is returned (and listed by `vla version`)
+ * on any machine; the first op initialises the device. */
+extern "C" const vla_ops *vla_cuda_backend_table(void) {
+    pthread_once(&tbl_once, tbl_init);
+    return &tbl;
+}

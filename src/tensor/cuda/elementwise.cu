@@ -1,0 +1,348 @@
+/* elementwise.cu — the cuda backend's per-element kernels: fill/copy and
+ * arithmetic, activations and the gated MLP, RoPE and the time embeddings
+ * (angles in double, as the cpu backend), the flow-matching interpolant,
+ * AdamW, EMA, and dtype conversion (tensor/numfmt.h: the cpu backend's
+ * rounding, bit for bit).
+ *
+ * Grid-stride loops over flat indices; every output element is written by
+ * one thread from its own inputs, so results do not depend on the launch
+ * shape. Activation formulas are the cpu backend's (tensor/vecmath.h: GELU
+ * as x·sigmoid(2u), its gradient without cancellation) with CUDA's expf in
+ * place of vla_expf: within an ulp or two. */
+#include "tensor/cuda/internal.cuh"
+
+#include <math.h>
+
+#include "tensor/numfmt.h"
+
+#define THREADS 256
+#define GRID_STRIDE(i, n) \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+#define LAUNCH(kernel, n, ...)                                                               \
+    do {                                                                                     \
+        if ((n) > 0) {                                                                       \
+            kernel<<<vla_cuda_blocks((n), THREADS), THREADS, 0, vla_cuda_stream()>>>(__VA_ARGS__); \
+            vla_cuda_check(#kernel);                                                         \
+        }                                                                                    \
+    } while (0)
+
+__global__ void k_fill(float *y, float v, int64_t n) { GRID_STRIDE(i, n) y[i] = v; }
+__global__ void k_add(float *y, const float *a, const float *b, int64_t n) { GRID_STRIDE(i, n) y[i] = a[i] + b[i]; }
+__global__ void k_sub(float *y, const float *a, const float *b, int64_t n) { GRID_STRIDE(i, n) y[i] = a[i] - b[i]; }
+__global__ void k_mul(float *y, const float *a, const float *b, int64_t n) { GRID_STRIDE(i, n) y[i] = a[i] * b[i]; }
+__global__ void k_axpy(float *y, float al, const float *x, int64_t n) { GRID_STRIDE(i, n) y[i] += __fmul_rn(al, x[i]); }
+__global__ void k_scale(float *y, float al, int64_t n) { GRID_STRIDE(i, n) y[i] *= al; }
+__global__ void k_affine(float *y, const float *x, float al, float be, int64_t n) {
+    GRID_STRIDE(i, n) y[i] = __fadd_rn(__fmul_rn(al, x[i]), be);
+}
+__global__ void k_scale_to(float *y, const float *x, double al, int64_t n) {
+    GRID_STRIDE(i, n) y[i] = (float)((double)x[i] * al);
+}
+__global__ void k_add_row_vector(float *y, const float *bias, int64_t rows, int64_t cols) {
+    GRID_STRIDE(i, rows * cols) y[i] += bias[i % cols];
+}
+
+extern "C" void vla_cuda_fill(float *y, float v, int64_t n) {
+    if (n > 0 && v == 0.0f && !signbit(v)) { /* zeroing gradients: the most common fill */
+        VLA_CUDA_OK(cudaMemsetAsync(y, 0, sizeof(float) * (size_t)n, vla_cuda_stream()), "fill");
+        return;
+    }
+    LAUNCH(k_fill, n, y, v, n);
+}
+extern "C" void vla_cuda_copy(float *y, const float *x, int64_t n) {
+    if (y == x || n <= 0) return;
+    size_t bytes = sizeof(float) * (size_t)n;
+    const char *ys = (const char *)y, *xs = (const char *)x;
+    if (ys + bytes <= xs || xs + bytes <= ys) {
+        VLA_CUDA_OK(cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice, vla_cuda_stream()), "copy");
+        return;
+    }
+    float *tmp = (float *)vla_cuda_scratch(bytes); /* overlapping ranges: memmove's meaning */
+    VLA_CUDA_OK(cudaMemcpyAsync(tmp, x, bytes, cudaMemcpyDeviceToDevice, vla_cuda_stream()), "copy");
+    VLA_CUDA_OK(cudaMemcpyAsync(y, tmp, bytes, cudaMemcpyDeviceToDevice, vla_cuda_stream()), "copy");
+    vla_cuda_scratch_free(tmp);
+}
+extern "C" void vla_cuda_add(float *y, const float *a, const float *b, int64_t n) { LAUNCH(k_add, n, y, a, b, n); }
+extern "C" void vla_cuda_sub(float *y, const float *a, const float *b, int64_t n) { LAUNCH(k_sub, n, y, a, b, n); }
+extern "C" void vla_cuda_mul(float *y, const float *a, const float *b, int64_t n) { LAUNCH(k_mul, n, y, a, b, n); }
+extern "C" void vla_cuda_axpy(float *y, float alpha, const float *x, int64_t n) { LAUNCH(k_axpy, n, y, alpha, x, n); }
+extern "C" void vla_cuda_scale(float *y, float alpha, int64_t n) { LAUNCH(k_scale, n, y, alpha, n); }
+extern "C" void vla_cuda_affine(float *y, const float *x, float alpha, float beta, int64_t n) {
+    LAUNCH(k_affine, n, y, x, alpha, beta, n);
+}
+extern "C" void vla_cuda_scale_to(float *y, const float *x, double alpha, int64_t n) {
+    LAUNCH(k_scale_to, n, y, x, alpha, n);
+}
+extern "C" void vla_cuda_add_row_vector(float *y, const float *bias, int64_t rows, int64_t cols) {
+    LAUNCH(k_add_row_vector, rows * cols, y, bias, rows, cols);
+}
+
+/* ---- activations (tensor/vecmath.h's formulas) ------------------------------------ */
+
+#define GELU_K 0.7978845608028654f
+#define GELU_C 0.044715f
+
+__device__ __forceinline__ float d_sigmoid(float x) { return __fdiv_rn(1.0f, 1.0f + expf(-x)); }
+__device__ __forceinline__ float d_gelu(float x) {
+    float u = __fmul_rn(GELU_K, x + __fmul_rn(__fmul_rn(__fmul_rn(GELU_C, x), x), x));
+    return __fdiv_rn(x, 1.0f + expf(-2.0f * u));
+}
+__device__ __forceinline__ float d_gelu_grad(float x, float *value) {
+    float u = __fmul_rn(GELU_K, x + __fmul_rn(__fmul_rn(__fmul_rn(GELU_C, x), x), x));
+    float e = expf(-2.0f * u);
+    if (value) *value = __fdiv_rn(x, 1.0f + e);
+    float s = __fdiv_rn(1.0f, 1.0f + e), sc = __fdiv_rn(1.0f, 1.0f + __fdiv_rn(1.0f, e));
+    float du = __fmul_rn(GELU_K, 1.0f + __fmul_rn(__fmul_rn(3.0f * GELU_C, x), x));
+    return s + __fmul_rn(__fmul_rn(__fmul_rn(__fmul_rn(2.0f, x), s), sc), du);
+}
+__device__ __forceinline__ float d_act(vla_act a, float x) {
+    switch (a) {
+    case VLA_ACT_GELU_TANH: return d_gelu(x);
+    case VLA_ACT_SILU: return __fmul_rn(x, d_sigmoid(x));
+    case VLA_ACT_RELU: return x > 0.0f ? x : 0.0f;
+    default: return x;
+    }
+}
+__device__ __forceinline__ float d_act_grad(vla_act a, float x) {
+    switch (a) {
+    case VLA_ACT_GELU_TANH: return d_gelu_grad(x, NULL);
+    case VLA_ACT_SILU: {
+        float s = d_sigmoid(x);
+        return __fmul_rn(s, 1.0f + __fmul_rn(x, 1.0f - s));
+    }
+    case VLA_ACT_RELU: return x > 0.0f ? 1.0f : 0.0f;
+    default: return 1.0f;
+    }
+}
+
+__global__ void k_act_fwd(vla_act a, float *out, const float *in, int64_t n) { GRID_STRIDE(i, n) out[i] = d_act(a, in[i]); }
+__global__ void k_act_bwd(vla_act a, float *d_in, const float *d_out, const float *in, int64_t n) {
+    GRID_STRIDE(i, n) {
+        if (a == VLA_ACT_RELU) d_in[i] += in[i] > 0.0f ? d_out[i] : 0.0f;
+        else d_in[i] += __fmul_rn(d_out[i], d_act_grad(a, in[i]));
+    }
+}
+__global__ void k_glu_fwd(vla_act a, float *h, const float *gate, const float *up, int64_t n) {
+    GRID_STRIDE(i, n) h[i] = __fmul_rn(d_act(a, gate[i]), up[i]);
+}
+__global__ void k_glu_bwd(vla_act a, float *dg, float *du, const float *dh, const float *gate, const float *up,
+                          int64_t n) {
+    GRID_STRIDE(i, n) {
+        float g = gate[i], v, gr;
+        if (a == VLA_ACT_GELU_TANH) {
+            gr = d_gelu_grad(g, &v);
+        } else {
+            v = d_act(a, g);
+            gr = d_act_grad(a, g);
+        }
+        dg[i] = __fmul_rn(__fmul_rn(dh[i], up[i]), gr);
+        du[i] = __fmul_rn(dh[i], v);
+    }
+}
+
+extern "C" void vla_cuda_act_forward(vla_act act, float *out, const float *in, int64_t n) {
+    if (act == VLA_ACT_IDENTITY) return vla_cuda_copy(out, in, n);
+    LAUNCH(k_act_fwd, n, act, out, in, n);
+}
+extern "C" void vla_cuda_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n) {
+    LAUNCH(k_act_bwd, n, act, d_in, d_out, in, n);
+}
+extern "C" void vla_cuda_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t n) {
+    LAUNCH(k_glu_fwd, n, act, h, gate, up, n);
+}
+extern "C" void vla_cuda_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate,
+                                      const float *up, int64_t n) {
+    LAUNCH(k_glu_bwd, n, act, dgate, dup, dh, gate, up, n);
+}
+
+/* ---- RoPE (rotate-half at explicit positions) -------------------------------------- */
+
+/* one thread per (token, i < half), all heads: cos/sin once, in double */
+__global__ void k_rope(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t hd,
+                       double theta, double sign, int accumulate) {
+    int64_t half = hd / 2;
+    GRID_STRIDE(idx, n * half) {
+        int64_t t = idx / half, i = idx % half;
+        double a = (double)pos[t] * pow(theta, -2.0 * (double)i / (double)hd);
+        float c = (float)cos(a), s = (float)(sign * sin(a));
+        for (int64_t h = 0; h < heads; h++) {
+            const float *x = in + (t * heads + h) * hd;
+            float *y = out + (t * heads + h) * hd;
+            float x1 = x[i], x2 = x[i + half];
+            float y1 = __fmul_rn(x1, c) - __fmul_rn(x2, s), y2 = __fmul_rn(x2, c) + __fmul_rn(x1, s);
+            if (accumulate) y[i] += y1, y[i + half] += y2;
+            else y[i] = y1, y[i + half] = y2;
+        }
+    }
+}
+
+static void rope(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t hd, double theta,
+                 double sign, int acc) {
+    if (n <= 0 || hd < 2) return;
+    vla_cuda_upload_t p = vla_cuda_upload(pos, sizeof(int32_t) * (size_t)n);
+    LAUNCH(k_rope, n * (hd / 2), out, in, (const int32_t *)p.dev, n, heads, hd, theta, sign, acc);
+    vla_cuda_upload_release(&p);
+}
+
+extern "C" void vla_cuda_rope_forward(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads,
+                                      int64_t hd, double theta) {
+    rope(out, in, pos, n, heads, hd, theta, 1.0, 0);
+}
+extern "C" void vla_cuda_rope_backward(float *d_in, const float *d_out, const int32_t *pos, int64_t n, int64_t heads,
+                                       int64_t hd, double theta) {
+    rope(d_in, d_out, pos, n, heads, hd, theta, -1.0, 1);
+}
+
+/* ---- time embeddings ---------------------------------------------------------------- */
+
+__device__ double d_freq(vla_temb_kind kind, int64_t half, double min_p, double max_p, double shift, int64_t k) {
+    if (kind == VLA_TEMB_PERIODS) {
+        double frac = half > 1 ? (double)k / (double)(half - 1) : 0.0;
+        return 2.0 * 3.14159265358979323846 / (min_p * pow(max_p / min_p, frac));
+    }
+    return exp(-log(max_p) * (double)k / ((double)half - shift));
+}
+
+__global__ void k_temb_fwd(vla_temb_config c, float *out, const float *t, int64_t n) {
+    int64_t half = c.dim / 2, so = c.cos_first ? half : 0, co = c.cos_first ? 0 : half;
+    GRID_STRIDE(idx, n * half) {
+        int64_t i = idx / half, k = idx % half;
+        double a = (double)t[i] * d_freq(c.kind, half, c.min_period, c.max_period, c.shift, k);
+        out[i * c.dim + so + k] = (float)sin(a);
+        out[i * c.dim + co + k] = (float)cos(a);
+    }
+}
+
+__global__ void k_temb_bwd(vla_temb_config c, float *d_t, const float *d_out, const float *t, int64_t n) {
+    int64_t half = c.dim / 2, so = c.cos_first ? half : 0, co = c.cos_first ? 0 : half;
+    GRID_STRIDE(i, n) {
+        double s = 0.0;
+        for (int64_t k = 0; k < half; k++) {
+            double f = d_freq(c.kind, half, c.min_period, c.max_period, c.shift, k), a = (double)t[i] * f;
+            s += d_out[i * c.dim + so + k] * f * cos(a) - d_out[i * c.dim + co + k] * f * sin(a);
+        }
+        d_t[i] += (float)s;
+    }
+}
+
+extern "C" void vla_cuda_time_embedding_forward(const vla_temb_config *cfg, float *out, const float *t, int64_t n) {
+    LAUNCH(k_temb_fwd, n * (cfg->dim / 2), *cfg, out, t, n);
+}
+extern "C" void vla_cuda_time_embedding_backward(const vla_temb_config *cfg, float *d_t, const float *d_out,
+                                                 const float *t, int64_t n) {
+    LAUNCH(k_temb_bwd, n, *cfg, d_t, d_out, t, n);
+}
+
+/* ---- flow matching: x_t and the target velocity (t host, uploaded) ------------------------ */
+
+__global__ void k_flow(int pi05, float *x_t, float *target, const float *a, const float *z, const float *t, int64_t S,
+                       int64_t per) {
+    GRID_STRIDE(i, S * per) {
+        float ts = t[i / per], ai = a[i], zi = z[i];
+        if (pi05) { /* t = 1 is noise */
+            if (x_t) x_t[i] = __fmul_rn(ts, zi) + __fmul_rn(1.0f - ts, ai);
+            if (target) target[i] = zi - ai;
+        } else { /* GR00T: t = 1 is data */
+            if (x_t) x_t[i] = __fmul_rn(1.0f - ts, zi) + __fmul_rn(ts, ai);
+            if (target) target[i] = ai - zi;
+        }
+    }
+}
+
+extern "C" void vla_cuda_flow_interpolate(vla_flow_convention conv, float *x_t, float *target, const float *actions,
+                                          const float *noise, const float *t, int64_t S, int64_t per) {
+    if (S <= 0 || per <= 0) return;
+    vla_cuda_upload_t tu = vla_cuda_upload(t, sizeof(float) * (size_t)S);
+    LAUNCH(k_flow, S * per, conv == VLA_FLOW_PI05, x_t, target, actions, noise, (const float *)tu.dev, S, per);
+    vla_cuda_upload_release(&tu);
+}
+
+/* ---- optimizer -------------------------------------------------------------------------- */
+
+__global__ void k_adamw(float *w, const float *g, float *m, float *v, int64_t n, vla_adamw_scalars s, float decay_mul) {
+    GRID_STRIDE(i, n) {
+        float wi = __fmul_rn(w[i], decay_mul);
+        float gi = __fmul_rn(g[i], s.grad_scale);
+        float mi = __fmul_rn(m[i], s.beta1) + __fmul_rn(gi, s.one_minus_beta1);
+        float vi = __fmul_rn(v[i], s.beta2) + __fmul_rn(__fmul_rn(s.one_minus_beta2, gi), gi);
+        w[i] = wi + __fmul_rn(s.neg_step, __fdiv_rn(mi, __fdiv_rn(__fsqrt_rn(vi), s.bias_correction2_sqrt) + s.eps));
+        m[i] = mi;
+        v[i] = vi;
+    }
+}
+
+__global__ void k_ema(float *e, const float *w, float d, float omd, int64_t n) {
+    GRID_STRIDE(i, n) e[i] = __fmul_rn(d, e[i]) + __fmul_rn(omd, w[i]);
+}
+
+extern "C" void vla_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s,
+                               bool decay) {
+    LAUNCH(k_adamw, n, w, g, m, v, n, *s, decay ? s->decay_mul : 1.0f);
+}
+extern "C" void vla_cuda_ema(float *e, const float *w, float d, float omd, int64_t n) { LAUNCH(k_ema, n, e, w, d, omd, n); }
+
+/* ---- dtype conversion (base/dtype.c's vla_convert, on the device) ------------------------- */
+
+__device__ float d_load_float(const void *src, vla_dtype t, int64_t i) {
+    switch (t) {
+    case VLA_F32: return ((const float *)src)[i];
+    case VLA_BF16: return vla_nf_bf16_to_f32(((const uint16_t *)src)[i]);
+    case VLA_F16: return vla_nf_f16_to_f32(((const uint16_t *)src)[i]);
+    case VLA_F8E4M3: return vla_nf_e4m3_to_f32(((const uint8_t *)src)[i]);
+    case VLA_F8E5M2: return vla_nf_e5m2_to_f32(((const uint8_t *)src)[i]);
+    case VLA_I32: return (float)((const int32_t *)src)[i];
+    case VLA_I64: return (float)((const int64_t *)src)[i];
+    case VLA_U8: return (float)((const uint8_t *)src)[i];
+    default: return __int_as_float(0x7fc00000);
+    }
+}
+
+__device__ int64_t d_load_int(const void *src, vla_dtype t, int64_t i) {
+    switch (t) {
+    case VLA_I32: return ((const int32_t *)src)[i];
+    case VLA_I64: return ((const int64_t *)src)[i];
+    case VLA_U8: return ((const uint8_t *)src)[i];
+    default: {
+        float f = d_load_float(src, t, i);
+        if (!(f == f)) return 0;
+        if (f >= 9.2e18f) return INT64_MAX;
+        if (f <= -9.2e18f) return INT64_MIN;
+        return (int64_t)f;
+    }
+    }
+}
+
+__global__ void k_convert(void *dst, vla_dtype dt, const void *src, vla_dtype st, int64_t n) {
+    GRID_STRIDE(i, n) {
+        switch (dt) {
+        case VLA_F32: ((float *)dst)[i] = d_load_float(src, st, i); break;
+        case VLA_BF16: ((uint16_t *)dst)[i] = vla_nf_f32_to_bf16(d_load_float(src, st, i)); break;
+        case VLA_F16: ((uint16_t *)dst)[i] = vla_nf_f32_to_f16(d_load_float(src, st, i)); break;
+        case VLA_F8E4M3: ((uint8_t *)dst)[i] = vla_nf_f32_to_e4m3(d_load_float(src, st, i)); break;
+        case VLA_F8E5M2: ((uint8_t *)dst)[i] = vla_nf_f32_to_e5m2(d_load_float(src, st, i)); break;
+        case VLA_I32: {
+            int64_t v = d_load_int(src, st, i);
+            ((int32_t *)dst)[i] = v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+            break;
+        }
+        case VLA_I64: ((int64_t *)dst)[i] = d_load_int(src, st, i); break;
+        case VLA_U8: {
+            int64_t v = d_load_int(src, st, i);
+            ((uint8_t *)dst)[i] = v > 255 ? 255 : v < 0 ? 0 : (uint8_t)v;
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
+extern "C" void vla_cuda_convert(void *dst, vla_dtype dt, const void *src, vla_dtype st, int64_t n) {
+    if (n <= 0) return;
+    if (dt == st) {
+        size_t bytes = vla_dtype_size(st) * (size_t)n;
+        if (dst != src)
+            VLA_CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, vla_cuda_stream()), "convert");
+        return;
+    }
+    LAUNCH(k_convert, n, dst, dt, src, st, n);
+}

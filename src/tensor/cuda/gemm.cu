@@ -1,0 +1,419 @@
+/* gemm.cu — the cuda backend's GEMMs through cuBLASLt: f32 products (TF32
+ * off unless VLA_CUDA_TF32=1, so f32 numerics hold), strided-batched ones,
+ * the quantized GEMMs of mixed precision (sgemm_q: bf16 operands, or FP8
+ * E4M3/E5M2 at their delayed per-tensor scales, f32 accumulation, f32 C),
+ * the FP8 scale update, and the tensor-core peak for benchmarks.
+ *
+ * How a row-major call becomes a cuBLASLt call, which copies a quantized
+ * GEMM makes and when FP8 falls back to emulation is decided in plain C
+ * (tensor/gemm_plan.h, unit-tested on the CPU); this file runs it. One cast
+ * kernel per operand makes the K-major copy (transposing through shared
+ * memory when the stored operand is not K-major), rounds with the cpu
+ * backend's own rounding (tensor/numfmt.h: bit for bit), max-accumulates
+ * the operand's amax (an atomic max: order-independent, so deterministic)
+ * and writes 1/s where cuBLASLt reads its dequantisation scale. */
+#include "tensor/cuda/internal.cuh"
+
+#include <cublasLt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "tensor/gemm_plan.h"
+}
+#include "tensor/numfmt.h"
+
+#define LT_CACHE_ENTRIES 1024
+
+typedef struct {
+    bool ok; /* false: cuBLASLt has no algorithm for it (remembered, so the fallback is immediate) */
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+} lt_entry;
+
+static pthread_mutex_t lt_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void lt_entry_destroy(void *p) {
+    lt_entry *e = (lt_entry *)p;
+    if (!e) return;
+    if (e->op) cublasLtMatmulDescDestroy(e->op);
+    if (e->a) cublasLtMatrixLayoutDestroy(e->a);
+    if (e->b) cublasLtMatrixLayoutDestroy(e->b);
+    if (e->c) cublasLtMatrixLayoutDestroy(e->c);
+    free(e);
+}
+
+static cudaDataType_t cuda_type(vla_lt_type t) {
+    switch (t) {
+    case VLA_LT_BF16: return CUDA_R_16BF;
+    case VLA_LT_E4M3: return CUDA_R_8F_E4M3;
+    case VLA_LT_E5M2: return CUDA_R_8F_E5M2;
+    default: return CUDA_R_32F;
+    }
+}
+
+#define LT_TRY(call)                                 \
+    do {                                             \
+        if ((call) != CUBLAS_STATUS_SUCCESS) goto fail; \
+    } while (0)
+
+static cublasLtMatrixLayout_t make_layout(cudaDataType_t t, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                                          int64_t stride) {
+    cublasLtMatrixLayout_t l = NULL;
+    if (cublasLtMatrixLayoutCreate(&l, t, (uint64_t)rows, (uint64_t)cols, ld) != CUBLAS_STATUS_SUCCESS) return NULL;
+    if (batch > 1) {
+        int32_t b = (int32_t)batch;
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b);
+        cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
+    }
+    return l;
+}
+
+/* The cached descriptors of one product (created and asked to the heuristic once). */
+static lt_entry *lt_get(const vla_lt_gemm *g, vla_lt_type at, vla_lt_type bt, vla_lt_type ct, cublasComputeType_t ctype,
+                        const void *A, const void *B, const void *C, bool fast_accum) {
+    vla_cuda_ctx *cx = vla_cuda_ctx_get();
+    int al_a = vla_lt_alignment((uintptr_t)A), al_b = vla_lt_alignment((uintptr_t)B);
+    int al_c = vla_lt_alignment((uintptr_t)C);
+    vla_lt_key key = vla_lt_key_make(g, at, bt, ct, (int)ctype, al_a, al_b, al_c, fast_accum);
+    if (!cx->lt_cache) cx->lt_cache = vla_lt_cache_new(LT_CACHE_ENTRIES, lt_entry_destroy);
+    if (!cx->lt_cache) {
+        fprintf(stderr, "vla: cuda: out of host memory for the cuBLASLt descriptor cache\n");
+        abort();
+    }
+    lt_entry *e = (lt_entry *)vla_lt_cache_get(cx->lt_cache, &key);
+    if (e) return e;
+    e = (lt_entry *)calloc(1, sizeof *e);
+    if (!e) abort();
+    cublasLtMatmulPreference_t pref = NULL;
+    {
+        cublasOperation_t opa = g->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, opb = g->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+        LT_TRY(cublasLtMatmulDescCreate(&e->op, ctype, CUDA_R_32F));
+        LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+        LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+        if (at == VLA_LT_E4M3 || at == VLA_LT_E5M2) {
+            int8_t fa = fast_accum ? 1 : 0;
+            LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fa, sizeof fa));
+        }
+        e->a = make_layout(cuda_type(at), g->a_rows, g->a_cols, g->lda, g->batch, g->stride_a);
+        e->b = make_layout(cuda_type(bt), g->b_rows, g->b_cols, g->ldb, g->batch, g->stride_b);
+        e->c = make_layout(cuda_type(ct), g->c_rows, g->c_cols, g->ldc, g->batch, g->stride_c);
+        if (!e->a || !e->b || !e->c) goto fail;
+        LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
+        uint64_t ws = cx->lt_ws_bytes;
+        LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+        uint32_t aa = (uint32_t)al_a, ab = (uint32_t)al_b, ac = (uint32_t)al_c;
+        LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa, sizeof aa));
+        LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab, sizeof ab));
+        LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac));
+        LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac));
+        cublasLtMatmulHeuristicResult_t res;
+        int found = 0;
+        if (cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)cx->lt, e->op, e->a, e->b, e->c, e->c, pref, 1, &res,
+                                           &found) != CUBLAS_STATUS_SUCCESS ||
+            found < 1)
+            goto fail;
+        e->algo = res.algo;
+        e->ok = true;
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    vla_lt_cache_put(cx->lt_cache, &key, e);
+    return e;
+fail:
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    e->ok = false;
+    vla_lt_cache_put(cx->lt_cache, &key, e);
+    return e;
+}
+
+/* Runs the product; false when cuBLASLt cannot (no algorithm, or refused). */
+static bool lt_run(const vla_lt_gemm *g, vla_lt_type at, vla_lt_type bt, vla_lt_type ct, cublasComputeType_t ctype,
+                   const void *A, const void *B, void *C, float alpha, float beta, bool fast_accum,
+                   const float *a_scale, const float *b_scale) {
+    vla_cuda_ctx *cx = vla_cuda_ctx_get();
+    pthread_mutex_lock(&lt_lock);
+    lt_entry *e = lt_get(g, at, bt, ct, ctype, A, B, C, fast_accum);
+    bool ok = e->ok;
+    if (ok && a_scale) {
+        ok = cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof a_scale) ==
+                 CUBLAS_STATUS_SUCCESS &&
+             cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof b_scale) ==
+                 CUBLAS_STATUS_SUCCESS;
+    }
+    if (ok) {
+        cublasStatus_t s = cublasLtMatmul((cublasLtHandle_t)cx->lt, e->op, &alpha, A, e->a, B, e->b, &beta, C, e->c,
+                                          C, e->c, &e->algo, cx->lt_ws, cx->lt_ws_bytes, cx->stream);
+        if (s != CUBLAS_STATUS_SUCCESS) {
+            e->ok = ok = false; /* remembered: the next call of this shape goes the other way at once */
+            if (s != CUBLAS_STATUS_NOT_SUPPORTED && s != CUBLAS_STATUS_INVALID_VALUE) {
+                fprintf(stderr, "vla: cuda: cublasLtMatmul failed with status %d (%d×%d×%d)\n", (int)s, (int)g->m,
+                        (int)g->n, (int)g->k);
+                abort();
+            }
+        }
+    }
+    pthread_mutex_unlock(&lt_lock);
+    vla_cuda_check("cublasLtMatmul");
+    return ok;
+}
+
+/* C[r·ldc + c] = beta·C (beta 0 writes zeros) for the k = 0 case */
+__global__ void k_scale2d(float *c, int64_t ldc, int64_t m, int64_t n, float beta) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < m * n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / n, col = i % n;
+        float *p = c + r * ldc + col;
+        *p = beta == 0.0f ? 0.0f : beta * *p;
+    }
+}
+
+static void scale_c(float *c, int64_t ldc, int64_t m, int64_t n, float beta, int64_t batch, int64_t sc) {
+    for (int64_t b = 0; b < batch; b++) {
+        k_scale2d<<<vla_cuda_blocks(m * n, 256), 256, 0, vla_cuda_stream()>>>(c + b * sc, ldc, m, n, beta);
+        vla_cuda_check("sgemm (k = 0)");
+    }
+}
+
+static cublasComputeType_t f32_compute(void) {
+    return vla_cuda_ctx_get()->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+static void f32_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                     int64_t sa, const float *b, int64_t ldb, int64_t sb, float beta, float *c, int64_t ldc,
+                     int64_t sc, int64_t batch, cublasComputeType_t ctype) {
+    if (m == 0 || n == 0 || batch == 0) return;
+    if (k == 0) return scale_c(c, ldc, m, n, beta, batch, sc);
+    vla_lt_gemm g = vla_lt_from_rowmajor(ta, tb, m, n, k, lda, ldb, ldc, batch, sa, sb, sc);
+    if (lt_run(&g, VLA_LT_F32, VLA_LT_F32, VLA_LT_F32, ctype, b, a, c, alpha, beta, false, NULL, NULL)) return;
+    /* an f32 product cuBLASLt refuses (odd strides): one product at a time, then give up loudly */
+    if (batch > 1) {
+        for (int64_t i = 0; i < batch; i++)
+            f32_gemm(ta, tb, m, n, k, alpha, a + i * sa, lda, 0, b + i * sb, ldb, 0, beta, c + i * sc, ldc, 0, 1, ctype);
+        return;
+    }
+    fprintf(stderr, "vla: cuda: cuBLASLt has no f32 algorithm for %lld×%lld×%lld (ta %d, tb %d, ld %lld/%lld/%lld)\n",
+            (long long)m, (long long)n, (long long)k, ta, tb, (long long)lda, (long long)ldb, (long long)ldc);
+    abort();
+}
+
+extern "C" void vla_cuda_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                               int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    f32_gemm(ta, tb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1, f32_compute());
+}
+
+extern "C" void vla_cuda_sgemm_strided_batched(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                                               const float *a, int64_t lda, int64_t sa, const float *b, int64_t ldb,
+                                               int64_t sb, float beta, float *c, int64_t ldc, int64_t sc,
+                                               int64_t batch) {
+    f32_gemm(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch, f32_compute());
+}
+
+/* ---- quantized GEMMs ---------------------------------------------------------------- */
+
+enum { OUT_BF16, OUT_E4M3, OUT_E5M2, OUT_F32_BF16, OUT_F32_E4M3, OUT_F32_E5M2 };
+
+/* dst [rows][kp] (K-major) ← the operand as the GEMM reads it: stored
+ * [rows][K] (transpose 0) or [K][rows] (transpose 1) with row stride ld;
+ * columns K..kp are zero. 32×32 tiles through shared memory so that both
+ * the read and the write are coalesced. FP8 kinds multiply by *scale and
+ * max-accumulate |x| into *amax; OUT_F32_* write the rounded value back as
+ * f32 (times 1/s for FP8): the emulation, the cpu backend's computation. */
+__global__ void k_cast_operand(void *dst, const float *src, int64_t ld, int64_t rows, int64_t K, int64_t kp,
+                               int transpose, int kind, const float *scale, float *amax, float *sinv_out) {
+    __shared__ float tile[32][33];
+    __shared__ float red[8];
+    int64_t r0 = (int64_t)blockIdx.y * 32, c0 = (int64_t)blockIdx.x * 32;
+    int tx = threadIdx.x, ty = threadIdx.y; /* 32 × 8 */
+    for (int i = ty; i < 32; i += 8) {
+        if (!transpose) {
+            int64_t r = r0 + i, c = c0 + tx;
+            tile[i][tx] = r < rows && c < K ? src[r * ld + c] : 0.0f;
+        } else {
+            int64_t c = c0 + i, r = r0 + tx;
+            tile[tx][i] = r < rows && c < K ? src[c * ld + r] : 0.0f;
+        }
+    }
+    __syncthreads();
+    bool fp8 = kind == OUT_E4M3 || kind == OUT_E5M2 || kind == OUT_F32_E4M3 || kind == OUT_F32_E5M2;
+    bool e4m3 = kind == OUT_E4M3 || kind == OUT_F32_E4M3;
+    float s = fp8 ? *scale : 1.0f, sinv = 1.0f / s, mx = 0.0f;
+    for (int i = ty; i < 32; i += 8) {
+        int64_t r = r0 + i, c = c0 + tx;
+        if (r >= rows || c >= kp) continue;
+        float v = tile[i][tx];
+        int64_t o = r * kp + c;
+        if (fp8) mx = fmaxf(mx, vla_nf_amax_of(v));
+        switch (kind) {
+        case OUT_BF16: ((uint16_t *)dst)[o] = vla_nf_f32_to_bf16(v); break;
+        case OUT_E4M3: ((uint8_t *)dst)[o] = vla_nf_f32_to_e4m3(v * s); break;
+        case OUT_E5M2: ((uint8_t *)dst)[o] = vla_nf_f32_to_e5m2(v * s); break;
+        case OUT_F32_BF16: ((float *)dst)[o] = vla_nf_bf16_to_f32(vla_nf_f32_to_bf16(v)); break;
+        default: ((float *)dst)[o] = vla_nf_fp8_round(v * s, e4m3) * sinv; break;
+        }
+    }
+    if (!fp8) return;
+    /* block max, then one atomic max on the bits (non-negative floats order as integers) */
+    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+    if (tx == 0) red[ty] = mx;
+    __syncthreads();
+    if (ty == 0 && tx == 0) {
+        float m = red[0];
+        for (int i = 1; i < 8; i++) m = fmaxf(m, red[i]);
+        if (amax) atomicMax((unsigned int *)amax, __float_as_uint(m));
+        if (sinv_out && blockIdx.x == 0 && blockIdx.y == 0) *sinv_out = sinv;
+    }
+}
+
+static size_t out_size(int kind) {
+    return kind == OUT_BF16 ? 2 : kind == OUT_E4M3 || kind == OUT_E5M2 ? 1 : 4;
+}
+
+static void cast_operand(void *dst, const float *src, int64_t ld, int64_t rows, int64_t K, int64_t kp, bool transpose,
+                         int kind, const vla_fp8_operand *op, float *sinv_out) {
+    dim3 grid((unsigned)((kp + 31) / 32), (unsigned)((rows + 31) / 32)), block(32, 8);
+    if (grid.y > 65535) { /* rows beyond 2M: in slabs */
+        for (int64_t r = 0; r < rows; r += 65535LL * 32) {
+            int64_t nr = rows - r < 65535LL * 32 ? rows - r : 65535LL * 32;
+            const float *s = transpose ? src + r : src + r * ld;
+            cast_operand((char *)dst + (size_t)(r * kp) * out_size(kind), s, ld, nr, K, kp, transpose, kind, op,
+                         r == 0 ? sinv_out : NULL);
+        }
+        return;
+    }
+    k_cast_operand<<<grid, block, 0, vla_cuda_stream()>>>(dst, src, ld, rows, K, kp, transpose ? 1 : 0, kind,
+                                                          op ? op->scale : NULL, op ? op->amax : NULL, sinv_out);
+    vla_cuda_check("sgemm_q: operand cast");
+}
+
+static int kind_of(const vla_gemm_q *q, const vla_fp8_operand *op, bool emulate) {
+    if (q->mode == VLA_PREC_BF16) return emulate ? OUT_F32_BF16 : OUT_BF16;
+    bool e4 = op->fmt == VLA_FP8_E4M3;
+    if (emulate) return e4 ? OUT_F32_E4M3 : OUT_F32_E5M2;
+    return e4 ? OUT_E4M3 : OUT_E5M2;
+}
+
+extern "C" void vla_cuda_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                                 int64_t ldc) {
+    if (!q || q->mode == VLA_PREC_FP32 || m == 0 || n == 0 || k == 0) {
+        vla_cuda_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    vla_q_plan p = vla_q_plan_make(q, ta, tb, m, n, k, ldc, (uintptr_t)c);
+    bool fp8 = q->mode == VLA_PREC_FP8;
+    if (p.use_lt) {
+        size_t ea = p.a_type == VLA_LT_BF16 ? 2 : 1, eb = p.b_type == VLA_LT_BF16 ? 2 : 1;
+        char *buf = (char *)vla_cuda_scratch((size_t)(m * p.kp) * ea + (size_t)(n * p.kp) * eb + 512 + 256);
+        size_t off_b = ((size_t)(m * p.kp) * ea + 255) / 256 * 256;
+        size_t off_s = (off_b + (size_t)(n * p.kp) * eb + 255) / 256 * 256;
+        void *aq = buf, *bq = buf + off_b;
+        float *sinv = (float *)(buf + off_s); /* [0]: 1/s of A, [1]: of B */
+        cast_operand(aq, a, lda, m, k, p.kp, p.a_transpose, kind_of(q, &q->a, false), fp8 ? &q->a : NULL, sinv);
+        cast_operand(bq, b, ldb, n, k, p.kp, p.b_transpose, kind_of(q, &q->b, false), fp8 ? &q->b : NULL, sinv + 1);
+        /* cuBLASLt's A is our B: its dequantisation scale is B's 1/s */
+        bool ok = lt_run(&p.lt, p.b_type, p.a_type, VLA_LT_F32, CUBLAS_COMPUTE_32F, bq, aq, c, alpha, beta,
+                         p.fast_accum, fp8 ? sinv + 1 : NULL, fp8 ? sinv : NULL);
+        vla_cuda_scratch_free(buf);
+        if (ok) return;
+        /* no algorithm: emulate below. The casts above already max-accumulated the amaxes, and
+         * the emulation's casts add the same values again: a max, so nothing changes. */
+    }
+    float *buf = (float *)vla_cuda_scratch(sizeof(float) * (size_t)((m + n) * k) + 256);
+    float *af = buf, *bf = buf + m * k;
+    cast_operand(af, a, lda, m, k, k, p.a_transpose, kind_of(q, &q->a, true), fp8 ? &q->a : NULL, NULL);
+    cast_operand(bf, b, ldb, n, k, k, p.b_transpose, kind_of(q, &q->b, true), fp8 ? &q->b : NULL, NULL);
+    f32_gemm(false, true, m, n, k, alpha, af, k, 0, bf, k, 0, beta, c, ldc, 0, 1, CUBLAS_COMPUTE_32F);
+    vla_cuda_scratch_free(buf);
+}
+
+/* ---- FP8 delayed-scaling update ------------------------------------------------------------ */
+
+/* One thread per tensor: its column of the [L, n] history (ops.h). */
+__global__ void k_fp8_scale_update(float *history, float *scale, int64_t n, int64_t L, const float *fmt_max,
+                                   float two_m, bool most_recent) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    scale[i] = vla_nf_fp8_scale_step(history + i, n, L, scale[i], fmt_max[i], two_m, most_recent);
+}
+
+extern "C" void vla_cuda_fp8_scale_update(float *history, float *scale, int64_t n, int64_t L, const float *fmt_max,
+                                          float margin, bool most_recent) {
+    if (n <= 0) return;
+    vla_cuda_upload_t fm = vla_cuda_upload(fmt_max, sizeof(float) * (size_t)n);
+    k_fp8_scale_update<<<vla_cuda_blocks(n, 128), 128, 0, vla_cuda_stream()>>>(history, scale, n, L,
+                                                                               (const float *)fm.dev,
+                                                                               exp2f(-margin), most_recent);
+    vla_cuda_check("fp8_scale_update");
+    vla_cuda_upload_release(&fm);
+}
+
+/* ---- the tensor-core peak ----------------------------------------------------------------------- */
+
+__global__ void k_fill_random(void *dst, int64_t n, int kind, uint32_t seed) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+        h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
+        float v = ((float)(h & 0xffffff) / 16777216.0f - 0.5f) * 2.0f; /* uniform in [-1, 1): random, not zeros */
+        if (kind == 0) ((float *)dst)[i] = v;
+        else if (kind == 1) ((uint16_t *)dst)[i] = vla_nf_f32_to_bf16(v);
+        else ((uint8_t *)dst)[i] = vla_nf_f32_to_e4m3(v * 64.0f);
+    }
+}
+
+extern "C" vla_status vla_cuda_gemm_peak(vla_dtype dtype, int64_t n, int iters, int reps, double *tflops) {
+    VLA_TRY(vla_cuda_probe());
+    vla_cuda_ctx *cx = vla_cuda_ctx_get();
+    int kind = dtype == VLA_BF16 ? 1 : dtype == VLA_F8E4M3 ? 2 : dtype == VLA_F32 ? 0 : -1;
+    if (kind < 0) return vla_error(VLA_ERR_INVALID_ARG, "gemm peak: dtype %s (use f32, bf16 or f8e4m3)", vla_dtype_name(dtype));
+    size_t es = kind == 0 ? 4 : kind == 1 ? 2 : 1, cs = kind == 0 ? 4 : 2;
+    /* three sets of operands, rotated, so repeated runs do not measure the L2 */
+    const int SETS = 3;
+    void *A[SETS], *B[SETS], *C = vla_cuda_scratch((size_t)(n * n) * cs);
+    float *one = (float *)vla_cuda_scratch(sizeof(float));
+    float hone = 1.0f / 64.0f;
+    VLA_CUDA_OK(cudaMemcpyAsync(one, &hone, sizeof hone, cudaMemcpyHostToDevice, cx->stream), "gemm peak");
+    for (int s = 0; s < SETS; s++) {
+        A[s] = vla_cuda_scratch((size_t)(n * n) * es), B[s] = vla_cuda_scratch((size_t)(n * n) * es);
+        k_fill_random<<<1024, 256, 0, cx->stream>>>(A[s], n * n, kind, 17u + (uint32_t)s);
+        k_fill_random<<<1024, 256, 0, cx->stream>>>(B[s], n * n, kind, 91u + (uint32_t)s);
+    }
+    vla_cuda_check("gemm peak: fill");
+    vla_lt_type t = kind == 0 ? VLA_LT_F32 : kind == 1 ? VLA_LT_BF16 : VLA_LT_E4M3;
+    vla_lt_type ct = kind == 0 ? VLA_LT_F32 : VLA_LT_BF16;
+    vla_lt_gemm g = vla_lt_from_rowmajor(false, true, n, n, n, n, n, n, 1, 0, 0, 0); /* TN: what FP8 needs */
+    cublasComputeType_t ctype = kind == 0 ? f32_compute() : CUBLAS_COMPUTE_32F;
+    cudaEvent_t e0, e1;
+    cudaEventCreate(&e0), cudaEventCreate(&e1);
+    const float *sc = kind == 2 ? one : NULL;
+    bool ok = lt_run(&g, t, t, ct, ctype, B[0], A[0], C, 1.0f, 0.0f, kind == 2, sc, sc); /* warm-up, descriptors */
+    double best = 0;
+    for (int r = 0; ok && r < reps; r++) {
+        cudaEventRecord(e0, cx->stream);
+        for (int i = 0; i < iters; i++)
+            lt_run(&g, t, t, ct, ctype, B[i % SETS], A[i % SETS], C, 1.0f, 0.0f, kind == 2, sc, sc);
+        cudaEventRecord(e1, cx->stream);
+        VLA_CUDA_OK(cudaEventSynchronize(e1), "gemm peak");
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        double tf = 2.0 * (double)n * n * n * iters / (ms * 1e-3) * 1e-12;
+        if (tf > best) best = tf;
+    }
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    for (int s = 0; s < SETS; s++) vla_cuda_scratch_free(A[s]), vla_cuda_scratch_free(B[s]);
+    vla_cuda_scratch_free(C), vla_cuda_scratch_free(one);
+    VLA_CUDA_OK(cudaStreamSynchronize(cx->stream), "gemm peak");
+    if (!ok) return vla_error(VLA_ERR_UNSUPPORTED, "gemm peak: cuBLASLt has no %s algorithm for %lld³",
+                              vla_dtype_name(dtype), (long long)n);
+    *tflops = best;
+    return VLA_OK;
+}
+
+extern "C" void vla_cuda_gemm_shutdown(void) {
+    vla_cuda_ctx *cx = vla_cuda_ctx_get();
+    pthread_mutex_lock(&lt_lock);
+    vla_lt_cache_free(cx->lt_cache);
+    cx->lt_cache = NULL;
+    pthread_mutex_unlock(&lt_lock);
+}

@@ -1,0 +1,48 @@
+/* ops_cuda.h — the cuda backend as the rest of vla.c sees it (C): its op
+ * table for the registry (tensor/backend.c), whether this machine can run
+ * it, the streams NCCL works on (distributed/comm_device.c), and the
+ * tensor-core GEMM rate for benchmarks. Only built with VLA_CUDA
+ * (`make CUDA=1`); docs/cuda.md describes the backend. */
+#ifndef VLA_TENSOR_CUDA_OPS_CUDA_H
+#define VLA_TENSOR_CUDA_OPS_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "tensor/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+const vla_ops *vla_cuda_backend_table(void);
+
+/* VLA_OK when a CUDA device is usable here (the backend initialises on the
+ * first call: device = local MPI rank mod device count, streams, memory
+ * pool, cuBLASLt); else an error saying why ("no CUDA device: …"). */
+vla_status vla_cuda_probe(void);
+
+/* One line describing the device ("NVIDIA H200, cc 9.0, 132 SMs, 139.8 GiB"). */
+const char *vla_cuda_device_info(void);
+int vla_cuda_device_index(void);
+
+/* The compute stream every op runs on and the communication stream
+ * (cudaStream_t, as void *), for NCCL. */
+void *vla_cuda_compute_stream(void);
+void *vla_cuda_comm_stream(void);
+/* NCCL issued work on the comm stream: frees must wait for it. */
+void vla_cuda_note_comm_use(void);
+
+/* Tensor-core GEMM throughput on the device, TFLOP/s: the best of `reps`
+ * timed runs of `iters` n×n×n products of random operands already in
+ * `dtype` (VLA_BF16, VLA_F8E4M3 or VLA_F32; f32 output for FP8, bf16 for
+ * bf16), f32 accumulation, through cuBLASLt — the ceiling MFU is measured
+ * against. */
+vla_status vla_cuda_gemm_peak(vla_dtype dtype, int64_t n, int iters, int reps, double *tflops);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

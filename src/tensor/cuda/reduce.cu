@@ -1,0 +1,281 @@
+/* reduce.cu — the cuda backend's reductions: sum, dot, Σx², max |x|, the
+ * non-finite count and first index (host results), column sums (bias
+ * gradients), row softmax and its backward, and the masked MSE of flow
+ * matching.
+ *
+ * Deterministic by construction, no atomics: a vector of n elements is cut
+ * into a number of contiguous blocks that depends on n alone; each thread
+ * block sums its range with a fixed thread stride and a fixed shared-memory
+ * tree, in double, and one final block combines the partials the same way.
+ * So the same input gives the same bits on every run (not the cpu
+ * backend's bits: its lanes are different; both are double accumulations of
+ * f32 values). Column sums go through fixed row chunks (tensor/dev_index.h). */
+#include "tensor/cuda/internal.cuh"
+
+#include <math.h>
+#include <string.h>
+
+extern "C" {
+#include "tensor/dev_index.h"
+}
+
+#define RT 256          /* threads of a reduction block */
+#define RED_MAX_BLOCKS 1024
+#define RED_PER_BLOCK 4096
+
+enum { R_SUM, R_DOT, R_SUMSQ, R_MAXABS, R_COUNT_NF, R_FIND_NF };
+
+__device__ __forceinline__ bool d_nonfinite(float x) { return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u; }
+
+/* sh[0] = Σ sh[0..RT) in a fixed tree */
+__device__ __forceinline__ void tree_sum(double *sh) {
+    __syncthreads();
+    for (int s = RT / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
+        __syncthreads();
+    }
+}
+
+/* combine two partials of a reduction */
+__device__ __forceinline__ double combine(int kind, double a, double b) {
+    if (kind == R_MAXABS) return b > a ? b : a;
+    if (kind == R_FIND_NF) return b < a ? b : a;
+    return a + b;
+}
+
+/* sh[0] = the block's values combined in a fixed tree */
+__device__ __forceinline__ double block_reduce(int kind, double acc, double *sh) {
+    sh[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = RT / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) sh[threadIdx.x] = combine(kind, sh[threadIdx.x], sh[threadIdx.x + s]);
+        __syncthreads();
+    }
+    return sh[0];
+}
+
+/* one partial (as a double; max |x| and indices are exact in double) per block over [lo, hi) */
+__global__ void k_reduce_partial(int kind, const float *a, const float *b, int64_t n, int64_t per, double *partial) {
+    __shared__ double sh[RT];
+    int64_t lo = blockIdx.x * per, hi = lo + per < n ? lo + per : n;
+    double acc = kind == R_FIND_NF ? 9.0e18 : 0.0;
+    for (int64_t i = lo + threadIdx.x; i < hi; i += RT) {
+        float x = a[i];
+        double v;
+        switch (kind) {
+        case R_SUM: v = (double)x; break;
+        case R_DOT: v = (double)x * (double)b[i]; break;
+        case R_SUMSQ: v = (double)x * (double)x; break;
+        case R_MAXABS: v = x != x ? INFINITY : fabs((double)x); break;
+        case R_COUNT_NF: v = d_nonfinite(x) ? 1.0 : 0.0; break;
+        default: v = d_nonfinite(x) ? (double)i : 9.0e18; break;
+        }
+        acc = combine(kind, acc, v);
+    }
+    double r = block_reduce(kind, acc, sh);
+    if (threadIdx.x == 0) partial[blockIdx.x] = r;
+}
+
+__global__ void k_reduce_final(int kind, const double *partial, int64_t nb, double *out) {
+    __shared__ double sh[RT];
+    double acc = kind == R_FIND_NF ? 9.0e18 : 0.0;
+    for (int64_t i = threadIdx.x; i < nb; i += RT) acc = combine(kind, acc, partial[i]);
+    double r = block_reduce(kind, acc, sh);
+    if (threadIdx.x == 0) *out = r;
+}
+
+static double reduce(int kind, const float *a, const float *b, int64_t n, const char *what) {
+    if (n <= 0) return kind == R_FIND_NF ? 9.0e18 : 0.0;
+    int64_t nb = (n + RED_PER_BLOCK - 1) / RED_PER_BLOCK;
+    if (nb > RED_MAX_BLOCKS) nb = RED_MAX_BLOCKS;
+    int64_t per = (n + nb - 1) / nb;
+    nb = (n + per - 1) / per;
+    double *partial = (double *)vla_cuda_scratch(sizeof(double) * (size_t)nb);
+    cudaStream_t st = vla_cuda_stream();
+    vla_cuda_result_lock();
+    k_reduce_partial<<<(unsigned)nb, RT, 0, st>>>(kind, a, b, n, per, partial);
+    k_reduce_final<<<1, RT, 0, st>>>(kind, partial, nb, (double *)vla_cuda_result_dev());
+    vla_cuda_check(what);
+    vla_cuda_scratch_free(partial);
+    vla_cuda_result_fetch(sizeof(double), what);
+    double r = *(double *)vla_cuda_result_host();
+    vla_cuda_result_unlock();
+    return r;
+}
+
+extern "C" double vla_cuda_sum(const float *x, int64_t n) { return reduce(R_SUM, x, NULL, n, "sum"); }
+extern "C" double vla_cuda_dot(const float *a, const float *b, int64_t n) { return reduce(R_DOT, a, b, n, "dot"); }
+extern "C" double vla_cuda_sum_squares(const float *x, int64_t n) { return reduce(R_SUMSQ, x, NULL, n, "sum_squares"); }
+extern "C" float vla_cuda_max_abs(const float *x, int64_t n) { return (float)reduce(R_MAXABS, x, NULL, n, "max_abs"); }
+extern "C" int64_t vla_cuda_count_nonfinite(const float *x, int64_t n) {
+    return (int64_t)reduce(R_COUNT_NF, x, NULL, n, "count_nonfinite");
+}
+extern "C" int64_t vla_cuda_find_nonfinite(const float *x, int64_t n) {
+    double r = reduce(R_FIND_NF, x, NULL, n, "find_nonfinite");
+    return r >= (double)n ? -1 : (int64_t)r;
+}
+
+/* ---- column sums ------------------------------------------------------------------------ */
+
+__global__ void k_colsum_partial(const float *x, int64_t rows, int64_t cols, int64_t per, double *partial) {
+    int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    int64_t r0 = blockIdx.y * per, r1 = r0 + per < rows ? r0 + per : rows;
+    double s = 0.0;
+    for (int64_t r = r0; r < r1; r++) s += (double)x[r * cols + c];
+    partial[blockIdx.y * cols + c] = s;
+}
+
+__global__ void k_colsum_final(float *y, float beta, const double *partial, int64_t nch, int64_t cols) {
+    int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (c >= cols) return;
+    double s = 0.0;
+    for (int64_t k = 0; k < nch; k++) s += partial[k * cols + c];
+    y[c] = (beta == 0.0f ? 0.0f : beta * y[c]) + (float)s;
+}
+
+void vla_cuda_colsum_into(float *y, float beta, const float *x, int64_t rows, int64_t cols) {
+    if (cols <= 0) return;
+    vla_row_chunks ch = vla_row_chunks_for(rows, cols);
+    double *partial = (double *)vla_cuda_scratch(sizeof(double) * (size_t)(ch.n_chunks * cols));
+    cudaStream_t st = vla_cuda_stream();
+    if (rows > 0) {
+        dim3 grid((unsigned)((cols + 127) / 128), (unsigned)ch.n_chunks);
+        k_colsum_partial<<<grid, 128, 0, st>>>(x, rows, cols, ch.rows_per_chunk, partial);
+    }
+    k_colsum_final<<<(unsigned)((cols + 127) / 128), 128, 0, st>>>(y, beta, partial, rows > 0 ? ch.n_chunks : 0,
+                                                                   cols);
+    vla_cuda_check("column sum");
+    vla_cuda_scratch_free(partial);
+}
+
+extern "C" void vla_cuda_sum_rows(float *y, const float *x, int64_t rows, int64_t cols, float beta) {
+    vla_cuda_colsum_into(y, beta, x, rows, cols);
+}
+
+/* ---- softmax over rows -------------------------------------------------------------------- */
+
+__global__ void k_softmax(float *y, const float *x, int64_t cols) {
+    __shared__ double sh[RT];
+    __shared__ float smax;
+    const float *xr = x + blockIdx.x * cols;
+    float *yr = y + blockIdx.x * cols;
+    float mx = -INFINITY;
+    for (int64_t c = threadIdx.x; c < cols; c += RT) mx = fmaxf(mx, xr[c]);
+    sh[threadIdx.x] = mx;
+    __syncthreads();
+    for (int s = RT / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) sh[threadIdx.x] = fmax(sh[threadIdx.x], sh[threadIdx.x + s]);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) smax = (float)sh[0];
+    __syncthreads();
+    mx = smax;
+    if (mx == -INFINITY) { /* a fully masked row: 0 */
+        for (int64_t c = threadIdx.x; c < cols; c += RT) yr[c] = 0.0f;
+        return;
+    }
+    double s = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += RT) {
+        float e = expf(xr[c] - mx);
+        yr[c] = e;
+        s += e;
+    }
+    sh[threadIdx.x] = s;
+    tree_sum(sh);
+    float inv = (float)(1.0 / sh[0]);
+    for (int64_t c = threadIdx.x; c < cols; c += RT) yr[c] *= inv;
+}
+
+__global__ void k_softmax_bwd(float *dx, const float *y, const float *dy, int64_t cols) {
+    __shared__ double sh[RT];
+    const float *yr = y + blockIdx.x * cols, *dyr = dy + blockIdx.x * cols;
+    float *dxr = dx + blockIdx.x * cols;
+    double s = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += RT) s += (double)dyr[c] * yr[c];
+    sh[threadIdx.x] = s;
+    tree_sum(sh);
+    float dot = (float)sh[0];
+    __syncthreads();
+    for (int64_t c = threadIdx.x; c < cols; c += RT) dxr[c] = yr[c] * (dyr[c] - dot);
+}
+
+extern "C" void vla_cuda_softmax_rows(float *y, const float *x, int64_t rows, int64_t cols) {
+    if (rows <= 0 || cols <= 0) return;
+    k_softmax<<<(unsigned)rows, RT, 0, vla_cuda_stream()>>>(y, x, cols);
+    vla_cuda_check("softmax_rows");
+}
+
+extern "C" void vla_cuda_softmax_rows_backward(float *dx, const float *y, const float *dy, int64_t rows, int64_t cols) {
+    if (rows <= 0 || cols <= 0) return;
+    k_softmax_bwd<<<(unsigned)rows, RT, 0, vla_cuda_stream()>>>(dx, y, dy, cols);
+    vla_cuda_check("softmax_rows_backward");
+}
+
+/* ---- masked MSE (policy/flow.h's rule; the cpu backend's ops_cpu_flow.c) ----------------- */
+
+/* per (sample, step) row: Σ over the real dims of (pred − target)² in double, or 0 when padded */
+__global__ void k_mse_rows(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                           const uint8_t *is_pad, const int32_t *real_dims, double *row_sum) {
+    int64_t row = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (row >= S * H) return;
+    int64_t s = row / H, rd = real_dims ? real_dims[s] : D;
+    rd = rd > D ? D : rd < 0 ? 0 : rd;
+    double sum = 0.0;
+    if (!(is_pad && is_pad[row]))
+        for (int64_t d = 0; d < rd; d++) {
+            double e = (double)pred[row * D + d] - (double)target[row * D + d];
+            sum += e * e;
+        }
+    row_sum[row] = sum;
+}
+
+__global__ void k_mse_grad(float *d_pred, const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                           const uint8_t *is_pad, const int32_t *real_dims, double g) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < S * H * D; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t row = i / D, d = i % D, s = row / H, rd = real_dims ? real_dims[s] : D;
+        rd = rd > D ? D : rd;
+        bool live = g != 0.0 && !(is_pad && is_pad[row]) && d < rd;
+        d_pred[i] = live ? (float)(g * ((double)pred[i] - (double)target[i])) : 0.0f;
+    }
+}
+
+extern "C" double vla_cuda_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                                      const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red,
+                                      double divisor, float *d_pred) {
+    if (S <= 0 || H <= 0 || D <= 0) return 0.0;
+    /* the count of real entries is host arithmetic on host metadata */
+    double count = 0;
+    for (int64_t s = 0; s < S; s++) {
+        int64_t rd = real_dims ? real_dims[s] : D;
+        rd = rd > D ? D : rd < 0 ? 0 : rd;
+        for (int64_t h = 0; h < H; h++)
+            if (!(is_pad && is_pad[s * H + h])) count += (double)rd;
+    }
+    double denom = divisor > 0 ? divisor : red == VLA_MSE_MEAN_REAL ? count : (double)(S * H * D);
+    vla_cuda_upload_t up = vla_cuda_upload(is_pad, (size_t)(S * H));
+    vla_cuda_upload_t ur = vla_cuda_upload(real_dims, sizeof(int32_t) * (size_t)S);
+    cudaStream_t st = vla_cuda_stream();
+    double *rows = (double *)vla_cuda_scratch(sizeof(double) * (size_t)(S * H));
+    k_mse_rows<<<vla_cuda_blocks(S * H, 128), 128, 0, st>>>(pred, target, S, H, D, (const uint8_t *)up.dev,
+                                                            (const int32_t *)ur.dev, rows);
+    vla_cuda_check("masked_mse");
+    if (d_pred) {
+        double g = denom > 0 && count > 0 ? 2.0 / denom : 0.0;
+        k_mse_grad<<<vla_cuda_blocks(S * H * D, 256), 256, 0, st>>>(d_pred, pred, target, S, H, D,
+                                                                    (const uint8_t *)up.dev, (const int32_t *)ur.dev, g);
+        vla_cuda_check("masked_mse gradient");
+    }
+    /* the rows' sums, in row order, on the host (S·H doubles: a few KB) */
+    double *host = (double *)malloc(sizeof(double) * (size_t)(S * H));
+    if (!host) abort();
+    VLA_CUDA_OK(cudaMemcpyAsync(host, rows, sizeof(double) * (size_t)(S * H), cudaMemcpyDeviceToHost, st), "masked_mse");
+    VLA_CUDA_OK(cudaStreamSynchronize(st), "masked_mse");
+    double sum = 0;
+    for (int64_t r = 0; r < S * H; r++) sum += host[r];
+    free(host);
+    vla_cuda_scratch_free(rows);
+    vla_cuda_upload_release(&up);
+    vla_cuda_upload_release(&ur);
+    return denom > 0 && count > 0 ? sum / denom : 0.0;
+}

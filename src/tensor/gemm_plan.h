@@ -1,0 +1,91 @@
+/* gemm_plan.h — how the cuda backend turns the op table's row-major GEMMs
+ * into cuBLASLt calls: plain C, built into every configuration and
+ * unit-tested on the CPU (tests/tensor/test_gemm_plan.c runs each plan as a
+ * naive column-major GEMM against the row-major definition).
+ *
+ *  - The mapping. cuBLASLt is column-major; a row-major X (r×c, stride ld)
+ *    is the column-major Xᵀ with the same stride, so C = op(A)·op(B) is
+ *    computed as Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's A is the caller's B.
+ *  - Quantized GEMMs (sgemm_q). The operands are f32 in memory; each is cast
+ *    (bf16, or FP8 at its delayed scale) into a packed copy that is
+ *    K-major — op(A) as [m][kp], op(B) as [n][kp], transposing on the way
+ *    when the stored operand is not — so every quantized product is the "TN"
+ *    form Hopper's FP8 kernels require (gpu-notes §4.1, §4.5: A transposed,
+ *    B not, in cuBLASLt's terms). K is zero-padded to kp (16 bytes of the
+ *    element type for bf16, 16 elements for FP8: the tensor-core alignment);
+ *    zeros add nothing. FP8 runs through cuBLASLt only where its type table
+ *    allows (E5M2 × E5M2 is not supported) and C meets its alignment (rows
+ *    of 16 bytes, 16-byte pointer); otherwise the cast emulates (casts back
+ *    to f32, the cpu backend's computation) — decided here, by shape.
+ *  - FAST_ACCUM is on for the forward (E4M3 × E4M3) and off when a gradient
+ *    (E5M2) is involved, TransformerEngine's choice (gpu-notes §4.4).
+ *  - Workspace: 32 MiB on compute capability >= 9, else 4 MiB
+ *    (TransformerEngine's get_cublas_workspace_size_bytes).
+ *  - A cache of descriptors per shape: creating descriptors and asking the
+ *    heuristic is host work worth ~10–50 µs; a training step repeats a few
+ *    hundred shapes. */
+#ifndef VLA_TENSOR_GEMM_PLAN_H
+#define VLA_TENSOR_GEMM_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "tensor/ops.h"
+
+typedef enum { VLA_LT_F32, VLA_LT_BF16, VLA_LT_E4M3, VLA_LT_E5M2 } vla_lt_type;
+
+/* One cuBLASLt product D = α·op(A)·op(B) + β·C, column-major, with the
+ * stored layouts its matrix-layout descriptors name. */
+typedef struct {
+    bool trans_a, trans_b;
+    int64_t m, n, k;
+    int64_t a_rows, a_cols, lda, b_rows, b_cols, ldb, c_rows, c_cols, ldc;
+    int64_t batch, stride_a, stride_b, stride_c; /* batch 1: strides unused */
+} vla_lt_gemm;
+
+/* The caller's row-major (strided-batched) GEMM as cuBLASLt's: its A is the
+ * caller's B and its B the caller's A. */
+vla_lt_gemm vla_lt_from_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                                 int64_t ldc, int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c);
+
+/* How a quantized GEMM is run. */
+typedef struct {
+    vla_lt_type a_type, b_type; /* of the caller's op(A) and op(B) copies */
+    int64_t kp;                 /* K padded */
+    bool a_transpose, b_transpose; /* the cast transposes the stored operand into the K-major copy */
+    bool use_lt;                /* false: emulate (f32 copies of the rounded values, f32 GEMM) */
+    bool fast_accum;
+    vla_lt_gemm lt;             /* the TN product over the copies (lda = ldb = kp) */
+} vla_q_plan;
+
+/* c_addr: the address of C (its alignment matters to FP8). mode BF16 or FP8. */
+vla_q_plan vla_q_plan_make(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t ldc,
+                           uintptr_t c_addr);
+
+size_t vla_lt_workspace_bytes(int cc_major);
+
+/* Largest power of two (<= 256) dividing an address: cuBLASLt's MIN_ALIGNMENT preferences. */
+int vla_lt_alignment(uintptr_t addr);
+
+/* ---- the descriptor cache: fixed-size keys → opaque payloads ------------------ */
+typedef struct {
+    int64_t w[24];
+} vla_lt_key;
+
+/* Key of a product: the layout, the types, the compute mode and the operands' alignments. */
+vla_lt_key vla_lt_key_make(const vla_lt_gemm *g, vla_lt_type a, vla_lt_type b, vla_lt_type c, int compute,
+                           int align_a, int align_b, int align_c, bool fast_accum);
+
+typedef struct vla_lt_cache vla_lt_cache;
+/* capacity: entries kept (a power of two is not required); destroy frees a payload. */
+vla_lt_cache *vla_lt_cache_new(int capacity, void (*destroy)(void *payload));
+void vla_lt_cache_free(vla_lt_cache *c);
+void *vla_lt_cache_get(vla_lt_cache *c, const vla_lt_key *k);
+/* Adds (key, payload); when the cache is full every entry is destroyed first
+ * (a training step's shapes come back: the cache refills at once). */
+void vla_lt_cache_put(vla_lt_cache *c, const vla_lt_key *k, void *payload);
+int vla_lt_cache_count(const vla_lt_cache *c);
+
+#endif

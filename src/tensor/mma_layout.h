@@ -1,0 +1,85 @@
+/* mma_layout.h — where the elements of a warp's tensor-core fragments live:
+ * the register layouts of PTX `mma.sync.aligned.m16n8k16.row.col.f32.bf16.
+ * bf16.f32` (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point
+ * type"), and the loads of fragments from bf16 tiles in shared memory that
+ * the CUDA attention kernels (tensor/cuda/attn_mma.cuh) use.
+ *
+ * Lane l of the warp is group g = l / 4, thread-in-group t = l % 4.
+ *   A (16×16, row-major): 4 registers of 2 bf16; element i (0..7) is at
+ *     row g + 8·((i/2) % 2), column 2t + i % 2 + 8·(i / 4).
+ *   B (16×8, "col": k × n): 2 registers; element i (0..3) is at
+ *     k = 2t + i % 2 + 8·(i / 2), n = g.
+ *   C, D (16×8 f32): 4 floats; element i at row g + 8·(i / 2), col 2t + i % 2.
+ * A register holds its two elements lower index in the low 16 bits.
+ *
+ * The accumulator of S = Q·Kᵀ over 16 keys (two C tiles side by side) is,
+ * element for element, the A fragment of P for the next product P·V:
+ * vla_mma_c_to_a (FlashAttention-2's register reuse). Everything here is
+ * plain arithmetic, compiled for the host too, so tests/tensor/test_mma_layout.c
+ * checks it against an emulated mma built from the PTX tables. */
+#ifndef VLA_TENSOR_MMA_LAYOUT_H
+#define VLA_TENSOR_MMA_LAYOUT_H
+
+#include <stdint.h>
+
+#include "tensor/hd.h"
+#include "tensor/numfmt.h"
+
+VLA_HD int vla_mma_a_row(int lane, int i) { return (lane >> 2) + 8 * ((i >> 1) & 1); }
+VLA_HD int vla_mma_a_col(int lane, int i) { return 2 * (lane & 3) + (i & 1) + 8 * (i >> 2); }
+VLA_HD int vla_mma_b_k(int lane, int i) { return 2 * (lane & 3) + (i & 1) + 8 * (i >> 1); }
+VLA_HD int vla_mma_b_n(int lane, int i) { return lane >> 2; }
+VLA_HD int vla_mma_c_row(int lane, int i) { return (lane >> 2) + 8 * (i >> 1); }
+VLA_HD int vla_mma_c_col(int lane, int i) { return 2 * (lane & 3) + (i & 1); }
+
+/* two bf16 (lo, hi) in one register */
+VLA_HD uint32_t vla_mma_pack2(uint16_t lo, uint16_t hi) { return (uint32_t)lo | ((uint32_t)hi << 16); }
+VLA_HD uint32_t vla_mma_pack_f32(float lo, float hi) {
+    return vla_mma_pack2(vla_nf_f32_to_bf16(lo), vla_nf_f32_to_bf16(hi));
+}
+
+/* s[i], s[i + 1] (i even, s 4-byte aligned) as one register */
+VLA_HD uint32_t vla_mma_pair(const uint16_t *s, int i) {
+#ifdef __CUDA_ARCH__
+    return *(const uint32_t *)(s + i);
+#else
+    return vla_mma_pack2(s[i], s[i + 1]);
+#endif
+}
+
+/* A fragment of the 16×16 block at (r0, c0) of a row-major bf16 tile with row stride ld (even). */
+VLA_HD void vla_mma_load_a(uint32_t a[4], const uint16_t *s, int ld, int r0, int c0, int lane) {
+    int g = lane >> 2, t = lane & 3;
+    a[0] = vla_mma_pair(s, (r0 + g) * ld + c0 + 2 * t);
+    a[1] = vla_mma_pair(s, (r0 + g + 8) * ld + c0 + 2 * t);
+    a[2] = vla_mma_pair(s, (r0 + g) * ld + c0 + 2 * t + 8);
+    a[3] = vla_mma_pair(s, (r0 + g + 8) * ld + c0 + 2 * t + 8);
+}
+
+/* B fragment of B[k][n] = X[n0 + n][k0 + k] for X row-major [n][k] (a K or V
+ * tile read as Kᵀ: the product contracts over X's columns). */
+VLA_HD void vla_mma_load_b_nk(uint32_t b[2], const uint16_t *s, int ld, int n0, int k0, int lane) {
+    int g = lane >> 2, t = lane & 3;
+    b[0] = vla_mma_pair(s, (n0 + g) * ld + k0 + 2 * t);
+    b[1] = vla_mma_pair(s, (n0 + g) * ld + k0 + 2 * t + 8);
+}
+
+/* B fragment of B[k][n] = X[k0 + k][n0 + n] for X row-major [k][n] (V in P·V:
+ * the product contracts over X's rows). */
+VLA_HD void vla_mma_load_b_kn(uint32_t b[2], const uint16_t *s, int ld, int k0, int n0, int lane) {
+    int g = lane >> 2, t = lane & 3;
+    const uint16_t *col = s + n0 + g;
+    b[0] = vla_mma_pack2(col[(k0 + 2 * t) * ld], col[(k0 + 2 * t + 1) * ld]);
+    b[1] = vla_mma_pack2(col[(k0 + 2 * t + 8) * ld], col[(k0 + 2 * t + 9) * ld]);
+}
+
+/* The A fragment (16 rows × 16 columns k) made of two accumulators side by
+ * side: lo covers columns 0..7, hi columns 8..15. */
+VLA_HD void vla_mma_c_to_a(uint32_t a[4], const float lo[4], const float hi[4]) {
+    a[0] = vla_mma_pack_f32(lo[0], lo[1]);
+    a[1] = vla_mma_pack_f32(lo[2], lo[3]);
+    a[2] = vla_mma_pack_f32(hi[0], hi[1]);
+    a[3] = vla_mma_pack_f32(hi[2], hi[3]);
+}
+
+#endif

@@ -1,0 +1,423 @@
+/* test_attn_plan.c — tensor/attn_plan.h, the host side of the cuda
+ * backend's attention kernels, on random ragged packed batches (empty
+ * samples included; bidirectional, prefix-LM, causal and random groups;
+ * self-, cross- and two-source cached attention; GQA; many tile sizes):
+ *   - the tiles cover every token once, per sample and per key source;
+ *   - each (q-tile, k-tile) class against the mask itself, element by
+ *     element (SKIP: no visible pair; FULL: every pair visible; PARTIAL:
+ *     both kinds);
+ *   - the orders are permutations, heaviest tile first;
+ *   - the statistics against a brute-force count;
+ *   - the packed upload round-trips;
+ *   - and the kernels' walk emulated in double on the host — forward with
+ *     an online softmax over the plan's k-tiles (FULL tiles without a mask
+ *     test), backward as the kernels' two passes over the plan's ranges —
+ *     against dense masked attention and its gradient. */
+#include "test_util.h"
+#include "base/rng.h"
+#include "tensor/attn_plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int32_t n_seg, cu[12], *group;
+} side;
+
+/* mode 0 NULL groups, 1 prefix-LM, 2 causal, 3 random in 0..3 */
+static void side_make(side *s, int n_seg, vla_rng *r, int mode, int maxlen) {
+    s->n_seg = n_seg;
+    s->cu[0] = 0;
+    for (int i = 0; i < n_seg; i++) {
+        int len = vla_rng_uniform(r) < 0.15 ? 0 : 1 + (int)(vla_rng_uniform(r) * maxlen);
+        s->cu[i + 1] = s->cu[i] + len;
+    }
+    int32_t n = s->cu[n_seg];
+    s->group = NULL;
+    if (mode == 0) return;
+    s->group = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n_seg; i++)
+        for (int32_t t = s->cu[i]; t < s->cu[i + 1]; t++) {
+            int32_t pos = t - s->cu[i], len = s->cu[i + 1] - s->cu[i];
+            s->group[t] = mode == 1 ? pos >= len - len / 3 : mode == 2 ? pos : (int32_t)(vla_rng_uniform(r) * 4);
+        }
+}
+
+static int32_t grp(const side *s, int32_t t) { return s->group ? s->group[t] : 0; }
+
+/* key index space of a sample: source 0's rows then source 1's */
+typedef struct {
+    const side *src[2];
+    int n_src;
+} keys;
+
+static void check_tiles(const vla_attn_plan *p, const side *q, const keys *k) {
+    /* q tiles: in order, each token once */
+    int32_t next = 0;
+    for (int64_t i = 0; i < p->n_qt; i++) {
+        const vla_attn_tile *t = &p->qt[i];
+        assert_int_equal(t->start, next);
+        assert_true(t->len >= 1 && t->len <= p->bq);
+        assert_true(t->start >= q->cu[t->seg] && t->start + t->len <= q->cu[t->seg + 1]);
+        next += t->len;
+        /* its k-tiles are exactly its sample's */
+        for (int32_t j = t->first; j < t->first + t->n; j++) assert_int_equal(p->kt[j].seg, t->seg);
+        int32_t want = 0;
+        for (int si = 0; si < k->n_src; si++) {
+            int32_t len = k->src[si]->cu[t->seg + 1] - k->src[si]->cu[t->seg];
+            want += (len + p->bk - 1) / p->bk;
+        }
+        assert_int_equal(t->n, want);
+    }
+    assert_int_equal(next, q->cu[q->n_seg]);
+    /* k tiles: per source, each token once */
+    for (int si = 0; si < k->n_src; si++) {
+        int32_t nx = 0;
+        for (int64_t j = 0; j < p->n_kt; j++) {
+            const vla_attn_tile *t = &p->kt[j];
+            if (t->src != si) continue;
+            assert_int_equal(t->start, nx);
+            nx += t->len;
+            for (int32_t i = t->first; i < t->first + t->n; i++) assert_int_equal(p->qt[i].seg, t->seg);
+        }
+        assert_int_equal(nx, k->src[si]->cu[k->src[si]->n_seg]);
+    }
+}
+
+static void check_classes_and_stats(const vla_attn_plan *p, const side *q, const keys *k) {
+    vla_attn_stats st, bf = {0};
+    vla_attn_plan_stats(p, &st);
+    for (int64_t i = 0; i < p->n_qt; i++) {
+        const vla_attn_tile *qt = &p->qt[i];
+        for (int32_t j = qt->first; j < qt->first + qt->n; j++) {
+            const vla_attn_tile *kt = &p->kt[j];
+            const side *ks = k->src[kt->src];
+            int vis = 0, hid = 0;
+            for (int32_t a = 0; a < qt->len; a++)
+                for (int32_t b = 0; b < kt->len; b++) {
+                    if (grp(ks, kt->start + b) <= grp(q, qt->start + a)) vis++;
+                    else hid++;
+                }
+            int c = vla_attn_tile_class(qt, kt);
+            if (c == VLA_TILE_SKIP) assert_int_equal(vis, 0);
+            if (c == VLA_TILE_FULL) assert_int_equal(hid, 0);
+            if (c == VLA_TILE_PARTIAL) assert_true(vis > 0 && hid > 0);
+            bf.tiles_total += p->H;
+            bf.tiles_computed += c != VLA_TILE_SKIP ? p->H : 0;
+            bf.tiles_unmasked += c == VLA_TILE_FULL ? p->H : 0;
+        }
+    }
+    assert_true(st.tiles_total == bf.tiles_total && st.tiles_computed == bf.tiles_computed &&
+                st.tiles_unmasked == bf.tiles_unmasked);
+}
+
+static int64_t q_work(const vla_attn_plan *p, int32_t i) {
+    int64_t w = 0;
+    for (int32_t j = p->qt[i].first; j < p->qt[i].first + p->qt[i].n; j++)
+        if (vla_attn_tile_class(&p->qt[i], &p->kt[j]) != VLA_TILE_SKIP) w += (int64_t)p->qt[i].len * p->kt[j].len;
+    return w;
+}
+static int64_t k_work(const vla_attn_plan *p, int32_t j) {
+    int64_t w = 0;
+    for (int32_t i = p->kt[j].first; i < p->kt[j].first + p->kt[j].n; i++)
+        if (vla_attn_tile_class(&p->qt[i], &p->kt[j]) != VLA_TILE_SKIP) w += (int64_t)p->qt[i].len * p->kt[j].len;
+    return w;
+}
+
+static void check_orders(const vla_attn_plan *p) {
+    char *seen = calloc((size_t)(p->n_qt + p->n_kt + 1), 1);
+    for (int64_t i = 0; i < p->n_qt; i++) {
+        int32_t t = p->q_order[i];
+        assert_true(t >= 0 && t < p->n_qt && !seen[t]);
+        seen[t] = 1;
+        if (i) assert_true(q_work(p, p->q_order[i - 1]) >= q_work(p, t));
+    }
+    memset(seen, 0, (size_t)(p->n_qt + p->n_kt + 1));
+    for (int64_t j = 0; j < p->n_kt; j++) {
+        int32_t t = p->k_order[j];
+        assert_true(t >= 0 && t < p->n_kt && !seen[t]);
+        seen[t] = 1;
+        if (j) assert_true(k_work(p, p->k_order[j - 1]) >= k_work(p, t));
+    }
+    free(seen);
+}
+
+static void check_pack(const vla_attn_plan *p, const side *q, const keys *k, const vla_attn_seqs *qs,
+                       const vla_attn_seqs *const *ks) {
+    vla_attn_pack_layout l = vla_attn_plan_pack_layout(p, qs, k->n_src, ks);
+    int32_t *buf = malloc(sizeof(int32_t) * (size_t)l.words);
+    vla_attn_plan_pack(p, &l, qs, k->n_src, ks, buf);
+    assert_memory_equal(buf + l.qt, p->qt, sizeof(vla_attn_tile) * (size_t)p->n_qt);
+    assert_memory_equal(buf + l.kt, p->kt, sizeof(vla_attn_tile) * (size_t)p->n_kt);
+    assert_memory_equal(buf + l.q_order, p->q_order, sizeof(int32_t) * (size_t)p->n_qt);
+    assert_memory_equal(buf + l.k_order, p->k_order, sizeof(int32_t) * (size_t)p->n_kt);
+    if (q->group) assert_memory_equal(buf + l.group_q, q->group, sizeof(int32_t) * (size_t)p->nq);
+    else assert_true(l.group_q == -1);
+    for (int si = 0; si < k->n_src; si++) {
+        if (k->src[si]->group)
+            assert_memory_equal(buf + l.group_k[si], k->src[si]->group, sizeof(int32_t) * (size_t)p->nk[si]);
+        else assert_true(l.group_k[si] == -1);
+    }
+    free(buf);
+}
+
+/* ---- the kernels' walk, emulated in double, against dense attention ---------------------- */
+
+typedef struct {
+    int H, Hkv, d;
+    double scale;
+    const double *q, *k[2], *v[2], *dO;
+} tensors;
+
+static const double *krow(const tensors *T, int src, int64_t tok, int kvh, int which) {
+    const double *base = which ? T->v[src] : T->k[src];
+    return base + (tok * T->Hkv + kvh) * T->d;
+}
+
+static double dotd(const double *a, const double *b, int d) {
+    double s = 0;
+    for (int c = 0; c < d; c++) s += a[c] * b[c];
+    return s;
+}
+
+/* dense: out [nq, H, d], lse [nq, H] */
+static void dense_forward(const tensors *T, const side *q, const keys *k, double *out, double *lse) {
+    for (int s = 0; s < q->n_seg; s++)
+        for (int32_t i = q->cu[s]; i < q->cu[s + 1]; i++)
+            for (int h = 0; h < T->H; h++) {
+                int kvh = h / (T->H / T->Hkv);
+                const double *qi = T->q + ((int64_t)i * T->H + h) * T->d;
+                double mx = -INFINITY;
+                for (int si = 0; si < k->n_src; si++)
+                    for (int32_t j = k->src[si]->cu[s]; j < k->src[si]->cu[s + 1]; j++)
+                        if (grp(k->src[si], j) <= grp(q, i))
+                            mx = fmax(mx, T->scale * dotd(qi, krow(T, si, j, kvh, 0), T->d));
+                double *o = out + ((int64_t)i * T->H + h) * T->d, l = 0;
+                memset(o, 0, sizeof(double) * (size_t)T->d);
+                for (int si = 0; si < k->n_src; si++)
+                    for (int32_t j = k->src[si]->cu[s]; j < k->src[si]->cu[s + 1]; j++)
+                        if (grp(k->src[si], j) <= grp(q, i)) {
+                            double p = exp(T->scale * dotd(qi, krow(T, si, j, kvh, 0), T->d) - mx);
+                            l += p;
+                            for (int c = 0; c < T->d; c++) o[c] += p * krow(T, si, j, kvh, 1)[c];
+                        }
+                for (int c = 0; c < T->d && l > 0; c++) o[c] /= l;
+                lse[(int64_t)i * T->H + h] = l > 0 ? mx + log(l) : -INFINITY;
+            }
+}
+
+/* the forward kernel's walk: per q-tile and head, the plan's k-tiles in order, online softmax */
+static void walk_forward(const vla_attn_plan *p, const tensors *T, const side *q, const keys *k, double *out,
+                         double *lse) {
+    for (int64_t it = 0; it < p->n_qt * p->H; it++) {
+        const vla_attn_tile *qt = &p->qt[p->q_order[it / p->H]];
+        int h = (int)(it % p->H), kvh = h / p->rep;
+        for (int32_t r = 0; r < qt->len; r++) {
+            int32_t i = qt->start + r;
+            const double *qi = T->q + ((int64_t)i * T->H + h) * T->d;
+            double m = -INFINITY, l = 0, *o = out + ((int64_t)i * T->H + h) * T->d;
+            memset(o, 0, sizeof(double) * (size_t)T->d);
+            for (int32_t j = qt->first; j < qt->first + qt->n; j++) {
+                const vla_attn_tile *kt = &p->kt[j];
+                int cls = vla_attn_tile_class(qt, kt);
+                if (cls == VLA_TILE_SKIP) continue;
+                for (int32_t b = 0; b < kt->len; b++) {
+                    int32_t key = kt->start + b;
+                    if (cls == VLA_TILE_PARTIAL && grp(k->src[kt->src], key) > grp(q, i)) continue;
+                    double sc = T->scale * dotd(qi, krow(T, kt->src, key, kvh, 0), T->d), mn = fmax(m, sc);
+                    double corr = exp(m - mn), pe = exp(sc - mn);
+                    l = l * corr + pe;
+                    for (int c = 0; c < T->d; c++) o[c] = o[c] * corr + pe * krow(T, kt->src, key, kvh, 1)[c];
+                    m = mn;
+                }
+            }
+            for (int c = 0; c < T->d && l > 0; c++) o[c] /= l;
+            lse[(int64_t)i * T->H + h] = l > 0 ? m + log(l) : -INFINITY;
+        }
+    }
+}
+
+/* dense gradients (one key source) */
+static void dense_backward(const tensors *T, const side *q, const side *ks, const double *out, const double *lse,
+                           double *dq, double *dk, double *dv) {
+    for (int s = 0; s < q->n_seg; s++)
+        for (int32_t i = q->cu[s]; i < q->cu[s + 1]; i++)
+            for (int h = 0; h < T->H; h++) {
+                int kvh = h / (T->H / T->Hkv);
+                int64_t row = (int64_t)i * T->H + h;
+                const double *qi = T->q + row * T->d, *doi = T->dO + row * T->d;
+                double D = dotd(doi, out + row * T->d, T->d);
+                if (lse[row] == -INFINITY) continue;
+                for (int32_t j = ks->cu[s]; j < ks->cu[s + 1]; j++) {
+                    if (grp(ks, j) > grp(q, i)) continue;
+                    const double *kj = krow(T, 0, j, kvh, 0), *vj = krow(T, 0, j, kvh, 1);
+                    double pp = exp(T->scale * dotd(qi, kj, T->d) - lse[row]);
+                    double ds = pp * (dotd(doi, vj, T->d) - D);
+                    for (int c = 0; c < T->d; c++) {
+                        dq[row * T->d + c] += T->scale * ds * kj[c];
+                        dk[((int64_t)j * T->Hkv + kvh) * T->d + c] += T->scale * ds * qi[c];
+                        dv[((int64_t)j * T->Hkv + kvh) * T->d + c] += pp * doi[c];
+                    }
+                }
+            }
+}
+
+/* the backward kernels' two passes over the plan */
+static void walk_backward(const vla_attn_plan *p, const tensors *T, const side *q, const side *ks, const double *out,
+                          const double *lse, double *dq, double *dk, double *dv) {
+    int64_t rows = p->nq * p->H;
+    double *D = malloc(sizeof(double) * (size_t)(rows > 0 ? rows : 1));
+    for (int64_t r = 0; r < rows; r++) D[r] = dotd(T->dO + r * T->d, out + r * T->d, T->d);
+    for (int64_t it = 0; it < p->n_kt * p->Hkv; it++) { /* pass 1: dK, dV per (k-tile, kv head) */
+        const vla_attn_tile *kt = &p->kt[p->k_order[it / p->Hkv]];
+        int kvh = (int)(it % p->Hkv);
+        for (int hh = 0; hh < p->rep; hh++) {
+            int h = kvh * p->rep + hh;
+            for (int32_t i = kt->first; i < kt->first + kt->n; i++) {
+                const vla_attn_tile *qt = &p->qt[i];
+                int cls = vla_attn_tile_class(qt, kt);
+                if (cls == VLA_TILE_SKIP) continue;
+                for (int32_t b = 0; b < kt->len; b++)
+                    for (int32_t a = 0; a < qt->len; a++) {
+                        int32_t key = kt->start + b, qu = qt->start + a;
+                        int64_t row = (int64_t)qu * T->H + h;
+                        if (lse[row] == -INFINITY) continue;
+                        if (cls == VLA_TILE_PARTIAL && grp(ks, key) > grp(q, qu)) continue;
+                        const double *qi = T->q + row * T->d, *doi = T->dO + row * T->d;
+                        double pp = exp(T->scale * dotd(qi, krow(T, 0, key, kvh, 0), T->d) - lse[row]);
+                        double ds = pp * (dotd(doi, krow(T, 0, key, kvh, 1), T->d) - D[row]);
+                        for (int c = 0; c < T->d; c++) {
+                            dk[((int64_t)key * T->Hkv + kvh) * T->d + c] += T->scale * ds * qi[c];
+                            dv[((int64_t)key * T->Hkv + kvh) * T->d + c] += pp * doi[c];
+                        }
+                    }
+            }
+        }
+    }
+    for (int64_t it = 0; it < p->n_qt * p->H; it++) { /* pass 2: dQ per (q-tile, head) */
+        const vla_attn_tile *qt = &p->qt[p->q_order[it / p->H]];
+        int h = (int)(it % p->H), kvh = h / p->rep;
+        for (int32_t j = qt->first; j < qt->first + qt->n; j++) {
+            const vla_attn_tile *kt = &p->kt[j];
+            int cls = vla_attn_tile_class(qt, kt);
+            if (cls == VLA_TILE_SKIP) continue;
+            for (int32_t a = 0; a < qt->len; a++)
+                for (int32_t b = 0; b < kt->len; b++) {
+                    int32_t key = kt->start + b, qu = qt->start + a;
+                    int64_t row = (int64_t)qu * T->H + h;
+                    if (lse[row] == -INFINITY) continue;
+                    if (cls == VLA_TILE_PARTIAL && grp(ks, key) > grp(q, qu)) continue;
+                    const double *kj = krow(T, 0, key, kvh, 0);
+                    double pp = exp(T->scale * dotd(T->q + row * T->d, kj, T->d) - lse[row]);
+                    double ds = pp * (dotd(T->dO + row * T->d, krow(T, 0, key, kvh, 1), T->d) - D[row]);
+                    for (int c = 0; c < T->d; c++) dq[row * T->d + c] += T->scale * ds * kj[c];
+                }
+        }
+    }
+    free(D);
+}
+
+static double *randv(int64_t n, vla_rng *r) {
+    double *x = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) x[i] = vla_rng_normal(r);
+    return x;
+}
+
+static void assert_close(const double *a, const double *b, int64_t n, const char *what) {
+    for (int64_t i = 0; i < n; i++) {
+        if (isinf(a[i]) || isinf(b[i])) {
+            if (a[i] != b[i]) fail_msg("%s[%lld]: %g vs %g", what, (long long)i, a[i], b[i]);
+            continue;
+        }
+        if (fabs(a[i] - b[i]) > 1e-9 * (1 + fabs(b[i]))) fail_msg("%s[%lld]: %.12g vs %.12g", what, (long long)i, a[i], b[i]);
+    }
+}
+
+static void run_case(vla_rng *r, int trial) {
+    static const int TILES[] = {1, 3, 8, 16, 32, 64};
+    int n_seg = 1 + (int)(vla_rng_uniform(r) * 6), mode = trial % 4;
+    int kind = trial % 3; /* 0 self, 1 cross, 2 cached (two key sources) */
+    side q, k0, k1;
+    side_make(&q, n_seg, r, mode, 70);
+    if (kind == 0) {
+        k0 = q;
+    } else {
+        side_make(&k0, n_seg, r, kind == 2 ? 0 : (mode + 1) % 4, 50);
+        if (kind == 2) side_make(&k1, n_seg, r, 3, 20);
+    }
+    keys k = {{&k0, &k1}, kind == 2 ? 2 : 1};
+    int H = (trial % 2) ? 4 : 2, Hkv = trial % 5 == 0 ? 1 : 2, d = 5;
+    vla_attn_config cfg = {.n_heads = H, .n_kv_heads = Hkv, .head_dim = d};
+    vla_attn_seqs qs = {q.n_seg, q.cu, q.group}, s0 = {k0.n_seg, k0.cu, k0.group}, s1 = {0};
+    if (kind == 2) s1 = (vla_attn_seqs){k1.n_seg, k1.cu, k1.group};
+    const vla_attn_seqs *ks[2] = {&s0, &s1};
+    int32_t bq = TILES[(int)(vla_rng_uniform(r) * 6)], bk = TILES[(int)(vla_rng_uniform(r) * 6)];
+    vla_attn_plan p;
+    assert_int_equal(vla_attn_plan_make(&p, &cfg, bq, bk, &qs, k.n_src, ks), VLA_OK);
+    check_tiles(&p, &q, &k);
+    check_classes_and_stats(&p, &q, &k);
+    check_orders(&p);
+    check_pack(&p, &q, &k, &qs, ks);
+    int64_t nq = q.cu[n_seg], nk0 = k0.cu[n_seg], nk1 = kind == 2 ? k1.cu[n_seg] : 0;
+    tensors T = {H, Hkv, d, 1.0 / sqrt((double)d), randv(nq * H * d, r), {randv(nk0 * Hkv * d, r), randv(nk1 * Hkv * d, r)},
+                 {randv(nk0 * Hkv * d, r), randv(nk1 * Hkv * d, r)}, randv(nq * H * d, r)};
+    double *o1 = calloc((size_t)(nq * H * d + 1), 8), *o2 = calloc((size_t)(nq * H * d + 1), 8);
+    double *l1 = calloc((size_t)(nq * H + 1), 8), *l2 = calloc((size_t)(nq * H + 1), 8);
+    dense_forward(&T, &q, &k, o1, l1);
+    walk_forward(&p, &T, &q, &k, o2, l2);
+    assert_close(o2, o1, nq * H * d, "out");
+    assert_close(l2, l1, nq * H, "lse");
+    if (kind != 2) {
+        int64_t nk = nk0 * Hkv * d;
+        double *g[6];
+        for (int i = 0; i < 6; i++) g[i] = calloc((size_t)((i % 3 == 0 ? nq * H * d : nk) + 1), 8);
+        dense_backward(&T, &q, &k0, o1, l1, g[0], g[1], g[2]);
+        walk_backward(&p, &T, &q, &k0, o1, l1, g[3], g[4], g[5]);
+        assert_close(g[3], g[0], nq * H * d, "dq");
+        assert_close(g[4], g[1], nk, "dk");
+        assert_close(g[5], g[2], nk, "dv");
+        for (int i = 0; i < 6; i++) free(g[i]);
+    }
+    free(o1), free(o2), free(l1), free(l2), free((void *)T.q), free((void *)T.dO);
+    for (int i = 0; i < 2; i++) free((void *)T.k[i]), free((void *)T.v[i]);
+    vla_attn_plan_free(&p);
+    if (q.group) free(q.group);
+    if (kind != 0 && k0.group) free(k0.group);
+    if (kind == 2 && k1.group) free(k1.group);
+}
+
+static void test_random_plans(void **state) {
+    (void)state;
+    vla_rng r = vla_rng_stream(77, 0);
+    for (int trial = 0; trial < 120; trial++) run_case(&r, trial);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    int32_t cu[3] = {0, 4, 9}, bad[3] = {0, 5, 3};
+    vla_attn_seqs s = {2, cu, NULL}, sb = {2, bad, NULL}, s1 = {1, cu, NULL};
+    const vla_attn_seqs *ks[1] = {&s};
+    vla_attn_plan p;
+    vla_attn_config c = {.n_heads = 3, .n_kv_heads = 2, .head_dim = 8};
+    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, &s, 1, ks), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "multiple"));
+    c.n_heads = 4;
+    const vla_attn_seqs *kb[1] = {&sb};
+    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, &s, 1, kb), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "decreases"));
+    const vla_attn_seqs *k1[1] = {&s1};
+    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, &s, 1, k1), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "samples"));
+    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, &s, 1, ks), VLA_OK);
+    assert_true(fabsf(p.scale - 1.0f / sqrtf(8.0f)) < 1e-7f);
+    vla_attn_plan_free(&p);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random_plans),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

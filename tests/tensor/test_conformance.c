@@ -1,0 +1,633 @@
+/* test_conformance.c — one conformance suite for every backend: each slot of
+ * the op table of every backend compiled in (checked; cuda when built with
+ * CUDA=1) run against the cpu backend on the same random inputs — random
+ * shapes, padded strides, ragged packed batches with empty samples,
+ * prefix-LM/causal/random attention groups, GQA/MQA, cross and cached
+ * attention, every activation, norm, dtype and flow convention — and the
+ * results compared with a tolerance per kind of op. A backend that declares
+ * rtol 0 (checked) must match bit for bit; the others get the tolerance of
+ * what they compute differently (cuda: summation orders, CUDA's expf, bf16
+ * operands in BF16 attention), documented in docs/cuda.md. The suite also
+ * asserts that it exercised every slot of the table.
+ *
+ * A backend that cannot run here (cuda on a machine without a GPU) is
+ * skipped with its reason ("skipping backend cuda: …"); scripts/gpu_check.sh
+ * runs this binary on the GPU. VLA_CONFORMANCE=name runs one backend. */
+#include "test_util.h"
+#include "base/rng.h"
+#include "tensor/backend.h"
+#include "tensor/ops.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the pair of backends and the data on both ------------------------------------ */
+
+typedef struct {
+    const vla_ops *ref, *dut;
+    bool exact; /* dut declares rtol 0 */
+    vla_rng rng;
+    bool covered[sizeof(vla_ops) / sizeof(void (*)(void))];
+} ctx;
+
+static ctx C;
+
+#define COVER(slot) (C.covered[offsetof(vla_ops, slot) / sizeof(void (*)(void))] = true)
+
+/* the same data for both: h on the cpu backend (host memory), d on the backend under test */
+typedef struct {
+    float *h, *d;
+    int64_t n;
+} tens;
+
+static tens t_new(int64_t n) {
+    tens t = {calloc((size_t)(n > 0 ? n : 1), sizeof(float)), C.dut->alloc(sizeof(float) * (size_t)(n > 0 ? n : 1)), n};
+    if (!t.h || !t.d) fail_msg("out of memory for %lld floats", (long long)n);
+    if (n > 0) C.dut->to_device(t.d, t.h, sizeof(float) * (size_t)n);
+    return t;
+}
+
+static tens t_rand(int64_t n, float scale) {
+    tens t = t_new(n);
+    for (int64_t i = 0; i < n; i++) t.h[i] = scale * (float)vla_rng_normal(&C.rng);
+    if (n > 0) C.dut->to_device(t.d, t.h, sizeof(float) * (size_t)n);
+    return t;
+}
+
+static void t_free(tens t) {
+    free(t.h);
+    C.dut->free(t.d);
+}
+
+static int64_t rnd(int64_t lo, int64_t hi) { return lo + (int64_t)(vla_rng_uniform(&C.rng) * (double)(hi - lo + 1)); }
+
+/* Compare: elementwise |a − b| <= tol·max(1, |b|) (NaN only against NaN) */
+static void t_check(tens t, double tol, const char *what) {
+    float *got = malloc(sizeof(float) * (size_t)(t.n > 0 ? t.n : 1));
+    if (t.n > 0) C.dut->to_host(got, t.d, sizeof(float) * (size_t)t.n);
+    if (C.exact) tol = 0;
+    for (int64_t i = 0; i < t.n; i++) {
+        float a = got[i], b = t.h[i];
+        if (isnan(a) || isnan(b)) {
+            if (!(isnan(a) && isnan(b))) fail_msg("%s [%s]: element %lld is %g, cpu %g", what, C.dut->name, (long long)i, a, b);
+            continue;
+        }
+        if (C.exact ? memcmp(&a, &b, 4) != 0 : fabs((double)a - b) > tol * fmax(1.0, fabs((double)b)))
+            fail_msg("%s [%s]: element %lld of %lld is %.9g, cpu %.9g (tol %g)", what, C.dut->name, (long long)i,
+                     (long long)t.n, a, b, tol);
+    }
+    free(got);
+}
+
+/* Normwise: ‖a − b‖₂ <= tol·‖b‖₂ (GEMMs, attention) */
+static void t_check_norm(tens t, double tol, const char *what) {
+    float *got = malloc(sizeof(float) * (size_t)(t.n > 0 ? t.n : 1));
+    if (t.n > 0) C.dut->to_host(got, t.d, sizeof(float) * (size_t)t.n);
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < t.n; i++) {
+        if (C.exact && memcmp(&got[i], &t.h[i], 4) != 0)
+            fail_msg("%s [%s]: element %lld is %.9g, cpu %.9g (bit-exact backend)", what, C.dut->name, (long long)i,
+                     got[i], t.h[i]);
+        if (isnan(got[i]) != isnan(t.h[i])) fail_msg("%s [%s]: NaN at %lld", what, C.dut->name, (long long)i);
+        if (isnan(t.h[i])) continue;
+        double d = (double)got[i] - t.h[i];
+        num += d * d, den += (double)t.h[i] * t.h[i];
+    }
+    if (!C.exact && sqrt(num) > tol * sqrt(den) + 1e-30)
+        fail_msg("%s [%s]: relative error %.3g > %g over %lld values", what, C.dut->name, sqrt(num / (den > 0 ? den : 1)),
+                 tol, (long long)t.n);
+    free(got);
+}
+
+static void check_scalar(double got, double want, double tol, const char *what) {
+    if (C.exact ? got != want && !(isnan(got) && isnan(want)) : fabs(got - want) > tol * fmax(1.0, fabs(want)))
+        fail_msg("%s [%s]: %.17g, cpu %.17g", what, C.dut->name, got, want);
+}
+
+/* tolerances of a non-exact backend, by kind of computation (docs/cuda.md) */
+#define TOL_ULP 1e-6   /* elementwise with libm-level differences (expf, sincos) */
+#define TOL_ROW 2e-5   /* row statistics and their gradients, softmax */
+#define TOL_GEMM 1e-5  /* normwise, f32 accumulation in another order */
+#define TOL_BF16_ATTN 3e-2
+#define TOL_SUM 1e-9   /* double accumulations (relative to the sum of magnitudes) */
+
+/* ---- memory -------------------------------------------------------------------------- */
+
+static void t_memory(void) {
+    COVER(alloc), COVER(free), COVER(to_device), COVER(to_host), COVER(copy_bytes);
+    tens a = t_rand(1000, 1.0f), b = t_new(1000);
+    C.dut->copy_bytes(b.d + 10, a.d + 20, 500 * sizeof(float));
+    memcpy(b.h + 10, a.h + 20, 500 * sizeof(float));
+    C.dut->copy_bytes(b.d, a.d, 0);
+    float x = 0;
+    C.dut->to_host(&x, a.d + 999, sizeof x);
+    assert_true(x == a.h[999]);
+    float y = 42.5f;
+    C.dut->to_device(b.d + 999, &y, sizeof y);
+    b.h[999] = y;
+    C.exact = true; /* copies are exact on every backend */
+    t_check(b, 0, "copy_bytes");
+    C.exact = C.dut->rtol == 0;
+    t_free(a), t_free(b);
+    if (C.dut->sync) C.dut->sync();
+}
+
+/* ---- GEMM ------------------------------------------------------------------------------ */
+
+static void t_gemm(void) {
+    COVER(sgemm), COVER(sgemm_strided_batched);
+    for (int trial = 0; trial < 24; trial++) {
+        bool ta = trial & 1, tb = trial & 2;
+        int64_t m = rnd(1, 70), n = rnd(1, 70), k = trial == 5 ? 0 : rnd(1, 90), batch = trial & 4 ? rnd(2, 4) : 1;
+        int64_t lda = (ta ? m : k) + rnd(0, 3), ldb = (tb ? k : n) + rnd(0, 3), ldc = n + rnd(0, 3);
+        int64_t sa = (ta ? k : m) * lda + rnd(0, 5), sb = (tb ? n : k) * ldb, sc = m * ldc + rnd(0, 2);
+        tens a = t_rand(sa * batch, 1), b = t_rand(sb * batch, 1), c = t_rand(sc * batch, 1);
+        float alpha = (float)vla_rng_normal(&C.rng), beta = trial % 3 == 0 ? 0.0f : 0.5f;
+        if (batch == 1) {
+            C.ref->sgemm(ta, tb, m, n, k, alpha, a.h, lda, b.h, ldb, beta, c.h, ldc);
+            C.dut->sgemm(ta, tb, m, n, k, alpha, a.d, lda, b.d, ldb, beta, c.d, ldc);
+        } else {
+            C.ref->sgemm_strided_batched(ta, tb, m, n, k, alpha, a.h, lda, sa, b.h, ldb, sb, beta, c.h, ldc, sc, batch);
+            C.dut->sgemm_strided_batched(ta, tb, m, n, k, alpha, a.d, lda, sa, b.d, ldb, sb, beta, c.d, ldc, sc, batch);
+        }
+        t_check_norm(c, TOL_GEMM, batch == 1 ? "sgemm" : "sgemm_strided_batched");
+        t_check(c, 1e-3, "sgemm (elementwise)"); /* padding untouched, no element far off */
+        t_free(a), t_free(b), t_free(c);
+    }
+}
+
+/* sgemm_q in bf16 and FP8 (every format pair), with the scales and amaxes in backend memory */
+static void t_gemm_q(void) {
+    COVER(sgemm_q), COVER(fp8_scale_update);
+    for (int trial = 0; trial < 20; trial++) {
+        bool ta = trial & 1, tb = trial & 2;
+        int64_t m = rnd(1, 64), n = trial % 5 == 0 ? 32 : rnd(1, 64), k = rnd(1, 80);
+        int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+        tens a = t_rand((ta ? k : m) * lda, 2), b = t_rand((tb ? n : k) * ldb, 0.5f), c = t_rand(m * ldc, 1);
+        tens sc = t_new(4); /* scale a, scale b, amax a, amax b */
+        sc.h[0] = 32.0f, sc.h[1] = 256.0f, sc.h[2] = 0.25f, sc.h[3] = 0.0f;
+        C.dut->to_device(sc.d, sc.h, 4 * sizeof(float));
+        vla_gemm_q qh = {.mode = trial % 3 == 0 ? VLA_PREC_BF16 : VLA_PREC_FP8}, qd;
+        qh.a = (vla_fp8_operand){trial % 4 == 1 ? VLA_FP8_E5M2 : VLA_FP8_E4M3, sc.h, sc.h + 2};
+        qh.b = (vla_fp8_operand){trial % 4 >= 2 ? VLA_FP8_E5M2 : VLA_FP8_E4M3, sc.h + 1, sc.h + 3};
+        qd = qh;
+        qd.a.scale = sc.d, qd.a.amax = sc.d + 2, qd.b.scale = sc.d + 1, qd.b.amax = sc.d + 3;
+        C.ref->sgemm_q(&qh, ta, tb, m, n, k, 0.75f, a.h, lda, b.h, ldb, 0.5f, c.h, ldc);
+        C.dut->sgemm_q(&qd, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, 0.5f, c.d, ldc);
+        t_check_norm(c, TOL_GEMM, qh.mode == VLA_PREC_BF16 ? "sgemm_q bf16" : "sgemm_q fp8");
+        bool was = C.exact;
+        C.exact = true; /* scales untouched, amaxes are maxima: exact everywhere */
+        t_check(sc, 0, "sgemm_q scales and amaxes");
+        C.exact = was;
+        t_free(a), t_free(b), t_free(c), t_free(sc);
+    }
+    /* the delayed-scaling update */
+    for (int trial = 0; trial < 6; trial++) {
+        int64_t n = rnd(1, 9), L = rnd(1, 16);
+        tens hist = t_new(n * L), scale = t_new(n);
+        float *fm = malloc(sizeof(float) * (size_t)n);
+        for (int64_t i = 0; i < n * L; i++) {
+            double u = vla_rng_uniform(&C.rng);
+            hist.h[i] = u < 0.1 ? 0.0f : u < 0.13 ? NAN : u < 0.16 ? INFINITY : (float)(vla_rng_uniform(&C.rng) * 100);
+        }
+        for (int64_t i = 0; i < n; i++) scale.h[i] = (float)(1 + i), fm[i] = i % 2 ? VLA_E5M2_MAX : VLA_E4M3_MAX;
+        C.dut->to_device(hist.d, hist.h, sizeof(float) * (size_t)(n * L));
+        C.dut->to_device(scale.d, scale.h, sizeof(float) * (size_t)n);
+        C.ref->fp8_scale_update(hist.h, scale.h, n, L, fm, (float)(trial % 3), trial % 2);
+        C.dut->fp8_scale_update(hist.d, scale.d, n, L, fm, (float)(trial % 3), trial % 2);
+        bool was = C.exact;
+        C.exact = true; /* the same arithmetic (tensor/numfmt.h) */
+        t_check(hist, 0, "fp8_scale_update history"), t_check(scale, 0, "fp8_scale_update scale");
+        C.exact = was;
+        free(fm), t_free(hist), t_free(scale);
+    }
+}
+
+/* ---- elementwise ------------------------------------------------------------------------- */
+
+static void t_elementwise(void) {
+    COVER(fill), COVER(copy), COVER(add), COVER(sub), COVER(mul), COVER(axpy), COVER(scale), COVER(affine);
+    COVER(scale_to), COVER(add_row_vector), COVER(adamw), COVER(ema);
+    int64_t n = rnd(1000, 5000), rows = 37, cols = 29;
+    tens x = t_rand(n, 1), y = t_rand(n, 1), z = t_new(n), w = t_rand(rows * cols, 1), bias = t_rand(cols, 1);
+    C.ref->fill(z.h, -1.5f, n), C.dut->fill(z.d, -1.5f, n), t_check(z, 0, "fill");
+    C.ref->copy(z.h, x.h, n), C.dut->copy(z.d, x.d, n), t_check(z, 0, "copy");
+    C.ref->copy(z.h + 1, z.h, n - 1), C.dut->copy(z.d + 1, z.d, n - 1), t_check(z, 0, "copy (overlapping)");
+    C.ref->add(z.h, x.h, y.h, n), C.dut->add(z.d, x.d, y.d, n), t_check(z, 0, "add");
+    C.ref->sub(z.h, x.h, y.h, n), C.dut->sub(z.d, x.d, y.d, n), t_check(z, 0, "sub");
+    C.ref->mul(z.h, z.h, y.h, n), C.dut->mul(z.d, z.d, y.d, n), t_check(z, 0, "mul (aliased)");
+    C.ref->axpy(z.h, 0.3f, x.h, n), C.dut->axpy(z.d, 0.3f, x.d, n), t_check(z, 0, "axpy");
+    C.ref->scale(z.h, -2.5f, n), C.dut->scale(z.d, -2.5f, n), t_check(z, 0, "scale");
+    C.ref->affine(z.h, x.h, 0.7f, 0.1f, n), C.dut->affine(z.d, x.d, 0.7f, 0.1f, n), t_check(z, 0, "affine");
+    C.ref->scale_to(z.h, x.h, 1.0 / 3.0, n), C.dut->scale_to(z.d, x.d, 1.0 / 3.0, n), t_check(z, 0, "scale_to");
+    C.ref->add_row_vector(w.h, bias.h, rows, cols), C.dut->add_row_vector(w.d, bias.d, rows, cols);
+    t_check(w, 0, "add_row_vector");
+    /* AdamW with and without decay, then EMA */
+    tens g = t_rand(n, 0.1f), m = t_rand(n, 0.01f), v = t_new(n);
+    for (int64_t i = 0; i < n; i++) v.h[i] = (float)fabs(vla_rng_normal(&C.rng)) * 1e-3f;
+    C.dut->to_device(v.d, v.h, sizeof(float) * (size_t)n);
+    vla_adamw_scalars s = {0.9f, 0.1f, 0.999f, 0.001f, 0.0447f, 1e-8f, -1e-3f, 0.9999f, 0.8f};
+    for (int dec = 0; dec < 2; dec++) {
+        C.ref->adamw(x.h, g.h, m.h, v.h, n, &s, dec), C.dut->adamw(x.d, g.d, m.d, v.d, n, &s, dec);
+        t_check(x, TOL_ULP, "adamw w"), t_check(m, TOL_ULP, "adamw m"), t_check(v, TOL_ULP, "adamw v");
+    }
+    C.ref->ema(y.h, x.h, 0.99f, 0.01f, n), C.dut->ema(y.d, x.d, 0.99f, 0.01f, n), t_check(y, TOL_ULP, "ema");
+    t_free(x), t_free(y), t_free(z), t_free(w), t_free(bias), t_free(g), t_free(m), t_free(v);
+}
+
+static void t_activations(void) {
+    COVER(act_forward), COVER(act_backward), COVER(glu_forward), COVER(glu_backward);
+    int64_t n = 3001;
+    tens x = t_rand(n, 3), up = t_rand(n, 1), dy = t_rand(n, 1), o = t_new(n), d1 = t_rand(n, 1), d2 = t_new(n);
+    x.h[0] = 0.0f, x.h[1] = -20.0f, x.h[2] = 20.0f, x.h[3] = -100.0f;
+    C.dut->to_device(x.d, x.h, 4 * sizeof(float));
+    const vla_act acts[] = {VLA_ACT_GELU_TANH, VLA_ACT_SILU, VLA_ACT_RELU, VLA_ACT_IDENTITY};
+    for (int a = 0; a < 4; a++) {
+        C.ref->act_forward(acts[a], o.h, x.h, n), C.dut->act_forward(acts[a], o.d, x.d, n);
+        t_check(o, TOL_ROW, "act_forward");
+        C.ref->act_backward(acts[a], d1.h, dy.h, x.h, n), C.dut->act_backward(acts[a], d1.d, dy.d, x.d, n);
+        t_check(d1, TOL_ROW, "act_backward");
+        if (acts[a] == VLA_ACT_IDENTITY) continue;
+        C.ref->glu_forward(acts[a], o.h, x.h, up.h, n), C.dut->glu_forward(acts[a], o.d, x.d, up.d, n);
+        t_check(o, TOL_ROW, "glu_forward");
+        C.ref->glu_backward(acts[a], d1.h, d2.h, dy.h, x.h, up.h, n);
+        C.dut->glu_backward(acts[a], d1.d, d2.d, dy.d, x.d, up.d, n);
+        t_check(d1, TOL_ROW, "glu_backward dgate"), t_check(d2, TOL_ROW, "glu_backward dup");
+    }
+    t_free(x), t_free(up), t_free(dy), t_free(o), t_free(d1), t_free(d2);
+}
+
+/* ---- layout ----------------------------------------------------------------------------------- */
+
+static void t_layout(void) {
+    COVER(copy_rows), COVER(add_rows), COVER(copy2d), COVER(im2col), COVER(col2im_add), COVER(convert);
+    int64_t rows = 50, w = 13, ld = 17, n = 80;
+    tens src = t_rand(rows * ld, 1), dst = t_rand(rows * ld + 3, 1);
+    int32_t *si = malloc(sizeof(int32_t) * (size_t)n), *di = malloc(sizeof(int32_t) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) si[i] = (int32_t)rnd(0, rows - 1), di[i] = (int32_t)rnd(0, rows - 1);
+    int32_t perm[50];
+    for (int i = 0; i < 50; i++) perm[i] = (i * 7) % 50; /* distinct destinations */
+    C.ref->copy_rows(dst.h, ld, perm, src.h, ld, si, 50, w, 1.0f);
+    C.dut->copy_rows(dst.d, ld, perm, src.d, ld, si, 50, w, 1.0f);
+    t_check(dst, 0, "copy_rows");
+    C.ref->copy_rows(dst.h + 2, ld, NULL, src.h, ld, NULL, rows, w, -0.5f);
+    C.dut->copy_rows(dst.d + 2, ld, NULL, src.d, ld, NULL, rows, w, -0.5f);
+    t_check(dst, 0, "copy_rows (identity, alpha)");
+    C.ref->add_rows(dst.h, ld, di, src.h, ld, si, n, w, 1.0f), C.dut->add_rows(dst.d, ld, di, src.d, ld, si, n, w, 1.0f);
+    t_check(dst, 0, "add_rows (repeated destinations)");
+    C.ref->add_rows(dst.h, ld, perm, src.h, ld, NULL, 50, w, 0.25f);
+    C.dut->add_rows(dst.d, ld, perm, src.d, ld, NULL, 50, w, 0.25f);
+    t_check(dst, 0, "add_rows (distinct)");
+    C.ref->add_rows(dst.h, ld, NULL, src.h, ld, NULL, rows, w, 2.0f);
+    C.dut->add_rows(dst.d, ld, NULL, src.d, ld, NULL, rows, w, 2.0f);
+    t_check(dst, 0, "add_rows (identity)");
+    C.ref->copy2d(dst.h + 1, ld, src.h + 3, ld, 20, 9), C.dut->copy2d(dst.d + 1, ld, src.d + 3, ld, 20, 9);
+    t_check(dst, 0, "copy2d");
+    free(si), free(di), t_free(src), t_free(dst);
+    /* ViT patches */
+    int64_t ni = 3, Ch = 3, H = 12, W = 8, p = 4, np = ni * (H / p) * (W / p) * Ch * p * p;
+    tens img = t_rand(ni * Ch * H * W, 1), pat = t_new(np), dpat = t_rand(np, 1);
+    C.ref->im2col(pat.h, img.h, ni, Ch, H, W, p), C.dut->im2col(pat.d, img.d, ni, Ch, H, W, p);
+    t_check(pat, 0, "im2col");
+    C.ref->col2im_add(img.h, dpat.h, ni, Ch, H, W, p), C.dut->col2im_add(img.d, dpat.d, ni, Ch, H, W, p);
+    t_check(img, 0, "col2im_add");
+    t_free(img), t_free(pat), t_free(dpat);
+    /* convert: every dtype pair (through raw bytes) */
+    const int64_t cn = 777;
+    tens f = t_rand(cn, 100);
+    f.h[0] = NAN, f.h[1] = INFINITY, f.h[2] = -1e9f, f.h[3] = 300.5f, f.h[4] = -0.0f;
+    C.dut->to_device(f.d, f.h, 5 * sizeof(float));
+    for (int dt = 0; dt < VLA_DTYPE_COUNT; dt++)
+        for (int st = 0; st < VLA_DTYPE_COUNT; st++) {
+            size_t ds = vla_dtype_size((vla_dtype)dt), ss = vla_dtype_size((vla_dtype)st);
+            void *hs = calloc((size_t)cn, ss), *hd = calloc((size_t)cn, ds), *got = calloc((size_t)cn, ds);
+            void *ds_ = C.dut->alloc((size_t)cn * ss), *dd = C.dut->alloc((size_t)cn * ds);
+            C.ref->convert(hs, (vla_dtype)st, f.h, VLA_F32, cn); /* a source of type st */
+            C.dut->to_device(ds_, hs, (size_t)cn * ss);
+            C.ref->convert(hd, (vla_dtype)dt, hs, (vla_dtype)st, cn);
+            C.dut->convert(dd, (vla_dtype)dt, ds_, (vla_dtype)st, cn);
+            C.dut->to_host(got, dd, (size_t)cn * ds);
+            for (int64_t i = 0; i < cn; i++) {
+                const char *a = (const char *)got + i * ds, *b = (const char *)hd + i * ds;
+                bool nan_both = dt == VLA_F32 && isnan(((float *)got)[i]) && isnan(((float *)hd)[i]);
+                if (memcmp(a, b, ds) && !nan_both)
+                    fail_msg("convert %s → %s [%s]: element %lld differs", vla_dtype_name((vla_dtype)st),
+                             vla_dtype_name((vla_dtype)dt), C.dut->name, (long long)i);
+            }
+            free(hs), free(hd), free(got), C.dut->free(ds_), C.dut->free(dd);
+        }
+    t_free(f);
+}
+
+/* ---- reductions and softmax -------------------------------------------------------------------- */
+
+static void t_reductions(void) {
+    COVER(sum), COVER(dot), COVER(sum_squares), COVER(max_abs), COVER(count_nonfinite), COVER(find_nonfinite);
+    COVER(sum_rows), COVER(softmax_rows), COVER(softmax_rows_backward);
+    const int64_t sizes[] = {1, 7, 4096, 4097, 100003, 2000000};
+    for (unsigned si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        int64_t n = sizes[si];
+        tens a = t_rand(n, 1), b = t_rand(n, 1);
+        double mag = 0;
+        for (int64_t i = 0; i < n; i++) mag += fabs(a.h[i]) * (1 + fabs(b.h[i]));
+        double tol = TOL_SUM * mag;
+        check_scalar(C.dut->sum(a.d, n), C.ref->sum(a.h, n), tol, "sum");
+        check_scalar(C.dut->dot(a.d, b.d, n), C.ref->dot(a.h, b.h, n), tol, "dot");
+        check_scalar(C.dut->sum_squares(a.d, n), C.ref->sum_squares(a.h, n), tol * 10, "sum_squares");
+        check_scalar(C.dut->max_abs(a.d, n), C.ref->max_abs(a.h, n), 0, "max_abs");
+        check_scalar((double)C.dut->count_nonfinite(a.d, n), (double)C.ref->count_nonfinite(a.h, n), 0, "count_nonfinite");
+        check_scalar((double)C.dut->find_nonfinite(a.d, n), (double)C.ref->find_nonfinite(a.h, n), 0, "find_nonfinite");
+        if (n > 100) { /* non-finite values: NaN counts as +Inf in max_abs, the first index is found */
+            float bad[3] = {INFINITY, NAN, -INFINITY};
+            C.dut->to_device(a.d + n / 2, &bad[0], 4), a.h[n / 2] = bad[0];
+            C.dut->to_device(a.d + n / 3, &bad[1], 4), a.h[n / 3] = bad[1];
+            C.dut->to_device(a.d + n - 1, &bad[2], 4), a.h[n - 1] = bad[2];
+            check_scalar(C.dut->max_abs(a.d, n), C.ref->max_abs(a.h, n), 0, "max_abs (non-finite)");
+            check_scalar((double)C.dut->count_nonfinite(a.d, n), 3, 0, "count_nonfinite (3)");
+            check_scalar((double)C.dut->find_nonfinite(a.d, n), (double)(n / 3), 0, "find_nonfinite");
+        }
+        t_free(a), t_free(b);
+    }
+    for (int trial = 0; trial < 6; trial++) {
+        int64_t rows = rnd(0, 3000), cols = rnd(1, 300);
+        tens x = t_rand(rows * cols, 1), y = t_rand(cols, 1);
+        float beta = trial % 2 ? 0.5f : 0.0f;
+        C.ref->sum_rows(y.h, x.h, rows, cols, beta), C.dut->sum_rows(y.d, x.d, rows, cols, beta);
+        t_check(y, TOL_ROW, "sum_rows");
+        t_free(x), t_free(y);
+    }
+    int64_t rows = 40, cols = 77;
+    tens x = t_rand(rows * cols, 3), y = t_new(rows * cols), dy = t_rand(rows * cols, 1), dx = t_new(rows * cols);
+    for (int64_t c = 0; c < cols; c++) x.h[3 * cols + c] = -INFINITY; /* a fully masked row */
+    for (int64_t c = 0; c < cols; c += 2) x.h[5 * cols + c] = -INFINITY;
+    C.dut->to_device(x.d, x.h, sizeof(float) * (size_t)(rows * cols));
+    C.ref->softmax_rows(y.h, x.h, rows, cols), C.dut->softmax_rows(y.d, x.d, rows, cols);
+    t_check(y, TOL_ROW, "softmax_rows");
+    C.ref->softmax_rows_backward(dx.h, y.h, dy.h, rows, cols);
+    C.dut->softmax_rows_backward(dx.d, y.d, dy.d, rows, cols);
+    t_check(dx, TOL_ROW, "softmax_rows_backward");
+    t_free(x), t_free(y), t_free(dy), t_free(dx);
+}
+
+/* ---- packed batches ------------------------------------------------------------------------------ */
+
+typedef struct {
+    int32_t n_seg, *cu, *group;
+} seqs;
+
+/* ragged samples (some empty), groups by mode: 0 none, 1 prefix-LM, 2 causal, 3 random */
+static seqs seqs_make(int32_t n_seg, int32_t maxlen, int mode) {
+    seqs s = {n_seg, malloc(sizeof(int32_t) * (size_t)(n_seg + 1)), NULL};
+    s.cu[0] = 0;
+    for (int32_t i = 0; i < n_seg; i++) s.cu[i + 1] = s.cu[i] + (vla_rng_uniform(&C.rng) < 0.15 ? 0 : (int32_t)rnd(1, maxlen));
+    int32_t n = s.cu[n_seg];
+    if (mode) {
+        s.group = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+        for (int32_t i = 0; i < n_seg; i++)
+            for (int32_t t = s.cu[i]; t < s.cu[i + 1]; t++) {
+                int32_t pos = t - s.cu[i], len = s.cu[i + 1] - s.cu[i];
+                s.group[t] = mode == 1 ? pos >= len - len / 4 : mode == 2 ? pos : (int32_t)rnd(0, 3);
+            }
+    }
+    return s;
+}
+
+static void seqs_free(seqs s) { free(s.cu), free(s.group); }
+static vla_attn_seqs as(seqs s) { return (vla_attn_seqs){s.n_seg, s.cu, s.group}; }
+
+static void t_norms(void) {
+    COVER(layernorm_forward), COVER(layernorm_backward), COVER(rmsnorm_forward), COVER(rmsnorm_backward);
+    COVER(adaln_forward), COVER(adaln_backward), COVER(adarms_forward), COVER(adarms_backward);
+    COVER(gated_residual_forward), COVER(gated_residual_backward);
+    for (int trial = 0; trial < 8; trial++) {
+        seqs s = seqs_make((int32_t)rnd(1, 5), 40, 0);
+        int64_t n = s.cu[s.n_seg], dim = trial < 4 ? rnd(3, 70) : rnd(100, 1100);
+        tens x = t_rand(n * dim, 2), w = t_rand(dim, 1), b = t_rand(dim, 1), y = t_new(n * dim), mean = t_new(n);
+        tens rstd = t_new(n), dy = t_rand(n * dim, 1), dx = t_rand(n * dim, 1), dw = t_rand(dim, 1);
+        tens db = t_rand(dim, 1), mod = t_rand(s.n_seg * 3 * dim, 0.3f), dmod = t_rand(s.n_seg * 3 * dim, 1);
+        tens y2 = t_rand(n * dim, 1), dy2 = t_rand(n * dim, 1);
+        bool nw = trial % 3 == 2; /* without affine weights */
+        C.ref->layernorm_forward(y.h, mean.h, rstd.h, x.h, nw ? NULL : w.h, nw ? NULL : b.h, n, dim, 1e-5f);
+        C.dut->layernorm_forward(y.d, mean.d, rstd.d, x.d, nw ? NULL : w.d, nw ? NULL : b.d, n, dim, 1e-5f);
+        t_check(y, TOL_ROW, "layernorm_forward"), t_check(mean, TOL_ROW, "layernorm mean"), t_check(rstd, TOL_ROW, "layernorm rstd");
+        C.ref->layernorm_backward(dx.h, dw.h, db.h, dy.h, x.h, nw ? NULL : w.h, mean.h, rstd.h, n, dim);
+        C.dut->layernorm_backward(dx.d, dw.d, db.d, dy.d, x.d, nw ? NULL : w.d, mean.d, rstd.d, n, dim);
+        t_check(dx, TOL_ROW, "layernorm_backward dx"), t_check(dw, TOL_ROW, "layernorm dw"), t_check(db, TOL_ROW, "layernorm db");
+        bool op = trial % 2;
+        C.ref->rmsnorm_forward(y.h, rstd.h, x.h, nw ? NULL : w.h, op, n, dim, 1e-6f);
+        C.dut->rmsnorm_forward(y.d, rstd.d, x.d, nw ? NULL : w.d, op, n, dim, 1e-6f);
+        t_check(y, TOL_ROW, "rmsnorm_forward"), t_check(rstd, TOL_ROW, "rmsnorm rstd");
+        C.ref->rmsnorm_backward(dx.h, dw.h, dy.h, x.h, nw ? NULL : w.h, op, rstd.h, n, dim);
+        C.dut->rmsnorm_backward(dx.d, dw.d, dy.d, x.d, nw ? NULL : w.d, op, rstd.d, n, dim);
+        t_check(dx, TOL_ROW, "rmsnorm_backward dx"), t_check(dw, TOL_ROW, "rmsnorm dw");
+        C.ref->adaln_forward(y.h, mean.h, rstd.h, x.h, mod.h, s.cu, s.n_seg, n, dim, 1e-6f);
+        C.dut->adaln_forward(y.d, mean.d, rstd.d, x.d, mod.d, s.cu, s.n_seg, n, dim, 1e-6f);
+        t_check(y, TOL_ROW, "adaln_forward");
+        C.ref->adaln_backward(dx.h, dmod.h, dy.h, x.h, mod.h, mean.h, rstd.h, s.cu, s.n_seg, n, dim);
+        C.dut->adaln_backward(dx.d, dmod.d, dy.d, x.d, mod.d, mean.d, rstd.d, s.cu, s.n_seg, n, dim);
+        t_check(dx, TOL_ROW, "adaln_backward dx"), t_check(dmod, TOL_ROW, "adaln_backward dmod");
+        C.ref->adarms_forward(y.h, rstd.h, x.h, mod.h, s.cu, s.n_seg, n, dim, 1e-6f);
+        C.dut->adarms_forward(y.d, rstd.d, x.d, mod.d, s.cu, s.n_seg, n, dim, 1e-6f);
+        t_check(y, TOL_ROW, "adarms_forward");
+        C.ref->adarms_backward(dx.h, dmod.h, dy.h, x.h, mod.h, rstd.h, s.cu, s.n_seg, n, dim);
+        C.dut->adarms_backward(dx.d, dmod.d, dy.d, x.d, mod.d, rstd.d, s.cu, s.n_seg, n, dim);
+        t_check(dx, TOL_ROW, "adarms_backward dx"), t_check(dmod, TOL_ROW, "adarms_backward dmod");
+        C.ref->gated_residual_forward(y.h, x.h, y2.h, mod.h, s.cu, s.n_seg, n, dim);
+        C.dut->gated_residual_forward(y.d, x.d, y2.d, mod.d, s.cu, s.n_seg, n, dim);
+        t_check(y, 0, "gated_residual_forward");
+        C.ref->gated_residual_backward(dx.h, dy2.h, dmod.h, dy.h, y2.h, mod.h, s.cu, s.n_seg, n, dim);
+        C.dut->gated_residual_backward(dx.d, dy2.d, dmod.d, dy.d, y2.d, mod.d, s.cu, s.n_seg, n, dim);
+        t_check(dx, 0, "gated_residual_backward dx"), t_check(dy2, 0, "gated_residual_backward dy");
+        t_check(dmod, TOL_ROW, "gated_residual_backward dmod");
+        tens all[] = {x, w, b, y, mean, rstd, dy, dx, dw, db, mod, dmod, y2, dy2};
+        for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++) t_free(all[i]);
+        seqs_free(s);
+    }
+}
+
+static void t_positions(void) {
+    COVER(rope_forward), COVER(rope_backward), COVER(time_embedding_forward), COVER(time_embedding_backward);
+    int64_t n = 97, heads = 3, hd = 16;
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) pos[i] = (int32_t)(i % 40 + (i > 60 ? 1000 : 0));
+    tens x = t_rand(n * heads * hd, 1), y = t_new(n * heads * hd), dx = t_rand(n * heads * hd, 1);
+    C.ref->rope_forward(y.h, x.h, pos, n, heads, hd, 10000.0), C.dut->rope_forward(y.d, x.d, pos, n, heads, hd, 10000.0);
+    t_check(y, TOL_ULP, "rope_forward");
+    C.ref->rope_forward(x.h, x.h, pos, n, heads, hd, 1e6), C.dut->rope_forward(x.d, x.d, pos, n, heads, hd, 1e6);
+    t_check(x, TOL_ULP, "rope_forward (in place)");
+    C.ref->rope_backward(dx.h, y.h, pos, n, heads, hd, 10000.0), C.dut->rope_backward(dx.d, y.d, pos, n, heads, hd, 10000.0);
+    t_check(dx, TOL_ULP, "rope_backward");
+    free(pos), t_free(x), t_free(y), t_free(dx);
+    const vla_temb_config cfgs[] = {{VLA_TEMB_LOG, 32, 0, 10000, 1, true}, {VLA_TEMB_PERIODS, 64, 4e-3, 4.0, 0, false}};
+    for (int c = 0; c < 2; c++) {
+        int64_t m = 9, dim = cfgs[c].dim;
+        tens t = t_rand(m, 0.4f), o = t_new(m * dim), dout = t_rand(m * dim, 1), dt = t_rand(m, 1);
+        C.ref->time_embedding_forward(&cfgs[c], o.h, t.h, m), C.dut->time_embedding_forward(&cfgs[c], o.d, t.d, m);
+        t_check(o, TOL_ULP, "time_embedding_forward");
+        C.ref->time_embedding_backward(&cfgs[c], dt.h, dout.h, t.h, m);
+        C.dut->time_embedding_backward(&cfgs[c], dt.d, dout.d, t.d, m);
+        t_check(dt, TOL_ROW, "time_embedding_backward");
+        t_free(t), t_free(o), t_free(dout), t_free(dt);
+    }
+}
+
+static void t_flow(void) {
+    COVER(flow_interpolate), COVER(masked_mse);
+    int64_t S = 5, H = 7, D = 6, per = H * D;
+    tens a = t_rand(S * per, 1), z = t_rand(S * per, 1), x = t_new(S * per), u = t_new(S * per), dp = t_rand(S * per, 1);
+    float t[5] = {0.0f, 1.0f, 0.3f, 0.77f, 0.5f};
+    for (int conv = 0; conv < 2; conv++) {
+        vla_flow_convention cv = conv ? VLA_FLOW_GROOT : VLA_FLOW_PI05;
+        C.ref->flow_interpolate(cv, x.h, u.h, a.h, z.h, t, S, per), C.dut->flow_interpolate(cv, x.d, u.d, a.d, z.d, t, S, per);
+        t_check(x, 0, "flow_interpolate x_t"), t_check(u, 0, "flow_interpolate target");
+        C.ref->flow_interpolate(cv, NULL, u.h, x.h, z.h, t, S, per), C.dut->flow_interpolate(cv, NULL, u.d, x.d, z.d, t, S, per);
+        t_check(u, 0, "flow_interpolate (target only)");
+    }
+    uint8_t pad[35];
+    int32_t rd[5] = {6, 3, 0, 6, 9};
+    for (int i = 0; i < 35; i++) pad[i] = i % 5 == 4;
+    for (int variant = 0; variant < 4; variant++) {
+        const uint8_t *pp = variant & 1 ? pad : NULL;
+        const int32_t *rr = variant & 2 ? rd : NULL;
+        vla_mse_reduction red = variant % 3 ? VLA_MSE_MEAN_REAL : VLA_MSE_MEAN_ALL;
+        double div = variant == 3 ? 17.0 : 0.0;
+        double l1 = C.ref->masked_mse(x.h, u.h, S, H, D, pp, rr, red, div, dp.h);
+        double l2 = C.dut->masked_mse(x.d, u.d, S, H, D, pp, rr, red, div, dp.d);
+        check_scalar(l2, l1, 1e-12, "masked_mse");
+        t_check(dp, 0, "masked_mse gradient");
+        check_scalar(C.dut->masked_mse(x.d, u.d, S, H, D, pp, rr, red, div, NULL), l1, 1e-12, "masked_mse (no gradient)");
+    }
+    t_free(a), t_free(z), t_free(x), t_free(u), t_free(dp);
+}
+
+/* ---- attention ------------------------------------------------------------------------------------- */
+
+static void t_attention_mask(void) {
+    COVER(attention_mask);
+    seqs q = seqs_make(4, 20, 1), k = seqs_make(4, 15, 2);
+    int64_t nq = q.cu[4], nk = k.cu[4];
+    tens m = t_new(nq * nk > 0 ? nq * nk : 1);
+    vla_attn_seqs qs = as(q), ks = as(k);
+    if (nq * nk > 0) {
+        C.ref->attention_mask(m.h, &qs, &ks), C.dut->attention_mask(m.d, &qs, &ks);
+        m.n = nq * nk;
+        t_check(m, 0, "attention_mask");
+    }
+    t_free(m), seqs_free(q), seqs_free(k);
+}
+
+/* One attention problem on both backends: forward (self/cross or cached) and backward. */
+static void attention_case(int trial, int d, vla_precision prec) {
+    int H = 1 + (int)rnd(0, 3) * (trial % 2 ? 2 : 1), Hkv = trial % 3 == 0 ? 1 : (H % 2 == 0 ? 2 : 1);
+    if (H % Hkv) Hkv = 1;
+    int kind = trial % 3; /* 0 self, 1 cross, 2 cached */
+    int32_t n_seg = (int32_t)rnd(1, 5);
+    seqs q = seqs_make(n_seg, 70, trial % 4), k0 = kind == 0 ? q : seqs_make(n_seg, 90, (trial + 1) % 4);
+    seqs k1 = kind == 2 ? seqs_make(n_seg, 30, 3) : (seqs){0};
+    int64_t nq = q.cu[n_seg], nk0 = k0.cu[n_seg], nk1 = kind == 2 ? k1.cu[n_seg] : 0;
+    vla_attn_config cfg = {.n_heads = H, .n_kv_heads = Hkv, .head_dim = d, .precision = prec};
+    vla_attn_seqs qs = as(q), s0 = as(k0), s1 = kind == 2 ? as(k1) : (vla_attn_seqs){0};
+    tens Q = t_rand(nq * H * d, 1), K = t_rand(nk0 * Hkv * d, 1), V = t_rand(nk0 * Hkv * d, 1);
+    tens K1 = t_rand(nk1 * Hkv * d, 1), V1 = t_rand(nk1 * Hkv * d, 1);
+    tens O = t_new(nq * H * d), L = t_new(nq * H);
+    vla_attn_stats st1, st2;
+    double tol = prec == VLA_PREC_FP32 ? TOL_GEMM : TOL_BF16_ATTN;
+    if (kind == 2) {
+        assert_int_equal(C.ref->attention_forward_cached(&cfg, O.h, L.h, Q.h, &qs, K.h, V.h, &s0, K1.h, V1.h, &s1, &st1), VLA_OK);
+        assert_int_equal(C.dut->attention_forward_cached(&cfg, O.d, L.d, Q.d, &qs, K.d, V.d, &s0, K1.d, V1.d, &s1, &st2), VLA_OK);
+    } else {
+        assert_int_equal(C.ref->attention_forward(&cfg, O.h, L.h, Q.h, K.h, V.h, &qs, &s0, &st1), VLA_OK);
+        assert_int_equal(C.dut->attention_forward(&cfg, O.d, L.d, Q.d, K.d, V.d, &qs, &s0, &st2), VLA_OK);
+    }
+    t_check_norm(O, tol, kind == 2 ? "attention_forward_cached out" : "attention_forward out");
+    t_check(L, prec == VLA_PREC_FP32 ? TOL_ROW : 2e-2, "attention lse");
+    if (C.exact) assert_memory_equal(&st1, &st2, sizeof st1);
+    else assert_true(st2.tiles_computed <= st2.tiles_total && st2.tiles_unmasked <= st2.tiles_computed);
+    if (kind != 2) {
+        tens dO = t_rand(nq * H * d, 1), dQ = t_rand(nq * H * d, 1), dK = t_rand(nk0 * Hkv * d, 1);
+        tens dV = t_rand(nk0 * Hkv * d, 1);
+        /* the backward reads the forward's out and lse: give both backends the cpu's */
+        C.dut->to_device(O.d, O.h, sizeof(float) * (size_t)O.n), C.dut->to_device(L.d, L.h, sizeof(float) * (size_t)L.n);
+        assert_int_equal(C.ref->attention_backward(&cfg, dQ.h, dK.h, dV.h, dO.h, Q.h, K.h, V.h, O.h, L.h, &qs, &s0, NULL), VLA_OK);
+        assert_int_equal(C.dut->attention_backward(&cfg, dQ.d, dK.d, dV.d, dO.d, Q.d, K.d, V.d, O.d, L.d, &qs, &s0, NULL), VLA_OK);
+        t_check_norm(dQ, tol, "attention_backward dq");
+        t_check_norm(dK, tol, "attention_backward dk");
+        t_check_norm(dV, tol, "attention_backward dv");
+        t_free(dO), t_free(dQ), t_free(dK), t_free(dV);
+    }
+    t_free(Q), t_free(K), t_free(V), t_free(K1), t_free(V1), t_free(O), t_free(L);
+    seqs_free(q);
+    if (kind != 0) seqs_free(k0);
+    if (kind == 2) seqs_free(k1);
+}
+
+static void t_attention(void) {
+    COVER(attention_forward), COVER(attention_backward), COVER(attention_forward_cached);
+    static const int dims[] = {8, 16, 48, 64, 72, 128, 256};
+    int trial = 0;
+    for (unsigned di = 0; di < sizeof dims / sizeof dims[0]; di++)
+        for (int rep = 0; rep < (dims[di] >= 128 ? 3 : 6); rep++, trial++) {
+            attention_case(trial, dims[di], VLA_PREC_FP32);
+            attention_case(trial, dims[di], VLA_PREC_BF16);
+        }
+    /* errors are the cpu backend's */
+    int32_t cu[3] = {0, 4, 9};
+    vla_attn_seqs s = {2, cu, NULL}, s1 = {1, cu, NULL};
+    vla_attn_config bad = {.n_heads = 3, .n_kv_heads = 2, .head_dim = 8};
+    tens x = t_new(9 * 3 * 8);
+    assert_int_equal(C.dut->attention_forward(&bad, x.d, NULL, x.d, x.d, x.d, &s, &s, NULL), VLA_ERR_INVALID_ARG);
+    bad.n_heads = 4;
+    assert_int_equal(C.dut->attention_forward(&bad, x.d, NULL, x.d, x.d, x.d, &s, &s1, NULL), VLA_ERR_INVALID_ARG);
+    t_free(x);
+}
+
+/* ---- the driver ----------------------------------------------------------------------------------- */
+
+static void run_backend(void **state) {
+    const char *name = *state;
+    const char *only = getenv("VLA_CONFORMANCE");
+    if (only && *only && strcmp(only, name)) skip();
+    vla_status st = vla_backend_probe(name);
+    if (st != VLA_OK) {
+        fprintf(stderr, "test_conformance: skipping backend %s: %s\n", name, vla_error_message());
+        skip();
+    }
+    memset(&C, 0, sizeof C);
+    C.ref = vla_backend_find("cpu");
+    C.dut = vla_backend_find(name);
+    C.exact = C.dut->rtol == 0;
+    C.rng = vla_rng_stream(20260101, 0);
+    t_memory();
+    t_gemm();
+    t_gemm_q();
+    t_elementwise();
+    t_activations();
+    t_layout();
+    t_reductions();
+    t_norms();
+    t_positions();
+    t_flow();
+    t_attention_mask();
+    t_attention();
+    /* every slot from alloc to the end was run */
+    const size_t first = offsetof(vla_ops, alloc) / sizeof(void (*)(void)), last = sizeof(vla_ops) / sizeof(void (*)(void));
+    for (size_t i = first; i < last; i++)
+        if (!C.covered[i]) fail_msg("the conformance suite does not run the slot at byte %zu of vla_ops", i * sizeof(void (*)(void)));
+    fprintf(stderr, "test_conformance: backend %s conforms (%s)\n", name, C.exact ? "bit for bit" : "within tolerance");
+}
+
+int main(void) {
+    static const char *names[16];
+    struct CMUnitTest tests[16];
+    int n = 0;
+    for (int i = 0; i < vla_backend_count() && n < 16; i++) {
+        if (!strcmp(vla_backend_name(i), "cpu")) continue;
+        names[n] = vla_backend_name(i);
+        tests[n] = (struct CMUnitTest){names[n], run_backend, NULL, NULL, (void *)names[n]};
+        n++;
+    }
+    return _cmocka_run_group_tests("test_conformance", tests, (size_t)n, NULL, NULL);
+}
