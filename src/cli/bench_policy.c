@@ -356,7 +356,8 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
         printf(",\"bf16_peak_gflops\":%.1f,\"mfu_bf16_peak\":%.4f", o->tc_peak_gflops, achieved / o->tc_peak_gflops);
     if (base_per_step > 0)
         printf(",\"base_threads\":%d,\"vs_base_threads\":%.3f", o->threads[0], base_per_step / per_step);
-    printf(",\"gemm\":\"%s\"", vla_gemm_lib_name(o->libs[li]));
+    if (o->ops->device == VLA_DEVICE_CPU) /* the CPU GEMM library (a device backend has its own) */
+        printf(",\"gemm\":\"%s\"", vla_gemm_lib_name(o->libs[li]));
     if (gemm_base_per_step > 0)
         printf(",\"gemm_base\":\"%s\",\"vs_gemm_base\":%.3f", vla_gemm_lib_name(o->libs[0]),
                gemm_base_per_step / per_step);
