@@ -224,7 +224,8 @@ vla_status vla_block_forward(const vla_ops *ops, const vla_block_config *c, cons
     vla_attn_seqs qs = q_seqs(io), ks = k_seqs(c, io);
     const float *k = c->cross && io->k_cached ? io->k_cached : a->k;
     const float *v = c->cross && io->v_cached ? io->v_cached : a->v;
-    VLA_TRY(vla_attention_forward(ops, &c->attn, a->att, a->lse, a->q, k, v, &qs, &ks, NULL));
+    vla_attn_config ac = vla_block_attn_config(&c->attn, w);
+    VLA_TRY(vla_attention_forward(ops, &ac, a->att, a->lse, a->q, k, v, &qs, &ks, NULL));
     return vla_block_attn_out(ops, c, w, io, x, x_out, a);
 }
 
@@ -308,7 +309,8 @@ vla_status vla_block_backward(const vla_ops *ops, const vla_block_config *c, con
     ops->fill(s->dq, 0.0f, n * Q);
     ops->fill(s->dk, 0.0f, nk * K);
     ops->fill(s->dv, 0.0f, nk * K);
-    VLA_TRY(vla_attention_backward(ops, &c->attn, s->dq, s->dk, s->dv, s->datt, a->q, a->k, a->v, a->att, a->lse,
+    vla_attn_config ac = vla_block_attn_config(&c->attn, w);
+    VLA_TRY(vla_attention_backward(ops, &ac, s->dq, s->dk, s->dv, s->datt, a->q, a->k, a->v, a->att, a->lse,
                                    &qs, &ks, NULL));
     return vla_block_attn_in_backward(ops, c, w, io, x, a, s, d_x, d_ctx, d_cond);
 }

@@ -118,6 +118,18 @@ typedef struct {
 } vla_block_weights;
 #define VLA_BLOCK_N_WG ((int)(offsetof(vla_block_weights, prec) / sizeof(vla_wg)))
 
+/* The block's attention config as the bound precision runs it: bf16 or FP8
+ * training reads the attention's products in bf16 (TransformerEngine's
+ * split: FP8 for the linears, the autocast dtype for attention; ops.h,
+ * vla_attn_config.precision). The cpu backend computes f32 whatever it
+ * says; the cuda backend picks its bf16 tensor-core kernels. */
+static inline vla_attn_config vla_block_attn_config(const vla_attn_config *base, const vla_block_weights *w) {
+    vla_attn_config a = *base;
+    bool low = w && w->prec && w->prec->lin[VLA_BLOCK_LIN_Q].mode != VLA_PREC_FP32;
+    a.precision = low ? VLA_PREC_BF16 : VLA_PREC_FP32;
+    return a;
+}
+
 /* The weight of linear i of a block (NULL when the block has none, e.g. no gate). */
 const vla_wg *vla_block_linear_weight(const vla_block_weights *w, vla_block_linear i);
 

@@ -378,7 +378,8 @@ static vla_status layer_forward(vla_policy *p, pi05_impl *I, int64_t li, double 
     VLA_TRY(stream_in(I, ops, &I->lm_cfg, &I->W.lm[li], &iop, xp, &v.p, f->m.pre_idx, &v));
     if (act) VLA_TRY(stream_in(I, ops, &I->ex_cfg, &I->W.ex[li], &ioa, xa, &v.a, f->m.act_idx, &v));
     vla_attn_seqs seqs = {f->S, f->m.cu, f->m.grp};
-    VLA_TRY(vla_attention_forward(ops, &I->attn, v.O, v.lse, v.Q, v.K, v.V, &seqs, &seqs, NULL));
+    vla_attn_config ac = vla_block_attn_config(&I->attn, &I->W.lm[li]); /* the joint attention: the LM's precision */
+    VLA_TRY(vla_attention_forward(ops, &ac, v.O, v.lse, v.Q, v.K, v.V, &seqs, &seqs, NULL));
     I->flops += 4.0 * pairs * (double)HD;
     if (li < L - 1) VLA_TRY(stream_out(I, ops, &I->lm_cfg, &I->W.lm[li], &iop, xp, xp + Np * W, &v.p, f->m.pre_idx, &v));
     if (act) VLA_TRY(stream_out(I, ops, &I->ex_cfg, &I->W.ex[li], &ioa, xa, xa + Na * We, &v.a, f->m.act_idx, &v));
@@ -534,7 +535,8 @@ static vla_status layer_backward(vla_policy *p, pi05_impl *I, int64_t li, bwd_sc
     ops->fill(g->dk, 0.0f, T * KD);
     ops->fill(g->dv, 0.0f, T * KD);
     vla_attn_seqs seqs = {f->S, f->m.cu, f->m.grp};
-    VLA_TRY(vla_attention_backward(ops, &I->attn, g->dq, g->dk, g->dv, g->dO, v.Q, v.K, v.V, v.O, v.lse, &seqs, &seqs,
+    vla_attn_config ac = vla_block_attn_config(&I->attn, &I->W.lm[li]);
+    VLA_TRY(vla_attention_backward(ops, &ac, g->dq, g->dk, g->dv, g->dO, v.Q, v.K, v.V, v.O, v.lse, &seqs, &seqs,
                                    NULL));
     gather_rows(ops, sp->dq, g->dq, f->m.pre_idx, Np, HD);
     gather_rows(ops, sp->dk, g->dk, f->m.pre_idx, Np, KD);
@@ -719,7 +721,8 @@ static vla_status expert_pass(sample_ctx *ctx, float t, const float *x, float *v
         layer_view lv;
         view_layer(I, c, li, &lv); /* the prefix-only forward's layer: K, V in token order */
         VLA_TRY(vla_block_attn_in(ops, &I->ex_cfg, &I->W.ex[li], &io, xin, &ba_));
-        VLA_TRY(vla_attention_forward_cached(ops, &I->attn, ba_.att, ba_.lse, ba_.q, &qs, lv.K, lv.V, &cs, ba_.k,
+        vla_attn_config ac = vla_block_attn_config(&I->attn, &I->W.ex[li]);
+        VLA_TRY(vla_attention_forward_cached(ops, &ac, ba_.att, ba_.lse, ba_.q, &qs, lv.K, lv.V, &cs, ba_.k,
                                              ba_.v, &qs, NULL));
         VLA_TRY(vla_block_attn_out(ops, &I->ex_cfg, &I->W.ex[li], &io, xin, xout, &ba_));
     }
@@ -840,7 +843,8 @@ static vla_status field_vjp(void *vctx, const float *cot, float *out, int64_t n)
         ops->fill(sa.dq, 0.0f, Na * HD);
         ops->fill(g.dkj, 0.0f, (Tp + Na) * KD);
         ops->fill(g.dvj, 0.0f, (Tp + Na) * KD);
-        st = vla_attention_backward(ops, &I->attn, sa.dq, g.dkj, g.dvj, sa.datt, ba_.q, g.kj, g.vj, ba_.att, ba_.lse,
+        vla_attn_config ac = vla_block_attn_config(&I->attn, &I->W.ex[li]);
+        st = vla_attention_backward(ops, &ac, sa.dq, g.dkj, g.dvj, sa.datt, ba_.q, g.kj, g.vj, ba_.att, ba_.lse,
                                     &qs, &ks, NULL);
         if (st != VLA_OK) break;
         /* the expert rows' own ∂K, ∂V (the prefix's are constants) */

@@ -11,7 +11,11 @@
  *     on the updated scales lands closer to f32 than the first on scale 1;
  *   - back to fp32 the loss and gradients are the f32 ones bit for bit;
  *   - the checkpoint form round-trips, and damaged files are refused with
- *     the file and tensor named. */
+ *     the file and tensor named;
+ *   - every attention call (forward, backward, the KV-cached sampling
+ *     forward) is asked for bf16 operands when the policy trains in bf16
+ *     or FP8, and for f32 otherwise (the cpu backend computes f32 anyway;
+ *     the cuda backend picks its kernels by it). */
 #include "test_util.h"
 
 #include <math.h>
@@ -22,6 +26,7 @@
 #include "base/fsutil.h"
 #include "io/safetensors.h"
 #include "policy/precision.h"
+#include "policy/policy.h"
 
 static double step(vla_policy *p, const vla_batch *b, float **grads) {
     vla_loss_info info;
@@ -224,11 +229,81 @@ static void test_checkpoint_form(void **state) {
     vla_policy_free(p);
 }
 
+/* The cpu table with the attention slots wrapped to count the precision
+ * each call asks for. */
+static vla_ops rec_ops;
+static int attn_calls[3][3]; /* [slot: forward, backward, cached][precision] */
+static vla_status rec_fwd(const vla_attn_config *c, float *o, float *lse, const float *q, const float *k,
+                          const float *v, const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *st) {
+    attn_calls[0][c->precision]++;
+    return test_cpu_backend()->attention_forward(c, o, lse, q, k, v, qs, ks, st);
+}
+static vla_status rec_bwd(const vla_attn_config *c, float *dq, float *dk, float *dv, const float *dout,
+                          const float *q, const float *k, const float *v, const float *o, const float *lse,
+                          const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *st) {
+    attn_calls[1][c->precision]++;
+    return test_cpu_backend()->attention_backward(c, dq, dk, dv, dout, q, k, v, o, lse, qs, ks, st);
+}
+static vla_status rec_cached(const vla_attn_config *c, float *o, float *lse, const float *q, const vla_attn_seqs *qs,
+                             const float *kc, const float *vc, const vla_attn_seqs *cs, const float *kn,
+                             const float *vn, const vla_attn_seqs *ns, vla_attn_stats *st) {
+    attn_calls[2][c->precision]++;
+    return test_cpu_backend()->attention_forward_cached(c, o, lse, q, qs, kc, vc, cs, kn, vn, ns, st);
+}
+
+static void check_attention_precision(const char *preset) {
+    rec_ops = *test_cpu_backend();
+    rec_ops.attention_forward = rec_fwd, rec_ops.attention_backward = rec_bwd;
+    rec_ops.attention_forward_cached = rec_cached;
+    vla_policy_config c;
+    assert_int_equal(vla_policy_config_load(preset, &c), VLA_OK);
+    memset(c.frozen, 0, sizeof c.frozen);
+    vla_policy *p = NULL;
+    assert_int_equal(vla_policy_create(&c, &rec_ops, &p), VLA_OK);
+    assert_int_equal(vla_policy_init_weights(p, 3), VLA_OK);
+    test_policy_batch t;
+    test_policy_batch_make(p, 2, &t);
+    const vla_precision modes[] = {VLA_PREC_FP32, VLA_PREC_BF16, VLA_PREC_FP8, VLA_PREC_FP32};
+    for (unsigned m = 0; m < sizeof modes / sizeof modes[0]; m++) {
+        memset(attn_calls, 0, sizeof attn_calls);
+        assert_int_equal(vla_policy_set_precision(p, modes[m], NULL), VLA_OK);
+        float *g;
+        step(p, &t.b, &g);
+        free(g);
+        float *act = calloc((size_t)(c.action.horizon * c.action.action_dim), sizeof(float));
+        const char *task[1] = {"pick up the cube"};
+        vla_observation ob = {0};
+        ob.n_samples = 1, ob.task = task, ob.images = t.images, ob.state = t.state, ob.seed = 1;
+        assert_int_equal(vla_policy_sample_actions(p, &ob, act), VLA_OK);
+        free(act);
+        vla_precision want = modes[m] == VLA_PREC_FP32 ? VLA_PREC_FP32 : VLA_PREC_BF16;
+        int total = 0;
+        for (int slot = 0; slot < 3; slot++)
+            for (int q = 0; q < 3; q++) {
+                if (q != (int)want && attn_calls[slot][q])
+                    fail_msg("%s in %s: %d attention calls (slot %d) asked for precision %d, not %d", preset,
+                             vla_precision_name(modes[m]), attn_calls[slot][q], slot, q, (int)want);
+                total += attn_calls[slot][q];
+            }
+        assert_true(attn_calls[0][want] > 0 && attn_calls[1][want] > 0); /* training reached forward and backward */
+        assert_true(total > 0);
+    }
+    test_policy_batch_free(&t);
+    vla_policy_free(p);
+}
+
+static void test_attention_precision(void **state) {
+    (void)state;
+    check_attention_precision("pi05-nano");
+    check_attention_precision("groot-nano");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pi05),
         cmocka_unit_test(test_groot),
         cmocka_unit_test(test_checkpoint_form),
+        cmocka_unit_test(test_attention_precision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
