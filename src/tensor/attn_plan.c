@@ -80,15 +80,12 @@ void vla_attn_plan_free(vla_attn_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
-vla_status vla_attn_plan_make(vla_attn_plan *p, const vla_attn_config *cfg, int32_t bq, int32_t bk,
-                              const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks) {
-    memset(p, 0, sizeof *p);
+vla_status vla_attn_check(const vla_attn_config *cfg, const vla_attn_seqs *qs, int n_src,
+                          const vla_attn_seqs *const *ks) {
     if (cfg->n_heads <= 0 || cfg->n_kv_heads <= 0 || cfg->head_dim <= 0 || cfg->n_heads % cfg->n_kv_heads)
         return vla_error(VLA_ERR_INVALID_ARG, "attention: %d heads, %d kv heads, head_dim %d: need positive sizes "
                          "and heads a multiple of kv heads", cfg->n_heads, cfg->n_kv_heads, cfg->head_dim);
     if (cfg->tile_q < 0 || cfg->tile_k < 0) return vla_error(VLA_ERR_INVALID_ARG, "attention: negative tile size");
-    if (bq <= 0 || bk <= 0 || n_src < 1 || n_src > VLA_ATTN_MAX_SRC)
-        return vla_error(VLA_ERR_INVALID_ARG, "attention plan: tiles %d×%d, %d key sources", bq, bk, n_src);
     VLA_TRY(vla_seqlens_check(qs->cu_seqlens, qs->n_seg, -1, "attention queries"));
     for (int i = 0; i < n_src; i++) {
         VLA_TRY(vla_seqlens_check(ks[i]->cu_seqlens, ks[i]->n_seg, -1, "attention keys"));
@@ -96,6 +93,15 @@ vla_status vla_attn_plan_make(vla_attn_plan *p, const vla_attn_config *cfg, int3
             return vla_error(VLA_ERR_INVALID_ARG, "attention: %d query samples but %d key samples", qs->n_seg,
                              ks[i]->n_seg);
     }
+    return VLA_OK;
+}
+
+vla_status vla_attn_plan_make(vla_attn_plan *p, const vla_attn_config *cfg, int32_t bq, int32_t bk,
+                              const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks) {
+    memset(p, 0, sizeof *p);
+    if (bq <= 0 || bk <= 0 || n_src < 1 || n_src > VLA_ATTN_MAX_SRC)
+        return vla_error(VLA_ERR_INVALID_ARG, "attention plan: tiles %d×%d, %d key sources", bq, bk, n_src);
+    VLA_TRY(vla_attn_check(cfg, qs, n_src, ks));
     p->n_seg = qs->n_seg, p->H = cfg->n_heads, p->Hkv = cfg->n_kv_heads, p->d = cfg->head_dim;
     p->rep = p->H / p->Hkv, p->bq = bq, p->bk = bk, p->n_src = n_src;
     p->scale = cfg->scale != 0.0f ? cfg->scale : (float)(1.0 / sqrt((double)cfg->head_dim));
