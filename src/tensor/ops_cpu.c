@@ -34,6 +34,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,15 +142,50 @@ static void blas_sgemm_1thread(bool ta, bool tb, int64_t m, int64_t n, int64_t k
     vla_gemm_tile(vla_gemm_lib_active(), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-/* Tile `i` of split s: C[r0:r0+tm, c0:c0+tn] from rows r0.. of op(A) and columns c0.. of op(B). */
+/* Tile `i` of split s: C[r0:r0+tm, c0:c0+tn] from rows r0.. of op(A) and
+ * columns c0.. of op(B) — its size and the element offsets of its operands. */
+typedef struct {
+    int64_t rm, cn, a, b, c;
+} gemm_tile_at;
+
+static gemm_tile_at tile_at(const gemm_split *s, int64_t i, bool ta, bool tb, int64_t m, int64_t n, int64_t lda,
+                            int64_t ldb, int64_t ldc) {
+    int64_t r0 = (i / s->nn) * s->tm, c0 = (i % s->nn) * s->tn;
+    gemm_tile_at t = {m - r0 < s->tm ? m - r0 : s->tm, n - c0 < s->tn ? n - c0 : s->tn, 0, 0, r0 * ldc + c0};
+    t.a = ta ? r0 : r0 * lda; /* op(A) rows r0.. : columns of A when transposed */
+    t.b = tb ? c0 * ldb : c0; /* op(B) columns c0.. : rows of B when transposed */
+    return t;
+}
+
 static void gemm_tile(const gemm_split *s, int64_t i, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                       float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
                       int64_t ldc) {
-    int64_t r0 = (i / s->nn) * s->tm, c0 = (i % s->nn) * s->tn;
-    int64_t rm = m - r0 < s->tm ? m - r0 : s->tm, cn = n - c0 < s->tn ? n - c0 : s->tn;
-    const float *at = ta ? a + r0 : a + r0 * lda; /* op(A) rows r0.. : columns of A when transposed */
-    const float *bt = tb ? b + c0 * ldb : b + c0; /* op(B) columns c0.. : rows of B when transposed */
-    blas_sgemm_1thread(ta, tb, rm, cn, k, alpha, at, lda, bt, ldb, beta, c + r0 * ldc + c0, ldc);
+    gemm_tile_at t = tile_at(s, i, ta, tb, m, n, lda, ldb, ldc);
+    blas_sgemm_1thread(ta, tb, t.rm, t.cn, k, alpha, a + t.a, lda, b + t.b, ldb, beta, c + t.c, ldc);
+}
+
+/* bf16 operands through oneDNN's bf16 tile, cut by the same split as
+ * cpu_sgemm (so the result does not depend on the thread count); m, n, k
+ * > 0 and vla_gemm_bf16_native() (ops_cpu_precision.c decides). A oneDNN
+ * failure here is out of memory or a broken install: it aborts, as the
+ * emulation's scratch allocation does. */
+void vla_cpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t *a,
+                       int64_t lda, const uint16_t *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    gemm_split s = gemm_split_for(m, n, k);
+    int64_t tiles = s.nm * s.nn;
+    int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) reduction(| : failed) \
+    if (tiles > 1 && !omp_in_parallel() && m * n * k >= VLA_PAR_MIN_GEMM)
+    for (int64_t i = 0; i < tiles; i++) {
+        gemm_tile_at t = tile_at(&s, i, ta, tb, m, n, lda, ldb, ldc);
+        failed |= vla_gemm_bf16_tile(ta, tb, t.rm, t.cn, k, alpha, a + t.a, lda, b + t.b, ldb, beta, c + t.c, ldc,
+                                     NULL) != VLA_OK;
+    }
+    if (failed) {
+        fprintf(stderr, "vla: oneDNN's bf16 GEMM failed (%lldx%lldx%lld): %s\n", (long long)m, (long long)n,
+                (long long)k, vla_error_message());
+        abort();
+    }
 }
 
 static void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,

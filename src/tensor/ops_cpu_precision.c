@@ -1,12 +1,18 @@
-/* ops_cpu_precision.c — the CPU backend's mixed precision, emulated: a
- * quantised GEMM rounds its operands to bf16 or to scaled FP8 (round to
- * nearest even as base/dtype.h's conversions, FP8 saturating) into scratch copies and
- * runs the f32 GEMM on them — f32 accumulation, as cuBLASLt's bf16/FP8
- * kernels — and FP8's delayed-scaling update (ops.h has the contract).
+/* ops_cpu_precision.c — the CPU backend's mixed precision: a quantised GEMM
+ * rounds its operands to bf16 or to scaled FP8 (round to nearest even as
+ * base/dtype.h's conversions, FP8 saturating) into scratch copies and runs
+ * an f32-accumulating GEMM on them, as cuBLASLt's bf16/FP8 kernels do — and
+ * FP8's delayed-scaling update (ops.h has the contract).
  *
- * The copies cost memory traffic a real bf16/FP8 kernel would not pay: this
- * is for numerics (the recipe trains here the way it will on a GPU), not
- * speed. amax is a max, so the threads' order does not change it. */
+ * bf16 runs natively where the CPU has AVX512-BF16 or AMX and oneDNN is the
+ * GEMM library (tensor/gemm.h: vla_gemm_bf16_native): the copies are bf16
+ * and oneDNN's bf16 kernels multiply them, about twice the f32 rate on a
+ * Zen 5 (docs/benchmarks.md) — issue 35's decision, the faster of the two.
+ * Elsewhere (and with VLA_GEMM=openblas) the copies are the rounded values
+ * in f32 and the f32 GEMM runs on them: the same products, exact in f32,
+ * summed in another order. FP8 is always emulated that way: no CPU
+ * multiplies FP8. The copies cost memory traffic a fused kernel would not
+ * pay. amax is a max, so the threads' order does not change it. */
 #include "tensor/ops_cpu_internal.h"
 
 #include <float.h>
@@ -14,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensor/gemm.h"
 #include "tensor/parallel.h"
 
 /* The value bf16 stores for v (round to nearest even; NaN kept; overflow to
@@ -45,6 +52,22 @@ static inline float round_fp8(float v, int mbits, int emin, float max) {
     memcpy(&m, &mb, 4);
     float r = (a + m) - m;
     return copysignf(r, v);
+}
+
+#define BF16_NATIVE_MIN_MACS (128 * 128 * 128)
+
+/* dst [rows, cols] (packed) ← src as bf16 codes: round_bf16's value, whose
+ * low half is zero, so its high half is the code; a NaN becomes the quiet
+ * NaN of its sign (its payload may sit in the low half). */
+static void pack_bf16(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
+#pragma omp parallel for if (rows * cols > VLA_PAR_MIN_ELEMS)
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            float v = round_bf16(src[r * ld + c]);
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            dst[r * cols + c] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x7fc0u) : (uint16_t)(u >> 16);
+        }
 }
 
 /* dst [rows, cols] (packed) ← the operand's values as the GEMM reads them;
@@ -83,6 +106,18 @@ void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n
     }
     /* the stored shapes: A is m×k (k×m when transposed), B k×n (n×k) */
     int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    /* natively from 128³ multiply-adds up: below, oneDNN's bf16 primitive costs more per call than it saves
+     * (0.8× f32 at 64³, 1.4× at 128³: docs/benchmarks.md). A function of the shape, as the split is. */
+    if (q->mode == VLA_PREC_BF16 && m * n * k >= BF16_NATIVE_MIN_MACS && vla_gemm_lib_active() == VLA_GEMM_ONEDNN &&
+        vla_gemm_bf16_native()) {
+        uint16_t *ha = malloc((size_t)(ar * ac) * sizeof(uint16_t)), *hb = malloc((size_t)(br * bc) * sizeof(uint16_t));
+        if (!ha || !hb) abort(); /* as below */
+        pack_bf16(ha, a, ar, ac, lda);
+        pack_bf16(hb, b, br, bc, ldb);
+        vla_cpu_gemm_bf16(ta, tb, m, n, k, alpha, ha, ac, hb, bc, beta, c, ldc);
+        free(ha), free(hb);
+        return;
+    }
     float *qa = malloc((size_t)(ar * ac) * sizeof(float)), *qb = malloc((size_t)(br * bc) * sizeof(float));
     if (!qa || !qb) abort(); /* scratch of the operands' own size: out of memory here is out of memory everywhere */
     quantize(qa, a, ar, ac, lda, q->mode, &q->a);
