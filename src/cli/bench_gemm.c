@@ -344,7 +344,7 @@ int vla_bench_gemm(int argc, char **argv) {
     int64_t threads = 0, reps = 1, rounds = 3;
     double seconds = 0.2;
     bool quick = false, child = false, no_bf16 = false;
-    const char *coretypes = "auto", *device = "cpu", *precision = "fp32";
+    const char *coretypes = NULL, *device = "cpu", *precision = "fp32";
     const vla_flag flags[] = {
         {"threads", VLA_FLAG_INT, &threads, "N", "OpenMP threads (0: all cores)"},
         {"seconds", VLA_FLAG_FLOAT, &seconds, "S", "time per repetition"},
@@ -352,7 +352,8 @@ int vla_bench_gemm(int argc, char **argv) {
         {"rounds", VLA_FLAG_INT, &rounds, "N", "rounds alternating the contenders (best round is reported)"},
         {"openblas_coretypes", VLA_FLAG_STRING, &coretypes, "auto|none|A,B",
          "OpenBLAS core types each forced in a peer process of its own (OPENBLAS_CORETYPE set for it alone); auto: "
-         "the best two the CPU's features allow; Prescott shows OpenBLAS's fallback on CPUs it does not know"},
+         "the best two the CPU's features allow; Prescott shows OpenBLAS's fallback on CPUs it does not know "
+         "(default auto; none with --quick, so a smoke run leaves the environment's OpenBLAS choice alone)"},
         {"no_bf16", VLA_FLAG_BOOL, &no_bf16, NULL, "skip the bf16 comparison (CPUs with AVX512-BF16 or AMX)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "only shapes up to 512, one round (for smoke tests)"},
         {"device", VLA_FLAG_STRING, &device, "NAME",
@@ -396,6 +397,7 @@ int vla_bench_gemm(int argc, char **argv) {
         return bench_device(ops, precision, mode, &t);
     }
     if (quick) rounds = 1;
+    if (!coretypes) coretypes = quick ? "none" : "auto";
 
     char peers[MAX_PEERS][32];
     int n_peers = vla_bench_parse_coretypes("openblas_coretypes", coretypes, peers, MAX_PEERS);
