@@ -50,16 +50,16 @@ typedef struct {
     int64_t pairs_computed;           /* Σ over heads of len_q·len_k of the tiles not skipped (FLOP count) */
 } vla_attn_plan;
 
-/* Checks the configuration and the packed layout (the same errors as the
- * cpu backend), then builds the tiles of bq queries × bk keys. ks has n_src
- * entries (1, or 2 for the cached forward), each with the query side's
- * n_seg. */
 /* The checks every backend relies on (nn/attention.c runs them before each
  * attention op): positive sizes, heads a multiple of KV heads, tile sizes
  * not negative, both sides' cu_seqlens valid and of the same sample count. */
 vla_status vla_attn_check(const vla_attn_config *cfg, const vla_attn_seqs *qs, int n_src,
                           const vla_attn_seqs *const *ks);
 
+/* Checks the configuration and the packed layout (the same errors as the
+ * cpu backend), then builds the tiles of bq queries × bk keys. ks has n_src
+ * entries (1, or 2 for the cached forward), each with the query side's
+ * n_seg. */
 vla_status vla_attn_plan_make(vla_attn_plan *p, const vla_attn_config *cfg, int32_t bq, int32_t bk,
                               const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks);
 void vla_attn_plan_free(vla_attn_plan *p);

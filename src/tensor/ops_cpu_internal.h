@@ -10,6 +10,10 @@
 /* The CPU table itself: for the registry (backend.c) and for the kernels
  * that call other CPU kernels (the attention's tile GEMMs). */
 const vla_ops *vla_cpu_backend_table(void);
+/* bf16 operands through oneDNN's bf16 tiles on sgemm's split (ops_cpu.c;
+ * ops_cpu_precision.c's native bf16) */
+void vla_cpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t *a,
+                       int64_t lda, const uint16_t *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
 /* ops_cpu_norm.c */
 void vla_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
@@ -73,9 +77,6 @@ vla_status vla_cpu_attention_forward_cached(const vla_attn_config *cfg, float *o
                                             const vla_attn_seqs *ns, vla_attn_stats *stats);
 
 /* ops_cpu_precision.c */
-/* bf16 operands through oneDNN's bf16 tile, split as sgemm (ops_cpu.c) */
-void vla_cpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t *a,
-                       int64_t lda, const uint16_t *b, int64_t ldb, float beta, float *c, int64_t ldc);
 void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 void vla_cpu_fp8_scale_update(float *history, float *scale, int64_t n, int64_t hist_len, const float *fmt_max,

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dtype.h"
 #include "tensor/gemm.h"
 #include "tensor/parallel.h"
 
@@ -56,18 +57,12 @@ static inline float round_fp8(float v, int mbits, int emin, float max) {
 
 #define BF16_NATIVE_MIN_MACS (128 * 128 * 128)
 
-/* dst [rows, cols] (packed) ← src as bf16 codes: round_bf16's value, whose
- * low half is zero, so its high half is the code; a NaN becomes the quiet
- * NaN of its sign (its payload may sit in the low half). */
+/* dst [rows, cols] (packed) ← src as bf16 codes (base/dtype.h's rounding,
+ * the values round_bf16 gives). */
 static void pack_bf16(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
 #pragma omp parallel for if (rows * cols > VLA_PAR_MIN_ELEMS)
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) {
-            float v = round_bf16(src[r * ld + c]);
-            uint32_t u;
-            memcpy(&u, &v, 4);
-            dst[r * cols + c] = (u & 0x7fffffffu) > 0x7f800000u ? (uint16_t)((u >> 16) | 0x7fc0u) : (uint16_t)(u >> 16);
-        }
+        for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = vla_f32_to_bf16(src[r * ld + c]);
 }
 
 /* dst [rows, cols] (packed) ← the operand's values as the GEMM reads them;
