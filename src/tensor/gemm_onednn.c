@@ -8,7 +8,7 @@
  * stateless call — no primitive to create per shape, cache and share
  * between threads. Packing weights once into the matmul's blocked layout
  * (format_tag any) gained 1–4% there, f32 or bf16, so no packed-weight
- * cache is kept (docs/benchmarks.md, issue 35).
+ * cache is kept (issue 35: docs/journal/2026-12-03-issue35-onednn.md).
  *
  * bf16 needs the matmul primitive (oneDNN 2.6 has no bf16 GEMM call in its
  * API). A primitive is made for one shape, strides, alpha and beta, and
