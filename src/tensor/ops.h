@@ -8,8 +8,9 @@
  * one filled table: `cpu` (ops_cpu*.c: GEMM tiles by oneDNN or
  * OpenBLAS, tensor/gemm.h; OpenMP), `checked` (the
  * CPU kernels on memory the host cannot touch outside an op call, so a
- * bypass crashes a test; ops_checked.c), and later `cuda`. backend.h names
- * them; docs/design.md, "The backend seam", says how to add one.
+ * bypass crashes a test; ops_checked.c), and `cuda` (tensor/cuda/, built
+ * with `make CUDA=1`; docs/cuda.md). backend.h names them;
+ * docs/design.md, "The backend seam", says how to add one.
  *
  * WHERE DATA LIVES — the line between host and backend:
  *  - float tensors (weights, gradients, optimizer moments, activations, the
