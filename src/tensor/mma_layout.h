@@ -2,7 +2,7 @@
  * the register layouts of PTX `mma.sync.aligned.m16n8k16.row.col.f32.bf16.
  * bf16.f32` (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point
  * type"), and the loads of fragments from bf16 tiles in shared memory that
- * the CUDA attention kernels (tensor/cuda/attn_mma.cuh) use.
+ * the CUDA attention kernels (tensor/cuda/attn_mma.cu) use.
  *
  * Lane l of the warp is group g = l / 4, thread-in-group t = l % 4.
  *   A (16×16, row-major): 4 registers of 2 bf16; element i (0..7) is at
