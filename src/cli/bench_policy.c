@@ -42,13 +42,23 @@
 #include "tensor/cuda/ops_cuda.h"
 #endif
 
-/* Best SGEMM GFLOP/s through the op table over the square shapes of sizes
+/* Best GEMM GFLOP/s through the op table over the square shapes of sizes
  * min_n..max_n (doubling), each timed `reps` times for at least `window`
- * seconds. The peak is a best case, so it gets time to show it: windows of
+ * seconds: sgemm for FP32, sgemm_q reading bf16 or FP8 operands (scale 1)
+ * for the other modes — the ceiling of the precision a run trains in. The peak is a best case, so it gets time to show it: windows of
  * 0.03 s measured this 2-core box's single core 10-15% below what the
  * policies' own GEMMs then reached. */
-static double gemm_peak_sizes(const vla_ops *ops, int64_t min_n, int64_t max_n, int reps, double window) {
+static double gemm_peak_sizes(const vla_ops *ops, vla_precision mode, int64_t min_n, int64_t max_n, int reps,
+                              double window) {
     double best = 0;
+    vla_gemm_q q = {.mode = mode};
+    float *one = NULL;
+    if (mode == VLA_PREC_FP8) { /* the operands' scales, backend memory */
+        const float s1 = 1.0f;
+        if (!(one = ops->alloc(sizeof(float)))) return 0;
+        ops->to_device(one, &s1, sizeof s1);
+        q.a = (vla_fp8_operand){VLA_FP8_E4M3, one, NULL}, q.b = (vla_fp8_operand){VLA_FP8_E4M3, one, NULL};
+    }
     for (int64_t n = min_n; n <= max_n; n *= 2) {
         float *a = ops->alloc(sizeof(float) * n * n), *b = ops->alloc(sizeof(float) * n * n);
         float *c = ops->alloc(sizeof(float) * n * n), *h = malloc(sizeof(float) * n * n);
@@ -65,13 +75,13 @@ static double gemm_peak_sizes(const vla_ops *ops, int64_t min_n, int64_t max_n, 
         for (int64_t j = 0; j < n * n; j++) h[j] = (float)((j * 5) % 11) * 0.01f;
         ops->to_device(b, h, sizeof(float) * n * n);
         free(h);
-        ops->sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        ops->sgemm_q(&q, false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
         vla_ops_sync(ops);
         for (int rep = 0; rep < reps; rep++) {
             int iters = 0;
             double t0 = vla_now_s(), t;
             do { /* a device runs the products asynchronously: time what has finished */
-                ops->sgemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+                ops->sgemm_q(&q, false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
                 iters++;
                 if (iters % 4 == 0) vla_ops_sync(ops);
                 t = vla_now_s() - t0;
@@ -81,18 +91,20 @@ static double gemm_peak_sizes(const vla_ops *ops, int64_t min_n, int64_t max_n, 
         }
         ops->free(a), ops->free(b), ops->free(c);
     }
+    if (one) ops->free(one);
     return best;
 }
 
 /* The best peak of the GEMM libraries in this process (tensor/gemm.h): MFU
  * is against the best the machine showed in the run, not only the
  * library the op table uses. */
-static double gemm_peak_best(const vla_ops *ops, int64_t min_n, int64_t max_n, int reps, double window) {
+static double gemm_peak_best(const vla_ops *ops, vla_precision mode, int64_t min_n, int64_t max_n, int reps,
+                             double window) {
     vla_gemm_lib saved = vla_gemm_lib_active();
     double best = 0;
     for (int lib = 0; lib < VLA_GEMM_LIB_COUNT; lib++) {
         vla_gemm_lib_select((vla_gemm_lib)lib);
-        double g = gemm_peak_sizes(ops, min_n, max_n, reps, window);
+        double g = gemm_peak_sizes(ops, mode, min_n, max_n, reps, window);
         if (g > best) best = g;
     }
     vla_gemm_lib_select(saved);
@@ -100,8 +112,8 @@ static double gemm_peak_best(const vla_ops *ops, int64_t min_n, int64_t max_n, i
 }
 
 /* The peak printed first: sizes 256..2048, three windows of 0.1 s each. */
-static double gemm_peak(const vla_ops *ops, bool quick) {
-    return quick ? gemm_peak_best(ops, 256, 512, 3, 0.03) : gemm_peak_best(ops, 256, 2048, 3, 0.1);
+static double gemm_peak(const vla_ops *ops, vla_precision mode, bool quick) {
+    return quick ? gemm_peak_best(ops, mode, 256, 512, 3, 0.03) : gemm_peak_best(ops, mode, 256, 2048, 3, 0.1);
 }
 
 void vla_bench_batch_free(vla_bench_batch *s) {
@@ -210,7 +222,11 @@ typedef struct {
     vla_precision prec;               /* the mode being measured (policy/precision.h) */
     vla_precision precs[3];           /* --precision's list, in the order given */
     int n_precs;
-    double tc_peak_gflops; /* cuda: the bf16 tensor-core GEMM peak measured in this run (0: none) */
+    /* GFLOP/s ceiling of each mode other than FP32 (indexed by vla_precision)
+     * at each thread count, measured in this run: the op table's bf16/FP8
+     * GEMM on a CPU, cuBLASLt's bf16/FP8 tensor-core GEMM on cuda. FP32's is
+     * peak[] (and the probes before each timing). */
+    double prec_peak[MAX_THREAD_COUNTS][3];
 } bench_opts;
 
 /* One training step: loss, backward, AdamW (and FP8's scale update, as the trainer runs it). */
@@ -299,7 +315,7 @@ static vla_status time_training_counts(vla_policy *p, const vla_policy_config *c
         for (int i = 0; i < o->n_counts; i++) {
             double t, g;
             omp_set_num_threads(o->threads[i]);
-            g = o->quick ? 0 : gemm_peak_best(o->ops, 1024, 1024, 1, 0.1);
+            g = o->quick ? 0 : gemm_peak_best(o->ops, VLA_PREC_FP32, 1024, 1024, 1, 0.1);
             if (g > res[i].peak) res[i].peak = g;
             for (int l = 0; l < o->n_libs; l++) { /* each GEMM library in turn (tensor/gemm.h) */
                 vla_gemm_lib_select(o->libs[l]);
@@ -344,16 +360,17 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
     double mult = est.total_forward > 0 ? est.total_train / est.total_forward : 3.0;
     double train_flops = mult * info->flops;
     double achieved = train_flops / per_step * 1e-9, sps = (double)o->batch / per_step;
+    /* one MFU: against the ceiling of the precision this run trained in
+     * (SGEMM for fp32; bf16/FP8 GEMMs otherwise), printed as peak_tflops */
+    double mfu_peak = o->prec == VLA_PREC_FP32 ? peak : o->prec_peak[ti][o->prec];
     printf("{\"bench\":\"policy_train\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"precision\":\"%s\","
            "\"threads\":%d,\"batch\":%lld,\"tokens\":%lld,\"ms_per_step\":%.3f,\"samples_per_s\":%.2f,"
            "\"gflop_per_step\":%.4f,\"estimate_gflop_per_step\":%.4f,\"achieved_gflops\":%.3f,"
-           "\"gemm_peak_gflops\":%.2f,\"mfu\":%.4f,\"loss\":%.5f",
+           "\"gemm_peak_gflops\":%.2f,\"mfu\":%.4f,\"peak_tflops\":%.4f,\"peak_precision\":\"%s\",\"loss\":%.5f",
            name, p->ops->name, o->ops->name, vla_precision_name(o->prec), o->threads[ti], (long long)o->batch,
            (long long)s->b.n_tokens,
            per_step * 1e3, sps, train_flops * 1e-9, est.total_train * (double)o->batch * 1e-9, achieved, peak,
-           peak > 0 ? achieved / peak : 0.0, info->loss);
-    if (o->tc_peak_gflops > 0) /* the MFU a GPU is judged by: against the bf16 tensor-core peak */
-        printf(",\"bf16_peak_gflops\":%.1f,\"mfu_bf16_peak\":%.4f", o->tc_peak_gflops, achieved / o->tc_peak_gflops);
+           mfu_peak > 0 ? achieved / mfu_peak : 0.0, mfu_peak * 1e-3, vla_precision_name(o->prec), info->loss);
     if (base_per_step > 0)
         printf(",\"base_threads\":%d,\"vs_base_threads\":%.3f", o->threads[0], base_per_step / per_step);
     if (o->ops->device == VLA_DEVICE_CPU) /* the CPU GEMM library (a device backend has its own) */
@@ -546,8 +563,9 @@ int vla_bench_policy(int argc, char **argv) {
         "vla bench policy", NULL, "Training samples/s, GFLOP/s and MFU, and batch-1 inference latency of policies.",
         "Prints {\"bench\":\"gemm_peak\"} (measured first, in this run), then per config a \"policy_train\" line "
         "(forward + backward + AdamW; with the PyTorch eager peer's samples/s at the same batch and threads and "
-        "the ratio, \"vs_torch\"; MFU against the best SGEMM seen, the first peak or a probe before each timing "
-        "round) and a \"policy_infer\" line, or a \"skipped\" line when the policy has no implementation in this "
+        "the ratio, \"vs_torch\"; one \"mfu\" against the ceiling of the precision it trained in, printed as "
+        "\"peak_tflops\": for fp32 the best SGEMM seen, the first peak or a probe before each timing round; for "
+        "bf16/fp8 that precision's GEMM peak, measured first) and a \"policy_infer\" line, or a \"skipped\" line when the policy has no implementation in this "
         "build.",
         flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
     vla_flags_result res;
@@ -626,24 +644,40 @@ int vla_bench_policy(int argc, char **argv) {
     }
     for (int i = 0; i < o.n_counts; i++) {
         omp_set_num_threads(o.threads[i]);
-        o.peak[i] = gemm_peak(o.ops, quick);
-        printf("{\"bench\":\"gemm_peak\",\"backend\":\"%s\",\"threads\":%d,\"gflops\":%.2f}\n", o.ops->name,
-               o.threads[i], o.peak[i]);
+        o.peak[i] = gemm_peak(o.ops, VLA_PREC_FP32, quick);
+        printf("{\"bench\":\"gemm_peak\",\"backend\":\"%s\",\"threads\":%d,\"precision\":\"fp32\","
+               "\"gflops\":%.2f}\n", o.ops->name, o.threads[i], o.peak[i]);
         fflush(stdout);
-    }
+        /* the ceiling of every other mode measured (MFU is against the
+         * precision a run trains in) */
+        for (int m = 0; m < n_precs; m++) {
+            vla_precision pm = precs[m];
+            if (pm == VLA_PREC_FP32) continue;
+            if (o.ops->device == VLA_DEVICE_CUDA) {
 #ifdef VLA_HAVE_CUDA
-    if (o.ops->device == VLA_DEVICE_CUDA) {
-        double tf = 0;
-        vla_status pst = vla_cuda_gemm_peak(VLA_BF16, quick ? 2048 : 8192, quick ? 5 : 20, 3, &tf);
-        if (pst != VLA_OK) return vla_cli_fail(pst);
-        o.tc_peak_gflops = tf * 1e3;
-        printf("{\"bench\":\"gemm_peak\",\"backend\":\"%s\",\"dtype\":\"bf16\",\"device\":\"",
-               o.ops->name);
-        vla_cli_print_json_chars(vla_cuda_device_info());
-        printf("\",\"gflops\":%.1f}\n", o.tc_peak_gflops);
-        fflush(stdout);
-    }
+                double tf = 0; /* cuBLASLt's tensor cores, one measurement for every thread count */
+                vla_status pst = i > 0 ? VLA_OK
+                                       : vla_cuda_gemm_peak(pm == VLA_PREC_BF16 ? VLA_BF16 : VLA_F8E4M3,
+                                                            quick ? 2048 : 8192, quick ? 5 : 20, 3, &tf);
+                if (pst != VLA_OK) return vla_cli_fail(pst);
+                o.prec_peak[i][pm] = i > 0 ? o.prec_peak[0][pm] : tf * 1e3;
 #endif
+            } else {
+                o.prec_peak[i][pm] = gemm_peak(o.ops, pm, quick);
+            }
+            printf("{\"bench\":\"gemm_peak\",\"backend\":\"%s\",\"threads\":%d,\"precision\":\"%s\","
+                   "\"gflops\":%.2f", o.ops->name, o.threads[i], vla_precision_name(pm), o.prec_peak[i][pm]);
+#ifdef VLA_HAVE_CUDA
+            if (o.ops->device == VLA_DEVICE_CUDA) {
+                printf(",\"device\":\"");
+                vla_cli_print_json_chars(vla_cuda_device_info());
+                printf("\"");
+            }
+#endif
+            printf("}\n");
+            fflush(stdout);
+        }
+    }
     vla_status st = vla_comm_init(NULL, &o.comm);
     if (st != VLA_OK) return vla_cli_fail(st);
     char *list = strdup(configs);

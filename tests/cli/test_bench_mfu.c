@@ -1,0 +1,63 @@
+/* test_bench_mfu.c — `vla bench policy` prints one MFU per training line,
+ * against the ceiling of the precision the line trained in: "mfu" is
+ * achieved GFLOP/s over "peak_tflops", which is the gemm_peak line of that
+ * precision measured first in the same run (fp32: the SGEMM peak; bf16,
+ * fp8: that precision's GEMM), and "peak_precision" names it (issue 39: a
+ * GPU run printed an MFU of 3.2 against the f32 peak beside a second one). */
+#include "test_util.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static char out[65536];
+
+static void test_one_mfu_per_precision(void **state) {
+    (void)state;
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "%s bench policy --config=%s --batch=2 --seconds=0.05 --reps=1 --threads=1 --quick "
+             "--precision=fp32,bf16,fp8 2>/dev/null",
+             test_cli_path(), test_source_path("configs/pi05-nano.json"));
+    assert_int_equal(test_run(cmd, out, sizeof out), 0);
+    double peak[3] = {0, 0, 0};
+    const char *names[3] = {"fp32", "bf16", "fp8"};
+    int trains = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] != '{') continue;
+        json_error_t err;
+        json_t *v = json_loads(line, 0, &err);
+        if (!v) fail_msg("not JSON: %s", line);
+        const char *bench = json_string_value(json_object_get(v, "bench"));
+        const char *prec = json_string_value(json_object_get(v, "precision"));
+        int m = -1;
+        for (int i = 0; i < 3; i++)
+            if (prec && !strcmp(prec, names[i])) m = i;
+        if (!strcmp(bench, "gemm_peak")) {
+            assert_true(m >= 0);
+            peak[m] = json_number_value(json_object_get(v, "gflops"));
+            assert_true(peak[m] > 0.1);
+        } else if (!strcmp(bench, "policy_train")) {
+            assert_true(m >= 0);
+            trains++;
+            assert_null(json_object_get(v, "mfu_bf16_peak")); /* one MFU, not two */
+            assert_string_equal(json_string_value(json_object_get(v, "peak_precision")), prec);
+            double tf = json_number_value(json_object_get(v, "peak_tflops"));
+            double ach = json_number_value(json_object_get(v, "achieved_gflops"));
+            double mfu = json_number_value(json_object_get(v, "mfu"));
+            /* the peak of this line's precision, as measured (printed to 4 decimals of TFLOP/s) */
+            assert_true(fabs(tf * 1e3 - peak[m]) <= 0.06);
+            assert_true(fabs(mfu - ach / (tf * 1e3)) <= 2e-3 * mfu + 2e-4);
+            assert_true(mfu > 0);
+        }
+        json_decref(v);
+    }
+    assert_int_equal(trains, 3);
+    for (int i = 0; i < 3; i++) assert_true(peak[i] > 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_one_mfu_per_precision)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
