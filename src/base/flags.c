@@ -15,10 +15,13 @@ static bool name_eq(const char *a, const char *b, size_t blen) {
     return i == blen && a[i] == '\0';
 }
 
+/* Damerau–Levenshtein distance (optimal string alignment): insertions,
+ * deletions, substitutions and transpositions of two adjacent characters
+ * each cost one, so --stpes is one edit from --steps. */
 int vla_flags_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 63 || lb > 63) return 99;
-    int prev[64], cur[64];
+    int pp[64], prev[64], cur[64]; /* rows i-2, i-1, i */
     for (size_t j = 0; j <= lb; j++) prev[j] = (int)j;
     for (size_t i = 1; i <= la; i++) {
         cur[0] = (int)i;
@@ -27,8 +30,12 @@ int vla_flags_distance(const char *a, const char *b) {
             int best = prev[j - 1] + cost;
             if (prev[j] + 1 < best) best = prev[j] + 1;
             if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && norm(a[i - 1]) == norm(b[j - 2]) && norm(a[i - 2]) == norm(b[j - 1]) &&
+                pp[j - 2] + 1 < best)
+                best = pp[j - 2] + 1;
             cur[j] = best;
         }
+        memcpy(pp, prev, sizeof(int) * (lb + 1));
         memcpy(prev, cur, sizeof(int) * (lb + 1));
     }
     return prev[lb];
@@ -58,7 +65,66 @@ bool vla_flags_close(const char *typed, const char *known) {
     return tn >= 4 && tp == kp && !strncmp(typed, known, tp) && starts_with(kl, tl);
 }
 
-static vla_status unknown_flag(const vla_command_spec *spec, const char *name) {
+/* Append "--name" (or "--group.*") to a comma-separated list, "…" once it is full. */
+static void list_add(char *list, size_t cap, size_t *used, bool *full, const char *fmt, int len, const char *name) {
+    if (*full) return;
+    char item[160];
+    snprintf(item, sizeof item, fmt, len, name);
+    if (*used + strlen(item) + 8 >= cap) {
+        *used += (size_t)snprintf(list + *used, cap - *used, ", …");
+        *full = true;
+        return;
+    }
+    *used += (size_t)snprintf(list + *used, cap - *used, "%s%s", *used ? ", " : "", item);
+}
+
+/* The first glen characters of a and b agree (dashes and underscores equal). */
+static bool name_prefix(const char *a, const char *b, size_t glen) {
+    for (size_t i = 0; i < glen; i++)
+        if (!a[i] || !b[i] || norm(a[i]) != norm(b[i])) return false;
+    return true;
+}
+
+/* The flags under `group.` (group of length glen), comma-separated into list. */
+static size_t group_flags(const vla_command_spec *spec, const char *group, size_t glen, char *list, size_t cap) {
+    size_t used = 0;
+    bool full = false;
+    list[0] = 0;
+    for (int i = 0; i < spec->n_flags; i++) {
+        const char *n = spec->flags[i].name;
+        if (strlen(n) > glen && n[glen] == '.' && name_prefix(n, group, glen))
+            list_add(list, cap, &used, &full, "--%.*s", (int)strlen(n), n);
+    }
+    return used;
+}
+
+/* An unknown flag --name (given with `value`, or NULL): the closest spelling
+ * (Damerau–Levenshtein, a few edits for its length); a bare group name
+ * (--env where --env.type exists) points at the group's flag; otherwise the
+ * flags of its group, or the command's flag groups, so the user sees where
+ * to look without scrolling through --help. */
+static vla_status unknown_flag(const vla_command_spec *spec, const char *name, const char *value) {
+    const char *cmd = spec->command;
+    size_t nlen = strlen(name);
+    char list[1024];
+    /* a group's name alone: --env=pusht for --env.type=pusht */
+    const char *target = NULL;
+    int in_group = 0;
+    for (int i = 0; i < spec->n_flags; i++) {
+        const char *n = spec->flags[i].name;
+        if (strlen(n) <= nlen || n[nlen] != '.' || !name_prefix(n, name, nlen)) continue;
+        in_group++;
+        if (!target || !strcmp(n + nlen + 1, "type")) target = n;
+    }
+    if (in_group) {
+        group_flags(spec, name, nlen, list, sizeof list);
+        bool one = in_group == 1 || !strcmp(target + nlen + 1, "type");
+        if (one)
+            return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s; did you mean --%s%s%s? (the --%s.* flags: %s; "
+                             "see --help)", cmd, name, target, value ? "=" : "", value ? value : "", name, list);
+        return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s; it names a group: its flags are %s (see --help)",
+                         cmd, name, list);
+    }
     const char *best = NULL;
     int best_d = 1 << 30;
     for (int i = 0; i < spec->n_flags; i++) {
@@ -67,20 +133,30 @@ static vla_status unknown_flag(const vla_command_spec *spec, const char *name) {
         if (d < best_d) best_d = d, best = spec->flags[i].name;
     }
     if (best)
-        return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s; did you mean --%s? (see --help)",
-                         spec->command, name, best);
+        return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s; did you mean --%s? (see --help)", cmd, name,
+                         best);
     /* no close spelling: the flags of the same group (--policy.*), which is what the user was after */
-    char list[1024] = "";
-    size_t used = 0;
     const char *dot = strrchr(name, '.');
-    size_t group = dot ? (size_t)(dot - name) + 1 : 0;
-    for (int i = 0; group && i < spec->n_flags && used + 64 < sizeof list; i++)
-        if (!strncmp(spec->flags[i].name, name, group))
-            used += (size_t)snprintf(list + used, sizeof list - used, "%s--%s", used ? ", " : "", spec->flags[i].name);
-    if (used)
-        return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s; its --%.*s* flags are: %s (see --help)",
-                         spec->command, name, (int)group, name, list);
-    return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s (see --help)", spec->command, name);
+    size_t group = dot ? (size_t)(dot - name) : 0;
+    if (group && group_flags(spec, name, group, list, sizeof list))
+        return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s; its --%.*s.* flags are: %s (see --help)", cmd,
+                         name, (int)group, name, list);
+    /* else the command's flags, a group as one entry (--policy.*) */
+    size_t used = 0;
+    bool full = false;
+    list[0] = 0;
+    for (int i = 0; i < spec->n_flags; i++) {
+        const char *n = spec->flags[i].name, *d = strchr(n, '.');
+        bool seen = false;
+        for (int k = 0; d && k < i && !seen; k++)
+            seen = name_prefix(spec->flags[k].name, n, (size_t)(d - n) + 1);
+        if (seen) continue;
+        if (d) list_add(list, sizeof list, &used, &full, "--%.*s.*", (int)(d - n), n);
+        else list_add(list, sizeof list, &used, &full, "--%.*s", (int)strlen(n), n);
+    }
+    if (!spec->n_flags) return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s; %s takes no flags", cmd, name, cmd);
+    return vla_error(VLA_ERR_INVALID_ARG, "%s: unknown flag --%s; the flags of %s: %s (see --help)", cmd, name, cmd,
+                     list);
 }
 
 static vla_status set_value(const vla_command_spec *spec, const vla_flag *f, const char *v) {
@@ -151,7 +227,7 @@ vla_status vla_flags_parse(const vla_command_spec *spec, int argc, char **argv, 
         if (!f) {
             char buf[128];
             snprintf(buf, sizeof buf, "%.*s", (int)nlen, name);
-            return unknown_flag(spec, buf);
+            return unknown_flag(spec, buf, eq ? eq + 1 : NULL);
         }
         int fi = (int)(f - spec->flags);
         if (fi < MAX_SEEN && seen[fi])
@@ -209,7 +285,10 @@ void vla_flags_print_help(const vla_command_spec *spec, FILE *out) {
         else
             snprintf(left, sizeof left, "--%s=%s", f->name, f->metavar ? f->metavar : "VALUE");
         fprintf(out, "  %-30s %s", left, f->help);
-        print_default(f, out);
+        /* one rule, so no line states its default twice: a help text that
+         * speaks of its default itself ("default: the checkpoint's") says it
+         * better than the flag's initial value would */
+        if (!strcasestr(f->help, "default")) print_default(f, out);
         fputc('\n', out);
     }
     fprintf(out, "  %-30s %s\n", "--help", "show this help");

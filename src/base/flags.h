@@ -4,9 +4,14 @@
  * destinations. Accepted forms, as in LeRobot/draccus:
  *   --dataset.root=DIR   --dataset.root DIR   --json   --json=false
  * Dashes and underscores in names are interchangeable (--batch-size is
- * --batch_size). An unknown flag is an error that names the closest known
- * flag. `--help`/`-h` asks for the help text, which is generated from the
- * table so it never drifts from what is parsed. */
+ * --batch_size). An unknown flag is an error that says what was meant: the
+ * closest known flag (Damerau–Levenshtein: --stpes and --setps are one edit
+ * from --steps), the group's flag for a group's bare name (--env=pusht:
+ * --env.type=pusht), else the flags of its group or the command's flag
+ * groups (--policy.*, --env.*, …). `--help`/`-h` asks for the help text,
+ * which is generated from the table so it never drifts from what is parsed;
+ * it states each flag's initial value as its default unless the flag's help
+ * text speaks of its default itself (so no line says it twice). */
 #ifndef VLA_BASE_FLAGS_H
 #define VLA_BASE_FLAGS_H
 
@@ -57,7 +62,9 @@ bool vla_flags_given(const vla_command_spec *spec, const vla_flags_result *res, 
  * (--root for --dataset.root). Names of other meaning ("device" for "path")
  * are not suggested. */
 bool vla_flags_close(const char *typed, const char *known);
-/* Edit distance between flag names, with '-' and '_' equal (for suggestions). */
+/* Edit distance between flag names (Damerau–Levenshtein, optimal string
+ * alignment: a swap of two adjacent characters is one edit), with '-' and
+ * '_' equal (for suggestions). */
 int vla_flags_distance(const char *a, const char *b);
 
 #endif

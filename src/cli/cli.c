@@ -17,10 +17,18 @@
 static void print_command_list(const char *prefix, const vla_cli_command *cmds, int n, FILE *out) {
     fprintf(out, "usage: %s <command> [flags]\n\ncommands:\n", prefix);
     for (int i = 0; i < n; i++) fprintf(out, "  %-12s %s\n", cmds[i].name, cmds[i].summary);
-    fprintf(out, "\nRun '%s <command> --help' for the flags of a command.\n", prefix);
+    fprintf(out, "\nRun '%s <command> --help' (or '%s help <command>') for the flags of a command.\n", prefix, prefix);
 }
 
 int vla_cli_dispatch(const char *prefix, const vla_cli_command *cmds, int n, int argc, char **argv) {
+    /* `help CMD [SUB]`: what `CMD [SUB] --help` prints */
+    if (argc >= 2 && argc <= 8 && !strcmp(argv[0], "help")) {
+        char help[] = "--help";
+        char *args[9];
+        for (int i = 1; i < argc; i++) args[i - 1] = argv[i];
+        args[argc - 1] = help;
+        return vla_cli_dispatch(prefix, cmds, n, argc, args);
+    }
     if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h") || !strcmp(argv[0], "help")) {
         print_command_list(prefix, cmds, n, argc < 1 ? stderr : stdout);
         return argc < 1 ? 2 : 0;

@@ -181,6 +181,83 @@ static void test_flags(void **state) {
     assert_int_equal(vla_flags_distance("batch-size", "batch_size"), 0);
 }
 
+/* An unknown flag says what was meant (issue 44, item 5): a transposition is
+ * one edit (Damerau–Levenshtein), a group's bare name points at its flag
+ * with the value, and a name close to nothing lists the command's flag
+ * groups rather than only "see --help". */
+static void test_flags_suggestions(void **state) {
+    (void)state;
+    const char *env = NULL, *task = NULL, *path = NULL;
+    int64_t steps = 10, n = 1;
+    bool json = false;
+    const vla_flag flags[] = {
+        {"policy.path", VLA_FLAG_STRING, &path, "DIR", "checkpoint"},
+        {"env.type", VLA_FLAG_STRING, &env, "NAME", "env"},
+        {"env.task", VLA_FLAG_STRING, &task, "NAME", "task"},
+        {"eval.n_episodes", VLA_FLAG_INT, &n, "N", "episodes"},
+        {"steps", VLA_FLAG_INT, &steps, "N", "steps"},
+        {"json", VLA_FLAG_BOOL, &json, NULL, "json"},
+    };
+    vla_command_spec spec = {"vla eval", NULL, "Eval.", NULL, flags, 6, 0, 0};
+    vla_flags_result res;
+    /* one transposition, one edit: plain Levenshtein counts two */
+    assert_int_equal(vla_flags_distance("stpes", "steps"), 1);
+    assert_int_equal(vla_flags_distance("setps", "steps"), 1);
+    assert_int_equal(vla_flags_distance("ab", "ba"), 1);
+    assert_int_equal(vla_flags_distance("abc", "ca"), 3); /* optimal string alignment: no edit of a swapped pair */
+    assert_int_equal(vla_flags_distance("kitten", "sitting"), 3);
+    assert_int_equal(vla_flags_distance("", "abc"), 3);
+    char *a1[] = {"--stpes=5"};
+    assert_int_equal(vla_flags_parse(&spec, 1, a1, &res), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "unknown flag --stpes; did you mean --steps?"));
+    char *a2[] = {"--setps", "5"};
+    assert_int_equal(vla_flags_parse(&spec, 2, a2, &res), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "did you mean --steps?"));
+    /* far from every name: no suggestion, and not too eager on short names */
+    assert_false(vla_flags_close("sx", "steps"));
+    assert_false(vla_flags_close("json", "steps"));
+    /* a group's name alone: its .type flag, with the value, and the group's flags */
+    char *a3[] = {"--env=pusht"};
+    assert_int_equal(vla_flags_parse(&spec, 1, a3, &res), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "unknown flag --env; did you mean --env.type=pusht?"));
+    assert_non_null(strstr(vla_error_message(), "--env.type, --env.task"));
+    char *a4[] = {"--policy", "x"}; /* a one-flag group: that flag */
+    assert_int_equal(vla_flags_parse(&spec, 1, a4, &res), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "did you mean --policy.path?"));
+    /* nothing close: the command's flags, a group as one entry */
+    char *a5[] = {"--foo"};
+    assert_int_equal(vla_flags_parse(&spec, 1, a5, &res), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "the flags of vla eval: --policy.*, --env.*, --eval.*, --steps, --json"));
+    assert_null(strstr(vla_error_message(), "did you mean"));
+    /* a dotted name in a known group: that group's flags */
+    char *a6[] = {"--env.zzzzzz=1"};
+    assert_int_equal(vla_flags_parse(&spec, 1, a6, &res), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "its --env.* flags are: --env.type, --env.task"));
+}
+
+/* Help states a default once: the flag's initial value, unless its help
+ * text already speaks of the default. */
+static void test_flags_help_default_once(void **state) {
+    (void)state;
+    int64_t steps = 1000, workers = 2;
+    const char *device = "cpu";
+    const vla_flag flags[] = {
+        {"steps", VLA_FLAG_INT, &steps, "N", "optimizer steps"},
+        {"num_workers", VLA_FLAG_INT, &workers, "N", "loader threads (default 2)"},
+        {"device", VLA_FLAG_STRING, &device, "NAME", "backend (default: $VLA_DEVICE, else cpu)"},
+    };
+    vla_command_spec spec = {"vla x", NULL, "X.", NULL, flags, 3, 0, 0};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    vla_flags_print_help(&spec, f);
+    fclose(f);
+    assert_non_null(strstr(buf, "optimizer steps (default: 1000)\n"));
+    assert_non_null(strstr(buf, "loader threads (default 2)\n"));
+    assert_non_null(strstr(buf, "backend (default: $VLA_DEVICE, else cpu)\n"));
+    free(buf);
+}
+
 static void test_json(void **state) {
     json_t *v = NULL;
     const char *bad = "{\n  \"fps\": 30,\n  \"x\": [1, 2,, 3]\n}";
@@ -221,7 +298,8 @@ static void test_json(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_context), cmocka_unit_test(test_arena),
-        cmocka_unit_test(test_atomic_write_and_faults), cmocka_unit_test(test_fault_points), cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_atomic_write_and_faults), cmocka_unit_test(test_fault_points), cmocka_unit_test(test_flags), cmocka_unit_test(test_flags_suggestions),
+        cmocka_unit_test(test_flags_help_default_once),
         cmocka_unit_test(test_json),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
