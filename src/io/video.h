@@ -31,6 +31,10 @@
 
 typedef struct vla_video_writer vla_video_writer;
 typedef struct { int width, height, fps; const char *codec; /* NULL: libsvtav1, else e.g. "libx264" */ int crf; /* -1: default 30 */ int gop; /* -1: default 2 */ } vla_video_writer_opts;
+/* FFmpeg logs errors only (its info lines: stream details, the mp4 muxer's
+ * "moving the moov atom") unless VLA_LOG=debug; every reader and writer
+ * calls it, once per process. */
+void vla_video_quiet_ffmpeg(void);
 vla_status vla_video_writer_open(const char *path, const vla_video_writer_opts *opts, vla_video_writer **out); /* writes to a temp file; renamed into place on close */
 vla_status vla_video_writer_add_rgb(vla_video_writer *w, const uint8_t *rgb, int stride_bytes); /* one RGB24 frame */
 double vla_video_writer_time(const vla_video_writer *w); /* seconds of video written so far (for from/to timestamps of concatenated episodes) */

@@ -67,11 +67,16 @@ struct vla_video_decoder {
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 
-/* FFmpeg's default level (info) prints stream details on every open; keep
- * errors only unless the application chose a level itself. */
+/* FFmpeg's default level (info) prints stream details on every open and the
+ * mp4 muxer's "Starting second pass: moving the moov atom" on every close;
+ * keep its errors only (what failed is reported again in vla's own
+ * message), unless the application chose a level itself or vla logs at
+ * debug (VLA_LOG=debug: FFmpeg's info lines too). */
 static void quiet_ffmpeg_log(void) {
-    if (av_log_get_level() == AV_LOG_INFO) av_log_set_level(AV_LOG_ERROR);
+    if (av_log_get_level() == AV_LOG_INFO && vla_log_get_level() > VLA_LOG_DEBUG) av_log_set_level(AV_LOG_ERROR);
 }
+
+void vla_video_quiet_ffmpeg(void) { pthread_once(&log_once, quiet_ffmpeg_log); }
 
 static double frame_time(const vla_video_decoder *d, const AVFrame *f) {
     int64_t pts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
@@ -151,7 +156,7 @@ static vla_status load_key_index(vla_video_decoder *d) {
 
 vla_status vla_video_decoder_open(const char *path, const vla_video_decoder_opts *opts, vla_video_decoder **out) {
     *out = NULL;
-    pthread_once(&log_once, quiet_ffmpeg_log);
+    vla_video_quiet_ffmpeg();
     vla_video_decoder *d = calloc(1, sizeof(*d));
     if (!d) return vla_error(VLA_ERR_NOMEM, "%s: out of memory", path);
     d->path = strdup(path);

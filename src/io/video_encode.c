@@ -126,6 +126,7 @@ static vla_status open_encoder(vla_video_writer *w, const char *name, int crf, i
  * pass reads it back. On failure *out is NULL. */
 static vla_status writer_start(const char *path, int fps, vla_video_writer **out) {
     *out = NULL;
+    vla_video_quiet_ffmpeg(); /* no "[mp4 @ 0x…] Starting second pass" on every close */
     vla_video_writer *w = calloc(1, sizeof(*w));
     if (!w) return vla_error(VLA_ERR_NOMEM, "%s: out of memory", path);
     w->fps = fps;
