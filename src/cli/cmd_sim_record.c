@@ -62,13 +62,23 @@ int vla_cmd_sim_record(int argc, char **argv) {
     vla_sim_record_result r;
     vla_status st = vla_sim_record(&o, &r);
     if (st != VLA_OK) return vla_cli_fail(st);
+    /* the count is what was recorded; the attempts beyond it are accounted for (record.h: a wave runs a margin
+     * for failures, and what it ran past the last episode needed is not recorded) */
+    int spare = r.episodes_run - r.episodes_kept - r.episodes_failed;
     if (json)
-        printf("{\"out\":\"%s\",\"env\":\"%s\",\"episodes\":%d,\"episodes_run\":%d,\"frames\":%lld,"
-               "\"policy_success_rate\":%.4f,\"seconds\":%.2f}\n",
-               out, env, r.episodes_kept, r.episodes_run, (long long)r.frames, r.success_rate, r.seconds);
-    else
-        printf("recorded %d episodes (%lld frames) of %s/%s into %s in %.1f s; %d episodes run, %.1f%% successful\n",
-               r.episodes_kept, (long long)r.frames, env, policy, out, r.seconds, r.episodes_run,
-               100.0 * r.success_rate);
+        printf("{\"out\":\"%s\",\"env\":\"%s\",\"episodes\":%d,\"episodes_run\":%d,\"episodes_failed\":%d,"
+               "\"episodes_not_needed\":%d,\"frames\":%lld,\"policy_success_rate\":%.4f,\"seconds\":%.2f}\n",
+               out, env, r.episodes_kept, r.episodes_run, r.episodes_failed, spare, (long long)r.frames,
+               r.success_rate, r.seconds);
+    else {
+        char extra[256] = "";
+        if (r.episodes_run > r.episodes_kept)
+            snprintf(extra, sizeof extra, " (%d run: %d failed and %s discarded, %d more than needed %s not recorded)",
+                     r.episodes_run, r.episodes_failed, r.episodes_failed == 1 ? "was" : "were", spare,
+                     spare == 1 ? "was" : "were");
+        printf("%d episodes recorded%s, %lld frames of %s/%s, into %s in %.1f s; the policy succeeded in %.1f%% of "
+               "its runs\n",
+               r.episodes_kept, extra, (long long)r.frames, env, policy, out, r.seconds, 100.0 * r.success_rate);
+    }
     return 0;
 }

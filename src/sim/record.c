@@ -3,6 +3,7 @@
 #include "sim/env.h"
 #include "data/lerobot.h"
 #include "base/log.h"
+#include "base/progress.h"
 #include "base/timer.h"
 
 #include <stdio.h>
@@ -141,6 +142,8 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
     if (st == VLA_OK) st = vla_env_make(o->env, &env);
     const char *policy = o->policy ? o->policy : "expert";
     double successes = 0;
+    vla_progress prog;
+    vla_progress_start(&prog, "sim record", o->episodes, o->progress);
     while (st == VLA_OK && out->episodes_kept < o->episodes && out->episodes_run < attempts) {
         int need = o->episodes - out->episodes_kept;
         int wave = need + need / 8 + 2; /* with keep_failures attempts = episodes caps it at need */
@@ -154,20 +157,27 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
         successes += rr.success_rate * rr.episodes;
         for (int e = 0; st == VLA_OK && e < rr.episodes && out->episodes_kept < o->episodes; e++) {
             const vla_sim_episode *ep = &rr.per_episode[e];
-            if (!ep->success && !o->keep_failures) continue;
+            if (!ep->success && !o->keep_failures) {
+                out->episodes_failed++;
+                continue;
+            }
             bool success = false;
             int64_t frames = 0;
             st = record_episode(env, w, seed0 + (uint64_t)e, ep->actions, ep->labels, ep->steps, 0, 0, &ly, &frames,
                                 &success);
             if (st == VLA_OK && !success && !o->keep_failures) { /* diverged under f32 actions: drop it */
                 vla_lr_writer_discard_episode(w);
+                out->episodes_failed++;
                 continue;
             }
             if (st == VLA_OK) st = vla_lr_writer_save_episode(w);
             if (st == VLA_OK) out->episodes_kept++, out->frames += frames;
-            if (st == VLA_OK && o->progress)
-                fprintf(stderr, "\rsim record: %d/%d episodes, %lld frames, %.1f s", out->episodes_kept, o->episodes,
-                        (long long)out->frames, vla_now_s() - t0);
+            if (st == VLA_OK) {
+                char detail[128];
+                snprintf(detail, sizeof detail, "%d/%d episodes recorded, %lld frames", out->episodes_kept, o->episodes,
+                         (long long)out->frames);
+                vla_progress_update(&prog, out->episodes_kept, detail);
+            }
         }
         vla_sim_run_result_free(&rr);
     }
@@ -185,7 +195,7 @@ vla_status vla_sim_record(const vla_sim_record_opts *o, vla_sim_record_result *o
         if (st == VLA_OK) st = vla_lr_writer_save_episode(w);
         if (st == VLA_OK) out->branches_kept++, out->frames += frames;
     }
-    if (o->progress) fputc('\n', stderr);
+    vla_progress_end(&prog);
     if (st == VLA_OK && out->episodes_kept < o->episodes)
         st = vla_error(VLA_ERR_INVALID_ARG,
                        "sim record: only %d of %d episodes succeeded in %d attempts (policy '%s'); ask for fewer "

@@ -55,6 +55,8 @@ typedef struct {
 
 typedef struct {
     int episodes_kept, episodes_run;
+    int episodes_failed;    /* of those run, unsuccessful (or diverged when replayed) and discarded; the rest of
+                               episodes_run − episodes_kept succeeded but were not needed (a wave runs a margin) */
     int branches_kept;      /* of opts.branches (one that no longer succeeds under f32 replay is dropped) */
     int64_t frames;
     double success_rate;    /* over all episodes run */
