@@ -186,7 +186,7 @@ static void print_table(const round_row *rows, int n, int eval_n) {
 
 int vla_cmd_dagger(int argc, char **argv) {
     bool overwrite = false;
-    dagger_opts d = {NULL, NULL, "pusht", NULL, 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1, 2,
+    dagger_opts d = {NULL, NULL, NULL, NULL, 3, 50, 10, 4, 100, 0, 200000, 2000, 64, 100, 100000, 0, 1, 2,
                      -1, -1, true, 0, ""};
     const char *task = NULL, *model = NULL;
     const vla_flag flags[] = {
@@ -197,7 +197,8 @@ int vla_cmd_dagger(int argc, char **argv) {
         {"overwrite", VLA_FLAG_BOOL, &overwrite, NULL,
          "a non-empty --output_dir is moved aside to DIR.old-<date>_<time> (nothing deleted)"},
         {"device", VLA_FLAG_STRING, &d.device, "NAME", VLA_CLI_DEVICE_HELP},
-        {"env.type", VLA_FLAG_STRING, &d.env, "NAME", "simulator with a scripted expert: pusht | reach | aloha (default pusht)"},
+        {"env.type", VLA_FLAG_STRING, &d.env, "NAME", "simulator with a scripted expert: pusht | reach | aloha (default: the one the checkpoint was trained for, "
+         "as vla eval infers it; printed)"},
         {"env.task", VLA_FLAG_STRING, &task, "NAME", VLA_CLI_ENV_TASK_HELP},
         {"env.model", VLA_FLAG_STRING, &model, "FILE", VLA_CLI_ENV_MODEL_HELP},
         {"dagger.rounds", VLA_FLAG_INT, &d.rounds, "K", "rounds (default 3)"},
@@ -246,6 +247,12 @@ int vla_cmd_dagger(int argc, char **argv) {
         !vla_cli_int_in(cmd, "num_workers", d.workers, 0, 256) ||
         (vla_flags_given(&spec, &res, "policy.n_action_steps") && !vla_cli_int_in(cmd, "policy.n_action_steps", d.n_act, 1, 4096)))
         return 2;
+    if (!d.env) { /* the simulator the checkpoint was trained for (as vla eval), said aloud */
+        char why[2048];
+        vla_status ist = vla_eval_infer_env(d.policy_path, NULL, &d.env, why, sizeof why);
+        if (ist != VLA_OK) return vla_cli_fail(ist);
+        fprintf(stderr, "vla dagger: --env.type=%s, from %s\n", d.env, why);
+    }
     if ((rc = vla_cli_env(&d.env, task, model)) >= 0) return rc;
     { /* what the datasets must hold for the policy: its cameras, at its image size */
         const vla_ops *ops;

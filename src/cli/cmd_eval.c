@@ -8,6 +8,28 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The human summary: what ran, how it did against the baselines, where it is. */
+static void print_summary(const vla_eval_opts *o, const vla_eval_result *r, const char *dir) {
+    const vla_eval_summary *p = &r->policy;
+    printf("eval %s: %d episodes of %s (%d actions per chunk, %d frame(s) of state, %d flow steps), %.1f s\n", o->env,
+           p->episodes, o->policy_path, r->n_action_steps, r->n_obs_steps, r->flow_steps, p->seconds);
+    printf("  success      %.1f%% (%d of %d)\n", 100 * p->success_rate, (int)(p->success_rate * p->episodes + 0.5),
+           p->episodes);
+    printf("  coverage     mean max %.3f (LeRobot avg_max_reward %.3f), mean reward %.2f, %.0f steps per episode\n",
+           p->mean_max_coverage, p->mean_max_reward, p->mean_sum_reward, p->mean_steps);
+    if (r->has_baselines)
+        printf("  baselines    zero-action %.1f%% (coverage %.3f), random %.1f%% (coverage %.3f)\n",
+               100 * r->zero.success_rate, r->zero.mean_max_coverage, 100 * r->random.success_rate,
+               r->random.mean_max_coverage);
+    if (o->inference_delay > 0)
+        printf("  chunking     %s, chunks %d steps late: jerk %.4f overall, %.4f where chunks meet\n",
+               vla_eval_chunking_name(o->chunking), o->inference_delay, p->mean_jerk, p->boundary_jerk);
+    printf("  output       %s\n", dir);
+    printf("  eval_info    %s\n", r->eval_info);
+    if (r->video_success[0]) printf("  video        a success: %s\n", r->video_success);
+    if (r->video_failure[0]) printf("  video        a failure: %s\n", r->video_failure);
+}
+
 int vla_cmd_eval(int argc, char **argv) {
     vla_eval_opts o;
     vla_eval_opts_default(&o);
@@ -15,6 +37,7 @@ int vla_cmd_eval(int argc, char **argv) {
     bool baselines = false, json = false, overwrite = false, no_jac = false;
     const char *out = NULL, *pretrained = NULL, *job_name = NULL, *chunking = NULL, *schedule = "exp";
     const char *task = NULL, *model = NULL;
+    o.env = NULL; /* not given: the checkpoint's (vla_eval_infer_env) */
     int64_t delay = 0;
     double beta = o.rtc_beta;
     const vla_flag flags[] = {
@@ -26,7 +49,9 @@ int vla_cmd_eval(int argc, char **argv) {
          "base carries none: fine-tune it first (vla train --policy.pretrained_path)"},
         {"policy.config", VLA_FLAG_STRING, &o.policy_config, "NAME|PATH",
          "a published checkpoint's architecture preset (default: the family's full size, pi05 or groot-n1.5)"},
-        {"env.type", VLA_FLAG_STRING, &o.env, "NAME", "pusht | reach | aloha (default pusht)"},
+        {"env.type", VLA_FLAG_STRING, &o.env, "NAME",
+         "pusht | reach | aloha (default: the one the checkpoint was trained for, from its dataset's robot_type, "
+         "cameras or widths; printed)"},
         {"env.task", VLA_FLAG_STRING, &task, "NAME", VLA_CLI_ENV_TASK_HELP},
         {"env.model", VLA_FLAG_STRING, &model, "FILE", VLA_CLI_ENV_MODEL_HELP},
         {"env.allow_mismatch", VLA_FLAG_BOOL, &o.allow_mismatch, NULL,
@@ -51,7 +76,7 @@ int vla_cmd_eval(int argc, char **argv) {
         {"overwrite", VLA_FLAG_BOOL, &overwrite, NULL,
          "a non-empty --output_dir is moved aside to DIR.old-<date>_<time> (nothing deleted)"},
         {"video_size", VLA_FLAG_INT, &vsize, "PX", "video frame size (default 256)"},
-        {"json", VLA_FLAG_BOOL, &json, NULL, "print the summary as one JSON object"},
+        {"json", VLA_FLAG_BOOL, &json, NULL, "print the summary as one JSON object on stdout instead of the human one"},
         {"eval.inference_delay", VLA_FLAG_INT, &delay, "D",
          "simulate a policy that answers D control steps late"},
         {"eval.chunking", VLA_FLAG_STRING, &chunking, "MODE",
@@ -77,11 +102,17 @@ int vla_cmd_eval(int argc, char **argv) {
         return 2;
     }
     if (pretrained) o.policy_path = pretrained;
-    if ((rc = vla_cli_env(&o.env, task, model)) >= 0) return rc;
     if (!o.policy_path) {
         fprintf(stderr, "vla: error: vla eval: --policy.path=DIR is required\n");
         return 2;
     }
+    if (!o.env) { /* the simulator the checkpoint was trained for, said aloud */
+        char why[2048];
+        vla_status ist = vla_eval_infer_env(o.policy_path, o.embodiment, &o.env, why, sizeof why);
+        if (ist != VLA_OK) return vla_cli_fail(ist);
+        fprintf(stderr, "vla eval: --env.type=%s, from %s\n", o.env, why);
+    }
+    if ((rc = vla_cli_env(&o.env, task, model)) >= 0) return rc;
     const char *cmd = "vla eval";
     if (!vla_cli_int_in(cmd, "eval.n_episodes", n, 1, 1 << 20) ||
         (vla_flags_given(&spec, &res, "policy.n_action_steps") && !vla_cli_int_in(cmd, "policy.n_action_steps", n_act, 1, 4096)) ||
@@ -118,7 +149,7 @@ int vla_cmd_eval(int argc, char **argv) {
     }
     if (cst != VLA_OK) return vla_cli_fail(cst);
     o.n_videos = (int)n_videos, o.video_size = (int)vsize, o.baselines = baselines, o.output_dir = dir;
-    o.quiet = json;
+    o.quiet = true, o.progress = true; /* this command prints its own summary, below */
     if (delay < 0 || delay > 1000 || !(beta > 0)) {
         fprintf(stderr, "vla: error: vla eval: --eval.inference_delay must be 0..1000, --rtc.max_guidance_weight > 0\n");
         return 2;
@@ -133,7 +164,13 @@ int vla_cmd_eval(int argc, char **argv) {
     vla_eval_result r;
     vla_status st = vla_eval_run(&o, &r);
     if (st != VLA_OK) return vla_cli_fail(st);
-    /* mean_max_coverage: raw coverage; mean_max_reward: LeRobot's avg_max_reward (PushT: clip(coverage / 0.95)) */
+    if (!json) {
+        print_summary(&o, &r, dir);
+        vla_eval_result_free(&r);
+        return 0;
+    }
+    /* --json: one object; mean_max_coverage: raw coverage; mean_max_reward: LeRobot's avg_max_reward (PushT:
+     * clip(coverage / 0.95)) */
     printf("{\"env\":\"%s\",\"episodes\":%d,\"n_action_steps\":%d,\"success_rate\":%.4f,\"mean_max_coverage\":%.4f,"
            "\"mean_max_reward\":%.4f,\"mean_sum_reward\":%.4f,\"mean_steps\":%.1f,\"inference_delay\":%d,\"chunking\":\"%s\","
            "\"mean_jerk\":%.4f,\"boundary_jerk\":%.4f,\"chunks\":%.2f,\"seconds\":%.2f",
@@ -147,6 +184,7 @@ int vla_cmd_eval(int argc, char **argv) {
                "\"mean_max_reward\":%.4f,\"mean_sum_reward\":%.4f}",
                r.zero.success_rate, r.zero.mean_max_coverage, r.zero.mean_max_reward, r.zero.mean_sum_reward,
                r.random.success_rate, r.random.mean_max_coverage, r.random.mean_max_reward, r.random.mean_sum_reward);
-    printf(",\"eval_info\":\"%s\"}\n", r.eval_info);
+    printf(",\"output_dir\":\"%s\",\"eval_info\":\"%s\"}\n", dir, r.eval_info);
+    vla_eval_result_free(&r);
     return 0;
 }

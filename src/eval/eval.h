@@ -84,6 +84,7 @@ typedef struct {
     bool allow_mismatch;      /* run a checkpoint trained on another robot than the env (its state and action
                                  widths must still fit); otherwise refused, naming both */
     bool quiet;
+    bool progress;            /* report progress on stderr while the policy's episodes run (base/progress.h) */
     int inference_delay;      /* control steps a chunk takes to arrive (0: at once) */
     vla_eval_chunking chunking; /* how late chunks are used (see above; default SYNC) */
     vla_rtc_schedule rtc_schedule; /* RTC's prefix weights (default exp) */
@@ -120,6 +121,8 @@ typedef struct {
     int n_action_steps;       /* actions executed per chunk (the flag's, the checkpoint's or the default) */
     vla_eval_trajectory *traj; /* opts.keep_trajectories entries, or NULL; vla_eval_result_free */
     int n_traj;
+    int n_obs_steps, flow_steps; /* what ran: frames of state history, Euler steps */
+    char video_success[4200], video_failure[4200]; /* a written video of a successful / failed episode, or "" */
 } vla_eval_result;
 
 void vla_eval_result_free(vla_eval_result *r);
@@ -146,5 +149,18 @@ void vla_eval_history_push(vla_eval_history *h, const vla_env_obs *ob);
 int64_t vla_eval_history_width(const vla_eval_history *h);
 void vla_eval_history_state(const vla_eval_history *h, float *out);
 vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out);
+
+/* The simulator a vla.c checkpoint was trained for, when the user names
+ * none: from what the checkpoint records, in this order — train_config.json's
+ * --env.type when training evaluated in it (eval_freq > 0), the dataset's
+ * robot_type (config.json "name": `vla sim record` writes the env's), a
+ * camera key only one env has (observation.images.top: aloha), else the
+ * state and action widths when exactly one env fits them. `embodiment`
+ * picks a mixture's entry (NULL: the entries must agree). *env gets the
+ * env's name (static storage), `why` says from what. A published
+ * checkpoint, or one no rule decides, is an error that names the
+ * --env.type values. */
+vla_status vla_eval_infer_env(const char *policy_path, const char *embodiment, const char **env, char *why,
+                              size_t why_cap);
 
 #endif
