@@ -94,10 +94,11 @@ int vla_cmd_serve(int argc, char **argv) {
     }
     const vla_engine_info *in = vla_engine_get_info(e);
     /* one line a script can wait for (tests read the port from it) */
-    printf("vla serve: %s (%s, %s) listening on ws://%s:%d (chunks of %lld x %lld, batches of up to %d in %.1f ms, "
-           "real-time chunking %s)\n",
+    printf("vla serve: %s (%s, %s) listening on ws://%s:%d (chunks of %lld x %lld, execute %d per chunk, %d frame(s) "
+           "of state, batches of up to %d in %.1f ms, real-time chunking %s)\n",
            in->dir, in->family, in->config, so.host, vla_server_port(s), (long long)in->horizon,
-           (long long)in->action_dim, so.max_batch, so.batch_window_ms, in->rtc ? "on" : "unavailable");
+           (long long)in->action_dim, in->n_action_steps, in->n_obs_steps, so.max_batch, so.batch_window_ms,
+           in->rtc ? "on" : "unavailable");
     fflush(stdout);
     g_server = s;
     struct sigaction sa;

@@ -117,6 +117,7 @@ vla_status vla_engine_open(const vla_engine_opts *o, vla_engine **out) {
     snprintf(in->family, sizeof in->family, "%s", e->policy->ops->name);
     snprintf(in->config, sizeof in->config, "%s", c->name);
     in->horizon = c->action.horizon, in->action_dim = m->action_width;
+    in->n_action_steps = m->n_action_steps > 0 ? m->n_action_steps : (int)(in->horizon < 8 ? in->horizon : 8);
     in->n_obs_steps = m->n_obs_steps > 1 ? m->n_obs_steps : 1;
     in->state_frame = m->state_width / in->n_obs_steps;
     in->cameras = m->cameras, in->image_size = c->vision.image_size, in->fps = m->fps;
@@ -148,12 +149,13 @@ const vla_engine_info *vla_engine_get_info(const vla_engine *e) { return &e->inf
 
 void vla_engine_write_metadata(const vla_engine *e, vla_np_writer *w) {
     const vla_engine_info *in = &e->info;
-    vla_np_put_map(w, 13);
+    vla_np_put_map(w, 14);
     vla_np_put_str(w, "server"), vla_np_put_str(w, "vla.c " VLA_VERSION);
     vla_np_put_str(w, "policy"), vla_np_put_str(w, in->family);
     vla_np_put_str(w, "config"), vla_np_put_str(w, in->config);
     vla_np_put_str(w, "action_dim"), vla_np_put_int(w, in->action_dim);
     vla_np_put_str(w, "action_horizon"), vla_np_put_int(w, in->horizon);
+    vla_np_put_str(w, "n_action_steps"), vla_np_put_int(w, in->n_action_steps); /* execute these, then re-plan */
     vla_np_put_str(w, "fps"), vla_np_put_float(w, in->fps);
     vla_np_put_str(w, "state_keys"), vla_np_put_list(w, in->n_state_keys);
     for (int i = 0; i < in->n_state_keys; i++) vla_np_put_str(w, in->state_keys[i]);

@@ -57,6 +57,8 @@ void vla_engine_opts_default(vla_engine_opts *o);
 typedef struct {
     char family[16], config[64];
     int64_t horizon;            /* H: actions per chunk */
+    int n_action_steps;         /* of each chunk, how many the robot should execute before asking again: the
+                                   checkpoint's (as training decided; else min(H, 8), as vla eval) */
     int64_t action_dim;         /* real action dims in env units */
     int64_t state_frame;        /* one frame's state width (all state keys) */
     int n_state_keys;
