@@ -415,6 +415,38 @@ static int cmd_frame(int argc, char **argv) {
     return exit_code;
 }
 
+/* A stats.json-style value (a number, or nested arrays: an image's [[v]] per channel) flattened. */
+static int stats_flat(const json_t *v, double *o, int cap, int n) {
+    if (json_is_number(v)) {
+        if (n < cap) o[n] = json_number_value(v);
+        return n + 1;
+    }
+    for (size_t i = 0; json_is_array(v) && i < json_array_size(v); i++) n = stats_flat(json_array_get(v, i), o, cap, n);
+    return n;
+}
+
+/* The recomputed statistics themselves: one row per feature and dimension (a camera: per channel). */
+static void print_stats_table(const json_t *computed) {
+    printf("  %-34s %12s %12s %12s %12s %9s\n", "feature", "mean", "std", "min", "max", "count");
+    const char *key;
+    json_t *obj;
+    json_object_foreach((json_t *)computed, key, obj) {
+        enum { CAP = 4096 };
+        static double mean[CAP], sd[CAP], mn[CAP], mx[CAP];
+        double cnt[1] = {0};
+        int n = stats_flat(json_object_get(obj, "mean"), mean, CAP, 0);
+        stats_flat(json_object_get(obj, "std"), sd, CAP, 0), stats_flat(json_object_get(obj, "min"), mn, CAP, 0);
+        stats_flat(json_object_get(obj, "max"), mx, CAP, 0), stats_flat(json_object_get(obj, "count"), cnt, 1, 0);
+        if (n > CAP) n = CAP;
+        for (int c = 0; c < n; c++) {
+            char name[300];
+            if (n == 1) snprintf(name, sizeof name, "%s", key);
+            else snprintf(name, sizeof name, "%s[%d]", c == 0 ? key : "", c);
+            printf("  %-34s %12.5g %12.5g %12.5g %12.5g %9.0f\n", name, mean[c], sd[c], mn[c], mx[c], cnt[0]);
+        }
+    }
+}
+
 static int cmd_stats(int argc, char **argv) {
     bool as_json = false, images = true;
     const char *episodes = NULL, *root = NULL;
@@ -465,16 +497,27 @@ static int cmd_stats(int argc, char **argv) {
         json_decref(j);
     } else {
         if (image_note) printf("note: %s\n", image_note);
+        print_stats_table(computed);
+        /* the verdict: how many judged values agree; only the ones that do not, listed */
+        int judged = 0, unjudged = 0, unstored = 0;
         for (size_t i = 0; i < json_array_size(report); i++) {
             json_t *e = json_array_get(report, i);
-            printf("  %-32s %-6s max|diff| %-12.6g tol %-10.3g %s\n", json_string_value(json_object_get(e, "feature")),
+            if (!json_is_true(json_object_get(e, "judged"))) {
+                unjudged++;
+                unstored += !strcmp(json_string_value(json_object_get(e, "stat")), "all");
+                continue;
+            }
+            judged++;
+            if (json_is_true(json_object_get(e, "ok"))) continue;
+            json_t *why = json_object_get(e, "note");
+            printf("  DIFFERS %s %s: max |diff| %.6g, tolerance %.3g%s%s\n", json_string_value(json_object_get(e, "feature")),
                    json_string_value(json_object_get(e, "stat")), json_number_value(json_object_get(e, "max_abs_diff")),
-                   json_number_value(json_object_get(e, "tolerance")),
-                   json_is_true(json_object_get(e, "ok")) ? "ok"
-                   : json_object_get(e, "note") ? json_string_value(json_object_get(e, "note"))
-                                                 : "DIFFERS");
+                   json_number_value(json_object_get(e, "tolerance")), why ? "; " : "", why ? json_string_value(why) : "");
         }
-        printf("%s: %s (%d mismatch%s)\n", ds->root, bad ? "stats DIFFER" : "stats agree", bad, bad == 1 ? "" : "es");
+        printf("%s: %s with meta/stats.json: %d of %d judged statistics within tolerance (%d mismatch%s); %d shown "
+               "but not judged (quantiles, a video's min/max%s)\n",
+               ds->root, bad ? "stats DIFFER" : "stats agree", judged - bad, judged, bad, bad == 1 ? "" : "es", unjudged,
+               unstored ? ", features with no stored stats" : "");
     }
     json_decref(report);
     json_decref(computed);

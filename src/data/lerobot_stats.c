@@ -214,9 +214,9 @@ vla_status vla_lerobot_compare_stats(const vla_lerobot *ds, const json_t *comput
         const vla_lr_feature *f = vla_lerobot_feature(ds, key);
         int image = f && f->camera >= 0, video = image && f->dtype == VLA_LR_VIDEO;
         if (!s) {
+            /* nothing to compare with: not judged (no verdict either way), said in the note */
             json_array_append_new(report, json_pack("{s:s,s:s,s:n,s:n,s:b,s:s}", "feature", key, "stat", "all", "max_abs_diff",
-                                                    "tolerance", "ok", 0, "note", "no stored stats"));
-            (*n_bad)++;
+                                                    "tolerance", "judged", 0, "note", "no stored stats"));
             continue;
         }
         const double *stored[VLA_LR_NSTAT] = {s->min, s->max, s->mean, s->std, s->q01, s->q10, s->q50, s->q90, s->q99};
@@ -225,8 +225,9 @@ vla_status vla_lerobot_compare_stats(const vla_lerobot *ds, const json_t *comput
             double vals[4096];
             int n = flat(json_object_get(obj, vla_lr_stat_names[k]), vals, 4096, 0);
             if (n != s->n || n > 4096) {
-                json_array_append_new(report, json_pack("{s:s,s:s,s:n,s:n,s:b,s:s}", "feature", key, "stat", vla_lr_stat_names[k],
-                                                        "max_abs_diff", "tolerance", "ok", 0, "note", "width differs"));
+                json_array_append_new(report, json_pack("{s:s,s:s,s:n,s:n,s:b,s:b,s:s}", "feature", key, "stat",
+                                                        vla_lr_stat_names[k], "max_abs_diff", "tolerance", "judged", 1,
+                                                        "ok", 0, "note", "width differs"));
                 (*n_bad)++;
                 continue;
             }
@@ -245,7 +246,8 @@ vla_status vla_lerobot_compare_stats(const vla_lerobot *ds, const json_t *comput
             if (quantile && !image) tol = 1e-2 * (1 + scale);
             int ok = diff <= tol;
             json_t *e = json_pack("{s:s,s:s,s:f,s:f,s:b}", "feature", key, "stat", vla_lr_stat_names[k],
-                                  "max_abs_diff", isfinite(diff) ? diff : -1.0, "tolerance", tol, "ok", ok);
+                                  "max_abs_diff", isfinite(diff) ? diff : -1.0, "tolerance", tol, "judged", judged);
+            if (judged && e) json_object_set_new(e, "ok", json_boolean(ok)); /* a row not judged has no verdict */
             if (!judged && e)
                 json_object_set_new(e, "note", json_string(quantile ? "quantile: not judged (LeRobot stores per-episode "
                                                                       "envelopes)"
@@ -258,8 +260,9 @@ vla_status vla_lerobot_compare_stats(const vla_lerobot *ds, const json_t *comput
             double cv[1] = {0};
             flat(c, cv, 1, 0);
             int ok = (int64_t)cv[0] == s->count;
-            json_array_append_new(report, json_pack("{s:s,s:s,s:f,s:f,s:b}", "feature", key, "stat", "count", "max_abs_diff",
-                                                    fabs(cv[0] - (double)s->count), "tolerance", 0.0, "ok", ok));
+            json_array_append_new(report, json_pack("{s:s,s:s,s:f,s:f,s:b,s:b}", "feature", key, "stat", "count",
+                                                    "max_abs_diff", fabs(cv[0] - (double)s->count), "tolerance", 0.0,
+                                                    "judged", 1, "ok", ok));
             if (!ok) (*n_bad)++;
         }
     }
