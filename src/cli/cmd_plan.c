@@ -1,8 +1,12 @@
 /* cmd_plan.c — `vla plan`: predict data-parallel step time, communication
  * time (total and exposed) and MFU at N GPUs from the α-β ring model of
  * distributed/plan.h, with the compute per GPU either given (--compute-ms, measured)
- * or derived from FLOPs, peak TFLOP/s and the kernels' efficiency. */
+ * or derived from FLOPs, peak TFLOP/s and the kernels' efficiency. The
+ * model is --config (a policy preset or config: its own parameter count and
+ * FLOPs, distributed/plan.h vla_plan_policy_estimate; `vla policy info
+ * --json` output; a plan JSON) or --params. */
 #include "cli/cli.h"
+#include "base/fsutil.h"
 #include "base/json.h"
 #include "distributed/plan.h"
 
@@ -10,58 +14,130 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* A flag left at this value was not given. */
-#define UNSET (-1.0)
-
-static void take(double *dst, double flag) {
-    if (flag != UNSET) *dst = flag;
-}
-
-static vla_status apply_config(const char *path, vla_plan_input *in) {
-    json_t *j;
-    VLA_TRY(vla_json_load_file(path, &j));
+/* A plan JSON ({"params": …, "flops_per_sample": …}, at the top level or
+ * under "plan"): its numbers into `in`. */
+static vla_status apply_plan_json(const char *path, json_t *obj, vla_plan_input *in) {
     static const char *keys[] = {"params", "tokens_per_sample", "flops_per_sample", "batch", "peak_tflops",
                                  "mfu_compute", "compute_ms"};
     double *dst[] = {&in->params, &in->tokens_per_sample, &in->flops_per_sample, &in->batch, &in->peak_tflops,
                      &in->mfu_compute, &in->compute_ms};
-    /* keys may sit at the top level or under "plan" */
-    json_t *obj = json_object_get(j, "plan");
-    if (!json_is_object(obj)) obj = j;
     for (unsigned i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         json_t *v = json_object_get(obj, keys[i]);
         if (!v) continue;
-        if (!json_is_number(v)) {
-            json_decref(j);
-            return vla_error(VLA_ERR_FORMAT, "%s: '%s' must be a number", path, keys[i]);
-        }
+        if (!json_is_number(v))
+            return vla_error(VLA_ERR_FORMAT, "%s: '%s' must be a number (a plan file holds numbers: params, "
+                             "tokens_per_sample, flops_per_sample, batch, peak_tflops, mfu_compute, compute_ms; or give "
+                             "a policy preset or config, or the output of `vla policy info --json`)", path, keys[i]);
         *dst[i] = json_number_value(v);
     }
-    json_decref(j);
+    return VLA_OK;
+}
+
+/* The output of `vla policy info --json`: trained parameters, training
+ * FLOPs per sample and tokens per sample, each field named when missing. */
+static vla_status apply_policy_info(const char *path, json_t *j, vla_plan_input *in) {
+    json_t *tp = json_object_get(j, "trainable_params");
+    json_t *fl = json_object_get(json_object_get(j, "flops"), "train_per_sample");
+    json_t *tok = json_object_get(j, "tokens_per_sample");
+    if (!json_is_number(tp))
+        return vla_error(VLA_ERR_FORMAT, "%s: reads as `vla policy info --json` output (it has total_params) but "
+                         "'trainable_params' is %s; write it again with vla policy info --json", path,
+                         tp ? "not a number" : "missing");
+    if (!json_is_number(fl))
+        return vla_error(VLA_ERR_FORMAT, "%s: reads as `vla policy info --json` output but 'flops.train_per_sample' "
+                         "is %s; write it again with vla policy info --json", path, fl ? "not a number" : "missing");
+    if (!json_is_object(tok))
+        return vla_error(VLA_ERR_FORMAT, "%s: reads as `vla policy info --json` output but 'tokens_per_sample' is "
+                         "%s (an object of image, text and action tokens)", path, tok ? "not an object" : "missing");
+    double tokens = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(tok, k, v) {
+        if (!json_is_number(v))
+            return vla_error(VLA_ERR_FORMAT, "%s: 'tokens_per_sample.%s' must be a number", path, k);
+        tokens += json_number_value(v);
+    }
+    in->params = json_number_value(tp);
+    in->flops_per_sample = json_number_value(fl);
+    in->tokens_per_sample = tokens;
+    return VLA_OK;
+}
+
+/* --config: a policy preset (pi05, groot-n1.5, pi05-tiny …), a policy config
+ * file, `vla policy info --json` output, or a plan JSON. `name` receives
+ * what it described ("pi05-tiny", or the path). */
+static vla_status apply_config(const char *config, vla_plan_input *in, char *name, size_t cap,
+                               vla_plan_policy *pol, bool *have_pol) {
+    snprintf(name, cap, "%s", config);
+    *have_pol = false;
+    if (vla_path_exists(config) && !vla_is_dir(config)) {
+        json_t *j;
+        VLA_TRY(vla_json_load_file(config, &j));
+        if (!json_is_object(j)) {
+            json_decref(j);
+            return vla_error(VLA_ERR_FORMAT, "%s: not a JSON object", config);
+        }
+        vla_status st;
+        if (json_object_get(j, "total_params")) { /* vla policy info --json */
+            st = apply_policy_info(config, j, in);
+            json_t *pn = json_object_get(j, "name");
+            if (st == VLA_OK && json_is_string(pn)) snprintf(name, cap, "%s", json_string_value(pn));
+            json_decref(j);
+            return st;
+        }
+        if (!json_object_get(j, "policy")) { /* a plan file: keys at the top level or under "plan" */
+            json_t *obj = json_object_get(j, "plan");
+            st = apply_plan_json(config, json_is_object(obj) ? obj : j, in);
+            json_decref(j);
+            return st;
+        }
+        json_decref(j); /* a policy config: read as one below */
+    }
+    vla_policy_config cfg;
+    vla_status st = vla_policy_config_load(config, &cfg);
+    if (st != VLA_OK)
+        return vla_error_context(st, "--config=%s: not a policy preset, policy config, `vla policy info --json` output "
+                                 "or plan file", config);
+    VLA_TRY(vla_plan_policy_estimate(&cfg, pol));
+    snprintf(name, cap, "%s", cfg.name);
+    in->params = (double)pol->trainable_params;
+    in->flops_per_sample = pol->train_flops_per_sample;
+    in->tokens_per_sample = (double)pol->tokens_per_sample;
+    *have_pol = true;
     return VLA_OK;
 }
 
 int vla_cmd_plan(int argc, char **argv) {
-    int64_t gpus = 8, per_node = 8;
-    double gbps = UNSET, intra = UNSET, alpha = UNSET, batch = UNSET, params = UNSET, tflops = UNSET, mfu = UNSET;
-    double tokens = UNSET, fps = UNSET, compute_ms = UNSET, grad_bytes = UNSET, bucket_mb = UNSET;
+    vla_plan_input d;
+    vla_plan_defaults(&d);
+    int64_t gpus = d.gpus, per_node = d.gpus_per_node;
+    double gbps = d.inter_gbps, intra = d.intra_gbps, alpha = d.alpha_us, batch = d.batch, params = 0;
+    double tflops = d.peak_tflops, mfu = d.mfu_compute, tokens = d.tokens_per_sample, fps = 0, compute_ms = 0;
+    double grad_bytes = d.grad_bytes, bucket_mb = d.bucket_bytes / 1048576.0;
     const char *config = NULL;
     bool json = false, no_zero = false;
     const vla_flag flags[] = {
         {"gpus", VLA_FLAG_INT, &gpus, "N", "data-parallel ranks (GPUs)"},
-        {"gpus-per-node", VLA_FLAG_INT, &per_node, "N", "GPUs per node (default 8)"},
-        {"gbps", VLA_FLAG_FLOAT, &gbps, "B", "inter-node bandwidth per GPU, Gbit/s (default 400 = 3.2 Tb/s / 8)"},
-        {"intra-gbps", VLA_FLAG_FLOAT, &intra, "B", "intra-node bandwidth per GPU, Gbit/s (default 3600, NVLink)"},
-        {"alpha-us", VLA_FLAG_FLOAT, &alpha, "US", "latency per ring step, µs (default 5)"},
-        {"batch", VLA_FLAG_FLOAT, &batch, "B", "samples per GPU per step (default 32)"},
-        {"params", VLA_FLAG_FLOAT, &params, "P", "trained parameters (e.g. 3.3e9)"},
-        {"config", VLA_FLAG_STRING, &config, "FILE", "JSON with params, tokens_per_sample, flops_per_sample, …"},
-        {"tflops", VLA_FLAG_FLOAT, &tflops, "T", "peak TFLOP/s per GPU (default 989, H100/H200 bf16)"},
-        {"mfu", VLA_FLAG_FLOAT, &mfu, "M", "fraction of peak the compute reaches (default 0.4)"},
-        {"tokens", VLA_FLAG_FLOAT, &tokens, "N", "tokens per sample (FLOPs = 6·params·tokens; default 1000)"},
-        {"flops-per-sample", VLA_FLAG_FLOAT, &fps, "F", "training FLOPs per sample (overrides 6·P·tokens)"},
-        {"compute-ms", VLA_FLAG_FLOAT, &compute_ms, "MS", "measured compute per step per GPU (overrides FLOPs)"},
+        {"gpus-per-node", VLA_FLAG_INT, &per_node, "N", "GPUs per node"},
+        {"gbps", VLA_FLAG_FLOAT, &gbps, "B", "inter-node bandwidth per GPU, Gbit/s (3.2 Tb/s per node / 8)"},
+        {"intra-gbps", VLA_FLAG_FLOAT, &intra, "B", "intra-node bandwidth per GPU, Gbit/s (NVLink)"},
+        {"alpha-us", VLA_FLAG_FLOAT, &alpha, "US", "latency per ring step, µs"},
+        {"batch", VLA_FLAG_FLOAT, &batch, "B", "samples per GPU per step"},
+        {"config", VLA_FLAG_STRING, &config, "NAME|FILE",
+         "the policy: a preset (pi05, groot-n1.5, pi05-tiny, …) or config file, whose parameters, training FLOPs and "
+         "tokens per sample come from its size tables (as vla policy info counts them); or the JSON vla policy info "
+         "--json prints; or a plan JSON with params, tokens_per_sample, flops_per_sample, …"},
+        {"params", VLA_FLAG_FLOAT, &params, "P", "trained parameters, e.g. 3.3e9 (default: --config's; given, it "
+         "overrides them)"},
+        {"tflops", VLA_FLAG_FLOAT, &tflops, "T", "peak TFLOP/s per GPU (H100/H200 dense bf16)"},
+        {"mfu", VLA_FLAG_FLOAT, &mfu, "M", "fraction of peak the compute reaches"},
+        {"tokens", VLA_FLAG_FLOAT, &tokens, "N",
+         "tokens per sample: FLOPs = 6·params·tokens (default: --config's FLOPs, else 1000 tokens)"},
+        {"flops-per-sample", VLA_FLAG_FLOAT, &fps, "F",
+         "training FLOPs per sample (default: --config's estimate, else 6·params·tokens)"},
+        {"compute-ms", VLA_FLAG_FLOAT, &compute_ms, "MS", "measured compute per step per GPU (default: from the FLOPs)"},
         {"grad-bytes", VLA_FLAG_FLOAT, &grad_bytes, "B", "bytes per gradient element all-reduced (4 fp32, 2 bf16)"},
-        {"bucket-mb", VLA_FLAG_FLOAT, &bucket_mb, "MB", "gradient bucket size, MiB (default 25)"},
+        {"bucket-mb", VLA_FLAG_FLOAT, &bucket_mb, "MB", "gradient bucket size, MiB"},
         {"no-zero", VLA_FLAG_BOOL, &no_zero, NULL, "plain data parallel (no ZeRO-1 parameter all-gather)"},
         {"json", VLA_FLAG_BOOL, &json, NULL, "print one JSON object"},
     };
@@ -69,29 +145,51 @@ int vla_cmd_plan(int argc, char **argv) {
         "vla plan", NULL, "Predict step time, communication and MFU of data-parallel training at N GPUs.",
         "Ring all-reduce: T = 2(N-1)/N * bytes / bandwidth + 2(N-1) * alpha. ZeRO-1 adds an all-gather of the "
         "parameters. Buckets hide the all-reduce behind backward (2/3 of compute) except the last bucket. "
-        "Default network: the paper's 3.2 Tb/s RDMA per node, 8 GPUs per node. See docs/distributed.md.",
+        "Default network: the paper's 3.2 Tb/s RDMA per node, 8 GPUs per node. The model: --config=pi05 (a preset "
+        "or config file: its own parameter count and FLOPs) or --params. See docs/distributed.md.",
         flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
+#define GIVEN(n) vla_flags_given(&spec, &res, n)
 
-    vla_plan_input in;
-    vla_plan_defaults(&in);
+    vla_plan_input in = d;
+    char policy_name[256] = "";
+    vla_plan_policy pol = {0};
+    bool have_pol = false;
     if (config) {
-        vla_status st = apply_config(config, &in);
+        vla_status st = apply_config(config, &in, policy_name, sizeof policy_name, &pol, &have_pol);
         if (st != VLA_OK) return vla_cli_fail(st);
     }
+    /* flags given win over the config */
     in.gpus = gpus, in.gpus_per_node = per_node;
-    take(&in.inter_gbps, gbps), take(&in.intra_gbps, intra), take(&in.alpha_us, alpha);
-    take(&in.batch, batch), take(&in.params, params), take(&in.peak_tflops, tflops), take(&in.mfu_compute, mfu);
-    take(&in.tokens_per_sample, tokens), take(&in.flops_per_sample, fps), take(&in.compute_ms, compute_ms);
-    take(&in.grad_bytes, grad_bytes);
-    if (bucket_mb != UNSET) in.bucket_bytes = bucket_mb * 1048576.0;
+    if (GIVEN("gbps")) in.inter_gbps = gbps;
+    if (GIVEN("intra-gbps")) in.intra_gbps = intra;
+    if (GIVEN("alpha-us")) in.alpha_us = alpha;
+    if (GIVEN("batch")) in.batch = batch;
+    if (GIVEN("params")) in.params = params;
+    if (GIVEN("tflops")) in.peak_tflops = tflops;
+    if (GIVEN("mfu")) in.mfu_compute = mfu;
+    if (GIVEN("tokens")) {
+        if (GIVEN("flops-per-sample"))
+            return vla_cli_ignored("vla plan", "tokens", "--flops-per-sample gives the FLOPs, which --tokens would "
+                                   "otherwise estimate (6 x params x tokens)");
+        in.tokens_per_sample = tokens, in.flops_per_sample = 0; /* 6·params·tokens replaces the config's FLOPs */
+    }
+    if (GIVEN("flops-per-sample")) in.flops_per_sample = fps;
+    if (GIVEN("compute-ms")) in.compute_ms = compute_ms;
+    if (GIVEN("grad-bytes")) in.grad_bytes = grad_bytes;
+    if (GIVEN("bucket-mb")) in.bucket_bytes = bucket_mb * 1048576.0;
     if (no_zero) in.param_bytes = 0;
+    bool b_alpha = GIVEN("alpha-us"), b_bucket = GIVEN("bucket-mb"), b_grad = GIVEN("grad-bytes");
+    bool b_gbps = GIVEN("gbps"), b_intra = GIVEN("intra-gbps"), b_mfu = GIVEN("mfu");
+#undef GIVEN
     const char *cmd = "vla plan";
     if (in.params <= 0) {
-        fprintf(stderr, "vla: error: vla plan: --params=P (trained parameters, e.g. 3.3e9) is required, or a --config "
-                        "with \"params\"%s\n", params != UNSET ? " (it must be above 0)" : "");
+        fprintf(stderr, "vla: error: vla plan: which model? give --config=NAME|FILE (a policy preset such as pi05 or "
+                        "groot-n1.5, a config file, or vla policy info --json output) or --params=P (trained "
+                        "parameters, e.g. 3.3e9)%s\n", in.params < 0 || vla_flags_given(&spec, &res, "params")
+                        ? " (--params must be above 0)" : "");
         return 2;
     }
     if (!vla_cli_int_in(cmd, "gpus", in.gpus, 1, INT64_MAX) || !vla_cli_int_in(cmd, "gpus-per-node", in.gpus_per_node, 1, INT64_MAX) ||
@@ -101,30 +199,35 @@ int vla_cmd_plan(int argc, char **argv) {
         !vla_cli_float_in(cmd, "tflops", in.peak_tflops, 0, INFINITY, true, false) ||
         !vla_cli_float_in(cmd, "mfu", in.mfu_compute, 0, 1, true, false) ||
         !vla_cli_float_in(cmd, "alpha-us", in.alpha_us, 0, INFINITY, false, false) ||
-        (bucket_mb != UNSET && !vla_cli_float_in(cmd, "bucket-mb", bucket_mb, 0, INFINITY, true, false)))
+        (b_bucket && !vla_cli_float_in(cmd, "bucket-mb", bucket_mb, 0, INFINITY, true, false)))
         return 2;
     /* flags the model would not use with the others given */
     bool one_node = in.gpus <= in.gpus_per_node;
-    if (gbps != UNSET && one_node)
+    if (b_gbps && one_node)
         return vla_cli_ignored(cmd, "gbps", "it is the inter-node bandwidth, and the --gpus fit in one node "
                                "(--gpus-per-node): the ring runs at --intra-gbps; give more --gpus or fewer "
                                "--gpus-per-node to plan across nodes");
-    if (intra != UNSET && !one_node)
+    if (b_intra && !one_node)
         return vla_cli_ignored(cmd, "intra-gbps", "the --gpus span several nodes, so the ring runs at the inter-node "
                                "--gbps");
-    if (in.gpus == 1 && (alpha != UNSET || bucket_mb != UNSET || grad_bytes != UNSET || intra != UNSET))
-        return vla_cli_ignored(cmd, alpha != UNSET ? "alpha-us" : bucket_mb != UNSET ? "bucket-mb"
-                                    : grad_bytes != UNSET ? "grad-bytes" : "intra-gbps",
+    if (in.gpus == 1 && (b_alpha || b_bucket || b_grad || b_intra))
+        return vla_cli_ignored(cmd, b_alpha ? "alpha-us" : b_bucket ? "bucket-mb" : b_grad ? "grad-bytes" : "intra-gbps",
                                "one GPU communicates with no other; give --gpus ≥ 2");
-    if (mfu != UNSET && in.compute_ms > 0)
+    if (b_mfu && in.compute_ms > 0)
         return vla_cli_ignored(cmd, "mfu", "--compute-ms gives the compute time, which --mfu would otherwise "
                                "estimate");
-    if (tokens != UNSET && in.flops_per_sample > 0)
-        return vla_cli_ignored(cmd, "tokens", "--flops-per-sample gives the FLOPs, which --tokens would otherwise "
-                               "estimate (6 x params x tokens)");
     vla_plan_result r = vla_plan_predict(&in);
+    double flops_per_sample = in.flops_per_sample > 0 ? in.flops_per_sample : 6.0 * in.params * in.tokens_per_sample;
     if (json) {
-        printf("{\"gpus\":%lld,\"gpus_per_node\":%lld,\"bandwidth_gbps\":%.1f,\"alpha_us\":%.2f,\"params\":%.6g,"
+        if (policy_name[0]) {
+            printf("{\"policy\":\"");
+            vla_cli_print_json_chars(policy_name);
+            printf("\",");
+        } else {
+            printf("{");
+        }
+        printf("\"flops_per_sample\":%.6g,\"tokens_per_sample\":%.6g,", flops_per_sample, in.tokens_per_sample);
+        printf("\"gpus\":%lld,\"gpus_per_node\":%lld,\"bandwidth_gbps\":%.1f,\"alpha_us\":%.2f,\"params\":%.15g,"
                "\"batch_per_gpu\":%.6g,\"global_batch\":%.6g,\"compute_ms\":%.3f,\"allreduce_ms\":%.3f,"
                "\"allgather_ms\":%.3f,\"comm_ms\":%.3f,\"exposed_comm_ms\":%.3f,\"step_ms\":%.3f,"
                "\"samples_per_s\":%.2f,\"mfu\":%.4f}\n",
@@ -135,6 +238,12 @@ int vla_cmd_plan(int argc, char **argv) {
     }
     printf("plan: %lld GPUs (%lld per node), %.4g params, %.4g samples per GPU (global batch %.6g)\n",
            (long long)in.gpus, (long long)in.gpus_per_node, in.params, in.batch, in.batch * (double)in.gpus);
+    if (have_pol)
+        printf("  policy              %s: %lld parameters, %lld trained (all-reduced), %lld tokens and %.4g training "
+               "FLOPs per sample\n", policy_name, (long long)pol.total_params, (long long)pol.trainable_params,
+               (long long)pol.tokens_per_sample, pol.train_flops_per_sample);
+    else if (policy_name[0])
+        printf("  model               %s: %.4g training FLOPs per sample\n", policy_name, flops_per_sample);
     printf("  ring bandwidth      %.0f Gbit/s per GPU (%s), alpha %.1f us\n", r.bandwidth_gbps,
            in.gpus > in.gpus_per_node ? "inter-node" : "intra-node", in.alpha_us);
     printf("  compute             %10.3f ms per step%s\n", r.compute_s * 1e3,

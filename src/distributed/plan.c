@@ -2,6 +2,8 @@
  * `vla plan` (see plan.h). */
 #include "distributed/plan.h"
 
+#include "policy/param_spec.h"
+
 void vla_plan_defaults(vla_plan_input *in) {
     *in = (vla_plan_input){0};
     in->gpus = 8;
@@ -54,4 +56,20 @@ vla_plan_result vla_plan_predict(const vla_plan_input *in) {
     r.samples_per_s = in->batch * (double)in->gpus / r.step_s;
     r.mfu = flops / (r.step_s * in->peak_tflops * 1e12);
     return r;
+}
+
+vla_status vla_plan_policy_estimate(const vla_policy_config *cfg, vla_plan_policy *out) {
+    *out = (vla_plan_policy){0};
+    vla_param_list plist = {0};
+    VLA_TRY(vla_param_specs(cfg, &plist));
+    vla_param_counts cnt;
+    vla_param_count(&plist, &cnt);
+    vla_flops_estimate fl;
+    vla_flops_estimate_compute(cfg, &plist, &fl);
+    vla_param_list_free(&plist);
+    out->total_params = cnt.total_params;
+    out->trainable_params = cnt.total_trainable;
+    out->train_flops_per_sample = fl.total_train;
+    out->tokens_per_sample = vla_policy_prefix_tokens(cfg) + cfg->action.horizon;
+    return VLA_OK;
 }

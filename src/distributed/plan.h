@@ -20,6 +20,9 @@
 
 #include <stdint.h>
 
+#include "base/status.h"
+#include "policy/config.h"
+
 typedef struct {
     int64_t gpus, gpus_per_node;
     double inter_gbps;      /* per GPU, Gbit/s, between nodes */
@@ -44,6 +47,20 @@ typedef struct {
 } vla_plan_result;
 
 void vla_plan_defaults(vla_plan_input *in);
+
+/* What a policy brings to the plan, from its config alone (the family's
+ * parameter inventory and FLOP estimates, policy/param_spec.h: nothing is
+ * allocated, so a 3B model is counted on any machine): its parameters (the
+ * trained ones are what the all-reduce moves), training FLOPs per sample
+ * (the same number `vla policy info` reports) and tokens per sample (image
+ * tokens of every camera, text, the action chunk). */
+typedef struct {
+    int64_t total_params, trainable_params;
+    double train_flops_per_sample;
+    int64_t tokens_per_sample;
+} vla_plan_policy;
+
+vla_status vla_plan_policy_estimate(const vla_policy_config *cfg, vla_plan_policy *out);
 double vla_plan_ring_allreduce_s(double bytes, int64_t n, double gbps, double alpha_us);
 double vla_plan_ring_allgather_s(double bytes, int64_t n, double gbps, double alpha_us);
 vla_plan_result vla_plan_predict(const vla_plan_input *in);
