@@ -3,13 +3,17 @@
  * inventory, nothing allocated) and budgets memory for weights, gradients,
  * AdamW state and activations at a batch size. */
 #include "cli/cli.h"
+#include "base/fsutil.h"
+#include "base/json.h"
 #include "policy/config.h"
 #include "policy/param_spec.h"
+#include "train/checkpoint.h"
 #include "train/published.h"
 
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void human(char *buf, size_t cap, double x, const char *unit) {
     const char *pre[] = {"", "k", "M", "G", "T"};
@@ -35,7 +39,14 @@ typedef struct {
     vla_pub_format fmt;
     vla_pub_stats_source stats;             /* where its normalisation statistics come from (NONE: a base) */
     const vla_pretrained_meta *meta;        /* the features those statistics describe */
+    bool state_only;                        /* a vla.c checkpoint trained without cameras */
 } info_report;
+
+/* Modules a state-only policy allocates (and saves) but never runs: with no
+ * image there is nothing for the vision tower and its projection to do. */
+static bool group_idle(const info_report *r, int g) {
+    return r->state_only && (g == VLA_GROUP_VISION || g == VLA_GROUP_CONNECTOR);
+}
 
 static const char *const mem_names[7] = {"weights_f32", "weights_bf16", "grads_f32", "grads_bf16",
                                          "adamw_f32",   "activations_f32", "activations_bf16"};
@@ -55,6 +66,7 @@ static json_t *groups_json(const info_report *r) {
         json_object_set_new(go, "peak_layer_floats_per_sample", json_real(r->act->transient_per_sample[g]));
         json_object_set_new(go, "forward_flops_per_sample", json_real(r->fl->forward[g]));
         json_object_set_new(go, "train_flops_per_sample", json_real(r->fl->train[g]));
+        json_object_set_new(go, "runs", json_boolean(!group_idle(r, g)));
         json_object_set_new(groups, vla_param_group_name((vla_param_group)g), go);
     }
     return groups;
@@ -81,7 +93,8 @@ static void print_json(const info_report *r) {
     json_t *o = json_object();
     json_object_set_new(o, "policy", json_string(vla_policy_config_family_name(cfg)));
     json_object_set_new(o, "name", json_string(cfg->name));
-    json_object_set_new(o, "config", json_string(cfg->path));
+    json_object_set_new(o, "config", json_string(r->pretrained ? r->pretrained : cfg->path));
+    json_object_set_new(o, "cameras", json_integer(cfg->vision.cameras));
     json_object_set_new(o, "batch", json_integer(r->batch));
     json_object_set_new(o, "groups", groups_json(r));
     json_object_set_new(o, "total_params", json_integer(r->cnt->total_params));
@@ -132,17 +145,20 @@ static void print_groups_text(const info_report *r) {
     const vla_policy_config *cfg = r->cfg;
     const vla_param_counts *cnt = r->cnt;
     char a[32], b[32];
-    printf("policy %s (%s, %s)\n", cfg->name, vla_policy_config_family_name(cfg), cfg->path);
-    printf("tokens per sample: image %lld (%lld camera%s), text %lld, action %lld\n\n", (long long)r->img_tokens,
-           (long long)cfg->vision.cameras, cfg->vision.cameras == 1 ? "" : "s", (long long)cfg->language.max_tokens,
+    printf("policy %s (%s, %s)\n", cfg->name, vla_policy_config_family_name(cfg),
+           r->pretrained ? r->pretrained : cfg->path);
+    printf("tokens per sample: image %lld (%lld camera%s%s), text %lld, action %lld\n\n", (long long)r->img_tokens,
+           (long long)cfg->vision.cameras, cfg->vision.cameras == 1 ? "" : "s",
+           r->state_only ? ": a state-only policy" : "", (long long)cfg->language.max_tokens,
            (long long)cfg->action.horizon);
     printf("%-11s %14s %14s %8s %12s %12s\n", "group", "params", "trainable", "tensors", "weights f32", "bf16");
     for (int g = 0; g < VLA_GROUP_COUNT; g++) {
         if (!cnt->tensors[g]) continue;
         human(a, sizeof a, 4.0 * cnt->params[g], "B");
         human(b, sizeof b, 2.0 * cnt->params[g], "B");
-        printf("%-11s %14lld %14lld %8lld %12s %12s\n", vla_param_group_name((vla_param_group)g),
-               (long long)cnt->params[g], (long long)cnt->trainable[g], (long long)cnt->tensors[g], a, b);
+        printf("%-11s %14lld %14lld %8lld %12s %12s%s\n", vla_param_group_name((vla_param_group)g),
+               (long long)cnt->params[g], (long long)cnt->trainable[g], (long long)cnt->tensors[g], a, b,
+               group_idle(r, g) ? "  not run" : "");
     }
     human(a, sizeof a, r->mem[0], "B");
     human(b, sizeof b, r->mem[1], "B");
@@ -150,7 +166,14 @@ static void print_groups_text(const info_report *r) {
            (long long)cnt->total_trainable, (long long)cnt->total_tensors, a, b);
     human(a, sizeof a, (double)cnt->total_params, "");
     human(b, sizeof b, (double)cnt->total_trainable, "");
-    printf("(%s parameters, %s trainable)\n\n", a, b);
+    printf("(%s parameters, %s trainable)\n", a, b);
+    if (r->state_only) {
+        int64_t idle = cnt->params[VLA_GROUP_VISION] + cnt->params[VLA_GROUP_CONNECTOR];
+        printf("not run: %lld parameters of vision and connector, allocated and saved with the checkpoint (the policy "
+               "builds every module) but never run: the policy was trained without cameras, so its FLOPs, tokens and "
+               "activations count none\n", (long long)idle);
+    }
+    printf("\n");
 }
 
 /* Training memory at the batch size: weights, gradients, AdamW, activations. */
@@ -203,6 +226,43 @@ static void print_params_text(const vla_param_list *plist) {
     }
 }
 
+/* The pretrained_model directory of `path`: a training output directory (its
+ * newest valid checkpoint, vla_ckpt_find_last, as eval and serve resolve
+ * it), a checkpoint step directory (verified), or `path` itself. */
+static vla_status model_dir_of(const char *path, char *dir, size_t cap) {
+    char buf[VLA_CKPT_PATH_MAX + 64];
+    snprintf(dir, cap, "%s", path);
+    if (!vla_is_dir(path)) return VLA_OK;
+    snprintf(buf, sizeof buf, "%s/%s", path, VLA_CKPT_DIR);
+    vla_ckpt_info ck;
+    if (vla_is_dir(buf)) {
+        VLA_TRY(vla_ckpt_find_last(path, &ck));
+        snprintf(buf, sizeof buf, "%s/%s", ck.dir, VLA_CKPT_MODEL_DIR);
+    } else {
+        snprintf(buf, sizeof buf, "%s/%s", path, VLA_CKPT_MANIFEST);
+        if (!vla_path_exists(buf)) return VLA_OK;
+        VLA_TRY(vla_ckpt_verify(path, NULL));
+        snprintf(buf, sizeof buf, "%s/%s", path, VLA_CKPT_MODEL_DIR);
+    }
+    if (strlen(buf) >= cap) return vla_error(VLA_ERR_INVALID_ARG, "%s: path too long", path);
+    snprintf(dir, cap, "%s", buf);
+    return VLA_OK;
+}
+
+/* Was the vla.c checkpoint in `dir` trained without cameras? Its config.json
+ * says how many images it was fed (features.cameras, train/pretrained.h). */
+static vla_status trained_cameras(const char *dir, bool *state_only) {
+    char file[VLA_CKPT_PATH_MAX + 32];
+    snprintf(file, sizeof file, "%s/config.json", dir);
+    *state_only = false;
+    json_t *root;
+    VLA_TRY(vla_json_load_file(file, &root));
+    json_t *cams = json_object_get(json_object_get(root, "features"), "cameras");
+    *state_only = json_is_integer(cams) && json_integer_value(cams) == 0;
+    json_decref(root);
+    return VLA_OK;
+}
+
 static int policy_info(int argc, char **argv) {
     const char *config = NULL, *pretrained = NULL, *embodiment = NULL;
     int64_t batch = 32;
@@ -240,8 +300,19 @@ static int policy_info(int argc, char **argv) {
     }
     vla_policy_config cfg;
     vla_pub_format fmt = VLA_PUB_UNKNOWN;
-    vla_status st = pretrained ? vla_published_config(pretrained, config, &cfg, &fmt) : vla_policy_config_load(config, &cfg);
+    char model_dir[VLA_CKPT_PATH_MAX];
+    vla_status st = VLA_OK;
+    if (pretrained) { /* a run directory or a checkpoint step, as eval and serve take them */
+        if ((st = vla_published_check_path("--policy.pretrained_path", pretrained)) != VLA_OK ||
+            (st = model_dir_of(pretrained, model_dir, sizeof model_dir)) != VLA_OK)
+            return vla_cli_fail(st);
+        pretrained = model_dir;
+    }
+    st = pretrained ? vla_published_config(pretrained, config, &cfg, &fmt) : vla_policy_config_load(config, &cfg);
     if (st != VLA_OK) return vla_cli_fail(st);
+    bool state_only = false;
+    if (pretrained && fmt == VLA_PUB_VLA && (st = trained_cameras(pretrained, &state_only)) != VLA_OK)
+        return vla_cli_fail(st);
     vla_param_list plist = {0};
     st = vla_param_specs(&cfg, &plist);
     if (st != VLA_OK) return vla_cli_fail(st);
@@ -262,6 +333,9 @@ static int policy_info(int argc, char **argv) {
     }
     vla_param_counts cnt;
     vla_param_count(&plist, &cnt);
+    /* The parameters are what the policy allocates whatever its cameras; the
+     * compute is what it runs: a state-only policy feeds no image. */
+    if (state_only) cfg.vision.cameras = 0;
     vla_activation_estimate act;
     vla_activation_estimate_compute(&cfg, &plist, &act);
     vla_flops_estimate fl;
@@ -272,7 +346,8 @@ static int policy_info(int argc, char **argv) {
                      2 * B * act.total_floats_per_sample};
     int64_t img_tokens = cfg.vision.cameras * vla_policy_image_tokens(&cfg);
 
-    info_report r = {&cfg, &plist, &cnt, &act, &fl, mem, batch, img_tokens, list, pretrained, &ckpt, fmt, stats, &meta};
+    info_report r = {&cfg, &plist, &cnt, &act, &fl, mem, batch, img_tokens, list, pretrained, &ckpt, fmt, stats, &meta,
+                     state_only};
     if (as_json) {
         print_json(&r);
     } else {
