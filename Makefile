@@ -67,11 +67,13 @@ test-asan: setup
 # the code cannot rot: the library with every .cu file for sm_90a, the CLI and
 # the conformance suite linked against cuBLASLt, NCCL and static cudart; a
 # Debug build (no optimisation: it checks that everything compiles and
-# links, quickly). On a GPU, scripts/gpu_check.sh builds and runs it.
+# links, quickly). On a GPU, scripts/gpu_check.sh builds and runs it. The
+# CMake flags are scripts/cuda_flags.sh's, shared with gpu_check and gpu_bundle.
+VLA_CUDA_CMAKE_FLAGS := $(shell . scripts/cuda_flags.sh && echo "$$VLA_CUDA_CMAKE_FLAGS")
 cuda-compile:
 	@if [ -n "$(NVCC)" ]; then \
 		echo "make: compiling the cuda backend ($(NVCC)) in $(CUDA_CI_BUILD)"; \
-		cmake -S . -B $(CUDA_CI_BUILD) -DCMAKE_BUILD_TYPE=Debug -DVLA_CUDA=ON -DVLA_INSTALLABLE=OFF \
+		cmake -S . -B $(CUDA_CI_BUILD) -DCMAKE_BUILD_TYPE=Debug $(VLA_CUDA_CMAKE_FLAGS) \
 			-DCMAKE_CUDA_COMPILER=$(NVCC) >/dev/null && \
 		cmake --build $(CUDA_CI_BUILD) -j $(JOBS) --target vla_cli test_conformance; \
 	else \
