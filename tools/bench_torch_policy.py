@@ -13,6 +13,12 @@ attention on CPU), autograd, and torch.optim.AdamW. It times training steps
 Run with Debian's interpreter (python3-torch):
   /usr/bin/python3 tools/bench_torch_policy.py --config configs/pi05-small.json --batch 32 --threads 2
 
+On a GPU (scripts/gpu_check.sh's `torch` stage; torch >= 2): --device cuda
+--precision bf16 runs the same model as a PyTorch user trains it there:
+f32 master weights, the forward and backward under torch.autocast(bf16),
+attention through F.scaled_dot_product_attention (fused kernels), every
+tensor made on the device (torch.set_default_device).
+
 Architectures (as src/policy and tools/ref_*.py): SigLIP-style ViT; π0.5:
 Gemma layers (RMSNorm 1+w, RoPE, MQA, GeGLU) over image+text and an AdaRMS
 expert over the action chunk, one prefix-LM attention per layer; GR00T: the
@@ -58,11 +64,18 @@ def rope(x, cos, sin):  # x [B, h, L, d]
     return x * cos + torch.cat([-x[..., half:], x[..., :half]], -1) * sin
 
 
+USE_SDPA = False  # set by main() for --device cuda
+
+
 def attention(q, k, v, bias):
     """q [B, H, L, d], k/v [B, Hk, M, d] (repeated to H), bias [B or 1, 1, L, M] additive."""
     if k.shape[1] != q.shape[1]:
         k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
         v = v.repeat_interleave(q.shape[1] // v.shape[1], dim=1)
+    if USE_SDPA:  # the fused kernels a GPU user gets (torch >= 2)
+        if not torch.is_tensor(bias):
+            bias = torch.zeros((), dtype=q.dtype)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias.to(q.dtype))
     s = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + bias
     return torch.softmax(s, -1) @ v
 
@@ -294,9 +307,15 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda (torch >= 2)")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16: torch.autocast")
     args = ap.parse_args()
+    global USE_SDPA
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if args.device != "cpu":
+        torch.set_default_device(args.device)
+        USE_SDPA = hasattr(F, "scaled_dot_product_attention")
     with open(args.config) as f:
         c = json.load(f)
     model = Pi05(c) if c["policy"] == "pi05" else Groot(c)
@@ -304,9 +323,12 @@ def main():
     opt = torch.optim.AdamW(params, lr=1e-4)
     b = make_batch(c, args.batch)
 
+    amp = args.precision == "bf16"
+
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = model.loss(b)
+        with torch.autocast(args.device.split(":")[0], dtype=torch.bfloat16, enabled=amp):
+            loss = model.loss(b)
         loss.backward()
         opt.step()
         return loss.item()
@@ -318,6 +340,7 @@ def main():
         steps += 1
     el = time.perf_counter() - t0
     print(json.dumps(dict(bench="policy_train_peer", config=c.get("name", args.config), threads=args.threads,
+                          device=args.device, precision=args.precision,
                           batch=args.batch, steps=steps, samples_per_s=round(args.batch * steps / el, 3),
                           trainable_params=sum(p.numel() for p in params), torch=torch.__version__)), flush=True)
 

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# gpu_check_summary.sh — scripts/gpu_check.sh's verdict on recorded results
+# (--summary=FILE, no GPU needed; ctest runs it): every stage PASSED/FAILED/
+# NOT RUN, every target MET/MISSED/NOT RUN, the inference figure taken from
+# the inference stage (not the bf16 inference a training stage also prints),
+# and the exit status: 1 when a stage failed or did not run (budget, no GPU),
+# 3 when only a target was missed, 0 when everything ran and met its target.
+set -uo pipefail
+SRC=${VLA_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+check() { # NAME FILE WANT_RC PATTERN... (each an extended regex the output must contain)
+    local name=$1 file=$2 want=$3 out rc
+    shift 3
+    out=$(bash "$SRC/scripts/gpu_check.sh" --summary="$file" 2>&1)
+    rc=$?
+    if [ "$rc" != "$want" ]; then
+        echo "FAIL $name: exit $rc, want $want"; echo "$out"; fails=$((fails + 1)); return
+    fi
+    for pat in "$@"; do
+        if ! grep -qE -- "$pat" <<<"$out"; then
+            echo "FAIL $name: no /$pat/ in:"; echo "$out"; fails=$((fails + 1)); return
+        fi
+    done
+    echo "ok   $name"
+}
+ok_stages() {
+    for s in conformance equiv nccl suites_test_pi05 gemm train_bf16_groot-n1.5 train_bf16_pi05 infer_groot-n1.5 \
+        infer_pi05 attention packing train_fp8_groot-n1.5 train_fp8_pi05 torch_groot-n1.5; do
+        echo "{\"stage\":\"$s\",\"status\":\"ok\",\"rc\":0,\"seconds\":5,\"tail\":\"\"}"
+    done
+}
+figures() { # MFU FP8_SPS INFER_MS PACKING
+    cat <<J
+{"stage":"train_bf16_groot-n1.5","bench":"policy_train","config":"groot-n1.5","precision":"bf16","batch":32,"samples_per_s":100.0,"mfu":$1,"peak_tflops":800.0,"peak_precision":"bf16"}
+{"stage":"train_bf16_groot-n1.5","bench":"policy_infer","config":"groot-n1.5","precision":"bf16","flow_steps":4,"best_ms":99.0,"mean_ms":99.5}
+{"stage":"train_fp8_groot-n1.5","bench":"policy_train","config":"groot-n1.5","precision":"fp8","batch":32,"samples_per_s":$2,"mfu":0.3,"peak_tflops":1600.0,"peak_precision":"fp8"}
+{"stage":"infer_groot-n1.5","bench":"policy_infer","config":"groot-n1.5","precision":"bf16","flow_steps":4,"best_ms":$3,"mean_ms":25.0}
+{"stage":"packing","bench":"packing","config":"groot-n1.5","packing_speedup":$4}
+{"stage":"torch_groot-n1.5","bench":"policy_train_peer","config":"groot-n1.5","samples_per_s":50.0}
+J
+}
+
+# everything ran and met its target
+{ ok_stages; figures 0.45 150 21.5 2.6; } >"$T/good.jsonl"
+check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'training MFU +0.45 .*>= 0.40 +MET' 'FP8 / bf16.* 1.500 .*MET' \
+    'packed / padded.* 2.6 .*MET' 'chunk, batch 1 +21.5 ms .*MET' 'inference groot-n1.5, batch 1, bf16.*best 21.5 ms' \
+    'vla.c / PyTorch = 2.000'
+# a missed target alone: exit 3
+{ ok_stages; figures 0.31 150 21.5 2.6; } >"$T/missed.jsonl"
+check "missed MFU" "$T/missed.jsonl" 3 'training MFU +0.31 .*MISSED' 'chunk, batch 1 .*MET'
+# packing skipped for lack of budget: NOT RUN, its target NOT RUN, exit 1
+{ ok_stages | grep -v '"packing"'; echo '{"stage":"packing","status":"skipped","why":"budget of 530 s spent"}'
+  figures 0.45 150 21.5 2.6 | grep -v '"bench":"packing"'; } >"$T/budget.jsonl"
+check "budget skip" "$T/budget.jsonl" 1 'packing +NOT RUN' 'packed / padded.* - .*NOT RUN' 'training MFU .*MET'
+# a stage with no record at all is NOT RUN too
+{ ok_stages | grep -v '"torch_groot'; figures 0.45 150 21.5 2.6 | grep -v policy_train_peer; } >"$T/missing.jsonl"
+check "no record" "$T/missing.jsonl" 1 'torch +NOT RUN'
+# a failed stage: FAILED, exit 1 even with every target met
+{ ok_stages | sed 's/"stage":"equiv","status":"ok","rc":0/"stage":"equiv","status":"failed","rc":1/'
+  figures 0.45 150 21.5 2.6; } >"$T/failed.jsonl"
+check "failed stage" "$T/failed.jsonl" 1 'equiv +FAILED' 'conformance +PASSED'
+# no GPU: said once, every device stage NOT RUN, every target NOT RUN
+{ echo '{"stage":"device","status":"failed","why":"the cuda backend is built, but no CUDA device is visible"}'
+  for g in conformance equiv nccl suites gemm train_bf16 infer attention packing train_fp8 torch; do
+      echo "{\"stage\":\"$g\",\"status\":\"skipped\",\"why\":\"no usable GPU\"}"; done; } >"$T/nogpu.jsonl"
+check "no GPU" "$T/nogpu.jsonl" 1 'NO USABLE GPU' 'equiv +NOT RUN' 'training MFU +- .*NOT RUN'
+[ "$fails" = 0 ] || { echo "$fails case(s) failed"; exit 1; }
+echo "gpu_check_summary: every case judged as expected"
