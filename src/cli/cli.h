@@ -30,9 +30,9 @@ int vla_cli_dispatch(const char *prefix, const vla_cli_command *cmds, int n, int
 int vla_cli_parse(const vla_command_spec *spec, int argc, char **argv, vla_flags_result *res);
 
 /* Help text of --device, the flag that picks the backend (tensor/backend.h). */
-#define VLA_CLI_DEVICE_HELP "backend that runs the model: cpu (default; or $VLA_DEVICE), checked (the CPU kernels on memory the " \
-    "host cannot touch outside an op: a correctness mode, slow) or cuda (NVIDIA GPUs, built with make CUDA=1); `vla version` " \
-    "lists those built in"
+#define VLA_CLI_DEVICE_HELP "backend that runs the model: cpu, checked (the CPU kernels on memory the host cannot touch " \
+    "outside an op: a correctness mode, slow) or cuda (NVIDIA GPUs, built with make CUDA=1). Default: $VLA_DEVICE, else cuda " \
+    "when built in and a GPU is usable here (as LeRobot), else cpu; `vla version` lists those built in and the default"
 
 /* Print "vla: error: <thread's error message>" and return the exit code. */
 int vla_cli_fail(vla_status st);

@@ -11,7 +11,16 @@
  * --resume.allow_changes=true, which records each change in metrics.jsonl;
  * what the weights are (policy, inputs, normalisation) never changes on a
  * resume — a new run from the checkpoint does that. --steps may grow: the
- * learning-rate schedule stays the one planned for the saved steps. */
+ * learning-rate schedule is planned anew over them (train/schedule.c).
+ * A run dir whose run stopped before its first checkpoint resumes from step
+ * 0 with the flags kept in OUTPUT/train_config.json.
+ *
+ * Ctrl-C / SIGTERM (docs/train.md "Interrupting a run"): the first one asks
+ * the trainer to finish its step and write a checkpoint, then the command
+ * says where it is and how to resume, exiting 130 / 143 as shells expect; a
+ * second one exits at once without saving (the writes are atomic: the last
+ * complete checkpoint stays intact, a half-written one is removed by the
+ * resume). */
 #include "base/fault.h"
 #include "base/json.h"
 #include "cli/cli.h"
@@ -25,10 +34,43 @@
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* ---- interruption ------------------------------------------------------------------ */
+
+static volatile sig_atomic_t interrupted; /* the first SIGINT/SIGTERM's number */
+
+static void say(const char *m) {
+    ssize_t w = write(STDERR_FILENO, m, strlen(m)); /* async-signal-safe */
+    (void)w;
+}
+
+static void on_interrupt(int sig) {
+    if (interrupted) {
+        say("\nvla train: interrupted again: exiting without saving (the last complete checkpoint is intact; "
+            "an unfinished one is removed when the run resumes)\n");
+        _exit(128 + sig);
+    }
+    interrupted = sig;
+    say(sig == SIGINT ? "\nvla train: Ctrl-C: finishing this step, then saving a checkpoint (press Ctrl-C again to "
+                        "exit at once without saving)\n"
+                      : "\nvla train: SIGTERM: finishing this step, then saving a checkpoint (a second signal exits "
+                        "at once without saving)\n");
+}
+
+static void catch_interrupts(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_interrupt;
+    sa.sa_flags = SA_RESTART; /* reads and waits go on; the loop checks the flag at the step's end */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
 
 typedef struct {
     const char *env, *device;
@@ -104,7 +146,7 @@ typedef enum {
 } flag_kind;
 
 static flag_kind kind_of(const char *name) {
-    static const char *const session[] = {"output_dir", "resume", "resume.allow_changes", "overwrite", "quiet",
+    static const char *const session[] = {"output_dir", "resume", "resume.allow_changes", "overwrite", "quiet", "json",
                                           "max_time_s", "stop_after", "nan_at_step", "crash_at_step",
                                           "poison_fp8_amax_at_step",
                                           "dist.threads_per_rank", "dist.bucket_mb"};
@@ -243,16 +285,23 @@ static int resume_flags(const vla_command_spec *spec, const vla_flags_result *re
                         const char *out_dir, bool allow, resume_state *rs) {
     memset(rs, 0, sizeof *rs);
     vla_ckpt_info ck;
+    char path[4200];
     vla_status st = vla_ckpt_find_last(out_dir, &ck);
     if (st != VLA_OK) {
-        fprintf(stderr, "vla: error: vla train: --resume=true: no complete checkpoint in %s to continue (%s)\n", out_dir,
-                vla_error_message());
-        return 1;
+        /* stopped before its first checkpoint: the flags the run saved when it began */
+        snprintf(path, sizeof path, "%s/%s", out_dir, VLA_TRAIN_RUN_CONFIG);
+        if (access(path, F_OK) != 0) {
+            fprintf(stderr, "vla: error: vla train: --resume=true: no complete checkpoint in %s to continue (%s), and "
+                            "no %s saying what ran there\n", out_dir, vla_error_message(), VLA_TRAIN_RUN_CONFIG);
+            return 1;
+        }
+        snprintf(ck.dir, sizeof ck.dir, "%s", out_dir);
+        ck.step = 0;
+    } else {
+        snprintf(path, sizeof path, "%s/pretrained_model/train_config.json", ck.dir);
     }
     rs->done = ck.step;
     snprintf(rs->ckpt, sizeof rs->ckpt, "%s", ck.dir);
-    char path[4200];
-    snprintf(path, sizeof path, "%s/pretrained_model/train_config.json", ck.dir);
     if ((st = vla_json_load_file(path, &rs->cfg)) != VLA_OK) return vla_cli_fail(st);
     json_t *saved = json_object_get(rs->cfg, "flags");
     json_t *saved_plan = json_object_get(rs->cfg, "schedule_steps");
@@ -299,14 +348,14 @@ static int resume_flags(const vla_command_spec *spec, const vla_flags_result *re
         }
         json_object_set_new(rs->changes, f->name, json_pack("{s:O, s:o}", "from", v, "to", cur));
     }
-    /* more steps with --resume.allow_changes: the schedule is planned anew over them (a change too) */
+    /* more steps: the schedule is planned anew over them (train/schedule.c), noted in metrics.jsonl */
     json_t *sv = json_object_get(saved, "steps");
     int64_t saved_steps = json_is_integer(sv) ? (int64_t)json_integer_value(sv) : 0;
     int64_t steps_now = 0;
     for (int i = 0; i < spec->n_flags; i++)
         if (!strcmp(spec->flags[i].name, "steps")) steps_now = *(int64_t *)spec->flags[i].dest;
     int64_t plan = rs->schedule_steps > 0 ? rs->schedule_steps : saved_steps;
-    if (allow && plan > 0 && steps_now > plan) {
+    if (plan > 0 && steps_now > plan) {
         json_object_set_new(rs->changes, "schedule_steps",
                             json_pack("{s:I, s:I}", "from", (json_int_t)plan, "to", (json_int_t)steps_now));
         rs->schedule_steps = steps_now;
@@ -331,6 +380,36 @@ static void default_job_name(const char *type, const char *config, const char *e
     else snprintf(buf, cap, "%s", pol);
 }
 
+/* The end of a run as a person reads it (stderr, with the progress): where
+ * everything is and how to go on. The figures for scripts: --json. */
+static void summary(const vla_train_result *r, bool evals) {
+    const char *d = r->output_dir;
+    int64_t end = r->start_step + r->steps_done;
+    if (r->interrupted)
+        fprintf(stderr, "\nvla train: interrupted by %s after step %lld of %lld; checkpoint written.\n",
+                r->interrupted == SIGINT ? "Ctrl-C" : "SIGTERM", (long long)end, (long long)r->steps_planned);
+    else if (r->time_budget_hit)
+        fprintf(stderr, "\nvla train: time budget reached after step %lld of %lld; checkpoint written.\n",
+                (long long)end, (long long)r->steps_planned);
+    else
+        fprintf(stderr, "\nvla train: done: %lld steps%s in %.1f s, loss %.4g -> %.4g (means of the first and last "
+                        "10 steps).\n", (long long)end, r->start_step ? " (resumed)" : "", r->seconds, r->first_loss,
+                r->last_loss);
+    if (r->last_ckpt[0])
+        fprintf(stderr, "  checkpoint  %s (also %s/checkpoints/last); its pretrained_model/ is what `vla eval "
+                        "--policy.path` loads\n", r->last_ckpt, d);
+    fprintf(stderr, "  plots       %s/loss.png, %s/lr.png", d, d);
+    if (evals) fprintf(stderr, ", %s/eval_success.png, %s/eval_coverage.png", d, d);
+    fprintf(stderr, "\n  metrics     %s/metrics.jsonl, %s/metrics.csv\n", d, d);
+    if (evals) fprintf(stderr, "  evals       %s/eval/step_<N>/eval_info.json (the last weights evaluated: %s/eval_model)\n",
+                       d, d);
+    if (r->interrupted || r->time_budget_hit)
+        fprintf(stderr, "  resume      vla train --output_dir=%s --resume=true\n", d);
+    else
+        fprintf(stderr, "  train on    vla train --output_dir=%s --resume=true --steps=N (N > %lld; the schedule is "
+                        "planned anew over N)\n", d, (long long)end);
+}
+
 int vla_cmd_train(int argc, char **argv) {
     vla_train_opts o;
     vla_train_opts_default(&o);
@@ -341,7 +420,8 @@ int vla_cmd_train(int argc, char **argv) {
     int64_t save_freq = -1, log_freq = o.log_freq, eval_freq = 0, eval_eps = 10, warmup = -1, stop_after = 0,
             nan_at = 0, eval_seed = 100000, threads = 0, crash_at = 0, n_act = 0;
     int64_t n_obs = 1;
-    bool resume = false, skip = false, augment = false, constant = false, quiet = false, allow_changes = false;
+    bool resume = false, skip = false, augment = false, constant = false, quiet = false, allow_changes = false,
+         json = false;
     const char *precision = "fp32", *fp8_algo = "max";
     int64_t fp8_hist = o.fp8.amax_history_len, poison_amax = 0;
     double fp8_margin = o.fp8.margin;
@@ -440,6 +520,8 @@ int vla_cmd_train(int argc, char **argv) {
         {"skip_nonfinite", VLA_FLAG_BOOL, &skip, NULL, "skip (and count) steps with NaN/Inf loss or gradients instead of stopping"},
         {"augment", VLA_FLAG_BOOL, &augment, NULL, "random brightness/contrast on images"},
         {"quiet", VLA_FLAG_BOOL, &quiet, NULL, "no progress lines"},
+        {"json", VLA_FLAG_BOOL, &json, NULL,
+         "also print the run's figures as one JSON line on stdout at the end (for scripts)"},
         {"max_time_s", VLA_FLAG_FLOAT, &o.max_time_s, "S", "time budget: checkpoint and stop after the step that passes S seconds"},
         {"stop_after", VLA_FLAG_INT, &stop_after, "N", "testing: stop after step N with no final checkpoint (as if killed)"},
         {"nan_at_step", VLA_FLAG_INT, &nan_at, "N", "testing: poison step N's gradient with NaN"},
@@ -454,14 +536,22 @@ int vla_cmd_train(int argc, char **argv) {
     };
     const vla_command_spec spec = {
         "vla train", NULL, "Train a pi05 or groot policy on a LeRobot dataset.",
-        "Checkpoints go to OUTPUT/checkpoints/<step>/{pretrained_model,training_state} (LeRobot's layout),\n"
-        "metrics to OUTPUT/metrics.{jsonl,csv}, plots to OUTPUT/{loss,lr,eval_success}.png. Each run gets its own\n"
-        "OUTPUT: a named one must be empty (--overwrite=true moves an old run aside). --resume=true alone\n"
-        "continues the run in OUTPUT with its saved flags and reproduces the uninterrupted run's losses bit for\n"
-        "bit (CPU, same thread count); see docs/train.md \"Resuming\". Under mpirun every rank takes the same flags;\n"
-        "the global batch is batch_size x ranks x gradient_accumulation_steps, and the run resumes on any number of\n"
-        "ranks with the same global batch. scripts/train_restarts.sh K -- CMD restarts a failed run from its last\n"
-        "checkpoint up to K times (docs/distributed.md).",
+        "A run directory (OUTPUT; docs/train.md \"Run directories\"):\n"
+        "  train_config.json            the run's flags, from its first step (a resume reads them)\n"
+        "  checkpoints/<step>/          pretrained_model/ (weights, config.json: what `vla eval` loads) and\n"
+        "                               training_state/ (optimizer, sampler; LeRobot's layout); checkpoints/last\n"
+        "  metrics.jsonl, metrics.csv   one row per --log_freq steps (loss, grad_norm, lr, eval_*)\n"
+        "  loss.png, lr.png             the curves; with --eval_freq also eval_success.png, eval_coverage.png\n"
+        "  eval_model/                  with --eval_freq: the weights the latest eval ran (overwritten each time)\n"
+        "  eval/step_<N>/               with --eval_freq: each eval's eval_info.json, as `vla eval` writes it\n"
+        "Each run gets its own OUTPUT: a named one must be empty (--overwrite=true moves an old run aside).\n"
+        "--resume=true alone continues the run in OUTPUT with its saved flags and reproduces the uninterrupted\n"
+        "run's losses bit for bit (CPU, same thread count); a larger --steps plans the schedule anew over them.\n"
+        "Ctrl-C (or SIGTERM) finishes the step, writes a checkpoint and says how to resume (exit 130 / 143); a\n"
+        "second Ctrl-C exits without saving. See docs/train.md \"Resuming\". Under mpirun every rank takes the\n"
+        "same flags; the global batch is batch_size x ranks x gradient_accumulation_steps, and the run resumes on\n"
+        "any number of ranks with the same global batch. scripts/train_restarts.sh K -- CMD restarts a failed run\n"
+        "from its last checkpoint up to K times (docs/distributed.md).",
         flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
     json_t *defaults = run_flags_json(&spec); /* before parsing: what each flag is when not given */
     vla_flags_result res;
@@ -503,12 +593,14 @@ int vla_cmd_train(int argc, char **argv) {
             fprintf(stderr, "vla train: %s has done %lld steps (%s); --steps=%lld asks for no more: nothing to do "
                             "(give a larger --steps to train on)\n",
                     o.output_dir, (long long)rs.done, rs.ckpt, (long long)steps);
-            printf("{\"steps\":%lld,\"start_step\":%lld,\"nothing_to_do\":true,\"checkpoint\":\"", (long long)rs.done,
-                   (long long)rs.done);
-            vla_cli_print_json_chars(rs.ckpt);
-            printf("\",\"output_dir\":\"");
-            vla_cli_print_json_chars(o.output_dir);
-            printf("\"}\n");
+            if (json) {
+                printf("{\"steps\":%lld,\"start_step\":%lld,\"nothing_to_do\":true,\"checkpoint\":\"",
+                       (long long)rs.done, (long long)rs.done);
+                vla_cli_print_json_chars(rs.ckpt);
+                printf("\",\"output_dir\":\"");
+                vla_cli_print_json_chars(o.output_dir);
+                printf("\"}\n");
+            }
             json_decref(rs.cfg), json_decref(rs.changes);
             return 0;
         }
@@ -642,10 +734,15 @@ int vla_cmd_train(int argc, char **argv) {
     eval_hook_ctx ctx = {env, o.device, (int)eval_eps, (uint64_t)eval_seed, (int)eval_n_act};
     if (eval_freq > 0) o.eval_fn = eval_hook, o.eval_user = &ctx;
     vla_train_result r;
+    o.interrupt = &interrupted;
+    catch_interrupts();
     vla_status st = vla_train(&o, &r);
     json_decref(run_flags), json_decref(rs.cfg), json_decref(rs.changes);
     if (st != VLA_OK) return vla_cli_fail(st);
-    if (r.rank != 0) return 0;
+    int exit_code = r.interrupted ? 128 + r.interrupted : 0;
+    if (r.rank != 0) return exit_code;
+    summary(&r, eval_freq > 0);
+    if (!json) return exit_code;
     printf("{\"steps\":%lld,\"start_step\":%lld,\"skipped\":%lld,\"first_loss\":%.6g,\"last_loss\":%.6g,"
            "\"seconds\":%.2f,\"samples_per_s\":%.2f,\"data_wait_frac\":%.4f,\"params\":%lld,\"frames\":%lld,"
            "\"checkpoint\":\"",
@@ -661,11 +758,12 @@ int vla_cmd_train(int argc, char **argv) {
     if (r.time_budget_hit) printf(",\"time_budget_hit\":true");
     if (!isnan(r.last_eval_success)) printf(",\"eval_success\":%.4f", r.last_eval_success);
     printf(",\"precision\":\"%s\"", vla_precision_name(o.precision));
+    if (r.interrupted) printf(",\"interrupted\":\"%s\"", r.interrupted == SIGINT ? "SIGINT" : "SIGTERM");
     printf(",\"world\":%d,\"threads_per_rank\":%d,\"buckets\":%d,\"comm_exposed_s\":%.4f,"
            "\"buckets_started_in_backward\":%d,\"comm_exposed_frac\":%.4f,\"optimizer_state_bytes_per_rank\":%zu",
            r.world, omp_get_max_threads(), r.n_buckets, r.comm_exposed_s, r.buckets_started_in_backward,
            r.seconds > 0 ? r.comm_exposed_s / r.seconds : 0.0, r.opt_state_bytes);
     printf("}\n");
-    return 0;
+    return exit_code;
 #undef GIVEN
 }

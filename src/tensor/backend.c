@@ -26,9 +26,25 @@ static const struct {
 };
 #define N_BACKENDS ((int)(sizeof BACKENDS / sizeof BACKENDS[0]))
 
+/* LeRobot's habit (lerobot/utils/utils.py get_safe_torch_device / auto_select_torch_device: cuda when
+ * torch.cuda.is_available()): the GPU when one is compiled in and usable here, else the CPU. Resolved
+ * once; the probe of a cuda build on a machine without a GPU costs one failed cudaGetDeviceCount. */
 const char *vla_backend_default_name(void) {
     const char *e = getenv("VLA_DEVICE");
-    return e && *e ? e : VLA_BACKEND_DEFAULT;
+    if (e && *e) return e;
+    for (int i = 0; i < N_BACKENDS; i++)
+        if (BACKENDS[i].probe && !strcmp(BACKENDS[i].name, "cuda"))
+            return BACKENDS[i].probe() == VLA_OK ? "cuda" : VLA_BACKEND_DEFAULT;
+    return VLA_BACKEND_DEFAULT;
+}
+
+const char *vla_backend_default_why(void) {
+    const char *e = getenv("VLA_DEVICE");
+    if (e && *e) return "$VLA_DEVICE";
+    for (int i = 0; i < N_BACKENDS; i++)
+        if (BACKENDS[i].probe && !strcmp(BACKENDS[i].name, "cuda"))
+            return BACKENDS[i].probe() == VLA_OK ? "a usable GPU" : "no usable GPU here";
+    return "no GPU backend in this build";
 }
 
 int vla_backend_count(void) { return N_BACKENDS; }

@@ -1,6 +1,6 @@
 /* backend.h — the backends compiled into this build, by name: the one place
  * that names a concrete op table. Commands take `--device=NAME` (default
- * $VLA_DEVICE, else "cpu"); tests run on the same default
+ * $VLA_DEVICE, else cuda when built in and usable, else "cpu"); tests run on the same default
  * (tests/test_util.h: test_backend).
  *
  *   cpu      OpenBLAS GEMMs cut into tiles by shape + OpenMP kernels;
@@ -22,9 +22,14 @@
 
 #define VLA_BACKEND_DEFAULT "cpu"
 
-/* The backend used when --device is not given: $VLA_DEVICE when set, else
- * "cpu" (how the test suite runs whole commands on `checked`). */
+/* The backend used when --device is not given, for every command: $VLA_DEVICE
+ * when set (how the test suite runs whole commands on `checked`), else "cuda"
+ * when compiled in and its probe finds a usable GPU (as LeRobot picks cuda),
+ * else "cpu". */
 const char *vla_backend_default_name(void);
+/* Why the default is what it is, for info lines: "$VLA_DEVICE", "a usable
+ * GPU", "no usable GPU here" or "no GPU backend in this build". */
+const char *vla_backend_default_why(void);
 
 /* The table named `name`, or NULL. */
 const vla_ops *vla_backend_find(const char *name);

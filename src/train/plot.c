@@ -51,8 +51,10 @@ vla_status vla_plot_layout(const vla_plot_opts *o, const vla_plot_series *s, siz
         double pad = fabs(ymin) > 0 ? 0.1 * fabs(ymin) : 1.0;
         ymin -= pad, ymax += pad;
     }
-    double pad = o->fixed_y ? 0 : 0.05 * (ymax - ymin);
-    f->x0 = xmin, f->x1 = xmax, f->y0 = ymin - pad, f->y1 = ymax + pad;
+    /* a margin on every side of the data, a fixed range's too: a line at exactly 0 or 1 (a success rate
+     * of 0) would otherwise lie on the frame and be invisible; markers get room left and right */
+    double pad = 0.05 * (ymax - ymin), xpad = o->markers ? 0.03 * (xmax - xmin) : 0;
+    f->x0 = xmin - xpad, f->x1 = xmax + xpad, f->y0 = ymin - pad, f->y1 = ymax + pad;
     f->left = 80, f->right = f->width - 20, f->top = o->title ? 40 : 20, f->bottom = f->height - 50;
     return VLA_OK;
 }
@@ -286,6 +288,14 @@ vla_status vla_plot_png(const char *path, const vla_plot_opts *o, const vla_plot
             cairo_set_line_width(cr, 2.0);
             draw_line(cr, &f, s[k].x, s[k].y, s[k].n);
         }
+        if (o->markers) /* sparse points (evals) each get a dot, so one point or a flat run still shows */
+            for (size_t i = 0; i < s[k].n; i++) {
+                double px, py;
+                if (!vla_plot_map(&f, s[k].x[i], s[k].y[i], &px, &py)) continue;
+                cairo_new_path(cr);
+                cairo_arc(cr, px, py, 4.0, 0, 2 * M_PI);
+                cairo_fill(cr);
+            }
     }
     cairo_restore(cr);
     if (legend && st == VLA_OK) {
@@ -353,7 +363,7 @@ vla_status vla_plot_metric(const char *jsonl_path, const char *column, const cha
 vla_status vla_plot_metric_range(const char *jsonl_path, const char *column, const char *png_path, const char *title,
                                  double y_min, double y_max) {
     return plot_column(jsonl_path, column, png_path, title,
-                       (vla_plot_opts){.fixed_y = 1, .y_min = y_min, .y_max = y_max});
+                       (vla_plot_opts){.fixed_y = 1, .y_min = y_min, .y_max = y_max, .markers = 1});
 }
 
 void vla_plot_release_caches(void) {

@@ -7,7 +7,8 @@
  * there are several or they are labelled), and optional smoothing: the
  * TensorBoard-style debiased EMA, drawn over the faint raw curve. Points that
  * are not finite (or not positive on a log axis) break the line. The PNG is
- * written atomically (temp file, fsync, rename). */
+ * written atomically (temp file, fsync, rename). The data never touches the
+ * frame: 5% of margin above and below, a fixed range's too. */
 #ifndef VLA_TRAIN_PLOT_H
 #define VLA_TRAIN_PLOT_H
 
@@ -28,8 +29,10 @@ typedef struct {
     int width, height;                   /* pixels; 0 → 800 × 500 */
     int log_y;
     double smooth; /* EMA weight in [0, 1); 0 draws the raw series only */
-    int fixed_y;   /* show y in [y_min, y_max] whatever the data (a rate: 0 to 1) */
+    int fixed_y;   /* show y in [y_min, y_max] whatever the data (a rate: 0 to 1), with the usual 5% margin
+                      around it, so a line at y_min or y_max stays visible above/below the frame */
     double y_min, y_max;
+    int markers;   /* a dot at every point: sparse series (one eval every N steps) */
 } vla_plot_opts;
 
 /* Where data lands in the image (for tests and overlays). */
@@ -51,7 +54,7 @@ vla_status vla_plot_png(const char *path, const vla_plot_opts *o, const vla_plot
  * VLA_ERR_NOT_FOUND if the column has no values. */
 vla_status vla_plot_metric(const char *jsonl_path, const char *column, const char *png_path, const char *title,
                            int log_y, double smooth);
-/* The same with the y axis fixed to [y_min, y_max] (success rates: 0 to 1). */
+/* The same with the y axis fixed to [y_min, y_max] (success rates: 0 to 1) and a dot at every point. */
 vla_status vla_plot_metric_range(const char *jsonl_path, const char *column, const char *png_path, const char *title,
                                  double y_min, double y_max);
 

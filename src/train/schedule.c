@@ -23,7 +23,24 @@
  * in rounding). HF does not clamp past the end; we do (lr stays at the floor).
  *
  * The step index is the count of updates already done, as in both references
- * (torch's LambdaLR and optax both give the first update schedule(0)). */
+ * (torch's LambdaLR and optax both give the first update schedule(0)).
+ *
+ * Decision (issue 44, item 2): a run resumed with MORE --steps than its
+ * schedule was planned for gets the schedule planned anew over the new total
+ * — the same warmup + cosine with decay_steps = the new --steps, evaluated at
+ * the updates already done — so the steps added train at a learning rate
+ * above the floor and end on it again. That is what LeRobot does on resume
+ * (its LambdaLR closes over the config's num_training_steps, and only
+ * last_epoch comes back from the checkpoint), and what the old "constant
+ * tail at the final lr" could not: groot's cosine ends at lr 0, so 100 steps
+ * more of a finished 1,000-step run trained nothing. The jump it makes at
+ * the resume step is upward (a longer cosine is higher at every step), e.g.
+ * 1,000 → 1,100 steps resumes at about 2% of the peak instead of 0. A resume
+ * with the SAME --steps keeps the saved plan (train_config.json's
+ * "schedule_steps"), so it stays bit-exact with an uninterrupted run; the
+ * checkpoints after a re-plan save the new plan, so resuming those is too.
+ * The CLI (cmd_train.c) sets vla_train_opts.schedule_steps accordingly and
+ * notes the change in metrics.jsonl ("resume_changes": "schedule_steps"). */
 #include "train/schedule.h"
 #include "policy/family.h"
 

@@ -23,6 +23,7 @@
 #include "distributed/sampler.h"
 #include "policy/family.h"
 #include "tensor/backend.h"
+#include "tensor/gemm.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/plot.h"
@@ -155,6 +156,8 @@ typedef struct {
     double t_begin, wait_total;
     int64_t micro_batches, micro_tokens; /* this session's, for the summary */
     vla_meter meter;
+    bool restarted;   /* resumed with no checkpoint: started over from step 0 */
+    char lr_note[160];/* where the peak lr came from, for the info line */
 } trainer;
 
 static const char *const COLS[] = {"loss", "grad_norm", "lr", "samples_per_s", "data_wait", "skipped",
@@ -368,11 +371,12 @@ static void plots(const trainer *t, bool evals) {
         {"loss", "loss.png", "training loss", 1, 0.6},
         {"lr", "lr.png", "learning rate", 0, 0},
         {"eval_success", "eval_success.png", "eval success rate", 0, 0},
+        {"eval_coverage", "eval_coverage.png", "eval mean max coverage", 0, 0},
     };
-    for (int i = 0; i < 3; i++) {
-        if (i == 2 && !evals) continue;
+    for (int i = 0; i < 4; i++) {
+        if (i >= 2 && !evals) continue;
         snprintf(png, sizeof png, "%s/%s", t->o->output_dir, P[i].file);
-        vla_status st = i == 2 ? vla_plot_metric_range(jl, P[i].col, png, P[i].title, 0, 1) /* a rate: all of 0..1 */
+        vla_status st = i >= 2 ? vla_plot_metric_range(jl, P[i].col, png, P[i].title, 0, 1) /* rates: all of 0..1 */
                                : vla_plot_metric(jl, P[i].col, png, P[i].title, P[i].log_y, P[i].smooth);
         if (st != VLA_OK)
             VLA_WARN("plot %s: %s", png, vla_error_message());
@@ -419,6 +423,17 @@ static vla_status load_config(trainer *t, vla_policy_config *cfg, vla_ckpt_info 
     if (t->rank == 0) VLA_TRY(vla_ckpt_cleanup(o->output_dir));
     VLA_TRY(vla_comm_barrier(t->comm));
     vla_status st = vla_ckpt_find_last(o->output_dir, ck);
+    char saved[VLA_CKPT_PATH_MAX + 32];
+    snprintf(saved, sizeof saved, "%s/%s", o->output_dir, VLA_TRAIN_RUN_CONFIG);
+    if (st != VLA_OK && vla_path_exists(saved)) {
+        /* stopped before its first checkpoint: the run starts over in its directory, from step 0 */
+        if (t->rank == 0)
+            VLA_INFO("--resume=true: %s has no checkpoint yet (the run stopped before its first): starting from "
+                     "step 0 with the flags saved in %s", o->output_dir, saved);
+        t->opts.resume = false;
+        t->restarted = true;
+        return load_config(t, cfg, ck, have_ck);
+    }
     if (st != VLA_OK) return vla_error_context(st, "--resume=true: no complete checkpoint in %s", o->output_dir);
     *have_ck = true;
     char path[VLA_CKPT_PATH_MAX + 64];
@@ -690,6 +705,39 @@ static vla_status claim_output_dir(trainer *t) {
     return VLA_OK;
 }
 
+/* The peak learning rate when --optimizer.lr is not given: a resumed run's
+ * is its checkpoint's (so a run started under other defaults goes on with
+ * what it had); weights from --policy.pretrained_path are fine-tuned at the
+ * family's published lr; a model trained from scratch gets the from-scratch
+ * lr for its size (vla_train_opt_scratch_lr). */
+static vla_status default_lr(trainer *t, const char *kind, const vla_ckpt_info *ck, double *lr) {
+    const vla_policy_family *f = vla_policy_family_find(kind);
+    if (!f) return vla_error(VLA_ERR_INVALID_ARG, "unknown policy family '%s'", kind);
+    if (ck) {
+        char path[VLA_CKPT_PATH_MAX + 64];
+        snprintf(path, sizeof path, "%s/pretrained_model/train_config.json", ck->dir);
+        json_t *root = NULL;
+        VLA_TRY(vla_json_load_file(path, &root));
+        json_t *v = json_object_get(json_object_get(root, "optimizer"), "lr");
+        *lr = json_is_number(v) ? json_number_value(v) : 0;
+        json_decref(root);
+        if (!(*lr > 0)) return vla_error(VLA_ERR_FORMAT, "%s: no optimizer.lr > 0 to resume with", path);
+        snprintf(t->lr_note, sizeof t->lr_note, "the checkpoint's");
+        return VLA_OK;
+    }
+    if (t->o->pretrained_path) {
+        *lr = f->train.lr;
+        snprintf(t->lr_note, sizeof t->lr_note, "%s's fine-tuning default, for --policy.pretrained_path", kind);
+        return VLA_OK;
+    }
+    int64_t n = 0;
+    for (int64_t i = 0; i < t->p->specs.n; i++) n += t->p->params[i].spec->numel;
+    *lr = vla_train_opt_scratch_lr(n);
+    snprintf(t->lr_note, sizeof t->lr_note, "from-scratch default for %.1fM params; fine-tuning from "
+             "--policy.pretrained_path defaults to %g", (double)n / 1e6, f->train.lr);
+    return VLA_OK;
+}
+
 static vla_status setup(trainer *t, int64_t *start_step) {
     const vla_train_opts *o = t->o;
     const struct { const char *flag; int64_t v, min; } lim[] = {
@@ -724,9 +772,12 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     vla_train_opt_tensor *tt = NULL;
     int64_t *sizes = NULL;
     int n = 0;
-    VLA_TRY(trainable_tensors(t, &tt, &sizes, &n));
-    vla_train_opt_overrides ov = {o->lr, o->weight_decay, o->clip_norm, o->ema_decay > 0 ? o->ema_decay : 0};
     const char *kind = vla_policy_config_family_name(&cfg);
+    double lr = o->lr;
+    if (lr <= 0) VLA_TRY(default_lr(t, kind, have_ck ? &ck : NULL, &lr));
+    else snprintf(t->lr_note, sizeof t->lr_note, "--optimizer.lr");
+    VLA_TRY(trainable_tensors(t, &tt, &sizes, &n));
+    vla_train_opt_overrides ov = {lr, o->weight_decay, o->clip_norm, o->ema_decay > 0 ? o->ema_decay : 0};
     vla_status st = vla_train_opt_create(t->comm, p->tops, kind, tt, n, p->weights, &ov, &t->opt);
     size_t bucket_bytes = o->bucket_mb > 0 ? (size_t)(o->bucket_mb * 1048576.0) : 0;
     if (st == VLA_OK) st = vla_grad_buckets_create(t->comm, p->tops, p->grads, sizes, n, bucket_bytes, &t->gb);
@@ -794,13 +845,30 @@ static vla_status begin_run(trainer *t, int64_t start, vla_train_result *res) {
         if (o->resume && o->resume_changes) /* --resume.allow_changes: what this session changed, at its first step */
             VLA_TRY(vla_metrics_note(&t->metrics, start, "resume_changes", o->resume_changes));
         char sd[256];
+        vla_precision prec = vla_policy_precision_mode(p);
         VLA_INFO("train: %s (%lld params, %lld trainable) on %s: %lld frames, %lld episodes; batch %lld × %d "
-                 "rank(s) × %lld accum, %lld steps, %s; device %s",
+                 "rank(s) × %lld accum, %lld steps, %s; lr %g (%s); device %s (%s%s), precision %s",
                  p->cfg.name, (long long)res->n_params, (long long)res->n_trainable, o->dataset_root,
                  (long long)t->n_rows, (long long)t->n_episodes, (long long)o->batch_size, t->world,
                  (long long)o->accum, (long long)o->steps, vla_schedule_describe(&t->sched, sd, sizeof sd),
-                 p->tops->name);
+                 vla_train_opt_peak_lr(t->opt), t->lr_note, p->tops->name,
+                 o->device ? "--device" : "default: ", o->device ? "" : vla_backend_default_why(),
+                 vla_precision_name(prec));
+        /* the cpu backend runs bf16 GEMMs natively only with AVX512-BF16/AMX (tensor/gemm.h); FP8 never */
+        bool cpu = !strcmp(p->tops->name, "cpu") || !strcmp(p->tops->name, "checked");
+        if (cpu && (prec == VLA_PREC_FP8 || (prec == VLA_PREC_BF16 && !vla_gemm_bf16_native())))
+            VLA_INFO("note: --precision=%s is emulated on this CPU (operands rounded, f32 GEMMs: %s): it trains "
+                     "slower than fp32 here; it is for checking numerics, or for a GPU (docs/precision.md)",
+                     vla_precision_name(prec),
+                     prec == VLA_PREC_FP8 ? "no CPU has FP8 GEMMs" : "no AVX512-BF16 or AMX-BF16, see `vla version`");
+        /* the run's flags from its first step, so a run stopped before its first checkpoint can resume */
+        char cfg_path[VLA_CKPT_PATH_MAX + 32];
+        snprintf(cfg_path, sizeof cfg_path, "%s/%s", o->output_dir, VLA_TRAIN_RUN_CONFIG);
+        if (t->train_cfg) VLA_TRY(vla_json_write_file(cfg_path, t->train_cfg));
     }
+    res->restarted = t->restarted;
+    res->steps_planned = o->steps;
+    res->peak_lr = vla_train_opt_peak_lr(t->opt);
     t->losses = calloc((size_t)(o->steps - start + 1), sizeof *t->losses);
     if (!t->losses) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
     VLA_TRY(vla_loader_start(t->L));
@@ -941,10 +1009,14 @@ static vla_status over_time_budget(trainer *t, int64_t done_steps, bool *over) {
  * budget, or an injected stop). */
 static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bool *stop) {
     const vla_train_opts *o = t->o;
-    double sums[2] = {0, 0}, wait = 0; /* Σ err², Σ real entries */
+    double sums[3] = {0, 0, 0}, wait = 0; /* Σ err², Σ real entries, ranks interrupted */
     int64_t samples = 0;
     VLA_TRY(forward_backward(t, step, sums, &wait, &samples));
-    if (t->world > 1) VLA_TRY(vla_comm_allreduce(t->comm, sums, sums, 2, VLA_COMM_F64, VLA_COMM_SUM));
+    /* an interrupt (a per-process flag) rides on the loss all-reduce: every rank stops after the same step */
+    int sig = o->interrupt ? (int)*o->interrupt : 0;
+    sums[2] = sig ? 1 : 0;
+    if (t->world > 1) VLA_TRY(vla_comm_allreduce(t->comm, sums, sums, 3, VLA_COMM_F64, VLA_COMM_SUM));
+    bool interrupted = sums[2] > 0;
     double loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
     double grad_mul = (double)t->world / (sums[1] > 0 ? sums[1] : 1);
     double lr = vla_schedule_lr(&t->sched, vla_train_opt_updates(t->opt));
@@ -962,15 +1034,20 @@ static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bo
     double row[NCOLS];
     for (int i = 0; i < NCOLS; i++) row[i] = NAN;
     bool log_now = o->log_freq > 0 && (done_steps % o->log_freq == 0 || done_steps == o->steps);
-    if (o->eval_freq > 0 && o->eval_fn && done_steps % o->eval_freq == 0) {
+    if (o->eval_freq > 0 && o->eval_fn && done_steps % o->eval_freq == 0 && !interrupted) {
         VLA_TRY(evaluate(t, done_steps, row, res));
         log_now = true;
     }
     if (log_now && t->rank == 0) VLA_TRY(log_row(t, done_steps, loss, norm, lr, row));
     bool over_time;
     VLA_TRY(over_time_budget(t, done_steps, &over_time));
-    if ((o->save_freq > 0 && done_steps % o->save_freq == 0) || done_steps == o->steps || over_time)
+    if ((o->save_freq > 0 && done_steps % o->save_freq == 0) || done_steps == o->steps || over_time || interrupted)
         VLA_TRY(save_checkpoint(t, done_steps, lr, res->last_ckpt, sizeof res->last_ckpt));
+    if (interrupted && done_steps < o->steps) { /* (after the last step the run is complete anyway) */
+        res->interrupted = sig ? sig : SIGTERM; /* a rank stopped by another's signal */
+        *stop = true;
+        return VLA_OK;
+    }
     if (over_time) {
         res->time_budget_hit = true;
         if (t->rank == 0)

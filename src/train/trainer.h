@@ -29,10 +29,20 @@
  * VLA_FAULT_TRAIN_STEP_END (STOP: end after step n without a final
  * checkpoint, as if killed; KILL: SIGKILL after step n) and
  * VLA_FAULT_TRAIN_FP8_AMAX (POISON: the last rank's reduced amaxes of step n
- * altered, so its scales leave the others'). */
+ * altered, so its scales leave the others').
+ *
+ * Interruption (docs/train.md "Interrupting a run"): the caller's signal
+ * handler sets *interrupt to the signal's number; the loop finishes the step
+ * it is in, every rank agreeing on the step (the flag rides on the step's
+ * loss all-reduce), writes a checkpoint through the regular path (so a resume
+ * from it is bit-exact), and returns VLA_OK with res->interrupted set.
+ *
+ * A run directory keeps its flags from the start (OUTPUT/train_config.json),
+ * so a run stopped before its first checkpoint resumes from step 0. */
 #ifndef VLA_TRAIN_TRAINER_H
 #define VLA_TRAIN_TRAINER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -75,7 +85,9 @@ typedef struct {
                                    resumed run keeps its saved plan when --steps grows (docs/train.md) */
     uint64_t seed;
     int num_workers;
-    double lr;                  /* ≤ 0: the policy's default */
+    double lr;                  /* ≤ 0: a default — resuming, the checkpoint's; with pretrained_path, the policy's
+                                   fine-tuning lr; else the from-scratch lr for the model's size
+                                   (vla_train_opt_scratch_lr) */
     double weight_decay;        /* < 0: default */
     double clip_norm;           /* < 0: default (1.0) */
     double ema_decay;           /* < 0: none (0); > 0: EMA, used for pretrained_model weights */
@@ -103,14 +115,24 @@ typedef struct {
     const char *device;         /* the backend that runs the model (tensor/backend.h; NULL or "cpu": the CPU) */
     vla_precision precision;    /* how the blocks' large linears run their GEMMs (policy/precision.h; default fp32) */
     vla_fp8_recipe fp8;         /* FP8's delayed scaling (default: TransformerEngine's) */
+    const volatile sig_atomic_t *interrupt; /* non-zero (a signal number): checkpoint after this step and stop */
 } vla_train_opts;
 
 void vla_train_opts_default(vla_train_opts *o);
+
+/* The run's flags and plan, in OUTPUT from the first step on (a checkpoint
+ * keeps its own copy in pretrained_model/train_config.json). */
+#define VLA_TRAIN_RUN_CONFIG "train_config.json"
+
 
 typedef struct {
     int rank, world;               /* of this process (only rank 0 should print the summary) */
     int64_t start_step, steps_done, skipped;
     bool time_budget_hit;          /* stopped early by max_time_s */
+    int interrupted;               /* the signal that stopped the run after a checkpoint (0: not interrupted) */
+    bool restarted;                /* --resume found no checkpoint (stopped before its first): began at step 0 */
+    int64_t steps_planned;         /* the run's --steps */
+    double peak_lr;                /* the optimizer's peak learning rate */
     double first_loss, last_loss;  /* mean of the first / last min(10, n) step losses of this session */
     double seconds, samples_per_s, data_wait_frac;
     double micro_batches_per_step, tokens_per_micro_batch; /* on this rank (a token budget varies them) */

@@ -47,6 +47,11 @@ vla_status vla_train_opt_create_for_policy(vla_comm *comm, const struct vla_poli
                                            const vla_train_opt_overrides *ov, vla_train_opt **out);
 void vla_train_opt_free(vla_train_opt *o);
 double vla_train_opt_peak_lr(const vla_train_opt *o);
+/* The peak learning rate for a model of n_params trained from scratch (no
+ * pretrained weights): the families' published lrs (pi05 2.5e-5, groot
+ * 1e-4) are fine-tuning rates and barely move a fresh small model. The rule
+ * and its measurement are in trainer_opt.c. */
+double vla_train_opt_scratch_lr(int64_t n_params);
 bool vla_train_opt_has_ema(const vla_train_opt *o);
 int64_t vla_train_opt_updates(const vla_train_opt *o);
 /* Optimizer-state bytes this rank holds (moments + EMA of its shard). */

@@ -15,7 +15,9 @@
 #include "tensor/cuda/internal.cuh"
 
 #include <cublasLt.h>
+#include <dlfcn.h>
 #include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,9 +71,30 @@ static void init_fail(const char *what, cudaError_t e) {
     cudaGetLastError();
 }
 
+/* Is there an NVIDIA device node or driver library here at all? Without
+ * either, the runtime's "CUDA driver version is insufficient for CUDA
+ * runtime version" (cudaErrorInsufficientDriver) and cudaErrorNoDevice
+ * mean this machine has no GPU, not an old driver. */
+static bool nvidia_present(void) {
+    bool node = access("/dev/nvidiactl", F_OK) == 0 || access("/dev/nvidia0", F_OK) == 0 ||
+                access("/dev/dxg", F_OK) == 0; /* WSL: the driver over /dev/dxg */
+    void *lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!lib) lib = dlopen("libcuda.so.1", RTLD_LAZY);
+    if (lib) dlclose(lib);
+    return node && lib != NULL;
+}
+
 static void init_once(void) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
+    if ((e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice) && !nvidia_present()) {
+        snprintf(init_error, sizeof init_error,
+                 "cuda: there is no usable NVIDIA GPU or driver on this machine (no /dev/nvidia* device or no libcuda.so.1; the CUDA "
+                 "runtime says: %s); run on the CPU with --device=cpu (the default where no GPU is usable)",
+                 cudaGetErrorString(e));
+        cudaGetLastError();
+        return;
+    }
     if (e != cudaSuccess) return init_fail("no usable CUDA device (cudaGetDeviceCount)", e);
     if (count < 1) {
         snprintf(init_error, sizeof init_error, "cuda: no CUDA device is visible (CUDA_VISIBLE_DEVICES?)");
