@@ -198,7 +198,7 @@ train_args=( --dataset.root="$data" --policy.type="$type" --policy.config="$poli
 if [ "$steps" = auto ]; then
     rm -rf "$out/calibrate"
     "${launch[@]}" "$vla" train "${train_args[@]}" --steps=300 --output_dir="$out/calibrate" --save_freq=100000 \
-        --log_freq=100 >"$out/calibrate.json" 2>"$out/calibrate.log" \
+        --log_freq=100 --json >"$out/calibrate.json" 2>"$out/calibrate.log" \
         || { cat "$out/calibrate.log" >&2; echo "demo: the calibration run failed (log above)" >&2; exit 1; }
     cal_sps=$(json_field "$out/calibrate.json" samples_per_s)
     steps=$(awk -v b="$budget" -v r="$cal_sps" -v n="$batch" 'BEGIN { s = int(b * 0.97 * r / n / 100) * 100; print (s < 1000 ? 1000 : s) }')
@@ -209,7 +209,7 @@ echo
 echo "-- 2. train $policy on state [$state_keys] x $n_obs frames, images [${image_keys:-none}], relative actions $relative: $steps steps x batch $batch, lr $lr, EMA $ema (progress: step, loss, grad norm, lr, samples/s, data-wait %, ETA) --"
 rm -rf "$run"
 "${launch[@]}" "$vla" train "${train_args[@]}" --steps="$steps" --output_dir="$run" --save_freq=$((steps / 4)) \
-    --log_freq=50 --max_time_s=$((budget * 11 / 10)) | tee "$out/train.json"
+    --log_freq=50 --max_time_s=$((budget * 11 / 10)) --json | tee "$out/train.json"
 t2=$(date +%s)
 
 echo

@@ -71,7 +71,7 @@ while IFS='|' read -r name train_flags eval_flags; do
             # shellcheck disable=SC2086 # the flags are words
             "${launch[@]}" "$vla" train --dataset.root="$data" --policy.type=groot $train_flags \
                 --batch_size=$((batch / ranks)) --seed="$seed" --num_workers=1 --log_freq=200 \
-                --output_dir="$run/train" >"$run/train.json" </dev/null # mpirun forwards stdin: keep it off the recipes
+                --output_dir="$run/train" --json >"$run/train.json" </dev/null # mpirun forwards stdin: keep it off the recipes
         fi
         evald="$out/$(slug "$name")_${seed}_eval"
         rm -rf "$evald"
