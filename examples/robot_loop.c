@@ -24,16 +24,17 @@ static int fail(const char *what) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s CHECKPOINT [EPISODES] [SEED] [ACTIONS_PER_CHUNK]\n", argv[0]);
+        fprintf(stderr, "usage: %s CHECKPOINT [EPISODES] [SEED] [ACTIONS_PER_CHUNK (default: the checkpoint's)]\n", argv[0]);
         return 2;
     }
-    int episodes = argc > 2 ? atoi(argv[2]) : 1, n_act = argc > 4 ? atoi(argv[4]) : 4;
+    int episodes = argc > 2 ? atoi(argv[2]) : 1, n_act = argc > 4 ? atoi(argv[4]) : 0;
     unsigned long long seed = argc > 3 ? strtoull(argv[3], NULL, 10) : 100000;
     vla_robot_options opt = {NULL, 0, seed, 0};
     vla_robot *robot;
     if (vla_robot_open(argv[1], &opt, &robot) != VLA_RC_OK) return fail("loading the checkpoint");
     vla_robot_info info;
     vla_robot_get_info(robot, &info);
+    if (n_act == 0) n_act = info.n_action_steps; /* what the checkpoint was trained to execute */
     if (n_act < 1 || n_act > info.horizon) n_act = info.horizon;
     vla_simulator *sim;
     if (vla_simulator_open("pusht", &sim) != VLA_RC_OK) return fail("opening the simulator");

@@ -11,7 +11,7 @@
  *                          {"observation.environment_state", keypoints, 16}};
  *       vla_robot_obs obs = {f, 2, NULL, -1};
  *       vla_robot_act(r, &obs, NULL, chunk);                    // a chunk in the robot's units
- *       execute chunk[0 .. k) …
+ *       execute chunk[0 .. info.n_action_steps) …
  *   vla_robot_close(r);
  *
  * Errors: every call that can fail returns a vla_rc; anything but VLA_RC_OK
@@ -84,6 +84,7 @@ typedef struct {
     double fps;              /* the control rate it was trained at */
     int relative_actions;    /* 1: predicted relative to observation.state, returned absolute */
     int rtc;                 /* 1: real-time chunking available */
+    int n_action_steps;      /* actions of each chunk to execute before asking again (the checkpoint's) */
 } vla_robot_info;
 
 /* One observation feature, under its LeRobot key: a vector of numbers

@@ -91,7 +91,7 @@ ok=1
 "$vla" sim record --env=reach --policy=expert --episodes=12 --seed=0 --out="$tmp/reach" --image_size=32 \
     >/dev/null 2>&1 || { echo "multihost_netns: FAIL: recording the Reach dataset" >&2; exit 1; }
 targs="train --dataset.root=$tmp/reach --policy.type=pi05 --policy.config=pi05-nano --dataset.image_keys= \
---steps=6 --seed=3 --optimizer.lr=3e-3 --log_freq=1 --save_freq=0 --num_workers=1 --quiet=true --dist.threads_per_rank=1"
+--steps=6 --seed=3 --optimizer.lr=3e-3 --log_freq=1 --save_freq=0 --num_workers=1 --quiet=true --dist.threads_per_rank=1 --json"
 # reference: one rank, one host
 ASAN_OPTIONS=detect_leaks=0 "$vla" $targs --batch_size=8 --output_dir="$tmp/t1" >/dev/null 2>"$tmp/t1.err" ||
     { cat "$tmp/t1.err" >&2; echo "multihost_netns: FAIL: 1-rank vla train" >&2; exit 1; }

@@ -45,7 +45,7 @@ for pol in $POLICIES; do
             # shellcheck disable=SC2086
             "$VLA" train --dataset.root="$DATA" --policy.type="$type" --policy.config="$pol" $how \
                 --steps="$STEPS" --seed="$SEED" --optimizer.lr="$LR" --log_freq=10 --num_workers=1 --quiet \
-                --dist.threads_per_rank="$THREADS" --output_dir="$run" > "$run.json"
+                --dist.threads_per_rank="$THREADS" --json --output_dir="$run" > "$run.json"
         fi
         secs=$(jq -r '.seconds' "$run.json" 2>/dev/null || echo nan)
         final=$(losses "$run" | tail -5 | awk '{ s += $1 } END { printf "%.5f", s / NR }')

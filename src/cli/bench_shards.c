@@ -65,8 +65,8 @@ static vla_status train_case(const char *dataset_flag, const char *cfg, const ch
     char exe[1024], cmd[8192] = "", why[512], line[4096], arg[2048];
     VLA_TRY(vla_cli_self_path(exe, sizeof exe));
     vla_cli_shell_quote(cmd, sizeof cmd, exe);
-    const char *fixed[] = {"train", "--policy.type=pi05", "--batch_size=8", "--num_workers=2", "--quiet", "--save_freq=0"};
-    for (int i = 0; i < 6; i++) vla_cli_shell_quote(cmd, sizeof cmd, fixed[i]);
+    const char *fixed[] = {"train", "--policy.type=pi05", "--batch_size=8", "--num_workers=2", "--quiet", "--save_freq=0", "--json"};
+    for (int i = 0; i < 7; i++) vla_cli_shell_quote(cmd, sizeof cmd, fixed[i]);
     snprintf(arg, sizeof arg, "--steps=%d", steps);
     vla_cli_shell_quote(cmd, sizeof cmd, arg);
     vla_cli_shell_quote(cmd, sizeof cmd, dataset_flag);

@@ -179,6 +179,7 @@ static vla_status run_job(const job_spec *j, int np, int64_t steps, int64_t warm
     ARG("--save_freq=0");
     ARG("--log_freq=%lld", (long long)j->log_freq);
     ARG("--quiet=true");
+    ARG("--json");
     ARG("--dist.threads_per_rank=%lld", (long long)j->threads);
     ARG("--num_workers=%lld", (long long)j->workers);
 #undef ARG

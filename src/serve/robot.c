@@ -56,6 +56,7 @@ vla_rc vla_robot_open(const char *checkpoint, const vla_robot_options *opt, vla_
     for (int k = 0; k < in->n_state_keys && k < VLA_MAX_STATE_KEYS; k++) i->state_keys[k] = in->state_keys[k];
     i->n_obs_steps = in->n_obs_steps, i->n_cameras = in->cameras, i->image_size = (int)in->image_size;
     i->fps = in->fps, i->relative_actions = in->relative_actions, i->rtc = in->rtc;
+    i->n_action_steps = in->n_action_steps;
     *out = r;
     return VLA_RC_OK;
 }

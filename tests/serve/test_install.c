@@ -88,10 +88,10 @@ static void test_robot_loop(void **state) {
     sh(cmd, out, sizeof out, 0);
     printf("%s", out);
     assert_non_null(strstr(out, g_prefix)); /* the installed library, not the build tree's */
-    snprintf(cmd, sizeof cmd, "%s %s 2 100000 4", exe, g_ckpt);
+    snprintf(cmd, sizeof cmd, "%s %s 2 100000", exe, g_ckpt); /* the checkpoint's n_action_steps */
     sh(cmd, out, sizeof out, 0);
     printf("installed: %s", out);
-    snprintf(cmd, sizeof cmd, "%s/examples/robot_loop %s 2 100000 4", getenv("VLA_BINARY_DIR"), g_ckpt);
+    snprintf(cmd, sizeof cmd, "%s/examples/robot_loop %s 2 100000", getenv("VLA_BINARY_DIR"), g_ckpt);
     sh(cmd, native, sizeof native, 0);
     printf("native:    %s", native);
     assert_string_equal(out, native);
@@ -101,7 +101,7 @@ static void test_robot_loop(void **state) {
     double esteps = 0, ecov = 0;
     for (int k = 0; k < 2; k++) {
         snprintf(cmd, sizeof cmd, "%s eval --policy.path=%s --env.type=pusht --eval.n_episodes=1 --seed=%d "
-                 "--policy.n_action_steps=4 --eval.n_videos=0 --output_dir=%s --json 2>/dev/null",
+                 "--eval.n_videos=0 --output_dir=%s --json 2>/dev/null",
                  test_cli_path(), g_ckpt, 100000 + k, test_tmp_path(k ? "eval1" : "eval0"));
         sh(cmd, ev, sizeof ev, 0);
         printf("vla eval:  %s\n", ev);

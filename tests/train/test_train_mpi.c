@@ -55,7 +55,7 @@ static int train_on(const char *root, int np, const char *policy, const char *ou
     snprintf(common, sizeof common,
              "train --dataset.root=%s --policy.type=%s --policy.config=%s --dataset.image_keys= --steps=8 "
              "--seed=11 --optimizer.lr=3e-3 --log_freq=1 --save_freq=4 --num_workers=1 --quiet=true "
-             "--dist.threads_per_rank=1 --output_dir=%s %s",
+             "--dist.threads_per_rank=1 --json --output_dir=%s %s",
              root, type, policy, outdir, extra);
     if (np == 0)
         snprintf(cmd, sizeof cmd, "ASAN_OPTIONS=detect_leaks=0 %s %s 2>&1", test_cli_path(), common);
@@ -248,7 +248,7 @@ static void test_restart_after_kill(void **state) {
     snprintf(cmd, sizeof cmd,
              "%s 2 -- %s -np 2 %s train --dataset.root=%s --policy.type=pi05 --policy.config=pi05-nano "
              "--dataset.image_keys= --steps=8 --seed=11 --optimizer.lr=3e-3 --log_freq=1 --save_freq=4 "
-             "--num_workers=1 --quiet=true --dist.threads_per_rank=1 --batch_size=4 --crash_at_step=6 "
+             "--num_workers=1 --quiet=true --dist.threads_per_rank=1 --batch_size=4 --crash_at_step=6 --json "
              "--output_dir=%s 2>&1",
              test_source_path("scripts/train_restarts.sh"), launcher, test_cli_path(), dataset(), d);
     int rc = test_run(cmd, out1, sizeof out1);

@@ -232,7 +232,7 @@ static void test_fp8_through_sigkill(void **state) {
     assert_int_equal(ck.step, 4);
     snprintf(args, sizeof args, "--output_dir=%s --resume=true", b);
     char cmd[8192];
-    snprintf(cmd, sizeof cmd, "%s train %s --quiet 2>&1", test_cli_path(), args);
+    snprintf(cmd, sizeof cmd, "%s train %s --quiet --json 2>&1", test_cli_path(), args);
     rc = test_run(cmd, buf, sizeof buf);
     if (rc != 0) fail_msg("resume: exit %d\n%s", rc, buf);
     assert_non_null(strstr(buf, "\"precision\":\"fp8\""));
