@@ -7,7 +7,7 @@
  * under test: an uninterrupted run for a resumed one, jansson's strict
  * parser for JSON, LeRobot's sampling formula written out here, and the
  * pixels of the PNGs. */
-#include "test_util.h"
+#include "cli/cli_test.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -19,35 +19,8 @@
 
 #include "io/image.h"
 
-static char out[1 << 17];
 static char data[2000]; /* the PushT dataset every test reads */
 
-/* `vla ARGS` in directory `cwd` (NULL: the test's temp dir), stdout+stderr into out; the exit code. */
-static int vla_in(const char *cwd, const char *args) {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "cd '%s' && OMP_NUM_THREADS=1 %s %s 2>&1", cwd ? cwd : test_tmp_dir(), test_cli_path(),
-             args);
-    return test_run(cmd, out, sizeof out);
-}
-
-static int vla(const char *fmt, ...) {
-    char args[6144];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    return vla_in(NULL, args);
-}
-
-#define EXPECT(rc, want)                                                                                           \
-    do {                                                                                                           \
-        int rc_ = (rc);                                                                                            \
-        if (rc_ != (want)) fail_msg("exit %d, expected %d; output:\n%s", rc_, (want), out);                        \
-    } while (0)
-#define SAYS(s)                                                                                                    \
-    do {                                                                                                           \
-        if (!strstr(out, (s))) fail_msg("output lacks \"%s\":\n%s", (s), out);                                   \
-    } while (0)
 
 /* The last line of out that parses as a JSON object (jansson rejects NaN and Infinity). */
 static json_t *last_json(void) {

@@ -9,7 +9,7 @@
  * reports the episodes recorded; stats prints the statistics and marks the
  * rows it does not judge. The references are the checkpoint's own
  * config.json (read here with jansson) and the bytes of the outputs. */
-#include "test_util.h"
+#include "cli/cli_test.h"
 
 #include <jansson.h>
 #include <signal.h>
@@ -24,34 +24,8 @@
 #include "serve/msgpack_np.h"
 #include "serve/ws_client.h"
 
-static char out[1 << 17];
 static char data[2000], run[2000], ckpt[2100];
 
-/* `vla ARGS` in the test's temp dir, stdout+stderr (a pipe, not a terminal) into out; the exit code. */
-static int vla(const char *fmt, ...) {
-    char args[6144], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd '%s' && OMP_NUM_THREADS=1 VLA_PROGRESS= %s %s 2>&1", test_tmp_dir(), test_cli_path(),
-             args);
-    return test_run(cmd, out, sizeof out);
-}
-
-#define EXPECT(rc, want)                                                                                           \
-    do {                                                                                                           \
-        int rc_ = (rc);                                                                                            \
-        if (rc_ != (want)) fail_msg("exit %d, expected %d; output:\n%s", rc_, (want), out);                        \
-    } while (0)
-#define SAYS(s)                                                                                                    \
-    do {                                                                                                           \
-        if (!strstr(out, (s))) fail_msg("output lacks \"%s\":\n%s", (s), out);                                   \
-    } while (0)
-#define NEVER(s)                                                                                                   \
-    do {                                                                                                           \
-        if (strstr(out, (s))) fail_msg("output has \"%s\":\n%s", (s), out);                                      \
-    } while (0)
 
 /* No FFmpeg chatter, no carriage return: what a log file of the command holds. */
 static void clean_output(void) {

@@ -6,7 +6,7 @@
  * --version`, `vla plan` reading a policy preset and `policy info --json`,
  * and `policy info` on a run directory of a state-only checkpoint whose
  * parameter count is checked against the tensors in its safetensors file. */
-#include "test_util.h"
+#include "cli/cli_test.h"
 
 #include <ctype.h>
 #include <jansson.h>
@@ -17,27 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char out[1 << 17];
 
-static int vla(const char *fmt, ...) {
-    char args[4096], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd '%s' && OMP_NUM_THREADS=1 %s %s 2>&1", test_tmp_dir(), test_cli_path(), args);
-    return test_run(cmd, out, sizeof out);
-}
-
-#define EXPECT(rc, want)                                                                                           \
-    do {                                                                                                           \
-        int rc_ = (rc);                                                                                            \
-        if (rc_ != (want)) fail_msg("exit %d, expected %d; output:\n%s", rc_, (want), out);                        \
-    } while (0)
-#define SAYS(s)                                                                                                    \
-    do {                                                                                                           \
-        if (!strstr(out, (s))) fail_msg("output lacks \"%s\":\n%s", (s), out);                                   \
-    } while (0)
 
 /* ---- unknown flags ---------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
  * whose line can be seen. The references are independent of the code under
  * test: an uninterrupted run of the same command (its losses and weights'
  * bytes), the metrics files, and the PNGs' pixels. */
-#include "test_util.h"
+#include "cli/cli_test.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -24,28 +24,8 @@
 
 #include "io/image.h"
 
-static char out[1 << 17];
 static char data[2000]; /* the PushT dataset every test reads */
 
-static int vla(const char *fmt, ...) {
-    char args[6144], cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(cmd, sizeof cmd, "cd '%s' && OMP_NUM_THREADS=1 %s %s 2>&1", test_tmp_dir(), test_cli_path(), args);
-    return test_run(cmd, out, sizeof out);
-}
-
-#define EXPECT(rc, want)                                                                                           \
-    do {                                                                                                           \
-        int rc_ = (rc);                                                                                            \
-        if (rc_ != (want)) fail_msg("exit %d, expected %d; output:\n%s", rc_, (want), out);                        \
-    } while (0)
-#define SAYS(s)                                                                                                    \
-    do {                                                                                                           \
-        if (!strstr(out, (s))) fail_msg("output lacks \"%s\":\n%s", (s), out);                                   \
-    } while (0)
 
 static const char *tmp(const char *name) { return test_tmp_path(name); }
 
