@@ -288,7 +288,9 @@ vla_status vla_plot_png(const char *path, const vla_plot_opts *o, const vla_plot
             cairo_set_line_width(cr, 2.0);
             draw_line(cr, &f, s[k].x, s[k].y, s[k].n);
         }
-        if (o->markers) /* sparse points (evals) each get a dot, so one point or a flat run still shows */
+        /* sparse points (evals) each get a dot, so one point or a flat run still shows; so does a series of
+         * one or two points (a run stopped after its first log line), where a line alone draws nothing */
+        if (o->markers || s[k].n <= 2)
             for (size_t i = 0; i < s[k].n; i++) {
                 double px, py;
                 if (!vla_plot_map(&f, s[k].x[i], s[k].y[i], &px, &py)) continue;

@@ -92,6 +92,21 @@ static void test_two_series(void **state) {
     }
 }
 
+/* A run stopped after its first logged step has a one-point loss series: the
+ * plot must still show it (a dot), not an empty frame. */
+static void test_one_point_shows(void **state) {
+    (void)state;
+    double x[1] = {3}, y[1] = {1.19};
+    vla_plot_series s = {NULL, x, y, 1, 0}; /* no label: no legend swatch of its colour */
+    vla_plot_opts o = {.title = "loss", .xlabel = "step", .ylabel = "loss", .width = 320, .height = 200};
+    const char *path = test_tmp_path("one.png");
+    assert_int_equal(vla_plot_png(path, &o, &s, 1), VLA_OK);
+    cairo_surface_t *img = load_png(path, 320, 200);
+    int n = count_colour(img, vla_plot_color(0), 40);
+    cairo_surface_destroy(img);
+    if (n < 20) fail_msg("one point drew %d pixels of its colour", n);
+}
+
 static void test_log_smoothed(void **state) {
     static double x[N], y[N], sm[N];
     for (int i = 0; i < N; i++) {
@@ -187,6 +202,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_two_series),
         cmocka_unit_test(test_log_smoothed),
+        cmocka_unit_test(test_one_point_shows),
         cmocka_unit_test(test_metric_plot_and_faults),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
