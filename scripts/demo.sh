@@ -86,8 +86,9 @@
 #   Closed loop still drifts: the policy often brings the T most of the way
 #   (several episodes ≥ 0.85) and then pushes it past.
 #
-# Decision, 2026-12-02 (issue #13, docs/train.md's recipe table: 100 held-out
-# episodes from seed 500000, two training seeds, 2 ranks as the demo runs):
+# Decision, 2026-12-02 (issue #13, the recipe table of
+# docs/journal/2026-12-02-demo-recipe.md: 100 held-out episodes from seed
+# 500000, two training seeds, 2 ranks as the demo runs):
 # per-step action statistics (DEMO_ACTION_STATS_PER_STEP=true) — each step of
 # the relative chunk normalised with its own statistics — 31% / 22% success
 # against 17% / 19% pooled; flow time uniform vs Beta(1.5, 1) no visible
@@ -96,9 +97,9 @@
 # training could sit at the predict-the-mean loss. `make demo` then: 24% /
 # 0.612 over its 50 episodes, 570 s in all.
 #
-# Decision, 2026-12-03 (issue #13, docs/train.md "Dataset size, batch and
-# Euler steps"): 200 expert episodes instead of 100 and a global batch of 32
-# instead of 64. In the demo's budget the step count limits success: at a
+# Decision, 2026-12-03 (issue #13, docs/journal/2026-12-02-demo-recipe.md,
+# "Dataset size, batch and Euler steps"): 200 expert episodes instead of 100
+# and a global batch of 32 instead of 64. In the demo's budget the step count limits success: at a
 # fixed 24,000 steps x 64, 200 episodes gave 59% where 100 episodes with the
 # budget's 20,900-26,200 steps gave 26-36%; on a slower machine (Zen 3, no
 # AVX-512: ~1,250 samples/s) 17,500 steps x 32, 10,100 x 64 and 31,000 x 16
