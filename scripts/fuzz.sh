@@ -3,7 +3,8 @@
 #
 #   fuzz.sh BUILD_DIR [SECONDS]   smoke (make fuzz-smoke, make test): each target
 #                                 SECONDS (default 10) from a scratch copy of its
-#                                 seed corpus; a crash fails the script and leaves
+#                                 seed corpus, FUZZ_JOBS targets at once (default:
+#                                 one per core); a crash fails the script and leaves
 #                                 the reproducer in BUILD_DIR/fuzz/.
 #   fuzz.sh BUILD_DIR --long      campaign (make fuzz-long, docs/fuzzing.md): each
 #                                 target until FUZZ_RUNS executions (default 10 M,
@@ -47,17 +48,40 @@ seed_corpus() { # seed_corpus NAME DIR
 }
 
 if [ "$mode" != "--long" ]; then
+  # Smoke: every target for the same seconds as before, FUZZ_JOBS of them at
+  # once (default: one per core). Each target is single-threaded, so on 2
+  # cores the 19 targets take half the wall time and get the same execution
+  # budget each; a crash still stops the run with its log.
   seconds=$mode
-  for t in "${targets[@]}"; do
-    name=$(basename "$t")
+  jobs=${FUZZ_JOBS:-$(nproc)}
+  smoke_one() { # smoke_one PROGRAM: exit status of that target's run
+    local name work
+    name=$(basename "$1")
     work="$build/fuzz/$name.corpus"
     seed_corpus "$name" "$work"
-    echo "fuzz: $name for ${seconds}s"
     (cd "$build/fuzz" && ./"$name" -max_total_time="$seconds" -max_len="$(max_len "$name")" -rss_limit_mb=2048 \
-        -print_final_stats=0 "$name.corpus" 2>"$name.log") || {
-      echo "fuzz: $name FAILED; see $build/fuzz/$name.log"; tail -30 "$build/fuzz/$name.log"; exit 1; }
+        -print_final_stats=0 "$name.corpus" 2>"$name.log")
+  }
+  declare -A pid_name=()
+  failed=""
+  reap() { # wait for any one target; remember it if it failed
+    local pid rc=0
+    wait -n -p pid || rc=$?
+    [ "$rc" -eq 0 ] || failed="$failed ${pid_name[$pid]}"
+    unset "pid_name[$pid]"
+  }
+  for t in "${targets[@]}"; do
+    while [ "${#pid_name[@]}" -ge "$jobs" ]; do reap; done
+    echo "fuzz: $(basename "$t") for ${seconds}s"
+    smoke_one "$t" &
+    pid_name[$!]=$(basename "$t")
   done
-  echo "fuzz: all ${#targets[@]} targets ran ${seconds}s each without a crash"
+  while [ "${#pid_name[@]}" -gt 0 ]; do reap; done
+  if [ -n "$failed" ]; then
+    for name in $failed; do echo "fuzz: $name FAILED; see $build/fuzz/$name.log"; tail -30 "$build/fuzz/$name.log"; done
+    exit 1
+  fi
+  echo "fuzz: all ${#targets[@]} targets ran ${seconds}s each without a crash ($jobs at a time)"
   exit 0
 fi
 
