@@ -48,7 +48,11 @@ static void test_one_mfu_per_precision(void **state) {
             double mfu = json_number_value(json_object_get(v, "mfu"));
             /* the peak of this line's precision, as measured (printed to 4 decimals of TFLOP/s) */
             assert_true(fabs(tf * 1e3 - peak[m]) <= 0.06);
-            assert_true(fabs(mfu - ach / (tf * 1e3)) <= 2e-3 * mfu + 2e-4);
+            /* mfu = achieved / that peak, checked against the gemm_peak line's
+             * two decimals of GFLOP/s rather than peak_tflops' 0.1 GFLOP/s:
+             * under a sanitizer on a loaded machine the peak is a few GFLOP/s
+             * and peak_tflops' rounding alone moved the ratio by percents. */
+            assert_true(fabs(mfu - ach / peak[m]) <= mfu * (2e-3 + 0.006 / peak[m]) + 1e-4);
             assert_true(mfu > 0);
         }
         json_decref(v);
