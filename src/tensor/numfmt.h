@@ -121,7 +121,7 @@ VLA_HD float vla_nf_amax_of(float x) {
  * h[j·n + i], here h already offset by i and `stride` = n. Returns the new
  * scale (the old one when the window's amax is not finite and positive) and
  * shifts the column one row older, row 0 restarting at 0. The rule is the
- * cpu backend's (tensor/ops_cpu_precision.c): the window's max taken as
+ * cpu backend's (tensor/cpu/ops_cpu_precision.c): the window's max taken as
  * fmaxf from 0 (a NaN entry passed over; most_recent reads row 0 as it is),
  * then (fmt_max·two_m)/a in f32, FLT_MAX when that overflows. two_m is
  * 2^−margin, computed once by the caller on the host with exp2f, so a device

@@ -6,7 +6,7 @@
  * BLAS, OpenMP or CUDA, and never read or write a tensor with the host: they
  * call through a `const vla_ops *` and do shape arithmetic. A backend is
  * one filled table: `cpu` (ops_cpu*.c: GEMM tiles by oneDNN or
- * OpenBLAS, tensor/gemm.h; OpenMP), `checked` (the
+ * OpenBLAS, tensor/cpu/gemm.h; OpenMP), `checked` (the
  * CPU kernels on memory the host cannot touch outside an op call, so a
  * bypass crashes a test; ops_checked.c), and `cuda` (tensor/cuda/, built
  * with `make CUDA=1`; docs/cuda.md). backend.h names them;

@@ -6,7 +6,7 @@
  *
  * How a row-major call becomes a cuBLASLt call, which copies a quantized
  * GEMM makes and when FP8 falls back to emulation is decided in plain C
- * (tensor/gemm_plan.h, unit-tested on the CPU); this file runs it. One cast
+ * (tensor/cuda/gemm_plan.h, unit-tested on the CPU); this file runs it. One cast
  * kernel per operand makes the K-major copy (transposing through shared
  * memory when the stored operand is not K-major), rounds with the cpu
  * backend's own rounding (tensor/numfmt.h: bit for bit), max-accumulates
@@ -21,7 +21,7 @@
 #include <string.h>
 
 extern "C" {
-#include "tensor/gemm_plan.h"
+#include "tensor/cuda/gemm_plan.h"
 }
 #include "tensor/numfmt.h"
 

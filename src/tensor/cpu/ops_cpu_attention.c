@@ -14,7 +14,7 @@
  * as 256×64×64: attention was ~17% of its training step, for ~8% of its
  * multiply-adds, with the per-head products. Tiles cover the same tokens,
  * so masks, skipped tiles and statistics are those of the per-head form. */
-#include "tensor/ops_cpu_internal.h"
+#include "tensor/cpu/ops_cpu_internal.h"
 
 #include <math.h>
 #include <omp.h>
@@ -22,8 +22,8 @@
 #include <string.h>
 
 #include "tensor/seqlens.h"
-#include "tensor/parallel.h"
-#include "tensor/vecmath.h"
+#include "tensor/cpu/parallel.h"
+#include "tensor/cpu/vecmath.h"
 
 #define MAX_SRC 2
 /* Default tile edge: 64, or 128 for heads of <= 32 dims, whose 64-wide tile
@@ -286,7 +286,7 @@ static inline float row_exp_sum(float *x, int32_t n, float m) {
 }
 
 /* Small problems run on the calling thread: a fork/join costs more than they
- * do (tensor/parallel.h). */
+ * do (tensor/cpu/parallel.h). */
 static int64_t tile_work(const plan *p) { return p->n_qt * p->H * (int64_t)p->bq * p->bk * p->d; }
 static int parallel_worth_it(const plan *p) { return tile_work(p) > VLA_PAR_MIN_ATTN; }
 

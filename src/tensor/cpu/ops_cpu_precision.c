@@ -5,7 +5,7 @@
  * FP8's delayed-scaling update (ops.h has the contract).
  *
  * bf16 runs natively where the CPU has AVX512-BF16 or AMX and oneDNN is the
- * GEMM library (tensor/gemm.h: vla_gemm_bf16_native): the copies are bf16
+ * GEMM library (tensor/cpu/gemm.h: vla_gemm_bf16_native): the copies are bf16
  * and oneDNN's bf16 kernels multiply them, about twice the f32 rate on a
  * Zen 5 (docs/benchmarks.md) — issue 35's decision, the faster of the two.
  * Elsewhere (and with VLA_GEMM=openblas) the copies are the rounded values
@@ -13,7 +13,7 @@
  * summed in another order. FP8 is always emulated that way: no CPU
  * multiplies FP8. The copies cost memory traffic a fused kernel would not
  * pay. amax is a max, so the threads' order does not change it. */
-#include "tensor/ops_cpu_internal.h"
+#include "tensor/cpu/ops_cpu_internal.h"
 
 #include <float.h>
 #include <math.h>
@@ -21,8 +21,8 @@
 #include <string.h>
 
 #include "base/dtype.h"
-#include "tensor/gemm.h"
-#include "tensor/parallel.h"
+#include "tensor/cpu/gemm.h"
+#include "tensor/cpu/parallel.h"
 
 /* The value bf16 stores for v (round to nearest even; NaN kept; overflow to
  * ±Inf): base/dtype.h's vla_f32_to_bf16 inlined, without the 16-bit trip. */
