@@ -9,7 +9,7 @@
 #include "test_util.h"
 #include "base/rng.h"
 #include "tensor/cuda/mma_layout.h"
-#include "tensor/numfmt.h"
+#include "base/numfmt.h"
 
 #include <math.h>
 #include <string.h>

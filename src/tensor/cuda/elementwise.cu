@@ -1,7 +1,7 @@
 /* elementwise.cu — the cuda backend's per-element kernels: fill/copy and
  * arithmetic, activations and the gated MLP, RoPE and the time embeddings
  * (angles in double, as the cpu backend), the flow-matching interpolant,
- * AdamW, EMA, and dtype conversion (tensor/numfmt.h: the cpu backend's
+ * AdamW, EMA, and dtype conversion (base/numfmt.h: the cpu backend's
  * rounding, bit for bit).
  *
  * Grid-stride loops over flat indices; every output element is written by
@@ -13,7 +13,7 @@
 
 #include <math.h>
 
-#include "tensor/numfmt.h"
+#include "base/numfmt.h"
 
 #define THREADS 256
 #define GRID_STRIDE(i, n) \

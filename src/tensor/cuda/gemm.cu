@@ -9,7 +9,7 @@
  * (tensor/cuda/gemm_plan.h, unit-tested on the CPU); this file runs it. One cast
  * kernel per operand makes the K-major copy (transposing through shared
  * memory when the stored operand is not K-major), rounds with the cpu
- * backend's own rounding (tensor/numfmt.h: bit for bit), max-accumulates
+ * backend's own rounding (base/numfmt.h: bit for bit), max-accumulates
  * the operand's amax (an atomic max: order-independent, so deterministic)
  * and writes 1/s where cuBLASLt reads its dequantisation scale. */
 #include "tensor/cuda/internal.cuh"
@@ -23,7 +23,7 @@
 extern "C" {
 #include "tensor/cuda/gemm_plan.h"
 }
-#include "tensor/numfmt.h"
+#include "base/numfmt.h"
 
 #define LT_CACHE_ENTRIES 1024
 
