@@ -45,14 +45,18 @@ typedef struct {
     kv_src src[VLA_ATTN_MAX_SRC];
 } plan;
 
-static vla_status plan_make(plan *p, const vla_ops *ops, const vla_attn_config *cfg, const float *q,
-                            const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks) {
+/* The plan over n_src key sources (their K and V in k[i], v[i]), and its
+ * statistics. */
+static vla_status plan_make(plan *p, const vla_attn_config *cfg, const float *q, const vla_attn_seqs *qs, int n_src,
+                            const vla_attn_seqs *const *ks, const float *const *k, const float *const *v,
+                            vla_attn_stats *stats) {
     memset(p, 0, sizeof(*p));
     VLA_TRY(vla_attn_plan_make(&p->t, cfg, 0, 0, VLA_ATTN_FOLD_TOKENS, qs, n_src, ks));
-    p->ops = ops;
+    p->ops = vla_cpu_backend_table();
     p->q = q;
     p->group_q = vla_attn_plan_group_q(&p->t, qs);
-    for (int i = 0; i < n_src; i++) p->src[i].group = ks[i]->group;
+    for (int i = 0; i < n_src; i++) p->src[i] = (kv_src){k[i], v[i], ks[i]->group};
+    vla_attn_plan_stats(&p->t, stats);
     return VLA_OK;
 }
 
@@ -217,10 +221,8 @@ vla_status vla_cpu_attention_forward(const vla_attn_config *cfg, float *out, flo
                                  const vla_attn_seqs *ks, vla_attn_stats *stats) {
     plan p;
     const vla_attn_seqs *srcs[1] = {ks};
-    VLA_TRY(plan_make(&p, vla_cpu_backend_table(), cfg, q, qs, 1, srcs));
-    p.src[0].k = k;
-    p.src[0].v = v;
-    vla_attn_plan_stats(&p.t, stats);
+    const float *kk[1] = {k}, *vv[1] = {v};
+    VLA_TRY(plan_make(&p, cfg, q, qs, 1, srcs, kk, vv, stats));
     vla_status st = attention_forward_plan(&p, out, lse);
     plan_free(&p);
     return st;
@@ -232,12 +234,8 @@ vla_status vla_cpu_attention_forward_cached(const vla_attn_config *cfg, float *o
                                         const float *v_new, const vla_attn_seqs *ns, vla_attn_stats *stats) {
     plan p;
     const vla_attn_seqs *srcs[2] = {cs, ns};
-    VLA_TRY(plan_make(&p, vla_cpu_backend_table(), cfg, q, qs, 2, srcs));
-    p.src[0].k = k_cache;
-    p.src[0].v = v_cache;
-    p.src[1].k = k_new;
-    p.src[1].v = v_new;
-    vla_attn_plan_stats(&p.t, stats);
+    const float *kk[2] = {k_cache, k_new}, *vv[2] = {v_cache, v_new};
+    VLA_TRY(plan_make(&p, cfg, q, qs, 2, srcs, kk, vv, stats));
     vla_status st = attention_forward_plan(&p, out, lse);
     plan_free(&p);
     return st;
@@ -376,10 +374,8 @@ vla_status vla_cpu_attention_backward(const vla_attn_config *cfg, float *dq, flo
                                   const vla_attn_seqs *ks, vla_attn_stats *stats) {
     plan p;
     const vla_attn_seqs *srcs[1] = {ks};
-    VLA_TRY(plan_make(&p, vla_cpu_backend_table(), cfg, q, qs, 1, srcs));
-    p.src[0].k = k;
-    p.src[0].v = v;
-    vla_attn_plan_stats(&p.t, stats);
+    const float *kk[1] = {k}, *vv[1] = {v};
+    VLA_TRY(plan_make(&p, cfg, q, qs, 1, srcs, kk, vv, stats));
     const int32_t H = p.t.H, Hkv = p.t.Hkv, d = p.t.d, bq = p.t.bq, bk = p.t.bk;
     int64_t nq = (int64_t)qs->cu_seqlens[qs->n_seg] * p.t.fold; /* query rows of the plan's H heads */
     int64_t per;
