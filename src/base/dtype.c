@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/numfmt.h"
+
 static const struct {
     const char *name, *st_name;
     size_t size;
@@ -32,28 +34,11 @@ vla_status vla_dtype_from_safetensors_name(const char *name, vla_dtype *out) {
 
 int vla_dtype_is_float(vla_dtype t) { return t <= VLA_F8E5M2; }
 
-static uint32_t f32_bits(float x) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    return u;
-}
+/* ---- bfloat16: the top half of an f32 (base/numfmt.h is the definition,
+ * shared with the cpu backend's bf16 GEMM operands and the cuda kernels) -- */
 
-static float bits_f32(uint32_t u) {
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
-
-/* ---- bfloat16: the top half of an f32 ---------------------------------- */
-
-uint16_t vla_f32_to_bf16(float x) {
-    uint32_t u = f32_bits(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN, sign kept */
-    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest, ties to even; overflow carries into Inf */
-    return (uint16_t)(u >> 16);
-}
-
-float vla_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+uint16_t vla_f32_to_bf16(float x) { return vla_nf_f32_to_bf16(x); }
+float vla_bf16_to_f32(uint16_t h) { return vla_nf_bf16_to_f32(h); }
 
 /* ---- small floats, generic ------------------------------------------------
  * A format with `mbits` mantissa bits and exponent bias `bias`. Finite |x| is
@@ -89,7 +74,7 @@ static float decode_small_float(uint32_t mag, int mbits, int bias) {
 /* ---- IEEE binary16 -------------------------------------------------------- */
 
 uint16_t vla_f32_to_f16(float x) {
-    uint32_t u = f32_bits(x);
+    uint32_t u = vla_hd_f32_bits(x);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     float ax = fabsf(x);
     if (isnan(x)) return sign | 0x7e00u;
@@ -100,14 +85,14 @@ uint16_t vla_f32_to_f16(float x) {
 float vla_f16_to_f32(uint16_t h) {
     float sign = (h & 0x8000u) ? -1.0f : 1.0f;
     uint32_t mag = h & 0x7fffu;
-    if ((mag >> 10) == 0x1f) return (mag & 0x3ffu) ? bits_f32(0x7fc00000u | ((uint32_t)(h & 0x8000u) << 16)) : sign * INFINITY;
+    if ((mag >> 10) == 0x1f) return (mag & 0x3ffu) ? vla_hd_bits_f32(0x7fc00000u | ((uint32_t)(h & 0x8000u) << 16)) : sign * INFINITY;
     return sign * decode_small_float(mag, 10, 15);
 }
 
 /* ---- FP8 E4M3 (no Inf; 0x7f is NaN; max 448) ------------------------------ */
 
 uint8_t vla_f32_to_e4m3(float x) {
-    uint8_t sign = (uint8_t)((f32_bits(x) >> 24) & 0x80u);
+    uint8_t sign = (uint8_t)((vla_hd_f32_bits(x) >> 24) & 0x80u);
     if (isnan(x)) return sign | 0x7fu;
     float ax = fabsf(x);
     if (ax >= VLA_E4M3_MAX) return sign | 0x7eu; /* saturate (Inf too) */
@@ -127,7 +112,7 @@ float vla_e4m3_to_f32(uint8_t b) {
 /* ---- FP8 E5M2 (IEEE-like: Inf 0x7c, NaN 0x7d..0x7f; max 57344) ------------- */
 
 uint8_t vla_f32_to_e5m2(float x) {
-    uint8_t sign = (uint8_t)((f32_bits(x) >> 24) & 0x80u);
+    uint8_t sign = (uint8_t)((vla_hd_f32_bits(x) >> 24) & 0x80u);
     if (isnan(x)) return sign | 0x7fu;
     float ax = fabsf(x);
     if (ax >= VLA_E5M2_MAX) return sign | 0x7bu; /* saturate (Inf too) */

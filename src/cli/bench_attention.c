@@ -244,7 +244,7 @@ int vla_bench_attention(int argc, char **argv) {
         {"tile", VLA_FLAG_INT, &tile, "N", "query and key tile size (0: the library's default)"},
         {"bwd", VLA_FLAG_STRING, &bwd, "auto|fused|two_pass", "backward work split (nn/attention.h)"},
         {"no_mqa_fold", VLA_FLAG_BOOL, &no_fold, NULL,
-         "one tile product per query head instead of all heads of the one KV head at once (tensor/ops_cpu_attention.c)"},
+         "one tile product per query head instead of all heads of the one KV head at once (tensor/cpu/ops_cpu_attention.c)"},
         {"device", VLA_FLAG_STRING, &device, "NAME",
          "cpu (default: against the PyTorch peer), or a device backend such as cuda: against the dense-mask "
          "attention computed on the same device"},

@@ -5,7 +5,7 @@
  * force one core type (OPENBLAS_CORETYPE set for that process alone: by
  * default the best two the CPU's features allow), so a user sees what their
  * machine's OpenBLAS choice costs. Every product goes through the op
- * table's split (tensor/ops_cpu.c), as the models' do.
+ * table's split (tensor/cpu/ops_cpu.c), as the models' do.
  *
  * The machine may be shared and its speed drifts over minutes, so the
  * contenders are timed in rounds that alternate them shape by shape (the
@@ -25,7 +25,7 @@
 #include "cli/cli.h"
 #include "base/dtype.h"
 #include "base/timer.h"
-#include "tensor/gemm.h"
+#include "tensor/cpu/gemm.h"
 #include "tensor/backend.h"
 #include "tensor/ops.h"
 #ifdef VLA_HAVE_CUDA

@@ -35,7 +35,7 @@
 #include "policy/policy.h"
 #include "policy/precision.h"
 #include "tensor/backend.h"
-#include "tensor/gemm.h"
+#include "tensor/cpu/gemm.h"
 #include "tensor/ops.h"
 #include "train/trainer_opt.h"
 #ifdef VLA_HAVE_CUDA
@@ -95,7 +95,7 @@ static double gemm_peak_sizes(const vla_ops *ops, vla_precision mode, int64_t mi
     return best;
 }
 
-/* The best peak of the GEMM libraries in this process (tensor/gemm.h): MFU
+/* The best peak of the GEMM libraries in this process (tensor/cpu/gemm.h): MFU
  * is against the best the machine showed in the run, not only the
  * library the op table uses. */
 static double gemm_peak_best(const vla_ops *ops, vla_precision mode, int64_t min_n, int64_t max_n, int reps,
@@ -317,7 +317,7 @@ static vla_status time_training_counts(vla_policy *p, const vla_policy_config *c
             omp_set_num_threads(o->threads[i]);
             g = o->quick ? 0 : gemm_peak_best(o->ops, VLA_PREC_FP32, 1024, 1024, 1, 0.1);
             if (g > res[i].peak) res[i].peak = g;
-            for (int l = 0; l < o->n_libs; l++) { /* each GEMM library in turn (tensor/gemm.h) */
+            for (int l = 0; l < o->n_libs; l++) { /* each GEMM library in turn (tensor/cpu/gemm.h) */
                 vla_gemm_lib_select(o->libs[l]);
                 vla_status st = time_steps(p, b, opt, o->seconds / rounds, &t, info);
                 vla_gemm_lib_select(o->libs[0]);

@@ -1,5 +1,5 @@
 /* bench_threads.c — `vla bench threads`: what a parallel region costs the op
- * table, so the work thresholds of tensor/parallel.h rest on measurements.
+ * table, so the work thresholds of tensor/cpu/parallel.h rest on measurements.
  *
  * A region that follows serial work pays for waking the team: libgomp's
  * idle workers spin for a while (GOMP_SPINCOUNT, OMP_WAIT_POLICY) and then

@@ -1,6 +1,6 @@
 /* cmd_version.c — `vla version`: the version and what was compiled in. */
 #include "cli/cli.h"
-#include "tensor/gemm.h"
+#include "tensor/cpu/gemm.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -63,7 +63,7 @@ int vla_cmd_version(int argc, char **argv) {
     }
     /* The GEMM library the op table uses (VLA_GEMM) and the kernels it runs
      * on this CPU: oneDNN's instruction set, picked from the CPU's features,
-     * or OpenBLAS's core type (tensor/gemm.h). */
+     * or OpenBLAS's core type (tensor/cpu/gemm.h). */
     vla_gemm_lib lib = vla_gemm_lib_active();
     char gemm_lib[64], gemm_kernels[64];
     vla_gemm_lib_describe(lib, gemm_lib, sizeof gemm_lib, gemm_kernels, sizeof gemm_kernels);

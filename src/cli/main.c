@@ -1,7 +1,7 @@
 /* main.c — the `vla` command: top-level dispatch to one file per command. */
 #include "cli/cli.h"
 #include "sim/env.h"
-#include "tensor/gemm.h"
+#include "tensor/cpu/gemm.h"
 #include "train/plot.h"
 
 #include <stdio.h>

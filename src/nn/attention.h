@@ -34,7 +34,7 @@
 
 /* vla_attn_config, vla_attn_seqs, vla_attn_stats and the backward modes
  * are tensor/ops.h's: the attention is one op of the backend (the CPU's
- * tiled kernel is tensor/ops_cpu_attention.c); these entry points check the
+ * tiled kernel is tensor/cpu/ops_cpu_attention.c); these entry points check the
  * shapes and the packed layout on the host, then call it. Tile defaults
  * (cpu): 64, or 128 for heads of <= 32 or >= 128 dims. */
 

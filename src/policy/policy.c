@@ -7,7 +7,7 @@
 #include "base/rng.h"
 #include "policy/family.h"
 #include "policy/precision.h"
-#include "tensor/parallel.h"
+#include "tensor/cpu/parallel.h"
 
 #include <math.h>
 #include <stdio.h>

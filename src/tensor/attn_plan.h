@@ -1,11 +1,14 @@
-/* attn_plan.h — the host side of the device attention kernels (the cuda
- * backend's tensor/cuda/attention.cu): the packed batch cut into tiles, the
- * order the thread blocks take them in, and the attention statistics. Plain
- * C, built into every configuration and unit-tested on the CPU
- * (tests/tensor/test_attn_plan.c), because it decides what the kernels
- * compute and skip (nn/attention.h has the contract).
+/* attn_plan.h — the one tiling of packed attention, walked by the cpu
+ * backend's kernels (tensor/cpu/ops_cpu_attention.c) and the cuda
+ * backend's (tensor/cuda/attention.cu): the packed batch cut into tiles,
+ * which (q-tile, k-tile) pairs the group mask skips, MQA folding of query
+ * heads into tile rows, the order the thread blocks take the tiles in, and
+ * the attention statistics. Plain C, built into every configuration and
+ * unit-tested on the CPU (tests/tensor/test_attn_plan.c), because it
+ * decides what the kernels compute and skip (nn/attention.h has the
+ * contract).
  *
- * A q-tile is up to bq consecutive query tokens of one sample; a k-tile up
+ * A q-tile is up to bq consecutive query rows of one sample; a k-tile up
  * to bk consecutive key tokens of one sample from one key source (the
  * cached forward has two: the cache, then the new rows, per sample). Each
  * tile carries the range of attention groups inside it, so a (q-tile,
@@ -14,12 +17,27 @@
  * group[i]), computed FULL (no per-element test) when every key group is
  * <= every query group, else PARTIAL. The mask itself is never built.
  *
+ * MQA FOLDING. With one KV head every query head reads the same K and V,
+ * and the layout [tokens, heads, head_dim] puts a token's H query heads in
+ * H consecutive rows of width head_dim. So Q, O, dQ, dO and the LSE are
+ * read as N·H "pseudo-token" rows of a single head, each pseudo-token
+ * carrying its token's sample and group: the plan then has H = rep = 1,
+ * fold = the configuration's H, its query side in pseudo-tokens (nq = N·H,
+ * the groups repeated in fold_group) — a kernel that indexes by the plan's
+ * H and tiles reads the same memory either way. Folded tiles cover the same
+ * tokens, so masks, skipped tiles and statistics are those of the per-head
+ * form. On the cpu a folded q-tile keeps bq tokens (bq·H rows): one tile
+ * product for all heads instead of one per head, K and V packed once
+ * (tensor/cpu/ops_cpu_attention.c says what that gained); kernels of a
+ * fixed tile shape keep bq rows.
+ *
  * Work order: thread blocks are launched heaviest tile first (longest
  * processing time first: tiles of long samples see many k-tiles), the
  * order a function of the metadata alone, so a run is reproducible.
  *
- * Everything the kernels need is packed into ONE int32 buffer, uploaded per
- * call (the host metadata arrives as host pointers: docs/design.md). */
+ * Everything the device kernels need is packed into ONE int32 buffer,
+ * uploaded per call (the host metadata arrives as host pointers:
+ * docs/design.md). */
 #ifndef VLA_TENSOR_ATTN_PLAN_H
 #define VLA_TENSOR_ATTN_PLAN_H
 
@@ -40,15 +58,28 @@ typedef struct {
 #define VLA_ATTN_MAX_SRC 2
 
 typedef struct {
-    int32_t n_seg, H, Hkv, d, rep, bq, bk, n_src;
-    float scale; /* resolved: cfg->scale or 1/sqrt(d) */
+    int32_t n_seg, H, Hkv, d, rep, bq, bk, n_src; /* H, rep, bq: of the tiles, after folding */
+    int32_t fold;       /* query heads folded into rows (MQA folding above), else 1 */
+    float scale;        /* resolved: cfg->scale or 1/sqrt(d) */
     int64_t n_qt, n_kt;
     vla_attn_tile *qt, *kt;
+    int32_t *q_first, *k_first; /* [n_seg + 1]: the tiles of sample s are [first[s], first[s + 1]) */
     int32_t *q_order;  /* [n_qt] q-tiles heaviest first */
     int32_t *k_order;  /* [n_kt] k-tiles heaviest first */
-    int64_t nq, nk[VLA_ATTN_MAX_SRC]; /* tokens on the query side and per key source */
+    int32_t *fold_group; /* [nq] the query groups per pseudo-token when folded (NULL groups: NULL) */
+    int64_t nq, nk[VLA_ATTN_MAX_SRC]; /* query rows (pseudo-tokens when folded) and keys per source */
     int64_t pairs_computed;           /* Σ over heads of len_q·len_k of the tiles not skipped (FLOP count) */
 } vla_attn_plan;
+
+/* What a folded q-tile's bq counts (MQA folding above). */
+typedef enum {
+    VLA_ATTN_FOLD_TOKENS, /* bq tokens, so bq·H rows: the cpu's tile GEMMs grow to take every head */
+    VLA_ATTN_FOLD_ROWS,   /* bq rows: kernels whose tile shape is fixed (cuda) */
+} vla_attn_fold_tile;
+
+/* The cpu backend's tile edge when the configuration names none: 64, or
+ * 128 for heads of <= 32 or >= 128 dims (attn_plan.c says why). */
+int32_t vla_attn_default_tile(int32_t head_dim);
 
 /* The checks every backend relies on (nn/attention.c runs them before each
  * attention op): positive sizes, heads a multiple of KV heads, tile sizes
@@ -56,12 +87,21 @@ typedef struct {
 vla_status vla_attn_check(const vla_attn_config *cfg, const vla_attn_seqs *qs, int n_src,
                           const vla_attn_seqs *const *ks);
 
-/* Checks the configuration and the packed layout (the same errors as the
- * cpu backend), then builds the tiles of bq queries × bk keys. ks has n_src
- * entries (1, or 2 for the cached forward), each with the query side's
- * n_seg. */
+/* Checks the configuration and the packed layout (vla_attn_check), then
+ * builds the tiles of bq queries × bk keys (0: cfg->tile_q / tile_k, else
+ * vla_attn_default_tile), folding the query heads when there is one KV
+ * head and cfg->no_mqa_fold is not set (fold_tile: what a folded bq
+ * counts). ks has n_src entries (1, or 2 for the cached forward), each with
+ * the query side's n_seg. */
 vla_status vla_attn_plan_make(vla_attn_plan *p, const vla_attn_config *cfg, int32_t bq, int32_t bk,
-                              const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks);
+                              vla_attn_fold_tile fold_tile, const vla_attn_seqs *qs, int n_src,
+                              const vla_attn_seqs *const *ks);
+
+/* The query groups as the plan's rows see them: per pseudo-token when
+ * folded, else the query side's own (NULL: every query in group 0). */
+static inline const int32_t *vla_attn_plan_group_q(const vla_attn_plan *p, const vla_attn_seqs *qs) {
+    return p->fold > 1 ? p->fold_group : qs->group;
+}
 void vla_attn_plan_free(vla_attn_plan *p);
 
 static inline int vla_attn_tile_class(const vla_attn_tile *q, const vla_attn_tile *k) {
@@ -70,11 +110,13 @@ static inline int vla_attn_tile_class(const vla_attn_tile *q, const vla_attn_til
     return VLA_TILE_PARTIAL;
 }
 
-/* The statistics of one call over this tiling (per head, summed over heads). */
+/* The statistics of one call over this tiling (per head, summed over heads:
+ * a folded tile pair counts once per folded head). */
 void vla_attn_plan_stats(const vla_attn_plan *p, vla_attn_stats *st);
 
 /* The upload: int32 words, at these offsets (in words) of one buffer.
- * Groups of a NULL side are absent (offset −1): the kernel reads group 0. */
+ * Groups of a NULL side are absent (offset −1): the kernel reads group 0;
+ * the query groups are per row (vla_attn_plan_group_q). */
 typedef struct {
     int64_t qt, kt, q_order, k_order, group_q, group_k[VLA_ATTN_MAX_SRC];
     int64_t words;

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensor/ops_checked.h"
-#include "tensor/ops_cpu_internal.h"
+#include "tensor/checked/ops_checked.h"
+#include "tensor/cpu/ops_cpu_internal.h"
 #ifdef VLA_HAVE_CUDA
 #include "tensor/cuda/ops_cuda.h"
 #endif

@@ -6,7 +6,7 @@
  * BLAS, OpenMP or CUDA, and never read or write a tensor with the host: they
  * call through a `const vla_ops *` and do shape arithmetic. A backend is
  * one filled table: `cpu` (ops_cpu*.c: GEMM tiles by oneDNN or
- * OpenBLAS, tensor/gemm.h; OpenMP), `checked` (the
+ * OpenBLAS, tensor/cpu/gemm.h; OpenMP), `checked` (the
  * CPU kernels on memory the host cannot touch outside an op call, so a
  * bypass crashes a test; ops_checked.c), and `cuda` (tensor/cuda/, built
  * with `make CUDA=1`; docs/cuda.md). backend.h names them;
@@ -108,7 +108,8 @@ typedef struct {
     int32_t tile_q, tile_k; /* 0: the backend's default */
     vla_attn_bwd_mode bwd_mode;
     /* One KV head (MQA): by default a token's query heads are folded into
-     * consecutive rows of one head; true keeps one tile per head (tests). */
+     * consecutive rows of one head, on every backend (tensor/attn_plan.h);
+     * true keeps one tile per head (tests). */
     bool no_mqa_fold;
     /* How the two products read their operands (Q, K, V, P, dO): FP32 as
      * f32; BF16 (and FP8, which attention runs as BF16) rounded to bf16

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
-#include "tensor/hd.h"
+#include "base/hd.h"
 
 /* Checks the cu_seqlens invariants above; n_tokens < 0 skips the total check.
  * `what` names the array in the message. */

@@ -23,7 +23,7 @@
 #include "distributed/sampler.h"
 #include "policy/family.h"
 #include "tensor/backend.h"
-#include "tensor/gemm.h"
+#include "tensor/cpu/gemm.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/plot.h"
@@ -854,7 +854,7 @@ static vla_status begin_run(trainer *t, int64_t start, vla_train_result *res) {
                  vla_train_opt_peak_lr(t->opt), t->lr_note, p->tops->name,
                  o->device ? "--device" : "default: ", o->device ? "" : vla_backend_default_why(),
                  vla_precision_name(prec));
-        /* the cpu backend runs bf16 GEMMs natively only with AVX512-BF16/AMX (tensor/gemm.h); FP8 never */
+        /* the cpu backend runs bf16 GEMMs natively only with AVX512-BF16/AMX (tensor/cpu/gemm.h); FP8 never */
         bool cpu = !strcmp(p->tops->name, "cpu") || !strcmp(p->tops->name, "checked");
         if (cpu && (prec == VLA_PREC_FP8 || (prec == VLA_PREC_BF16 && !vla_gemm_bf16_native())))
             VLA_INFO("note: --precision=%s is emulated on this CPU (operands rounded, f32 GEMMs: %s): it trains "

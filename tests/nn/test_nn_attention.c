@@ -11,7 +11,7 @@
 #include "nn/attention_dense.h"
 #include "nn_test.h"
 #include "tensor/ops.h"
-#include "tensor/parallel.h"
+#include "tensor/cpu/parallel.h"
 
 #define RTOL 2e-4
 #define ATOL 2e-5

@@ -18,7 +18,7 @@
 
 #include "base/rng.h"
 #include "policy/policy.h"
-#include "tensor/parallel.h"
+#include "tensor/cpu/parallel.h"
 
 static float *step(vla_policy *p, const vla_batch *b, vla_loss_info *info) {
     vla_policy_zero_grad(p);

@@ -22,7 +22,7 @@
 #include "policy/flow.h"
 #include "policy/groot.h"
 #include "policy/policy.h"
-#include "tensor/parallel.h"
+#include "tensor/cpu/parallel.h"
 
 #define MAXS 4
 static const char *const TASKS[] = {"push the T", "", "pick up the red block please", "go left"};

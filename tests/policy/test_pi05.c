@@ -24,7 +24,7 @@
 #include "policy/flow.h"
 #include "policy/pi05.h"
 #include "policy/policy.h"
-#include "tensor/parallel.h"
+#include "tensor/cpu/parallel.h"
 #include "tensor/ops.h"
 #include "test_util.h"
 

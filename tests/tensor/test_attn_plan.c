@@ -1,7 +1,8 @@
-/* test_attn_plan.c — tensor/attn_plan.h, the host side of the cuda
- * backend's attention kernels, on random ragged packed batches (empty
- * samples included; bidirectional, prefix-LM, causal and random groups;
- * self-, cross- and two-source cached attention; GQA; many tile sizes):
+/* test_attn_plan.c — tensor/attn_plan.h, the one tiling the cpu and cuda
+ * attention kernels walk, on random ragged packed batches (empty samples
+ * included; bidirectional, prefix-LM, causal and random groups; self-,
+ * cross- and two-source cached attention; GQA; MQA folded or not, either
+ * fold tile; many tile sizes):
  *   - the tiles cover every token once, per sample and per key source;
  *   - each (q-tile, k-tile) class against the mask itself, element by
  *     element (SKIP: no visible pair; FULL: every pair visible; PARTIAL:
@@ -12,7 +13,9 @@
  *   - and the kernels' walk emulated in double on the host — forward with
  *     an online softmax over the plan's k-tiles (FULL tiles without a mask
  *     test), backward as the kernels' two passes over the plan's ranges —
- *     against dense masked attention and its gradient. */
+ *     against dense masked attention and its gradient;
+ *   - the cpu's and the cuda's folded plans are one plan, and folding
+ *     keeps the statistics of the per-head form. */
 #include "test_util.h"
 #include "base/rng.h"
 #include "tensor/attn_plan.h"
@@ -45,6 +48,17 @@ static void side_make(side *s, int n_seg, vla_rng *r, int mode, int maxlen) {
 }
 
 static int32_t grp(const side *s, int32_t t) { return s->group ? s->group[t] : 0; }
+
+/* a query side as F pseudo-tokens per token (MQA folding, attn_plan.h) */
+static side fold_side(const side *s, int F) {
+    side f = {s->n_seg, {0}, NULL};
+    for (int i = 0; i <= s->n_seg; i++) f.cu[i] = s->cu[i] * F;
+    if (s->group) {
+        f.group = malloc(sizeof(int32_t) * (size_t)(f.cu[f.n_seg] > 0 ? f.cu[f.n_seg] : 1));
+        for (int32_t t = 0; t < f.cu[f.n_seg]; t++) f.group[t] = s->group[t / F];
+    }
+    return f;
+}
 
 /* key index space of a sample: source 0's rows then source 1's */
 typedef struct {
@@ -103,9 +117,10 @@ static void check_classes_and_stats(const vla_attn_plan *p, const side *q, const
             if (c == VLA_TILE_SKIP) assert_int_equal(vis, 0);
             if (c == VLA_TILE_FULL) assert_int_equal(hid, 0);
             if (c == VLA_TILE_PARTIAL) assert_true(vis > 0 && hid > 0);
-            bf.tiles_total += p->H;
-            bf.tiles_computed += c != VLA_TILE_SKIP ? p->H : 0;
-            bf.tiles_unmasked += c == VLA_TILE_FULL ? p->H : 0;
+            int64_t heads = (int64_t)p->H * p->fold;
+            bf.tiles_total += heads;
+            bf.tiles_computed += c != VLA_TILE_SKIP ? heads : 0;
+            bf.tiles_unmasked += c == VLA_TILE_FULL ? heads : 0;
         }
     }
     assert_true(st.tiles_total == bf.tiles_total && st.tiles_computed == bf.tiles_computed &&
@@ -353,8 +368,20 @@ static void run_case(vla_rng *r, int trial) {
     if (kind == 2) s1 = (vla_attn_seqs){k1.n_seg, k1.cu, k1.group};
     const vla_attn_seqs *ks[2] = {&s0, &s1};
     int32_t bq = TILES[(int)(vla_rng_uniform(r) * 6)], bk = TILES[(int)(vla_rng_uniform(r) * 6)];
+    vla_attn_fold_tile fold_tile = trial % 4 < 2 ? VLA_ATTN_FOLD_TOKENS : VLA_ATTN_FOLD_ROWS;
+    cfg.no_mqa_fold = trial % 3 == 2;
     vla_attn_plan p;
-    assert_int_equal(vla_attn_plan_make(&p, &cfg, bq, bk, &qs, k.n_src, ks), VLA_OK);
+    assert_int_equal(vla_attn_plan_make(&p, &cfg, bq, bk, fold_tile, &qs, k.n_src, ks), VLA_OK);
+    /* folded (one KV head): the query side is nq·H pseudo-tokens of one head, the same memory */
+    side tok_q = q;
+    if (Hkv == 1 && H > 1 && !cfg.no_mqa_fold) {
+        assert_int_equal(p.fold, H);
+        assert_true(p.H == 1 && p.rep == 1 && p.bq == (fold_tile == VLA_ATTN_FOLD_TOKENS ? bq * H : bq));
+        q = fold_side(&tok_q, H);
+        H = 1;
+    } else {
+        assert_int_equal(p.fold, 1);
+    }
     check_tiles(&p, &q, &k);
     check_classes_and_stats(&p, &q, &k);
     check_orders(&p);
@@ -382,6 +409,8 @@ static void run_case(vla_rng *r, int trial) {
     free(o1), free(o2), free(l1), free(l2), free((void *)T.q), free((void *)T.dO);
     for (int i = 0; i < 2; i++) free((void *)T.k[i]), free((void *)T.v[i]);
     vla_attn_plan_free(&p);
+    if (q.group != tok_q.group) free(q.group);
+    q = tok_q;
     if (q.group) free(q.group);
     if (kind != 0 && k0.group) free(k0.group);
     if (kind == 2 && k1.group) free(k1.group);
@@ -393,6 +422,48 @@ static void test_random_plans(void **state) {
     for (int trial = 0; trial < 120; trial++) run_case(&r, trial);
 }
 
+/* The cpu backend (a folded q-tile keeps bq tokens) and the cuda backend (it
+ * keeps bq rows) get the same plan for the same rows per tile; folding
+ * changes neither the statistics nor the FLOP count of the per-head form;
+ * tile sizes left to the plan are the cpu's defaults. */
+static void test_fold_one_plan(void **state) {
+    (void)state;
+    vla_rng r = vla_rng_stream(78, 0);
+    for (int trial = 0; trial < 24; trial++) {
+        side q, k;
+        side_make(&q, 1 + trial % 5, &r, 1 + trial % 3, 90);
+        side_make(&k, q.n_seg, &r, trial % 4, 60);
+        int H = 2 + trial % 7, bq = 1 + trial % 17;
+        vla_attn_config cfg = {.n_heads = H, .n_kv_heads = 1, .head_dim = 16 << (trial % 5)};
+        vla_attn_seqs qs = {q.n_seg, q.cu, q.group}, s0 = {k.n_seg, k.cu, k.group};
+        const vla_attn_seqs *ks[1] = {&s0};
+        vla_attn_plan cpu, cuda, unfolded, dflt;
+        assert_int_equal(vla_attn_plan_make(&cpu, &cfg, bq, 8, VLA_ATTN_FOLD_TOKENS, &qs, 1, ks), VLA_OK);
+        assert_int_equal(vla_attn_plan_make(&cuda, &cfg, bq * H, 8, VLA_ATTN_FOLD_ROWS, &qs, 1, ks), VLA_OK);
+        assert_int_equal(vla_attn_plan_make(&dflt, &cfg, 0, 0, VLA_ATTN_FOLD_TOKENS, &qs, 1, ks), VLA_OK);
+        cfg.no_mqa_fold = true;
+        assert_int_equal(vla_attn_plan_make(&unfolded, &cfg, bq, 8, VLA_ATTN_FOLD_TOKENS, &qs, 1, ks), VLA_OK);
+        assert_true(cpu.fold == H && cuda.fold == H && unfolded.fold == 1);
+        assert_true(cpu.bq == cuda.bq && cpu.n_qt == cuda.n_qt && cpu.n_kt == cuda.n_kt && cpu.nq == cuda.nq);
+        assert_memory_equal(cpu.qt, cuda.qt, sizeof(vla_attn_tile) * (size_t)cpu.n_qt);
+        assert_memory_equal(cpu.kt, cuda.kt, sizeof(vla_attn_tile) * (size_t)cpu.n_kt);
+        assert_memory_equal(cpu.q_order, cuda.q_order, sizeof(int32_t) * (size_t)cpu.n_qt);
+        assert_memory_equal(cpu.k_order, cuda.k_order, sizeof(int32_t) * (size_t)cpu.n_kt);
+        assert_memory_equal(cpu.q_first, cuda.q_first, sizeof(int32_t) * (size_t)(q.n_seg + 1));
+        if (q.group) assert_memory_equal(cpu.fold_group, cuda.fold_group, sizeof(int32_t) * (size_t)cpu.nq);
+        /* folded tiles cover the tokens of the per-head ones: same counts */
+        vla_attn_stats a, b;
+        vla_attn_plan_stats(&cpu, &a);
+        vla_attn_plan_stats(&unfolded, &b);
+        assert_memory_equal(&a, &b, sizeof a);
+        assert_true(cpu.pairs_computed == unfolded.pairs_computed && cpu.n_qt == unfolded.n_qt);
+        int32_t t = vla_attn_default_tile(cfg.head_dim);
+        assert_true(dflt.bq == t * H && dflt.bk == t);
+        vla_attn_plan_free(&cpu), vla_attn_plan_free(&cuda), vla_attn_plan_free(&unfolded), vla_attn_plan_free(&dflt);
+        free(q.group), free(k.group);
+    }
+}
+
 static void test_errors(void **state) {
     (void)state;
     int32_t cu[3] = {0, 4, 9}, bad[3] = {0, 5, 3};
@@ -400,16 +471,16 @@ static void test_errors(void **state) {
     const vla_attn_seqs *ks[1] = {&s};
     vla_attn_plan p;
     vla_attn_config c = {.n_heads = 3, .n_kv_heads = 2, .head_dim = 8};
-    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, &s, 1, ks), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, VLA_ATTN_FOLD_ROWS, &s, 1, ks), VLA_ERR_INVALID_ARG);
     assert_non_null(strstr(vla_error_message(), "multiple"));
     c.n_heads = 4;
     const vla_attn_seqs *kb[1] = {&sb};
-    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, &s, 1, kb), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, VLA_ATTN_FOLD_ROWS, &s, 1, kb), VLA_ERR_INVALID_ARG);
     assert_non_null(strstr(vla_error_message(), "decreases"));
     const vla_attn_seqs *k1[1] = {&s1};
-    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, &s, 1, k1), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, VLA_ATTN_FOLD_ROWS, &s, 1, k1), VLA_ERR_INVALID_ARG);
     assert_non_null(strstr(vla_error_message(), "samples"));
-    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, &s, 1, ks), VLA_OK);
+    assert_int_equal(vla_attn_plan_make(&p, &c, 16, 16, VLA_ATTN_FOLD_ROWS, &s, 1, ks), VLA_OK);
     assert_true(fabsf(p.scale - 1.0f / sqrtf(8.0f)) < 1e-7f);
     vla_attn_plan_free(&p);
 }
@@ -417,6 +488,7 @@ static void test_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_plans),
+        cmocka_unit_test(test_fold_one_plan),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

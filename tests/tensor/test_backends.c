@@ -39,7 +39,7 @@
 #include "policy/policy.h"
 #include "policy/precision.h"
 #include "tensor/backend.h"
-#include "tensor/ops_checked.h"
+#include "tensor/checked/ops_checked.h"
 #include "test_util.h"
 #include "train/trainer.h"
 #include "train/trainer_opt.h"

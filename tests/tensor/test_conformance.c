@@ -199,7 +199,7 @@ static void t_gemm_q(void) {
         C.ref->fp8_scale_update(hist.h, scale.h, n, L, fm, (float)(trial % 3), trial % 2);
         C.dut->fp8_scale_update(hist.d, scale.d, n, L, fm, (float)(trial % 3), trial % 2);
         bool was = C.exact;
-        C.exact = true; /* the same arithmetic (tensor/numfmt.h) */
+        C.exact = true; /* the same arithmetic (base/numfmt.h) */
         t_check(hist, 0, "fp8_scale_update history"), t_check(scale, 0, "fp8_scale_update scale");
         C.exact = was;
         free(fm), t_free(hist), t_free(scale);

@@ -1,4 +1,4 @@
-/* test_dev_index.c — tensor/dev_index.h, the index preparation behind the
+/* test_dev_index.c — tensor/cuda/dev_index.h, the index preparation behind the
  * cuda backend's deterministic scatter-adds and column sums: the CSR of a
  * scatter map regroups exactly the map (every i once, destinations
  * distinct, sources in increasing i), and a scatter-add walked through it
@@ -8,7 +8,7 @@
 #include "test_util.h"
 #include "base/rng.h"
 #include "tensor/backend.h"
-#include "tensor/dev_index.h"
+#include "tensor/cuda/dev_index.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_gemm.c — the GEMM libraries behind the op table (tensor/gemm.h):
+/* test_gemm.c — the GEMM libraries behind the op table (tensor/cpu/gemm.h):
  * oneDNN's and OpenBLAS's per-tile calls against a double-precision
  * reference and against each other; the op table routes through the
  * library selected; VLA_GEMM's parsing; what `vla version` reports against
@@ -10,7 +10,7 @@
 #include "test_util.h"
 #include "gemm_ref.h"
 #include "base/dtype.h"
-#include "tensor/gemm.h"
+#include "tensor/cpu/gemm.h"
 #include "tensor/ops.h"
 
 #include <cblas.h>

@@ -1,4 +1,4 @@
-/* test_gemm_plan.c — tensor/gemm_plan.h, how the cuda backend hands GEMMs to
+/* test_gemm_plan.c — tensor/cuda/gemm_plan.h, how the cuda backend hands GEMMs to
  * cuBLASLt, checked on the CPU by executing each plan:
  *   - every row-major GEMM (all transposes, padded leading dimensions,
  *     strided batches) run as the column-major product the plan describes
@@ -14,7 +14,7 @@
  *     (hits, replacement, eviction with destruction). */
 #include "test_util.h"
 #include "base/rng.h"
-#include "tensor/gemm_plan.h"
+#include "tensor/cuda/gemm_plan.h"
 
 #include <math.h>
 #include <stdlib.h>

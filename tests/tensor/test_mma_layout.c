@@ -1,4 +1,4 @@
-/* test_mma_layout.c — tensor/mma_layout.h, the fragment arithmetic of the
+/* test_mma_layout.c — tensor/cuda/mma_layout.h, the fragment arithmetic of the
  * cuda backend's tensor-core attention, on the CPU: a warp's 32 lanes are
  * emulated, mma.m16n8k16 is computed from the fragment layouts as the PTX
  * ISA tabulates them (written out below as tables, independently of the
@@ -8,8 +8,8 @@
  * matrix products of bf16 inputs. */
 #include "test_util.h"
 #include "base/rng.h"
-#include "tensor/mma_layout.h"
-#include "tensor/numfmt.h"
+#include "tensor/cuda/mma_layout.h"
+#include "base/numfmt.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* test_numfmt.c — tensor/numfmt.h, the number formats as the cuda
+/* test_numfmt.c — base/numfmt.h, the number formats as the cuda
  * backend's kernels compute them, against their definition in
  * base/dtype.h (frexpf/ldexpf/rintf): every conversion f32 → bf16, f16,
  * FP8 E4M3 and E5M2 over every 257th f32 bit pattern plus every rounding
@@ -12,7 +12,7 @@
 #include "base/dtype.h"
 #include "base/rng.h"
 #include "tensor/backend.h"
-#include "tensor/numfmt.h"
+#include "base/numfmt.h"
 
 #include <float.h>
 #include <math.h>

@@ -5,7 +5,7 @@
 #include "test_util.h"
 #include "gemm_ref.h"
 #include "tensor/ops.h"
-#include "tensor/parallel.h"
+#include "tensor/cpu/parallel.h"
 
 #include <math.h>
 #include <omp.h>

@@ -1,4 +1,4 @@
-/* test_stage_ring.c — tensor/stage_ring.h, the staging ring's bookkeeping:
+/* test_stage_ring.c — tensor/cuda/stage_ring.h, the staging ring's bookkeeping:
  * a simulated stream of uploads of random sizes, with the caller's duties
  * (record an event when the ring leaves a chunk, wait for it before writing
  * into the chunk again) played by the test, must never hand out a region
@@ -7,7 +7,7 @@
  * refused (−1), regions are aligned and inside the ring. */
 #include "test_util.h"
 #include "base/rng.h"
-#include "tensor/stage_ring.h"
+#include "tensor/cuda/stage_ring.h"
 
 #include <stdlib.h>
 

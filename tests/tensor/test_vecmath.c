@@ -1,10 +1,10 @@
-/* test_vecmath.c — the vectorisable kernels of tensor/vecmath.h against libm:
+/* test_vecmath.c — the vectorisable kernels of tensor/cpu/vecmath.h against libm:
  * vla_expf within 2 ulp of expf over its whole finite range (every 97th
  * float bit pattern in [−103, 88.7], plus the special values), the GELU and
  * SiLU forms against their tanh/exp definitions in double, and bitwise
  * agreement between a vectorised loop and scalar calls. */
 #include "test_util.h"
-#include "tensor/vecmath.h"
+#include "tensor/cpu/vecmath.h"
 
 #include <float.h>
 #include <math.h>

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "base/fsutil.h"
-#include "tensor/parallel.h"
+#include "tensor/cpu/parallel.h"
 #include "train/trainer.h"
 
 static const char *dataset(void) {

@@ -1,7 +1,8 @@
 /* attention.cu — the packed attention ops of the cuda backend (forward,
  * backward, KV-cached forward): the host side. Checks and tiles the packed
- * batch (tensor/attn_plan.h: the same errors as the cpu backend, tiles with
- * their group ranges, heaviest-first order), uploads the plan and the
+ * batch (tensor/attn_plan.h, the cpu backend's tiling: the same errors,
+ * tiles with their group ranges, MQA folding — a folded q-tile keeps the
+ * kernel's rows — heaviest-first order), uploads the plan and the
  * groups in one copy, and launches the f32 kernels (attn_simt.cu) for
  * precision FP32 or the bf16 tensor-core kernels (attn_mma.cu) for BF16 and
  * FP8 — VLA_CUDA_ATTN=simt forces the f32 ones. Never a mask or a score
@@ -34,7 +35,7 @@ typedef struct {
 
 static vla_status dev_plan_make(dev_plan *dp, const vla_attn_config *cfg, int bq, int bk, const vla_attn_seqs *qs,
                                 int n_src, const vla_attn_seqs *const *ks) {
-    VLA_TRY(vla_attn_plan_make(&dp->p, cfg, bq, bk, qs, n_src, ks));
+    VLA_TRY(vla_attn_plan_make(&dp->p, cfg, bq, bk, VLA_ATTN_FOLD_ROWS, qs, n_src, ks));
     dp->l = vla_attn_plan_pack_layout(&dp->p, qs, n_src, ks);
     int32_t *host = (int32_t *)malloc(sizeof(int32_t) * (size_t)dp->l.words);
     if (!host) {

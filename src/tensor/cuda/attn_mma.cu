@@ -7,7 +7,7 @@
  * 64, 80, 128, 256 (zeros contribute nothing: the QKᵀ contraction's k-step is
  * 16); tiles are staged from the f32 tensors into shared memory as bf16;
  * fragments are read from shared memory with the index arithmetic of
- * tensor/mma_layout.h (tested on the CPU against the PTX layouts), with no
+ * tensor/cuda/mma_layout.h (tested on the CPU against the PTX layouts), with no
  * ldmatrix and no asynchronous copies — a first version whose aim is to be
  * right and reasonably fast; docs/cuda.md lists what comes next (cp.async
  * double buffering, ldmatrix, wgmma on sm_90a, MQA heads sharing one K/V
@@ -25,7 +25,7 @@
 #include <cuda_bf16.h>
 #include <math.h>
 
-#include "tensor/mma_layout.h"
+#include "tensor/cuda/mma_layout.h"
 
 #define NW 4
 #define NTH (NW * 32)

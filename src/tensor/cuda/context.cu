@@ -23,8 +23,8 @@
 #include <string.h>
 
 extern "C" {
-#include "tensor/gemm_plan.h"
-#include "tensor/stage_ring.h"
+#include "tensor/cuda/gemm_plan.h"
+#include "tensor/cuda/stage_ring.h"
 }
 
 #define RING_CHUNK ((size_t)4 << 20)

@@ -1,19 +1,19 @@
 /* elementwise.cu — the cuda backend's per-element kernels: fill/copy and
  * arithmetic, activations and the gated MLP, RoPE and the time embeddings
  * (angles in double, as the cpu backend), the flow-matching interpolant,
- * AdamW, EMA, and dtype conversion (tensor/numfmt.h: the cpu backend's
+ * AdamW, EMA, and dtype conversion (base/numfmt.h: the cpu backend's
  * rounding, bit for bit).
  *
  * Grid-stride loops over flat indices; every output element is written by
  * one thread from its own inputs, so results do not depend on the launch
- * shape. Activation formulas are the cpu backend's (tensor/vecmath.h: GELU
+ * shape. Activation formulas are the cpu backend's (tensor/cpu/vecmath.h: GELU
  * as x·sigmoid(2u), its gradient without cancellation) with CUDA's expf in
  * place of vla_expf: within an ulp or two. */
 #include "tensor/cuda/internal.cuh"
 
 #include <math.h>
 
-#include "tensor/numfmt.h"
+#include "base/numfmt.h"
 
 #define THREADS 256
 #define GRID_STRIDE(i, n) \
@@ -77,7 +77,7 @@ extern "C" void vla_cuda_add_row_vector(float *y, const float *bias, int64_t row
     LAUNCH(k_add_row_vector, rows * cols, y, bias, rows, cols);
 }
 
-/* ---- activations (tensor/vecmath.h's formulas) ------------------------------------ */
+/* ---- activations (tensor/cpu/vecmath.h's formulas) ------------------------------------ */
 
 #define GELU_K 0.7978845608028654f
 #define GELU_C 0.044715f

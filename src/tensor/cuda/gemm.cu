@@ -6,10 +6,10 @@
  *
  * How a row-major call becomes a cuBLASLt call, which copies a quantized
  * GEMM makes and when FP8 falls back to emulation is decided in plain C
- * (tensor/gemm_plan.h, unit-tested on the CPU); this file runs it. One cast
+ * (tensor/cuda/gemm_plan.h, unit-tested on the CPU); this file runs it. One cast
  * kernel per operand makes the K-major copy (transposing through shared
  * memory when the stored operand is not K-major), rounds with the cpu
- * backend's own rounding (tensor/numfmt.h: bit for bit), max-accumulates
+ * backend's own rounding (base/numfmt.h: bit for bit), max-accumulates
  * the operand's amax (an atomic max: order-independent, so deterministic)
  * and writes 1/s where cuBLASLt reads its dequantisation scale. */
 #include "tensor/cuda/internal.cuh"
@@ -21,9 +21,9 @@
 #include <string.h>
 
 extern "C" {
-#include "tensor/gemm_plan.h"
+#include "tensor/cuda/gemm_plan.h"
 }
-#include "tensor/numfmt.h"
+#include "base/numfmt.h"
 
 #define LT_CACHE_ENTRIES 1024
 

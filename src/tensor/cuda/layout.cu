@@ -5,7 +5,7 @@
  *
  * add_rows may hit one destination row many times (an embedding row used by
  * many tokens). The cpu backend sums each destination element in i order;
- * here the index map is regrouped on the host into a CSR (tensor/dev_index.h)
+ * here the index map is regrouped on the host into a CSR (tensor/cuda/dev_index.h)
  * and one thread per destination element walks its sources in i order: the
  * same order, no atomics. When every destination is distinct (the common
  * case: stream scatters) a plain kernel does it. */
@@ -17,7 +17,7 @@
 #include <string.h>
 
 extern "C" {
-#include "tensor/dev_index.h"
+#include "tensor/cuda/dev_index.h"
 }
 
 #define GRID_STRIDE(i, n) \

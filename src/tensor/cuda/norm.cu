@@ -6,7 +6,7 @@
  * fixed shared-memory tree and rounded to f32 as the cpu backend does
  * (mean, rstd, the backward's two means). Parameter and modulation
  * gradients are column sums over tokens: fixed chunks of rows (per sample
- * for the modulations, tensor/dev_index.h), each chunk summed in row order
+ * for the modulations, tensor/cuda/dev_index.h), each chunk summed in row order
  * in double by one thread per column, then the chunks in order — the same
  * bits on every run, no atomics. */
 #include "tensor/cuda/internal.cuh"
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 extern "C" {
-#include "tensor/dev_index.h"
+#include "tensor/cuda/dev_index.h"
 }
 
 #define NT 128

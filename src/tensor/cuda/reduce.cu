@@ -9,14 +9,14 @@
  * tree, in double, and one final block combines the partials the same way.
  * So the same input gives the same bits on every run (not the cpu
  * backend's bits: its lanes are different; both are double accumulations of
- * f32 values). Column sums go through fixed row chunks (tensor/dev_index.h). */
+ * f32 values). Column sums go through fixed row chunks (tensor/cuda/dev_index.h). */
 #include "tensor/cuda/internal.cuh"
 
 #include <math.h>
 #include <string.h>
 
 extern "C" {
-#include "tensor/dev_index.h"
+#include "tensor/cuda/dev_index.h"
 }
 
 #define RT 256          /* threads of a reduction block */

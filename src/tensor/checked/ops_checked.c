@@ -19,7 +19,7 @@
  * 5–30× slower), only a locked table lookup per pointer; a pointer the
  * table does not know (host metadata: cu_seqlens, index maps) passes
  * through unchanged. */
-#include "tensor/ops_checked.h"
+#include "tensor/checked/ops_checked.h"
 
 #include <pthread.h>
 #include <stdio.h>

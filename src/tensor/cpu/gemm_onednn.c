@@ -18,7 +18,7 @@
  * its own stream and scratchpad (scratchpad_mode user): oneDNN's library
  * scratchpad is shared by every thread unless oneDNN was built with
  * DNNL_ENABLE_CONCURRENT_EXEC, and tiles run on several threads at once. */
-#include "tensor/gemm.h"
+#include "tensor/cpu/gemm.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>

@@ -7,12 +7,12 @@
  * every column is summed in token order whatever the thread count. The
  * gain (w, 1 + w or 1) is laid out once per call, so the row loops have no
  * branches. */
-#include "tensor/ops_cpu_internal.h"
+#include "tensor/cpu/ops_cpu_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "tensor/parallel.h"
+#include "tensor/cpu/parallel.h"
 #include "tensor/seqlens.h"
 
 #define PAR_MIN VLA_PAR_MIN_ELEMS

@@ -1,6 +1,6 @@
 /* gemm_plan.c — row-major GEMMs as cuBLASLt products, quantized-GEMM
  * decisions and the descriptor cache (gemm_plan.h). */
-#include "tensor/gemm_plan.h"
+#include "tensor/cuda/gemm_plan.h"
 
 #include <stdlib.h>
 #include <string.h>

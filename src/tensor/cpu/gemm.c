@@ -1,7 +1,7 @@
 /* gemm.c — the choice of GEMM library for the op table's tiles, OpenBLAS's
  * side of it, and the single-threaded per-tile call (gemm.h says why there
  * are two libraries and which is the default). */
-#include "tensor/gemm.h"
+#include "tensor/cpu/gemm.h"
 #include "base/log.h"
 
 #include <cblas.h>

@@ -3,8 +3,8 @@
  * the GPU kernels run lives in headers like numfmt.h and mma_layout.h, and
  * the CPU unit tests run the very same code against base/dtype.h and
  * reference tables (docs/cuda.md, "What the CPU tests"). */
-#ifndef VLA_TENSOR_HD_H
-#define VLA_TENSOR_HD_H
+#ifndef VLA_BASE_HD_H
+#define VLA_BASE_HD_H
 
 #include <stdint.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* stage_ring.c — staging ring bookkeeping (stage_ring.h). */
-#include "tensor/stage_ring.h"
+#include "tensor/cuda/stage_ring.h"
 
 void vla_stage_ring_init(vla_stage_ring *r, size_t chunk_bytes, int n_chunks) {
     r->chunk_bytes = chunk_bytes / VLA_STAGE_ALIGN * VLA_STAGE_ALIGN;

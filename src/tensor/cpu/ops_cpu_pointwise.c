@@ -5,13 +5,13 @@
  * Loops are `omp simd` so the vecmath.h kernels vectorise. The team's `if`
  * names `parallel:` — a bare `if` on a combined `parallel for simd` also
  * applies to `simd`, and a false one turns vectorisation off. */
-#include "tensor/ops_cpu_internal.h"
+#include "tensor/cpu/ops_cpu_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 
-#include "tensor/parallel.h"
-#include "tensor/vecmath.h"
+#include "tensor/cpu/parallel.h"
+#include "tensor/cpu/vecmath.h"
 
 #define PAR_MIN VLA_PAR_MIN_ELEMS
 

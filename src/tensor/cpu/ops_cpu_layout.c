@@ -8,12 +8,12 @@
  * embedding row used by many tokens), so its work is split over column
  * blocks instead: each destination element is summed in i order whatever
  * the thread count. */
-#include "tensor/ops_cpu_internal.h"
+#include "tensor/cpu/ops_cpu_internal.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "tensor/parallel.h"
+#include "tensor/cpu/parallel.h"
 #include "tensor/seqlens.h"
 
 #define PAR_MIN VLA_PAR_MIN_ELEMS

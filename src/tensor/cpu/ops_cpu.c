@@ -1,10 +1,10 @@
 /* ops_cpu.c — the CPU backend of the op table: memory, GEMMs cut into
- * tiles by shape (each tile by oneDNN or OpenBLAS, tensor/gemm.h),
+ * tiles by shape (each tile by oneDNN or OpenBLAS, tensor/cpu/gemm.h),
  * elementwise work and reductions with OpenMP, the optimizer's kernels, and the table itself (the other kernels live in
  * ops_cpu_norm.c, ops_cpu_pointwise.c, ops_cpu_layout.c,
  * ops_cpu_attention.c and ops_cpu_flow.c).
  *
- * WHEN TO USE THREADS (tensor/parallel.h holds the numbers; nn/ uses them too)
+ * WHEN TO USE THREADS (tensor/cpu/parallel.h holds the numbers; nn/ uses them too)
  * libgomp's default wait policy spins a while, then sleeps. `vla bench
  * threads` on the quiet 2-core box: an empty region costs ~1 µs back to
  * back, ~3 µs after 1 ms of serial work, 60–80 µs (p90 ~240) after 10 ms;
@@ -28,9 +28,9 @@
  *
  * Reductions accumulate in double per thread and combine in a fixed order,
  * so results do not depend on scheduling. */
-#include "tensor/ops_cpu_internal.h"
-#include "tensor/gemm.h"
-#include "tensor/parallel.h"
+#include "tensor/cpu/ops_cpu_internal.h"
+#include "tensor/cpu/gemm.h"
+#include "tensor/cpu/parallel.h"
 
 #include <math.h>
 #include <omp.h>
@@ -136,7 +136,7 @@ static gemm_split gemm_split_for(int64_t m, int64_t n, int64_t k) {
 }
 
 /* One single-threaded call of the GEMM library in use (oneDNN, or OpenBLAS
- * with VLA_GEMM=openblas: tensor/gemm.h). */
+ * with VLA_GEMM=openblas: tensor/cpu/gemm.h). */
 static void blas_sgemm_1thread(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     vla_gemm_tile(vla_gemm_lib_active(), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -202,7 +202,7 @@ static void cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float a
         blas_sgemm_1thread(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
-    /* a team only for work worth waking it (tensor/parallel.h); the split is the same either way */
+    /* a team only for work worth waking it (tensor/cpu/parallel.h); the split is the same either way */
 #pragma omp parallel for schedule(dynamic, 1) if (!omp_in_parallel() && m * n * k >= VLA_PAR_MIN_GEMM)
     for (int64_t i = 0; i < tiles; i++) gemm_tile(&s, i, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

@@ -5,7 +5,7 @@
  * FP8's delayed-scaling update (ops.h has the contract).
  *
  * bf16 runs natively where the CPU has AVX512-BF16 or AMX and oneDNN is the
- * GEMM library (tensor/gemm.h: vla_gemm_bf16_native): the copies are bf16
+ * GEMM library (tensor/cpu/gemm.h: vla_gemm_bf16_native): the copies are bf16
  * and oneDNN's bf16 kernels multiply them, about twice the f32 rate on a
  * Zen 5 (docs/benchmarks.md) — issue 35's decision, the faster of the two.
  * Elsewhere (and with VLA_GEMM=openblas) the copies are the rounded values
@@ -13,7 +13,7 @@
  * summed in another order. FP8 is always emulated that way: no CPU
  * multiplies FP8. The copies cost memory traffic a fused kernel would not
  * pay. amax is a max, so the threads' order does not change it. */
-#include "tensor/ops_cpu_internal.h"
+#include "tensor/cpu/ops_cpu_internal.h"
 
 #include <float.h>
 #include <math.h>
@@ -21,18 +21,9 @@
 #include <string.h>
 
 #include "base/dtype.h"
-#include "tensor/gemm.h"
-#include "tensor/parallel.h"
-
-/* The value bf16 stores for v (round to nearest even; NaN kept; overflow to
- * ±Inf): base/dtype.h's vla_f32_to_bf16 inlined, without the 16-bit trip. */
-static inline float round_bf16(float v) {
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    if ((u & 0x7fffffffu) <= 0x7f800000u) u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-    memcpy(&v, &u, 4);
-    return v;
-}
+#include "base/numfmt.h"
+#include "tensor/cpu/gemm.h"
+#include "tensor/cpu/parallel.h"
 
 /* The value an FP8 format (mbits mantissa bits, smallest normal exponent
  * emin, largest value max) stores for v, saturating, NaN kept: the same
@@ -57,12 +48,12 @@ static inline float round_fp8(float v, int mbits, int emin, float max) {
 
 #define BF16_NATIVE_MIN_MACS (128 * 128 * 128)
 
-/* dst [rows, cols] (packed) ← src as bf16 codes (base/dtype.h's rounding,
- * the values round_bf16 gives). */
+/* dst [rows, cols] (packed) ← src as bf16 codes (base/numfmt.h, inline:
+ * the values vla_nf_bf16_round gives). */
 static void pack_bf16(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t ld) {
 #pragma omp parallel for if (rows * cols > VLA_PAR_MIN_ELEMS)
     for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = vla_f32_to_bf16(src[r * ld + c]);
+        for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = vla_nf_f32_to_bf16(src[r * ld + c]);
 }
 
 /* dst [rows, cols] (packed) ← the operand's values as the GEMM reads them;
@@ -72,7 +63,7 @@ static void quantize(float *dst, const float *src, int64_t rows, int64_t cols, i
     if (mode == VLA_PREC_BF16) {
 #pragma omp parallel for if (rows * cols > VLA_PAR_MIN_ELEMS)
         for (int64_t r = 0; r < rows; r++)
-            for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = round_bf16(src[r * ld + c]);
+            for (int64_t c = 0; c < cols; c++) dst[r * cols + c] = vla_nf_bf16_round(src[r * ld + c]);
         return;
     }
     bool e4m3 = op->fmt == VLA_FP8_E4M3;

@@ -1,6 +1,6 @@
 /* dev_index.c — CSR of scatter maps and row chunks for deterministic device
  * reductions (dev_index.h). */
-#include "tensor/dev_index.h"
+#include "tensor/cuda/dev_index.h"
 
 #include <stdlib.h>
 #include <string.h>

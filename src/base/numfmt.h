@@ -3,29 +3,50 @@
  * nearest even (FP8 saturating to ±max, as base/dtype.h), the way back, and
  * one tensor's step of TransformerEngine's delayed FP8 scaling.
  *
- * base/dtype.h is the definition (frexpf/ldexpf/rintf); these are the same
- * functions written without libm so that a CUDA kernel computes them bit
- * for bit as the CPU backend does — the GPU's casts for bf16/FP8 GEMMs,
- * `convert`, and the FP8 scale update all use them.
- * tests/tensor/test_numfmt.c compares every result with base/dtype.h over
- * millions of f32 bit patterns (every exponent, every rounding boundary). */
-#ifndef VLA_TENSOR_NUMFMT_H
-#define VLA_TENSOR_NUMFMT_H
+ * bf16 is defined here, once: base/dtype.h's vla_f32_to_bf16, the cpu
+ * backend's bf16 operands (tensor/cpu/ops_cpu_precision.c) and the cuda
+ * kernels all round with vla_nf_bf16_rne. For f16 and FP8, base/dtype.h is
+ * the definition (frexpf/ldexpf/rintf); these are the same functions
+ * written without libm so that a CUDA kernel computes them bit for bit as
+ * the CPU backend does — the GPU's casts for bf16/FP8 GEMMs, `convert`, and
+ * the FP8 scale update all use them. tests/tensor/test_numfmt.c compares
+ * every result with base/dtype.h over millions of f32 bit patterns (every
+ * exponent, every rounding boundary); tests/base/test_dtype.c checks bf16
+ * against a reference of its own. In base/ (not tensor/) because base's
+ * dtype conversions need them and base may include nothing above it. */
+#ifndef VLA_BASE_NUMFMT_H
+#define VLA_BASE_NUMFMT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensor/hd.h"
+#include "base/hd.h"
 
 /* ---- bf16: the top half of an f32, rounded to nearest even ------------------ */
+VLA_HD bool vla_nf_f32_bits_nan(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
+
+/* The bits of a non-NaN f32 rounded to bf16's nearest value, ties to even,
+ * as f32 bits (the low half zero): the one bf16 rounding. Past bf16's
+ * largest finite value (by half an ulp or more) the carry runs into the
+ * exponent and gives ±Inf; ±Inf stays. */
+VLA_HD uint32_t vla_nf_bf16_rne(uint32_t u) { return (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u; }
+
+/* The bf16 code of x; NaN stays NaN, quiet, sign kept. */
 VLA_HD uint16_t vla_nf_f32_to_bf16(float x) {
     uint32_t u = vla_hd_f32_bits(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN, sign kept */
-    u += 0x7fffu + ((u >> 16) & 1u);
-    return (uint16_t)(u >> 16);
+    if (vla_nf_f32_bits_nan(u)) return (uint16_t)((u >> 16) | 0x0040u);
+    return (uint16_t)(vla_nf_bf16_rne(u) >> 16);
 }
 
 VLA_HD float vla_nf_bf16_to_f32(uint16_t h) { return vla_hd_bits_f32((uint32_t)h << 16); }
+
+/* The value bf16 stores for x, as an f32, without the 16-bit trip (a hot
+ * loop's form: the cpu backend's bf16 operands); a NaN is returned as it
+ * is. */
+VLA_HD float vla_nf_bf16_round(float x) {
+    uint32_t u = vla_hd_f32_bits(x);
+    return vla_nf_f32_bits_nan(u) ? x : vla_hd_bits_f32(vla_nf_bf16_rne(u));
+}
 
 /* ---- a small float with `mbits` mantissa bits and exponent bias `bias` -------
  * The code of a finite, non-negative f32 given by its bits `a` (sign
@@ -121,7 +142,7 @@ VLA_HD float vla_nf_amax_of(float x) {
  * h[j·n + i], here h already offset by i and `stride` = n. Returns the new
  * scale (the old one when the window's amax is not finite and positive) and
  * shifts the column one row older, row 0 restarting at 0. The rule is the
- * cpu backend's (tensor/ops_cpu_precision.c): the window's max taken as
+ * cpu backend's (tensor/cpu/ops_cpu_precision.c): the window's max taken as
  * fmaxf from 0 (a NaN entry passed over; most_recent reads row 0 as it is),
  * then (fmt_max·two_m)/a in f32, FLT_MAX when that overflows. two_m is
  * 2^−margin, computed once by the caller on the host with exp2f, so a device

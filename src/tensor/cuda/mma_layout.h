@@ -22,8 +22,8 @@
 
 #include <stdint.h>
 
-#include "tensor/hd.h"
-#include "tensor/numfmt.h"
+#include "base/hd.h"
+#include "base/numfmt.h"
 
 VLA_HD int vla_mma_a_row(int lane, int i) { return (lane >> 2) + 8 * ((i >> 1) & 1); }
 VLA_HD int vla_mma_a_col(int lane, int i) { return 2 * (lane & 3) + (i & 1) + 8 * (i >> 2); }

@@ -1,7 +1,7 @@
 /* ops_cpu_flow.c — the CPU backend's flow-matching pieces: the interpolant
  * x_t with its target velocity, and the masked MSE with its gradient
  * (policy/flow.h has the two conventions and the masking rule). */
-#include "tensor/ops_cpu_internal.h"
+#include "tensor/cpu/ops_cpu_internal.h"
 
 #include <string.h>
 
