@@ -37,6 +37,7 @@
  * record --env=pusht --policy=expert --episodes=20 --seed=0`) into
  * $TMPDIR/vla-bench-train-dist/ and reused; --dataset.root overrides. The
  * policies train on its 96×96 camera and state (the trainer's default keys). */
+#include "bench/bench.h"
 #include "cli/cli.h"
 
 #include <ctype.h>

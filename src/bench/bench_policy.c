@@ -21,6 +21,7 @@
  * peer and, with a list such as --threads=1,2, the thread counts; each keeps
  * its best round, so a machine whose speed drifts over minutes (shared
  * hosts) moves both sides of "vs_torch" and "vs_base_threads" alike. */
+#include "bench/bench.h"
 #include "cli/cli.h"
 
 #include <omp.h>

@@ -18,6 +18,7 @@
  * row softmax and its backward): "vs_dense" is the dense time over the
  * fused one, both on the device, forward + backward; --precision picks the
  * fused kernels' operand precision. */
+#include "bench/bench.h"
 #include "cli/cli.h"
 
 #include <math.h>

@@ -22,6 +22,7 @@
  * (vla_ops_sync). On cuda it also prints the tensor cores' own peak
  * ("gemm_peak_tc": operands already in bf16 / FP8 E4M3, cuBLASLt, random
  * data), the ceiling MFU is measured against. */
+#include "bench/bench.h"
 #include "cli/cli.h"
 #include "base/dtype.h"
 #include "base/timer.h"
