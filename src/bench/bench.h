@@ -28,7 +28,7 @@ int vla_bench_shards(int argc, char **argv);
 int vla_bench_packing(int argc, char **argv);
 int vla_bench_serve(int argc, char **argv);
 /* bench_policy.c: the trainer's AdamW over a policy's trainable tensors, and
- * seconds per training step (loss, backward, AdamW) timed for at least
+ * seconds per training step (the trainer's, train/step.h) timed for at least
  * `seconds` after a warm-up step — shared by the benchmarks that train. */
 vla_status vla_bench_optimizer(vla_policy *p, vla_comm *comm, vla_train_opt **opt);
 /* A synthetic training batch's buffers (bench_policy.c): room for S samples

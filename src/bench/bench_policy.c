@@ -38,6 +38,7 @@
 #include "tensor/backend.h"
 #include "tensor/gemm.h"
 #include "tensor/ops.h"
+#include "train/step.h"
 #include "train/trainer_opt.h"
 #ifdef VLA_HAVE_CUDA
 #include "tensor/cuda/ops_cuda.h"
@@ -230,14 +231,14 @@ typedef struct {
     double prec_peak[MAX_THREAD_COUNTS][3];
 } bench_opts;
 
-/* One training step: loss, backward, AdamW (and FP8's scale update, as the trainer runs it). */
+/* One training step, the trainer's (train/step.h) on one micro-batch and
+ * one rank: loss, backward, the NaN guard, AdamW and FP8's scale update.
+ * info gets the step's loss and its forward's FLOPs and tokens. */
 static vla_status train_step(vla_policy *p, const vla_batch *b, vla_train_opt *opt, vla_loss_info *info) {
-    vla_policy_zero_grad(p);
-    VLA_TRY(vla_policy_loss(p, b, true, info));
-    VLA_TRY(vla_policy_backward(p));
-    double norm;
-    VLA_TRY(vla_train_opt_step(opt, p->weights, p->grads, 1e-5, 1.0, NULL, &norm));
-    vla_policy_fp8_update(p);
+    vla_train_step_in in = {.policy = p, .opt = opt, .batches = b, .n_batches = 1, .lr = 1e-5};
+    vla_train_step_out out;
+    VLA_TRY(vla_train_step(&in, &out));
+    info->loss = out.loss, info->flops = out.flops, info->tokens = out.tokens;
     return VLA_OK;
 }
 
