@@ -270,18 +270,18 @@ vla_status vla_bench_time_training(vla_policy *p, const vla_batch *b, vla_train_
 static double torch_peer(const vla_policy_config *cfg, int64_t trainable, int64_t batch, int threads, double seconds,
                          const char *python, const char *coretype, char *why, size_t why_cap) {
     char script[1024], cmd[4096], line[4096], env[64] = "";
-    vla_cli_find_source_file("tools/bench_torch_policy.py", script, sizeof script);
+    vla_bench_source_file("tools/bench_torch_policy.py", script, sizeof script);
     if (coretype && *coretype) snprintf(env, sizeof env, "OPENBLAS_CORETYPE=%s ", coretype); /* that process alone */
     snprintf(cmd, sizeof cmd, "%s'%s' '%s' --config '%s' --batch %lld --threads %d --seconds %g 2>&1", env, python,
              script, cfg->path, (long long)batch, threads, seconds);
-    if (!vla_cli_run_peer(cmd, "\"samples_per_s\": ", line, sizeof line, why, why_cap)) return 0;
-    double peer_params = vla_cli_peer_number(line, "\"trainable_params\": ");
+    if (!vla_bench_run_peer(cmd, "\"samples_per_s\": ", line, sizeof line, why, why_cap)) return 0;
+    double peer_params = vla_bench_peer_number(line, "\"trainable_params\": ");
     if (peer_params != (double)trainable) {
         snprintf(why, why_cap, "peer trains %.0f parameters, vla.c %lld: not the same model", peer_params,
                  (long long)trainable);
         return 0;
     }
-    return vla_cli_peer_number(line, "\"samples_per_s\": ");
+    return vla_bench_peer_number(line, "\"samples_per_s\": ");
 }
 
 /* What one thread count measured. */

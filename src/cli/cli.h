@@ -87,27 +87,6 @@ int vla_cmd_eval(int argc, char **argv);
 int vla_cmd_tokenize(int argc, char **argv);
 int vla_cmd_serve(int argc, char **argv);
 
-/* Append `s` to the command line in `dst` (capacity cap), single-quoted for
- * sh and followed by a space (benchmarks launching `vla` jobs, under mpirun or not). */
-void vla_cli_shell_quote(char *dst, size_t cap, const char *s);
-
-/* The running `vla` binary (/proc/self/exe), for benchmarks that launch `vla` jobs. */
-vla_status vla_cli_self_path(char *buf, size_t cap);
-
-/* A file of the source tree the CLI was built from (tools/bench_pyav.py, …):
- * under $VLA_SOURCE_DIR, else beside the build directory the CLI lives in
- * (<repo>/<build dir>/vla). buf receives the first candidate even when it
- * does not exist (the caller's error then names it). */
-void vla_cli_find_source_file(const char *relpath, char *buf, size_t cap);
-
-/* Run a peer benchmark (`cmd`, stderr merged) and return its JSON result
- * line: the last line holding `key` ("\"samples_per_s\": " …), copied to
- * `line`. On failure returns false with the reason in `why`: the exit
- * status and the peer's last line (a Python traceback ends with the
- * exception). */
-bool vla_cli_run_peer(const char *cmd, const char *key, char *line, size_t line_cap, char *why, size_t why_cap);
-/* The number after `key` in a peer's result line (NAN when absent). */
-double vla_cli_peer_number(const char *line, const char *key);
 /* Print `s` as the inside of a JSON string (quotes and backslashes escaped,
  * control characters dropped). */
 void vla_cli_print_json_chars(const char *s);
