@@ -1,5 +1,7 @@
-/* cmd_bench.c — `vla bench <name>`: benchmarks that print one JSON object
- * per result on stdout (see scripts/bench.sh and docs/benchmarks.md). */
+/* cmd_bench.c — `vla bench <name>`: the dispatcher to the benchmarks
+ * (src/bench/, bench/bench.h), which print one JSON object per result on
+ * stdout (see scripts/bench.sh and docs/benchmarks.md). */
+#include "bench/bench.h"
 #include "cli/cli.h"
 
 static const vla_cli_command benches[] = {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/timer.h"
+#include "bench/bench.h"
 #include "cli/cli.h"
 #include "io/video.h"
 #include "sim/env.h"

@@ -17,7 +17,6 @@
 #include "train/loader.h"
 #include "data/mixture.h"
 #include "data/shards.h"
-#include "data/token_budget.h"
 #include "distributed/comm.h"
 #include "distributed/grad_buckets.h"
 #include "distributed/sampler.h"
@@ -25,11 +24,14 @@
 #include "tensor/backend.h"
 #include "tensor/cpu/gemm.h"
 #include "train/checkpoint.h"
+#include "train/fp8_state.h"
 #include "train/metrics.h"
+#include "train/micro_batches.h"
 #include "train/plot.h"
 #include "train/pretrained.h"
 #include "train/published.h"
 #include "train/schedule.h"
+#include "train/step.h"
 #include "train/trainer_opt.h"
 
 void vla_train_opts_default(vla_train_opts *o) {
@@ -54,73 +56,6 @@ void vla_train_opts_default(vla_train_opts *o) {
     vla_fp8_recipe_default(&o->fp8);
 }
 
-/* The loader's index source: the distributed sampler walked in job order.
- * A sample's key is its position in the global stream (epoch·n + position
- * in the epoch's order), the same whatever the rank count. A mixture maps
- * each index to the global row it stands for (data/mixture.h).
- *
- * Micro-batches: `accum` of `B` samples each, in the sampler's order; or,
- * with a token budget, this rank's B·accum samples of the step packed first-
- * fit decreasing into micro-batches of at most `budget` tokens (the same
- * samples and keys, so the same step up to the order of the sums). */
-typedef struct {
-    vla_sampler s;
-    int64_t accum, B;
-    int rank;
-    const vla_mixture *mix; /* NULL: one dataset, the index is the row */
-    const vla_loader *L;    /* sample lengths for the token budget */
-    int64_t budget;         /* > 0: plan micro-batches by tokens */
-    /* the current step's plan (budget > 0): B·accum rows and keys, their bins */
-    int64_t *rows, *len, *bin;
-    uint64_t *keys;
-    int64_t n_bins, next_bin;
-} src_state;
-
-/* This rank's rows and keys of micro-batch `micro` of the current step. */
-static vla_status step_rows(src_state *ss, int64_t micro, int64_t *rows, uint64_t *keys) {
-    vla_sampler_pos pos = ss->s.pos;
-    VLA_TRY(vla_sampler_indices(&ss->s, micro, rows));
-    int64_t base = pos.epoch * ss->s.n + pos.cursor + (int64_t)ss->rank * ss->B * ss->accum + micro * ss->B;
-    for (int64_t i = 0; i < ss->B; i++) {
-        keys[i] = (uint64_t)(base + i);
-        if (ss->mix) rows[i] = vla_mixture_row(ss->mix, pos.epoch, rows[i], NULL);
-    }
-    return VLA_OK;
-}
-
-/* The whole step's samples, and their micro-batches by the token budget. */
-static vla_status plan_step(src_state *ss) {
-    int64_t n = ss->B * ss->accum;
-    for (int64_t m = 0; m < ss->accum; m++) VLA_TRY(step_rows(ss, m, ss->rows + m * ss->B, ss->keys + m * ss->B));
-    for (int64_t i = 0; i < n; i++) VLA_TRY(vla_loader_sample_tokens(ss->L, ss->rows[i], &ss->len[i]));
-    VLA_TRY(vla_token_budget_pack(ss->len, n, ss->budget, n, ss->bin, &ss->n_bins));
-    ss->next_bin = 0;
-    return VLA_OK;
-}
-
-static vla_status src_fn(void *user, int64_t job, int64_t cap, int64_t *rows, uint64_t *keys, int64_t *n,
-                         bool *last) {
-    src_state *ss = user;
-    if (ss->budget <= 0) {
-        int64_t micro = job % ss->accum;
-        if (cap < ss->B) return vla_error(VLA_ERR_INTERNAL, "trainer: a job holds %lld samples", (long long)cap);
-        VLA_TRY(step_rows(ss, micro, rows, keys));
-        *n = ss->B, *last = micro == ss->accum - 1;
-        if (*last) VLA_TRY(vla_sampler_advance(&ss->s));
-        return VLA_OK;
-    }
-    if (ss->next_bin == ss->n_bins) VLA_TRY(plan_step(ss));
-    int64_t b = ss->next_bin++, k = 0;
-    for (int64_t i = 0; i < ss->B * ss->accum; i++) /* in the sampler's order within the micro-batch */
-        if (ss->bin[i] == b) {
-            if (k == cap) return vla_error(VLA_ERR_INTERNAL, "trainer: a planned micro-batch exceeds %lld", (long long)cap);
-            rows[k] = ss->rows[i], keys[k] = ss->keys[i], k++;
-        }
-    *n = k, *last = ss->next_bin == ss->n_bins;
-    if (*last) VLA_TRY(vla_sampler_advance(&ss->s));
-    return VLA_OK;
-}
-
 typedef struct {
     const vla_train_opts *o; /* &opts */
     vla_train_opts opts;     /* the caller's, with the output directory resolved */
@@ -137,12 +72,10 @@ typedef struct {
     vla_train_opt *opt;
     vla_schedule sched;
     vla_grad_buckets *gb;
-    vla_status ready_st; /* a failed mark_ready inside the hook, reported after backward */
-    int64_t *tindex;  /* per parameter: its index among the trainable ones (the buckets'), -1 when frozen */
     float *scratch;   /* host weights-layout buffer: the weights a checkpoint exports (EMA or a backend's copy) */
-    float *fp8_stage; /* host copy of the step's FP8 amaxes for the all-reduce (a backend without host memory) */
     vla_sampler track;
-    src_state src;
+    vla_micro_batches src; /* the loader's source */
+    vla_loader_batch *cur; /* the micro-batch the step is on */
     vla_pretrained_meta meta[VLA_LOADER_MAX_DATASETS]; /* per dataset (embodiment) */
     json_t *train_cfg;
     int64_t skipped;
@@ -187,86 +120,6 @@ static vla_status export_weights(trainer *t, const float **out) {
     return VLA_OK;
 }
 
-/* ---- FP8 scaling state (docs/precision.md) ------------------------------------- */
-
-/* After the step's update: all ranks' amaxes of the step reduced (MAX), then
- * the delayed-scaling update, so every rank computes the same scales. A
- * skipped step's amaxes are dropped: the step leaves no trace. */
-static vla_status fp8_after_step(trainer *t, int64_t step, bool skipped) {
-    vla_policy *p = t->p;
-    int64_t n;
-    float *amax = vla_policy_fp8_amax(p, &n);
-    if (n == 0) return VLA_OK;
-    if (skipped) {
-        vla_policy_fp8_discard_step(p);
-        return VLA_OK;
-    }
-    const vla_ops *ops = p->tops;
-    bool poison = vla_fault_at(VLA_FAULT_TRAIN_FP8_AMAX, step + 1) == VLA_FAULT_POISON && t->rank == t->world - 1;
-    if (t->world > 1 || poison) {
-        float *h = ops->host_memory ? amax : t->fp8_stage;
-        if (!ops->host_memory) ops->to_host(h, amax, (size_t)n * sizeof *h);
-        if (t->world > 1) VLA_TRY(vla_comm_allreduce(t->comm, h, h, n, VLA_COMM_F32, VLA_COMM_MAX));
-        if (poison) h[0] = 2.0f * h[0] + 1.0f; /* tests: this rank's scales go their own way */
-        if (!ops->host_memory) ops->to_device(amax, h, (size_t)n * sizeof *h);
-    }
-    vla_policy_fp8_update(p);
-    return VLA_OK;
-}
-
-/* Collective: every rank must hold rank 0's scaling state, byte for byte
- * (the all-reduce before each update makes it so); a checkpoint of state
- * that differs across ranks would resume into something no rank ran. */
-static vla_status fp8_ranks_agree(trainer *t, int64_t step) {
-    if (t->world == 1 || vla_policy_precision_mode(t->p) != VLA_PREC_FP8) return VLA_OK;
-    int64_t count;
-    float *mine = vla_policy_fp8_state_to_host(t->p, &count);
-    float *root = mine ? malloc((size_t)count * sizeof *root) : NULL;
-    vla_status st = root ? VLA_OK : vla_error(VLA_ERR_NOMEM, "checkpoint: out of memory for the FP8 state");
-    st = vla_comm_agree(t->comm, st, "checkpoint: FP8 scaling state"); /* all ranks bcast, or none */
-    if (st == VLA_OK) {
-        memcpy(root, mine, (size_t)count * sizeof *root);
-        st = vla_comm_bcast(t->comm, root, count, VLA_COMM_F32, 0);
-    }
-    if (st == VLA_OK && memcmp(root, mine, (size_t)count * sizeof *root)) {
-        int64_t i = 0, n = t->p->prec->n;
-        while (i < count && !memcmp(&root[i], &mine[i], sizeof *root)) i++;
-        st = vla_error(VLA_ERR_INTERNAL, "step %lld: rank %d's FP8 %s of tensor %lld (%s, role %lld) is %.9g, rank 0's "
-                       "%.9g: the ranks' scaling state diverged; not writing a checkpoint", (long long)step, t->rank,
-                       i < n ? "scale" : "amax history", (long long)(i % n), t->p->prec->names[(i % n) / 3],
-                       (long long)(i % n % 3), mine[i], root[i]);
-    }
-    free(mine), free(root);
-    return vla_comm_agree(t->comm, st, "checkpoint: FP8 scaling state");
-}
-
-/* Rank 0: the scaling state into the checkpoint being written. */
-static vla_status write_fp8_state(trainer *t, vla_ckpt_writer *w) {
-    vla_safetensors_writer *sw = NULL;
-    float *keep = NULL;
-    vla_status st = vla_safetensors_writer_new(&sw);
-    if (st == VLA_OK) st = vla_policy_fp8_export(t->p, sw, &keep);
-    if (st == VLA_OK) st = vla_ckpt_write_safetensors(w, VLA_FP8_STATE_FILE, sw);
-    vla_safetensors_writer_free(sw);
-    free(keep);
-    return st;
-}
-
-/* Resuming: the checkpoint's scaling state, when this run is FP8 and it has one. */
-static vla_status load_fp8_state(trainer *t, const vla_ckpt_info *ck) {
-    char path[VLA_CKPT_PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/%s", ck->dir, VLA_FP8_STATE_FILE);
-    bool have = vla_path_exists(path), fp8 = vla_policy_precision_mode(t->p) == VLA_PREC_FP8;
-    if (fp8 && have) return vla_error_context(vla_policy_fp8_import(t->p, path), "resuming the FP8 scaling state");
-    if (t->rank == 0 && fp8)
-        VLA_WARN("%s has no FP8 scaling state (it trained in another precision): FP8 starts from scale 1, as a new "
-                 "run does", ck->dir);
-    if (t->rank == 0 && have && !fp8)
-        VLA_INFO("%s: FP8 scaling state left unused (this run is %s)", ck->dir,
-                 vla_precision_name(vla_policy_precision_mode(t->p)));
-    return VLA_OK;
-}
-
 /* Rank 0 writes the shared files; every rank writes its optimizer shard into
  * the same hidden directory (its path broadcast from rank 0); rank 0 commits
  * only once every shard is written, so the checkpoint is complete or absent.
@@ -277,7 +130,7 @@ static vla_status save_checkpoint(trainer *t, int64_t step, double lr, char *dir
     if (st != VLA_OK) st = vla_error_context(st, "step %lld: not writing a checkpoint", (long long)step);
     if (st == VLA_OK) st = export_weights(t, &wexp);
     if (st != VLA_OK) return vla_comm_agree(t->comm, st, "checkpoint");
-    VLA_TRY(fp8_ranks_agree(t, step));
+    VLA_TRY(vla_fp8_state_agree(t->comm, t->p, step));
     vla_ckpt_writer *w = NULL;
     char state_dir[VLA_CKPT_PATH_MAX + 32];
     state_dir[0] = '\0';
@@ -293,7 +146,7 @@ static vla_status save_checkpoint(trainer *t, int64_t step, double lr, char *dir
         if (st == VLA_OK) st = vla_ckpt_write_json(w, "pretrained_model/train_config.json", t->train_cfg);
         if (st == VLA_OK && vla_train_opt_has_ema(t->opt))
             st = vla_pretrained_write_ckpt(w, "training_state/raw_model", t->p, NULL, cfg);
-        if (st == VLA_OK && vla_policy_precision_mode(t->p) == VLA_PREC_FP8) st = write_fp8_state(t, w);
+        if (st == VLA_OK && vla_policy_precision_mode(t->p) == VLA_PREC_FP8) st = vla_fp8_state_write(t->p, w);
         if (st == VLA_OK) {
             vla_sampler_pos pos = vla_sampler_tell(&t->track);
             /* the losses of the unfinished log window, so a resumed run logs the same means
@@ -327,7 +180,7 @@ static vla_status load_checkpoint(trainer *t, const vla_ckpt_info *ck, int64_t *
     if (!vla_path_exists(path)) snprintf(path, sizeof path, "%s/pretrained_model/model.safetensors", ck->dir);
     VLA_TRY(vla_pretrained_load_weights(t->p, path));
     VLA_TRY(vla_train_opt_load(t->opt, ck->dir)); /* collective: shards re-cut for this world */
-    VLA_TRY(load_fp8_state(t, ck));
+    VLA_TRY(vla_fp8_state_load(t->p, ck->dir, t->rank));
     json_t *rng;
     snprintf(path, sizeof path, "%s/training_state/rng_state.json", ck->dir);
     VLA_TRY(vla_json_load_file(path, &rng));
@@ -391,11 +244,8 @@ static void trainer_free(trainer *t) {
     vla_policy_free(t->p);
     for (int d = 0; d < t->nds; d++) vla_lerobot_close(t->ds[d]);
     vla_sampler_free(&t->track);
-    vla_sampler_free(&t->src.s);
-    free(t->src.rows), free(t->src.len), free(t->src.bin), free(t->src.keys);
-    free(t->tindex);
+    vla_micro_batches_free(&t->src);
     free(t->scratch);
-    free(t->fp8_stage);
     free(t->win);
     json_decref(t->train_cfg);
     if (t->comm) vla_comm_finalize(t->comm);
@@ -528,28 +378,18 @@ static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
 static vla_status create_loader(trainer *t) {
     const vla_train_opts *o = t->o;
     VLA_TRY(vla_sampler_init(&t->track, t->n_rows, o->seed, true, t->rank, t->world, o->batch_size, o->accum));
-    VLA_TRY(vla_sampler_init(&t->src.s, t->n_rows, o->seed, true, t->rank, t->world, o->batch_size, o->accum));
     if (vla_sampler_steps_per_epoch(&t->track) < 1)
         return vla_error(VLA_ERR_INVALID_ARG, "%s: %lld frames is fewer than one global batch of %lld",
                          o->dataset_root, (long long)t->n_rows, (long long)vla_sampler_global_batch(&t->track));
-    t->src.accum = o->accum, t->src.B = o->batch_size, t->src.rank = t->rank;
-    t->src.mix = t->nds > 1 ? &t->mix : NULL;
-    t->src.budget = o->token_budget;
+    VLA_TRY(vla_micro_batches_init(&t->src, t->n_rows, o->seed, t->rank, t->world, o->batch_size, o->accum,
+                                   t->nds > 1 ? &t->mix : NULL, o->token_budget));
     int64_t step_samples = o->batch_size * o->accum;
-    if (o->token_budget > 0) {
-        t->src.rows = calloc((size_t)step_samples, sizeof *t->src.rows);
-        t->src.len = calloc((size_t)step_samples, sizeof *t->src.len);
-        t->src.bin = calloc((size_t)step_samples, sizeof *t->src.bin);
-        t->src.keys = calloc((size_t)step_samples, sizeof *t->src.keys);
-        if (!t->src.rows || !t->src.len || !t->src.bin || !t->src.keys)
-            return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
-    }
     const vla_lerobot *dss[VLA_LOADER_MAX_DATASETS];
     for (int d = 0; d < t->nds; d++) dss[d] = t->ds[d];
     vla_loader_opts lo = {.datasets = dss, .n_datasets = t->nds, .policy = t->p,
                           .batch_size = o->token_budget > 0 ? step_samples : o->batch_size,
                           .max_tokens = o->token_budget,
-                          .source = src_fn, .source_user = &t->src, .seed = o->seed, .num_workers = o->num_workers,
+                          .source = vla_micro_batches_source, .source_user = &t->src, .seed = o->seed, .num_workers = o->num_workers,
                           .augment = o->augment, .state_keys = o->state_keys, .image_keys = o->image_keys,
                           .n_obs_steps = o->n_obs_steps, .relative_actions = o->relative_actions,
                           .action_stats_per_step = o->action_stats_per_step};
@@ -589,29 +429,15 @@ static vla_status create_loader(trainer *t) {
     return VLA_OK;
 }
 
-/* The trainable tensors as the optimizer sees them (offsets into the
- * weights) and their sizes (the buckets'); fills t->tindex. */
-static vla_status trainable_tensors(trainer *t, vla_train_opt_tensor **tt_out, int64_t **sizes_out, int *n_out) {
-    vla_policy *p = t->p;
-    vla_train_opt_tensor *tt = calloc((size_t)p->specs.n, sizeof *tt);
-    int64_t *sizes = calloc((size_t)p->specs.n, sizeof *sizes);
-    t->tindex = calloc((size_t)p->specs.n, sizeof *t->tindex);
-    if (!tt || !sizes || !t->tindex) {
-        free(tt), free(sizes);
-        return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
-    }
+/* The sizes of the trainable tensors, in parameter order: the gradient
+ * buckets' tensors, as the optimizer's (vla_train_opt_create_for_policy). */
+static vla_status trainable_sizes(const vla_policy *p, int64_t **sizes_out, int *n_out) {
+    int64_t *sizes = calloc((size_t)(p->specs.n > 0 ? p->specs.n : 1), sizeof *sizes);
+    if (!sizes) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
     int n = 0;
-    for (int64_t i = 0; i < p->specs.n; i++) {
-        t->tindex[i] = p->params[i].grad ? n : -1;
-        if (!p->params[i].grad) continue;
-        tt[n].name = p->params[i].spec->name;
-        tt[n].offset = p->params[i].data - p->weights;
-        tt[n].numel = p->params[i].spec->numel;
-        tt[n].ndim = p->params[i].spec->ndim;
-        sizes[n] = tt[n].numel;
-        n++;
-    }
-    *tt_out = tt, *sizes_out = sizes, *n_out = n;
+    for (int64_t i = 0; i < p->specs.n; i++)
+        if (p->params[i].grad) sizes[n++] = p->params[i].spec->numel;
+    *sizes_out = sizes, *n_out = n;
     return VLA_OK;
 }
 
@@ -622,10 +448,6 @@ static vla_status alloc_buffers(trainer *t) {
     if (!t->win) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
     t->scratch = malloc((size_t)t->p->n_weight_floats * sizeof(float));
     if (!t->scratch) return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
-    int64_t n_amax;
-    (void)vla_policy_fp8_amax(t->p, &n_amax);
-    if (n_amax > 0 && !(t->fp8_stage = malloc((size_t)n_amax * sizeof(float))))
-        return vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
     return VLA_OK;
 }
 
@@ -769,19 +591,18 @@ static vla_status setup(trainer *t, int64_t *start_step) {
 
     /* optimizer over the trainable tensors, and the gradient buckets */
     vla_policy *p = t->p;
-    vla_train_opt_tensor *tt = NULL;
     int64_t *sizes = NULL;
     int n = 0;
     const char *kind = vla_policy_config_family_name(&cfg);
     double lr = o->lr;
     if (lr <= 0) VLA_TRY(default_lr(t, kind, have_ck ? &ck : NULL, &lr));
     else snprintf(t->lr_note, sizeof t->lr_note, "--optimizer.lr");
-    VLA_TRY(trainable_tensors(t, &tt, &sizes, &n));
+    VLA_TRY(trainable_sizes(p, &sizes, &n));
     vla_train_opt_overrides ov = {lr, o->weight_decay, o->clip_norm, o->ema_decay > 0 ? o->ema_decay : 0};
-    vla_status st = vla_train_opt_create(t->comm, p->tops, kind, tt, n, p->weights, &ov, &t->opt);
+    vla_status st = vla_train_opt_create_for_policy(t->comm, p, &ov, &t->opt);
     size_t bucket_bytes = o->bucket_mb > 0 ? (size_t)(o->bucket_mb * 1048576.0) : 0;
     if (st == VLA_OK) st = vla_grad_buckets_create(t->comm, p->tops, p->grads, sizes, n, bucket_bytes, &t->gb);
-    free(tt), free(sizes);
+    free(sizes);
     VLA_TRY(st);
     VLA_TRY(alloc_buffers(t));
 
@@ -809,14 +630,6 @@ static vla_status setup(trainer *t, int64_t *start_step) {
 
     describe_run(t, kind, cfg.name);
     return start_or_resume(t, have_ck, &ck, start_step);
-}
-
-/* The policy's gradient-ready hook: parameters [first, end) are final. */
-static void on_grads_ready(void *user, int64_t first, int64_t end) {
-    trainer *t = user;
-    for (int64_t i = first; i < end; i++)
-        if (t->tindex[i] >= 0 && t->ready_st == VLA_OK)
-            t->ready_st = vla_grad_buckets_mark_ready(t->gb, (int)t->tindex[i]);
 }
 
 static void mean_losses(const double *l, int64_t n, double *first, double *last) {
@@ -878,74 +691,19 @@ static vla_status begin_run(trainer *t, int64_t start, vla_train_result *res) {
     return VLA_OK;
 }
 
-/* Forward and backward of every micro-batch of one step; gradients add up
- * in the policy's buffer. Loss normalisation over the whole global batch:
- * each micro-batch's loss is its masked squared-error *sum* (loss_divisor 1)
- * and sums[] gets Σ err² and Σ real entries; the gradient is scaled once,
- * after the all-reduce, by world / (real entries over all ranks and
- * micro-batches) — the buckets average, so this is Σ gradients / global
- * count: N ranks at B/N equal one rank at B, and accumulation equals one big
- * batch. */
-static vla_status forward_backward(trainer *t, int64_t step, double sums[2], double *wait, int64_t *samples) {
-    vla_policy *p = t->p;
-    vla_policy_zero_grad(p);
-    VLA_TRY(vla_grad_buckets_begin(t->gb));
-    for (bool last = false; !last;) {
-        vla_loader_batch *b = NULL;
-        double w = 0;
-        VLA_TRY(vla_loader_next(t->L, &b, &w));
-        *wait += w;
-        b->batch.loss_divisor = 1;
-        vla_loss_info info;
-        vla_status st = vla_policy_loss(p, &b->batch, true, &info);
-        /* the last micro-batch's backward starts each bucket's all-reduce as its gradients become final */
-        last = b->last_of_step;
-        p->grad_ready = last ? on_grads_ready : NULL;
-        p->grad_ready_user = last ? t : NULL;
-        if (st == VLA_OK) st = vla_policy_backward(p);
-        p->grad_ready = NULL, p->grad_ready_user = NULL;
-        if (st == VLA_OK && t->ready_st != VLA_OK) st = t->ready_st;
-        *samples += b->batch.n_samples;
-        t->micro_batches++, t->micro_tokens += b->batch.n_tokens;
-        vla_loader_release(t->L, b);
-        if (st != VLA_OK) return vla_error_context(st, "step %lld", (long long)step + 1);
-        sums[0] += info.loss;
-        sums[1] += (double)info.real_entries;
-    }
+/* The step's micro-batches, from the loader (vla_train_step_source). */
+static vla_status next_micro_batch(void *user, const vla_batch **b, bool *last, double *wait_s) {
+    trainer *t = user;
+    VLA_TRY(vla_loader_next(t->L, &t->cur, wait_s));
+    *b = &t->cur->batch, *last = t->cur->last_of_step;
     return VLA_OK;
 }
 
-/* The optimizer step with the NaN/Inf guard: a non-finite loss or gradient
- * stops the run before the update, or with --skip_nonfinite skips the step. */
-static vla_status update(trainer *t, int64_t step, double loss, double grad_mul, double lr, double *norm) {
-    vla_policy *p = t->p;
-    if (vla_fault_at(VLA_FAULT_TRAIN_GRADS, step + 1) == VLA_FAULT_POISON && p->n_grad_floats > 0) {
-        VLA_TRY(vla_grad_buckets_wait_all(t->gb));
-        const float nan = NAN;
-        p->tops->to_device(p->grads, &nan, sizeof nan);
-    }
-    *norm = NAN;
-    vla_status cs;
-    if (isfinite(loss)) {
-        cs = vla_train_opt_step(t->opt, p->weights, p->grads, lr, grad_mul, t->gb, norm);
-    } else {
-        VLA_TRY(vla_grad_buckets_wait_all(t->gb));
-        cs = vla_error(VLA_ERR_NUMERIC, "loss is %g", loss);
-    }
-    if (cs != VLA_ERR_NUMERIC) return cs;
-    if (!t->o->skip_nonfinite) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", vla_error_message());
-        return vla_error(VLA_ERR_NUMERIC,
-                         "step %lld: non-finite loss or gradients (%s); stopping before the update so nothing "
-                         "non-finite reaches a checkpoint (pass --skip_nonfinite=true to skip such steps)",
-                         (long long)step + 1, why);
-    }
-    t->skipped++;
-    if (t->rank == 0)
-        VLA_WARN("step %lld: non-finite loss or gradients, step skipped (%lld so far)", (long long)step + 1,
-                 (long long)t->skipped);
-    return VLA_OK;
+static void release_micro_batch(void *user, const vla_batch *b) {
+    trainer *t = user;
+    (void)b;
+    vla_loader_release(t->L, t->cur);
+    t->cur = NULL;
 }
 
 /* Closed-loop evaluation of the weights to export (collective), on rank 0;
@@ -1009,27 +767,25 @@ static vla_status over_time_budget(trainer *t, int64_t done_steps, bool *over) {
  * budget, or an injected stop). */
 static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bool *stop) {
     const vla_train_opts *o = t->o;
-    double sums[3] = {0, 0, 0}, wait = 0; /* Σ err², Σ real entries, ranks interrupted */
-    int64_t samples = 0;
-    VLA_TRY(forward_backward(t, step, sums, &wait, &samples));
-    /* an interrupt (a per-process flag) rides on the loss all-reduce: every rank stops after the same step */
-    int sig = o->interrupt ? (int)*o->interrupt : 0;
-    sums[2] = sig ? 1 : 0;
-    if (t->world > 1) VLA_TRY(vla_comm_allreduce(t->comm, sums, sums, 3, VLA_COMM_F64, VLA_COMM_SUM));
-    bool interrupted = sums[2] > 0;
-    double loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
-    double grad_mul = (double)t->world / (sums[1] > 0 ? sums[1] : 1);
     double lr = vla_schedule_lr(&t->sched, vla_train_opt_updates(t->opt));
-    double norm;
-    int64_t skipped_before = t->skipped;
-    VLA_TRY(update(t, step, loss, grad_mul, lr, &norm));
-    VLA_TRY(fp8_after_step(t, step, t->skipped != skipped_before));
+    vla_train_step_in in = {.policy = t->p, .opt = t->opt, .buckets = t->gb, .comm = t->comm,
+                            .source = {next_micro_batch, release_micro_batch, t}, .lr = lr, .step = step,
+                            .skip_nonfinite = o->skip_nonfinite, .interrupt = o->interrupt};
+    vla_train_step_out out;
+    VLA_TRY(vla_train_step(&in, &out));
+    double loss = out.loss, norm = out.grad_norm;
+    bool interrupted = out.interrupted;
+    t->micro_batches += out.micro_batches, t->micro_tokens += out.tokens;
+    if (out.skipped && t->rank == 0)
+        VLA_WARN("step %lld: non-finite loss or gradients, step skipped (%lld so far)", (long long)step + 1,
+                 (long long)t->skipped + 1);
+    t->skipped += out.skipped;
     VLA_TRY(vla_sampler_advance(&t->track));
     int64_t done_steps = step + 1;
     t->losses[t->nl++] = loss;
     if (isfinite(loss) && t->nwin < t->capwin) t->win[t->nwin++] = loss;
-    t->wait_total += wait;
-    vla_meter_add(&t->meter, samples * t->world, wait);
+    t->wait_total += out.wait_s;
+    vla_meter_add(&t->meter, out.samples * t->world, out.wait_s);
 
     double row[NCOLS];
     for (int i = 0; i < NCOLS; i++) row[i] = NAN;
@@ -1044,7 +800,7 @@ static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bo
     if ((o->save_freq > 0 && done_steps % o->save_freq == 0) || done_steps == o->steps || over_time || interrupted)
         VLA_TRY(save_checkpoint(t, done_steps, lr, res->last_ckpt, sizeof res->last_ckpt));
     if (interrupted && done_steps < o->steps) { /* (after the last step the run is complete anyway) */
-        res->interrupted = sig ? sig : SIGTERM; /* a rank stopped by another's signal */
+        res->interrupted = out.signal ? out.signal : SIGTERM; /* a rank stopped by another's signal */
         *stop = true;
         return VLA_OK;
     }

@@ -17,6 +17,7 @@
 #include "base/fsutil.h"
 #include "base/rng.h"
 #include "base/timer.h"
+#include "bench/bench.h"
 #include "cli/cli.h"
 #include "data/lerobot.h"
 

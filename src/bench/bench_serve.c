@@ -1,6 +1,7 @@
 /* bench_serve.c — `vla bench serve`: p50/p99 latency and throughput of
  * `vla serve` on loopback with N robots asking as fast as they are answered,
  * with dynamic batching and without (serve/loadgen.h does the measuring). */
+#include "bench/bench.h"
 #include "cli/cli.h"
 
 #include <pthread.h>

@@ -9,6 +9,7 @@
  * prints the median and 90th percentile, one JSON line per gap; and the
  * time of an elementwise add over n floats serially and with the team, so
  * the break-even size of a threaded loop is read off directly. */
+#include "bench/bench.h"
 #include "cli/cli.h"
 
 #include <omp.h>

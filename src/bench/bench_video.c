@@ -18,6 +18,7 @@
 
 #include "base/rng.h"
 #include "base/timer.h"
+#include "bench/bench.h"
 #include "cli/cli.h"
 #include "io/video.h"
 
@@ -333,7 +334,7 @@ int vla_bench_video(int argc, char **argv) {
     }
     if (!no_peer) {
         if (!script) {
-            vla_cli_find_source_file("tools/bench_pyav.py", script_buf, sizeof script_buf);
+            vla_bench_source_file("tools/bench_pyav.py", script_buf, sizeof script_buf);
             script = script_buf;
         }
         bench_peer(&b, python, script, clip, ts_path);

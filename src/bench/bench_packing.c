@@ -23,6 +23,7 @@
  * Both batches train the same weights from the same initial values, each
  * step timed as forward + backward + AdamW, the two alternating by rounds so
  * a slow phase of the machine hits both. */
+#include "bench/bench.h"
 #include "cli/cli.h"
 
 #include <math.h>

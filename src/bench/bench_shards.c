@@ -17,6 +17,7 @@
 #include "base/fsutil.h"
 #include "base/rng.h"
 #include "base/timer.h"
+#include "bench/bench.h"
 #include "cli/cli.h"
 #include "data/lerobot.h"
 #include "data/shards.h"
@@ -63,22 +64,22 @@ static vla_status read_samples(const vla_lerobot *ds, int size, int64_t n, uint6
  * and the policy config at `cfg`: its samples/s and data-wait fraction, from its summary line. */
 static vla_status train_case(const char *dataset_flag, const char *cfg, const char *out, int steps, double *sps, double *wait) {
     char exe[1024], cmd[8192] = "", why[512], line[4096], arg[2048];
-    VLA_TRY(vla_cli_self_path(exe, sizeof exe));
-    vla_cli_shell_quote(cmd, sizeof cmd, exe);
+    VLA_TRY(vla_bench_self_path(exe, sizeof exe));
+    vla_bench_shell_quote(cmd, sizeof cmd, exe);
     const char *fixed[] = {"train", "--policy.type=pi05", "--batch_size=8", "--num_workers=2", "--quiet", "--save_freq=0", "--json"};
-    for (int i = 0; i < 7; i++) vla_cli_shell_quote(cmd, sizeof cmd, fixed[i]);
+    for (int i = 0; i < 7; i++) vla_bench_shell_quote(cmd, sizeof cmd, fixed[i]);
     snprintf(arg, sizeof arg, "--steps=%d", steps);
-    vla_cli_shell_quote(cmd, sizeof cmd, arg);
-    vla_cli_shell_quote(cmd, sizeof cmd, dataset_flag);
+    vla_bench_shell_quote(cmd, sizeof cmd, arg);
+    vla_bench_shell_quote(cmd, sizeof cmd, dataset_flag);
     snprintf(arg, sizeof arg, "--policy.config=%s", cfg);
-    vla_cli_shell_quote(cmd, sizeof cmd, arg);
+    vla_bench_shell_quote(cmd, sizeof cmd, arg);
     snprintf(arg, sizeof arg, "--output_dir=%s", out);
-    vla_cli_shell_quote(cmd, sizeof cmd, arg);
+    vla_bench_shell_quote(cmd, sizeof cmd, arg);
     snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " 2>&1");
-    if (!vla_cli_run_peer(cmd, "\"data_wait_frac\":", line, sizeof line, why, sizeof why))
+    if (!vla_bench_run_peer(cmd, "\"data_wait_frac\":", line, sizeof line, why, sizeof why))
         return vla_error(VLA_ERR_INTERNAL, "bench shards: vla train: %s", why);
-    *sps = vla_cli_peer_number(line, "\"samples_per_s\":");
-    *wait = vla_cli_peer_number(line, "\"data_wait_frac\":");
+    *sps = vla_bench_peer_number(line, "\"samples_per_s\":");
+    *wait = vla_bench_peer_number(line, "\"data_wait_frac\":");
     return VLA_OK;
 }
 

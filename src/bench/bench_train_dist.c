@@ -37,6 +37,7 @@
  * record --env=pusht --policy=expert --episodes=20 --seed=0`) into
  * $TMPDIR/vla-bench-train-dist/ and reused; --dataset.root overrides. The
  * policies train on its 96×96 camera and state (the trainer's default keys). */
+#include "bench/bench.h"
 #include "cli/cli.h"
 
 #include <ctype.h>
@@ -166,10 +167,10 @@ static vla_status run_job(const job_spec *j, int np, int64_t steps, int64_t warm
     } else {
         snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%lld ", (long long)j->threads);
     }
-    vla_cli_shell_quote(cmd, sizeof cmd, j->exe);
+    vla_bench_shell_quote(cmd, sizeof cmd, j->exe);
     append(cmd, sizeof cmd, "train ");
     char a[4200];
-#define ARG(...) (snprintf(a, sizeof a, __VA_ARGS__), vla_cli_shell_quote(cmd, sizeof cmd, a))
+#define ARG(...) (snprintf(a, sizeof a, __VA_ARGS__), vla_bench_shell_quote(cmd, sizeof cmd, a))
     ARG("--dataset.root=%s", j->dataset);
     ARG("--policy.type=%s", j->type);
     ARG("--policy.config=%s", j->config);
@@ -184,9 +185,9 @@ static vla_status run_job(const job_spec *j, int np, int64_t steps, int64_t warm
     ARG("--num_workers=%lld", (long long)j->workers);
 #undef ARG
     append(cmd, sizeof cmd, "> ");
-    vla_cli_shell_quote(cmd, sizeof cmd, res);
+    vla_bench_shell_quote(cmd, sizeof cmd, res);
     append(cmd, sizeof cmd, "2> ");
-    vla_cli_shell_quote(cmd, sizeof cmd, log);
+    vla_bench_shell_quote(cmd, sizeof cmd, log);
     if (strlen(cmd) + 16 >= sizeof cmd) return vla_error(VLA_ERR_INVALID_ARG, "bench train_dist: command line too long");
     fflush(stdout);
     int status = system(cmd);
@@ -387,7 +388,7 @@ int vla_bench_train_dist(int argc, char **argv) {
             return 2;
         }
         snprintf(probe, sizeof probe, "command -v ");
-        vla_cli_shell_quote(probe, sizeof probe, launcher);
+        vla_bench_shell_quote(probe, sizeof probe, launcher);
         append(probe, sizeof probe, ">/dev/null 2>&1");
         if (system(probe) != 0) {
             fprintf(stderr, "vla: error: vla bench train_dist: '%s' not found: more than one rank needs an MPI launcher "
@@ -399,7 +400,7 @@ int vla_bench_train_dist(int argc, char **argv) {
     }
 
     static char exe[1024];
-    vla_status sp = vla_cli_self_path(exe, sizeof exe);
+    vla_status sp = vla_bench_self_path(exe, sizeof exe);
     if (sp != VLA_OK) return vla_cli_fail(sp);
     char root[4096];
     if (!dataset) {

@@ -12,6 +12,7 @@
 
 #include "base/rng.h"
 #include "base/timer.h"
+#include "bench/bench.h"
 #include "cli/cli.h"
 #include "io/parquet.h"
 

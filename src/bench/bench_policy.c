@@ -21,6 +21,7 @@
  * peer and, with a list such as --threads=1,2, the thread counts; each keeps
  * its best round, so a machine whose speed drifts over minutes (shared
  * hosts) moves both sides of "vs_torch" and "vs_base_threads" alike. */
+#include "bench/bench.h"
 #include "cli/cli.h"
 
 #include <omp.h>
@@ -37,6 +38,7 @@
 #include "tensor/backend.h"
 #include "tensor/cpu/gemm.h"
 #include "tensor/ops.h"
+#include "train/step.h"
 #include "train/trainer_opt.h"
 #ifdef VLA_HAVE_CUDA
 #include "tensor/cuda/ops_cuda.h"
@@ -229,14 +231,14 @@ typedef struct {
     double prec_peak[MAX_THREAD_COUNTS][3];
 } bench_opts;
 
-/* One training step: loss, backward, AdamW (and FP8's scale update, as the trainer runs it). */
+/* One training step, the trainer's (train/step.h) on one micro-batch and
+ * one rank: loss, backward, the NaN guard, AdamW and FP8's scale update.
+ * info gets the step's loss and its forward's FLOPs and tokens. */
 static vla_status train_step(vla_policy *p, const vla_batch *b, vla_train_opt *opt, vla_loss_info *info) {
-    vla_policy_zero_grad(p);
-    VLA_TRY(vla_policy_loss(p, b, true, info));
-    VLA_TRY(vla_policy_backward(p));
-    double norm;
-    VLA_TRY(vla_train_opt_step(opt, p->weights, p->grads, 1e-5, 1.0, NULL, &norm));
-    vla_policy_fp8_update(p);
+    vla_train_step_in in = {.policy = p, .opt = opt, .batches = b, .n_batches = 1, .lr = 1e-5};
+    vla_train_step_out out;
+    VLA_TRY(vla_train_step(&in, &out));
+    info->loss = out.loss, info->flops = out.flops, info->tokens = out.tokens;
     return VLA_OK;
 }
 
@@ -268,18 +270,18 @@ vla_status vla_bench_time_training(vla_policy *p, const vla_batch *b, vla_train_
 static double torch_peer(const vla_policy_config *cfg, int64_t trainable, int64_t batch, int threads, double seconds,
                          const char *python, const char *coretype, char *why, size_t why_cap) {
     char script[1024], cmd[4096], line[4096], env[64] = "";
-    vla_cli_find_source_file("tools/bench_torch_policy.py", script, sizeof script);
+    vla_bench_source_file("tools/bench_torch_policy.py", script, sizeof script);
     if (coretype && *coretype) snprintf(env, sizeof env, "OPENBLAS_CORETYPE=%s ", coretype); /* that process alone */
     snprintf(cmd, sizeof cmd, "%s'%s' '%s' --config '%s' --batch %lld --threads %d --seconds %g 2>&1", env, python,
              script, cfg->path, (long long)batch, threads, seconds);
-    if (!vla_cli_run_peer(cmd, "\"samples_per_s\": ", line, sizeof line, why, why_cap)) return 0;
-    double peer_params = vla_cli_peer_number(line, "\"trainable_params\": ");
+    if (!vla_bench_run_peer(cmd, "\"samples_per_s\": ", line, sizeof line, why, why_cap)) return 0;
+    double peer_params = vla_bench_peer_number(line, "\"trainable_params\": ");
     if (peer_params != (double)trainable) {
         snprintf(why, why_cap, "peer trains %.0f parameters, vla.c %lld: not the same model", peer_params,
                  (long long)trainable);
         return 0;
     }
-    return vla_cli_peer_number(line, "\"samples_per_s\": ");
+    return vla_bench_peer_number(line, "\"samples_per_s\": ");
 }
 
 /* What one thread count measured. */

@@ -18,6 +18,7 @@
  * row softmax and its backward): "vs_dense" is the dense time over the
  * fused one, both on the device, forward + backward; --precision picks the
  * fused kernels' operand precision. */
+#include "bench/bench.h"
 #include "cli/cli.h"
 
 #include <math.h>
@@ -334,13 +335,13 @@ int vla_bench_attention(int argc, char **argv) {
                stats.tiles_total ? (double)stats.tiles_computed / (double)stats.tiles_total : 0.0);
         if (!no_peer && !quick) {
             char script[1024], cmd[4096], line[4096], why[300];
-            vla_cli_find_source_file("tools/bench_torch_attention.py", script, sizeof script);
+            vla_bench_source_file("tools/bench_torch_attention.py", script, sizeof script);
             snprintf(cmd, sizeof cmd,
                      "'%s' '%s' --lens %s --heads %d --kv_heads %d --head_dim %d --threads %d --reps %lld 2>&1",
                      python, script, lens, HEADS, KV_HEADS, HEAD_DIM, nthreads, (long long)reps);
-            if (vla_cli_run_peer(cmd, "\"fwd_bwd_ms\": ", line, sizeof line, why, sizeof why)) {
-                double pfb = vla_cli_peer_number(line, "\"fwd_bwd_ms\": ");
-                double pf = vla_cli_peer_number(line, "\"fwd_ms\": ");
+            if (vla_bench_run_peer(cmd, "\"fwd_bwd_ms\": ", line, sizeof line, why, sizeof why)) {
+                double pfb = vla_bench_peer_number(line, "\"fwd_bwd_ms\": ");
+                double pf = vla_bench_peer_number(line, "\"fwd_ms\": ");
                 printf(",\"torch_fwd_ms\":%.3f,\"torch_fwd_bwd_ms\":%.3f,\"vs_torch\":%.3f,\"vs_torch_fwd\":%.3f", pf,
                        pfb, pfb / fb, pf / fwd);
             } else {

@@ -22,6 +22,7 @@
  * (vla_ops_sync). On cuda it also prints the tensor cores' own peak
  * ("gemm_peak_tc": operands already in bf16 / FP8 E4M3, cuBLASLt, random
  * data), the ceiling MFU is measured against. */
+#include "bench/bench.h"
 #include "cli/cli.h"
 #include "base/dtype.h"
 #include "base/timer.h"
@@ -193,16 +194,16 @@ int vla_bench_parse_coretypes(const char *flag, const char *text, char names[][3
  * set for it alone; keeps its best time per shape. */
 static void run_peer(contender *c, int threads, const timing *t) {
     char self[1024], cmd[2048], line[8192], why[300] = "";
-    if (vla_cli_self_path(self, sizeof self) != VLA_OK) {
+    if (vla_bench_self_path(self, sizeof self) != VLA_OK) {
         c->failed = true;
         snprintf(c->why, sizeof c->why, "%s", vla_error_message());
         return;
     }
     snprintf(cmd, sizeof cmd, "OPENBLAS_CORETYPE=%s ", c->coretype);
-    vla_cli_shell_quote(cmd + strlen(cmd), sizeof cmd - strlen(cmd), self);
+    vla_bench_shell_quote(cmd + strlen(cmd), sizeof cmd - strlen(cmd), self);
     snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "bench gemm --peer_child --threads=%d --seconds=%g --reps=%d%s 2>&1",
              threads, t->seconds, t->reps, t->quick ? " --quick" : "");
-    if (!vla_cli_run_peer(cmd, "\"gemm_peer\"", line, sizeof line, why, sizeof why)) {
+    if (!vla_bench_run_peer(cmd, "\"gemm_peer\"", line, sizeof line, why, sizeof why)) {
         c->failed = true;
         snprintf(c->why, sizeof c->why, "%s", why);
         return;

@@ -18,6 +18,7 @@
 
 #include "base/rng.h"
 #include "base/timer.h"
+#include "bench/bench.h"
 #include "cli/cli.h"
 #include "sim/env.h"
 

@@ -1,0 +1,84 @@
+/* step.h — one optimizer step of a policy, the one every caller runs: `vla
+ * train`'s loop (trainer.c), `vla bench policy` and `vla bench packing`.
+ *
+ * In order (docs/design.md "One training step, as data"):
+ *   zero the gradients; per micro-batch the loss (its masked squared-error
+ *   sum, loss_divisor 1) and backward adding into the one gradient buffer —
+ *   the last micro-batch's backward starts each gradient bucket's all-reduce
+ *   as its gradients become final (the policy's gradient-ready hook);
+ *   the global loss normalisation: Σ err² and Σ real entries all-reduced
+ *   (with this rank's pending signal riding along), loss = their ratio, and
+ *   the gradient scaled once by world / Σ real entries (the buckets average,
+ *   so this is Σ gradients / global count: N ranks at B/N equal one rank at
+ *   B, and accumulation equals one big batch);
+ *   the NaN/Inf guard (a non-finite loss or gradient stops before the update,
+ *   or with skip_nonfinite skips the step);
+ *   the update (vla_train_opt_step: ZeRO-1 AdamW, clipping, EMA);
+ *   FP8's amaxes all-reduced (MAX) through the comm backend — NCCL on the
+ *   device for cuda, MPI on host memory — and the delayed-scaling update, so
+ *   every rank computes the same scales; a skipped step's amaxes are dropped
+ *   (docs/precision.md).
+ *
+ * Every call is collective over comm's ranks. Fault points (base/fault.h),
+ * counted by step + 1: VLA_FAULT_TRAIN_GRADS poisons the gradients before
+ * the update; VLA_FAULT_TRAIN_FP8_AMAX poisons the last rank's reduced amaxes
+ * (its scales go their own way, which the checkpoint's check must catch). */
+#ifndef VLA_TRAIN_STEP_H
+#define VLA_TRAIN_STEP_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "distributed/comm.h"
+#include "distributed/grad_buckets.h"
+#include "policy/policy.h"
+#include "train/trainer_opt.h"
+
+/* Where a step's micro-batches come from, one at a time: next gives
+ * *batch (valid until release), *last when it is the step's last, and the
+ * seconds it waited for it; release (may be NULL) hands it back after its
+ * backward. */
+typedef struct {
+    vla_status (*next)(void *user, const vla_batch **batch, bool *last, double *wait_s);
+    void (*release)(void *user, const vla_batch *batch);
+    void *user;
+} vla_train_step_source;
+
+typedef struct {
+    vla_policy *policy;
+    vla_train_opt *opt;
+    /* NULL: no buckets (one rank). Else over the policy's trainable
+     * parameters in parameter order, as vla_train_opt_create_for_policy
+     * lays them out. */
+    vla_grad_buckets *buckets;
+    vla_comm *comm;             /* NULL: one process */
+    /* The micro-batches: an array (source.next NULL), or a source. */
+    const vla_batch *batches;
+    int64_t n_batches;
+    vla_train_step_source source;
+    double lr;
+    int64_t step;               /* 0-based; messages and fault points say step + 1 */
+    bool skip_nonfinite;
+    /* NULL, or this rank's pending signal (0: none), read after the
+     * micro-batches and told to every rank with the loss sums */
+    const volatile sig_atomic_t *interrupt;
+} vla_train_step_in;
+
+typedef struct {
+    double loss;                /* Σ err² / Σ real entries over every rank and micro-batch */
+    double grad_norm;           /* before clipping; NaN when the step was skipped */
+    bool skipped;               /* non-finite, skip_nonfinite: no update, FP8 amaxes dropped */
+    bool interrupted;           /* some rank had a signal */
+    int signal;                 /* this rank's, as read (0: none) */
+    int64_t samples, tokens, micro_batches; /* this rank's */
+    double flops;               /* model FLOPs of this rank's forwards (vla_loss_info.flops) */
+    double wait_s;              /* seconds this rank waited for its micro-batches */
+} vla_train_step_out;
+
+/* Collective: one optimizer step (above). A non-finite step without
+ * skip_nonfinite is VLA_ERR_NUMERIC and changes no weight. */
+vla_status vla_train_step(const vla_train_step_in *in, vla_train_step_out *out);
+
+#endif
