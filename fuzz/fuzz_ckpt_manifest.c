@@ -11,7 +11,7 @@
 
 #include "base/fsutil.h"
 #include "base/log.h"
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

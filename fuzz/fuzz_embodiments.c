@@ -14,7 +14,7 @@
 
 #include "base/log.h"
 #include "data/mixture.h"
-#include "train/pretrained.h"
+#include "checkpoint/pretrained.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
 #include "base/flags.h"
 #include "base/log.h"
 #include "data/lerobot.h"
-#include "train/published.h"
+#include "checkpoint/published.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* fuzz_published.c — libFuzzer target for published checkpoints
- * (train/published.h). The first byte picks what the rest is:
+ * (checkpoint/published.h). The first byte picks what the rest is:
  *   0: config.json (LeRobot / openpi / GR00T fields over the nano presets),
  *   1: model.safetensors.index.json beside a real shard of pi05-nano's
  *      tensors, checked against pi05-nano's inventory,
@@ -20,7 +20,7 @@
 #include "io/safetensors.h"
 #include "policy/config.h"
 #include "policy/param_spec.h"
-#include "train/published.h"
+#include "checkpoint/published.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /* fuzz_published_stats.c — libFuzzer target for the normalisation statistics
- * published fine-tunes store (train/published_stats.c). The first byte picks
+ * published fine-tunes store (checkpoint/published_stats.c). The first byte picks
  * which file the rest is, the others in the work directory staying valid:
  *   0: LeRobot policy_preprocessor.json (beside a valid normaliser file),
  *   1: that normaliser's safetensors (beside a valid policy_preprocessor.json),
@@ -20,7 +20,7 @@
 #include "base/status.h"
 #include "io/safetensors.h"
 #include "policy/config.h"
-#include "train/published.h"
+#include "checkpoint/published.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,7 +15,7 @@
 #include "serve/engine.h"
 #include "serve/msgpack_np.h"
 #include "tensor/backend.h"
-#include "train/pretrained.h"
+#include "checkpoint/pretrained.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """gen_published_fixtures.py — small checkpoints in the published conventions
-that tests/train/test_published.c loads, written independently of vla.c's
+that tests/checkpoint/test_published.c loads, written independently of vla.c's
 safetensors writer and dtype conversion.
 
 Each fixture is a nano-sized policy (configs/pi05-nano.json,
@@ -23,7 +23,7 @@ publisher saves the full one:
                   (unused), config.json with model_type gr00t_n1_5.
 
 Each also carries the normalisation statistics its publisher stores with a
-fine-tune (train/published_stats.c reads them):
+fine-tune (checkpoint/published_stats.c reads them):
 
   lerobot_pi05/   policy_preprocessor.json + policy_postprocessor.json
                   (DataProcessorPipeline.save_pretrained: steps with
@@ -47,7 +47,7 @@ state_action.py), and the widths, cameras and embodiment the loader must
 report.
 
 Run (after building build/vla):  /usr/bin/python3 tools/gen_published_fixtures.py
-Out:  tests/train/data/published/  (~400 KB, committed)
+Out:  tests/checkpoint/data/published/  (~400 KB, committed)
 """
 import json
 import os
@@ -60,7 +60,7 @@ import numpy as np
 import torch
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-OUT = os.path.join(ROOT, "tests", "train", "data", "published")
+OUT = os.path.join(ROOT, "tests", "checkpoint", "data", "published")
 VLA = os.path.join(ROOT, "build", "vla")
 
 

@@ -27,7 +27,7 @@
 #include "tensor/backend.h"
 #include "train/metrics.h"
 #include "train/plot.h"
-#include "train/pretrained.h"
+#include "checkpoint/pretrained.h"
 #include "train/trainer.h"
 
 typedef struct {

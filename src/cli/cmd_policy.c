@@ -7,8 +7,8 @@
 #include "base/json.h"
 #include "policy/config.h"
 #include "policy/param_spec.h"
-#include "train/checkpoint.h"
-#include "train/published.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/published.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -250,7 +250,7 @@ static vla_status model_dir_of(const char *path, char *dir, size_t cap) {
 }
 
 /* Was the vla.c checkpoint in `dir` trained without cameras? Its config.json
- * says how many images it was fed (features.cameras, train/pretrained.h). */
+ * says how many images it was fed (features.cameras, checkpoint/pretrained.h). */
 static vla_status trained_cameras(const char *dir, bool *state_only) {
     char file[VLA_CKPT_PATH_MAX + 32];
     snprintf(file, sizeof file, "%s/config.json", dir);

@@ -28,7 +28,7 @@
 #include "data/shards.h"
 #include "eval/eval.h"
 #include "policy/family.h"
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 #include "train/trainer.h"
 
 #include <limits.h>

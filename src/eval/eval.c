@@ -17,9 +17,9 @@
 #include "sim/env.h"
 #include "tensor/backend.h"
 #include "base/progress.h"
-#include "train/checkpoint.h"
-#include "train/pretrained.h"
-#include "train/published.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/pretrained.h"
+#include "checkpoint/published.h"
 
 void vla_eval_opts_default(vla_eval_opts *o) {
     memset(o, 0, sizeof *o);

@@ -36,7 +36,7 @@
 #include "base/status.h"
 #include "policy/rtc.h"
 #include "sim/env.h"
-#include "train/pretrained.h"
+#include "checkpoint/pretrained.h"
 
 /* How chunks meet when the policy answers late (inference_delay d > 0
  * control steps; s = n_action_steps actions executed per chunk, H the
@@ -64,10 +64,10 @@ typedef struct {
     const char *policy_path;  /* pretrained_model dir, checkpoint step dir or training output dir */
     const char *env;          /* "pusht", "reach" */
     const char *embodiment;   /* a mixture-trained checkpoint's embodiment, by name or id (NULL: the one named
-                                 after env; train/pretrained.h vla_pretrained_select_embodiment); for a
+                                 after env; checkpoint/pretrained.h vla_pretrained_select_embodiment); for a
                                  published fine-tune, its openpi asset id or GR00T embodiment tag */
     const char *policy_config; /* a published fine-tune's architecture preset (NULL: the family's full size;
-                                 train/published.h vla_published_config) */
+                                 checkpoint/published.h vla_published_config) */
     int n_episodes;
     uint64_t seed;            /* episode i: seed + i; also the policy's noise seed */
     int n_action_steps;       /* ≤ 0: the checkpoint's (config.json "n_action_steps", what training decided),

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "tensor/backend.h"
-#include "train/pretrained.h"
-#include "train/published.h"
+#include "checkpoint/pretrained.h"
+#include "checkpoint/published.h"
 
 #define MAX_MAPPINGS 32
 #define MAX_TASK 4096

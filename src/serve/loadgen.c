@@ -11,7 +11,7 @@
 #include "serve/msgpack_np.h"
 #include "serve/ws_client.h"
 #include "tensor/backend.h"
-#include "train/pretrained.h"
+#include "checkpoint/pretrained.h"
 
 typedef struct {
     const vla_loadgen_opts *o;

@@ -10,7 +10,7 @@
 #include "base/status.h"
 #include "distributed/comm.h"
 #include "policy/policy.h"
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 /* Collective: VLA_OK when p is not FP8, the world is one rank, or every
  * rank's state equals rank 0's; else an error naming the first tensor that

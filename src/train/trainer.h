@@ -68,7 +68,7 @@ typedef struct {
                                    base the checkpoint's config.json overrides, NULL: the family's full size) */
     bool keep_normalization;    /* with a vla.c pretrained_path: normalise with its stored statistics, not the
                                    dataset's (a warm start on grown data, as `vla dagger` does) */
-    const char *pretrained_path;/* start from these weights (published or vla.c; train/published.h):
+    const char *pretrained_path;/* start from these weights (published or vla.c; checkpoint/published.h):
                                    a weights-only start, the optimizer and schedule begin afresh */
     const char *output_dir;     /* NULL: a fresh outputs/train/<date>/<time>_<job_name> (base/run_dir.h); a named
                                    one must be empty unless resuming or overwrite (moved aside) */

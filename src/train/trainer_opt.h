@@ -19,7 +19,7 @@
 #include "base/status.h"
 #include "distributed/comm.h"
 #include "distributed/grad_buckets.h"
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 typedef struct vla_train_opt vla_train_opt;
 

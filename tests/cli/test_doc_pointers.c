@@ -29,8 +29,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *const k_layers[] = {"base", "io",    "tensor", "nn",   "policy", "data", "distributed",
-                                       "train", "sim", "eval",   "serve", "cli"};
+static const char *const k_layers[] = {"base",  "io",  "tensor", "nn",    "policy", "data", "distributed",
+                                       "checkpoint", "train", "sim", "eval",   "serve", "cli", "bench"};
 static const char *const k_tops[] = {"tests", "tools", "scripts", "fuzz", "include", "docs", "examples", "configs"};
 
 static int n_bad;

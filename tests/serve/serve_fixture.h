@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "test_util.h"
-#include "train/pretrained.h"
+#include "checkpoint/pretrained.h"
 
 #define FIX_TASK "Push the T-shaped block onto the T-shaped target."
 

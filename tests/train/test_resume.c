@@ -14,7 +14,7 @@
 #include "distributed/comm.h"
 #include "distributed/zero1.h"
 #include "io/safetensors.h"
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"

@@ -20,9 +20,9 @@
 #include "base/log.h"
 #include "io/safetensors.h"
 #include "tensor/ops.h"
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 #include "train/metrics.h"
-#include "train/pretrained.h"
+#include "checkpoint/pretrained.h"
 #include "train/trainer.h"
 
 static const char *dataset(void) {

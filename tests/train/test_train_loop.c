@@ -19,8 +19,8 @@
 #include "base/json.h"
 #include "data/lerobot.h"
 #include "sim/env.h"
-#include "train/checkpoint.h"
-#include "train/pretrained.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/pretrained.h"
 #include "train/trainer.h"
 
 

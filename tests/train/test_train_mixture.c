@@ -32,7 +32,7 @@
 #include "base/fault.h"
 #include "base/fsutil.h"
 #include "base/json.h"
-#include "train/pretrained.h"
+#include "checkpoint/pretrained.h"
 #include "train/trainer.h"
 
 static const char *mixture(void) {

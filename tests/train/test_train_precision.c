@@ -27,7 +27,7 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "io/safetensors.h"
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 #include "train/trainer.h"
 
 static const char *dataset(void) {

@@ -1,5 +1,5 @@
 /* pretrained.c — write and read a checkpoint's pretrained_model/ (see pretrained.h). */
-#include "train/pretrained.h"
+#include "checkpoint/pretrained.h"
 
 #include <libgen.h>
 #include <stdio.h>
@@ -9,7 +9,6 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/log.h"
-#include "train/loader.h"
 #include "io/safetensors.h"
 
 /* "a,b,c" → ["a", "b", "c"], and back (into out, cap bytes). */

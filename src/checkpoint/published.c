@@ -1,5 +1,5 @@
 /* published.c — weights and config from published checkpoints (see published.h). */
-#include "train/published.h"
+#include "checkpoint/published.h"
 
 #include <jansson.h>
 #include <libgen.h>

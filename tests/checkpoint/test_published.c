@@ -1,4 +1,4 @@
-/* test_published.c — starting from published checkpoints (train/published.h).
+/* test_published.c — starting from published checkpoints (checkpoint/published.h).
  *
  * 1. The full-size configs against the published tensor listings
  *    (the .tsv files in tests/fixtures/checkpoints, reconstructed from the public model
@@ -37,16 +37,16 @@
 #include "policy/param_spec.h"
 #include "policy/policy.h"
 #include "tensor/ops.h"
-#include "train/checkpoint.h"
-#include "train/pretrained.h"
-#include "train/published.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/pretrained.h"
+#include "checkpoint/published.h"
 #include "train/trainer.h"
 
 static const char *fixture(const char *name) {
     static char buf[4][1024];
     static int k;
     char rel[256];
-    snprintf(rel, sizeof rel, "tests/train/data/published/%s", name);
+    snprintf(rel, sizeof rel, "tests/checkpoint/data/published/%s", name);
     k = (k + 1) % 4;
     snprintf(buf[k], sizeof buf[k], "%s", test_source_path(rel));
     return buf[k];

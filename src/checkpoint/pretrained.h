@@ -3,8 +3,8 @@
  * policy config, the normalisation statistics and the input/output
  * features, so evaluation rebuilds the policy with nothing else) and
  * model.safetensors (every parameter, f32, under its checkpoint name). */
-#ifndef VLA_TRAIN_PRETRAINED_H
-#define VLA_TRAIN_PRETRAINED_H
+#ifndef VLA_CHECKPOINT_PRETRAINED_H
+#define VLA_CHECKPOINT_PRETRAINED_H
 
 #include <jansson.h>
 #include <stdint.h>
@@ -12,7 +12,7 @@
 #include "base/status.h"
 #include "policy/normalize.h"
 #include "policy/policy.h"
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 typedef struct {
     int64_t state_width;   /* real state dims (all state features together) */

@@ -30,8 +30,8 @@
  * preset the user names; then what config.json states (chunk length,
  * padded state/action widths, tokenizer length, Euler steps, cameras,
  * GR00T's select_layer) overrides it. */
-#ifndef VLA_TRAIN_PUBLISHED_H
-#define VLA_TRAIN_PUBLISHED_H
+#ifndef VLA_CHECKPOINT_PUBLISHED_H
+#define VLA_CHECKPOINT_PUBLISHED_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,7 +40,7 @@
 #include "policy/param_spec.h"
 #include "policy/normalize.h"
 #include "policy/policy.h"
-#include "train/pretrained.h"
+#include "checkpoint/pretrained.h"
 
 typedef enum {
     VLA_PUB_UNKNOWN,

@@ -11,7 +11,7 @@
 #include "base/rng.h"
 #include "base/timer.h"
 #include "io/safetensors.h"
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 #include <dirent.h>
 #include <signal.h>

@@ -26,8 +26,8 @@
  * `last` is only a hint, so a dangling or stale `last` (a kill between the
  * directory rename and the link update) or a damaged newest checkpoint falls
  * back to the newest valid one, with a warning. */
-#ifndef VLA_TRAIN_CHECKPOINT_H
-#define VLA_TRAIN_CHECKPOINT_H
+#ifndef VLA_CHECKPOINT_CHECKPOINT_H
+#define VLA_CHECKPOINT_CHECKPOINT_H
 
 #include <stddef.h>
 #include <stdint.h>

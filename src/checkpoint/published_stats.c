@@ -25,7 +25,7 @@
  * Where a file holds several candidates (openpi asset ids, GR00T tags) the
  * caller's `want` picks one; with none given a single candidate is taken
  * and several are refused, listing them. */
-#include "train/published.h"
+#include "checkpoint/published.h"
 
 #include <dirent.h>
 #include <jansson.h>

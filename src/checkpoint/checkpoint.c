@@ -1,5 +1,5 @@
 /* checkpoint.c — atomic, verified training checkpoints (see checkpoint.h). */
-#include "train/checkpoint.h"
+#include "checkpoint/checkpoint.h"
 
 #include <dirent.h>
 #include <errno.h>
