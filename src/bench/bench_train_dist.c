@@ -156,8 +156,12 @@ static vla_status run_job(const job_spec *j, int np, int64_t steps, int64_t warm
     snprintf(tag, sizeof tag, "%s", base ? base + 1 : j->config);
     for (char *c = tag; *c; c++)
         if (!(isalnum((unsigned char)*c) || *c == '-' || *c == '_' || *c == '.')) *c = '_';
+    /* a fresh run directory per job: a pair measured again after a burst of
+     * load, and each round of --repeat, runs the same job, and `vla train`
+     * refuses a directory that holds another run's files */
+    static int job_no;
     char out[2400], log[2500], res[2500];
-    snprintf(out, sizeof out, "%s/%s-r%d-s%lld", j->tmp, tag, np, (long long)steps);
+    snprintf(out, sizeof out, "%s/%s-r%d-s%lld-%d", j->tmp, tag, np, (long long)steps, ++job_no);
     snprintf(log, sizeof log, "%s.stderr", out);
     snprintf(res, sizeof res, "%s.stdout", out);
     static char cmd[16384];
