@@ -6,7 +6,7 @@
 #          — no privileged state in either: the block keypoints / cube pose are not even recorded
 #   STAGE  prepare   (here)  record RECIPE_EPISODES expert episodes (seeds 0…), `vla data prepare` them to
 #                            shards at 96×96, and stage RECIPE_DIR (default gpu-recipe/TASK): data.tar.xz (the
-#                            shard set), train.sh (the `vla train` command), sizes.txt; fails when data + bundle
+#                            shard set, xz -RECIPE_XZ_LEVEL, 9), train.sh (the `vla train` command), sizes.txt; fails when data + bundle
 #                            + checkout would not fit the 64 MiB a GPU call carries
 #          train     (GPU)   from RECIPE_DIR and the bundle (RECIPE_BUNDLE, default gpu-bundle.tar.xz, from
 #                            scripts/gpu_bundle.sh): a short calibration, then `vla train --device=cuda
@@ -27,16 +27,17 @@
 #
 # Sizes measured 2026-12-05 (vla sim record --image_size=96 --environment_state=false, then vla data
 # prepare --image_size=96,96; 200 expert episodes, seeds 0…):
-#   pusht-pixels   25,079 frames; videos 6.4 MiB; shards 664 MiB (27,648 bytes a frame); xz -6 of the
-#                  shard set 22 MiB (×30: flat colours)
-#   aloha-pixels   23,121 frames; videos 9.0 MiB; shards 614 MiB; xz -6 of the shard set: see sizes.txt
-#                  and docs/train.md ("From pixels on a GPU: the recipe")
-#   the bundle     ~21 MiB (gpu_bundle.sh); this checkout's tracked files ~7.6 MiB; the limit 64 MiB
-# Decision: the shards travel packed with xz (the bundle is an .tar.xz already, so the GPU machine
-# unpacks it with the same tar -xJ), unchanged in format. Raw shards are 10× the limit; the videos
+#   pusht-pixels   25,079 frames; videos 6.4 MiB; shards 664 MiB (27,648 bytes a frame); the shard set
+#                  packed with xz -6 20.7 MiB (×32: flat colours)
+#   aloha-pixels   23,121 frames; videos 9.0 MiB; shards 614 MiB; xz -6 33.7 MiB (×18: lit, shaded
+#                  renders), so -9 (a 64-MiB dictionary: 9% smaller on its last shard) is the default
+#   the bundle     ~21 MiB (gpu_bundle.sh); this checkout's tracked files 7.6 MiB; the limit 64 MiB
+#                  (ALOHA at xz -6: 62.3 MiB in all; docs/train.md has the -9 figure)
+# Decision: the shards travel packed with xz (the bundle is a .tar.xz already, so the GPU machine
+# unpacks them with the same tar -xJ), unchanged in format. Raw shards are 10× the limit; the videos
 # are small but the bundle cannot decode them (no FFmpeg), and recording there is impossible (no
-# MuJoCo, cairo or OSMesa). A zstd payload inside the shard format would spare the unpacking (~10 s
-# there) but not bytes (zstd -19 packs PushT 30×, as xz -6 does, and zstd -3 only 22×), so the format
+# MuJoCo, cairo or OSMesa). A zstd payload inside the shard format would spare the unpacking (seconds
+# there) but not bytes (zstd -19 packs a PushT shard 30×, xz -6 32×, zstd -3 22×), so the format
 # stays as it is. Episodes are cut (RECIPE_EPISODES) only if a task's packed set would not fit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,7 +82,7 @@ prepare() {
         --environment_state=false --out="$data" --json >"$work/record.json"
     [ -f "$shards/manifest.json" ] || "$vla" data prepare --dataset.root="$data" --out="$shards" --image_size=96,96 --quiet
     rm -f "$dir/data.tar.xz"
-    tar -C "$shards" -cf - . | xz -6 -T0 >"$dir/data.tar.xz"
+    tar -C "$shards" -cf - . | xz -"${RECIPE_XZ_LEVEL:-9}" -T0 >"$dir/data.tar.xz"
     # the command line the GPU runs (and the rehearsal, with DEVICE=cpu): VLA, DATA, RUN, DEVICE, BUDGET_S set
     # by the caller; a calibration of CAL_STEPS steps measures samples/s and the cosine schedule is planned to
     # end at 97% of the budget (scripts/demo.sh's reasoning), --max_time_s the hard stop
@@ -138,7 +139,7 @@ train_run() {
     rm -rf "$out/pretrained_model"
     cp -rL "$out/train/checkpoints/last/pretrained_model" "$out/pretrained_model"
     cp "$out/train/metrics.jsonl" "$out/" 2>/dev/null || true
-    cp "$out/train.json" "$out/train_summary.json"
+    mv "$out/train.json" "$out/train_summary.json"
     rm -rf "$out/train" "$tmp"
     local j="$out/train_summary.json" gbatch
     gbatch=$(sed -n 's/.*"batch_size": *\([0-9]*\).*/\1/p' "$out/pretrained_model/train_config.json" | head -1)
@@ -203,7 +204,8 @@ train)
     [ -e "$bundle" ] || { echo "gpu_recipe: no bundle $bundle (scripts/gpu_bundle.sh makes it)" >&2; exit 2; }
     bundle_env "$bundle"
     nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1 || true
-    train_run "$dir" "${OUT:-$dir/out}/$task" "$BIN/vla" cuda "${RECIPE_BUDGET_S:-480}" ;;
+    # RECIPE_DEVICE=cpu with a CPU build as the bundle (a directory) tries this stage without a GPU
+    train_run "$dir" "${OUT:-$dir/out}/$task" "$BIN/vla" "${RECIPE_DEVICE:-cuda}" "${RECIPE_BUDGET_S:-480}" ;;
 assess)
     dir=${RECIPE_DIR:-gpu-recipe/$task}
     ck=${RECIPE_CKPT:-$dir/out/$task/pretrained_model}

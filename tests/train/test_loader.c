@@ -51,21 +51,33 @@ static vla_policy *make_policy(void) {
     return p;
 }
 
-static void test_batches(void **state) {
-    (void)state;
-    const char *root = test_tmp_path("loader_ds");
-    test_record_reach(root, 6, 0, -1);
+/* Reach expert episodes recorded under the test's temporary folder, opened. */
+static vla_lerobot *record_and_open(const char *name, int episodes) {
+    const char *root = test_tmp_path(name);
+    test_record_reach(root, episodes, 0, -1);
     vla_lerobot *ds;
     assert_int_equal(vla_lerobot_open(root, &ds), VLA_OK);
+    return ds;
+}
+
+/* Two loaders of the same options, started: one on the caller's thread, one with 3 workers. */
+static void start_0_and_3_workers(vla_loader_opts o, vla_loader **L0, vla_loader **L3) {
+    o.num_workers = 0;
+    assert_int_equal(vla_loader_create(&o, L0), VLA_OK);
+    o.num_workers = 3;
+    assert_int_equal(vla_loader_create(&o, L3), VLA_OK);
+    assert_int_equal(vla_loader_start(*L0), VLA_OK);
+    assert_int_equal(vla_loader_start(*L3), VLA_OK);
+}
+
+static void test_batches(void **state) {
+    (void)state;
+    vla_lerobot *ds = record_and_open("loader_ds", 6);
     vla_policy *p = make_policy();
     src_ctx c = {ds->n_rows};
     vla_loader_opts o = {.ds = ds, .policy = p, .batch_size = 4, .source = source, .source_user = &c, .seed = 1};
     vla_loader *L0, *L3;
-    assert_int_equal(vla_loader_create(&o, &L0), VLA_OK);
-    o.num_workers = 3;
-    assert_int_equal(vla_loader_create(&o, &L3), VLA_OK);
-    assert_int_equal(vla_loader_start(L0), VLA_OK);
-    assert_int_equal(vla_loader_start(L3), VLA_OK);
+    start_0_and_3_workers(o, &L0, &L3);
     const vla_lr_feature *fs = vla_lerobot_feature(ds, "observation.state");
     const vla_lr_feature *fa = vla_lerobot_feature(ds, "action");
     int64_t H = p->cfg.action.horizon, A = p->cfg.action.action_dim, img = p->cfg.vision.image_size;
@@ -338,10 +350,7 @@ static void test_shift_by_hand(void **state) {
  * with brightness/contrast on too, 0 and 3 workers give the same bytes. */
 static void test_shift_batches(void **state) {
     (void)state;
-    const char *root = test_tmp_path("loader_shift");
-    test_record_reach(root, 3, 0, -1);
-    vla_lerobot *ds;
-    assert_int_equal(vla_lerobot_open(root, &ds), VLA_OK);
+    vla_lerobot *ds = record_and_open("loader_shift", 3);
     vla_policy *p = make_policy();
     src_ctx c = {ds->n_rows};
     const int pad = 4;
@@ -387,11 +396,7 @@ static void test_shift_batches(void **state) {
     /* 0 and 3 workers: the same batches */
     o.augment_shift = pad, o.augment = true;
     vla_loader *L0, *L3;
-    assert_int_equal(vla_loader_create(&o, &L0), VLA_OK);
-    o.num_workers = 3;
-    assert_int_equal(vla_loader_create(&o, &L3), VLA_OK);
-    assert_int_equal(vla_loader_start(L0), VLA_OK);
-    assert_int_equal(vla_loader_start(L3), VLA_OK);
+    start_0_and_3_workers(o, &L0, &L3);
     for (int j = 0; j < 5; j++) {
         double w;
         assert_int_equal(vla_loader_next(L0, &a, &w), VLA_OK);
