@@ -104,7 +104,7 @@ echo "calibration: \$sps samples/s -> \$steps steps x $batch in \$BUDGET_S s"
 EOF
     chmod +x "$dir/train.sh"
     local raw packed bundle_b tree_b total
-    raw=$(du -sb "$shards" | cut -f1)
+    raw=$(du -sb "$shards/" | cut -f1)
     packed=$(stat -c %s "$dir/data.tar.xz")
     if [ -f "$bundle" ]; then bundle_b=$(stat -c %s "$bundle"); else bundle_b=$((21 * 1048576)); fi
     tree_b=$( (git ls-files -z 2>/dev/null || true) | xargs -0 -r du -cb 2>/dev/null | tail -1 | cut -f1)
