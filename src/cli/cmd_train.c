@@ -419,7 +419,7 @@ int vla_cmd_train(int argc, char **argv) {
     int64_t batch = o.batch_size, steps = o.steps, seed = (int64_t)o.seed, workers = o.num_workers, accum = 1;
     int64_t save_freq = -1, log_freq = o.log_freq, eval_freq = 0, eval_eps = 10, warmup = -1, stop_after = 0,
             nan_at = 0, eval_seed = 100000, threads = 0, crash_at = 0, n_act = 0;
-    int64_t n_obs = 1;
+    int64_t n_obs = 1, augment_shift = 0;
     bool resume = false, skip = false, augment = false, constant = false, quiet = false, allow_changes = false,
          json = false;
     const char *precision = "fp32", *fp8_algo = "max";
@@ -519,6 +519,9 @@ int vla_cmd_train(int argc, char **argv) {
          "schedule); each change is written to metrics.jsonl"},
         {"skip_nonfinite", VLA_FLAG_BOOL, &skip, NULL, "skip (and count) steps with NaN/Inf loss or gradients instead of stopping"},
         {"augment", VLA_FLAG_BOOL, &augment, NULL, "random brightness/contrast on images"},
+        {"augment.shift", VLA_FLAG_INT, &augment_shift, "N",
+         "random shift of each camera frame by up to N pixels: edge-padded by N, cropped back at a random offset "
+         "per sample and camera (DrQ / Diffusion Policy; default 0: off; eval never augments)"},
         {"quiet", VLA_FLAG_BOOL, &quiet, NULL, "no progress lines"},
         {"json", VLA_FLAG_BOOL, &json, NULL,
          "also print the run's figures as one JSON line on stdout at the end (for scripts)"},
@@ -659,6 +662,7 @@ int vla_cmd_train(int argc, char **argv) {
         !vla_cli_int_in(cmd, "eval_freq", eval_freq, 0, INT64_MAX) ||
         !vla_cli_int_in(cmd, "eval.n_episodes", eval_eps, 1, 1 << 20) ||
         !vla_cli_int_in(cmd, "dataset.n_obs_steps", n_obs, 1, 64) ||
+        !vla_cli_int_in(cmd, "augment.shift", augment_shift, 0, 4096) ||
         (GIVEN("policy.n_action_steps") && !vla_cli_int_in(cmd, "policy.n_action_steps", n_act, 1, 4096)) ||
         (GIVEN("scheduler.warmup_steps") && !vla_cli_int_in(cmd, "scheduler.warmup_steps", warmup, 0, INT64_MAX)) ||
         !vla_cli_int_in(cmd, "seed", seed, 0, INT64_MAX) || !vla_cli_int_in(cmd, "eval.seed", eval_seed, 0, INT64_MAX) ||
@@ -722,6 +726,7 @@ int vla_cmd_train(int argc, char **argv) {
     o.save_freq = save_freq >= 0 ? save_freq : (steps >= 5 ? steps / 5 : 0);
     o.log_freq = log_freq, o.eval_freq = eval_freq, o.warmup_steps = warmup, o.constant_lr = constant;
     o.resume = resume, o.skip_nonfinite = skip, o.augment = augment, o.progress = !quiet;
+    o.augment_shift = (int)augment_shift;
     o.allow_changes = allow_changes, o.resume_changes = rs.changes, o.run_flags = run_flags;
     o.schedule_steps = rs.schedule_steps;
     o.n_action_steps = (int)n_act;

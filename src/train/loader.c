@@ -195,6 +195,23 @@ vla_status vla_loader_sample_tokens(const vla_loader *L, int64_t row, int64_t *t
     return s;
 }
 
+void vla_loader_shift_offset(uint64_t seed, uint64_t key, int camera, int pad, int *dy, int *dx) {
+    /* a stream of its own per camera, so the brightness/contrast draws (and every run without a shift) stay as
+     * they were, and one camera's draws never depend on how many another took */
+    vla_rng r = vla_rng_stream((seed ^ 0x73686674ULL) + (uint64_t)camera * 0x9E3779B97F4A7C15ULL, key);
+    *dy = (int)vla_rng_int(&r, 0, 2 * (int64_t)pad + 1);
+    *dx = (int)vla_rng_int(&r, 0, 2 * (int64_t)pad + 1);
+}
+
+static int clamp_index(int v, int n) { return v < 0 ? 0 : v >= n ? n - 1 : v; }
+
+void vla_loader_shift_rgb8(const uint8_t *in, int h, int w, int pad, int dy, int dx, uint8_t *out) {
+    for (int y = 0; y < h; y++) {
+        const uint8_t *src_row = in + (size_t)clamp_index(y + dy - pad, h) * (size_t)w * 3;
+        for (int x = 0; x < w; x++) memcpy(out + ((size_t)y * w + x) * 3, src_row + (size_t)clamp_index(x + dx - pad, w) * 3, 3);
+    }
+}
+
 /* Assemble samples 0..n-1 of a slot whose rows/keys are set; readers[d]
  * reads dataset d's frames. */
 static vla_status build(vla_loader *L, slot *s, vla_lr_reader *const *readers) {
@@ -205,8 +222,9 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *const *readers) {
     float *act_tmp = malloc((size_t)(H * L->aw_max + 1) * sizeof(float));
     int32_t *ids = malloc((size_t)(L->max_text + 1) * sizeof(int32_t));
     uint8_t *rgb = malloc((size_t)(plane * 3 + 1));
+    uint8_t *shifted = L->o.augment_shift > 0 ? malloc((size_t)(plane * 3 + 1)) : NULL;
     vla_status st = VLA_OK;
-    if (!st_tmp || !act_tmp || !ids || !rgb) {
+    if (!st_tmp || !act_tmp || !ids || !rgb || (L->o.augment_shift > 0 && !shifted)) {
         st = vla_error(VLA_ERR_NOMEM, "loader: out of memory");
         goto done;
     }
@@ -250,10 +268,17 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *const *readers) {
         for (int c = 0; c < src->ncam; c++) {
             st = vla_lr_reader_frame(readers[src - L->src], src->cams[c], row, (int)img, (int)img, src->tol_s, rgb);
             if (st != VLA_OK) goto done;
+            const uint8_t *px = rgb;
+            if (L->o.augment_shift > 0) {
+                int dy, dx;
+                vla_loader_shift_offset(L->o.seed, s->keys[i], c, L->o.augment_shift, &dy, &dx);
+                vla_loader_shift_rgb8(rgb, (int)img, (int)img, L->o.augment_shift, dy, dx, shifted);
+                px = shifted;
+            }
             float *dst = s->images + (int64_t)(nimg + c) * 3 * plane;
             for (int64_t p = 0; p < plane; p++)
                 for (int ch = 0; ch < 3; ch++) {
-                    float v = rgb[p * 3 + ch] * (1.0f / 255.0f);
+                    float v = px[p * 3 + ch] * (1.0f / 255.0f);
                     if (L->o.augment) v = fminf(1.0f, fmaxf(0.0f, v * gain + bias));
                     dst[ch * plane + p] = v;
                 }
@@ -299,7 +324,7 @@ static vla_status build(vla_loader *L, slot *s, vla_lr_reader *const *readers) {
     b->sample_keys = s->keys;
     s->pub.rows = s->rows;
 done:
-    free(st_tmp), free(act_tmp), free(ids), free(rgb);
+    free(st_tmp), free(act_tmp), free(ids), free(rgb), free(shifted);
     s->pub.build_s = vla_now_s() - t0;
     return st;
 }
@@ -586,6 +611,9 @@ vla_status vla_loader_create(const vla_loader_opts *opts, vla_loader **out) {
     const vla_lerobot *const *dss = opts->n_datasets > 0 ? opts->datasets : &opts->ds;
     int nds = opts->n_datasets > 0 ? opts->n_datasets : 1;
     if (opts->batch_size < 1) return vla_error(VLA_ERR_INVALID_ARG, "loader: batch size must be at least 1");
+    if (opts->augment_shift < 0 || opts->augment_shift > cfg->vision.image_size / 2)
+        return vla_error(VLA_ERR_INVALID_ARG, "loader: a random shift of %d pixels (0 to half the %lld-pixel image)",
+                         opts->augment_shift, (long long)cfg->vision.image_size);
     if (nds > VLA_LOADER_MAX_DATASETS)
         return vla_error(VLA_ERR_INVALID_ARG, "loader: %d datasets (at most %d in a mixture)", nds,
                          VLA_LOADER_MAX_DATASETS);

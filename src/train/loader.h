@@ -78,6 +78,11 @@ typedef struct {
                                   cameras in order, up to the policy's count; "": no images) */
     const char *action_key;    /* NULL: "action" */
     bool augment;              /* small random brightness/contrast per sample */
+    int augment_shift;         /* > 0: random shift by up to this many pixels (at the policy's image size),
+                                  as DrQ / Diffusion Policy train: each camera frame padded by N replicating
+                                  its edge and cropped back at a random offset; one offset per sample and
+                                  camera (cameras differ), drawn from the sample's key (vla_loader_shift_offset);
+                                  0: off, the frames exactly as read */
     double tol_s;              /* frame timestamp tolerance (≤ 0: 1/(2·fps)) */
     int n_obs_steps;           /* frames of state history K (≤ 1: the current frame only): the state is the
                                   state keys' vector at rows t−K+1..t, oldest first, each clamped to the
@@ -161,6 +166,13 @@ vla_status vla_loader_keys_width(const vla_lerobot *ds, const char *keys, int64_
  * vla_loader_release. */
 vla_status vla_loader_build(vla_loader *L, const int64_t *rows, const uint64_t *keys, int64_t n,
                             vla_loader_batch **out);
+
+/* Random shift (augment_shift): camera `camera`'s crop offset for the sample with global key `key`,
+ * each of *dy, *dx in [0, 2·pad] (pad, pad: the frame unchanged). Depends only on (seed, key, camera). */
+void vla_loader_shift_offset(uint64_t seed, uint64_t key, int camera, int pad, int *dy, int *dx);
+/* An h × w RGB8 frame padded by `pad` pixels replicating its edge, cropped back to h × w at (dy, dx) of the
+ * padded frame: out(y, x) = in(clamp(y + dy − pad), clamp(x + dx − pad)). in and out must not overlap. */
+void vla_loader_shift_rgb8(const uint8_t *in, int h, int w, int pad, int dy, int dx, uint8_t *out);
 
 /* Build a normaliser for `key` from the dataset's stats in `mode`
  * (QUANTILES falls back to MIN_MAX when the stats have no quantiles). */

@@ -389,8 +389,9 @@ static vla_status create_loader(trainer *t) {
     vla_loader_opts lo = {.datasets = dss, .n_datasets = t->nds, .policy = t->p,
                           .batch_size = o->token_budget > 0 ? step_samples : o->batch_size,
                           .max_tokens = o->token_budget,
-                          .source = vla_micro_batches_source, .source_user = &t->src, .seed = o->seed, .num_workers = o->num_workers,
-                          .augment = o->augment, .state_keys = o->state_keys, .image_keys = o->image_keys,
+                          .source = vla_micro_batches_source, .source_user = &t->src, .seed = o->seed,
+                          .num_workers = o->num_workers, .augment = o->augment, .augment_shift = o->augment_shift,
+                          .state_keys = o->state_keys, .image_keys = o->image_keys,
                           .n_obs_steps = o->n_obs_steps, .relative_actions = o->relative_actions,
                           .action_stats_per_step = o->action_stats_per_step};
     vla_normalizer ns = {0}, na = {0};
@@ -480,6 +481,8 @@ static void describe_run(trainer *t, const char *kind, const char *config_name) 
         "world", t->world, "skip_nonfinite", o->skip_nonfinite, "augment", o->augment);
     if (t->train_cfg) json_object_set_new(t->train_cfg, "device", json_string(t->p->tops->name));
     if (t->train_cfg) json_object_set_new(t->train_cfg, "precision", precision_json(t->p));
+    if (t->train_cfg && o->augment_shift > 0)
+        json_object_set_new(t->train_cfg, "augment_shift", json_integer(o->augment_shift));
     if (t->train_cfg && o->token_budget > 0)
         json_object_set_new(t->train_cfg, "token_budget", json_integer((json_int_t)o->token_budget));
     if (t->train_cfg && o->weights) json_object_set_new(t->train_cfg, "dataset.weights", json_string(o->weights));

@@ -102,6 +102,7 @@ typedef struct {
     int n_action_steps;         /* actions eval executes per chunk, recorded in config.json (≤ 0: min(horizon, 8)) */
     bool skip_nonfinite;        /* skip (and count) non-finite steps instead of stopping */
     bool augment;
+    int augment_shift;          /* random shift of the camera frames by up to N pixels (loader.h; 0: off) */
     bool progress;              /* progress line on stderr */
     double max_time_s;          /* > 0: after the step that crosses this many seconds of training, write a
                                    checkpoint and stop (a time budget; the schedule is not shortened) */

@@ -7,7 +7,9 @@
  * datasets refused; with n_obs_steps the state is the rows t-K+1..t clamped
  * to the episode start; relative actions are the chunk minus the state at t,
  * normalised with the differences' statistics, pooled over the chunk or
- * per step. */
+ * per step; the random shift (augment_shift) is a hand-checkable edge-padded
+ * crop, the identity at shift 0 or the centre offset, and the same batches
+ * with 0 and 3 workers. */
 #include "test_util.h"
 
 #include <math.h>
@@ -49,21 +51,33 @@ static vla_policy *make_policy(void) {
     return p;
 }
 
-static void test_batches(void **state) {
-    (void)state;
-    const char *root = test_tmp_path("loader_ds");
-    test_record_reach(root, 6, 0, -1);
+/* Reach expert episodes recorded under the test's temporary folder, opened. */
+static vla_lerobot *record_and_open(const char *name, int episodes) {
+    const char *root = test_tmp_path(name);
+    test_record_reach(root, episodes, 0, -1);
     vla_lerobot *ds;
     assert_int_equal(vla_lerobot_open(root, &ds), VLA_OK);
+    return ds;
+}
+
+/* Two loaders of the same options, started: one on the caller's thread, one with 3 workers. */
+static void start_0_and_3_workers(vla_loader_opts o, vla_loader **L0, vla_loader **L3) {
+    o.num_workers = 0;
+    assert_int_equal(vla_loader_create(&o, L0), VLA_OK);
+    o.num_workers = 3;
+    assert_int_equal(vla_loader_create(&o, L3), VLA_OK);
+    assert_int_equal(vla_loader_start(*L0), VLA_OK);
+    assert_int_equal(vla_loader_start(*L3), VLA_OK);
+}
+
+static void test_batches(void **state) {
+    (void)state;
+    vla_lerobot *ds = record_and_open("loader_ds", 6);
     vla_policy *p = make_policy();
     src_ctx c = {ds->n_rows};
     vla_loader_opts o = {.ds = ds, .policy = p, .batch_size = 4, .source = source, .source_user = &c, .seed = 1};
     vla_loader *L0, *L3;
-    assert_int_equal(vla_loader_create(&o, &L0), VLA_OK);
-    o.num_workers = 3;
-    assert_int_equal(vla_loader_create(&o, &L3), VLA_OK);
-    assert_int_equal(vla_loader_start(L0), VLA_OK);
-    assert_int_equal(vla_loader_start(L3), VLA_OK);
+    start_0_and_3_workers(o, &L0, &L3);
     const vla_lr_feature *fs = vla_lerobot_feature(ds, "observation.state");
     const vla_lr_feature *fa = vla_lerobot_feature(ds, "action");
     int64_t H = p->cfg.action.horizon, A = p->cfg.action.action_dim, img = p->cfg.vision.image_size;
@@ -300,12 +314,112 @@ static void test_nan_refused(void **state) {
     vla_lerobot_close(ds);
 }
 
+/* The shift itself on a 3×3 frame whose pixel (y, x) is 3y + x + 1 in every channel: pad 1 and
+ * offset (dy, dx) = (0, 2) read in(clamp(y − 1), clamp(x + 1)), worked out by hand below; the
+ * centre offset and pad 0 give the frame back. */
+static void test_shift_by_hand(void **state) {
+    (void)state;
+    uint8_t in[27], out[27];
+    for (int p = 0; p < 9; p++) in[p * 3] = in[p * 3 + 1] = in[p * 3 + 2] = (uint8_t)(p + 1);
+    static const uint8_t want[9] = {2, 3, 3, /* row 0 reads row 0 (row −1 clamped) */
+                                    2, 3, 3, /* row 1 reads row 0 */
+                                    5, 6, 6}; /* row 2 reads row 1; column 2 reads column 2 (3 clamped) */
+    vla_loader_shift_rgb8(in, 3, 3, 1, 0, 2, out);
+    for (int p = 0; p < 9; p++)
+        for (int ch = 0; ch < 3; ch++) assert_int_equal(out[p * 3 + ch], want[p]);
+    vla_loader_shift_rgb8(in, 3, 3, 1, 1, 1, out);
+    assert_memory_equal(out, in, sizeof in);
+    vla_loader_shift_rgb8(in, 3, 3, 0, 0, 0, out);
+    assert_memory_equal(out, in, sizeof in);
+    /* offsets: within [0, 2·pad], a function of (seed, key, camera) alone, and not all the centre */
+    int off_centre = 0;
+    for (uint64_t key = 0; key < 64; key++) {
+        int dy, dx, dy2, dx2;
+        vla_loader_shift_offset(7, key, 1, 4, &dy, &dx);
+        vla_loader_shift_offset(7, key, 1, 4, &dy2, &dx2);
+        assert_int_equal(dy, dy2);
+        assert_int_equal(dx, dx2);
+        assert_true(dy >= 0 && dy <= 8 && dx >= 0 && dx <= 8);
+        off_centre += dy != 4 || dx != 4;
+    }
+    assert_true(off_centre > 32);
+}
+
+/* Through the loader: with augment_shift = 4 each sample's image is exactly its unshifted image
+ * (the same loader at shift 0, same rows and keys) shifted by vla_loader_shift_offset of its key;
+ * with brightness/contrast on too, 0 and 3 workers give the same bytes. */
+static void test_shift_batches(void **state) {
+    (void)state;
+    vla_lerobot *ds = record_and_open("loader_shift", 3);
+    vla_policy *p = make_policy();
+    src_ctx c = {ds->n_rows};
+    const int pad = 4;
+    int64_t img = p->cfg.vision.image_size, plane = img * img;
+    vla_loader_opts o = {.ds = ds, .policy = p, .batch_size = 4, .source = source, .source_user = &c, .seed = 5};
+    vla_loader *plain, *shifted;
+    assert_int_equal(vla_loader_create(&o, &plain), VLA_OK);
+    o.augment_shift = pad;
+    assert_int_equal(vla_loader_create(&o, &shifted), VLA_OK);
+    int64_t rows[4] = {0, 7 % ds->n_rows, 19 % ds->n_rows, ds->n_rows - 1};
+    uint64_t keys[4] = {11, 12, 13, 9000};
+    vla_loader_batch *a, *b;
+    if (vla_loader_build(plain, rows, keys, 4, &a) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_int_equal(vla_loader_build(shifted, rows, keys, 4, &b), VLA_OK);
+    assert_int_equal(a->batch.n_images, 4);
+    assert_int_equal(b->batch.n_images, 4);
+    assert_memory_equal(a->batch.state, b->batch.state, (size_t)(4 * p->cfg.action.state_dim) * 4);
+    int moved = 0;
+    for (int i = 0; i < 4; i++) {
+        int dy, dx;
+        vla_loader_shift_offset(o.seed, keys[i], 0, pad, &dy, &dx);
+        moved += dy != pad || dx != pad;
+        const float *src = a->batch.images + (int64_t)i * 3 * plane, *got = b->batch.images + (int64_t)i * 3 * plane;
+        for (int ch = 0; ch < 3; ch++)
+            for (int64_t y = 0; y < img; y++)
+                for (int64_t x = 0; x < img; x++) {
+                    int64_t sy = y + dy - pad, sx = x + dx - pad;
+                    sy = sy < 0 ? 0 : sy >= img ? img - 1 : sy;
+                    sx = sx < 0 ? 0 : sx >= img ? img - 1 : sx;
+                    float want = src[ch * plane + sy * img + sx], have = got[ch * plane + y * img + x];
+                    assert_memory_equal(&want, &have, sizeof want);
+                }
+    }
+    assert_true(moved > 0);
+    vla_loader_release(plain, a);
+    vla_loader_release(shifted, b);
+    vla_loader_free(plain);
+    vla_loader_free(shifted);
+    /* a shift of more than half the image is refused */
+    vla_loader *bad = NULL;
+    o.augment_shift = (int)img;
+    assert_int_equal(vla_loader_create(&o, &bad), VLA_ERR_INVALID_ARG);
+    /* 0 and 3 workers: the same batches */
+    o.augment_shift = pad, o.augment = true;
+    vla_loader *L0, *L3;
+    start_0_and_3_workers(o, &L0, &L3);
+    for (int j = 0; j < 5; j++) {
+        double w;
+        assert_int_equal(vla_loader_next(L0, &a, &w), VLA_OK);
+        assert_int_equal(vla_loader_next(L3, &b, &w), VLA_OK);
+        assert_int_equal(a->batch.n_images, b->batch.n_images);
+        assert_memory_equal(a->batch.images, b->batch.images, (size_t)(a->batch.n_images * 3 * plane) * 4);
+        vla_loader_release(L0, a);
+        vla_loader_release(L3, b);
+    }
+    vla_loader_free(L0);
+    vla_loader_free(L3);
+    vla_policy_free(p);
+    vla_lerobot_close(ds);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batches),
         cmocka_unit_test(test_nan_refused),
         cmocka_unit_test(test_history),
         cmocka_unit_test(test_relative_actions),
+        cmocka_unit_test(test_shift_by_hand),
+        cmocka_unit_test(test_shift_batches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
