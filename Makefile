@@ -64,8 +64,10 @@ test-asan: setup
 		ctest --output-on-failure -j $(JOBS) -L unit -LE slow
 
 # The cuda backend compiled (not run: CI has no GPU) whenever nvcc is here, so
-# the code cannot rot: the library with every .cu file for sm_90a, the CLI and
-# the conformance suite linked against cuBLASLt, NCCL and static cudart; a
+# the code cannot rot: the library with every .cu file for sm_90a, and what a
+# GPU check runs (CMake's vla_cuda_check: the CLI, the conformance and
+# equivalence programs, the cuda suites) linked against cuBLASLt, NCCL and
+# static cudart; a
 # Debug build (no optimisation: it checks that everything compiles and
 # links, quickly). On a GPU, scripts/gpu_check.sh builds and runs it. The
 # CMake flags are scripts/cuda_flags.sh's, shared with gpu_check and gpu_bundle.
@@ -75,7 +77,7 @@ cuda-compile:
 		echo "make: compiling the cuda backend ($(NVCC)) in $(CUDA_CI_BUILD)"; \
 		cmake -S . -B $(CUDA_CI_BUILD) -DCMAKE_BUILD_TYPE=Debug $(VLA_CUDA_CMAKE_FLAGS) \
 			-DCMAKE_CUDA_COMPILER=$(NVCC) >/dev/null && \
-		cmake --build $(CUDA_CI_BUILD) -j $(JOBS) --target vla_cli test_conformance; \
+		cmake --build $(CUDA_CI_BUILD) -j $(JOBS) --target vla_cuda_check; \
 	else \
 		echo "make: no nvcc on this machine: the cuda backend's compile check is skipped"; \
 	fi
