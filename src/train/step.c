@@ -14,7 +14,7 @@
  * (its index among the trainable parameters), -1 when frozen. */
 typedef struct {
     vla_grad_buckets *gb;
-    int64_t *bucket_of;
+    const int64_t *bucket_of;
     vla_status st; /* a failed mark_ready inside the hook, reported after backward */
 } ready_state;
 
@@ -132,8 +132,7 @@ static vla_status fp8_after_step(const vla_train_step_in *in, bool skipped) {
     return VLA_OK;
 }
 
-/* Parameter → bucket tensor (index among the trainable parameters, -1 frozen). */
-static int64_t *bucket_map(const vla_policy *p) {
+int64_t *vla_train_step_bucket_map(const vla_policy *p) {
     int64_t *m = malloc((size_t)(p->specs.n > 0 ? p->specs.n : 1) * sizeof *m);
     if (!m) return NULL;
     int64_t n = 0;
@@ -149,13 +148,11 @@ vla_status vla_train_step(const vla_train_step_in *in, vla_train_step_out *out) 
         if (in->n_batches < 1) return vla_error(VLA_ERR_INVALID_ARG, "train step: no micro-batches");
         src = (vla_train_step_source){array_next, NULL, &arr};
     }
-    ready_state ready = {in->buckets, NULL, VLA_OK};
-    if (in->buckets && !(ready.bucket_of = bucket_map(in->policy)))
-        return vla_error(VLA_ERR_NOMEM, "train step: out of memory");
+    if (in->buckets && !in->bucket_of)
+        return vla_error(VLA_ERR_INVALID_ARG, "train step: gradient buckets without their parameter map");
+    ready_state ready = {in->buckets, in->bucket_of, VLA_OK};
     double sums[3] = {0, 0, 0}; /* Σ err², Σ real entries, ranks interrupted */
-    vla_status st = forward_backward(in, src, &ready, sums, out);
-    free(ready.bucket_of);
-    VLA_TRY(st);
+    VLA_TRY(forward_backward(in, src, &ready, sums, out));
     /* an interrupt (a per-process flag) rides on the loss all-reduce: every rank stops after the same step */
     out->signal = in->interrupt ? (int)*in->interrupt : 0;
     sums[2] = out->signal ? 1 : 0;

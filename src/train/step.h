@@ -53,6 +53,9 @@ typedef struct {
      * parameters in parameter order, as vla_train_opt_create_for_policy
      * lays them out. */
     vla_grad_buckets *buckets;
+    /* with buckets: parameter i is bucket tensor bucket_of[i], -1 when
+     * frozen (vla_train_step_bucket_map, made once per run) */
+    const int64_t *bucket_of;
     vla_comm *comm;             /* NULL: one process */
     /* The micro-batches: an array (source.next NULL), or a source. */
     const vla_batch *batches;
@@ -79,6 +82,11 @@ typedef struct {
 
 /* Collective: one optimizer step (above). A non-finite step without
  * skip_nonfinite is VLA_ERR_NUMERIC and changes no weight. */
+/* The parameter → bucket tensor map of `buckets` (each parameter's index
+ * among the trainable ones, -1 when frozen), malloc'ed; NULL when out of
+ * memory. */
+int64_t *vla_train_step_bucket_map(const vla_policy *p);
+
 vla_status vla_train_step(const vla_train_step_in *in, vla_train_step_out *out);
 
 #endif

@@ -72,6 +72,7 @@ typedef struct {
     vla_train_opt *opt;
     vla_schedule sched;
     vla_grad_buckets *gb;
+    int64_t *bucket_of; /* parameter → bucket tensor, for the step's gradient-ready hook */
     float *scratch;   /* host weights-layout buffer: the weights a checkpoint exports (EMA or a backend's copy) */
     vla_sampler track;
     vla_micro_batches src; /* the loader's source */
@@ -240,6 +241,7 @@ static void trainer_free(trainer *t) {
     free(t->losses);
     vla_loader_free(t->L);
     vla_grad_buckets_free(t->gb);
+    free(t->bucket_of);
     vla_train_opt_free(t->opt);
     vla_policy_free(t->p);
     for (int d = 0; d < t->nds; d++) vla_lerobot_close(t->ds[d]);
@@ -605,6 +607,8 @@ static vla_status setup(trainer *t, int64_t *start_step) {
     vla_status st = vla_train_opt_create_for_policy(t->comm, p, &ov, &t->opt);
     size_t bucket_bytes = o->bucket_mb > 0 ? (size_t)(o->bucket_mb * 1048576.0) : 0;
     if (st == VLA_OK) st = vla_grad_buckets_create(t->comm, p->tops, p->grads, sizes, n, bucket_bytes, &t->gb);
+    if (st == VLA_OK && !(t->bucket_of = vla_train_step_bucket_map(p)))
+        st = vla_error(VLA_ERR_NOMEM, "trainer: out of memory");
     free(sizes);
     VLA_TRY(st);
     VLA_TRY(alloc_buffers(t));
@@ -771,7 +775,7 @@ static vla_status over_time_budget(trainer *t, int64_t done_steps, bool *over) {
 static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bool *stop) {
     const vla_train_opts *o = t->o;
     double lr = vla_schedule_lr(&t->sched, vla_train_opt_updates(t->opt));
-    vla_train_step_in in = {.policy = t->p, .opt = t->opt, .buckets = t->gb, .comm = t->comm,
+    vla_train_step_in in = {.policy = t->p, .opt = t->opt, .buckets = t->gb, .bucket_of = t->bucket_of, .comm = t->comm,
                             .source = {next_micro_batch, release_micro_batch, t}, .lr = lr, .step = step,
                             .skip_nonfinite = o->skip_nonfinite, .interrupt = o->interrupt};
     vla_train_step_out out;
