@@ -6,7 +6,9 @@
 # first (`make setup` runs the test group). A plain `make` never installs: it
 # only builds, and when CMake cannot find a package it says to run
 # `sudo scripts/setup.sh build`. Groups:
-#   build  — what compiling libvla and the `vla` CLI needs
+#   build  — what compiling libvla and the `vla` CLI needs (ninja-build and
+#            lld only make it faster: without them the Makefile uses make and
+#            CMake GNU ld)
 #   test   — the C test framework, sanitizer/fuzzer runtimes, the ffmpeg CLI
 #            and Node.js (DuckDB oracle) used by tests as independent references
 #   bench  — peers measured side by side (PyAV, PyTorch), only for `make bench`
@@ -18,7 +20,7 @@ set -euo pipefail
 want=${1:-test}
 
 build_pkgs=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ninja-build lld
   libopenblas-openmp-dev libdnnl-dev libjansson-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
   libcairo2-dev libchipmunk-dev libmujoco-dev libosmesa6-dev
