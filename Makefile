@@ -97,7 +97,7 @@ cuda-compile:
 
 fuzz-smoke: setup
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) $(call cmake_generator,$(FUZZ_BUILD)) -DCMAKE_BUILD_TYPE=Debug -DVLA_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target vla_fuzz_targets
 	@bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 fuzz: setup
@@ -109,7 +109,7 @@ fuzz: setup
 # (tests/alloc_fail.h) in the ASan build, where LeakSanitizer checks each N.
 fuzz-long: setup
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) $(call cmake_generator,$(FUZZ_BUILD)) -DCMAKE_BUILD_TYPE=Debug -DVLA_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target vla_fuzz_targets
 	@status=0; FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_MAX_TIME=$(FUZZ_MAX_TIME) bash scripts/fuzz.sh $(FUZZ_BUILD) --long || status=$$?; \
 	cmake -S . -B $(ASAN_BUILD) $(call cmake_generator,$(ASAN_BUILD)) -DCMAKE_BUILD_TYPE=Debug -DVLA_SANITIZE=ON -DVLA_NATIVE=OFF >/dev/null && \
 	cmake --build $(ASAN_BUILD) -j $(JOBS) && \

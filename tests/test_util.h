@@ -14,6 +14,22 @@
 #include "policy/policy.h"
 #include "tensor/ops.h"
 
+/* TEST_SANITIZED: 1 in an AddressSanitizer build (make test-asan; GCC
+ * defines __SANITIZE_ADDRESS__, clang answers __has_feature). A test whose
+ * statistics need many repetitions runs its code once there — ASan checks
+ * the memory, not the statistics — and in full in the optimised and checked
+ * suites. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_SANITIZED 1
+#endif
+#endif
+#ifndef TEST_SANITIZED
+#define TEST_SANITIZED 0
+#endif
+
 /* The backend a test runs on: $VLA_DEVICE (the checked_ ctest runs set
  * "checked"; the CLI and library defaults read it too), else "cpu". Tests that hand the table host buffers (the nn
  * and tensor layers' own tests) use test_cpu_backend() instead. */

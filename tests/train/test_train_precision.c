@@ -315,7 +315,12 @@ static double mean_loss(const char *out, int from, int to) {
  * run's second half by 13% and f32's own seeds spread 0.54-0.87, so a 5%
  * bound there measured luck, not precision. At 1e-3 bf16 stays within 1e-3
  * of f32 per seed and FP8's three-seed mean within 2%. */
-#define CURVE_SEEDS 3
+/* Under ASan (TEST_SANITIZED) each mode trains one seed for 20 steps:
+ * the same code under the sanitizer (18 runs of 150 steps took ~60 s of the
+ * ASan suite's longest test), the statistics left to the optimised and
+ * checked suites, which run them in full. */
+#define CURVE_SEEDS (TEST_SANITIZED ? 1 : 3)
+#define CURVE_STEPS (TEST_SANITIZED ? 20 : 150)
 static void curves(const char *config, double tol_bf16, double tol_fp8) {
     double whole[3] = {0}, half[3] = {0}, first = 0;
     for (int m = 0; m < 3; m++)
@@ -328,22 +333,24 @@ static void curves(const char *config, double tol_bf16, double tol_fp8) {
             vla_train_result r;
             base_opts(&o, out, config, (vla_precision)m);
             o.seed = 7 + (uint64_t)sd;
-            o.steps = 150;
+            o.steps = CURVE_STEPS;
             o.save_freq = 0;
             o.log_freq = 10;
             o.lr = 1e-3;
             o.fp8.amax_history_len = 16;
             if (vla_train(&o, &r) != VLA_OK) fail_msg("%s", vla_error_message());
             if (m == 0) first += r.first_loss / CURVE_SEEDS;
-            double w = mean_loss(out, 0, 150), h = mean_loss(out, 70, 150);
+            double w = mean_loss(out, 0, CURVE_STEPS), h = mean_loss(out, CURVE_STEPS * 7 / 15, CURVE_STEPS);
+            assert_true(isfinite(w) && isfinite(h));
             printf("  %s %s seed %d: %.5f / %.5f\n", config, vla_precision_name((vla_precision)m), 7 + sd, w, h);
             whole[m] += w / CURVE_SEEDS, half[m] += h / CURVE_SEEDS;
             test_rmrf(out);
         }
-    printf("%s, 150 steps, mean of %d seeds (first 10: %.4f): mean loss over the run / its second half: f32 %.5f / "
-           "%.5f, bf16 %.5f / %.5f (%+.2e / %+.2e), fp8 %.5f / %.5f (%+.2e / %+.2e)\n", config, CURVE_SEEDS, first,
+    printf("%s, %d steps, mean of %d seeds (first 10: %.4f): mean loss over the run / its second half: f32 %.5f / "
+           "%.5f, bf16 %.5f / %.5f (%+.2e / %+.2e), fp8 %.5f / %.5f (%+.2e / %+.2e)\n", config, CURVE_STEPS, CURVE_SEEDS, first,
            whole[0], half[0], whole[1], half[1], whole[1] / whole[0] - 1, half[1] / half[0] - 1, whole[2], half[2],
            whole[2] / whole[0] - 1, half[2] / half[0] - 1);
+    if (TEST_SANITIZED) return;
     assert_true(half[0] < 0.85 * first); /* it learns */
     assert_true(fabs(whole[1] / whole[0] - 1) <= tol_bf16 && fabs(half[1] / half[0] - 1) <= tol_bf16);
     assert_true(fabs(whole[2] / whole[0] - 1) <= tol_fp8 && fabs(half[2] / half[0] - 1) <= tol_fp8);
