@@ -33,18 +33,22 @@ static inline int vla(const char *fmt, ...) {
     return vla_in(NULL, args);
 }
 
+/* The whole output, on stderr: cmocka's failure message cuts long text. */
+static inline void cli_fail_output(void) {
+    fprintf(stderr, "---- output ----\n%s\n---- end of output ----\n", out);
+}
 #define EXPECT(rc, want)                                                                                           \
     do {                                                                                                           \
         int rc_ = (rc);                                                                                            \
-        if (rc_ != (want)) fail_msg("exit %d, expected %d; output:\n%s", rc_, (want), out);                        \
+        if (rc_ != (want)) { cli_fail_output(); fail_msg("exit %d, expected %d (its output above)", rc_, (want)); }\
     } while (0)
 #define SAYS(s)                                                                                                    \
     do {                                                                                                           \
-        if (!strstr(out, (s))) fail_msg("output lacks \"%s\":\n%s", (s), out);                                   \
+        if (!strstr(out, (s))) { cli_fail_output(); fail_msg("output lacks \"%s\" (the output above)", (s)); }\
     } while (0)
 #define NEVER(s)                                                                                                   \
     do {                                                                                                           \
-        if (strstr(out, (s))) fail_msg("output has \"%s\":\n%s", (s), out);                                       \
+        if (strstr(out, (s))) { cli_fail_output(); fail_msg("output has \"%s\" (the output above)", (s)); }\
     } while (0)
 
 #endif
