@@ -35,7 +35,7 @@ cmake_generator = $(if $(wildcard $(1)/CMakeCache.txt),,$(if $(NINJA),-G Ninja))
 # make install PREFIX=DIR: the portable libvla.so, include/vla.h, vla.pc and CLI
 PREFIX ?= /usr/local
 
-.PHONY: all install setup test test-fast test-asan cuda-compile fuzz-smoke fuzz fuzz-long demo bench clean help
+.PHONY: all install setup test test-fast asan-build fuzz-build test-asan cuda-compile fuzz-smoke fuzz fuzz-long demo bench clean help
 
 # CMake names what it could not find on stderr; the hint says how to get it.
 all:
@@ -69,9 +69,17 @@ test-fast: all
 	@bash scripts/ctest_costs.sh seed $(BUILD) main
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test-asan: setup
+# The ASan+UBSan build (test-asan, fuzz-long) and the libFuzzer build
+# (fuzz-smoke, fuzz-long), configured and built in one place each.
+asan-build:
 	@cmake -S . -B $(ASAN_BUILD) $(call cmake_generator,$(ASAN_BUILD)) -DCMAKE_BUILD_TYPE=Debug -DVLA_SANITIZE=ON -DVLA_NATIVE=OFF >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+fuzz-build:
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) $(call cmake_generator,$(FUZZ_BUILD)) -DCMAKE_BUILD_TYPE=Debug -DVLA_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target vla_fuzz_targets
+
+test-asan: setup asan-build
 	@bash scripts/ctest_costs.sh seed $(ASAN_BUILD) asan
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 		ctest --output-on-failure -j $(JOBS) -L unit -LE slow
@@ -95,9 +103,7 @@ cuda-compile:
 		echo "make: no nvcc on this machine: the cuda backend's compile check is skipped"; \
 	fi
 
-fuzz-smoke: setup
-	@CC=clang cmake -S . -B $(FUZZ_BUILD) $(call cmake_generator,$(FUZZ_BUILD)) -DCMAKE_BUILD_TYPE=Debug -DVLA_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target vla_fuzz_targets
+fuzz-smoke: setup fuzz-build
 	@bash scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 fuzz: setup
@@ -107,12 +113,9 @@ fuzz: setup
 # FUZZ_MAX_TIME seconds, corpora kept in $(FUZZ_BUILD)/corpus-<target>, findings
 # in $(FUZZ_BUILD)/findings/; then every allocation-failure sweep over every N
 # (tests/alloc_fail.h) in the ASan build, where LeakSanitizer checks each N.
-fuzz-long: setup
-	@CC=clang cmake -S . -B $(FUZZ_BUILD) $(call cmake_generator,$(FUZZ_BUILD)) -DCMAKE_BUILD_TYPE=Debug -DVLA_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target vla_fuzz_targets
+fuzz-long: setup fuzz-build
 	@status=0; FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_MAX_TIME=$(FUZZ_MAX_TIME) bash scripts/fuzz.sh $(FUZZ_BUILD) --long || status=$$?; \
-	cmake -S . -B $(ASAN_BUILD) $(call cmake_generator,$(ASAN_BUILD)) -DCMAKE_BUILD_TYPE=Debug -DVLA_SANITIZE=ON -DVLA_NATIVE=OFF >/dev/null && \
-	cmake --build $(ASAN_BUILD) -j $(JOBS) && \
+	$(MAKE) --no-print-directory asan-build && \
 	(cd $(ASAN_BUILD) && VLA_ALLOC_SWEEP=full ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 		ctest --output-on-failure -j $(JOBS) -R _alloc_fail) || status=1; \
 	exit $$status
