@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <libavutil/log.h>
+#include "io/ffmpeg_api.h"
 
 #include "io/video.h"
 
@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Inputs longer than this are not videos the fuzzer learns from faster;
  * they only cost time. */
-#define MAX_INPUT (16 << 10)
+#define MAX_INPUT_BYTES (16 << 10)
 /* LeRobot frames are small (PushT: 96×96); larger ones only cost memset. */
 #define MAX_PIXELS (128 * 128)
 /* The forward read asks for the frame this many frames after the first. */
@@ -37,7 +37,7 @@ static char path[80];
 static void remove_file(void) { unlink(path); }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > MAX_INPUT) return 0;
+    if (size > MAX_INPUT_BYTES) return 0;
     if (!path[0]) {
         av_log_set_level(AV_LOG_QUIET); /* formatting FFmpeg's complaints was 7% of the time */
         snprintf(path, sizeof path, "%s/vla-fuzz-video-%d.mp4", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp",

@@ -6,9 +6,8 @@
 #   cli      the `vla` command;
 #   bench    the benchmarks (`vla bench <name>`), commands compiled into the CLI beside cli/;
 #   nomedia  the stand-ins of a VLA_MEDIA=OFF build (src/nomedia/media_off.h). Each replaces a file of
-#            some layer (io, data, sim, train) and one replaces a CLI file (cmd_version_off.c includes
-#            cli/cmd_version.c), so it is treated like cli: it may include anything, and no layer may
-#            include it (no layer may depend on which build it is in).
+#            some layer (io, data, sim, train), so it is treated like cli: it may include any layer,
+#            and no layer may include it (no layer may depend on which build it is in).
 # A folder under src/ in neither list fails the check: place it in the order first.
 # Only quoted includes whose first path part is a folder of src/ are checked ("vla.h", the public
 # header, and <system> headers are not layers). Files: *.c *.h *.cu *.cuh, subfolders included.

@@ -7,12 +7,11 @@
 #include <stdlib.h>
 #include <cblas.h>
 #include <jansson.h>
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
 #include <omp.h>
 #include <string.h>
+#include "io/video.h"
 #ifdef VLA_HAVE_MPI
-#include <mpi.h>
+#include "distributed/mpi_api.h"
 #endif
 
 #include "tensor/backend.h"
@@ -31,13 +30,18 @@ int vla_cmd_version(int argc, char **argv) {
 
     char mpi[64] = "no";
 #ifdef VLA_HAVE_MPI
-    int major = 0, minor = 0;
-    MPI_Get_version(&major, &minor);
-    snprintf(mpi, sizeof mpi, "MPI %d.%d", major, minor);
+    /* Open MPI is loaded at its first use (base/dynlib.h): where it is
+     * missing, this says so instead of a version */
+    if (vla_mpi_require() == VLA_OK) {
+        int major = 0, minor = 0;
+        MPI_Get_version(&major, &minor);
+        snprintf(mpi, sizeof mpi, "MPI %d.%d", major, minor);
+    } else {
+        snprintf(mpi, sizeof mpi, "not loadable (libopenmpi3)");
+    }
 #endif
-    char ffmpeg[64];
-    unsigned v = avcodec_version();
-    snprintf(ffmpeg, sizeof ffmpeg, "libavcodec %u.%u.%u", v >> 16, (v >> 8) & 0xff, v & 0xff);
+    char ffmpeg[256];
+    vla_video_describe(ffmpeg, sizeof ffmpeg);
     char openmp[64];
     snprintf(openmp, sizeof openmp, "OpenMP %d, %d threads", _OPENMP, omp_get_max_threads());
     const char *blas = openblas_get_config();

@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libavcodec/avcodec.h>
-#include <libswscale/swscale.h>
+#include "io/ffmpeg_api.h"
 
 #include "base/fsutil.h"
 #include "data/lerobot_internal.h"

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #ifdef VLA_HAVE_MPI
-#include <mpi.h>
+#include "distributed/mpi_api.h"
 #endif
 
 struct vla_comm {
@@ -336,6 +336,7 @@ static const vla_comm_backend mpi_backend = {
 static vla_status mpi_init(vla_comm *c) {
     if (mpi_was_finalized)
         return vla_error(VLA_ERR_UNSUPPORTED, "comm: MPI was already finalized in this process");
+    VLA_TRY(vla_mpi_require()); /* launched by mpirun without Open MPI's library: what to install */
     int inited = 0;
     MPI_Initialized(&inited);
     if (!inited) {

@@ -3,9 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libavcodec/avcodec.h>
-#include <libavutil/imgutils.h>
-#include <libavutil/pixdesc.h>
+#include "io/ffmpeg_api.h"
 #include <zlib.h>
 
 #include "base/fsutil.h"
@@ -18,6 +16,7 @@ vla_status vla_image_encode_png(const uint8_t *rgb, int width, int height, int s
                                 size_t *png_size) {
     *png = NULL;
     *png_size = 0;
+    VLA_TRY(vla_ffmpeg_require()); /* FFmpeg's PNG codec; missing: what to install (base/dynlib.h) */
     if (!rgb || width <= 0 || height <= 0 || width > MAX_DIM || height > MAX_DIM)
         return vla_error(VLA_ERR_INVALID_ARG, "png: bad image size %dx%d", width, height);
     if (stride_bytes == 0) stride_bytes = width * 3;
@@ -168,6 +167,7 @@ static vla_status check_chunks(const uint8_t *png, size_t n) {
 vla_status vla_image_decode_png(const uint8_t *png, size_t png_size, uint8_t **rgb, int *width, int *height) {
     *rgb = NULL;
     *width = *height = 0;
+    VLA_TRY(vla_ffmpeg_require());
     static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     if (!png || png_size < 8 || memcmp(png, sig, 8) != 0) return vla_error(VLA_ERR_FORMAT, "png: bad signature");
     if (png_size > (size_t)INT32_MAX - AV_INPUT_BUFFER_PADDING_SIZE)

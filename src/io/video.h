@@ -23,6 +23,7 @@
 #ifndef VLA_IO_VIDEO_H
 #define VLA_IO_VIDEO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/status.h"
@@ -35,6 +36,10 @@ typedef struct { int width, height, fps; const char *codec; /* NULL: libsvtav1, 
  * "moving the moov atom") unless VLA_LOG=debug; every reader and writer
  * calls it, once per process. */
 void vla_video_quiet_ffmpeg(void);
+/* What decodes and encodes video in this build, for `vla version`:
+ * "libavcodec 59.37.100", or why there is none (FFmpeg not installed, or a
+ * VLA_MEDIA=OFF build). Loads FFmpeg (base/dynlib.h) if it can. */
+void vla_video_describe(char *buf, size_t size);
 vla_status vla_video_writer_open(const char *path, const vla_video_writer_opts *opts, vla_video_writer **out); /* writes to a temp file; renamed into place on close */
 vla_status vla_video_writer_add_rgb(vla_video_writer *w, const uint8_t *rgb, int stride_bytes); /* one RGB24 frame */
 double vla_video_writer_time(const vla_video_writer *w); /* seconds of video written so far (for from/to timestamps of concatenated episodes) */

@@ -10,12 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libavutil/imgutils.h>
-#include <libavutil/log.h>
-#include <libavutil/pixdesc.h>
-#include <libswscale/swscale.h>
+#include "io/ffmpeg_api.h"
 
 #include "base/log.h"
 #include "io/video.h"
@@ -156,6 +151,7 @@ static vla_status load_key_index(vla_video_decoder *d) {
 
 vla_status vla_video_decoder_open(const char *path, const vla_video_decoder_opts *opts, vla_video_decoder **out) {
     *out = NULL;
+    VLA_TRY(vla_ffmpeg_require()); /* FFmpeg missing: what to install, not an exit (base/dynlib.h) */
     vla_video_quiet_ffmpeg();
     vla_video_decoder *d = calloc(1, sizeof(*d));
     if (!d) return vla_error(VLA_ERR_NOMEM, "%s: out of memory", path);
@@ -351,6 +347,7 @@ vla_status vla_video_scan(const char *path, int max_errors, vla_video_error_fn o
                           void (*progress)(void *user, int64_t frames), int64_t *frames, int64_t *errors) {
     *frames = 0;
     *errors = 0;
+    VLA_TRY(vla_ffmpeg_require());
     vla_video_decoder_opts o = {.threads = 1, .cache_frames = -1, .strict = 1};
     vla_video_decoder *d;
     VLA_TRY(vla_video_decoder_open(path, &o, &d));

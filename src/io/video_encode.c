@@ -11,11 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libavutil/log.h>
-#include <libavutil/opt.h>
-#include <libswscale/swscale.h>
+#include "io/ffmpeg_api.h"
 
 #include "base/fsutil.h"
 #include "base/log.h"
@@ -169,6 +165,7 @@ static vla_status writer_header(vla_video_writer *w) {
 
 vla_status vla_video_writer_open(const char *path, const vla_video_writer_opts *opts, vla_video_writer **out) {
     *out = NULL;
+    VLA_TRY(vla_ffmpeg_require()); /* FFmpeg missing: what to install, not an exit (base/dynlib.h) */
     if (!opts || opts->width <= 0 || opts->height <= 0 || opts->fps <= 0)
         return vla_error(VLA_ERR_INVALID_ARG, "%s: video size and fps must be positive", path);
     if ((opts->width | opts->height) & 1)
@@ -260,6 +257,7 @@ static vla_status open_source(const char *source, AVFormatContext **ic, int *str
 
 vla_status vla_video_writer_open_copy(const char *path, const char *source, int fps, vla_video_writer **out) {
     *out = NULL;
+    VLA_TRY(vla_ffmpeg_require());
     if (fps <= 0) return vla_error(VLA_ERR_INVALID_ARG, "%s: fps must be positive", path);
     AVFormatContext *ic;
     int si;

@@ -1,13 +1,17 @@
 /* video_off.c — io/video.h in a VLA_MEDIA=OFF build (no FFmpeg): opening a
  * video for reading or writing fails with media_off.h's error; the
  * accessors of objects that cannot exist are never reached. Stands in for
- * src/io/video_decode.c and src/io/video_encode.c. */
+ * src/io/video_decode.c, src/io/video_encode.c and the FFmpeg table
+ * (src/io/ffmpeg_api.c). */
 #include "io/video.h"
 #include "nomedia/media_off.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 void vla_video_quiet_ffmpeg(void) {}
+
+void vla_video_describe(char *buf, size_t size) { snprintf(buf, size, "%s", VLA_MEDIA_OFF_NOTE); }
 
 vla_status vla_video_writer_open(const char *path, const vla_video_writer_opts *opts, vla_video_writer **out) {
     (void)opts;

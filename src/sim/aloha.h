@@ -4,7 +4,7 @@
 #ifndef VLA_SIM_ALOHA_H
 #define VLA_SIM_ALOHA_H
 
-#include <mujoco/mujoco.h>
+#include "sim/mujoco_api.h"
 #include <stdbool.h>
 #include <stdint.h>
 

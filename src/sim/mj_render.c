@@ -73,8 +73,9 @@ static void one_line(char *s, size_t cap) {
 }
 
 vla_status vla_mj_load(const char *path, const char *xml, const char *vname, mjModel **out) {
-    vla_mj_init();
     *out = NULL;
+    VLA_TRY(vla_mujoco_require()); /* MuJoCo missing: what to install, not an exit (base/dynlib.h) */
+    vla_mj_init();
     char err[1024] = "";
     mjModel *m = NULL;
     volatile vla_status st = VLA_OK;

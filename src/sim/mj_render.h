@@ -29,7 +29,7 @@
 #ifndef VLA_SIM_MJ_RENDER_H
 #define VLA_SIM_MJ_RENDER_H
 
-#include <mujoco/mujoco.h>
+#include "sim/mujoco_api.h"
 #include <setjmp.h>
 #include <stdint.h>
 

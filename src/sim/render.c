@@ -9,7 +9,7 @@
  * integer positions, as pygame, and resizes it as cv2.resize(INTER_LINEAR),
  * so images look like gym-pusht's and the lerobot/pusht dataset's; SMOOTH
  * draws directly at the requested size, antialiased, and is faster. */
-#include <cairo.h>
+#include "io/cairo_api.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +180,7 @@ static void draw_marker(const vla_draw_scene *sc, int w, int h, uint8_t *rgb, in
 
 vla_status vla_sim_draw(const vla_draw_scene *sc, vla_render_style style, int width, int height, uint8_t *rgb,
                         int stride, vla_draw_scratch *scratch) {
+    VLA_TRY(vla_cairo_require()); /* cairo missing: what to install, not an exit (base/dynlib.h) */
     if (width <= 0 || height <= 0) return vla_error(VLA_ERR_INVALID_ARG, "render: bad size %dx%d", width, height);
     bool gym = style == VLA_RENDER_GYM;
     /* gym style paints the world at one pixel per unit, then resizes */

@@ -1,7 +1,7 @@
 /* plot.c — line plots to PNG with cairo (see plot.h). */
 #include "train/plot.h"
 
-#include <cairo.h>
+#include "io/cairo_api.h"
 #include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
@@ -243,6 +243,7 @@ static cairo_status_t png_write(void *closure, const unsigned char *data, unsign
 }
 
 vla_status vla_plot_png(const char *path, const vla_plot_opts *o, const vla_plot_series *s, size_t ns) {
+    VLA_TRY(vla_cairo_require()); /* cairo missing: what to install, not an exit (base/dynlib.h) */
     if (!(o->smooth >= 0 && o->smooth < 1))
         return vla_error(VLA_ERR_INVALID_ARG, "plot: smoothing %g must be in [0, 1)", o->smooth);
     vla_plot_frame f;
@@ -369,6 +370,7 @@ vla_status vla_plot_metric_range(const char *jsonl_path, const char *column, con
 }
 
 void vla_plot_release_caches(void) {
+    if (!vla_dynlib_loaded(&vla_cairo_lib)) return; /* nothing drew; and loading cairo to reset it would cost a start */
     cairo_debug_reset_static_data();
     /* fontconfig comes in through cairo; look FcFini up rather than link it */
     void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
