@@ -40,6 +40,11 @@ struct vla_zero1 {
     vla_devcomm *dev;
     vla_nccl_shards shards;
     float *dpad, *drecv;
+    /* the gradient norm's pieces (one per segment at most) and their Σg²,
+     * host memory for one ops->sum_squares_multi per step */
+    const float **ss_x;
+    int64_t *ss_n;
+    double *ss_out;
     uint64_t layout; /* hash of the segments, stored in the shard files */
     int64_t step;
 };
@@ -115,7 +120,11 @@ vla_status vla_zero1_create_segments(vla_comm *comm, const vla_ops *ops, const v
     z->m = dev_zeros(ops, n);
     z->v = dev_zeros(ops, n);
     z->counts = malloc(sizeof(int64_t) * 2 * (size_t)world);
-    if (!z->seg || !z->flat || !z->m || !z->v || !z->counts) {
+    size_t np = (size_t)(n_seg > 0 ? n_seg : 1);
+    z->ss_x = malloc(sizeof *z->ss_x * np);
+    z->ss_n = malloc(sizeof *z->ss_n * np);
+    z->ss_out = malloc(sizeof *z->ss_out * np);
+    if (!z->seg || !z->flat || !z->m || !z->v || !z->counts || !z->ss_x || !z->ss_n || !z->ss_out) {
         vla_zero1_free(z);
         return vla_error(VLA_ERR_NOMEM, "zero1: out of memory for a shard of %zu", n);
     }
@@ -154,6 +163,7 @@ void vla_zero1_free(vla_zero1 *z) {
     dev_free(z->ops, z->dpad), dev_free(z->ops, z->drecv);
     free(z->gather), free(z->hgrad), free(z->counts);
     free(z->seg), free(z->flat);
+    free(z->ss_x), free(z->ss_n), free(z->ss_out);
     free(z);
 }
 
@@ -212,13 +222,18 @@ static void copy_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_
 
 typedef struct {
     const float *g; /* shard gradient, g[0] is flat lo */
-    double ss;
+    const float **x;
+    int64_t *n;
+    int count;
 } sumsq_ctx;
 
-/* per segment piece, so that at world 1 the blocking is per tensor */
+/* per segment piece, so that at world 1 the blocking is per tensor: the
+ * pieces are listed here and reduced by one sum_squares_multi (one wait on
+ * a device backend instead of one per tensor) */
 static void sumsq_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_t p0, void *ctx) {
     sumsq_ctx *c = ctx;
-    c->ss += z->ops->sum_squares(c->g + (f0 - z->lo), f1 - f0);
+    c->x[c->count] = c->g + (f0 - z->lo);
+    c->n[c->count++] = f1 - f0;
 }
 
 typedef struct {
@@ -408,9 +423,13 @@ vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_g
         g = z->gshard;
     }
 
-    sumsq_ctx sc_ss = {g, 0};
+    /* Σg² piece by piece, summed on the host in piece order (the same
+     * bits as one sum_squares per piece, which this was) */
+    sumsq_ctx sc_ss = {g, z->ss_x, z->ss_n, 0};
     for_pieces(z, z->lo, z->hi, sumsq_piece, &sc_ss);
-    double ss = sc_ss.ss;
+    z->ops->sum_squares_multi(sc_ss.count, z->ss_x, z->ss_n, z->ss_out);
+    double ss = 0;
+    for (int i = 0; i < sc_ss.count; i++) ss += z->ss_out[i];
     VLA_TRY(vla_comm_allreduce(z->comm, &ss, &ss, 1, VLA_COMM_F64, VLA_COMM_SUM));
     double norm = sqrt(ss);
     if (grad_norm) *grad_norm = norm;

@@ -236,6 +236,12 @@ typedef struct vla_ops {
     double (*sum)(const float *x, int64_t n);
     double (*dot)(const float *a, const float *b, int64_t n);
     double (*sum_squares)(const float *x, int64_t n);
+    /* out[i] = sum_squares(x[i], n[i]) for i < count, the same bits, read
+     * back to the host once: a device backend queues every reduction and
+     * waits once (the gradient norm of a step spans hundreds of tensors,
+     * one wait each through sum_squares). x and n are host arrays; x[i] is
+     * backend memory; out is host memory. */
+    void (*sum_squares_multi)(int count, const float *const *x, const int64_t *n, double *out);
     float (*max_abs)(const float *x, int64_t n);
     int64_t (*count_nonfinite)(const float *x, int64_t n);
     /* index of the first NaN/Inf, or −1 */

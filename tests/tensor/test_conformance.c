@@ -351,6 +351,27 @@ static void t_reductions(void) {
         }
         t_free(a), t_free(b);
     }
+    { /* many vectors in one call (the gradient norm): each the bits of its own sum_squares on this backend */
+        COVER(sum_squares_multi);
+        enum { NV = 7 };
+        const int64_t ns[NV] = {0, 1, 7, 4096, 4097, 100003, 3};
+        tens v[NV];
+        const float *xd[NV];
+        double got[NV];
+        for (int i = 0; i < NV; i++) v[i] = t_rand(ns[i], 2), xd[i] = v[i].d;
+        C.dut->sum_squares_multi(NV, xd, ns, got);
+        for (int i = 0; i < NV; i++) {
+            double one = C.dut->sum_squares(v[i].d, ns[i]);
+            if (memcmp(&got[i], &one, sizeof one))
+                fail_msg("sum_squares_multi [%s]: vector %d (n %lld) gives %.17g, its sum_squares %.17g", C.dut->name, i,
+                         (long long)ns[i], got[i], one);
+            double mag = 0;
+            for (int64_t k = 0; k < ns[i]; k++) mag += (double)v[i].h[k] * v[i].h[k];
+            check_scalar(got[i], C.ref->sum_squares(v[i].h, ns[i]), TOL_SUM * 10 * mag, "sum_squares_multi");
+        }
+        C.dut->sum_squares_multi(0, xd, ns, got); /* nothing to do: no call into the device, no crash */
+        for (int i = 0; i < NV; i++) t_free(v[i]);
+    }
     for (int trial = 0; trial < 6; trial++) {
         int64_t rows = rnd(0, 3000), cols = rnd(1, 300);
         tens x = t_rand(rows * cols, 1), y = t_rand(cols, 1);

@@ -185,6 +185,10 @@ WRAP_VOID(col2im_add, (float *im, const float *p, int64_t n, int64_t C, int64_t 
 WRAP_RET(double, sum, (const float *x, int64_t n), (T(x), n))
 WRAP_RET(double, dot, (const float *a, const float *b, int64_t n), (T(a), T(b), n))
 WRAP_RET(double, sum_squares, (const float *x, int64_t n), (T(x), n))
+/* each vector's pointer translated: the cpu's sum_squares on each, as its multi does */
+static void chk_sum_squares_multi(int count, const float *const *x, const int64_t *n, double *out) {
+    for (int i = 0; i < count; i++) out[i] = cpu()->sum_squares(T(x[i]), n[i]);
+}
 WRAP_RET(float, max_abs, (const float *x, int64_t n), (T(x), n))
 WRAP_RET(int64_t, count_nonfinite, (const float *x, int64_t n), (T(x), n))
 WRAP_RET(int64_t, find_nonfinite, (const float *x, int64_t n), (T(x), n))
@@ -263,7 +267,7 @@ static const vla_ops checked_ops = {
     SLOT(fp8_scale_update), SLOT(fill),
     SLOT(copy), SLOT(add), SLOT(sub), SLOT(mul), SLOT(axpy), SLOT(scale), SLOT(affine), SLOT(scale_to),
     SLOT(add_row_vector), SLOT(copy_rows), SLOT(add_rows), SLOT(copy2d), SLOT(im2col), SLOT(col2im_add), SLOT(sum),
-    SLOT(dot), SLOT(sum_squares), SLOT(max_abs), SLOT(count_nonfinite), SLOT(find_nonfinite), SLOT(sum_rows),
+    SLOT(dot), SLOT(sum_squares), SLOT(sum_squares_multi), SLOT(max_abs), SLOT(count_nonfinite), SLOT(find_nonfinite), SLOT(sum_rows),
     SLOT(softmax_rows), SLOT(softmax_rows_backward), SLOT(attention_mask), SLOT(act_forward), SLOT(act_backward),
     SLOT(glu_forward), SLOT(glu_backward), SLOT(layernorm_forward), SLOT(layernorm_backward), SLOT(rmsnorm_forward),
     SLOT(rmsnorm_backward), SLOT(adaln_forward), SLOT(adaln_backward), SLOT(adarms_forward), SLOT(adarms_backward),

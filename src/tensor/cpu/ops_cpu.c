@@ -313,6 +313,10 @@ DEFINE_REDUCTION(cpu_sum, (const float *x, int64_t n), (double)x[i])
 DEFINE_REDUCTION(cpu_dot, (const float *a, const float *b, int64_t n), (double)a[i] * (double)b[i])
 DEFINE_REDUCTION(cpu_sum_squares, (const float *x, int64_t n), (double)x[i] * (double)x[i])
 
+static void cpu_sum_squares_multi(int count, const float *const *x, const int64_t *n, double *out) {
+    for (int i = 0; i < count; i++) out[i] = cpu_sum_squares(x[i], n[i]);
+}
+
 static float cpu_max_abs(const float *x, int64_t n) {
     float m = 0.0f;
 #pragma omp parallel for reduction(max : m) if (n > PAR_MIN)
@@ -453,6 +457,7 @@ static const vla_ops cpu_ops = {
     .sum = cpu_sum,
     .dot = cpu_dot,
     .sum_squares = cpu_sum_squares,
+    .sum_squares_multi = cpu_sum_squares_multi,
     .max_abs = cpu_max_abs,
     .count_nonfinite = cpu_count_nonfinite,
     .find_nonfinite = cpu_find_nonfinite,

@@ -29,7 +29,7 @@ extern "C" {
 
 #define RING_CHUNK ((size_t)4 << 20)
 #define RING_CHUNKS 8
-#define RESULT_BYTES 8192
+#define RESULT_BYTES VLA_CUDA_RESULT_BYTES
 /* host → device copies up to this size go through the pinned ring */
 #define SMALL_COPY ((size_t)256 << 10)
 
@@ -379,6 +379,7 @@ static void tbl_init(void) {
     SLOT(sum);
     SLOT(dot);
     SLOT(sum_squares);
+    SLOT(sum_squares_multi);
     SLOT(max_abs);
     SLOT(count_nonfinite);
     SLOT(find_nonfinite);

@@ -62,6 +62,7 @@ void vla_cuda_upload_release(vla_cuda_upload_t *u);
 
 /* A small pinned host area and device area for host results of reductions
  * (8 KiB each), and the lock that owns them for one op. */
+#define VLA_CUDA_RESULT_BYTES 8192 /* the size of each area */
 void *vla_cuda_result_dev(void);
 void *vla_cuda_result_host(void);
 void vla_cuda_result_lock(void);
@@ -124,6 +125,7 @@ void vla_cuda_convert(void *dst, vla_dtype dt, const void *src, vla_dtype st, in
 double vla_cuda_sum(const float *x, int64_t n);
 double vla_cuda_dot(const float *a, const float *b, int64_t n);
 double vla_cuda_sum_squares(const float *x, int64_t n);
+void vla_cuda_sum_squares_multi(int count, const float *const *x, const int64_t *n, double *out);
 float vla_cuda_max_abs(const float *x, int64_t n);
 int64_t vla_cuda_count_nonfinite(const float *x, int64_t n);
 int64_t vla_cuda_find_nonfinite(const float *x, int64_t n);

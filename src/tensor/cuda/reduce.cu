@@ -84,23 +84,48 @@ __global__ void k_reduce_final(int kind, const double *partial, int64_t nb, doub
     if (threadIdx.x == 0) *out = r;
 }
 
-static double reduce(int kind, const float *a, const float *b, int64_t n, const char *what) {
-    if (n <= 0) return kind == R_FIND_NF ? 9.0e18 : 0.0;
+/* Queue the reduction of a[0..n) (and b) into *dst, device memory; no wait. */
+static void reduce_into(int kind, const float *a, const float *b, int64_t n, double *dst, cudaStream_t st) {
     int64_t nb = (n + RED_PER_BLOCK - 1) / RED_PER_BLOCK;
     if (nb > RED_MAX_BLOCKS) nb = RED_MAX_BLOCKS;
     int64_t per = (n + nb - 1) / nb;
     nb = (n + per - 1) / per;
     double *partial = (double *)vla_cuda_scratch(sizeof(double) * (size_t)nb);
+    k_reduce_partial<<<(unsigned)nb, RT, 0, st>>>(kind, a, b, n, per, partial);
+    k_reduce_final<<<1, RT, 0, st>>>(kind, partial, nb, dst);
+    vla_cuda_scratch_free(partial);
+}
+
+static double reduce(int kind, const float *a, const float *b, int64_t n, const char *what) {
+    if (n <= 0) return kind == R_FIND_NF ? 9.0e18 : 0.0;
     cudaStream_t st = vla_cuda_stream();
     vla_cuda_result_lock();
-    k_reduce_partial<<<(unsigned)nb, RT, 0, st>>>(kind, a, b, n, per, partial);
-    k_reduce_final<<<1, RT, 0, st>>>(kind, partial, nb, (double *)vla_cuda_result_dev());
+    reduce_into(kind, a, b, n, (double *)vla_cuda_result_dev(), st);
     vla_cuda_check(what);
-    vla_cuda_scratch_free(partial);
     vla_cuda_result_fetch(sizeof(double), what);
     double r = *(double *)vla_cuda_result_host();
     vla_cuda_result_unlock();
     return r;
+}
+
+/* Every vector's Σx² by the same kernels as sum_squares (so the same bits),
+ * queued into the result area, then one wait per area-full (1,024 vectors). */
+extern "C" void vla_cuda_sum_squares_multi(int count, const float *const *x, const int64_t *n, double *out) {
+    const int per_fetch = (int)(VLA_CUDA_RESULT_BYTES / sizeof(double));
+    cudaStream_t st = vla_cuda_stream();
+    vla_cuda_result_lock();
+    for (int c0 = 0; c0 < count; c0 += per_fetch) {
+        int c1 = count - c0 < per_fetch ? count : c0 + per_fetch;
+        double *dst = (double *)vla_cuda_result_dev();
+        for (int i = c0; i < c1; i++) {
+            if (n[i] <= 0) VLA_CUDA_OK(cudaMemsetAsync(dst + (i - c0), 0, sizeof(double), st), "sum_squares_multi");
+            else reduce_into(R_SUMSQ, x[i], NULL, n[i], dst + (i - c0), st);
+        }
+        vla_cuda_check("sum_squares_multi");
+        vla_cuda_result_fetch(sizeof(double) * (size_t)(c1 - c0), "sum_squares_multi");
+        memcpy(out + c0, vla_cuda_result_host(), sizeof(double) * (size_t)(c1 - c0));
+    }
+    vla_cuda_result_unlock();
 }
 
 extern "C" double vla_cuda_sum(const float *x, int64_t n) { return reduce(R_SUM, x, NULL, n, "sum"); }
