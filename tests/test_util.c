@@ -2,7 +2,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "test_util.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +13,7 @@
 #include "io/safetensors.h"
 #include "policy/policy.h"
 #include "tensor/backend.h"
+#include "train/plot.h"
 
 static char tmp_dir[512];
 
@@ -121,14 +121,7 @@ char *test_losses_text(const char *output_dir) {
     return res;
 }
 
-void test_release_font_caches(void) {
-    /* cairo is loaded only by what drew (src/base/dynlib.h): found by name,
-     * or nothing was drawn and there is nothing to release */
-    void (*cairo_reset)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "cairo_debug_reset_static_data");
-    if (cairo_reset) cairo_reset();
-    void (*fc_fini)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "FcFini");
-    if (fc_fini) fc_fini();
-}
+void test_release_font_caches(void) { vla_plot_release_caches(); }
 
 /* One read of a copy of data[0..n): exact size, so ASan catches overreads. */
 static vla_status read_copy(const uint8_t *data, size_t n, test_read_fn read, void *user) {

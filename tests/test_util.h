@@ -89,8 +89,9 @@ int test_run(const char *cmd, char *out, size_t cap);
 
 /* Free cairo's font caches and fontconfig's configuration at the end of a
  * test program that drew text (plots), so LeakSanitizer in the Debug+ASan
- * build sees no leaks of theirs. fontconfig is cairo's dependency, not
- * ours, so it is looked up rather than linked. */
+ * build sees no leaks of theirs: libvla's vla_plot_release_caches, which
+ * does nothing where nothing drew (cairo never loaded) or in a
+ * VLA_MEDIA=OFF build. */
 void test_release_font_caches(void);
 
 /* rm -rf path (fails the test when the shell says so). */

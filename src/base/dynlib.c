@@ -26,7 +26,12 @@ static void load_once(void) {
                      lib->what, why ? why : *so, lib->package);
             return;
         }
-        if (n < MAX_HANDLES) handles[n++] = h;
+        if (n == MAX_HANDLES) {
+            snprintf(lib->error, sizeof lib->error, "%s: more than %d libraries to load (base/dynlib.c)", lib->what,
+                     MAX_HANDLES);
+            return;
+        }
+        handles[n++] = h;
     }
     for (size_t i = 0; i < lib->n_names; i++) {
         void *addr = NULL;
@@ -42,16 +47,16 @@ static void load_once(void) {
     __atomic_store_n(&lib->ready, 1, __ATOMIC_RELEASE);
 }
 
+bool vla_dynlib_loaded(vla_dynlib *lib) { return __atomic_load_n(&lib->ready, __ATOMIC_ACQUIRE) != 0; }
+
 vla_status vla_dynlib_require(vla_dynlib *lib) {
-    if (__atomic_load_n(&lib->ready, __ATOMIC_ACQUIRE)) return VLA_OK;
+    if (vla_dynlib_loaded(lib)) return VLA_OK;
     loading = lib;
     pthread_once(&lib->once, load_once);
     loading = NULL;
-    if (__atomic_load_n(&lib->ready, __ATOMIC_ACQUIRE)) return VLA_OK;
+    if (vla_dynlib_loaded(lib)) return VLA_OK;
     return vla_error(VLA_ERR_UNSUPPORTED, "%s", lib->error);
 }
-
-bool vla_dynlib_loaded(vla_dynlib *lib) { return __atomic_load_n(&lib->ready, __ATOMIC_ACQUIRE) != 0; }
 
 void vla_dynlib_need_slow(vla_dynlib *lib) {
     if (vla_dynlib_require(lib) == VLA_OK) return;

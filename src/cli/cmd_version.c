@@ -28,7 +28,7 @@ int vla_cmd_version(int argc, char **argv) {
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
 
-    char mpi[64] = "no";
+    char mpi[600] = "no";
 #ifdef VLA_HAVE_MPI
     /* Open MPI is loaded at its first use (base/dynlib.h): where it is
      * missing, this says so instead of a version */
@@ -37,7 +37,7 @@ int vla_cmd_version(int argc, char **argv) {
         MPI_Get_version(&major, &minor);
         snprintf(mpi, sizeof mpi, "MPI %d.%d", major, minor);
     } else {
-        snprintf(mpi, sizeof mpi, "not loadable (libopenmpi3)");
+        snprintf(mpi, sizeof mpi, "not available: %s", vla_error_message());
     }
 #endif
     char ffmpeg[256];
