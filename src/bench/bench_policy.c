@@ -242,10 +242,15 @@ static vla_status train_step(vla_policy *p, const vla_batch *b, vla_train_opt *o
     return VLA_OK;
 }
 
+/* Host waits per step of the last timing (ops.h, host_waits; -1: the
+ * backend does not count them). The bench's own sync after each step is
+ * not one of them. Printed as host_waits_per_step. */
+static double last_waits_per_step = -1;
+
 /* Seconds per training step over at least `seconds` (and two steps). */
 static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds, double *per_step,
                              vla_loss_info *info) {
-    int64_t steps = 0;
+    int64_t steps = 0, w0 = p->tops->host_waits ? p->tops->host_waits() : 0;
     double t0 = vla_now_s(), el = 0;
     while (steps < 2 || el < seconds) {
         VLA_TRY(train_step(p, b, opt, info));
@@ -254,6 +259,7 @@ static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *o
         el = vla_now_s() - t0;
     }
     *per_step = el / (double)steps;
+    last_waits_per_step = p->tops->host_waits ? (double)(p->tops->host_waits() - w0) / (double)steps : -1;
     return VLA_OK;
 }
 
@@ -373,6 +379,7 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
            (long long)s->b.n_tokens,
            per_step * 1e3, sps, train_flops * 1e-9, est.total_train * (double)o->batch * 1e-9, achieved, peak,
            mfu_peak > 0 ? achieved / mfu_peak : 0.0, mfu_peak * 1e-3, vla_precision_name(o->prec), info->loss);
+    if (last_waits_per_step >= 0) printf(",\"host_waits_per_step\":%.2f", last_waits_per_step);
     if (base_per_step > 0)
         printf(",\"base_threads\":%d,\"vs_base_threads\":%.3f", o->threads[0], base_per_step / per_step);
     if (o->ops->device == VLA_DEVICE_CPU) /* the CPU GEMM library (a device backend has its own) */

@@ -8,6 +8,7 @@
 #include "distributed/nccl_plan.h"
 #include "io/safetensors.h"
 #include "tensor/ops.h"
+#include "tensor/step_guard.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -45,6 +46,7 @@ struct vla_zero1 {
     const float **ss_x;
     int64_t *ss_n;
     double *ss_out;
+    float *guard; /* a queued step's guard (backend [1], ops->clip_coef), made at its first use */
     uint64_t layout; /* hash of the segments, stored in the shard files */
     int64_t step;
 };
@@ -159,7 +161,7 @@ vla_status vla_zero1_create(vla_comm *comm, const vla_ops *ops, int64_t numel, v
 
 void vla_zero1_free(vla_zero1 *z) {
     if (!z) return;
-    dev_free(z->ops, z->m), dev_free(z->ops, z->v), dev_free(z->ops, z->ema), dev_free(z->ops, z->gshard);
+    dev_free(z->ops, z->guard), dev_free(z->ops, z->m), dev_free(z->ops, z->v), dev_free(z->ops, z->ema), dev_free(z->ops, z->gshard);
     dev_free(z->ops, z->dpad), dev_free(z->ops, z->drecv);
     free(z->gather), free(z->hgrad), free(z->counts);
     free(z->seg), free(z->flat);
@@ -252,11 +254,12 @@ static void update_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int6
 typedef struct {
     const float *params;
     float d, omd;
+    const float *guard;
 } ema_ctx;
 
 static void ema_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_t p0, void *ctx) {
     ema_ctx *c = ctx;
-    z->ops->ema(z->ema + (f0 - z->lo), c->params + p0, c->d, c->omd, f1 - f0);
+    z->ops->ema(z->ema + (f0 - z->lo), c->params + p0, c->d, c->omd, f1 - f0, c->guard);
 }
 
 vla_status vla_zero1_ema_enable(vla_zero1 *z, double decay, const float *params) {
@@ -382,8 +385,10 @@ static vla_status dev_allgather_params(vla_zero1 *z, float *params) {
 
 static int finite_nonneg(double x) { return isfinite(x) && x >= 0; }
 
-vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_grad_mode mode,
-                          const vla_adamw_hparams *hp, vla_grad_buckets *buckets, double *grad_norm) {
+/* Steps 1–2: the hyper-parameters checked, this shard's averaged gradient
+ * (reduce-scattered if asked) times grad_mul, in *g. */
+static vla_status shard_gradient(vla_zero1 *z, float *grads, vla_zero1_grad_mode mode, const vla_adamw_hparams *hp,
+                                 vla_grad_buckets *buckets, const float **g_out) {
     const double gm = hp->grad_mul == 0 ? 1.0 : hp->grad_mul;
     if (!finite_nonneg(hp->lr) || !finite_nonneg(hp->weight_decay) || !(hp->eps > 0) || !isfinite(hp->eps) ||
         !(hp->beta1 >= 0 && hp->beta1 < 1) || !(hp->beta2 >= 0 && hp->beta2 < 1) || !isfinite(hp->max_grad_norm) ||
@@ -422,29 +427,28 @@ vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_g
         z->ops->scale_to(z->gshard, g, gm, n);
         g = z->gshard;
     }
+    *g_out = g;
+    return VLA_OK;
+}
 
-    /* Σg² piece by piece, summed on the host in piece order (the same
-     * bits as one sum_squares per piece, which this was) */
+/* The shard's Σg² pieces (one per segment piece, so that at world 1 the
+ * blocking is per tensor), listed in z->ss_x / z->ss_n; returns the count. */
+static int sumsq_pieces(vla_zero1 *z, const float *g) {
     sumsq_ctx sc_ss = {g, z->ss_x, z->ss_n, 0};
     for_pieces(z, z->lo, z->hi, sumsq_piece, &sc_ss);
-    z->ops->sum_squares_multi(sc_ss.count, z->ss_x, z->ss_n, z->ss_out);
-    double ss = 0;
-    for (int i = 0; i < sc_ss.count; i++) ss += z->ss_out[i];
-    VLA_TRY(vla_comm_allreduce(z->comm, &ss, &ss, 1, VLA_COMM_F64, VLA_COMM_SUM));
-    double norm = sqrt(ss);
-    if (grad_norm) *grad_norm = norm;
-    if (!isfinite(norm)) {
-        if (buckets) VLA_TRY(vla_grad_buckets_wait_all(buckets));
-        return vla_error(VLA_ERR_NUMERIC, "zero1: gradient norm is %s at step %lld: the loss or the gradients hold "
-                         "NaN/Inf", isnan(norm) ? "NaN" : "Inf", (long long)z->step + 1);
-    }
-    /* torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6), clamped to 1 */
-    float clip = 1.0f;
-    if (hp->max_grad_norm > 0) {
-        double c = hp->max_grad_norm / (norm + 1e-6);
-        if (c < 1.0) clip = (float)c;
-    }
+    return sc_ss.count;
+}
 
+static vla_status nonfinite_norm(const vla_zero1 *z, double norm, int64_t step) {
+    return vla_error(VLA_ERR_NUMERIC, "zero1: gradient norm is %s at step %lld: the loss or the gradients hold "
+                     "NaN/Inf", isnan(norm) ? "NaN" : "Inf", (long long)step);
+}
+
+/* Steps 4–5: AdamW (and the EMA) on the shard at step z->step + 1 with the
+ * clip factor `clip`, or the backend's guard when `guard` is set; then the
+ * buckets completed and the shards gathered. */
+static vla_status update_and_gather(vla_zero1 *z, float *params, const float *g, const vla_adamw_hparams *hp,
+                                    float clip, const float *guard, vla_grad_buckets *buckets) {
     const int64_t t = z->step + 1;
     /* Scalars are formed in double and rounded to f32 once, as torch does
      * when it passes Python floats to f32 kernels. */
@@ -454,12 +458,12 @@ vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_g
         .beta2 = (float)hp->beta2, .one_minus_beta2 = (float)(1.0 - hp->beta2),
         .bias_correction2_sqrt = (float)sqrt(bc2), .eps = (float)hp->eps,
         .neg_step = (float)(-(hp->lr / bc1)), .decay_mul = (float)(1.0 - hp->lr * hp->weight_decay),
-        .grad_scale = clip,
+        .grad_scale = clip, .guard = guard,
     };
     update_ctx uc = {params, g, &sc, hp->weight_decay != 0.0};
     for_pieces(z, z->lo, z->hi, update_piece, &uc);
     if (z->ema) {
-        ema_ctx ec = {params, (float)z->ema_decay, (float)(1.0 - z->ema_decay)};
+        ema_ctx ec = {params, (float)z->ema_decay, (float)(1.0 - z->ema_decay), guard};
         for_pieces(z, z->lo, z->hi, ema_piece, &ec);
     }
     z->step = t;
@@ -479,6 +483,52 @@ vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_g
     for_pieces(z, 0, z->lo, copy_piece, &uc2);
     for_pieces(z, z->hi, z->numel, copy_piece, &uc2);
     return VLA_OK;
+}
+
+vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_grad_mode mode,
+                          const vla_adamw_hparams *hp, vla_grad_buckets *buckets, double *grad_norm) {
+    const float *g;
+    VLA_TRY(shard_gradient(z, grads, mode, hp, buckets, &g));
+    /* step 3: Σg² piece by piece, summed on the host in piece order */
+    int count = sumsq_pieces(z, g);
+    z->ops->sum_squares_multi(count, z->ss_x, z->ss_n, z->ss_out);
+    double ss = 0;
+    for (int i = 0; i < count; i++) ss += z->ss_out[i];
+    VLA_TRY(vla_comm_allreduce(z->comm, &ss, &ss, 1, VLA_COMM_F64, VLA_COMM_SUM));
+    double norm = sqrt(ss);
+    if (grad_norm) *grad_norm = norm;
+    float clip = vla_step_guard(ss, false, 0.0, hp->max_grad_norm);
+    if (!isfinite(clip)) {
+        if (buckets) VLA_TRY(vla_grad_buckets_wait_all(buckets));
+        return nonfinite_norm(z, norm, z->step + 1);
+    }
+    return update_and_gather(z, params, g, hp, clip, NULL, buckets);
+}
+
+vla_status vla_zero1_step_queued(vla_zero1 *z, float *params, float *grads, const vla_adamw_hparams *hp,
+                                 vla_grad_buckets *buckets, const double *also, double *sumsq) {
+    if (vla_comm_world(z->comm) != 1)
+        return vla_error(VLA_ERR_INVALID_ARG, "zero1: a queued step runs at one rank (this world has %d)",
+                         vla_comm_world(z->comm));
+    if (!z->guard && !(z->guard = z->ops->alloc(sizeof(float))))
+        return vla_error(VLA_ERR_NOMEM, "zero1: the step's guard");
+    const float *g;
+    VLA_TRY(shard_gradient(z, grads, VLA_ZERO1_GRADS_AVERAGED, hp, buckets, &g));
+    /* step 3 on the backend: the same sums, added in the same order there */
+    int count = sumsq_pieces(z, g);
+    z->ops->sum_squares_total(count, z->ss_x, z->ss_n, sumsq);
+    z->ops->clip_coef(z->guard, sumsq, also, hp->max_grad_norm);
+    return update_and_gather(z, params, g, hp, 1.0f, z->guard, buckets);
+}
+
+vla_status vla_zero1_step_queued_result(vla_zero1 *z, double sumsq, bool also_finite, double *grad_norm) {
+    double norm = sqrt(sumsq);
+    if (grad_norm) *grad_norm = norm;
+    if (isfinite(norm) && also_finite) return VLA_OK;
+    z->step--; /* the guard was not finite: AdamW and the EMA left everything as it was */
+    return isfinite(norm) ? vla_error(VLA_ERR_NUMERIC, "zero1: the step's loss is not finite at step %lld",
+                                      (long long)z->step + 1)
+                          : nonfinite_norm(z, norm, z->step + 1);
 }
 
 /* ---- shard files ---------------------------------------------------------- */

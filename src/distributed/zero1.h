@@ -46,6 +46,7 @@
 #ifndef VLA_DISTRIBUTED_ZERO1_H
 #define VLA_DISTRIBUTED_ZERO1_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/status.h"
@@ -127,6 +128,22 @@ vla_status vla_zero1_check_finite(vla_zero1 *z);
  * VLA_ERR_INVALID_ARG. */
 vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_grad_mode mode,
                           const vla_adamw_hparams *hp, vla_grad_buckets *buckets, double *grad_norm);
+
+/* The same step with nothing read back, for one rank (GRADS_AVERAGED): Σg²
+ * is summed on the backend into *sumsq (backend memory, one double; the
+ * same bits as vla_zero1_step's), the clip factor and the NaN/Inf check
+ * become the backend's guard (ops->clip_coef, which also checks *also —
+ * backend memory, NULL: nothing — for finiteness: the step's loss), and
+ * AdamW and the EMA read the guard there, so a non-finite step changes no
+ * parameter, moment or EMA value. The step count advances; the caller reads
+ * *sumsq (and *also) when it reads its step's results and passes them to
+ * vla_zero1_step_queued_result, which takes the count back and returns
+ * VLA_ERR_NUMERIC when the guard was not finite. A device backend runs
+ * the whole step without a host wait. */
+vla_status vla_zero1_step_queued(vla_zero1 *z, float *params, float *grads, const vla_adamw_hparams *hp,
+                                 vla_grad_buckets *buckets, const double *also, double *sumsq);
+/* grad_norm = sqrt(sumsq) (may be NULL); see vla_zero1_step_queued. */
+vla_status vla_zero1_step_queued_result(vla_zero1 *z, double sumsq, bool also_finite, double *grad_norm);
 
 /* File name of rank r's shard relative to the save directory
  * ("zero1-rank00003.safetensors"). */

@@ -20,6 +20,7 @@
 #ifndef VLA_POLICY_FLOW_H
 #define VLA_POLICY_FLOW_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -66,11 +67,15 @@ int32_t vla_flow_time_bucket(const vla_flow *f, float t);
  * (vla_batch.loss_divisor: the data-parallel trainer passes 1 and divides
  * by the global count itself). Returns the loss; when d_pred is not NULL it
  * is *overwritten* with ∂loss/∂pred (zero on masked entries). A batch with
- * no real entries has loss 0 and gradient 0. */
+ * no real entries has loss 0 and gradient 0. With loss_sum (backend memory,
+ * vla_policy.loss_sum) the loss is added there instead, nothing is read
+ * back, and the return is NaN. */
 static inline double vla_flow_masked_mse(const vla_ops *ops, const float *pred, const float *target, int64_t S,
                                          int64_t H, int64_t D, const uint8_t *is_pad, const int32_t *real_dims,
-                                         vla_mse_reduction red, double divisor, float *d_pred) {
-    return ops->masked_mse(pred, target, S, H, D, is_pad, real_dims, red, divisor, d_pred);
+                                         vla_mse_reduction red, double divisor, float *d_pred, double *loss_sum) {
+    if (!loss_sum) return ops->masked_mse(pred, target, S, H, D, is_pad, real_dims, red, divisor, d_pred);
+    ops->masked_mse_acc(pred, target, S, H, D, is_pad, real_dims, red, divisor, d_pred, loss_sum);
+    return NAN;
 }
 
 /* Velocity callback for sampling: v = model(x, t) for the whole chunk (x, v

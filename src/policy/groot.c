@@ -350,7 +350,7 @@ static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, v
     VLA_TRY(vla_groot_head_forward(p, &g->arena, pk, vl, bucket, x_t, NULL, NULL, &g->ha));
     double loss = vla_flow_masked_mse(p->tops, g->ha.pred, g->target, pk->S, c->action.horizon, c->action.action_dim,
                                       b->action_is_pad, b->real_action_dim, VLA_MSE_MEAN_REAL, b->loss_divisor,
-                                      g->d_pred);
+                                      g->d_pred, p->loss_sum);
     g->have_fwd = true;
     g->saved_bytes = g->arena.used_total;
     if (info) {

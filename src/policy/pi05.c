@@ -337,7 +337,7 @@ static vla_status pi05_loss(vla_policy *p, const vla_batch *b, bool training, vl
     ops->flow_interpolate(VLA_FLOW_PI05, ls.x_t, ls.target, ls.actions, ls.noise, t, S, n);
     VLA_TRY(vla_pi05_forward(p, b, ls.x_t, t));
     double loss = vla_flow_masked_mse(ops, I->f.a.vpred, ls.target, S, Hz, A, b->action_is_pad, b->real_action_dim,
-                                      VLA_MSE_MEAN_REAL, b->loss_divisor, I->dpred);
+                                      VLA_MSE_MEAN_REAL, b->loss_divisor, I->dpred, p->loss_sum);
     if (info) {
         memset(info, 0, sizeof *info);
         info->loss = loss;

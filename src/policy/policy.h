@@ -227,6 +227,10 @@ struct vla_policy {
     /* gradient-ready hook (see vla_grad_ready_fn); set by the caller, NULL by default */
     vla_grad_ready_fn grad_ready;
     void *grad_ready_user;
+    /* NULL, or backend memory (one double) the loss adds its Σ into instead
+     * of reading it back: set by the training step (train/step.c), which
+     * reads it once per step; vla_loss_info.loss is then NaN. */
+    double *loss_sum;
     uint8_t *grad_reported;          /* [specs.n] what this backward has reported (implementations' bookkeeping) */
     uint64_t init_seed;              /* the seed of the running vla_policy_default_init */
     /* every transformer block (the inventory's vla_pb_blocks), and how their

@@ -50,6 +50,11 @@ typedef struct {
     float neg_step;              /* −lr / (1 − beta1^t) */
     float decay_mul;             /* 1 − lr·weight_decay (applied when `decay`) */
     float grad_scale;            /* gradient clipping coefficient (1: none) */
+    /* NULL, or backend memory [1] holding the step's guard (clip_coef):
+     * when set it replaces grad_scale, and a non-finite guard leaves w, m
+     * and v untouched — the step is skipped on the backend, with no host
+     * round trip to decide it. */
+    const float *guard;
 } vla_adamw_scalars;
 
 /* Pointwise activations. */
@@ -161,6 +166,12 @@ typedef struct vla_ops {
      * finished results; a device backend may otherwise run ops
      * asynchronously, in issue order. vla_ops_sync() calls it. */
     void (*sync)(void);
+    /* How many times the host has waited for this backend's results so far
+     * (reductions and loss read back, to_host): a training step's count is
+     * what "no host syncs per step" measures (`vla bench policy` prints it
+     * per step). NULL: the backend does not count (cpu: nothing to wait
+     * for). */
+    int64_t (*host_waits)(void);
 
     /* ---- memory ------------------------------------------------------------ */
     /* backend memory (64-byte aligned), NULL when out of memory */
@@ -242,6 +253,11 @@ typedef struct vla_ops {
      * one wait each through sum_squares). x and n are host arrays; x[i] is
      * backend memory; out is host memory. */
     void (*sum_squares_multi)(int count, const float *const *x, const int64_t *n, double *out);
+    /* The same sums added up on the backend: *total (backend memory) =
+     * Σ_i sum_squares(x[i], n[i]), each term with sum_squares's bits, added
+     * in i order from 0 — what the host makes of sum_squares_multi's out[],
+     * without reading anything back (a training step's Σg²). */
+    void (*sum_squares_total)(int count, const float *const *x, const int64_t *n, double *total);
     float (*max_abs)(const float *x, int64_t n);
     int64_t (*count_nonfinite)(const float *x, int64_t n);
     /* index of the first NaN/Inf, or −1 */
@@ -333,6 +349,13 @@ typedef struct vla_ops {
                          const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
                          float *d_pred);
 
+    /* The same loss added to *loss_sum (backend memory, one double) instead
+     * of returned: nothing is read back (a training step sums its
+     * micro-batches' losses there and reads them once, train/step.c). */
+    void (*masked_mse_acc)(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                           const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
+                           float *d_pred, double *loss_sum);
+
     /* ---- optimizer ---------------------------------------------------------------- */
     /* One AdamW step on n elements, in torch.optim.AdamW's order:
      *   w ← w·decay_mul (if decay);  g ← g·grad_scale
@@ -341,8 +364,16 @@ typedef struct vla_ops {
      * Elementwise, so results do not depend on how the vector is split
      * across threads or ranks. */
     void (*adamw)(float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s, bool decay);
-    /* EMA: e ← d·e + omd·w */
-    void (*ema)(float *e, const float *w, float d, float omd, int64_t n);
+    /* EMA: e ← d·e + omd·w; a non-NULL guard (backend [1], clip_coef's)
+     * that is not finite leaves e untouched (the skipped step) */
+    void (*ema)(float *e, const float *w, float d, float omd, int64_t n, const float *guard);
+    /* A step's guard, on the backend: *guard = torch clip_grad_norm_'s
+     * coefficient of the gradient norm sqrt(*sumsq) — max_norm/(norm + 1e−6)
+     * in double, rounded to f32 once, when that is below 1 and max_norm > 0;
+     * else 1 — or NaN when the norm, or *also (NULL: not checked), is not
+     * finite. sumsq, also, guard: backend memory. adamw (scalars.guard) and
+     * ema read it, so clipping and the NaN/Inf skip need no host round trip. */
+    void (*clip_coef)(float *guard, const double *sumsq, const double *also, double max_norm);
 
     /* element type conversion (see dtype.h for rounding rules); both sides backend memory */
     void (*convert)(void *dst, vla_dtype dst_type, const void *src, vla_dtype src_type, int64_t n);

@@ -73,24 +73,9 @@ static vla_status forward_backward(const vla_train_step_in *in, vla_train_step_s
     return VLA_OK;
 }
 
-/* The optimizer step with the NaN/Inf guard: a non-finite loss or gradient
- * stops before the update, or with skip_nonfinite skips the step. */
-static vla_status update(const vla_train_step_in *in, double grad_mul, vla_train_step_out *out) {
-    vla_policy *p = in->policy;
-    vla_grad_buckets *gb = in->buckets;
-    if (vla_fault_at(VLA_FAULT_TRAIN_GRADS, in->step + 1) == VLA_FAULT_POISON && p->n_grad_floats > 0) {
-        if (gb) VLA_TRY(vla_grad_buckets_wait_all(gb));
-        const float nan = NAN;
-        p->tops->to_device(p->grads, &nan, sizeof nan);
-    }
-    out->grad_norm = NAN;
-    vla_status cs;
-    if (isfinite(out->loss)) {
-        cs = vla_train_opt_step(in->opt, p->weights, p->grads, in->lr, grad_mul, gb, &out->grad_norm);
-    } else {
-        if (gb) VLA_TRY(vla_grad_buckets_wait_all(gb));
-        cs = vla_error(VLA_ERR_NUMERIC, "loss is %g", out->loss);
-    }
+/* The NaN/Inf guard's verdict: a non-finite loss or gradient stops before
+ * the update (cs, VLA_ERR_NUMERIC), or with skip_nonfinite skips the step. */
+static vla_status verdict(const vla_train_step_in *in, vla_status cs, vla_train_step_out *out) {
     if (cs != VLA_ERR_NUMERIC) return cs;
     if (!in->skip_nonfinite) {
         char why[512];
@@ -102,6 +87,53 @@ static vla_status update(const vla_train_step_in *in, double grad_mul, vla_train
     }
     out->skipped = true;
     return VLA_OK;
+}
+
+/* Tests' fault point: NaN into the gradients before the update. */
+static vla_status poison_grads(const vla_train_step_in *in) {
+    vla_policy *p = in->policy;
+    if (vla_fault_at(VLA_FAULT_TRAIN_GRADS, in->step + 1) == VLA_FAULT_POISON && p->n_grad_floats > 0) {
+        if (in->buckets) VLA_TRY(vla_grad_buckets_wait_all(in->buckets));
+        const float nan = NAN;
+        p->tops->to_device(p->grads, &nan, sizeof nan);
+    }
+    return VLA_OK;
+}
+
+/* The optimizer step, the host deciding: the loss is known, the norm read back. */
+static vla_status update(const vla_train_step_in *in, double grad_mul, vla_train_step_out *out) {
+    vla_policy *p = in->policy;
+    vla_grad_buckets *gb = in->buckets;
+    VLA_TRY(poison_grads(in));
+    out->grad_norm = NAN;
+    vla_status cs;
+    if (isfinite(out->loss)) {
+        cs = vla_train_opt_step(in->opt, p->weights, p->grads, in->lr, grad_mul, gb, &out->grad_norm);
+    } else {
+        if (gb) VLA_TRY(vla_grad_buckets_wait_all(gb));
+        cs = vla_error(VLA_ERR_NUMERIC, "loss is %g", out->loss);
+    }
+    return verdict(in, cs, out);
+}
+
+/* The optimizer step queued on the backend (one rank): the loss sum and
+ * Σg² meet the guard there, and the host reads both once, after the update
+ * has been issued — the step's only wait. */
+static vla_status update_queued(const vla_train_step_in *in, double *sums_dev, double real_entries, double grad_mul,
+                                vla_train_step_out *out) {
+    vla_policy *p = in->policy;
+    VLA_TRY(poison_grads(in));
+    VLA_TRY(vla_train_opt_step_queued(in->opt, p->weights, p->grads, in->lr, grad_mul, in->buckets));
+    double h[2];
+    p->tops->to_host(h, sums_dev, sizeof h);
+    out->loss = real_entries > 0 ? h[0] / real_entries : 0;
+    bool loss_ok = isfinite(out->loss);
+    vla_status cs = vla_train_opt_step_result(in->opt, h[1], loss_ok, &out->grad_norm);
+    if (!loss_ok) {
+        out->grad_norm = NAN;
+        cs = vla_error(VLA_ERR_NUMERIC, "loss is %g", out->loss);
+    }
+    return verdict(in, cs, out);
 }
 
 /* After the update: every rank's amaxes of the step reduced (MAX) where
@@ -151,16 +183,30 @@ vla_status vla_train_step(const vla_train_step_in *in, vla_train_step_out *out) 
     if (in->buckets && !in->bucket_of)
         return vla_error(VLA_ERR_INVALID_ARG, "train step: gradient buckets without their parameter map");
     ready_state ready = {in->buckets, in->bucket_of, VLA_OK};
+    int world = in->comm ? vla_comm_world(in->comm) : 1;
+    /* one rank: the loss sum stays on the backend until the update has been issued */
+    double *sums_dev = world == 1 ? vla_train_opt_step_sums(in->opt) : NULL;
+    if (world == 1 && !sums_dev) return vla_error(VLA_ERR_NOMEM, "train step: the step's sums");
+    if (sums_dev) {
+        const double zero[2] = {0, 0};
+        in->policy->tops->to_device(sums_dev, zero, sizeof zero);
+    }
     double sums[3] = {0, 0, 0}; /* Σ err², Σ real entries, ranks interrupted */
-    VLA_TRY(forward_backward(in, src, &ready, sums, out));
+    in->policy->loss_sum = sums_dev;
+    vla_status st = forward_backward(in, src, &ready, sums, out);
+    in->policy->loss_sum = NULL;
+    VLA_TRY(st);
     /* an interrupt (a per-process flag) rides on the loss all-reduce: every rank stops after the same step */
     out->signal = in->interrupt ? (int)*in->interrupt : 0;
     sums[2] = out->signal ? 1 : 0;
-    int world = in->comm ? vla_comm_world(in->comm) : 1;
     if (world > 1) VLA_TRY(vla_comm_allreduce(in->comm, sums, sums, 3, VLA_COMM_F64, VLA_COMM_SUM));
     out->interrupted = sums[2] > 0;
-    out->loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
     double grad_mul = (double)world / (sums[1] > 0 ? sums[1] : 1);
-    VLA_TRY(update(in, grad_mul, out));
+    if (sums_dev) {
+        VLA_TRY(update_queued(in, sums_dev, sums[1], grad_mul, out));
+    } else {
+        out->loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
+        VLA_TRY(update(in, grad_mul, out));
+    }
     return fp8_after_step(in, out->skipped);
 }

@@ -14,6 +14,11 @@
  *   the NaN/Inf guard (a non-finite loss or gradient stops before the update,
  *   or with skip_nonfinite skips the step);
  *   the update (vla_train_opt_step: ZeRO-1 AdamW, clipping, EMA);
+ *   at one rank the loss sum, Σg², the clip factor and the guard stay on the
+ *   backend (vla_train_opt_step_queued: AdamW and the EMA skip a non-finite
+ *   step there) and the host reads the loss sum and Σg² once, after the
+ *   update was issued — the step's one wait on a device backend; the bits
+ *   are the host-decided path's;
  *   FP8's amaxes all-reduced (MAX) through the comm backend — NCCL on the
  *   device for cuda, MPI on host memory — and the delayed-scaling update, so
  *   every rank computes the same scales; a skipped step's amaxes are dropped

@@ -19,6 +19,7 @@ struct vla_train_opt {
     int *decay;
     int64_t *offset, *numel;
     int n;
+    double *sums; /* backend [2]: a queued step's Σ err² and Σg² (vla_train_opt_step_sums) */
 };
 
 vla_status vla_train_opt_create(vla_comm *comm, const vla_ops *ops, const char *policy_kind,
@@ -62,6 +63,7 @@ vla_status vla_train_opt_create(vla_comm *comm, const vla_ops *ops, const char *
 void vla_train_opt_free(vla_train_opt *o) {
     if (!o) return;
     vla_zero1_free(o->z);
+    if (o->sums) o->ops->free(o->sums);
     for (int i = 0; i < o->n; i++) free(o->names[i]);
     free(o->names), free(o->decay), free(o->offset);
     free(o);
@@ -94,16 +96,37 @@ bool vla_train_opt_has_ema(const vla_train_opt *o) { return vla_zero1_ema_decay(
 int64_t vla_train_opt_updates(const vla_train_opt *o) { return vla_zero1_step_count(o->z); }
 size_t vla_train_opt_state_bytes(const vla_train_opt *o) { return vla_zero1_state_bytes(o->z); }
 
+static vla_adamw_hparams hparams(const vla_train_opt *o, double lr, double grad_mul) {
+    return (vla_adamw_hparams){.lr = lr,
+                               .beta1 = o->cfg.beta1,
+                               .beta2 = o->cfg.beta2,
+                               .eps = o->cfg.eps,
+                               .weight_decay = o->cfg.weight_decay,
+                               .max_grad_norm = (float)o->cfg.clip_norm,
+                               .grad_mul = grad_mul};
+}
+
 vla_status vla_train_opt_step(vla_train_opt *o, float *weights, float *grads, double lr, double grad_mul,
                               vla_grad_buckets *gb, double *norm) {
-    vla_adamw_hparams hp = {.lr = lr,
-                            .beta1 = o->cfg.beta1,
-                            .beta2 = o->cfg.beta2,
-                            .eps = o->cfg.eps,
-                            .weight_decay = o->cfg.weight_decay,
-                            .max_grad_norm = (float)o->cfg.clip_norm,
-                            .grad_mul = grad_mul};
+    vla_adamw_hparams hp = hparams(o, lr, grad_mul);
     return vla_zero1_step(o->z, weights, grads, VLA_ZERO1_GRADS_AVERAGED, &hp, gb, norm);
+}
+
+double *vla_train_opt_step_sums(vla_train_opt *o) {
+    if (!o->sums) o->sums = o->ops->alloc(2 * sizeof(double));
+    return o->sums;
+}
+
+vla_status vla_train_opt_step_queued(vla_train_opt *o, float *weights, float *grads, double lr, double grad_mul,
+                                     vla_grad_buckets *gb) {
+    double *sums = vla_train_opt_step_sums(o);
+    if (!sums) return vla_error(VLA_ERR_NOMEM, "optimizer: the step's sums");
+    vla_adamw_hparams hp = hparams(o, lr, grad_mul);
+    return vla_zero1_step_queued(o->z, weights, grads, &hp, gb, sums, sums + 1);
+}
+
+vla_status vla_train_opt_step_result(vla_train_opt *o, double sumsq, bool loss_finite, double *norm) {
+    return vla_zero1_step_queued_result(o->z, sumsq, loss_finite, norm);
 }
 
 vla_status vla_train_opt_check_finite(vla_train_opt *o, const float *weights) {

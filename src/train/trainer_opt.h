@@ -63,6 +63,18 @@ size_t vla_train_opt_state_bytes(const vla_train_opt *o);
  * non-finite norm is VLA_ERR_NUMERIC on every rank and changes nothing. */
 vla_status vla_train_opt_step(vla_train_opt *o, float *weights, float *grads, double lr, double grad_mul,
                               vla_grad_buckets *gb, double *norm);
+/* One rank: the step's two sums in backend memory — [0] Σ err² (the
+ * policies' masked MSE adds each micro-batch's into it: vla_policy.loss_sum),
+ * [1] Σg² — made at the first call; NULL when out of memory. */
+double *vla_train_opt_step_sums(vla_train_opt *o);
+/* One rank: the same update with nothing read back (vla_zero1_step_queued):
+ * Σg² into sums[1], the clip factor and the NaN/Inf check (of the norm and
+ * of sums[0]) on the backend. The caller reads the two sums once and hands
+ * them to vla_train_opt_step_result, which gives the norm and, when the
+ * step was not finite (its update changed nothing), VLA_ERR_NUMERIC. */
+vla_status vla_train_opt_step_queued(vla_train_opt *o, float *weights, float *grads, double lr, double grad_mul,
+                                     vla_grad_buckets *gb);
+vla_status vla_train_opt_step_result(vla_train_opt *o, double sumsq, bool loss_finite, double *norm);
 /* Collective: weights (replicated) and every shard's state are finite. */
 vla_status vla_train_opt_check_finite(vla_train_opt *o, const float *weights);
 /* Collective: the EMA of the trainable tensors into `weights` (a HOST

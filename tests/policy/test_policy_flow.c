@@ -102,20 +102,20 @@ static void test_masked_mse(void **state) {
     float p[4] = {3, 5, 7, 9}, t[4] = {1, 0, 0, 0}, g[4];
     uint8_t pad1[2] = {0, 1};
     int32_t rd1[1] = {1};
-    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_REAL, 0, g) == 4.0);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_REAL, 0, g, NULL) == 4.0);
     assert_true(g[0] == 4.0f && g[1] == 0 && g[2] == 0 && g[3] == 0);
-    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_ALL, 0, g) == 1.0);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_ALL, 0, g, NULL) == 1.0);
     assert_true(g[0] == 1.0f);
     /* an explicit divisor replaces either reduction's: Σ err² / 1, ∂ = 2·err / 1 */
-    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_REAL, 1.0, g) == 4.0);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, pad1, rd1, VLA_MSE_MEAN_REAL, 1.0, g, NULL) == 4.0);
     assert_true(g[0] == 4.0f && g[1] == 0 && g[3] == 0);
-    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, NULL, NULL, VLA_MSE_MEAN_ALL, 2.0, g) == 159.0 / 2);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, NULL, NULL, VLA_MSE_MEAN_ALL, 2.0, g, NULL) == 159.0 / 2);
     assert_true(g[0] == 2.0f && g[3] == 9.0f);
     /* no masks: plain mean over 4 entries: (4 + 25 + 49 + 81)/4 */
-    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, NULL, NULL, VLA_MSE_MEAN_REAL, 0, NULL) == 159.0 / 4);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, NULL, NULL, VLA_MSE_MEAN_REAL, 0, NULL, NULL) == 159.0 / 4);
     /* everything padded: 0 and a zero gradient, no division by zero */
     uint8_t all[2] = {1, 1};
-    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, all, NULL, VLA_MSE_MEAN_REAL, 0, g) == 0.0);
+    assert_true(vla_flow_masked_mse(test_cpu_backend(), p, t, 1, 2, 2, all, NULL, VLA_MSE_MEAN_REAL, 0, g, NULL) == 0.0);
     assert_true(g[0] == 0 && g[3] == 0);
 
     /* finite differences on a larger case, both reductions */
@@ -126,14 +126,14 @@ static void test_masked_mse(void **state) {
     uint8_t pad[S * H] = {0, 0, 1, 0, 0, 0};
     int32_t rd[S] = {4, 2};
     for (int red = 0; red < 2; red++) {
-        vla_flow_masked_mse(test_cpu_backend(), pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, grad);
+        vla_flow_masked_mse(test_cpu_backend(), pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, grad, NULL);
         for (int i = 0; i < N; i++) {
             float keep = pred[i];
             const float h = 1e-2f;
             pred[i] = keep + h;
-            double lp = vla_flow_masked_mse(test_cpu_backend(), pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, NULL);
+            double lp = vla_flow_masked_mse(test_cpu_backend(), pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, NULL, NULL);
             pred[i] = keep - h;
-            double lm = vla_flow_masked_mse(test_cpu_backend(), pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, NULL);
+            double lm = vla_flow_masked_mse(test_cpu_backend(), pred, tgt, S, H, D, pad, rd, (vla_mse_reduction)red, 0, NULL, NULL);
             pred[i] = keep;
             double fd = (lp - lm) / (2.0 * h);
             if (fabs(fd - grad[i]) > 1e-4 * (1 + fabs(fd)))

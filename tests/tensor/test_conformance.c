@@ -17,6 +17,7 @@
 #include "base/rng.h"
 #include "tensor/backend.h"
 #include "tensor/ops.h"
+#include "tensor/step_guard.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -229,12 +230,29 @@ static void t_elementwise(void) {
     tens g = t_rand(n, 0.1f), m = t_rand(n, 0.01f), v = t_new(n);
     for (int64_t i = 0; i < n; i++) v.h[i] = (float)fabs(vla_rng_normal(&C.rng)) * 1e-3f;
     C.dut->to_device(v.d, v.h, sizeof(float) * (size_t)n);
-    vla_adamw_scalars s = {0.9f, 0.1f, 0.999f, 0.001f, 0.0447f, 1e-8f, -1e-3f, 0.9999f, 0.8f};
+    vla_adamw_scalars s = {0.9f, 0.1f, 0.999f, 0.001f, 0.0447f, 1e-8f, -1e-3f, 0.9999f, 0.8f, NULL};
     for (int dec = 0; dec < 2; dec++) {
         C.ref->adamw(x.h, g.h, m.h, v.h, n, &s, dec), C.dut->adamw(x.d, g.d, m.d, v.d, n, &s, dec);
         t_check(x, TOL_ULP, "adamw w"), t_check(m, TOL_ULP, "adamw m"), t_check(v, TOL_ULP, "adamw v");
     }
-    C.ref->ema(y.h, x.h, 0.99f, 0.01f, n), C.dut->ema(y.d, x.d, 0.99f, 0.01f, n), t_check(y, TOL_ULP, "ema");
+    C.ref->ema(y.h, x.h, 0.99f, 0.01f, n, NULL), C.dut->ema(y.d, x.d, 0.99f, 0.01f, n, NULL), t_check(y, TOL_ULP, "ema");
+    { /* the step's guard in backend memory: a finite one is grad_scale; a NaN one leaves everything untouched */
+        float *guard = C.dut->alloc(sizeof(float));
+        const float gv[2] = {0.8f, NAN};
+        for (int k = 0; k < 2; k++) {
+            C.dut->to_device(guard, &gv[k], sizeof(float));
+            vla_adamw_scalars sg = s;
+            sg.grad_scale = 123.0f, sg.guard = guard; /* ignored while the guard is set */
+            if (k == 0) C.ref->adamw(x.h, g.h, m.h, v.h, n, &s, true);
+            C.dut->adamw(x.d, g.d, m.d, v.d, n, &sg, true);
+            t_check(x, TOL_ULP, k ? "adamw w (NaN guard)" : "adamw w (guard)");
+            t_check(m, TOL_ULP, "adamw m (guard)"), t_check(v, TOL_ULP, "adamw v (guard)");
+            if (k == 0) C.ref->ema(y.h, x.h, 0.99f, 0.01f, n, NULL);
+            C.dut->ema(y.d, x.d, 0.99f, 0.01f, n, guard);
+            t_check(y, TOL_ULP, k ? "ema (NaN guard)" : "ema (guard)");
+        }
+        C.dut->free(guard);
+    }
     t_free(x), t_free(y), t_free(z), t_free(w), t_free(bias), t_free(g), t_free(m), t_free(v);
 }
 
@@ -370,6 +388,43 @@ static void t_reductions(void) {
             check_scalar(got[i], C.ref->sum_squares(v[i].h, ns[i]), TOL_SUM * 10 * mag, "sum_squares_multi");
         }
         C.dut->sum_squares_multi(0, xd, ns, got); /* nothing to do: no call into the device, no crash */
+        /* the same sums added up on the backend, in order: the host's total bit for bit */
+        COVER(sum_squares_total), COVER(clip_coef);
+        double *dd = C.dut->alloc(3 * sizeof(double)), total = 0, back[3];
+        float *guard = C.dut->alloc(sizeof(float)), gh;
+        for (int i = 0; i < NV; i++) total += got[i];
+        C.dut->sum_squares_total(NV, xd, ns, dd);
+        C.dut->sum_squares_total(0, xd, ns, dd + 1);
+        C.dut->to_host(back, dd, 2 * sizeof(double));
+        if (memcmp(&back[0], &total, sizeof total) || back[1] != 0.0)
+            fail_msg("sum_squares_total [%s]: %.17g (and %g for none), the multi's total %.17g", C.dut->name, back[0],
+                     back[1], total);
+        /* the guard: the clip factor, 1, or NaN for a non-finite norm or `also` — vla_step_guard's bits */
+        const struct { double ss, also, max; bool with_also; } gc[] = {
+            {4.0, 0, 1.0, false}, {4.0, 0, 0.0, false}, {4.0, 0, 10.0, false}, {0.0, 0, 1.0, false},
+            {2.9e7, 1.5, 0.5, true}, {INFINITY, 0, 1.0, false}, {NAN, 0, 1.0, false}, {4.0, NAN, 1.0, true},
+            {4.0, INFINITY, 0.0, true},
+        };
+        for (unsigned i = 0; i < sizeof gc / sizeof gc[0]; i++) {
+            double in[2] = {gc[i].ss, gc[i].also};
+            C.dut->to_device(dd + 1, in, sizeof in);
+            C.dut->clip_coef(guard, dd + 1, gc[i].with_also ? dd + 2 : NULL, gc[i].max);
+            C.dut->to_host(&gh, guard, sizeof gh);
+            float want = vla_step_guard(gc[i].ss, gc[i].with_also, gc[i].also, gc[i].max);
+            if (memcmp(&gh, &want, sizeof gh) && !(isnan(gh) && isnan(want)))
+                fail_msg("clip_coef [%s]: case %u gives %.9g, want %.9g", C.dut->name, i, gh, want);
+        }
+        /* none of the queued slots waits for the backend; a reduction does, once */
+        if (C.dut->host_waits) {
+            int64_t w0 = C.dut->host_waits();
+            C.dut->sum_squares_total(NV, xd, ns, dd);
+            C.dut->clip_coef(guard, dd, NULL, 1.0);
+            if (C.dut->host_waits() != w0) fail_msg("[%s]: sum_squares_total/clip_coef waited on the host", C.dut->name);
+            (void)C.dut->sum(xd[3], ns[3]);
+            if (C.dut->host_waits() != w0 + 1) fail_msg("[%s]: a sum counted %lld host waits, not 1", C.dut->name,
+                                                        (long long)(C.dut->host_waits() - w0));
+        }
+        C.dut->free(dd), C.dut->free(guard);
         for (int i = 0; i < NV; i++) t_free(v[i]);
     }
     for (int trial = 0; trial < 6; trial++) {
@@ -520,6 +575,20 @@ static void t_flow(void) {
         check_scalar(l2, l1, 1e-12, "masked_mse");
         t_check(dp, 0, "masked_mse gradient");
         check_scalar(C.dut->masked_mse(x.d, u.d, S, H, D, pp, rr, red, div, NULL), l1, 1e-12, "masked_mse (no gradient)");
+        /* added on the backend instead: the dut's own loss added to what was there, bit for bit, and no wait */
+        COVER(masked_mse_acc);
+        double *acc = C.dut->alloc(sizeof(double)), start = 1.5, back;
+        C.dut->to_device(acc, &start, sizeof start);
+        int64_t w0 = C.dut->host_waits ? C.dut->host_waits() : 0;
+        C.dut->fill(dp.d, 7.0f, S * per);
+        C.dut->masked_mse_acc(x.d, u.d, S, H, D, pp, rr, red, div, dp.d, acc);
+        C.dut->masked_mse_acc(x.d, u.d, S, H, D, pp, rr, red, div, NULL, acc);
+        if (C.dut->host_waits && C.dut->host_waits() != w0) fail_msg("masked_mse_acc [%s] waited on the host", C.dut->name);
+        C.dut->to_host(&back, acc, sizeof back);
+        double want = start + l2 + l2;
+        if (memcmp(&back, &want, sizeof back)) fail_msg("masked_mse_acc [%s]: %.17g, want 1.5 + 2·%.17g", C.dut->name, back, l2);
+        t_check(dp, 0, "masked_mse_acc gradient");
+        C.dut->free(acc);
     }
     t_free(a), t_free(z), t_free(x), t_free(u), t_free(dp);
 }

@@ -1,11 +1,15 @@
 /* test_train_step.c — vla_train_step (train/step.h), the one training step
- * the trainer and the benchmarks run, on pi05-nano at one rank:
+ * the trainer and the benchmarks run, on pi05-nano at one rank (the queued step on groot-nano too):
  *   - micro-batches from an array and from a source give the same step bit
  *     for bit; the counts it returns are the micro-batches'; its loss is the
  *     policy's own mean loss (Σ err² / Σ real entries) for one micro-batch;
  *   - the NaN/Inf guard: poisoned gradients stop the step with
  *     VLA_ERR_NUMERIC, or with skip_nonfinite skip it; either way no weight,
  *     optimizer count or FP8 state changes;
+ *   - at one rank the step is queued on the backend (the loss sum and the
+ *     gradient norm's guard stay there): the same bits as the host-decided
+ *     path it replaced (loss, norm and weights of two steps), and a single
+ *     host wait per step on a backend that counts them (checked);
  *   - FP8: a step updates the scales from its amaxes, and the amax poison
  *     fault point (which the multi-rank tests use to make ranks diverge)
  *     moves them somewhere else. */
@@ -30,9 +34,9 @@ typedef struct {
     vla_batch batches[2];
 } rig;
 
-static void rig_make(rig *r, vla_precision prec) {
+static void rig_make_preset(rig *r, const char *preset, vla_precision prec) {
     memset(r, 0, sizeof *r);
-    r->p = test_policy_make("pi05-nano", true, 0.1);
+    r->p = test_policy_make(preset, true, 0.1);
     if (vla_policy_set_precision(r->p, prec, NULL) != VLA_OK) fail_msg("%s", vla_error_message());
     assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, &r->comm), VLA_OK);
     vla_train_opt_overrides ov = {1e-3, -1, -1, 0};
@@ -41,6 +45,8 @@ static void rig_make(rig *r, vla_precision prec) {
     test_policy_batch_make(r->p, 2, &r->mb[1]);
     r->batches[0] = r->mb[0].b, r->batches[1] = r->mb[1].b;
 }
+
+static void rig_make(rig *r, vla_precision prec) { rig_make_preset(r, "pi05-nano", prec); }
 
 static void rig_free(rig *r) {
     for (int i = 0; i < 2; i++) test_policy_batch_free(&r->mb[i]);
@@ -114,6 +120,52 @@ static void test_array_and_source(void **state) {
     rig_free(&a), rig_free(&b);
 }
 
+/* The host-decided step the queued one replaced: losses read per micro-batch,
+ * the norm read back and the clip factor formed on the host
+ * (vla_train_opt_step). */
+static void host_step(rig *r, int64_t n_batches, double *loss, double *norm) {
+    vla_policy *p = r->p;
+    vla_policy_zero_grad(p);
+    double sum = 0, real = 0;
+    for (int64_t i = 0; i < n_batches; i++) {
+        vla_batch mb = r->batches[i];
+        mb.loss_divisor = 1;
+        vla_loss_info info;
+        if (vla_policy_loss(p, &mb, true, &info) != VLA_OK || vla_policy_backward(p) != VLA_OK)
+            fail_msg("%s", vla_error_message());
+        sum += info.loss, real += (double)info.real_entries;
+    }
+    *loss = sum / real;
+    if (vla_train_opt_step(r->opt, p->weights, p->grads, 1e-3, 1.0 / real, NULL, norm) != VLA_OK)
+        fail_msg("%s", vla_error_message());
+}
+
+static void test_queued_step(void **state) {
+    const char *preset = *state;
+    rig a, b;
+    rig_make_preset(&a, preset, VLA_PREC_FP32);
+    rig_make_preset(&b, preset, VLA_PREC_FP32);
+    vla_train_step_in ia = step_in(&a, 2);
+    const vla_ops *ops = a.p->tops;
+    for (int64_t step = 0; step < 2; step++) {
+        vla_train_step_out oa;
+        double lb, nb;
+        ia.step = step;
+        int64_t w0 = ops->host_waits ? ops->host_waits() : 0;
+        if (vla_train_step(&ia, &oa) != VLA_OK) fail_msg("%s", vla_error_message());
+        if (ops->host_waits) /* the loss sum and Σg², read together after the update was issued */
+            assert_int_equal(ops->host_waits() - w0, 1);
+        host_step(&b, 2, &lb, &nb);
+        assert_memory_equal(&oa.loss, &lb, sizeof lb);
+        assert_memory_equal(&oa.grad_norm, &nb, sizeof nb);
+    }
+    float *wa = test_weights_get(a.p), *wb = test_weights_get(b.p);
+    assert_memory_equal(wa, wb, (size_t)a.p->n_weight_floats * sizeof *wa);
+    free(wa), free(wb);
+    assert_int_equal(vla_train_opt_updates(a.opt), 2);
+    rig_free(&a), rig_free(&b);
+}
+
 static void test_nonfinite_guard(void **state) {
     (void)state;
     rig r;
@@ -165,6 +217,8 @@ static void test_fp8_amax(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_array_and_source),
+        cmocka_unit_test_prestate(test_queued_step, "pi05-nano"),
+        cmocka_unit_test_prestate(test_queued_step, "groot-nano"),
         cmocka_unit_test(test_nonfinite_guard),
         cmocka_unit_test(test_fp8_amax),
     };

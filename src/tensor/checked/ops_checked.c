@@ -141,14 +141,27 @@ int vla_checked_regions(void) {
     return n;
 }
 
+/* Host waits: every call that hands backend results to the host (to_host,
+ * the reductions, masked_mse) — on a device each is a wait for the stream.
+ * Counted here so a CPU test can hold a training step to its count. */
+static _Atomic int64_t waits;
+static int64_t chk_host_waits(void) { return waits; }
+#define WAIT() (waits++)
+
 /* One wrapper per slot: the CPU kernel on the translated pointers (T). */
 #define WRAP_VOID(name, params, args) \
     static void chk_##name params { cpu()->name args; }
 #define WRAP_RET(type, name, params, args) \
     static type chk_##name params { return cpu()->name args; }
+/* the same for a slot that returns host results: one host wait */
+#define WRAP_WAIT(type, name, params, args) \
+    static type chk_##name params { WAIT(); return cpu()->name args; }
 
 WRAP_VOID(to_device, (void *d, const void *s, size_t n), (T(d), s, n))
-WRAP_VOID(to_host, (void *d, const void *s, size_t n), (d, T(s), n))
+static void chk_to_host(void *d, const void *s, size_t n) {
+    WAIT();
+    cpu()->to_host(d, T(s), n);
+}
 WRAP_VOID(copy_bytes, (void *d, const void *s, size_t n), (T(d), T(s), n))
 WRAP_VOID(sgemm,
           (bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al, const float *a, int64_t lda, const float *b,
@@ -182,16 +195,23 @@ WRAP_VOID(add_rows,
 WRAP_VOID(copy2d, (float *d, int64_t ldd, const float *s, int64_t lds, int64_t r, int64_t c), (T(d), ldd, T(s), lds, r, c))
 WRAP_VOID(im2col, (float *p, const float *im, int64_t n, int64_t C, int64_t H, int64_t W, int64_t ps), (T(p), T(im), n, C, H, W, ps))
 WRAP_VOID(col2im_add, (float *im, const float *p, int64_t n, int64_t C, int64_t H, int64_t W, int64_t ps), (T(im), T(p), n, C, H, W, ps))
-WRAP_RET(double, sum, (const float *x, int64_t n), (T(x), n))
-WRAP_RET(double, dot, (const float *a, const float *b, int64_t n), (T(a), T(b), n))
-WRAP_RET(double, sum_squares, (const float *x, int64_t n), (T(x), n))
+WRAP_WAIT(double, sum, (const float *x, int64_t n), (T(x), n))
+WRAP_WAIT(double, dot, (const float *a, const float *b, int64_t n), (T(a), T(b), n))
+WRAP_WAIT(double, sum_squares, (const float *x, int64_t n), (T(x), n))
 /* each vector's pointer translated: the cpu's sum_squares on each, as its multi does */
 static void chk_sum_squares_multi(int count, const float *const *x, const int64_t *n, double *out) {
+    WAIT(); /* one for the whole call, as a device waits once */
     for (int i = 0; i < count; i++) out[i] = cpu()->sum_squares(T(x[i]), n[i]);
 }
-WRAP_RET(float, max_abs, (const float *x, int64_t n), (T(x), n))
-WRAP_RET(int64_t, count_nonfinite, (const float *x, int64_t n), (T(x), n))
-WRAP_RET(int64_t, find_nonfinite, (const float *x, int64_t n), (T(x), n))
+/* the cpu's total: the same sum_squares on each, added in i order, into backend memory */
+static void chk_sum_squares_total(int count, const float *const *x, const int64_t *n, double *total) {
+    double t = 0;
+    for (int i = 0; i < count; i++) t += cpu()->sum_squares(T(x[i]), n[i]);
+    *T(total) = t;
+}
+WRAP_WAIT(float, max_abs, (const float *x, int64_t n), (T(x), n))
+WRAP_WAIT(int64_t, count_nonfinite, (const float *x, int64_t n), (T(x), n))
+WRAP_WAIT(int64_t, find_nonfinite, (const float *x, int64_t n), (T(x), n))
 WRAP_VOID(sum_rows, (float *y, const float *x, int64_t r, int64_t c, float be), (T(y), T(x), r, c, be))
 WRAP_VOID(softmax_rows, (float *y, const float *x, int64_t r, int64_t c), (T(y), T(x), r, c))
 WRAP_VOID(softmax_rows_backward, (float *dx, const float *y, const float *dy, int64_t r, int64_t c), (T(dx), T(y), T(dy), r, c))
@@ -248,11 +268,19 @@ WRAP_RET(vla_status, attention_forward_cached,
 WRAP_VOID(flow_interpolate,
           (vla_flow_convention cv, float *x, float *u, const float *a, const float *z, const float *t, int64_t S,
            int64_t per), (cv, T(x), T(u), T(a), T(z), t, S, per))
-WRAP_RET(double, masked_mse,
+WRAP_WAIT(double, masked_mse,
          (const float *p, const float *t, int64_t S, int64_t H, int64_t D, const uint8_t *pad, const int32_t *rd,
           vla_mse_reduction red, double div, float *dp), (T(p), T(t), S, H, D, pad, rd, red, div, T(dp)))
-WRAP_VOID(adamw, (float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s, bool dc), (T(w), T(g), T(m), T(v), n, s, dc))
-WRAP_VOID(ema, (float *e, const float *w, float d, float omd, int64_t n), (T(e), T(w), d, omd, n))
+WRAP_VOID(masked_mse_acc,
+          (const float *p, const float *t, int64_t S, int64_t H, int64_t D, const uint8_t *pad, const int32_t *rd,
+           vla_mse_reduction red, double div, float *dp, double *acc), (T(p), T(t), S, H, D, pad, rd, red, div, T(dp), T(acc)))
+static void chk_adamw(float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s, bool dc) {
+    vla_adamw_scalars t = *s;
+    t.guard = T(s->guard);
+    cpu()->adamw(T(w), T(g), T(m), T(v), n, &t, dc);
+}
+WRAP_VOID(ema, (float *e, const float *w, float d, float omd, int64_t n, const float *gd), (T(e), T(w), d, omd, n, T(gd)))
+WRAP_VOID(clip_coef, (float *gd, const double *ss, const double *also, double mx), (T(gd), T(ss), T(also), mx))
 WRAP_VOID(convert, (void *d, vla_dtype dt, const void *s, vla_dtype st, int64_t n), (T(d), dt, T(s), st, n))
 
 #define SLOT(name) .name = chk_##name
@@ -261,19 +289,21 @@ static const vla_ops checked_ops = {
     .device = VLA_DEVICE_CPU,
     .host_memory = false,
     .rtol = 0.0,
+    .host_waits = chk_host_waits,
     .alloc = chk_alloc,
     .free = chk_free,
     SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q),
     SLOT(fp8_scale_update), SLOT(fill),
     SLOT(copy), SLOT(add), SLOT(sub), SLOT(mul), SLOT(axpy), SLOT(scale), SLOT(affine), SLOT(scale_to),
     SLOT(add_row_vector), SLOT(copy_rows), SLOT(add_rows), SLOT(copy2d), SLOT(im2col), SLOT(col2im_add), SLOT(sum),
-    SLOT(dot), SLOT(sum_squares), SLOT(sum_squares_multi), SLOT(max_abs), SLOT(count_nonfinite), SLOT(find_nonfinite), SLOT(sum_rows),
+    SLOT(dot), SLOT(sum_squares), SLOT(sum_squares_multi), SLOT(sum_squares_total), SLOT(max_abs), SLOT(count_nonfinite), SLOT(find_nonfinite), SLOT(sum_rows),
     SLOT(softmax_rows), SLOT(softmax_rows_backward), SLOT(attention_mask), SLOT(act_forward), SLOT(act_backward),
     SLOT(glu_forward), SLOT(glu_backward), SLOT(layernorm_forward), SLOT(layernorm_backward), SLOT(rmsnorm_forward),
     SLOT(rmsnorm_backward), SLOT(adaln_forward), SLOT(adaln_backward), SLOT(adarms_forward), SLOT(adarms_backward),
     SLOT(gated_residual_forward), SLOT(gated_residual_backward), SLOT(rope_forward), SLOT(rope_backward),
     SLOT(time_embedding_forward), SLOT(time_embedding_backward), SLOT(attention_forward), SLOT(attention_backward),
-    SLOT(attention_forward_cached), SLOT(flow_interpolate), SLOT(masked_mse), SLOT(adamw), SLOT(ema), SLOT(convert),
+    SLOT(attention_forward_cached), SLOT(flow_interpolate), SLOT(masked_mse), SLOT(masked_mse_acc), SLOT(adamw), SLOT(ema),
+    SLOT(clip_coef), SLOT(convert),
 };
 
 const vla_ops *vla_checked_backend_table(void) { return &checked_ops; }

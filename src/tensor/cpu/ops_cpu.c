@@ -31,6 +31,7 @@
 #include "tensor/cpu/ops_cpu_internal.h"
 #include "tensor/cpu/gemm.h"
 #include "tensor/cpu/parallel.h"
+#include "tensor/step_guard.h"
 
 #include <math.h>
 #include <omp.h>
@@ -317,6 +318,16 @@ static void cpu_sum_squares_multi(int count, const float *const *x, const int64_
     for (int i = 0; i < count; i++) out[i] = cpu_sum_squares(x[i], n[i]);
 }
 
+static void cpu_sum_squares_total(int count, const float *const *x, const int64_t *n, double *total) {
+    double t = 0;
+    for (int i = 0; i < count; i++) t += cpu_sum_squares(x[i], n[i]);
+    *total = t;
+}
+
+static void cpu_clip_coef(float *guard, const double *sumsq, const double *also, double max_norm) {
+    *guard = vla_step_guard(*sumsq, also != NULL, also ? *also : 0.0, max_norm);
+}
+
 static float cpu_max_abs(const float *x, int64_t n) {
     float m = 0.0f;
 #pragma omp parallel for reduction(max : m) if (n > PAR_MIN)
@@ -407,7 +418,8 @@ static void cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, c
     const float bc2s = s->bias_correction2_sqrt, eps = s->eps, neg_step = s->neg_step;
     /* multiplying by 1 is exact, so the flags become factors and the loop
      * has no branch to keep it from vectorising */
-    const float decay_mul = decay ? s->decay_mul : 1.0f, scale = s->grad_scale;
+    if (s->guard && !isfinite(*s->guard)) return; /* the skipped step */
+    const float decay_mul = decay ? s->decay_mul : 1.0f, scale = s->guard ? *s->guard : s->grad_scale;
 #pragma omp parallel for simd schedule(static) if (parallel : n > VLA_PAR_MIN_ELEMS)
     for (int64_t i = 0; i < n; i++) {
         float wi = w[i] * decay_mul;
@@ -420,7 +432,8 @@ static void cpu_adamw(float *w, const float *g, float *m, float *v, int64_t n, c
     }
 }
 
-static void cpu_ema(float *e, const float *w, float d, float omd, int64_t n) {
+static void cpu_ema(float *e, const float *w, float d, float omd, int64_t n, const float *guard) {
+    if (guard && !isfinite(*guard)) return;
 #pragma omp parallel for simd schedule(static) if (parallel : n > VLA_PAR_MIN_ELEMS)
     for (int64_t i = 0; i < n; i++) e[i] = d * e[i] + omd * w[i];
 }
@@ -458,6 +471,7 @@ static const vla_ops cpu_ops = {
     .dot = cpu_dot,
     .sum_squares = cpu_sum_squares,
     .sum_squares_multi = cpu_sum_squares_multi,
+    .sum_squares_total = cpu_sum_squares_total,
     .max_abs = cpu_max_abs,
     .count_nonfinite = cpu_count_nonfinite,
     .find_nonfinite = cpu_find_nonfinite,
@@ -488,8 +502,10 @@ static const vla_ops cpu_ops = {
     .attention_forward_cached = vla_cpu_attention_forward_cached,
     .flow_interpolate = vla_cpu_flow_interpolate,
     .masked_mse = vla_cpu_masked_mse,
+    .masked_mse_acc = vla_cpu_masked_mse_acc,
     .adamw = cpu_adamw,
     .ema = cpu_ema,
+    .clip_coef = cpu_clip_coef,
     .convert = cpu_convert,
 };
 

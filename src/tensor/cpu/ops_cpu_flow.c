@@ -62,3 +62,9 @@ double vla_cpu_masked_mse(const float *pred, const float *target, int64_t S, int
     }
     return loss;
 }
+
+void vla_cpu_masked_mse_acc(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                            const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
+                            float *d_pred, double *loss_sum) {
+    *loss_sum += vla_cpu_masked_mse(pred, target, S, H, D, is_pad, real_dims, red, divisor, d_pred);
+}

@@ -88,5 +88,8 @@ void vla_cpu_flow_interpolate(vla_flow_convention conv, float *x_t, float *targe
 double vla_cpu_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
                           const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
                           float *d_pred);
+void vla_cpu_masked_mse_acc(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                            const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
+                            float *d_pred, double *loss_sum);
 
 #endif

@@ -277,11 +277,20 @@ static void cu_to_device(void *dst, const void *src, size_t bytes) {
     vla_cuda_check("to_device");
 }
 
+/* Every wait of an op for its results goes through here and is counted
+ * (ops.h, host_waits); the explicit `sync` slot is the caller's and is not. */
+static int64_t host_waits; /* atomic builtins: the file is C++ */
+void vla_cuda_host_wait(const char *what) {
+    __atomic_fetch_add(&host_waits, 1, __ATOMIC_RELAXED);
+    VLA_CUDA_OK(cudaStreamSynchronize(vla_cuda_ctx_get()->stream), what);
+}
+static int64_t cu_host_waits(void) { return __atomic_load_n(&host_waits, __ATOMIC_RELAXED); }
+
 static void cu_to_host(void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
     vla_cuda_ctx *c = vla_cuda_ctx_get();
     VLA_CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream), "to_host");
-    VLA_CUDA_OK(cudaStreamSynchronize(c->stream), "to_host (waiting for the ops before it)");
+    vla_cuda_host_wait("to_host (waiting for the ops before it)");
 }
 
 static void cu_copy_bytes(void *dst, const void *src, size_t bytes) {
@@ -333,7 +342,7 @@ void vla_cuda_result_fetch(size_t bytes, const char *what) {
     vla_cuda_ctx *c = vla_cuda_ctx_get();
     VLA_CUDA_OK(cudaGetLastError(), what);
     VLA_CUDA_OK(cudaMemcpyAsync(result_host, result_dev, bytes, cudaMemcpyDeviceToHost, c->stream), what);
-    VLA_CUDA_OK(cudaStreamSynchronize(c->stream), what);
+    vla_cuda_host_wait(what);
 }
 
 /* ---- the table ------------------------------------------------------------------- */
@@ -352,6 +361,7 @@ static void tbl_init(void) {
      * OpenBLAS's and the CPU's fixed lanes; docs/cuda.md, "Tolerance". */
     tbl.rtol = 2e-4;
     tbl.sync = cu_sync;
+    tbl.host_waits = cu_host_waits;
     tbl.alloc = cu_alloc;
     tbl.free = cu_free;
     tbl.to_device = cu_to_device;
@@ -380,6 +390,7 @@ static void tbl_init(void) {
     SLOT(dot);
     SLOT(sum_squares);
     SLOT(sum_squares_multi);
+    SLOT(sum_squares_total);
     SLOT(max_abs);
     SLOT(count_nonfinite);
     SLOT(find_nonfinite);
@@ -410,8 +421,10 @@ static void tbl_init(void) {
     SLOT(attention_forward_cached);
     SLOT(flow_interpolate);
     SLOT(masked_mse);
+    SLOT(masked_mse_acc);
     SLOT(adamw);
     SLOT(ema);
+    SLOT(clip_coef);
     SLOT(convert);
 }
 

@@ -259,10 +259,17 @@ extern "C" void vla_cuda_flow_interpolate(vla_flow_convention conv, float *x_t, 
 
 /* ---- optimizer -------------------------------------------------------------------------- */
 
+/* s.guard (device memory, or NULL): the step's guard, read once per thread;
+ * not finite: the skipped step, nothing written */
 __global__ void k_adamw(float *w, const float *g, float *m, float *v, int64_t n, vla_adamw_scalars s, float decay_mul) {
+    float scale = s.grad_scale;
+    if (s.guard) {
+        scale = *s.guard;
+        if (!isfinite(scale)) return;
+    }
     GRID_STRIDE(i, n) {
         float wi = __fmul_rn(w[i], decay_mul);
-        float gi = __fmul_rn(g[i], s.grad_scale);
+        float gi = __fmul_rn(g[i], scale);
         float mi = __fmul_rn(m[i], s.beta1) + __fmul_rn(gi, s.one_minus_beta1);
         float vi = __fmul_rn(v[i], s.beta2) + __fmul_rn(__fmul_rn(s.one_minus_beta2, gi), gi);
         w[i] = wi + __fmul_rn(s.neg_step, __fdiv_rn(mi, __fdiv_rn(__fsqrt_rn(vi), s.bias_correction2_sqrt) + s.eps));
@@ -271,7 +278,8 @@ __global__ void k_adamw(float *w, const float *g, float *m, float *v, int64_t n,
     }
 }
 
-__global__ void k_ema(float *e, const float *w, float d, float omd, int64_t n) {
+__global__ void k_ema(float *e, const float *w, float d, float omd, int64_t n, const float *guard) {
+    if (guard && !isfinite(*guard)) return;
     GRID_STRIDE(i, n) e[i] = __fmul_rn(d, e[i]) + __fmul_rn(omd, w[i]);
 }
 
@@ -279,7 +287,9 @@ extern "C" void vla_cuda_adamw(float *w, const float *g, float *m, float *v, int
                                bool decay) {
     LAUNCH(k_adamw, n, w, g, m, v, n, *s, decay ? s->decay_mul : 1.0f);
 }
-extern "C" void vla_cuda_ema(float *e, const float *w, float d, float omd, int64_t n) { LAUNCH(k_ema, n, e, w, d, omd, n); }
+extern "C" void vla_cuda_ema(float *e, const float *w, float d, float omd, int64_t n, const float *guard) {
+    LAUNCH(k_ema, n, e, w, d, omd, n, guard);
+}
 
 /* ---- dtype conversion (base/dtype.c's vla_convert, on the device) ------------------------- */
 

@@ -69,6 +69,8 @@ void vla_cuda_result_lock(void);
 void vla_cuda_result_unlock(void);
 /* copy `bytes` of the device result area to the host one and wait */
 void vla_cuda_result_fetch(size_t bytes, const char *what);
+/* wait for the stream on behalf of an op that returns host results; counted (ops.h, host_waits) */
+void vla_cuda_host_wait(const char *what);
 
 /* grid size for n elements at `threads` per block (grid-stride loops beyond) */
 static inline unsigned vla_cuda_blocks(int64_t n, int threads) {
@@ -118,7 +120,8 @@ void vla_cuda_time_embedding_backward(const vla_temb_config *cfg, float *d_t, co
 void vla_cuda_flow_interpolate(vla_flow_convention conv, float *x_t, float *target, const float *actions,
                                const float *noise, const float *t, int64_t S, int64_t per);
 void vla_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s, bool decay);
-void vla_cuda_ema(float *e, const float *w, float d, float omd, int64_t n);
+void vla_cuda_ema(float *e, const float *w, float d, float omd, int64_t n, const float *guard);
+void vla_cuda_clip_coef(float *guard, const double *sumsq, const double *also, double max_norm);
 void vla_cuda_convert(void *dst, vla_dtype dt, const void *src, vla_dtype st, int64_t n);
 
 /* reduce.cu */
@@ -126,6 +129,7 @@ double vla_cuda_sum(const float *x, int64_t n);
 double vla_cuda_dot(const float *a, const float *b, int64_t n);
 double vla_cuda_sum_squares(const float *x, int64_t n);
 void vla_cuda_sum_squares_multi(int count, const float *const *x, const int64_t *n, double *out);
+void vla_cuda_sum_squares_total(int count, const float *const *x, const int64_t *n, double *total);
 float vla_cuda_max_abs(const float *x, int64_t n);
 int64_t vla_cuda_count_nonfinite(const float *x, int64_t n);
 int64_t vla_cuda_find_nonfinite(const float *x, int64_t n);
@@ -135,6 +139,9 @@ void vla_cuda_softmax_rows_backward(float *dx, const float *y, const float *dy, 
 double vla_cuda_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
                            const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
                            float *d_pred);
+void vla_cuda_masked_mse_acc(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                             const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
+                             float *d_pred, double *loss_sum);
 /* column sums of x [rows, cols] in fixed row chunks: partial [n_chunks, cols] → y = beta·y + Σ (reduce.cu) */
 void vla_cuda_colsum_into(float *y, float beta, const float *x, int64_t rows, int64_t cols);
 

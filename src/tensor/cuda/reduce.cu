@@ -11,6 +11,7 @@
  * backend's bits: its lanes are different; both are double accumulations of
  * f32 values). Column sums go through fixed row chunks (tensor/cuda/dev_index.h). */
 #include "tensor/cuda/internal.cuh"
+#include "tensor/step_guard.h"
 
 #include <math.h>
 #include <string.h>
@@ -126,6 +127,35 @@ extern "C" void vla_cuda_sum_squares_multi(int count, const float *const *x, con
         memcpy(out + c0, vla_cuda_result_host(), sizeof(double) * (size_t)(c1 - c0));
     }
     vla_cuda_result_unlock();
+}
+
+/* *total = Σ part[0..count) in index order, one thread: the host's loop over sum_squares_multi's out[] */
+__global__ void k_sum_in_order(const double *part, int count, double *total) {
+    double t = 0.0;
+    for (int i = 0; i < count; i++) t += part[i];
+    *total = t;
+}
+
+/* The same reductions into a device array, added up on the device: no wait. */
+extern "C" void vla_cuda_sum_squares_total(int count, const float *const *x, const int64_t *n, double *total) {
+    cudaStream_t st = vla_cuda_stream();
+    double *part = (double *)vla_cuda_scratch(sizeof(double) * (size_t)(count > 0 ? count : 1));
+    for (int i = 0; i < count; i++) {
+        if (n[i] <= 0) VLA_CUDA_OK(cudaMemsetAsync(part + i, 0, sizeof(double), st), "sum_squares_total");
+        else reduce_into(R_SUMSQ, x[i], NULL, n[i], part + i, st);
+    }
+    k_sum_in_order<<<1, 1, 0, st>>>(part, count, total);
+    vla_cuda_check("sum_squares_total");
+    vla_cuda_scratch_free(part);
+}
+
+__global__ void k_clip_coef(float *guard, const double *sumsq, const double *also, double max_norm) {
+    *guard = vla_step_guard(*sumsq, also != NULL, also ? *also : 0.0, max_norm);
+}
+
+extern "C" void vla_cuda_clip_coef(float *guard, const double *sumsq, const double *also, double max_norm) {
+    k_clip_coef<<<1, 1, 0, vla_cuda_stream()>>>(guard, sumsq, also, max_norm);
+    vla_cuda_check("clip_coef");
 }
 
 extern "C" double vla_cuda_sum(const float *x, int64_t n) { return reduce(R_SUM, x, NULL, n, "sum"); }
@@ -265,9 +295,18 @@ __global__ void k_mse_grad(float *d_pred, const float *pred, const float *target
     }
 }
 
-extern "C" double vla_cuda_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
-                                      const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red,
-                                      double divisor, float *d_pred) {
+/* *loss_sum += (Σ row_sum in row order) / denom, or 0 without real entries: the host's arithmetic, on the device */
+__global__ void k_mse_add(const double *row_sum, int64_t rows, double denom, bool live, double *loss_sum) {
+    double sum = 0.0;
+    for (int64_t r = 0; r < rows; r++) sum += row_sum[r];
+    *loss_sum += live ? sum / denom : 0.0;
+}
+
+/* The loss and its gradient; the loss returned (loss_sum NULL: one wait)
+ * or added to *loss_sum on the device (no wait, returns 0). */
+static double masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                         const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
+                         float *d_pred, double *loss_sum) {
     if (S <= 0 || H <= 0 || D <= 0) return 0.0;
     /* the count of real entries is host arithmetic on host metadata */
     double count = 0;
@@ -278,6 +317,7 @@ extern "C" double vla_cuda_masked_mse(const float *pred, const float *target, in
             if (!(is_pad && is_pad[s * H + h])) count += (double)rd;
     }
     double denom = divisor > 0 ? divisor : red == VLA_MSE_MEAN_REAL ? count : (double)(S * H * D);
+    bool live = denom > 0 && count > 0;
     vla_cuda_upload_t up = vla_cuda_upload(is_pad, (size_t)(S * H));
     vla_cuda_upload_t ur = vla_cuda_upload(real_dims, sizeof(int32_t) * (size_t)S);
     cudaStream_t st = vla_cuda_stream();
@@ -286,21 +326,41 @@ extern "C" double vla_cuda_masked_mse(const float *pred, const float *target, in
                                                             (const int32_t *)ur.dev, rows);
     vla_cuda_check("masked_mse");
     if (d_pred) {
-        double g = denom > 0 && count > 0 ? 2.0 / denom : 0.0;
+        double g = live ? 2.0 / denom : 0.0;
         k_mse_grad<<<vla_cuda_blocks(S * H * D, 256), 256, 0, st>>>(d_pred, pred, target, S, H, D,
                                                                     (const uint8_t *)up.dev, (const int32_t *)ur.dev, g);
         vla_cuda_check("masked_mse gradient");
     }
-    /* the rows' sums, in row order, on the host (S·H doubles: a few KB) */
-    double *host = (double *)malloc(sizeof(double) * (size_t)(S * H));
-    if (!host) abort();
-    VLA_CUDA_OK(cudaMemcpyAsync(host, rows, sizeof(double) * (size_t)(S * H), cudaMemcpyDeviceToHost, st), "masked_mse");
-    VLA_CUDA_OK(cudaStreamSynchronize(st), "masked_mse");
-    double sum = 0;
-    for (int64_t r = 0; r < S * H; r++) sum += host[r];
-    free(host);
+    double loss = 0.0;
+    if (loss_sum) {
+        k_mse_add<<<1, 1, 0, st>>>(rows, S * H, denom, live, loss_sum);
+        vla_cuda_check("masked_mse_acc");
+    } else {
+        /* the rows' sums, in row order, on the host (S·H doubles: a few KB) */
+        double *host = (double *)malloc(sizeof(double) * (size_t)(S * H));
+        if (!host) abort();
+        VLA_CUDA_OK(cudaMemcpyAsync(host, rows, sizeof(double) * (size_t)(S * H), cudaMemcpyDeviceToHost, st),
+                    "masked_mse");
+        vla_cuda_host_wait("masked_mse");
+        double sum = 0;
+        for (int64_t r = 0; r < S * H; r++) sum += host[r];
+        free(host);
+        loss = live ? sum / denom : 0.0;
+    }
     vla_cuda_scratch_free(rows);
     vla_cuda_upload_release(&up);
     vla_cuda_upload_release(&ur);
-    return denom > 0 && count > 0 ? sum / denom : 0.0;
+    return loss;
+}
+
+extern "C" double vla_cuda_masked_mse(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                                      const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red,
+                                      double divisor, float *d_pred) {
+    return masked_mse(pred, target, S, H, D, is_pad, real_dims, red, divisor, d_pred, NULL);
+}
+
+extern "C" void vla_cuda_masked_mse_acc(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                                        const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red,
+                                        double divisor, float *d_pred, double *loss_sum) {
+    masked_mse(pred, target, S, H, D, is_pad, real_dims, red, divisor, d_pred, loss_sum);
 }
