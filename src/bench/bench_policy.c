@@ -420,6 +420,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     if (!act) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory");
     vla_status st = vla_policy_sample_actions(p, &ob, act); /* warm-up */
     double best = 1e30, sum = 0;
+    int64_t w0 = p->tops->host_waits ? p->tops->host_waits() : 0;
     for (int64_t i = 0; i < o->infer_reps && st == VLA_OK; i++) {
         double a = vla_now_s();
         st = vla_policy_sample_actions(p, &ob, act);
@@ -427,17 +428,21 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
         sum += d;
         if (d < best) best = d;
     }
+    double waits = p->tops->host_waits ? (double)(p->tops->host_waits() - w0) / (double)o->infer_reps : -1;
     free(act);
     VLA_TRY(st);
     vla_flops_estimate est;
     vla_flops_estimate_compute(cfg, &p->specs, &est);
     printf("{\"bench\":\"policy_infer\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\",\"precision\":\"%s\","
            "\"threads\":%d,\"batch\":1,\"horizon\":%lld,\"flow_steps\":%lld,\"reps\":%lld,\"best_ms\":%.3f,\"mean_ms\":%.3f,"
-           "\"estimate_gflop\":%.5f,\"weight_gib\":%.6g,\"peak_rss_gib\":%.6g}\n",
+           "\"estimate_gflop\":%.5f,\"weight_gib\":%.6g,\"peak_rss_gib\":%.6g",
            name, p->ops->name, o->ops->name, vla_precision_name(o->prec), o->threads[ti], (long long)cfg->action.horizon,
            (long long)cfg->flow.steps,
            (long long)o->infer_reps, best * 1e3, sum / (double)o->infer_reps * 1e3, est.sample * 1e-9,
            (double)p->n_weight_floats * 4.0 / (1 << 30), peak_rss_gib());
+    /* waits for the backend per chunk (ops.h, host_waits): reading the chunk back is one */
+    if (waits >= 0) printf(",\"host_waits_per_chunk\":%.2f", waits);
+    printf("}\n");
     fflush(stdout);
     return VLA_OK;
 }

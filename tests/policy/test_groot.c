@@ -315,7 +315,10 @@ static void test_sample_cached(void **state) {
     int64_t n = 3 * p->cfg.action.horizon * p->cfg.action.action_dim;
     float *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4);
     vla_observation o = make_obs(&t);
+    int64_t w0 = p->tops->host_waits ? p->tops->host_waits() : 0;
     assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
+    /* a backend that counts its host waits (checked): one per chunk, reading it back */
+    if (p->tops->host_waits) assert_int_equal(p->tops->host_waits() - w0, 1);
     assert_int_equal(vla_groot_sample_actions_uncached(p, &o, b), VLA_OK);
     for (int64_t k = 0; k < n; k++) {
         assert_true(isfinite(a[k]));

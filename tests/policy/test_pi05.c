@@ -252,7 +252,10 @@ static void test_cached_equals_uncached(void **state) {
     vla_observation o = obs_of(&t);
     int64_t n = 3 * p->cfg.action.horizon * p->cfg.action.action_dim;
     float *a = calloc((size_t)n, sizeof(float)), *b = calloc((size_t)n, sizeof(float));
+    int64_t w0 = p->tops->host_waits ? p->tops->host_waits() : 0;
     assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
+    /* a backend that counts its host waits (checked): one per chunk, reading it back */
+    if (p->tops->host_waits) assert_int_equal(p->tops->host_waits() - w0, 1);
     assert_int_equal(vla_pi05_sample_actions_uncached(p, &o, b), VLA_OK);
     double worst = 0, amax = 0;
     for (int64_t i = 0; i < n; i++) {
