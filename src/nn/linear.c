@@ -12,14 +12,19 @@ static const vla_gemm_q *gemm_q(const vla_linear_prec *q, vla_gemm_q *g, const v
     return g;
 }
 
-void vla_linear_forward_q(const vla_ops *ops, const vla_linear_prec *q, float *out, const float *in, const float *w,
-                          const float *b, int64_t n, int64_t in_dim, int64_t out_dim) {
+void vla_linear_forward_act(const vla_ops *ops, const vla_linear_prec *q, float *out, float *pre, const float *in,
+                            const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim) {
     if (n <= 0) return;
     vla_gemm_q g;
     const vla_gemm_q *gq = q ? gemm_q(q, &g, &q->x, &q->w) : NULL;
-    if (gq) ops->sgemm_q(gq, false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);
-    else ops->sgemm(false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);
-    if (b) ops->add_row_vector(out, b, n, out_dim);
+    const vla_gemm_epilogue epi = {b, act, pre};
+    /* the bias (and activation) in the GEMM's epilogue: a device folds the bias into the product */
+    ops->sgemm_epi(gq, &epi, false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);
+}
+
+void vla_linear_forward_q(const vla_ops *ops, const vla_linear_prec *q, float *out, const float *in, const float *w,
+                          const float *b, int64_t n, int64_t in_dim, int64_t out_dim) {
+    vla_linear_forward_act(ops, q, out, NULL, in, w, b, VLA_ACT_IDENTITY, n, in_dim, out_dim);
 }
 
 void vla_linear_forward(const vla_ops *ops, float *out, const float *in, const float *w, const float *b, int64_t n,

@@ -36,6 +36,12 @@ void vla_linear_forward(const vla_ops *ops, float *out, const float *in, const f
 void vla_linear_forward_q(const vla_ops *ops, const vla_linear_prec *q, float *out, const float *in, const float *w,
                           const float *b, int64_t n, int64_t in_dim, int64_t out_dim);
 
+/* out = act(in·wᵀ + b), and pre (NULL: not kept) = in·wᵀ + b — what the
+ * activation's backward reads — in one GEMM with its epilogue
+ * (ops->sgemm_epi); act IDENTITY is vla_linear_forward_q. */
+void vla_linear_forward_act(const vla_ops *ops, const vla_linear_prec *q, float *out, float *pre, const float *in,
+                            const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim);
+
 /* d_in += d_out·w, d_w += d_outᵀ·in, d_b += Σ_rows d_out (each may be NULL). */
 void vla_linear_backward(const vla_ops *ops, float *d_in, float *d_w, float *d_b, const float *d_out,
                          const float *in, const float *w, int64_t n, int64_t in_dim, int64_t out_dim);

@@ -15,8 +15,7 @@ void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, 
     int64_t d = cfg->dim, hd = cfg->hidden, nh = n * hd;
     if (!cfg->gated) {
         float *pre = acts, *h = acts + nh;
-        vla_linear_forward_q(ops, w->q_up, pre, in, w->w_up, w->b_up, n, d, hd);
-        ops->act_forward(cfg->act, h, pre, nh);
+        vla_linear_forward_act(ops, w->q_up, h, pre, in, w->w_up, w->b_up, cfg->act, n, d, hd);
         vla_linear_forward_q(ops, w->q_down, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
         return;
     }

@@ -98,6 +98,19 @@ typedef struct {
     vla_fp8_operand a, b;
 } vla_gemm_q;
 
+/* What a GEMM does to its result before writing C (cuBLASLt's epilogues):
+ * t = alpha·op(A)·op(B) + beta·C, each element rounded to f32; t += bias[col]
+ * when bias is set (f32); then, with act other than IDENTITY, pre = t
+ * (when pre is set: [m, n] at C's stride — what the activation's backward
+ * reads) and C = act(t); else C = t. The cpu backend computes exactly these
+ * steps (sgemm_q, add_row_vector, act_forward), so its bits are those of
+ * the three separate ops; a device backend folds the bias into the GEMM. */
+typedef struct {
+    const float *bias; /* [n] or NULL */
+    vla_act act;
+    float *pre;        /* with act: t before the activation, or NULL */
+} vla_gemm_epilogue;
+
 /* ---- packed attention (nn/attention.h has the whole contract) -------------- */
 
 /* How the backward splits its work (all deterministic, no atomics):
@@ -196,6 +209,11 @@ typedef struct vla_ops {
      * C stays f32, accumulation is f32 */
     void (*sgemm_q)(const vla_gemm_q *q, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+    /* sgemm_q followed by its epilogue (epi NULL: sgemm_q). C may not alias
+     * A, B, the bias or pre. */
+    void (*sgemm_epi)(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool trans_a, bool trans_b, int64_t m,
+                      int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                      float beta, float *c, int64_t ldc);
     /* Delayed-scaling update of n FP8 tensors after a step (TransformerEngine's
      * recipe, nvte_delayed_scaling_recipe_amax_and_scale_update): history
      * [hist_len, n] holds the tensors' amaxes newest row first — row 0 is this

@@ -207,6 +207,59 @@ static void t_gemm_q(void) {
     }
 }
 
+/* sgemm_epi: the GEMM, then bias, pre and activation — against those steps
+ * done one by one on the cpu backend (the cpu's own sgemm_epi must give
+ * their bits exactly; the others within the GEMM's tolerance). */
+static void t_gemm_epi(void) {
+    COVER(sgemm_epi);
+    static const vla_act acts[4] = {VLA_ACT_IDENTITY, VLA_ACT_GELU_TANH, VLA_ACT_SILU, VLA_ACT_RELU};
+    for (int trial = 0; trial < 24; trial++) {
+        bool ta = trial & 1, tb = trial & 2, with_bias = trial % 5 != 0, with_pre = trial % 3 != 0;
+        vla_act act = acts[trial % 4];
+        vla_precision mode = trial % 6 < 2 ? VLA_PREC_FP32 : trial % 6 < 4 ? VLA_PREC_BF16 : VLA_PREC_FP8;
+        int64_t m = rnd(1, 64), n = rnd(1, 64), k = rnd(1, 80), ldc = n + (trial % 4 == 3 ? rnd(1, 3) : 0);
+        int64_t lda = ta ? m : k, ldb = tb ? k : n;
+        float beta = trial % 7 == 0 ? 0.5f : 0.0f;
+        tens a = t_rand((ta ? k : m) * lda, 1), b = t_rand((tb ? n : k) * ldb, 0.5f), c = t_rand(m * ldc, 1);
+        tens bias = t_rand(n, 1), pre = t_rand(m * ldc, 1), sc = t_new(4);
+        sc.h[0] = 32.0f, sc.h[1] = 128.0f;
+        C.dut->to_device(sc.d, sc.h, 4 * sizeof(float));
+        vla_gemm_q qh = {.mode = mode}, qd;
+        qh.a = (vla_fp8_operand){VLA_FP8_E4M3, sc.h, sc.h + 2}, qh.b = (vla_fp8_operand){VLA_FP8_E4M3, sc.h + 1, sc.h + 3};
+        qd = qh;
+        qd.a.scale = sc.d, qd.a.amax = sc.d + 2, qd.b.scale = sc.d + 1, qd.b.amax = sc.d + 3;
+        const vla_gemm_q *q_h = mode == VLA_PREC_FP32 && trial % 2 ? NULL : &qh, *q_d = q_h ? &qd : NULL;
+        vla_gemm_epilogue eh = {with_bias ? bias.h : NULL, act, with_pre ? pre.h : NULL};
+        vla_gemm_epilogue ed = {with_bias ? bias.d : NULL, act, with_pre ? pre.d : NULL};
+        /* the cpu's own, then the reference's steps one by one on copies */
+        float *c0 = malloc(sizeof(float) * (size_t)(m * ldc)), *p0 = malloc(sizeof(float) * (size_t)(m * ldc));
+        memcpy(c0, c.h, sizeof(float) * (size_t)(m * ldc)), memcpy(p0, pre.h, sizeof(float) * (size_t)(m * ldc));
+        C.ref->sgemm_epi(q_h, &eh, ta, tb, m, n, k, 0.75f, a.h, lda, b.h, ldb, beta, c.h, ldc);
+        C.ref->sgemm_q(q_h, ta, tb, m, n, k, 0.75f, a.h, lda, b.h, ldb, beta, c0, ldc);
+        for (int64_t r = 0; r < m; r++) {
+            float *row = c0 + r * ldc;
+            if (with_bias)
+                for (int64_t j = 0; j < n; j++) row[j] += bias.h[j];
+            if (act != VLA_ACT_IDENTITY && with_pre) memcpy(p0 + r * ldc, row, sizeof(float) * (size_t)n);
+            if (act != VLA_ACT_IDENTITY) C.ref->act_forward(act, row, row, n);
+        }
+        if (memcmp(c0, c.h, sizeof(float) * (size_t)(m * ldc)) || memcmp(p0, pre.h, sizeof(float) * (size_t)(m * ldc)))
+            fail_msg("sgemm_epi [cpu]: trial %d is not its steps' bits", trial);
+        free(c0), free(p0);
+        C.dut->sgemm_epi(q_d, &ed, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, beta, c.d, ldc);
+        t_check_norm(c, TOL_GEMM, "sgemm_epi");
+        t_check_norm(pre, TOL_GEMM, "sgemm_epi pre");
+        t_check(c, 1e-3, "sgemm_epi (elementwise: the padding untouched)");
+        t_free(a), t_free(b), t_free(c), t_free(bias), t_free(pre), t_free(sc);
+    }
+    /* no epilogue: sgemm_q */
+    tens a = t_rand(6 * 5, 1), b = t_rand(5 * 4, 1), c = t_new(6 * 4);
+    C.ref->sgemm_epi(NULL, NULL, false, false, 6, 4, 5, 1.0f, a.h, 5, b.h, 4, 0.0f, c.h, 4);
+    C.dut->sgemm_epi(NULL, NULL, false, false, 6, 4, 5, 1.0f, a.d, 5, b.d, 4, 0.0f, c.d, 4);
+    t_check_norm(c, TOL_GEMM, "sgemm_epi (none)");
+    t_free(a), t_free(b), t_free(c);
+}
+
 /* ---- elementwise ------------------------------------------------------------------------- */
 
 static void t_elementwise(void) {
@@ -693,6 +746,7 @@ static void run_backend(void **state) {
     t_memory();
     t_gemm();
     t_gemm_q();
+    t_gemm_epi();
     t_elementwise();
     t_activations();
     t_layout();

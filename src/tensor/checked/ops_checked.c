@@ -174,6 +174,14 @@ WRAP_VOID(sgemm_q,
            int64_t lda, const float *b, int64_t ldb, float be, float *c, int64_t ldc),
           (q ? &(vla_gemm_q){q->mode, {q->a.fmt, T(q->a.scale), T(q->a.amax)}, {q->b.fmt, T(q->b.scale), T(q->b.amax)}}
              : NULL, ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc))
+static void chk_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *e, bool ta, bool tb, int64_t m, int64_t n,
+                          int64_t k, float al, const float *a, int64_t lda, const float *b, int64_t ldb, float be,
+                          float *c, int64_t ldc) {
+    vla_gemm_q tq = q ? (vla_gemm_q){q->mode, {q->a.fmt, T(q->a.scale), T(q->a.amax)}, {q->b.fmt, T(q->b.scale), T(q->b.amax)}}
+                      : (vla_gemm_q){0};
+    vla_gemm_epilogue te = e ? (vla_gemm_epilogue){T(e->bias), e->act, T(e->pre)} : (vla_gemm_epilogue){0};
+    cpu()->sgemm_epi(q ? &tq : NULL, e ? &te : NULL, ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc);
+}
 WRAP_VOID(fp8_scale_update, (float *h, float *sc, int64_t n, int64_t L, const float *fm, float mg, bool mr),
           (T(h), T(sc), n, L, fm, mg, mr))
 WRAP_VOID(fill, (float *y, float v, int64_t n), (T(y), v, n))
@@ -292,7 +300,7 @@ static const vla_ops checked_ops = {
     .host_waits = chk_host_waits,
     .alloc = chk_alloc,
     .free = chk_free,
-    SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q),
+    SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q), SLOT(sgemm_epi),
     SLOT(fp8_scale_update), SLOT(fill),
     SLOT(copy), SLOT(add), SLOT(sub), SLOT(mul), SLOT(axpy), SLOT(scale), SLOT(affine), SLOT(scale_to),
     SLOT(add_row_vector), SLOT(copy_rows), SLOT(add_rows), SLOT(copy2d), SLOT(im2col), SLOT(col2im_add), SLOT(sum),

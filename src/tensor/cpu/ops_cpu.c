@@ -451,6 +451,7 @@ static const vla_ops cpu_ops = {
     .sgemm = cpu_sgemm,
     .sgemm_strided_batched = cpu_sgemm_strided_batched,
     .sgemm_q = vla_cpu_sgemm_q,
+    .sgemm_epi = vla_cpu_sgemm_epi,
     .fp8_scale_update = vla_cpu_fp8_scale_update,
     .fill = cpu_fill,
     .copy = cpu_copy,

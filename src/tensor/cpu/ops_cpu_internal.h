@@ -79,6 +79,9 @@ vla_status vla_cpu_attention_forward_cached(const vla_attn_config *cfg, float *o
 /* ops_cpu_precision.c */
 void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+void vla_cpu_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m, int64_t n,
+                       int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                       float *c, int64_t ldc);
 void vla_cpu_fp8_scale_update(float *history, float *scale, int64_t n, int64_t hist_len, const float *fmt_max,
                               float margin, bool most_recent);
 

@@ -14,6 +14,7 @@
  * multiplies FP8. The copies cost memory traffic a fused kernel would not
  * pay. amax is a max, so the threads' order does not change it. */
 #include "tensor/cpu/ops_cpu_internal.h"
+#include "tensor/gemm_epilogue.h"
 
 #include <float.h>
 #include <math.h>
@@ -110,6 +111,13 @@ void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n
     quantize(qb, b, br, bc, ldb, q->mode, &q->b);
     cpu->sgemm(ta, tb, m, n, k, alpha, qa, ac, qb, bc, beta, c, ldc);
     free(qa), free(qb);
+}
+
+void vla_cpu_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m, int64_t n,
+                       int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                       float *c, int64_t ldc) {
+    vla_cpu_sgemm_q(q, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    vla_gemm_epilogue_apply(vla_cpu_backend_table(), epi, false, m, n, c, ldc);
 }
 
 /* TE's kernel, per tensor: fmaxf from 0 over the window (a NaN entry is

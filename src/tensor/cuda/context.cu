@@ -370,6 +370,7 @@ static void tbl_init(void) {
     SLOT(sgemm);
     SLOT(sgemm_strided_batched);
     SLOT(sgemm_q);
+    SLOT(sgemm_epi);
     SLOT(fp8_scale_update);
     SLOT(fill);
     SLOT(copy);

@@ -22,6 +22,8 @@
 
 extern "C" {
 #include "tensor/cuda/gemm_plan.h"
+#include "tensor/cuda/ops_cuda.h"
+#include "tensor/gemm_epilogue.h"
 }
 #include "base/numfmt.h"
 
@@ -74,11 +76,12 @@ static cublasLtMatrixLayout_t make_layout(cudaDataType_t t, int64_t rows, int64_
 
 /* The cached descriptors of one product (created and asked to the heuristic once). */
 static lt_entry *lt_get(const vla_lt_gemm *g, vla_lt_type at, vla_lt_type bt, vla_lt_type ct, cublasComputeType_t ctype,
-                        const void *A, const void *B, const void *C, bool fast_accum) {
+                        const void *A, const void *B, const void *C, bool fast_accum, bool bias) {
     vla_cuda_ctx *cx = vla_cuda_ctx_get();
     int al_a = vla_lt_alignment((uintptr_t)A), al_b = vla_lt_alignment((uintptr_t)B);
     int al_c = vla_lt_alignment((uintptr_t)C);
     vla_lt_key key = vla_lt_key_make(g, at, bt, ct, (int)ctype, al_a, al_b, al_c, fast_accum);
+    key.w[21] = bias; /* the epilogue is part of the descriptor */
     if (!cx->lt_cache) cx->lt_cache = vla_lt_cache_new(LT_CACHE_ENTRIES, lt_entry_destroy);
     if (!cx->lt_cache) {
         fprintf(stderr, "vla: cuda: out of host memory for the cuBLASLt descriptor cache\n");
@@ -97,6 +100,12 @@ static lt_entry *lt_get(const vla_lt_gemm *g, vla_lt_type at, vla_lt_type bt, vl
         if (at == VLA_LT_E4M3 || at == VLA_LT_E5M2) {
             int8_t fa = fast_accum ? 1 : 0;
             LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fa, sizeof fa));
+        }
+        if (bias) { /* f32 bias of D's rows (the caller's columns), added in the epilogue */
+            cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+            cudaDataType_t bt32 = CUDA_R_32F;
+            LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+            LT_TRY(cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt32, sizeof bt32));
         }
         e->a = make_layout(cuda_type(at), g->a_rows, g->a_cols, g->lda, g->batch, g->stride_a);
         e->b = make_layout(cuda_type(bt), g->b_rows, g->b_cols, g->ldb, g->batch, g->stride_b);
@@ -129,14 +138,18 @@ fail:
     return e;
 }
 
-/* Runs the product; false when cuBLASLt cannot (no algorithm, or refused). */
+/* Runs the product (with bias: the BIAS epilogue adds it); false when
+ * cuBLASLt cannot (no algorithm, or refused). */
 static bool lt_run(const vla_lt_gemm *g, vla_lt_type at, vla_lt_type bt, vla_lt_type ct, cublasComputeType_t ctype,
                    const void *A, const void *B, void *C, float alpha, float beta, bool fast_accum,
-                   const float *a_scale, const float *b_scale) {
+                   const float *a_scale, const float *b_scale, const float *bias = NULL) {
     vla_cuda_ctx *cx = vla_cuda_ctx_get();
     pthread_mutex_lock(&lt_lock);
-    lt_entry *e = lt_get(g, at, bt, ct, ctype, A, B, C, fast_accum);
+    lt_entry *e = lt_get(g, at, bt, ct, ctype, A, B, C, fast_accum, bias != NULL);
     bool ok = e->ok;
+    if (ok && bias)
+        ok = cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias) ==
+             CUBLAS_STATUS_SUCCESS;
     if (ok && a_scale) {
         ok = cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a_scale, sizeof a_scale) ==
                  CUBLAS_STATUS_SUCCESS &&
@@ -180,18 +193,26 @@ static cublasComputeType_t f32_compute(void) {
     return vla_cuda_ctx_get()->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
-static void f32_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+/* Returns whether `bias` (one product, batch 1; NULL: none) was added in the
+ * GEMM's epilogue; when not, the caller adds it. */
+static bool f32_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                      int64_t sa, const float *b, int64_t ldb, int64_t sb, float beta, float *c, int64_t ldc,
-                     int64_t sc, int64_t batch, cublasComputeType_t ctype) {
-    if (m == 0 || n == 0 || batch == 0) return;
-    if (k == 0) return scale_c(c, ldc, m, n, beta, batch, sc);
+                     int64_t sc, int64_t batch, cublasComputeType_t ctype, const float *bias = NULL) {
+    if (m == 0 || n == 0 || batch == 0) return false;
+    if (k == 0) {
+        scale_c(c, ldc, m, n, beta, batch, sc);
+        return false;
+    }
     vla_lt_gemm g = vla_lt_from_rowmajor(ta, tb, m, n, k, lda, ldb, ldc, batch, sa, sb, sc);
-    if (lt_run(&g, VLA_LT_F32, VLA_LT_F32, VLA_LT_F32, ctype, b, a, c, alpha, beta, false, NULL, NULL)) return;
+    if (bias && batch == 1 && lt_run(&g, VLA_LT_F32, VLA_LT_F32, VLA_LT_F32, ctype, b, a, c, alpha, beta, false, NULL,
+                                     NULL, bias))
+        return true;
+    if (lt_run(&g, VLA_LT_F32, VLA_LT_F32, VLA_LT_F32, ctype, b, a, c, alpha, beta, false, NULL, NULL)) return false;
     /* an f32 product cuBLASLt refuses (odd strides): one product at a time, then give up loudly */
     if (batch > 1) {
         for (int64_t i = 0; i < batch; i++)
             f32_gemm(ta, tb, m, n, k, alpha, a + i * sa, lda, 0, b + i * sb, ldb, 0, beta, c + i * sc, ldc, 0, 1, ctype);
-        return;
+        return false;
     }
     fprintf(stderr, "vla: cuda: cuBLASLt has no f32 algorithm for %lld×%lld×%lld (ta %d, tb %d, ld %lld/%lld/%lld)\n",
             (long long)m, (long long)n, (long long)k, ta, tb, (long long)lda, (long long)ldb, (long long)ldc);
@@ -294,13 +315,13 @@ static int kind_of(const vla_gemm_q *q, const vla_fp8_operand *op, bool emulate)
     return e4 ? OUT_E4M3 : OUT_E5M2;
 }
 
-extern "C" void vla_cuda_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
-                                 int64_t ldc) {
-    if (!q || q->mode == VLA_PREC_FP32 || m == 0 || n == 0 || k == 0) {
-        vla_cuda_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        return;
-    }
+/* sgemm_q, adding `bias` in cuBLASLt's epilogue where it can (f32 and bf16
+ * products; FP8's bias types are narrower than ours): returns whether it did. */
+static bool sgemm_q_bias(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc,
+                         const float *bias) {
+    if (!q || q->mode == VLA_PREC_FP32 || m == 0 || n == 0 || k == 0)
+        return f32_gemm(ta, tb, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, 1, f32_compute(), bias);
     vla_q_plan p = vla_q_plan_make(q, ta, tb, m, n, k, ldc, (uintptr_t)c);
     bool fp8 = q->mode == VLA_PREC_FP8;
     if (p.use_lt) {
@@ -313,10 +334,13 @@ extern "C" void vla_cuda_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t 
         cast_operand(aq, a, lda, m, k, p.kp, p.a_transpose, kind_of(q, &q->a, false), fp8 ? &q->a : NULL, sinv);
         cast_operand(bq, b, ldb, n, k, p.kp, p.b_transpose, kind_of(q, &q->b, false), fp8 ? &q->b : NULL, sinv + 1);
         /* cuBLASLt's A is our B: its dequantisation scale is B's 1/s */
-        bool ok = lt_run(&p.lt, p.b_type, p.a_type, VLA_LT_F32, CUBLAS_COMPUTE_32F, bq, aq, c, alpha, beta,
-                         p.fast_accum, fp8 ? sinv + 1 : NULL, fp8 ? sinv : NULL);
+        bool folded = bias && !fp8 &&
+                      lt_run(&p.lt, p.b_type, p.a_type, VLA_LT_F32, CUBLAS_COMPUTE_32F, bq, aq, c, alpha, beta,
+                             p.fast_accum, NULL, NULL, bias);
+        bool ok = folded || lt_run(&p.lt, p.b_type, p.a_type, VLA_LT_F32, CUBLAS_COMPUTE_32F, bq, aq, c, alpha, beta,
+                                   p.fast_accum, fp8 ? sinv + 1 : NULL, fp8 ? sinv : NULL);
         vla_cuda_scratch_free(buf);
-        if (ok) return;
+        if (ok) return folded;
         /* no algorithm: emulate below. The casts above already max-accumulated the amaxes, and
          * the emulation's casts add the same values again: a max, so nothing changes. */
     }
@@ -324,8 +348,26 @@ extern "C" void vla_cuda_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t 
     float *af = buf, *bf = buf + m * k;
     cast_operand(af, a, lda, m, k, k, p.a_transpose, kind_of(q, &q->a, true), fp8 ? &q->a : NULL, NULL);
     cast_operand(bf, b, ldb, n, k, k, p.b_transpose, kind_of(q, &q->b, true), fp8 ? &q->b : NULL, NULL);
-    f32_gemm(false, true, m, n, k, alpha, af, k, 0, bf, k, 0, beta, c, ldc, 0, 1, CUBLAS_COMPUTE_32F);
+    bool folded = f32_gemm(false, true, m, n, k, alpha, af, k, 0, bf, k, 0, beta, c, ldc, 0, 1, CUBLAS_COMPUTE_32F, bias);
     vla_cuda_scratch_free(buf);
+    return folded;
+}
+
+extern "C" void vla_cuda_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                                 const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c,
+                                 int64_t ldc) {
+    sgemm_q_bias(q, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
+}
+
+/* The bias folded into cuBLASLt's epilogue where it can be; the rest of the
+ * epilogue (the bias otherwise, pre, the activation) by the table's own
+ * kernels (tensor/gemm_epilogue.h). cuBLASLt's GELU epilogues are not used:
+ * their GELU is not our kernel's to the bit, and that is not measured yet. */
+extern "C" void vla_cuda_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m,
+                                   int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                                   int64_t ldb, float beta, float *c, int64_t ldc) {
+    bool folded = sgemm_q_bias(q, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, epi ? epi->bias : NULL);
+    vla_gemm_epilogue_apply(vla_cuda_backend_table(), epi, folded, m, n, c, ldc);
 }
 
 /* ---- FP8 delayed-scaling update ------------------------------------------------------------ */

@@ -90,6 +90,9 @@ void vla_cuda_sgemm_strided_batched(bool ta, bool tb, int64_t m, int64_t n, int6
                                     float *c, int64_t ldc, int64_t sc, int64_t batch);
 void vla_cuda_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                       const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+void vla_cuda_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m, int64_t n,
+                        int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                        float *c, int64_t ldc);
 void vla_cuda_fp8_scale_update(float *history, float *scale, int64_t n, int64_t hist_len, const float *fmt_max,
                                float margin, bool most_recent);
 void vla_cuda_gemm_shutdown(void);
