@@ -261,6 +261,21 @@ typedef struct vla_ops {
     void (*col2im_add)(float *images, const float *patches, int64_t n_img, int64_t C, int64_t H, int64_t W,
                        int64_t p);
 
+    /* ---- per-segment weights (GR00T's per-embodiment linear, nn/embodiment_linear.h) ----
+     * Packed rows: segment s is rows [cu[s], cu[s+1]) (cu, ids: host
+     * int32) and uses matrix W[ids[s]] of w [n_mat, in_dim, out_dim] (in ×
+     * out: GR00T's layout) and bias row b[ids[s]] of b [n_mat, out_dim].
+     * forward OVERWRITES y: y_s = x_s·W[e_s] (+ b[e_s] when b is set).
+     * backward accumulates each non-NULL output: dx_s += dy_s·W[e_s]ᵀ;
+     * dw[e] += x_sᵀ·dy_s and db[e] += Σ_rows dy_s over the segments of e in
+     * s order. The cpu backend runs one GEMM per segment (its bits); a
+     * device runs every segment in one launch per product. */
+    void (*segment_linear_forward)(float *y, const float *x, const float *w, const float *b, const int32_t *ids,
+                                   const int32_t *cu, int32_t n_seg, int64_t in_dim, int64_t out_dim);
+    void (*segment_linear_backward)(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                                    const int32_t *ids, const int32_t *cu, int32_t n_seg, int64_t in_dim,
+                                    int64_t out_dim);
+
     /* ---- reductions (accumulated in double, fixed order; host results) ------- */
     double (*sum)(const float *x, int64_t n);
     double (*dot)(const float *a, const float *b, int64_t n);

@@ -260,6 +260,40 @@ static void t_gemm_epi(void) {
     t_free(a), t_free(b), t_free(c);
 }
 
+/* the per-segment linear: packed segments (some empty) with their own
+ * matrices, bias or not, every subset of the backward's outputs */
+static void t_segment_linear(void) {
+    COVER(segment_linear_forward), COVER(segment_linear_backward);
+    for (int trial = 0; trial < 10; trial++) {
+        int32_t n_seg = (int32_t)rnd(0, 9), n_mat = (int32_t)rnd(1, 4);
+        int64_t in = rnd(1, 90), out = trial % 3 == 0 ? 64 : rnd(1, 150);
+        int32_t cu[10], ids[9];
+        cu[0] = 0;
+        for (int32_t s = 0; s < n_seg; s++) {
+            cu[s + 1] = cu[s] + (int32_t)(rnd(0, 4) == 0 ? 0 : rnd(1, 40)); /* GR00T: 16 rows, or 1 */
+            ids[s] = (int32_t)rnd(0, n_mat - 1);
+        }
+        int64_t n = cu[n_seg];
+        tens x = t_rand(n * in, 1), w = t_rand(n_mat * in * out, 0.3f), b = t_rand(n_mat * out, 1);
+        tens y = t_rand(n * out, 1), dy = t_rand(n * out, 1), dx = t_rand(n * in, 1);
+        tens dw = t_rand(n_mat * in * out, 1), db = t_rand(n_mat * out, 1);
+        const bool with_b = trial % 2 == 0;
+        C.ref->segment_linear_forward(y.h, x.h, w.h, with_b ? b.h : NULL, ids, cu, n_seg, in, out);
+        C.dut->segment_linear_forward(y.d, x.d, w.d, with_b ? b.d : NULL, ids, cu, n_seg, in, out);
+        t_check_norm(y, TOL_GEMM, "segment_linear_forward");
+        bool gx = trial % 4 != 1, gw = trial % 4 != 2, gb = trial % 4 != 3;
+        C.ref->segment_linear_backward(gx ? dx.h : NULL, gw ? dw.h : NULL, gb ? db.h : NULL, dy.h, x.h, w.h, ids, cu,
+                                       n_seg, in, out);
+        C.dut->segment_linear_backward(gx ? dx.d : NULL, gw ? dw.d : NULL, gb ? db.d : NULL, dy.d, x.d, w.d, ids, cu,
+                                       n_seg, in, out);
+        t_check_norm(dx, TOL_GEMM, "segment_linear_backward dx");
+        t_check_norm(dw, TOL_GEMM, "segment_linear_backward dw");
+        t_check_norm(db, TOL_GEMM, "segment_linear_backward db");
+        t_check(dw, 1e-3, "segment_linear_backward dw (elementwise: matrices no segment uses untouched)");
+        t_free(x), t_free(w), t_free(b), t_free(y), t_free(dy), t_free(dx), t_free(dw), t_free(db);
+    }
+}
+
 /* ---- elementwise ------------------------------------------------------------------------- */
 
 static void t_elementwise(void) {
@@ -747,6 +781,7 @@ static void run_backend(void **state) {
     t_gemm();
     t_gemm_q();
     t_gemm_epi();
+    t_segment_linear();
     t_elementwise();
     t_activations();
     t_layout();

@@ -64,20 +64,27 @@ static void test_chunks_cover(void **state) {
             assert_true((c.n_chunks - 1) * c.rows_per_chunk < rows_list[i] || rows_list[i] == 0);
         }
     int32_t cu[6] = {0, 0, 300, 301, 301, 700};
-    vla_seg_chunks s;
-    assert_int_equal(vla_seg_chunks_make(&s, cu, 5), VLA_OK);
-    int32_t next = 0;
-    for (int32_t seg = 0; seg < 5; seg++) {
-        for (int32_t k = s.first[seg]; k < s.first[seg + 1]; k++) {
-            assert_int_equal(s.seg[k], seg);
-            assert_int_equal(s.start[k], next);
-            assert_true(s.end[k] > s.start[k] && s.end[k] - s.start[k] <= 128 && s.end[k] <= cu[seg + 1]);
-            next = s.end[k];
+    /* the column sums' 128-row chunks, and the per-segment linear's 16-row tiles: every row once, in order,
+     * each chunk inside one segment */
+    const int32_t sizes[2] = {128, 16};
+    for (int z = 0; z < 2; z++) {
+        vla_seg_chunks s;
+        assert_int_equal(z ? vla_seg_chunks_make_rows(&s, cu, 5, 16) : vla_seg_chunks_make(&s, cu, 5), VLA_OK);
+        int32_t next = 0;
+        for (int32_t seg = 0; seg < 5; seg++) {
+            for (int32_t k = s.first[seg]; k < s.first[seg + 1]; k++) {
+                assert_int_equal(s.seg[k], seg);
+                assert_int_equal(s.start[k], next);
+                assert_true(s.end[k] > s.start[k] && s.end[k] - s.start[k] <= sizes[z] && s.end[k] <= cu[seg + 1]);
+                next = s.end[k];
+            }
+            assert_int_equal(next, cu[seg + 1]);
         }
-        assert_int_equal(next, cu[seg + 1]);
+        assert_int_equal(s.n_chunks, s.first[5]);
+        vla_seg_chunks_free(&s);
     }
-    assert_int_equal(s.n_chunks, s.first[5]);
-    vla_seg_chunks_free(&s);
+    vla_seg_chunks bad;
+    assert_int_equal(vla_seg_chunks_make_rows(&bad, cu, 5, 0), VLA_ERR_INVALID_ARG);
 }
 
 int main(void) {

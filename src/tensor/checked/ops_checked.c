@@ -203,6 +203,12 @@ WRAP_VOID(add_rows,
 WRAP_VOID(copy2d, (float *d, int64_t ldd, const float *s, int64_t lds, int64_t r, int64_t c), (T(d), ldd, T(s), lds, r, c))
 WRAP_VOID(im2col, (float *p, const float *im, int64_t n, int64_t C, int64_t H, int64_t W, int64_t ps), (T(p), T(im), n, C, H, W, ps))
 WRAP_VOID(col2im_add, (float *im, const float *p, int64_t n, int64_t C, int64_t H, int64_t W, int64_t ps), (T(im), T(p), n, C, H, W, ps))
+WRAP_VOID(segment_linear_forward,
+          (float *y, const float *x, const float *w, const float *b, const int32_t *ids, const int32_t *cu, int32_t ns,
+           int64_t di, int64_t dout), (T(y), T(x), T(w), T(b), ids, cu, ns, di, dout))
+WRAP_VOID(segment_linear_backward,
+          (float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, const int32_t *ids,
+           const int32_t *cu, int32_t ns, int64_t di, int64_t dout), (T(dx), T(dw), T(db), T(dy), T(x), T(w), ids, cu, ns, di, dout))
 WRAP_WAIT(double, sum, (const float *x, int64_t n), (T(x), n))
 WRAP_WAIT(double, dot, (const float *a, const float *b, int64_t n), (T(a), T(b), n))
 WRAP_WAIT(double, sum_squares, (const float *x, int64_t n), (T(x), n))
@@ -303,7 +309,7 @@ static const vla_ops checked_ops = {
     SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q), SLOT(sgemm_epi),
     SLOT(fp8_scale_update), SLOT(fill),
     SLOT(copy), SLOT(add), SLOT(sub), SLOT(mul), SLOT(axpy), SLOT(scale), SLOT(affine), SLOT(scale_to),
-    SLOT(add_row_vector), SLOT(copy_rows), SLOT(add_rows), SLOT(copy2d), SLOT(im2col), SLOT(col2im_add), SLOT(sum),
+    SLOT(add_row_vector), SLOT(copy_rows), SLOT(add_rows), SLOT(copy2d), SLOT(im2col), SLOT(col2im_add), SLOT(segment_linear_forward), SLOT(segment_linear_backward), SLOT(sum),
     SLOT(dot), SLOT(sum_squares), SLOT(sum_squares_multi), SLOT(sum_squares_total), SLOT(max_abs), SLOT(count_nonfinite), SLOT(find_nonfinite), SLOT(sum_rows),
     SLOT(softmax_rows), SLOT(softmax_rows_backward), SLOT(attention_mask), SLOT(act_forward), SLOT(act_backward),
     SLOT(glu_forward), SLOT(glu_backward), SLOT(layernorm_forward), SLOT(layernorm_backward), SLOT(rmsnorm_forward),

@@ -390,6 +390,8 @@ static void tbl_init(void) {
     SLOT(sum);
     SLOT(dot);
     SLOT(sum_squares);
+    SLOT(segment_linear_forward);
+    SLOT(segment_linear_backward);
     SLOT(sum_squares_multi);
     SLOT(sum_squares_total);
     SLOT(max_abs);

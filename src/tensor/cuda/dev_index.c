@@ -74,11 +74,16 @@ vla_row_chunks vla_row_chunks_for(int64_t rows, int64_t cols) {
 }
 
 vla_status vla_seg_chunks_make(vla_seg_chunks *c, const int32_t *cu, int32_t n_seg) {
+    return vla_seg_chunks_make_rows(c, cu, n_seg, CHUNK_ROWS);
+}
+
+vla_status vla_seg_chunks_make_rows(vla_seg_chunks *c, const int32_t *cu, int32_t n_seg, int32_t rows_per_chunk) {
     memset(c, 0, sizeof *c);
+    if (rows_per_chunk < 1) return vla_error(VLA_ERR_INVALID_ARG, "segment chunks: %d rows per chunk", rows_per_chunk);
     int64_t n = 0;
     for (int32_t s = 0; s < n_seg; s++) {
         int64_t len = cu[s + 1] - cu[s];
-        n += (len + CHUNK_ROWS - 1) / CHUNK_ROWS;
+        n += (len + rows_per_chunk - 1) / rows_per_chunk;
     }
     if (n > INT32_MAX / 4) return vla_error(VLA_ERR_INVALID_ARG, "segment chunks: %lld", (long long)n);
     c->words = 3 * n + n_seg + 1;
@@ -89,9 +94,9 @@ vla_status vla_seg_chunks_make(vla_seg_chunks *c, const int32_t *cu, int32_t n_s
     int32_t k = 0;
     for (int32_t s = 0; s < n_seg; s++) {
         c->first[s] = k;
-        for (int32_t r = cu[s]; r < cu[s + 1]; r += CHUNK_ROWS) {
+        for (int32_t r = cu[s]; r < cu[s + 1]; r += rows_per_chunk) {
             c->start[k] = r;
-            c->end[k] = cu[s + 1] - r < CHUNK_ROWS ? cu[s + 1] : r + CHUNK_ROWS;
+            c->end[k] = cu[s + 1] - r < rows_per_chunk ? cu[s + 1] : r + rows_per_chunk;
             c->seg[k] = s;
             k++;
         }

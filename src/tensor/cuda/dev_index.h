@@ -50,6 +50,8 @@ typedef struct {
     int64_t words;
 } vla_seg_chunks;
 vla_status vla_seg_chunks_make(vla_seg_chunks *c, const int32_t *cu, int32_t n_seg);
+/* The same with a given chunk size (the per-segment GEMM's row tiles). */
+vla_status vla_seg_chunks_make_rows(vla_seg_chunks *c, const int32_t *cu, int32_t n_seg, int32_t rows_per_chunk);
 void vla_seg_chunks_free(vla_seg_chunks *c);
 
 #endif
