@@ -213,7 +213,13 @@ static void *cu_alloc(size_t bytes) {
     return p;
 }
 
-/* NCCL may still read or write memory on the comm stream: a free waits for it */
+/* NCCL may still read or write memory on the comm stream: freeing a tensor
+ * (the table's free) waits for it. Only tensors from `alloc` reach NCCL
+ * (gradient buckets, ZeRO-1's shards, the amaxes); the backend's own
+ * scratch never does, so its frees skip the wait — they happen many times
+ * per step, and each wait made the compute stream stop for every
+ * all-reduce queued so far, so backward could not overlap the buckets
+ * (issue 40). */
 static void comm_fence(vla_cuda_ctx *c) {
     if (!c->comm_used) return;
     cudaEvent_t ev;
@@ -242,7 +248,9 @@ void *vla_cuda_scratch(size_t bytes) {
     return p;
 }
 
-void vla_cuda_scratch_free(void *p) { cu_free(p); }
+void vla_cuda_scratch_free(void *p) {
+    if (p) VLA_CUDA_OK(cudaFreeAsync(p, vla_cuda_ctx_get()->stream), "free (scratch)");
+}
 
 /* A region of the ring, or -1 (callers then go another way). */
 static int64_t ring_take(vla_cuda_ctx *c, size_t bytes) {
