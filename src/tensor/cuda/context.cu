@@ -280,8 +280,28 @@ static void cu_to_device(void *dst, const void *src, size_t bytes) {
         }
         pthread_mutex_unlock(&ring_lock);
     }
-    /* pageable source: the driver stages it before returning, so the caller may reuse it at once */
-    VLA_CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->stream), "to_device");
+    /* Larger copies (a batch's images, weights at load) go through the ring a
+     * chunk at a time too: a pageable cudaMemcpyAsync may wait for the
+     * stream before the driver stages it (the CUDA runtime's "API
+     * synchronization behavior"), so a step's image upload would wait for
+     * the previous step's kernels. Re-entering a chunk waits for the copies
+     * of eight chunks ago, which pipelines the host memcpy with the DMA. The
+     * caller may reuse its buffer at once either way. */
+    pthread_mutex_lock(&ring_lock);
+    for (size_t done = 0; done < bytes;) {
+        size_t piece = bytes - done < RING_CHUNK ? bytes - done : RING_CHUNK;
+        int64_t off = ring_take(c, piece);
+        if (off < 0) { /* cannot happen (a piece fits a chunk); the driver's way, to be safe */
+            VLA_CUDA_OK(cudaMemcpyAsync((char *)dst + done, (const char *)src + done, bytes - done,
+                                        cudaMemcpyHostToDevice, c->stream), "to_device");
+            break;
+        }
+        memcpy(ring_host + off, (const char *)src + done, piece);
+        VLA_CUDA_OK(cudaMemcpyAsync((char *)dst + done, ring_host + off, piece, cudaMemcpyHostToDevice, c->stream),
+                    "to_device");
+        done += piece;
+    }
+    pthread_mutex_unlock(&ring_lock);
     vla_cuda_check("to_device");
 }
 
