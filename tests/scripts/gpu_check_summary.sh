@@ -33,38 +33,42 @@ ok_stages() {
 }
 figures() { # MFU FP8_SPS INFER_MS PACKING
     cat <<J
-{"stage":"train_bf16_groot-n1.5","bench":"policy_train","config":"groot-n1.5","precision":"bf16","batch":32,"samples_per_s":100.0,"mfu":$1,"peak_tflops":800.0,"peak_precision":"bf16"}
+{"stage":"train_bf16_groot-n1.5","bench":"policy_train","config":"groot-n1.5","precision":"bf16","batch":32,"samples_per_s":100.0,"mfu":$1,"peak_tflops":800.0,"peak_precision":"bf16","host_waits_per_step":1.00}
+{"stage":"train_bf16_pi05","bench":"policy_train","config":"pi05","precision":"bf16","batch":8,"samples_per_s":20.0,"mfu":0.5,"peak_tflops":800.0,"peak_precision":"bf16","host_waits_per_step":1.00}
 {"stage":"train_bf16_groot-n1.5","bench":"policy_infer","config":"groot-n1.5","precision":"bf16","flow_steps":4,"best_ms":99.0,"mean_ms":99.5}
 {"stage":"train_fp8_groot-n1.5","bench":"policy_train","config":"groot-n1.5","precision":"fp8","batch":32,"samples_per_s":$2,"mfu":0.3,"peak_tflops":1600.0,"peak_precision":"fp8"}
-{"stage":"infer_groot-n1.5","bench":"policy_infer","config":"groot-n1.5","precision":"bf16","flow_steps":4,"best_ms":$3,"mean_ms":25.0}
+{"stage":"infer_groot-n1.5","bench":"policy_infer","config":"groot-n1.5","precision":"bf16","flow_steps":4,"best_ms":$3,"mean_ms":25.0,"host_waits_per_chunk":1.00}
+{"stage":"infer_pi05","bench":"policy_infer","config":"pi05","precision":"bf16","flow_steps":10,"best_ms":35.0,"mean_ms":36.0,"host_waits_per_chunk":1.00}
 {"stage":"packing","bench":"packing","config":"groot-n1.5","packing_speedup":$4}
 {"stage":"torch_groot-n1.5","bench":"policy_train_peer","config":"groot-n1.5","samples_per_s":50.0}
 J
 }
 
 # everything ran and met its target
-{ ok_stages; figures 0.45 150 21.5 2.6; } >"$T/good.jsonl"
-check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'training MFU +0.45 .*>= 0.40 +MET' 'FP8 / bf16.* 1.500 .*MET' \
-    'packed / padded.* 2.6 .*MET' 'chunk, batch 1 +21.5 ms .*MET' 'inference groot-n1.5, batch 1, bf16.*best 21.5 ms' \
+{ ok_stages; figures 0.45 150 12.5 2.6; } >"$T/good.jsonl"
+check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'groot-n1.5 bf16 training MFU +0.45 .*>= 0.45 +MET' \
+    'FP8 / bf16.* 1.500 .*>= 1.3 +MET' 'vla.c / PyTorch samples/s +2.000 .*>= 1.4 +MET' 'host waits per step +1.00 .*<= 1 +MET' \
+    'pi05 bf16 training MFU +0.5 .*MET' 'packed / padded.* 2.6 .*MET' 'GR00T-N1.5 action chunk, batch 1 +12.5 ms .*<= 15 +MET' \
+    'action chunk, batch 1 +35.0 ms .*<= 40 +MET' 'inference groot-n1.5, batch 1, bf16.*best 12.5 ms.*host waits per chunk 1.00' \
     'vla.c / PyTorch = 2.000'
 # a missed target alone: exit 3
-{ ok_stages; figures 0.31 150 21.5 2.6; } >"$T/missed.jsonl"
-check "missed MFU" "$T/missed.jsonl" 3 'training MFU +0.31 .*MISSED' 'chunk, batch 1 .*MET'
+{ ok_stages; figures 0.31 150 12.5 2.6; } >"$T/missed.jsonl"
+check "missed MFU" "$T/missed.jsonl" 3 'groot-n1.5 bf16 training MFU +0.31 .*MISSED' 'GR00T-N1.5 action chunk, batch 1 .*MET'
 # packing skipped for lack of budget: NOT RUN, its target NOT RUN, exit 1
 { ok_stages | grep -v '"packing"'; echo '{"stage":"packing","status":"skipped","why":"budget of 530 s spent"}'
-  figures 0.45 150 21.5 2.6 | grep -v '"bench":"packing"'; } >"$T/budget.jsonl"
-check "budget skip" "$T/budget.jsonl" 1 'packing +NOT RUN' 'packed / padded.* - .*NOT RUN' 'training MFU .*MET'
+  figures 0.45 150 12.5 2.6 | grep -v '"bench":"packing"'; } >"$T/budget.jsonl"
+check "budget skip" "$T/budget.jsonl" 1 'packing +NOT RUN' 'packed / padded.* - .*NOT RUN' 'groot-n1.5 bf16 training MFU .*MET'
 # a stage with no record at all is NOT RUN too
-{ ok_stages | grep -v '"torch_groot'; figures 0.45 150 21.5 2.6 | grep -v policy_train_peer; } >"$T/missing.jsonl"
+{ ok_stages | grep -v '"torch_groot'; figures 0.45 150 12.5 2.6 | grep -v policy_train_peer; } >"$T/missing.jsonl"
 check "no record" "$T/missing.jsonl" 1 'torch +NOT RUN'
 # a failed stage: FAILED, exit 1 even with every target met
 { ok_stages | sed 's/"stage":"equiv","status":"ok","rc":0/"stage":"equiv","status":"failed","rc":1/'
-  figures 0.45 150 21.5 2.6; } >"$T/failed.jsonl"
+  figures 0.45 150 12.5 2.6; } >"$T/failed.jsonl"
 check "failed stage" "$T/failed.jsonl" 1 'equiv +FAILED' 'conformance +PASSED'
 # no GPU: said once, every device stage NOT RUN, every target NOT RUN
 { echo '{"stage":"device","status":"failed","why":"the cuda backend is built, but no CUDA device is visible"}'
   for g in conformance equiv nccl suites gemm train_bf16 infer attention packing train_fp8 torch; do
       echo "{\"stage\":\"$g\",\"status\":\"skipped\",\"why\":\"no usable GPU\"}"; done; } >"$T/nogpu.jsonl"
-check "no GPU" "$T/nogpu.jsonl" 1 'NO USABLE GPU' 'equiv +NOT RUN' 'training MFU +- .*NOT RUN'
+check "no GPU" "$T/nogpu.jsonl" 1 'NO USABLE GPU' 'equiv +NOT RUN' 'groot-n1.5 bf16 training MFU +- .*NOT RUN'
 [ "$fails" = 0 ] || { echo "$fails case(s) failed"; exit 1; }
 echo "gpu_check_summary: every case judged as expected"
