@@ -5,18 +5,43 @@
 #include <stddef.h>
 
 /* The GEMM's view of two roles: a and b as op(A), op(B) read them. */
-static const vla_gemm_q *gemm_q(const vla_linear_prec *q, vla_gemm_q *g, const vla_fp8_operand *a,
-                                const vla_fp8_operand *b) {
+static vla_gemm_q *gemm_q(const vla_linear_prec *q, vla_gemm_q *g, const vla_fp8_operand *a,
+                          const vla_fp8_operand *b) {
     if (!q || q->mode == VLA_PREC_FP32) return NULL;
-    g->mode = q->mode, g->a = *a, g->b = *b;
+    *g = (vla_gemm_q){q->mode, *a, *b, NULL};
     return g;
+}
+
+/* The weight as op(B) of g (n×k, stored trans_b or not, stride ldw), cast
+ * once per hold (linear.h); NULL when there is no hold, the backend keeps
+ * no copies, or memory is short — the GEMM then casts it itself. */
+static const void *weight_ready(const vla_ops *ops, const vla_linear_prec *q, const vla_gemm_q *g, bool dgrad,
+                                bool trans_b, int64_t n, int64_t k, const float *w, int64_t ldw) {
+    vla_weight_ready *r = q->ready;
+    if (!r || !r->scope || !r->scope->holding) return NULL;
+    void **buf = dgrad ? &r->dgrad : &r->fwd;
+    size_t *have = dgrad ? &r->dgrad_bytes : &r->fwd_bytes;
+    uint64_t *gen = dgrad ? &r->dgrad_gen : &r->fwd_gen;
+    if (*buf && *gen == r->scope->gen) return *buf;
+    size_t need = ops->ready_bytes(g, n, k);
+    if (need == 0) return NULL;
+    if (*have < need) {
+        if (*buf) ops->free(*buf);
+        *have = 0, *gen = 0;
+        if (!(*buf = ops->alloc(need))) return NULL;
+        *have = need;
+    }
+    ops->prepare_operand(g, trans_b, n, k, w, ldw, *buf);
+    *gen = r->scope->gen;
+    return *buf;
 }
 
 void vla_linear_forward_act(const vla_ops *ops, const vla_linear_prec *q, float *out, float *pre, const float *in,
                             const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim) {
     if (n <= 0) return;
     vla_gemm_q g;
-    const vla_gemm_q *gq = q ? gemm_q(q, &g, &q->x, &q->w) : NULL;
+    vla_gemm_q *gq = q ? gemm_q(q, &g, &q->x, &q->w) : NULL;
+    if (gq) gq->b_ready = weight_ready(ops, q, gq, false, true, out_dim, in_dim, w, in_dim);
     const vla_gemm_epilogue epi = {b, act, pre};
     /* the bias (and activation) in the GEMM's epilogue: a device folds the bias into the product */
     ops->sgemm_epi(gq, &epi, false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);
@@ -37,9 +62,10 @@ void vla_linear_backward_q(const vla_ops *ops, const vla_linear_prec *q, float *
                            int64_t out_dim) {
     if (n <= 0) return;
     vla_gemm_q g;
-    const vla_gemm_q *gq;
+    vla_gemm_q *gq;
     if (d_in) { /* dgrad: dy (E5M2) · W (E4M3) */
         gq = q ? gemm_q(q, &g, &q->dy, &q->w) : NULL;
+        if (gq) gq->b_ready = weight_ready(ops, q, gq, true, false, in_dim, out_dim, w, in_dim);
         if (gq) ops->sgemm_q(gq, false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, 1.0f, d_in, in_dim);
         else ops->sgemm(false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, 1.0f, d_in, in_dim);
     }

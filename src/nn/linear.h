@@ -18,16 +18,39 @@
 #ifndef VLA_NN_LINEAR_H
 #define VLA_NN_LINEAR_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tensor/ops.h"
 
+/* While a policy holds its weights (they cannot change: the micro-batches
+ * of a training step, the flow steps of an action chunk), its lowered
+ * linears cast each weight once per use — the forward's copy and the input
+ * gradient's (transposed) copy — and reuse the copy until the hold ends
+ * (ops.h, prepare_operand; PyTorch's autocast caches a weight's cast the
+ * same way within its region). gen counts holds; a copy made under another
+ * generation is stale. */
+typedef struct {
+    bool holding;
+    uint64_t gen;
+} vla_weight_scope;
+
+typedef struct {
+    const vla_weight_scope *scope;
+    void *fwd, *dgrad;            /* backend memory, made at first use */
+    size_t fwd_bytes, dgrad_bytes;
+    uint64_t fwd_gen, dgrad_gen;  /* the hold each copy was made in (0: none) */
+} vla_weight_ready;
+
 /* One linear layer's precision: the mode, and in FP8 the scaling state of
  * its input x, its weight W and its output gradient dy (backend memory,
- * carved from the policy's one flat buffer: policy/precision.h). */
+ * carved from the policy's one flat buffer: policy/precision.h); ready:
+ * its weight's GEMM-ready copies (NULL: cast at every GEMM). */
 typedef struct {
     vla_precision mode;
     vla_fp8_operand x, w, dy;
+    vla_weight_ready *ready;
 } vla_linear_prec;
 
 /* out[n, out_dim] = in[n, in_dim] · w[out_dim, in_dim]ᵀ + b[out_dim] (b may be NULL). */

@@ -292,13 +292,26 @@ void vla_obs_pack_free(vla_obs_pack *o);
  * array and the index. */
 vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg);
 
+/* Hold the weights: until the release nothing changes them, so the
+ * lowered linears (policy/precision.h) cast each weight once and reuse the
+ * cast (nn/linear.h, vla_weight_scope; a backend that keeps no copies —
+ * cpu — casts at every GEMM as before). The training step holds them over
+ * its micro-batches, sampling over a chunk. A hold inside a hold ends both
+ * at its release (later GEMMs cast again: slower, never stale). No-ops
+ * without mixed precision. */
+void vla_policy_weights_hold(vla_policy *p);
+void vla_policy_weights_release(vla_policy *p);
+
 /* Thin wrappers over the ops. */
 static inline vla_status vla_policy_loss(vla_policy *p, const vla_batch *b, bool training, vla_loss_info *info) {
     return p->ops->loss(p, b, training, info);
 }
 static inline vla_status vla_policy_backward(vla_policy *p) { return p->ops->backward(p); }
 static inline vla_status vla_policy_sample_actions(vla_policy *p, const vla_observation *obs, float *actions) {
-    return p->ops->sample_actions(p, obs, actions);
+    vla_policy_weights_hold(p); /* every flow step reads the same weights */
+    vla_status st = p->ops->sample_actions(p, obs, actions);
+    vla_policy_weights_release(p);
+    return st;
 }
 /* The token layout of one sample from the config alone (the family's
  * layout, family.h; what the ops' sample_layout returns unless a policy

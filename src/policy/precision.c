@@ -51,6 +51,11 @@ void vla_policy_precision_free(vla_policy *p) {
     if (!q) return;
     unbind(p);
     if (q->buf) p->tops->free(q->buf);
+    for (int64_t l = 0; q->ready && l < q->n_linears; l++) {
+        if (q->ready[l].fwd) p->tops->free(q->ready[l].fwd);
+        if (q->ready[l].dgrad) p->tops->free(q->ready[l].dgrad);
+    }
+    free(q->ready);
     free(q->fmt_max), free(q->names), free(q->bp);
     free(q);
     p->prec = NULL;
@@ -81,6 +86,8 @@ static vla_status walk(vla_policy *p, vla_policy_precision *q, bool bind, int64_
                 if (bind) {
                     vla_linear_prec *lp = &q->bp[blk].lin[i];
                     lp->mode = q->mode;
+                    q->ready[l].scope = &q->scope;
+                    lp->ready = &q->ready[l];
                     if (q->mode == VLA_PREC_FP8) {
                         vla_fp8_operand *ops[VLA_FP8_ROLES] = {&lp->x, &lp->w, &lp->dy};
                         for (int r = 0; r < VLA_FP8_ROLES; r++) {
@@ -123,7 +130,9 @@ vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla
     q->bp = calloc((size_t)(nb > 0 ? nb : 1), sizeof *q->bp);
     q->names = calloc((size_t)(nl > 0 ? nl : 1), sizeof *q->names);
     q->fmt_max = calloc((size_t)(q->n > 0 ? q->n : 1), sizeof *q->fmt_max);
-    if (st == VLA_OK && (!q->bp || !q->names || !q->fmt_max)) st = vla_error(VLA_ERR_NOMEM, "precision: out of memory");
+    q->ready = calloc((size_t)(nl > 0 ? nl : 1), sizeof *q->ready);
+    if (st == VLA_OK && (!q->bp || !q->names || !q->fmt_max || !q->ready))
+        st = vla_error(VLA_ERR_NOMEM, "precision: out of memory");
     p->prec = q; /* from here vla_policy_precision_free undoes everything */
     if (st == VLA_OK && q->n > 0) {
         int64_t floats = (1 + q->recipe.amax_history_len) * q->n;
@@ -139,6 +148,16 @@ vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla
     if (st == VLA_OK) st = walk(p, q, true, &nl);
     if (st != VLA_OK) vla_policy_precision_free(p);
     return st;
+}
+
+void vla_policy_weights_hold(vla_policy *p) {
+    if (!p->prec) return;
+    p->prec->scope.gen++; /* copies of an earlier hold are stale */
+    p->prec->scope.holding = true;
+}
+
+void vla_policy_weights_release(vla_policy *p) {
+    if (p->prec) p->prec->scope.holding = false;
 }
 
 float *vla_policy_fp8_amax(vla_policy *p, int64_t *n) {

@@ -57,6 +57,10 @@ typedef struct vla_policy_precision {
     float *fmt_max;        /* host [n]: 448 (E4M3) or 57344 (E5M2) per tensor */
     char (*names)[128];    /* host [n_linears]: each linear's name (its weight's, without ".weight") */
     vla_block_prec *bp;    /* host, one per block, in the order of p->blocks */
+    /* the weights' GEMM-ready copies while the weights are held
+     * (vla_policy_weights_hold, policy.h; nn/linear.h): one per linear */
+    vla_weight_scope scope;
+    vla_weight_ready *ready; /* host [n_linears]; their copies are backend memory */
 } vla_policy_precision;
 
 /* "fp32" | "bf16" | "fp8" */

@@ -152,7 +152,9 @@ vla_status vla_rtc_sample(vla_policy *p, const vla_observation *obs, const vla_r
     for (int64_t i = 0; i < (int64_t)obs->n_samples * H && !any; i++) any = g->weights[i] != 0;
     if (!any || g->beta == 0) return vla_policy_sample_actions(p, obs, actions);
     rtc_user u = {g, H, A};
+    vla_policy_weights_hold(p);
     vla_status st = p->ops->sample_with(p, obs, integrate_cb, &u, actions);
+    vla_policy_weights_release(p);
     /* a family's field without a VJP reports it plainly */
     return st != VLA_OK ? vla_error_context(st, "rtc sampling (%s)", p->ops->name) : VLA_OK;
 }

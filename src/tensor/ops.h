@@ -92,10 +92,15 @@ typedef struct {
 } vla_fp8_operand;
 
 /* How a GEMM reads its operands. FP32: as sgemm. BF16: both rounded to
- * bf16 (nearest even). FP8: op(A) and op(B) quantised by a and b. */
+ * bf16 (nearest even). FP8: op(A) and op(B) quantised by a and b.
+ * b_ready: NULL, or op(B) already in the form this backend's GEMM reads,
+ * made by prepare_operand for the same (mode, b, trans_b, n, k) — the GEMM
+ * reads it instead of casting B (B is still passed: a backend may fall back
+ * to it); the same bits either way. */
 typedef struct {
     vla_precision mode;
     vla_fp8_operand a, b;
+    const void *b_ready;
 } vla_gemm_q;
 
 /* What a GEMM does to its result before writing C (cuBLASLt's epilogues):
@@ -209,6 +214,17 @@ typedef struct vla_ops {
      * C stays f32, accumulation is f32 */
     void (*sgemm_q)(const vla_gemm_q *q, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                     const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+    /* GEMM-ready operands: a weight that many GEMMs read while it cannot
+     * change (the micro-batches of a step, the flow steps of a chunk) is
+     * cast once, as PyTorch's autocast caches a weight's cast within its
+     * region. ready_bytes: the backend memory prepare_operand needs for
+     * op(B) of sgemm_q(q, ·, trans_b, ·, n, k, …) — 0 when this backend
+     * keeps no such copies (cpu: its casts are cheap, a copy is 4 bytes per
+     * weight). prepare_operand writes it into dst from b (stride ldb),
+     * max-accumulating B's amax as the GEMM would have (FP8). */
+    size_t (*ready_bytes)(const vla_gemm_q *q, int64_t n, int64_t k);
+    void (*prepare_operand)(const vla_gemm_q *q, bool trans_b, int64_t n, int64_t k, const float *b, int64_t ldb,
+                            void *dst);
     /* sgemm_q followed by its epilogue (epi NULL: sgemm_q). C may not alias
      * A, B, the bias or pre. */
     void (*sgemm_epi)(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool trans_a, bool trans_b, int64_t m,

@@ -193,7 +193,9 @@ vla_status vla_train_step(const vla_train_step_in *in, vla_train_step_out *out) 
     }
     double sums[3] = {0, 0, 0}; /* Σ err², Σ real entries, ranks interrupted */
     in->policy->loss_sum = sums_dev;
+    vla_policy_weights_hold(in->policy); /* released before the update changes them */
     vla_status st = forward_backward(in, src, &ready, sums, out);
+    vla_policy_weights_release(in->policy);
     in->policy->loss_sum = NULL;
     VLA_TRY(st);
     /* an interrupt (a per-process flag) rides on the loss all-reduce: every rank stops after the same step */

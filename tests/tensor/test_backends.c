@@ -210,7 +210,7 @@ static void small_batch_free(small_batch *b) {
     free(b->images), free(b->state), free(b->actions), free(b->valid), free(b->pad);
 }
 
-static void same_numbers(const char *preset) {
+static void same_numbers(const char *preset, vla_precision mode) {
     vla_policy_config c;
     assert_int_equal(vla_policy_config_load(preset, &c), VLA_OK);
     memset(c.frozen, 0, sizeof c.frozen); /* every stage's backward runs */
@@ -223,19 +223,24 @@ static void same_numbers(const char *preset) {
     for (int k = 0; k < 2; k++) {
         assert_int_equal(vla_policy_create(&c, vla_backend_find(names[k]), &p[k]), VLA_OK);
         assert_int_equal(vla_policy_init_weights(p[k], 12), VLA_OK);
+        if (vla_policy_set_precision(p[k], mode, NULL) != VLA_OK) fail_msg("%s", vla_error_message());
         small_batch b;
         small_batch_make(p[k], S, &b);
         vla_loss_info info;
         vla_policy_zero_grad(p[k]);
+        /* held as a training step holds them: checked casts each weight once (ops.h, ready_bytes), cpu at
+         * every GEMM — the same bits */
+        vla_policy_weights_hold(p[k]);
         if (vla_policy_loss(p[k], &b.pack.b, true, &info) != VLA_OK) fail_msg("%s: %s", preset, vla_error_message());
         assert_int_equal(vla_policy_backward(p[k]), VLA_OK);
+        vla_policy_weights_release(p[k]);
         loss[k] = info.loss;
         g[k] = test_grads_get(p[k]);
         a[k] = calloc((size_t)na, sizeof(float));
         assert_int_equal(vla_policy_sample_actions(p[k], &b.obs, a[k]), VLA_OK);
         small_batch_free(&b);
     }
-    print_message("%s: loss %.9g on cpu, %.9g on checked\n", preset, loss[0], loss[1]);
+    print_message("%s %s: loss %.9g on cpu, %.9g on checked\n", preset, vla_precision_name(mode), loss[0], loss[1]);
     assert_true(isfinite(loss[0]) && loss[0] > 0);
     assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
     assert_int_equal(p[0]->n_grad_floats, p[1]->n_grad_floats);
@@ -246,8 +251,10 @@ static void same_numbers(const char *preset) {
 
 static void test_checked_equals_cpu_policies(void **state) {
     (void)state;
-    same_numbers("pi05-nano");
-    same_numbers("groot-nano");
+    for (int m = VLA_PREC_FP32; m <= VLA_PREC_FP8; m++) {
+        same_numbers("pi05-nano", (vla_precision)m);
+        same_numbers("groot-nano", (vla_precision)m);
+    }
 }
 
 static void test_checked_equals_cpu_training(void **state) {
@@ -417,9 +424,11 @@ static bool device_steps(const char *preset, const char *device, const equiv_mod
         for (int k = 0; k < 2; k++) {
             vla_loss_info info;
             vla_policy_zero_grad(p[k]);
+            vla_policy_weights_hold(p[k]); /* as vla_train_step holds them: each weight cast once */
             if (vla_policy_loss(p[k], &b[k].pack.b, true, &info) != VLA_OK)
                 fail_msg("%s on %s: %s", preset, names[k], vla_error_message());
             assert_int_equal(vla_policy_backward(p[k]), VLA_OK);
+            vla_policy_weights_release(p[k]);
             loss[k] = info.loss;
             g[k] = test_grads_get(p[k]);
             if (vla_train_opt_step(opt[k], p[k]->weights, p[k]->grads, 1e-4, 1.0, NULL, &norm[k]) != VLA_OK)

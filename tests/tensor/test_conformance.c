@@ -207,6 +207,52 @@ static void t_gemm_q(void) {
     }
 }
 
+/* GEMM-ready operands: where a backend keeps them (ready_bytes > 0), a
+ * GEMM reading prepare_operand's copy of B gives the bits of the same GEMM
+ * casting B itself — and the same amaxes */
+static void t_gemm_ready(void) {
+    COVER(ready_bytes), COVER(prepare_operand);
+    for (int trial = 0; trial < 12; trial++) {
+        bool ta = trial & 1, tb = trial & 2;
+        vla_precision mode = trial % 3 == 0 ? VLA_PREC_BF16 : VLA_PREC_FP8;
+        int64_t m = rnd(1, 40), n = trial % 4 == 0 ? 32 : rnd(1, 48), k = rnd(1, 70);
+        int64_t lda = ta ? m : k, ldb = (tb ? k : n) + (trial % 5 == 0 ? 3 : 0), ldc = n;
+        tens a = t_rand((ta ? k : m) * lda, 2), b = t_rand((tb ? n : k) * ldb, 0.5f);
+        tens c1 = t_rand(m * ldc, 1), sc = t_new(6); /* scale a, scale b, amax a, amax b (twice) */
+        sc.h[0] = 32.0f, sc.h[1] = 128.0f;
+        C.dut->to_device(sc.d, sc.h, 6 * sizeof(float));
+        float *c2 = C.dut->alloc(sizeof(float) * (size_t)(m * ldc));
+        C.dut->copy(c2, c1.d, m * ldc);
+        vla_gemm_q q1 = {mode, {VLA_FP8_E4M3, sc.d, sc.d + 2}, {VLA_FP8_E4M3, sc.d + 1, sc.d + 3}, NULL}, q2 = q1;
+        q2.a.amax = sc.d + 4, q2.b.amax = sc.d + 5;
+        size_t bytes = C.dut->ready_bytes(&q2, n, k);
+        if (C.dut->ready_bytes(NULL, n, k) != 0) fail_msg("ready_bytes [%s]: an f32 GEMM has nothing to prepare", C.dut->name);
+        void *ready = bytes ? C.dut->alloc(bytes) : NULL;
+        if (ready) {
+            C.dut->prepare_operand(&q2, tb, n, k, b.d, ldb, ready);
+            q2.b_ready = ready;
+        }
+        C.dut->sgemm_q(&q1, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, 0.5f, c1.d, ldc);
+        C.dut->sgemm_q(&q2, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, 0.5f, c2, ldc);
+        float *h1 = malloc(sizeof(float) * (size_t)(m * ldc)), *h2 = malloc(sizeof(float) * (size_t)(m * ldc)), s6[6];
+        C.dut->to_host(h1, c1.d, sizeof(float) * (size_t)(m * ldc));
+        C.dut->to_host(h2, c2, sizeof(float) * (size_t)(m * ldc));
+        C.dut->to_host(s6, sc.d, sizeof s6);
+        if (memcmp(h1, h2, sizeof(float) * (size_t)(m * ldc)))
+            fail_msg("sgemm_q [%s] trial %d: a ready B (%zu bytes) changes the result", C.dut->name, trial, bytes);
+        if (mode == VLA_PREC_FP8 && (s6[2] != s6[4] || s6[3] != s6[5]))
+            fail_msg("sgemm_q [%s] trial %d: a ready B changes the amaxes (%g/%g vs %g/%g)", C.dut->name, trial, s6[2],
+                     s6[3], s6[4], s6[5]);
+        free(h1), free(h2);
+        if (ready) C.dut->free(ready);
+        C.dut->free(c2);
+        t_free(a), t_free(b), t_free(c1), t_free(sc);
+    }
+    /* cpu keeps none; its prepare_operand (which checked runs) still makes the rounded copy */
+    vla_gemm_q qb = {VLA_PREC_BF16, {0}, {0}, NULL};
+    if (C.ref->ready_bytes(&qb, 4, 4) != 0) fail_msg("ready_bytes [cpu]: the cpu backend keeps no copies");
+}
+
 /* sgemm_epi: the GEMM, then bias, pre and activation — against those steps
  * done one by one on the cpu backend (the cpu's own sgemm_epi must give
  * their bits exactly; the others within the GEMM's tolerance). */
@@ -781,6 +827,7 @@ static void run_backend(void **state) {
     t_gemm();
     t_gemm_q();
     t_gemm_epi();
+    t_gemm_ready();
     t_segment_linear();
     t_elementwise();
     t_activations();

@@ -169,16 +169,30 @@ WRAP_VOID(sgemm,
 WRAP_VOID(sgemm_strided_batched,
           (bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al, const float *a, int64_t lda, int64_t sa,
            const float *b, int64_t ldb, int64_t sb, float be, float *c, int64_t ldc, int64_t sc, int64_t bt), (ta, tb, m, n, k, al, T(a), lda, sa, T(b), ldb, sb, be, T(c), ldc, sc, bt))
-WRAP_VOID(sgemm_q,
-          (const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al, const float *a,
-           int64_t lda, const float *b, int64_t ldb, float be, float *c, int64_t ldc),
-          (q ? &(vla_gemm_q){q->mode, {q->a.fmt, T(q->a.scale), T(q->a.amax)}, {q->b.fmt, T(q->b.scale), T(q->b.amax)}}
-             : NULL, ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc))
+/* a quantised GEMM's description with its backend pointers translated */
+static vla_gemm_q q_rw(const vla_gemm_q *q) {
+    return (vla_gemm_q){q->mode, {q->a.fmt, T(q->a.scale), T(q->a.amax)}, {q->b.fmt, T(q->b.scale), T(q->b.amax)},
+                        T(q->b_ready)};
+}
+static void chk_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al,
+                        const float *a, int64_t lda, const float *b, int64_t ldb, float be, float *c, int64_t ldc) {
+    vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
+    cpu()->sgemm_q(q ? &tq : NULL, ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc);
+}
+/* Unlike cpu, checked keeps ready copies (the cpu's rounded f32 copy of
+ * B), so every suite it runs holds that path to the cpu backend's bits. */
+static size_t chk_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k) {
+    return q && q->mode != VLA_PREC_FP32 && n > 0 && k > 0 ? sizeof(float) * (size_t)(n * k) : 0;
+}
+static void chk_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb,
+                                void *dst) {
+    vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
+    cpu()->prepare_operand(q ? &tq : NULL, tb, n, k, T(b), ldb, T(dst));
+}
 static void chk_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *e, bool ta, bool tb, int64_t m, int64_t n,
                           int64_t k, float al, const float *a, int64_t lda, const float *b, int64_t ldb, float be,
                           float *c, int64_t ldc) {
-    vla_gemm_q tq = q ? (vla_gemm_q){q->mode, {q->a.fmt, T(q->a.scale), T(q->a.amax)}, {q->b.fmt, T(q->b.scale), T(q->b.amax)}}
-                      : (vla_gemm_q){0};
+    vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
     vla_gemm_epilogue te = e ? (vla_gemm_epilogue){T(e->bias), e->act, T(e->pre)} : (vla_gemm_epilogue){0};
     cpu()->sgemm_epi(q ? &tq : NULL, e ? &te : NULL, ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc);
 }
@@ -306,7 +320,7 @@ static const vla_ops checked_ops = {
     .host_waits = chk_host_waits,
     .alloc = chk_alloc,
     .free = chk_free,
-    SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q), SLOT(sgemm_epi),
+    SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q), SLOT(sgemm_epi), SLOT(ready_bytes), SLOT(prepare_operand),
     SLOT(fp8_scale_update), SLOT(fill),
     SLOT(copy), SLOT(add), SLOT(sub), SLOT(mul), SLOT(axpy), SLOT(scale), SLOT(affine), SLOT(scale_to),
     SLOT(add_row_vector), SLOT(copy_rows), SLOT(add_rows), SLOT(copy2d), SLOT(im2col), SLOT(col2im_add), SLOT(segment_linear_forward), SLOT(segment_linear_backward), SLOT(sum),

@@ -82,6 +82,9 @@ void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n
 void vla_cpu_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m, int64_t n,
                        int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                        float *c, int64_t ldc);
+size_t vla_cpu_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k);
+void vla_cpu_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb,
+                             void *dst);
 void vla_cpu_segment_linear_forward(float *y, const float *x, const float *w, const float *b, const int32_t *ids,
                                     const int32_t *cu, int32_t n_seg, int64_t in_dim, int64_t out_dim);
 void vla_cpu_segment_linear_backward(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,

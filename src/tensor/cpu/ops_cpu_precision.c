@@ -93,6 +93,9 @@ void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n
     }
     /* the stored shapes: A is m×k (k×m when transposed), B k×n (n×k) */
     int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    /* a ready B (prepare_operand) is the rounded copy quantize would make, rows of bc */
+    const float *rb = q->b_ready;
+    if (rb) b = rb, ldb = bc;
     /* natively from 128³ multiply-adds up: below, oneDNN's bf16 primitive costs more per call than it saves
      * (0.8× f32 at 64³, 1.4× at 128³: docs/benchmarks.md). A function of the shape, as the split is. */
     if (q->mode == VLA_PREC_BF16 && m * n * k >= BF16_NATIVE_MIN_MACS && vla_gemm_lib_active() == VLA_GEMM_ONEDNN &&
@@ -100,17 +103,32 @@ void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n
         uint16_t *ha = malloc((size_t)(ar * ac) * sizeof(uint16_t)), *hb = malloc((size_t)(br * bc) * sizeof(uint16_t));
         if (!ha || !hb) abort(); /* as below */
         pack_bf16(ha, a, ar, ac, lda);
-        pack_bf16(hb, b, br, bc, ldb);
+        pack_bf16(hb, b, br, bc, ldb); /* a ready B is bf16 already: packing it again changes no bit */
         vla_cpu_gemm_bf16(ta, tb, m, n, k, alpha, ha, ac, hb, bc, beta, c, ldc);
         free(ha), free(hb);
         return;
     }
-    float *qa = malloc((size_t)(ar * ac) * sizeof(float)), *qb = malloc((size_t)(br * bc) * sizeof(float));
-    if (!qa || !qb) abort(); /* scratch of the operands' own size: out of memory here is out of memory everywhere */
+    float *qa = malloc((size_t)(ar * ac) * sizeof(float)), *qb = rb ? NULL : malloc((size_t)(br * bc) * sizeof(float));
+    if (!qa || (!rb && !qb)) abort(); /* scratch of the operands' own size: out of memory here is out of memory everywhere */
     quantize(qa, a, ar, ac, lda, q->mode, &q->a);
-    quantize(qb, b, br, bc, ldb, q->mode, &q->b);
-    cpu->sgemm(ta, tb, m, n, k, alpha, qa, ac, qb, bc, beta, c, ldc);
+    if (!rb) quantize(qb, b, br, bc, ldb, q->mode, &q->b);
+    cpu->sgemm(ta, tb, m, n, k, alpha, qa, ac, rb ? rb : qb, bc, beta, c, ldc);
     free(qa), free(qb);
+}
+
+/* The cpu backend keeps no ready copies of its own (ops.h); the checked
+ * backend does, through prepare_operand below, to hold the path to the
+ * same bits. */
+size_t vla_cpu_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k) {
+    (void)q, (void)n, (void)k;
+    return 0;
+}
+
+/* op(B) rounded as sgemm_q would round it, in B's stored shape (k×n, or n×k when transposed) */
+void vla_cpu_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb,
+                             void *dst) {
+    if (!q || q->mode == VLA_PREC_FP32) return;
+    quantize((float *)dst, b, tb ? n : k, tb ? k : n, ldb, q->mode, &q->b);
 }
 
 void vla_cpu_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m, int64_t n,

@@ -399,6 +399,8 @@ static void tbl_init(void) {
     SLOT(sgemm_strided_batched);
     SLOT(sgemm_q);
     SLOT(sgemm_epi);
+    SLOT(ready_bytes);
+    SLOT(prepare_operand);
     SLOT(fp8_scale_update);
     SLOT(fill);
     SLOT(copy);

@@ -315,6 +315,26 @@ static int kind_of(const vla_gemm_q *q, const vla_fp8_operand *op, bool emulate)
     return e4 ? OUT_E4M3 : OUT_E5M2;
 }
 
+/* A ready B (prepare_operand): the K-major copy [n][kp] as sgemm_q's cast
+ * writes it, then (FP8) the 1/s it was cast with, 256-byte aligned. */
+static size_t ready_sinv_offset(int64_t n, int64_t kp, size_t es) { return ((size_t)(n * kp) * es + 255) / 256 * 256; }
+
+extern "C" size_t vla_cuda_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k) {
+    if (!q || q->mode == VLA_PREC_FP32 || n <= 0 || k <= 0) return 0;
+    vla_q_plan p = vla_q_plan_make(q, false, false, 1, n, k, n, 0);
+    return ready_sinv_offset(n, p.kp, p.b_type == VLA_LT_BF16 ? 2 : 1) + 256;
+}
+
+extern "C" void vla_cuda_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b,
+                                         int64_t ldb, void *dst) {
+    if (!q || q->mode == VLA_PREC_FP32 || n <= 0 || k <= 0) return;
+    vla_q_plan p = vla_q_plan_make(q, false, tb, 1, n, k, n, 0);
+    size_t es = p.b_type == VLA_LT_BF16 ? 2 : 1;
+    bool fp8 = q->mode == VLA_PREC_FP8;
+    cast_operand(dst, b, ldb, n, k, p.kp, p.b_transpose, kind_of(q, &q->b, false), fp8 ? &q->b : NULL,
+                 (float *)((char *)dst + ready_sinv_offset(n, p.kp, es)));
+}
+
 /* sgemm_q, adding `bias` in cuBLASLt's epilogue where it can (f32 and bf16
  * products; FP8's bias types are narrower than ours): returns whether it did. */
 static bool sgemm_q_bias(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -331,14 +351,20 @@ static bool sgemm_q_bias(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64
         size_t off_s = (off_b + (size_t)(n * p.kp) * eb + 255) / 256 * 256;
         void *aq = buf, *bq = buf + off_b;
         float *sinv = (float *)(buf + off_s); /* [0]: 1/s of A, [1]: of B */
+        float *sinv_b = sinv + 1;
         cast_operand(aq, a, lda, m, k, p.kp, p.a_transpose, kind_of(q, &q->a, false), fp8 ? &q->a : NULL, sinv);
-        cast_operand(bq, b, ldb, n, k, p.kp, p.b_transpose, kind_of(q, &q->b, false), fp8 ? &q->b : NULL, sinv + 1);
+        if (q->b_ready) { /* prepare_operand's copy: the same cast, made once */
+            bq = (void *)q->b_ready;
+            sinv_b = (float *)((char *)bq + ready_sinv_offset(n, p.kp, eb));
+        } else {
+            cast_operand(bq, b, ldb, n, k, p.kp, p.b_transpose, kind_of(q, &q->b, false), fp8 ? &q->b : NULL, sinv_b);
+        }
         /* cuBLASLt's A is our B: its dequantisation scale is B's 1/s */
         bool folded = bias && !fp8 &&
                       lt_run(&p.lt, p.b_type, p.a_type, VLA_LT_F32, CUBLAS_COMPUTE_32F, bq, aq, c, alpha, beta,
                              p.fast_accum, NULL, NULL, bias);
         bool ok = folded || lt_run(&p.lt, p.b_type, p.a_type, VLA_LT_F32, CUBLAS_COMPUTE_32F, bq, aq, c, alpha, beta,
-                                   p.fast_accum, fp8 ? sinv + 1 : NULL, fp8 ? sinv : NULL);
+                                   p.fast_accum, fp8 ? sinv_b : NULL, fp8 ? sinv : NULL);
         vla_cuda_scratch_free(buf);
         if (ok) return folded;
         /* no algorithm: emulate below. The casts above already max-accumulated the amaxes, and
