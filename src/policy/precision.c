@@ -150,8 +150,20 @@ vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla
     return st;
 }
 
+/* VLA_WEIGHT_COPIES=0 turns the copies off (every GEMM casts its weight, as
+ * before): they cost 2 bytes per lowered weight per layout in bf16 on cuda,
+ * ~12 GB for the full π0.5, which a run at the edge of memory may need. */
+static bool weight_copies_wanted(void) {
+    static int wanted = -1;
+    if (wanted < 0) {
+        const char *e = getenv("VLA_WEIGHT_COPIES");
+        wanted = !(e && !strcmp(e, "0"));
+    }
+    return wanted;
+}
+
 void vla_policy_weights_hold(vla_policy *p) {
-    if (!p->prec) return;
+    if (!p->prec || !weight_copies_wanted()) return;
     p->prec->scope.gen++; /* copies of an earlier hold are stale */
     p->prec->scope.holding = true;
 }
