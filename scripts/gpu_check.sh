@@ -28,7 +28,10 @@
 #                groot-n1.5 (batch 32) and pi05 (batch 8) at full size
 #   infer        one chunk at batch 1: GR00T-N1.5 (4 flow steps), π0.5 (10)
 #   attention    the packed prefix-LM attention vs the same computed with a
-#                dense mask, on the GPU (vla bench attention --device=cuda)
+#                dense mask, on the GPU (vla bench attention --device=cuda),
+#                and vs PyTorch on the same GPU and layout (eager dense mask,
+#                SDPA efficient/cuDNN/math, FlashAttention varlen:
+#                tools/bench_torch_attention.py --device cuda)
 #   packing      packed vs padded training of groot-n1.5 on a mixture, padded
 #                to the paper's fraction (+188%: --pad_fraction=1.88)
 #   train_fp8    as train_bf16 in FP8
@@ -148,6 +151,7 @@ summary() {
     done
     l=$(grep '"bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
     [ -n "$l" ] && echo "    attention (π0.5 packed, bf16): fused $(num "$l" fwd_bwd_ms) ms vs dense mask $(num "$l" dense_fwd_bwd_ms) ms: $(num "$l" vs_dense)×"
+    [ -n "$l" ] && [ -n "$(num "$l" torch_best_fwd_bwd_ms)" ] && echo "    attention, PyTorch on the same GPU: fastest $(sed -n 's/.*"torch_best":"\([a-z_]*\)".*/\1/p' <<<"$l") $(num "$l" torch_best_fwd_bwd_ms) ms, eager dense mask $(num "$l" torch_dense_fwd_bwd_ms) ms; vla.c / fastest = $(num "$l" vs_torch_best)×"
     s1=$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" samples_per_s)
     s2=$(num "$(stage_line torch_groot-n1.5 policy_train_peer)" samples_per_s)
     [ -n "$s2" ] && echo "    PyTorch bf16 peer groot-n1.5 (autocast, SDPA), same batch and GPU: $s2 samples/s; vla.c / PyTorch = $(ratio "$s1" "$s2")"
@@ -159,6 +163,9 @@ summary() {
     target "groot-n1.5 bf16, host waits per step" \
         "$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" host_waits_per_step)" "<=" 1 ""
     target "pi05 bf16 training MFU" "$(num "$(stage_line train_bf16_pi05 policy_train)" mfu)" ">=" 0.45 ""
+    l=$(grep '"bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
+    target "π0.5 attention fwd+bwd, dense / fused" "$(num "$l" vs_dense)" ">=" 2.65 "x"
+    target "π0.5 attention fwd+bwd, PyTorch / fused" "$(num "$l" vs_torch_best)" ">=" 1.0 "x"
     target "groot-n1.5 packed / padded (+188% padding)" "$(num "$(grep '"bench":"packing"' "$RESULTS" | head -1)" packing_speedup)" ">=" 2 "x"
     target "GR00T-N1.5 action chunk, batch 1" "$(num "$(stage_line infer_groot-n1.5 policy_infer)" best_ms)" "<=" 15 "ms"
     target "π0.5 action chunk, batch 1" "$(num "$(stage_line infer_pi05 policy_infer)" best_ms)" "<=" 40 "ms"
@@ -342,8 +349,9 @@ if wanted infer && have "$VLA" infer; then
         --precision=bf16
     run infer_pi05 90 "$VLA" bench policy --device=cuda --config=pi05 --infer_only --reps=5 --no-peer --precision=bf16
 fi
-if wanted attention && have "$VLA" attention; then
-    run attention 60 "$VLA" bench attention --device=cuda --precision=bf16 --reps=5
+PY=${VLA_PEER_PYTHON:-python3}
+if wanted attention && have "$VLA" attention; then # with PyTorch on the same GPU (every SDPA way) when it is there
+    run attention 120 "$VLA" bench attention --device=cuda --precision=bf16 --reps=5 --python="$PY"
 fi
 if wanted packing && have "$VLA" packing; then
     run packing 120 "$VLA" bench packing --device=cuda --config=groot-n1.5 --batch=16 --seconds=2 --rounds=2 \
@@ -354,7 +362,6 @@ if wanted train_fp8 && have "$VLA" train_fp8; then
     policy_train train_fp8 pi05 8 fp8
 fi
 if wanted torch; then # the PyTorch bf16 peer of train_bf16's groot-n1.5, same batch, same GPU
-    PY=${VLA_PEER_PYTHON:-python3}
     if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
         run torch_groot-n1.5 120 "$PY" tools/bench_torch_policy.py --config configs/groot-n1.5.json --batch 32 \
             --seconds 10 --device cuda --precision bf16

@@ -231,6 +231,52 @@ static vla_status time_vla(const attn_case *c, attn_data *d, const vla_attn_conf
     return VLA_OK;
 }
 
+/* "p:s,p:s,…": each sample's prefix and suffix (ACTIONS) lengths, the peer's --lens */
+static void peer_lens(const attn_case *c, const attn_data *d, char *lens, size_t cap) {
+    lens[0] = 0;
+    for (int s = 0; s < c->n; s++) {
+        int32_t len = d->cu[s + 1] - d->cu[s];
+        size_t k = strlen(lens);
+        snprintf(lens + k, cap - k, "%s%d:%d", s ? "," : "", len - ACTIONS, ACTIONS);
+    }
+}
+
+/* On a GPU: the same layout through every PyTorch way on the same GPU
+ * (tools/bench_torch_attention.py --device cuda: the dense-mask composite,
+ * SDPA's efficient/cuDNN/math backends, FlashAttention varlen on the
+ * decomposed calls), its fastest agreeing fused variant, and vla.c's ratio
+ * to it (issue 41: ≥ 1.0). Appends fields to the open JSON line. */
+static void device_peer(const char *python, const attn_case *c, const attn_data *d, const char *precision,
+                        double vla_fwd_bwd_ms) {
+    char script[1024], cmd[4096], line[8192], why[300], lens[256], best[64] = "";
+    vla_bench_source_file("tools/bench_torch_attention.py", script, sizeof script);
+    peer_lens(c, d, lens, sizeof lens);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' --device cuda --dtype %s --lens %s --heads %d --kv_heads %d --head_dim %d "
+             "--reps 5 2>&1", python, script, strcmp(precision, "bf16") ? "float32" : "bfloat16", lens, HEADS, KV_HEADS,
+             HEAD_DIM);
+    if (!vla_bench_run_peer(cmd, "\"attention_peer\"", line, sizeof line, why, sizeof why)) {
+        printf(",\"torch_skipped\":\"");
+        vla_cli_print_json_chars(why);
+        printf("\"");
+        return;
+    }
+    const char *b = strstr(line, "\"best\": \"");
+    if (b) sscanf(b + 9, "%63[^\"]", best);
+    double dense = vla_bench_peer_number(line, "\"fwd_bwd_ms\": ");
+    double bfb = vla_bench_peer_number(line, "\"best_fwd_bwd_ms\": "), bf = vla_bench_peer_number(line, "\"best_fwd_ms\": ");
+    if (dense == dense) printf(",\"torch_dense_fwd_bwd_ms\":%.3f", dense);
+    if (*best && bfb == bfb)
+        printf(",\"torch_best\":\"%s\",\"torch_best_fwd_ms\":%.3f,\"torch_best_fwd_bwd_ms\":%.3f,\"vs_torch_best\":%.3f", best,
+               bf, bfb, bfb / vla_fwd_bwd_ms);
+    /* the peer's whole line, for the record: every variant's times, agreement or why it did not run */
+    const char *v = strstr(line, "\"variants\": ");
+    if (v) {
+        printf(",\"torch_variants_line\":\"");
+        vla_cli_print_json_chars(line);
+        printf("\"");
+    }
+}
+
 int vla_bench_attention(int argc, char **argv) {
     int64_t threads = 0, reps = 3, tile = 0;
     const char *bwd = "auto";
@@ -248,7 +294,8 @@ int vla_bench_attention(int argc, char **argv) {
          "one tile product per query head instead of all heads of the one KV head at once (tensor/cpu/ops_cpu_attention.c)"},
         {"device", VLA_FLAG_STRING, &device, "NAME",
          "cpu (default: against the PyTorch peer), or a device backend such as cuda: against the dense-mask "
-         "attention computed on the same device"},
+         "attention computed on the same device, and PyTorch on the same GPU (eager dense mask, SDPA's "
+         "efficient/cuDNN/math backends, FlashAttention varlen; vs_torch_best against the fastest that agrees)"},
         {"precision", VLA_FLAG_STRING, &precision, "fp32|bf16", "operand precision of the fused kernels (device)"},
     };
     const vla_command_spec spec = {
@@ -294,10 +341,12 @@ int vla_bench_attention(int argc, char **argv) {
         printf("{\"bench\":\"attention\",\"case\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"samples\":%d,"
                "\"tokens\":%lld,\"padding_frac_if_padded\":%.3f,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,"
                "\"fwd_ms\":%.3f,\"fwd_bwd_ms\":%.3f,\"dense_fwd_ms\":%.3f,\"dense_fwd_bwd_ms\":%.3f,"
-               "\"vs_dense\":%.3f,\"vs_dense_fwd\":%.3f,\"tiles_computed_frac\":%.3f}\n",
+               "\"vs_dense\":%.3f,\"vs_dense_fwd\":%.3f,\"tiles_computed_frac\":%.3f",
                c->name, dev->name, precision, c->n, (long long)d.T, 1.0 - (double)d.T / ((double)longest * c->n),
                HEADS, KV_HEADS, HEAD_DIM, ms[0], ms[1], ms[2], ms[3], ms[3] / ms[1], ms[2] / ms[0],
                stats.tiles_total ? (double)stats.tiles_computed / (double)stats.tiles_total : 0.0);
+        if (!no_peer && !quick) device_peer(python, c, &d, precision, ms[1]);
+        printf("}\n");
         fflush(stdout);
         data_free(&d);
     }
@@ -320,13 +369,9 @@ int vla_bench_attention(int argc, char **argv) {
             return vla_cli_fail(st);
         }
         int32_t longest = 0;
-        char lens[256] = "";
-        for (int s = 0; s < c->n; s++) {
-            int32_t len = d.cu[s + 1] - d.cu[s];
-            longest = len > longest ? len : longest;
-            size_t k = strlen(lens);
-            snprintf(lens + k, sizeof lens - k, "%s%d:%d", s ? "," : "", len - ACTIONS, ACTIONS);
-        }
+        char lens[256];
+        for (int s = 0; s < c->n; s++) longest = d.cu[s + 1] - d.cu[s] > longest ? d.cu[s + 1] - d.cu[s] : longest;
+        peer_lens(c, &d, lens, sizeof lens);
         double pad_frac = 1.0 - (double)d.T / ((double)longest * c->n);
         printf("{\"bench\":\"attention\",\"case\":\"%s\",\"threads\":%d,\"samples\":%d,\"tokens\":%lld,"
                "\"padding_frac_if_padded\":%.3f,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,\"fwd_ms\":%.3f,"

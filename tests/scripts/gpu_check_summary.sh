@@ -40,6 +40,7 @@ figures() { # MFU FP8_SPS INFER_MS PACKING
 {"stage":"infer_groot-n1.5","bench":"policy_infer","config":"groot-n1.5","precision":"bf16","flow_steps":4,"best_ms":$3,"mean_ms":25.0,"host_waits_per_chunk":1.00}
 {"stage":"infer_pi05","bench":"policy_infer","config":"pi05","precision":"bf16","flow_steps":10,"best_ms":35.0,"mean_ms":36.0,"host_waits_per_chunk":1.00}
 {"stage":"packing","bench":"packing","config":"groot-n1.5","packing_speedup":$4}
+{"stage":"attention","bench":"attention","case":"pi05_packed","device":"cuda","fwd_bwd_ms":1.0,"dense_fwd_bwd_ms":2.9,"vs_dense":2.9,"torch_dense_fwd_bwd_ms":5.0,"torch_best":"sdpa_cudnn","torch_best_fwd_ms":0.4,"torch_best_fwd_bwd_ms":1.1,"vs_torch_best":1.1}
 {"stage":"torch_groot-n1.5","bench":"policy_train_peer","config":"groot-n1.5","samples_per_s":50.0}
 J
 }
@@ -50,7 +51,8 @@ check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'groot-n1.5 bf16 trainin
     'FP8 / bf16.* 1.500 .*>= 1.3 +MET' 'vla.c / PyTorch samples/s +2.000 .*>= 1.4 +MET' 'host waits per step +1.00 .*<= 1 +MET' \
     'pi05 bf16 training MFU +0.5 .*MET' 'packed / padded.* 2.6 .*MET' 'GR00T-N1.5 action chunk, batch 1 +12.5 ms .*<= 15 +MET' \
     'action chunk, batch 1 +35.0 ms .*<= 40 +MET' 'inference groot-n1.5, batch 1, bf16.*best 12.5 ms.*host waits per chunk 1.00' \
-    'vla.c / PyTorch = 2.000'
+    'vla.c / PyTorch = 2.000' 'dense / fused +2.9 .*>= 2.65 +MET' 'PyTorch / fused +1.1 .*>= 1.0 +MET' \
+    'fastest sdpa_cudnn 1.1 ms'
 # a missed target alone: exit 3
 { ok_stages; figures 0.31 150 12.5 2.6; } >"$T/missed.jsonl"
 check "missed MFU" "$T/missed.jsonl" 3 'groot-n1.5 bf16 training MFU +0.31 .*MISSED' 'GR00T-N1.5 action chunk, batch 1 .*MET'
