@@ -11,15 +11,15 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "base/log.h"
-#include "sim/env.h"
-#include "base/timer.h"
-#include "io/video.h"
-#include "sim/env.h"
-#include "tensor/backend.h"
 #include "base/progress.h"
+#include "base/timer.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/pretrained.h"
 #include "checkpoint/published.h"
+#include "eval/state_map.h"
+#include "io/video.h"
+#include "sim/env.h"
+#include "tensor/backend.h"
 
 void vla_eval_opts_default(vla_eval_opts *o) {
     memset(o, 0, sizeof *o);
@@ -66,150 +66,6 @@ typedef struct {
 
 typedef enum { ROLL_POLICY, ROLL_ZERO } roll_kind;
 
-/* Which env vector feeds a state feature: observation.state is agent_pos when
- * widths agree (PushT, as LeRobot's pusht) else the full state vector (Reach);
- * observation.environment_state is env_state (PushT's block keypoints). */
-enum { SRC_AGENT_POS, SRC_STATE, SRC_ENV_STATE };
-#define MAX_SKEYS 8
-
-typedef struct {
-    int n, src[MAX_SKEYS], width[MAX_SKEYS];
-    int frame_w, K; /* one frame's width; frames of history (the state is K frames) */
-} state_map;
-
-static vla_status state_source(const vla_env_spec *spec, int64_t width, int *src) {
-    if (width == spec->agent_pos_dim) *src = SRC_AGENT_POS;
-    else if (width == spec->state_dim) *src = SRC_STATE;
-    else
-        return vla_error(VLA_ERR_INVALID_ARG,
-                         "eval: the policy's observation.state has %lld dims; env '%s' offers agent_pos (%d) or "
-                         "state (%d)",
-                         (long long)width, spec->name, spec->agent_pos_dim, spec->state_dim);
-    return VLA_OK;
-}
-
-/* The checkpoint's state keys (features.state_keys; none: observation.state
- * alone) → env vectors, checked against the state width it was trained on
- * (one frame's: state_width / n_obs_steps). */
-static vla_status state_mapping(const vla_env_spec *spec, const vla_pretrained_meta *m, state_map *map) {
-    memset(map, 0, sizeof *map);
-    map->K = m->n_obs_steps > 1 ? m->n_obs_steps : 1;
-    if (m->state_width % map->K != 0)
-        return vla_error(VLA_ERR_INVALID_ARG, "eval: state width %lld is not %d frames of history",
-                         (long long)m->state_width, map->K);
-    int64_t fw = m->state_width / map->K;
-    map->frame_w = (int)fw;
-    if (!m->state_keys[0]) {
-        map->n = 1, map->width[0] = (int)fw;
-        return state_source(spec, fw, &map->src[0]);
-    }
-    int total = 0;
-    for (const char *q = m->state_keys; *q;) {
-        size_t len = strcspn(q, ",");
-        if (map->n >= MAX_SKEYS) return vla_error(VLA_ERR_INVALID_ARG, "eval: too many state keys '%s'", m->state_keys);
-        int i = map->n++;
-        if (len == 17 && !strncmp(q, "observation.state", len)) {
-            /* its width: what is left once the other keys are counted */
-            int rest = 0;
-            for (const char *r = q + len + (q[len] == ','); *r;) {
-                size_t l2 = strcspn(r, ",");
-                if (l2 == 29 && !strncmp(r, "observation.environment_state", l2)) rest += spec->env_state_dim;
-                r += l2 + (r[l2] == ',');
-            }
-            map->width[i] = (int)fw - total - rest;
-            VLA_TRY(state_source(spec, map->width[i], &map->src[i]));
-        } else if (len == 29 && !strncmp(q, "observation.environment_state", len)) {
-            map->src[i] = SRC_ENV_STATE, map->width[i] = spec->env_state_dim;
-        } else {
-            return vla_error(VLA_ERR_UNSUPPORTED,
-                             "eval: state key '%.*s' has no counterpart in env '%s' (observation.state, "
-                             "observation.environment_state)",
-                             (int)len, q, spec->name);
-        }
-        total += map->width[i];
-        q += len + (q[len] == ',');
-    }
-    if (total != fw)
-        return vla_error(VLA_ERR_INVALID_ARG,
-                         "eval: state keys '%s' give %d dims in env '%s', the policy was trained on %lld per frame",
-                         m->state_keys, total, spec->name, (long long)fw);
-    return VLA_OK;
-}
-
-/* The policy's raw (unnormalised) state for an observation, as the loader
- * concatenates the dataset features. */
-static void state_from_obs(const state_map *map, const vla_env_obs *ob, float *out) {
-    for (int i = 0, off = 0; i < map->n; off += map->width[i], i++) {
-        const double *v = map->src[i] == SRC_AGENT_POS ? ob->agent_pos : map->src[i] == SRC_STATE ? ob->state : ob->env_state;
-        for (int k = 0; k < map->width[i]; k++) out[off + k] = (float)v[k];
-    }
-}
-
-vla_status vla_eval_policy_state(const char *env, const vla_pretrained_meta *meta, const vla_env_obs *ob, float *out) {
-    const vla_env_vtable *vt = vla_env_find(env);
-    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", env);
-    state_map map;
-    VLA_TRY(state_mapping(vt->spec, meta, &map));
-    state_from_obs(&map, ob, out);
-    return VLA_OK;
-}
-
-/* ---- state history (n_obs_steps) ----------------------------------------------
- * A ring of the last K frames' raw state vectors; before K frames were seen the
- * oldest slots repeat the first frame, as the loader clamps rows to the
- * episode's first. */
-struct vla_eval_history {
-    state_map map;
-    int64_t pushed;
-    float *ring; /* [K × frame_w]; frame n lives at slot n % K */
-};
-
-vla_status vla_eval_history_create(const char *env, const vla_pretrained_meta *meta, vla_eval_history **out) {
-    *out = NULL;
-    const vla_env_vtable *vt = vla_env_find(env);
-    if (!vt) return vla_error(VLA_ERR_INVALID_ARG, "eval: unknown environment '%s'", env);
-    vla_eval_history *h = calloc(1, sizeof *h);
-    if (!h) return vla_error(VLA_ERR_NOMEM, "eval: out of memory");
-    vla_status st = state_mapping(vt->spec, meta, &h->map);
-    if (st == VLA_OK && !(h->ring = calloc((size_t)(h->map.K * h->map.frame_w) + 1, sizeof(float))))
-        st = vla_error(VLA_ERR_NOMEM, "eval: out of memory");
-    if (st != VLA_OK) {
-        vla_eval_history_free(h);
-        return st;
-    }
-    *out = h;
-    return VLA_OK;
-}
-
-void vla_eval_history_free(vla_eval_history *h) {
-    if (!h) return;
-    free(h->ring);
-    free(h);
-}
-
-void vla_eval_history_reset(vla_eval_history *h) { h->pushed = 0; }
-
-void vla_eval_history_push(vla_eval_history *h, const vla_env_obs *ob) {
-    state_from_obs(&h->map, ob, h->ring + (h->pushed % h->map.K) * h->map.frame_w);
-    h->pushed++;
-}
-
-int64_t vla_eval_history_width(const vla_eval_history *h) { return (int64_t)h->map.K * h->map.frame_w; }
-
-void vla_eval_history_state(const vla_eval_history *h, float *out) {
-    int K = h->map.K, fw = h->map.frame_w;
-    for (int f = 0; f < K; f++) {
-        /* frame index of slot f (oldest first), clamped to the first frame */
-        int64_t n = h->pushed - K + f;
-        if (n < 0) n = 0;
-        if (h->pushed == 0) {
-            memset(out + f * fw, 0, (size_t)fw * sizeof(float));
-            continue;
-        }
-        memcpy(out + f * fw, h->ring + (n % K) * fw, (size_t)fw * sizeof(float));
-    }
-}
-
 /* The env's current observation into the episode's state history. */
 static void episode_observe(episode *e) {
     vla_env_obs ob;
@@ -218,7 +74,7 @@ static void episode_observe(episode *e) {
     vla_env_observe(e->env, &ob);
     vla_eval_history_push(e->hist, &ob);
     if (e->ref_src >= 0)
-        memcpy(e->ref, e->ref_src == SRC_AGENT_POS ? ob.agent_pos : ob.state, sizeof e->ref);
+        memcpy(e->ref, e->ref_src == VLA_SRC_AGENT_POS ? ob.agent_pos : ob.state, sizeof e->ref);
 }
 
 /* One rollout's fixed inputs and the batch buffers each re-plan reuses. */
@@ -267,14 +123,14 @@ static vla_status check_fit(const vla_eval_opts *o, const vla_env_spec *spec, co
         return vla_error(VLA_ERR_INVALID_ARG, "eval: the checkpoint was trained on %s; %s. Evaluate it on its own env "
                          "(--env.type=%s), or pass --env.allow_mismatch=true to run it here anyway",
                          trained, env_side, m->embodiment_name);
-    state_map smap;
+    vla_state_map smap;
     char why[512] = "";
     vla_status sst = VLA_OK;
     if (m->action_width != spec->action_dim) {
         sst = VLA_ERR_INVALID_ARG;
         snprintf(why, sizeof why, "the policy predicts %lld action dims, the env takes %d", (long long)m->action_width,
                  spec->action_dim);
-    } else if ((sst = state_mapping(spec, m, &smap)) != VLA_OK) {
+    } else if ((sst = vla_state_mapping(spec, m, &smap)) != VLA_OK) {
         snprintf(why, sizeof why, "%s", vla_error_message());
     }
     if (sst != VLA_OK)
@@ -356,7 +212,7 @@ static vla_status start_episodes(roll_ctx *c, episode *eps, int keep_actions) {
         if (c->kind == ROLL_POLICY) {
             VLA_TRY(vla_eval_history_create(o->env, &c->pm->meta, &eps[i].hist));
             eps[i].ref_src = -1;
-            if (c->pm->meta.relative_actions) VLA_TRY(state_source(c->spec, c->A, &eps[i].ref_src));
+            if (c->pm->meta.relative_actions) VLA_TRY(vla_state_source(c->spec, c->A, &eps[i].ref_src));
             episode_observe(&eps[i]);
             if (!(eps[i].chunk = calloc((size_t)(2 * c->H * c->A), sizeof(float))))
                 return vla_error(VLA_ERR_NOMEM, "eval: out of memory");
@@ -852,166 +708,4 @@ done:
     free(eps);
     vla_pretrained_free(&pm);
     return st;
-}
-
-/* ---- which env a checkpoint is for (vla_eval_infer_env) ------------------------------------------ */
-
-/* The pretrained_model directory holding config.json under a path the user
- * gave (itself, a checkpoint step, a training output dir); no weights read. */
-static vla_status config_dir(const char *path, char *dir, size_t cap) {
-    static const char *const under[] = {"", "/" VLA_CKPT_MODEL_DIR, "/" VLA_CKPT_DIR "/" VLA_CKPT_LAST "/" VLA_CKPT_MODEL_DIR};
-    char file[VLA_CKPT_PATH_MAX + 128];
-    for (int i = 0; i < 3; i++) {
-        snprintf(file, sizeof file, "%s%s/config.json", path, under[i]);
-        if (vla_path_exists(file)) {
-            snprintf(dir, cap, "%s%s", path, under[i]);
-            return VLA_OK;
-        }
-    }
-    snprintf(file, sizeof file, "%s/%s", path, VLA_CKPT_DIR);
-    if (vla_is_dir(file)) {
-        vla_ckpt_info ck;
-        VLA_TRY(vla_ckpt_find_last(path, &ck));
-        int k = snprintf(dir, cap, "%s/%s", ck.dir, VLA_CKPT_MODEL_DIR);
-        if (k < 0 || (size_t)k >= cap) return vla_error(VLA_ERR_INVALID_ARG, "%s: path too long", path);
-        return VLA_OK;
-    }
-    return vla_error(VLA_ERR_NOT_FOUND, "%s: no config.json here (a pretrained_model, checkpoint step or training "
-                     "output directory has one)", path);
-}
-
-/* The env named `name` as an env or as its datasets' robot_type, or NULL. */
-static const char *env_of_robot(const char *name) {
-    if (!name || !*name) return NULL;
-    for (const char *const *n = vla_env_names(); *n; n++) {
-        const vla_env_spec *sp = vla_env_find(*n)->spec;
-        if (!strcmp(sp->name, name) || (sp->robot_type && !strcmp(sp->robot_type, name))) return sp->name;
-    }
-    return NULL;
-}
-
-/* One config.json entry (the top level or an "embodiments" element) → env, or NULL with `seen` saying what it has. */
-static const char *env_of_entry(const json_t *e, const char *file, char *why, size_t why_cap, char *seen, size_t seen_cap) {
-    const char *name = json_string_value(json_object_get(e, "name"));
-    const char *env = env_of_robot(name);
-    if (env) {
-        snprintf(why, why_cap, "the dataset's robot_type '%s' in %s", name, file);
-        return env;
-    }
-    json_t *feat = json_object_get(e, "features");
-    json_t *keys = json_object_get(feat, "image_keys");
-    for (size_t k = 0; json_is_array(keys) && k < json_array_size(keys); k++) {
-        const char *key = json_string_value(json_array_get(keys, k)), *hit = NULL;
-        int hits = 0;
-        for (const char *const *n = vla_env_names(); key && *n; n++) {
-            const vla_env_spec *sp = vla_env_find(*n)->spec;
-            for (int c = 0; c < sp->n_cameras; c++)
-                if (sp->image_keys[c] && !strcmp(sp->image_keys[c], key)) {
-                    hits++, hit = sp->name;
-                    break;
-                }
-        }
-        if (hits == 1) {
-            snprintf(why, why_cap, "its camera '%s' in %s", key, file);
-            return hit;
-        }
-    }
-    /* the widths: exactly one env whose action and state vectors fit */
-    vla_pretrained_meta m;
-    memset(&m, 0, sizeof m);
-    m.state_width = json_integer_value(json_object_get(feat, "observation.state"));
-    m.action_width = json_integer_value(json_object_get(feat, "action"));
-    json_t *nobs = json_object_get(feat, "n_obs_steps"), *sk = json_object_get(feat, "state_keys");
-    m.n_obs_steps = json_is_integer(nobs) ? (int)json_integer_value(nobs) : 1;
-    for (size_t k = 0; json_is_array(sk) && k < json_array_size(sk); k++) {
-        const char *key = json_string_value(json_array_get(sk, k));
-        size_t used = strlen(m.state_keys);
-        if (key) snprintf(m.state_keys + used, sizeof m.state_keys - used, "%s%s", k ? "," : "", key);
-    }
-    const char *fit = NULL;
-    int fits = 0;
-    if (m.n_obs_steps >= 1 && m.state_width > 0) {
-        for (const char *const *n = vla_env_names(); *n; n++) {
-            const vla_env_spec *sp = vla_env_find(*n)->spec;
-            state_map map;
-            if (m.action_width == sp->action_dim && state_mapping(sp, &m, &map) == VLA_OK) fits++, fit = sp->name;
-        }
-    }
-    if (fits == 1) {
-        snprintf(why, why_cap, "its widths (state %lld, action %lld) in %s, which only env '%s' fits",
-                 (long long)m.state_width, (long long)m.action_width, file, fit);
-        return fit;
-    }
-    snprintf(seen, seen_cap, "robot_type '%s', cameras %s, state %lld, action %lld", name && *name ? name : "?",
-             json_array_size(keys) ? json_string_value(json_array_get(keys, 0)) : "none", (long long)m.state_width,
-             (long long)m.action_width);
-    return NULL;
-}
-
-vla_status vla_eval_infer_env(const char *policy_path, const char *embodiment, const char **env, char *why,
-                              size_t why_cap) {
-    *env = NULL;
-    if (why_cap) why[0] = 0;
-    char names[256] = "";
-    for (const char *const *n = vla_env_names(); *n; n++)
-        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", n == vla_env_names() ? "" : "|", *n);
-    VLA_TRY(vla_published_check_path("--policy.path", policy_path));
-    if (vla_published_detect(policy_path))
-        return vla_error(VLA_ERR_INVALID_ARG, "eval: %s is a published checkpoint, which does not record the simulator "
-                         "it runs in; pass --env.type=%s", policy_path, names);
-    char dir[VLA_CKPT_PATH_MAX], file[VLA_CKPT_PATH_MAX + 64];
-    VLA_TRY(config_dir(policy_path, dir, sizeof dir));
-    /* 1. training evaluated in an env: its --env.type (the flag is saved even when unused, so only then) */
-    snprintf(file, sizeof file, "%s/train_config.json", dir);
-    json_t *tc = NULL;
-    if (vla_path_exists(file) && vla_json_load_file(file, &tc) == VLA_OK) {
-        json_t *fl = json_object_get(tc, "flags");
-        const char *t = env_of_robot(json_string_value(json_object_get(fl, "env.type")));
-        if (t && json_integer_value(json_object_get(fl, "eval_freq")) > 0) {
-            snprintf(why, why_cap, "--env.type=%s of its training (evaluated there every %lld steps) in %s", t,
-                     (long long)json_integer_value(json_object_get(fl, "eval_freq")), file);
-            *env = t;
-        }
-        json_decref(tc);
-        if (*env) return VLA_OK;
-    }
-    /* 2..4. config.json: the robot, its cameras, its widths */
-    snprintf(file, sizeof file, "%s/config.json", dir);
-    json_t *root;
-    VLA_TRY(vla_json_load_file(file, &root));
-    json_t *embs = json_object_get(root, "embodiments");
-    size_t n = json_is_array(embs) ? json_array_size(embs) : 0;
-    char seen[600] = "", list[1024] = "";
-    vla_status st = VLA_OK;
-    if (n <= 1 || embodiment) {
-        const json_t *e = n == 1 ? json_array_get(embs, 0) : root; /* the robot is the entry's name, not the top's */
-        for (size_t i = 0; embodiment && i < n; i++) { /* the chosen entry, by name or id */
-            json_t *x = json_array_get(embs, i);
-            const char *nm = json_string_value(json_object_get(x, "name"));
-            char id[32];
-            snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(x, "id")));
-            if ((nm && !strcmp(nm, embodiment)) || !strcmp(id, embodiment)) e = x;
-        }
-        *env = env_of_entry(e, file, why, why_cap, seen, sizeof seen);
-    } else { /* a mixture: its entries must name one env */
-        for (size_t i = 0; i < n; i++) {
-            char w[1200], s2[600];
-            const char *x = env_of_entry(json_array_get(embs, i), file, w, sizeof w, s2, sizeof s2);
-            const char *nm = json_string_value(json_object_get(json_array_get(embs, i), "name"));
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", nm ? nm : "?");
-            if (x && !*env) *env = x, snprintf(why, why_cap, "%s", w);
-            else if (x && strcmp(x, *env)) {
-                st = vla_error(VLA_ERR_INVALID_ARG, "eval: %s was trained on a mixture (%s) that runs in more than "
-                               "one simulator; pass --env.type=%s (and --policy.embodiment=NAME)", dir, list, names);
-                break;
-            }
-        }
-        if (st == VLA_OK && !*env) snprintf(seen, sizeof seen, "a mixture of %s", list);
-    }
-    json_decref(root);
-    if (st != VLA_OK) return *env = NULL, st;
-    if (!*env)
-        return vla_error(VLA_ERR_INVALID_ARG, "eval: cannot tell which simulator %s was trained for (%s); pass "
-                         "--env.type=%s", dir, seen, names);
-    return VLA_OK;
 }
