@@ -46,6 +46,12 @@ struct vla_zero1 {
     const float **ss_x;
     int64_t *ss_n;
     double *ss_out;
+    /* one step's pieces as the multi-tensor slots take them (adamw_multi,
+     * ema_multi): parameters, gradient, moments, EMA, sizes, decay */
+    float **pl_w, **pl_m, **pl_v, **pl_e;
+    const float **pl_g;
+    int64_t *pl_n;
+    bool *pl_decay;
     float *guard; /* a queued step's guard (backend [1], ops->clip_coef), made at its first use */
     uint64_t layout; /* hash of the segments, stored in the shard files */
     int64_t step;
@@ -126,7 +132,12 @@ vla_status vla_zero1_create_segments(vla_comm *comm, const vla_ops *ops, const v
     z->ss_x = malloc(sizeof *z->ss_x * np);
     z->ss_n = malloc(sizeof *z->ss_n * np);
     z->ss_out = malloc(sizeof *z->ss_out * np);
-    if (!z->seg || !z->flat || !z->m || !z->v || !z->counts || !z->ss_x || !z->ss_n || !z->ss_out) {
+    z->pl_w = malloc(sizeof *z->pl_w * np), z->pl_m = malloc(sizeof *z->pl_m * np);
+    z->pl_v = malloc(sizeof *z->pl_v * np), z->pl_e = malloc(sizeof *z->pl_e * np);
+    z->pl_g = malloc(sizeof *z->pl_g * np), z->pl_n = malloc(sizeof *z->pl_n * np);
+    z->pl_decay = malloc(sizeof *z->pl_decay * np);
+    if (!z->seg || !z->flat || !z->m || !z->v || !z->counts || !z->ss_x || !z->ss_n || !z->ss_out || !z->pl_w ||
+        !z->pl_m || !z->pl_v || !z->pl_e || !z->pl_g || !z->pl_n || !z->pl_decay) {
         vla_zero1_free(z);
         return vla_error(VLA_ERR_NOMEM, "zero1: out of memory for a shard of %zu", n);
     }
@@ -166,6 +177,7 @@ void vla_zero1_free(vla_zero1 *z) {
     free(z->gather), free(z->hgrad), free(z->counts);
     free(z->seg), free(z->flat);
     free(z->ss_x), free(z->ss_n), free(z->ss_out);
+    free(z->pl_w), free(z->pl_m), free(z->pl_v), free(z->pl_e), free(z->pl_g), free(z->pl_n), free(z->pl_decay);
     free(z);
 }
 
@@ -238,28 +250,20 @@ static void sumsq_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64
     c->n[c->count++] = f1 - f0;
 }
 
+/* The shard's pieces into the multi-tensor lists (z->pl_*), in piece order. */
 typedef struct {
     float *params;
     const float *g;
-    const vla_adamw_scalars *sc;
-    int wd_on;
-} update_ctx;
+    int wd_on, count;
+} list_ctx;
 
-static void update_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_t p0, void *ctx) {
-    update_ctx *c = ctx;
+static void list_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_t p0, void *ctx) {
+    list_ctx *c = ctx;
+    int i = c->count++;
     int64_t k = f0 - z->lo;
-    z->ops->adamw(c->params + p0, c->g + k, z->m + k, z->v + k, f1 - f0, c->sc, c->wd_on && z->seg[s].decay);
-}
-
-typedef struct {
-    const float *params;
-    float d, omd;
-    const float *guard;
-} ema_ctx;
-
-static void ema_piece(const vla_zero1 *z, int s, int64_t f0, int64_t f1, int64_t p0, void *ctx) {
-    ema_ctx *c = ctx;
-    z->ops->ema(z->ema + (f0 - z->lo), c->params + p0, c->d, c->omd, f1 - f0, c->guard);
+    z->pl_w[i] = c->params + p0, z->pl_g[i] = c->g + k, z->pl_m[i] = z->m + k, z->pl_v[i] = z->v + k;
+    z->pl_e[i] = z->ema ? z->ema + k : NULL;
+    z->pl_n[i] = f1 - f0, z->pl_decay[i] = c->wd_on && z->seg[s].decay;
 }
 
 vla_status vla_zero1_ema_enable(vla_zero1 *z, double decay, const float *params) {
@@ -460,12 +464,13 @@ static vla_status update_and_gather(vla_zero1 *z, float *params, const float *g,
         .neg_step = (float)(-(hp->lr / bc1)), .decay_mul = (float)(1.0 - hp->lr * hp->weight_decay),
         .grad_scale = clip, .guard = guard,
     };
-    update_ctx uc = {params, g, &sc, hp->weight_decay != 0.0};
-    for_pieces(z, z->lo, z->hi, update_piece, &uc);
-    if (z->ema) {
-        ema_ctx ec = {params, (float)z->ema_decay, (float)(1.0 - z->ema_decay), guard};
-        for_pieces(z, z->lo, z->hi, ema_piece, &ec);
-    }
+    /* every piece in one call each (one launch on a device, where it was one per tensor) */
+    list_ctx lc = {params, g, hp->weight_decay != 0.0, 0};
+    for_pieces(z, z->lo, z->hi, list_piece, &lc);
+    z->ops->adamw_multi(lc.count, z->pl_w, z->pl_g, z->pl_m, z->pl_v, z->pl_n, z->pl_decay, &sc);
+    if (z->ema)
+        z->ops->ema_multi(lc.count, z->pl_e, (const float *const *)z->pl_w, z->pl_n, (float)z->ema_decay,
+                          (float)(1.0 - z->ema_decay), guard);
     z->step = t;
     /* the rest of the buckets must be complete before backward reuses the buffer */
     if (buckets) VLA_TRY(vla_grad_buckets_wait_all(buckets));

@@ -416,6 +416,15 @@ typedef struct vla_ops {
     /* EMA: e ← d·e + omd·w; a non-NULL guard (backend [1], clip_coef's)
      * that is not finite leaves e untouched (the skipped step) */
     void (*ema)(float *e, const float *w, float d, float omd, int64_t n, const float *guard);
+    /* The same over many tensors at once (an optimizer shard: one piece per
+     * parameter tensor): adamw(w[i], g[i], m[i], v[i], n[i], s, decay[i])
+     * and ema(e[i], w[i], d, omd, n[i], guard) for i < count, the same bits;
+     * a device runs each in one launch instead of one per tensor (PyTorch's
+     * foreach / multi_tensor_apply). Host arrays of backend pointers. */
+    void (*adamw_multi)(int count, float *const *w, const float *const *g, float *const *m, float *const *v,
+                        const int64_t *n, const bool *decay, const vla_adamw_scalars *s);
+    void (*ema_multi)(int count, float *const *e, const float *const *w, const int64_t *n, float d, float omd,
+                      const float *guard);
     /* A step's guard, on the backend: *guard = torch clip_grad_norm_'s
      * coefficient of the gradient norm sqrt(*sumsq) — max_norm/(norm + 1e−6)
      * in double, rounded to f32 once, when that is below 1 and max_norm > 0;

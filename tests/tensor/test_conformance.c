@@ -369,6 +369,56 @@ static void t_elementwise(void) {
         t_check(x, TOL_ULP, "adamw w"), t_check(m, TOL_ULP, "adamw m"), t_check(v, TOL_ULP, "adamw v");
     }
     C.ref->ema(y.h, x.h, 0.99f, 0.01f, n, NULL), C.dut->ema(y.d, x.d, 0.99f, 0.01f, n, NULL), t_check(y, TOL_ULP, "ema");
+    { /* many tensors at once: each the bits of its own adamw / ema on this backend (here, against the per-tensor
+       * calls made on copies), with and without decay, and a NaN guard leaving all of them untouched */
+        COVER(adamw_multi), COVER(ema_multi);
+        enum { NT = 5 };
+        const int64_t ns[NT] = {3, 0, 70000, 1, 131073};
+        tens tw[NT], tg[NT], tm[NT], tv[NT], tw2[NT], tm2[NT], tv2[NT], te[NT], te2[NT];
+        float *pw[NT], *pm[NT], *pv[NT], *pe[NT];
+        const float *pg[NT], *pwc[NT];
+        bool dec[NT] = {true, false, true, false, true};
+        for (int i = 0; i < NT; i++) {
+            tw[i] = t_rand(ns[i], 1), tg[i] = t_rand(ns[i], 0.1f), tm[i] = t_rand(ns[i], 0.01f), tv[i] = t_new(ns[i]);
+            te[i] = t_rand(ns[i], 1);
+            for (int64_t k = 0; k < ns[i]; k++) tv[i].h[k] = 1e-4f * (float)(k % 7);
+            if (ns[i]) C.dut->to_device(tv[i].d, tv[i].h, sizeof(float) * (size_t)ns[i]);
+            tw2[i] = t_new(ns[i]), tm2[i] = t_new(ns[i]), tv2[i] = t_new(ns[i]), te2[i] = t_new(ns[i]);
+            C.dut->copy(tw2[i].d, tw[i].d, ns[i]), C.dut->copy(tm2[i].d, tm[i].d, ns[i]);
+            C.dut->copy(tv2[i].d, tv[i].d, ns[i]), C.dut->copy(te2[i].d, te[i].d, ns[i]);
+            pw[i] = tw[i].d, pg[i] = tg[i].d, pm[i] = tm[i].d, pv[i] = tv[i].d, pe[i] = te[i].d, pwc[i] = tw[i].d;
+        }
+        float *guard = C.dut->alloc(sizeof(float));
+        const float nan = NAN;
+        C.dut->to_device(guard, &nan, sizeof nan);
+        vla_adamw_scalars sg = s;
+        sg.guard = guard;
+        C.dut->adamw_multi(NT, pw, pg, pm, pv, ns, dec, &sg); /* skipped */
+        C.dut->ema_multi(NT, pe, pwc, ns, 0.99f, 0.01f, guard);
+        C.dut->adamw_multi(NT, pw, pg, pm, pv, ns, dec, &s);
+        C.dut->ema_multi(NT, pe, pwc, ns, 0.99f, 0.01f, NULL);
+        for (int i = 0; i < NT; i++) {
+            C.dut->adamw(tw2[i].d, tg[i].d, tm2[i].d, tv2[i].d, ns[i], &s, dec[i]);
+            C.dut->ema(te2[i].d, tw2[i].d, 0.99f, 0.01f, ns[i], NULL);
+            const tens *pairs[4][2] = {{&tw[i], &tw2[i]}, {&tm[i], &tm2[i]}, {&tv[i], &tv2[i]}, {&te[i], &te2[i]}};
+            for (int q = 0; q < 4; q++) {
+                float *hx = malloc(sizeof(float) * (size_t)(ns[i] + 1)), *hy = malloc(sizeof(float) * (size_t)(ns[i] + 1));
+                if (ns[i]) {
+                    C.dut->to_host(hx, pairs[q][0]->d, sizeof(float) * (size_t)ns[i]);
+                    C.dut->to_host(hy, pairs[q][1]->d, sizeof(float) * (size_t)ns[i]);
+                }
+                if (memcmp(hx, hy, sizeof(float) * (size_t)ns[i]))
+                    fail_msg("%s [%s]: tensor %d (n %lld, part %d) differs from its own per-tensor call",
+                             q == 3 ? "ema_multi" : "adamw_multi", C.dut->name, i, (long long)ns[i], q);
+                free(hx), free(hy);
+            }
+        }
+        C.dut->free(guard);
+        for (int i = 0; i < NT; i++) {
+            t_free(tw[i]), t_free(tg[i]), t_free(tm[i]), t_free(tv[i]), t_free(te[i]);
+            t_free(tw2[i]), t_free(tm2[i]), t_free(tv2[i]), t_free(te2[i]);
+        }
+    }
     { /* the step's guard in backend memory: a finite one is grad_scale; a NaN one leaves everything untouched */
         float *guard = C.dut->alloc(sizeof(float));
         const float gv[2] = {0.8f, NAN};

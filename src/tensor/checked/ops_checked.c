@@ -308,6 +308,29 @@ static void chk_adamw(float *w, const float *g, float *m, float *v, int64_t n, c
     cpu()->adamw(T(w), T(g), T(m), T(v), n, &t, dc);
 }
 WRAP_VOID(ema, (float *e, const float *w, float d, float omd, int64_t n, const float *gd), (T(e), T(w), d, omd, n, T(gd)))
+/* the pointer lists translated into scratch arrays, then the cpu's loop */
+static void **rw_list(const void *const *p, int count, const char *op) {
+    void **t = malloc(sizeof(void *) * (size_t)(count > 0 ? count : 1));
+    if (!t) abort();
+    for (int i = 0; i < count; i++) t[i] = rw_of(p[i], op);
+    return t;
+}
+static void chk_adamw_multi(int count, float *const *w, const float *const *g, float *const *m, float *const *v,
+                            const int64_t *n, const bool *decay, const vla_adamw_scalars *s) {
+    void **tw = rw_list((const void *const *)w, count, __func__), **tg = rw_list((const void *const *)g, count, __func__);
+    void **tm = rw_list((const void *const *)m, count, __func__), **tv = rw_list((const void *const *)v, count, __func__);
+    vla_adamw_scalars t = *s;
+    t.guard = T(s->guard);
+    cpu()->adamw_multi(count, (float *const *)tw, (const float *const *)tg, (float *const *)tm, (float *const *)tv, n,
+                       decay, &t);
+    free(tw), free(tg), free(tm), free(tv);
+}
+static void chk_ema_multi(int count, float *const *e, const float *const *w, const int64_t *n, float d, float omd,
+                          const float *guard) {
+    void **te = rw_list((const void *const *)e, count, __func__), **tw = rw_list((const void *const *)w, count, __func__);
+    cpu()->ema_multi(count, (float *const *)te, (const float *const *)tw, n, d, omd, T(guard));
+    free(te), free(tw);
+}
 WRAP_VOID(clip_coef, (float *gd, const double *ss, const double *also, double mx), (T(gd), T(ss), T(also), mx))
 WRAP_VOID(convert, (void *d, vla_dtype dt, const void *s, vla_dtype st, int64_t n), (T(d), dt, T(s), st, n))
 
@@ -330,7 +353,7 @@ static const vla_ops checked_ops = {
     SLOT(rmsnorm_backward), SLOT(adaln_forward), SLOT(adaln_backward), SLOT(adarms_forward), SLOT(adarms_backward),
     SLOT(gated_residual_forward), SLOT(gated_residual_backward), SLOT(rope_forward), SLOT(rope_backward),
     SLOT(time_embedding_forward), SLOT(time_embedding_backward), SLOT(attention_forward), SLOT(attention_backward),
-    SLOT(attention_forward_cached), SLOT(flow_interpolate), SLOT(masked_mse), SLOT(masked_mse_acc), SLOT(adamw), SLOT(ema),
+    SLOT(attention_forward_cached), SLOT(flow_interpolate), SLOT(masked_mse), SLOT(masked_mse_acc), SLOT(adamw), SLOT(ema), SLOT(adamw_multi), SLOT(ema_multi),
     SLOT(clip_coef), SLOT(convert),
 };
 

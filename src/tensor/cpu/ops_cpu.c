@@ -438,6 +438,16 @@ static void cpu_ema(float *e, const float *w, float d, float omd, int64_t n, con
     for (int64_t i = 0; i < n; i++) e[i] = d * e[i] + omd * w[i];
 }
 
+static void cpu_adamw_multi(int count, float *const *w, const float *const *g, float *const *m, float *const *v,
+                            const int64_t *n, const bool *decay, const vla_adamw_scalars *s) {
+    for (int i = 0; i < count; i++) cpu_adamw(w[i], g[i], m[i], v[i], n[i], s, decay[i]);
+}
+
+static void cpu_ema_multi(int count, float *const *e, const float *const *w, const int64_t *n, float d, float omd,
+                          const float *guard) {
+    for (int i = 0; i < count; i++) cpu_ema(e[i], w[i], d, omd, n[i], guard);
+}
+
 static const vla_ops cpu_ops = {
     .name = "cpu",
     .device = VLA_DEVICE_CPU,
@@ -510,6 +520,8 @@ static const vla_ops cpu_ops = {
     .masked_mse_acc = vla_cpu_masked_mse_acc,
     .adamw = cpu_adamw,
     .ema = cpu_ema,
+    .adamw_multi = cpu_adamw_multi,
+    .ema_multi = cpu_ema_multi,
     .clip_coef = cpu_clip_coef,
     .convert = cpu_convert,
 };

@@ -458,6 +458,8 @@ static void tbl_init(void) {
     SLOT(adamw);
     SLOT(ema);
     SLOT(clip_coef);
+    SLOT(adamw_multi);
+    SLOT(ema_multi);
     SLOT(convert);
 }
 

@@ -133,6 +133,10 @@ void vla_cuda_flow_interpolate(vla_flow_convention conv, float *x_t, float *targ
 void vla_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s, bool decay);
 void vla_cuda_ema(float *e, const float *w, float d, float omd, int64_t n, const float *guard);
 void vla_cuda_clip_coef(float *guard, const double *sumsq, const double *also, double max_norm);
+void vla_cuda_adamw_multi(int count, float *const *w, const float *const *g, float *const *m, float *const *v,
+                          const int64_t *n, const bool *decay, const vla_adamw_scalars *s);
+void vla_cuda_ema_multi(int count, float *const *e, const float *const *w, const int64_t *n, float d, float omd,
+                        const float *guard);
 void vla_cuda_convert(void *dst, vla_dtype dt, const void *src, vla_dtype st, int64_t n);
 
 /* reduce.cu */

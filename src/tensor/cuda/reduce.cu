@@ -14,6 +14,7 @@
 #include "tensor/step_guard.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern "C" {
@@ -136,17 +137,78 @@ __global__ void k_sum_in_order(const double *part, int count, double *total) {
     *total = t;
 }
 
-/* The same reductions into a device array, added up on the device: no wait. */
+/* Many vectors' Σx² in two launches: vector i is cut into the blocks
+ * reduce_into would cut it into (nb[i] blocks of per[i], a function of its
+ * length alone), block b of the grid is block b − first[i] of vector i (found
+ * by binary search), with k_reduce_partial's loop and tree; then one block
+ * per vector combines its partials with k_reduce_final's tree. So each sum
+ * has sum_squares's bits (the conformance suite checks it). */
+typedef struct {
+    const float *x;
+    int64_t n, per, first; /* first: the vector's first block in the grid (and in the partials) */
+} sumsq_vec;
+
+__global__ void k_sumsq_multi_partial(const sumsq_vec *v, int count, double *partial) {
+    __shared__ double sh[RT];
+    int64_t b = blockIdx.x;
+    int lo_i = 0, hi_i = count - 1;
+    while (lo_i < hi_i) {
+        int mid = (lo_i + hi_i + 1) / 2;
+        if (v[mid].first <= b) lo_i = mid;
+        else hi_i = mid - 1;
+    }
+    const sumsq_vec x = v[lo_i];
+    int64_t lo = (b - x.first) * x.per, hi = lo + x.per < x.n ? lo + x.per : x.n;
+    double acc = 0.0;
+    for (int64_t i = lo + threadIdx.x; i < hi; i += RT) acc = combine(R_SUMSQ, acc, (double)x.x[i] * (double)x.x[i]);
+    double r = block_reduce(R_SUMSQ, acc, sh);
+    if (threadIdx.x == 0) partial[b] = r;
+}
+
+__global__ void k_sumsq_multi_final(const sumsq_vec *v, int count, const double *partial, int64_t total_blocks,
+                                    double *out) {
+    __shared__ double sh[RT];
+    int i = blockIdx.x;
+    int64_t a = v[i].first, e = i + 1 < count ? v[i + 1].first : total_blocks;
+    double acc = 0.0;
+    for (int64_t t = a + threadIdx.x; t < e; t += RT) acc = combine(R_SUMSQ, acc, partial[t]);
+    double r = block_reduce(R_SUMSQ, acc, sh);
+    if (threadIdx.x == 0) out[i] = r;
+}
+
+/* The same sums added up on the device (the host's order): no wait, four
+ * launches whatever the count (it was two per vector). */
 extern "C" void vla_cuda_sum_squares_total(int count, const float *const *x, const int64_t *n, double *total) {
     cudaStream_t st = vla_cuda_stream();
-    double *part = (double *)vla_cuda_scratch(sizeof(double) * (size_t)(count > 0 ? count : 1));
-    for (int i = 0; i < count; i++) {
-        if (n[i] <= 0) VLA_CUDA_OK(cudaMemsetAsync(part + i, 0, sizeof(double), st), "sum_squares_total");
-        else reduce_into(R_SUMSQ, x[i], NULL, n[i], part + i, st);
+    if (count <= 0) {
+        VLA_CUDA_OK(cudaMemsetAsync(total, 0, sizeof(double), st), "sum_squares_total");
+        return;
     }
-    k_sum_in_order<<<1, 1, 0, st>>>(part, count, total);
+    sumsq_vec *v = (sumsq_vec *)malloc(sizeof *v * (size_t)count);
+    if (!v) abort();
+    int64_t blocks = 0;
+    for (int i = 0; i < count; i++) {
+        int64_t nb = 0, per = 1;
+        if (n[i] > 0) { /* reduce_into's cut */
+            nb = (n[i] + RED_PER_BLOCK - 1) / RED_PER_BLOCK;
+            if (nb > RED_MAX_BLOCKS) nb = RED_MAX_BLOCKS;
+            per = (n[i] + nb - 1) / nb;
+            nb = (n[i] + per - 1) / per;
+        }
+        v[i] = (sumsq_vec){x[i], n[i] > 0 ? n[i] : 0, per, blocks};
+        blocks += nb;
+    }
+    double *part = (double *)vla_cuda_scratch(sizeof(double) * (size_t)(blocks + count));
+    double *sums = part + blocks;
+    vla_cuda_upload_t uv = vla_cuda_upload(v, sizeof *v * (size_t)count);
+    const sumsq_vec *dv = (const sumsq_vec *)uv.dev;
+    if (blocks > 0) k_sumsq_multi_partial<<<(unsigned)blocks, RT, 0, st>>>(dv, count, part);
+    k_sumsq_multi_final<<<(unsigned)count, RT, 0, st>>>(dv, count, part, blocks, sums);
+    k_sum_in_order<<<1, 1, 0, st>>>(sums, count, total);
     vla_cuda_check("sum_squares_total");
+    vla_cuda_upload_release(&uv);
     vla_cuda_scratch_free(part);
+    free(v);
 }
 
 __global__ void k_clip_coef(float *guard, const double *sumsq, const double *also, double max_norm) {
