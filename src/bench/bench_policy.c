@@ -246,11 +246,14 @@ static vla_status train_step(vla_policy *p, const vla_batch *b, vla_train_opt *o
  * backend does not count them). The bench's own sync after each step is
  * not one of them. Printed as host_waits_per_step. */
 static double last_waits_per_step = -1;
+/* Operations issued per step of the last timing (ops.h, launches; -1: not counted). */
+static double last_launches_per_step = -1;
 
 /* Seconds per training step over at least `seconds` (and two steps). */
 static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds, double *per_step,
                              vla_loss_info *info) {
     int64_t steps = 0, w0 = p->tops->host_waits ? p->tops->host_waits() : 0;
+    int64_t l0 = p->tops->launches ? p->tops->launches() : 0;
     double t0 = vla_now_s(), el = 0;
     while (steps < 2 || el < seconds) {
         VLA_TRY(train_step(p, b, opt, info));
@@ -260,6 +263,7 @@ static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *o
     }
     *per_step = el / (double)steps;
     last_waits_per_step = p->tops->host_waits ? (double)(p->tops->host_waits() - w0) / (double)steps : -1;
+    last_launches_per_step = p->tops->launches ? (double)(p->tops->launches() - l0) / (double)steps : -1;
     return VLA_OK;
 }
 
@@ -380,6 +384,7 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
            per_step * 1e3, sps, train_flops * 1e-9, est.total_train * (double)o->batch * 1e-9, achieved, peak,
            mfu_peak > 0 ? achieved / mfu_peak : 0.0, mfu_peak * 1e-3, vla_precision_name(o->prec), info->loss);
     if (last_waits_per_step >= 0) printf(",\"host_waits_per_step\":%.2f", last_waits_per_step);
+    if (last_launches_per_step >= 0) printf(",\"launches_per_step\":%.1f", last_launches_per_step);
     if (base_per_step > 0)
         printf(",\"base_threads\":%d,\"vs_base_threads\":%.3f", o->threads[0], base_per_step / per_step);
     if (o->ops->device == VLA_DEVICE_CPU) /* the CPU GEMM library (a device backend has its own) */
@@ -420,7 +425,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     if (!act) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory");
     vla_status st = vla_policy_sample_actions(p, &ob, act); /* warm-up */
     double best = 1e30, sum = 0;
-    int64_t w0 = p->tops->host_waits ? p->tops->host_waits() : 0;
+    int64_t w0 = p->tops->host_waits ? p->tops->host_waits() : 0, l0 = p->tops->launches ? p->tops->launches() : 0;
     for (int64_t i = 0; i < o->infer_reps && st == VLA_OK; i++) {
         double a = vla_now_s();
         st = vla_policy_sample_actions(p, &ob, act);
@@ -429,6 +434,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
         if (d < best) best = d;
     }
     double waits = p->tops->host_waits ? (double)(p->tops->host_waits() - w0) / (double)o->infer_reps : -1;
+    double launches = p->tops->launches ? (double)(p->tops->launches() - l0) / (double)o->infer_reps : -1;
     free(act);
     VLA_TRY(st);
     vla_flops_estimate est;
@@ -442,6 +448,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
            (double)p->n_weight_floats * 4.0 / (1 << 30), peak_rss_gib());
     /* waits for the backend per chunk (ops.h, host_waits): reading the chunk back is one */
     if (waits >= 0) printf(",\"host_waits_per_chunk\":%.2f", waits);
+    if (launches >= 0) printf(",\"launches_per_chunk\":%.1f", launches);
     printf("}\n");
     fflush(stdout);
     return VLA_OK;

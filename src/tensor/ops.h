@@ -190,6 +190,12 @@ typedef struct vla_ops {
      * per step). NULL: the backend does not count (cpu: nothing to wait
      * for). */
     int64_t (*host_waits)(void);
+    /* How many operations this backend has issued so far: on cuda every
+     * checked launch site (kernel launches, cuBLASLt calls, to_device
+     * copies; metadata uploads are not counted), on checked every op-table
+     * call — what a device would launch at least once. `vla bench policy`
+     * prints it per step (launches_per_step). NULL: not counted (cpu). */
+    int64_t (*launches)(void);
 
     /* ---- memory ------------------------------------------------------------ */
     /* backend memory (64-byte aligned), NULL when out of memory */

@@ -22,6 +22,7 @@
 #include "tensor/checked/ops_checked.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -146,19 +147,24 @@ int vla_checked_regions(void) {
  * Counted here so a CPU test can hold a training step to its count. */
 static _Atomic int64_t waits;
 static int64_t chk_host_waits(void) { return waits; }
-#define WAIT() (waits++)
+#define WAIT() atomic_fetch_add(&waits, 1)
+/* Op-table calls: what a device launches at least once (ops.h, launches) */
+static _Atomic int64_t op_calls;
+static int64_t chk_launches(void) { return op_calls; }
+#define OP() atomic_fetch_add(&op_calls, 1)
 
 /* One wrapper per slot: the CPU kernel on the translated pointers (T). */
 #define WRAP_VOID(name, params, args) \
-    static void chk_##name params { cpu()->name args; }
+    static void chk_##name params { OP(); cpu()->name args; }
 #define WRAP_RET(type, name, params, args) \
-    static type chk_##name params { return cpu()->name args; }
+    static type chk_##name params { OP(); return cpu()->name args; }
 /* the same for a slot that returns host results: one host wait */
 #define WRAP_WAIT(type, name, params, args) \
-    static type chk_##name params { WAIT(); return cpu()->name args; }
+    static type chk_##name params { OP(); WAIT(); return cpu()->name args; }
 
 WRAP_VOID(to_device, (void *d, const void *s, size_t n), (T(d), s, n))
 static void chk_to_host(void *d, const void *s, size_t n) {
+    OP();
     WAIT();
     cpu()->to_host(d, T(s), n);
 }
@@ -176,6 +182,7 @@ static vla_gemm_q q_rw(const vla_gemm_q *q) {
 }
 static void chk_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al,
                         const float *a, int64_t lda, const float *b, int64_t ldb, float be, float *c, int64_t ldc) {
+    OP();
     vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
     cpu()->sgemm_q(q ? &tq : NULL, ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc);
 }
@@ -186,12 +193,14 @@ static size_t chk_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k) {
 }
 static void chk_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb,
                                 void *dst) {
+    OP();
     vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
     cpu()->prepare_operand(q ? &tq : NULL, tb, n, k, T(b), ldb, T(dst));
 }
 static void chk_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *e, bool ta, bool tb, int64_t m, int64_t n,
                           int64_t k, float al, const float *a, int64_t lda, const float *b, int64_t ldb, float be,
                           float *c, int64_t ldc) {
+    OP();
     vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
     vla_gemm_epilogue te = e ? (vla_gemm_epilogue){T(e->bias), e->act, T(e->pre)} : (vla_gemm_epilogue){0};
     cpu()->sgemm_epi(q ? &tq : NULL, e ? &te : NULL, ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc);
@@ -228,11 +237,13 @@ WRAP_WAIT(double, dot, (const float *a, const float *b, int64_t n), (T(a), T(b),
 WRAP_WAIT(double, sum_squares, (const float *x, int64_t n), (T(x), n))
 /* each vector's pointer translated: the cpu's sum_squares on each, as its multi does */
 static void chk_sum_squares_multi(int count, const float *const *x, const int64_t *n, double *out) {
+    OP();
     WAIT(); /* one for the whole call, as a device waits once */
     for (int i = 0; i < count; i++) out[i] = cpu()->sum_squares(T(x[i]), n[i]);
 }
 /* the cpu's total: the same sum_squares on each, added in i order, into backend memory */
 static void chk_sum_squares_total(int count, const float *const *x, const int64_t *n, double *total) {
+    OP();
     double t = 0;
     for (int i = 0; i < count; i++) t += cpu()->sum_squares(T(x[i]), n[i]);
     *T(total) = t;
@@ -303,6 +314,7 @@ WRAP_VOID(masked_mse_acc,
           (const float *p, const float *t, int64_t S, int64_t H, int64_t D, const uint8_t *pad, const int32_t *rd,
            vla_mse_reduction red, double div, float *dp, double *acc), (T(p), T(t), S, H, D, pad, rd, red, div, T(dp), T(acc)))
 static void chk_adamw(float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s, bool dc) {
+    OP();
     vla_adamw_scalars t = *s;
     t.guard = T(s->guard);
     cpu()->adamw(T(w), T(g), T(m), T(v), n, &t, dc);
@@ -317,6 +329,7 @@ static void **rw_list(const void *const *p, int count, const char *op) {
 }
 static void chk_adamw_multi(int count, float *const *w, const float *const *g, float *const *m, float *const *v,
                             const int64_t *n, const bool *decay, const vla_adamw_scalars *s) {
+    OP();
     void **tw = rw_list((const void *const *)w, count, __func__), **tg = rw_list((const void *const *)g, count, __func__);
     void **tm = rw_list((const void *const *)m, count, __func__), **tv = rw_list((const void *const *)v, count, __func__);
     vla_adamw_scalars t = *s;
@@ -327,6 +340,7 @@ static void chk_adamw_multi(int count, float *const *w, const float *const *g, f
 }
 static void chk_ema_multi(int count, float *const *e, const float *const *w, const int64_t *n, float d, float omd,
                           const float *guard) {
+    OP();
     void **te = rw_list((const void *const *)e, count, __func__), **tw = rw_list((const void *const *)w, count, __func__);
     cpu()->ema_multi(count, (float *const *)te, (const float *const *)tw, n, d, omd, T(guard));
     free(te), free(tw);
@@ -341,6 +355,7 @@ static const vla_ops checked_ops = {
     .host_memory = false,
     .rtol = 0.0,
     .host_waits = chk_host_waits,
+    .launches = chk_launches,
     .alloc = chk_alloc,
     .free = chk_free,
     SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q), SLOT(sgemm_epi), SLOT(ready_bytes), SLOT(prepare_operand),

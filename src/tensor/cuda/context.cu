@@ -190,7 +190,12 @@ void vla_cuda_fatal(const char *what, cudaError_t e) {
     abort();
 }
 
+/* every launch site checks right after its launch: counted there (ops.h, launches) */
+static int64_t launch_count;
+static int64_t cu_launches(void) { return __atomic_load_n(&launch_count, __ATOMIC_RELAXED); }
+
 void vla_cuda_check(const char *what) {
+    __atomic_fetch_add(&launch_count, 1, __ATOMIC_RELAXED);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) vla_cuda_fatal(what, e);
     if (ctx.sync_each) {
@@ -390,6 +395,7 @@ static void tbl_init(void) {
     tbl.rtol = 2e-4;
     tbl.sync = cu_sync;
     tbl.host_waits = cu_host_waits;
+    tbl.launches = cu_launches;
     tbl.alloc = cu_alloc;
     tbl.free = cu_free;
     tbl.to_device = cu_to_device;
