@@ -6,18 +6,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/log.h"
+#include "base/signals.h"
 #include "serve/server.h"
 
 static vla_server *g_server; /* for the signal handler */
 
+static volatile sig_atomic_t serving;
+
+/* on the signal thread (base/signals.h): stop the server, or exit at once before it runs */
 static void on_signal(int sig) {
-    (void)sig;
+    if (!serving) _exit(128 + sig);
     if (g_server) vla_server_stop(g_server);
 }
 
 int vla_cmd_serve(int argc, char **argv) {
+    vla_signals_watch(on_signal); /* first: before any thread exists */
     vla_engine_opts eo;
     vla_engine_opts_default(&eo);
     vla_server_opts so;
@@ -101,11 +107,7 @@ int vla_cmd_serve(int argc, char **argv) {
            in->rtc ? "on" : "unavailable");
     fflush(stdout);
     g_server = s;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    serving = 1;
     signal(SIGPIPE, SIG_IGN);
     st = vla_server_run(s);
     vla_server_stats stats;

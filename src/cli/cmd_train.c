@@ -30,6 +30,7 @@
 #include "policy/family.h"
 #include "checkpoint/checkpoint.h"
 #include "train/trainer.h"
+#include "base/signals.h"
 
 #include <limits.h>
 #include <math.h>
@@ -40,16 +41,21 @@
 #include <string.h>
 #include <unistd.h>
 
-/* ---- interruption ------------------------------------------------------------------ */
+/* ---- interruption ------------------------------------------------------------------ *
+ * SIGINT/SIGTERM arrive on a thread of their own (base/signals.h says why).
+ * Until training starts a signal exits at once, as the default action would;
+ * then the first one finishes the step and saves, the second exits at once. */
 
-static volatile sig_atomic_t interrupted; /* the first SIGINT/SIGTERM's number */
+static volatile sig_atomic_t interrupted; /* the first SIGINT/SIGTERM's number, once training runs */
+static volatile sig_atomic_t graceful;    /* training runs: the first signal saves */
 
 static void say(const char *m) {
-    ssize_t w = write(STDERR_FILENO, m, strlen(m)); /* async-signal-safe */
+    ssize_t w = write(STDERR_FILENO, m, strlen(m));
     (void)w;
 }
 
 static void on_interrupt(int sig) {
+    if (!graceful) _exit(128 + sig); /* before training: what the default action does */
     if (interrupted) {
         say("\nvla train: interrupted again: exiting without saving (the last complete checkpoint is intact; "
             "an unfinished one is removed when the run resumes)\n");
@@ -62,15 +68,8 @@ static void on_interrupt(int sig) {
                         "at once without saving)\n");
 }
 
-static void catch_interrupts(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_interrupt;
-    sa.sa_flags = SA_RESTART; /* reads and waits go on; the loop checks the flag at the step's end */
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
+/* Training starts: the first signal finishes the step and saves. */
+static void catch_interrupts(void) { graceful = 1; }
 
 typedef struct {
     const char *env, *device;
@@ -411,6 +410,7 @@ static void summary(const vla_train_result *r, bool evals) {
 }
 
 int vla_cmd_train(int argc, char **argv) {
+    vla_signals_watch(on_interrupt); /* first: before any thread exists */
     vla_train_opts o;
     vla_train_opts_default(&o);
     o.output_dir = NULL; /* a fresh outputs/train/<date>/<time>_<job_name> unless named */
