@@ -56,16 +56,7 @@ def main():
     lens = [tuple(int(x) for x in s.split(":")) for s in a.lens.split(",")]
     B, L = len(lens), max(p + s for p, s in lens)
     H, Hk, d = a.heads, a.kv_heads, a.head_dim
-    group = torch.full((B, L), 2, dtype=torch.int64)  # padding: group 2, and invalid below
-    valid = torch.zeros((B, L), dtype=torch.bool)
-    for b, (p, s) in enumerate(lens):
-        group[b, :p] = 0
-        group[b, p:p + s] = 1
-        valid[b, :p + s] = True
-    # query i sees key j: both real tokens of the sample and group_k <= group_q
-    mask = (group[:, None, :] <= group[:, :, None]) & valid[:, None, :] & valid[:, :, None]
-    mask |= torch.eye(L, dtype=torch.bool)[None]  # padded queries see themselves (no all-masked rows)
-    mask = mask[:, None]  # [B, 1, L, L]
+    _, _, mask = layout(lens)
     q = (torch.randn(B, H, L, d) * 0.5).requires_grad_()
     k = (torch.randn(B, Hk, L, d) * 0.5).requires_grad_()
     v = torch.randn(B, Hk, L, d).requires_grad_()
@@ -98,7 +89,9 @@ def main():
 
 
 def layout(lens):
-    """groups [B, L] (2 on padding), the boolean mask [B, 1, L, L] and the real tokens' (b, i) in packed order"""
+    """the padded batch of (prefix, suffix) lengths: groups [B, L] (2 on padding), the real tokens [B, L] and
+    the boolean mask [B, 1, L, L] — query i sees key j when both are real tokens of the sample and
+    group_k <= group_q; padded queries see themselves (no all-masked rows)"""
     B, L = len(lens), max(p + s for p, s in lens)
     group = torch.full((B, L), 2, dtype=torch.int64)
     valid = torch.zeros((B, L), dtype=torch.bool)

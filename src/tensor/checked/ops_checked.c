@@ -128,6 +128,14 @@ static void *rw_of(const void *p, const char *op) {
 }
 #define T(p) ((__typeof__(p))rw_of(p, __func__))
 
+/* a list of backend pointers translated, into a malloc'd array (free it) */
+static void **rw_list(const void *const *p, int count, const char *op) {
+    void **t = malloc(sizeof(void *) * (size_t)(count > 0 ? count : 1));
+    if (!t) abort();
+    for (int i = 0; i < count; i++) t[i] = rw_of(p[i], op);
+    return t;
+}
+
 size_t vla_checked_mapped_bytes(void) {
     pthread_mutex_lock(&lock);
     size_t m = mapped;
@@ -241,12 +249,12 @@ static void chk_sum_squares_multi(int count, const float *const *x, const int64_
     WAIT(); /* one for the whole call, as a device waits once */
     for (int i = 0; i < count; i++) out[i] = cpu()->sum_squares(T(x[i]), n[i]);
 }
-/* the cpu's total: the same sum_squares on each, added in i order, into backend memory */
+/* the cpu's total on the translated pointers */
 static void chk_sum_squares_total(int count, const float *const *x, const int64_t *n, double *total) {
     OP();
-    double t = 0;
-    for (int i = 0; i < count; i++) t += cpu()->sum_squares(T(x[i]), n[i]);
-    *T(total) = t;
+    void **tx = rw_list((const void *const *)x, count, __func__);
+    cpu()->sum_squares_total(count, (const float *const *)tx, n, T(total));
+    free(tx);
 }
 WRAP_WAIT(float, max_abs, (const float *x, int64_t n), (T(x), n))
 WRAP_WAIT(int64_t, count_nonfinite, (const float *x, int64_t n), (T(x), n))
@@ -320,13 +328,6 @@ static void chk_adamw(float *w, const float *g, float *m, float *v, int64_t n, c
     cpu()->adamw(T(w), T(g), T(m), T(v), n, &t, dc);
 }
 WRAP_VOID(ema, (float *e, const float *w, float d, float omd, int64_t n, const float *gd), (T(e), T(w), d, omd, n, T(gd)))
-/* the pointer lists translated into scratch arrays, then the cpu's loop */
-static void **rw_list(const void *const *p, int count, const char *op) {
-    void **t = malloc(sizeof(void *) * (size_t)(count > 0 ? count : 1));
-    if (!t) abort();
-    for (int i = 0; i < count; i++) t[i] = rw_of(p[i], op);
-    return t;
-}
 static void chk_adamw_multi(int count, float *const *w, const float *const *g, float *const *m, float *const *v,
                             const int64_t *n, const bool *decay, const vla_adamw_scalars *s) {
     OP();

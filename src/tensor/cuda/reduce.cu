@@ -87,11 +87,17 @@ __global__ void k_reduce_final(int kind, const double *partial, int64_t nb, doub
 }
 
 /* Queue the reduction of a[0..n) (and b) into *dst, device memory; no wait. */
-static void reduce_into(int kind, const float *a, const float *b, int64_t n, double *dst, cudaStream_t st) {
+/* How a vector of n > 0 elements is cut: nb blocks of per elements (the last shorter), from n alone. */
+static void reduce_cut(int64_t n, int64_t *nb_out, int64_t *per_out) {
     int64_t nb = (n + RED_PER_BLOCK - 1) / RED_PER_BLOCK;
     if (nb > RED_MAX_BLOCKS) nb = RED_MAX_BLOCKS;
     int64_t per = (n + nb - 1) / nb;
-    nb = (n + per - 1) / per;
+    *nb_out = (n + per - 1) / per, *per_out = per;
+}
+
+static void reduce_into(int kind, const float *a, const float *b, int64_t n, double *dst, cudaStream_t st) {
+    int64_t nb, per;
+    reduce_cut(n, &nb, &per);
     double *partial = (double *)vla_cuda_scratch(sizeof(double) * (size_t)nb);
     k_reduce_partial<<<(unsigned)nb, RT, 0, st>>>(kind, a, b, n, per, partial);
     k_reduce_final<<<1, RT, 0, st>>>(kind, partial, nb, dst);
@@ -108,33 +114,6 @@ static double reduce(int kind, const float *a, const float *b, int64_t n, const 
     double r = *(double *)vla_cuda_result_host();
     vla_cuda_result_unlock();
     return r;
-}
-
-/* Every vector's Σx² by the same kernels as sum_squares (so the same bits),
- * queued into the result area, then one wait per area-full (1,024 vectors). */
-extern "C" void vla_cuda_sum_squares_multi(int count, const float *const *x, const int64_t *n, double *out) {
-    const int per_fetch = (int)(VLA_CUDA_RESULT_BYTES / sizeof(double));
-    cudaStream_t st = vla_cuda_stream();
-    vla_cuda_result_lock();
-    for (int c0 = 0; c0 < count; c0 += per_fetch) {
-        int c1 = count - c0 < per_fetch ? count : c0 + per_fetch;
-        double *dst = (double *)vla_cuda_result_dev();
-        for (int i = c0; i < c1; i++) {
-            if (n[i] <= 0) VLA_CUDA_OK(cudaMemsetAsync(dst + (i - c0), 0, sizeof(double), st), "sum_squares_multi");
-            else reduce_into(R_SUMSQ, x[i], NULL, n[i], dst + (i - c0), st);
-        }
-        vla_cuda_check("sum_squares_multi");
-        vla_cuda_result_fetch(sizeof(double) * (size_t)(c1 - c0), "sum_squares_multi");
-        memcpy(out + c0, vla_cuda_result_host(), sizeof(double) * (size_t)(c1 - c0));
-    }
-    vla_cuda_result_unlock();
-}
-
-/* *total = Σ part[0..count) in index order, one thread: the host's loop over sum_squares_multi's out[] */
-__global__ void k_sum_in_order(const double *part, int count, double *total) {
-    double t = 0.0;
-    for (int i = 0; i < count; i++) t += part[i];
-    *total = t;
 }
 
 /* Many vectors' Σx² in two launches: vector i is cut into the blocks
@@ -176,39 +155,62 @@ __global__ void k_sumsq_multi_final(const sumsq_vec *v, int count, const double 
     if (threadIdx.x == 0) out[i] = r;
 }
 
-/* The same sums added up on the device (the host's order): no wait, four
- * launches whatever the count (it was two per vector). */
+/* Queue every vector's Σx² into sums[0..count) (device memory): the two
+ * launches above, no wait. */
+static void sumsq_queue(int count, const float *const *x, const int64_t *n, double *sums, cudaStream_t st) {
+    sumsq_vec *v = (sumsq_vec *)malloc(sizeof *v * (size_t)count);
+    if (!v) abort();
+    int64_t blocks = 0;
+    for (int i = 0; i < count; i++) {
+        int64_t nb = 0, per = 1;
+        if (n[i] > 0) reduce_cut(n[i], &nb, &per);
+        v[i] = (sumsq_vec){x[i], n[i] > 0 ? n[i] : 0, per, blocks};
+        blocks += nb;
+    }
+    double *part = (double *)vla_cuda_scratch(sizeof(double) * (size_t)(blocks > 0 ? blocks : 1));
+    vla_cuda_upload_t uv = vla_cuda_upload(v, sizeof *v * (size_t)count);
+    const sumsq_vec *dv = (const sumsq_vec *)uv.dev;
+    if (blocks > 0) k_sumsq_multi_partial<<<(unsigned)blocks, RT, 0, st>>>(dv, count, part);
+    k_sumsq_multi_final<<<(unsigned)count, RT, 0, st>>>(dv, count, part, blocks, sums);
+    vla_cuda_check("sum_squares (many vectors)");
+    vla_cuda_upload_release(&uv);
+    vla_cuda_scratch_free(part);
+    free(v);
+}
+
+/* Read back: queued into the result area, one wait per area-full (1,024 vectors). */
+extern "C" void vla_cuda_sum_squares_multi(int count, const float *const *x, const int64_t *n, double *out) {
+    const int per_fetch = (int)(VLA_CUDA_RESULT_BYTES / sizeof(double));
+    cudaStream_t st = vla_cuda_stream();
+    vla_cuda_result_lock();
+    for (int c0 = 0; c0 < count; c0 += per_fetch) {
+        int c1 = count - c0 < per_fetch ? count : c0 + per_fetch;
+        sumsq_queue(c1 - c0, x + c0, n + c0, (double *)vla_cuda_result_dev(), st);
+        vla_cuda_result_fetch(sizeof(double) * (size_t)(c1 - c0), "sum_squares_multi");
+        memcpy(out + c0, vla_cuda_result_host(), sizeof(double) * (size_t)(c1 - c0));
+    }
+    vla_cuda_result_unlock();
+}
+
+/* *total = Σ part[0..count) in index order, one thread: the host's loop over sum_squares_multi's out[] */
+__global__ void k_sum_in_order(const double *part, int count, double *total) {
+    double t = 0.0;
+    for (int i = 0; i < count; i++) t += part[i];
+    *total = t;
+}
+
+/* Added up on the device in the host's order: no wait. */
 extern "C" void vla_cuda_sum_squares_total(int count, const float *const *x, const int64_t *n, double *total) {
     cudaStream_t st = vla_cuda_stream();
     if (count <= 0) {
         VLA_CUDA_OK(cudaMemsetAsync(total, 0, sizeof(double), st), "sum_squares_total");
         return;
     }
-    sumsq_vec *v = (sumsq_vec *)malloc(sizeof *v * (size_t)count);
-    if (!v) abort();
-    int64_t blocks = 0;
-    for (int i = 0; i < count; i++) {
-        int64_t nb = 0, per = 1;
-        if (n[i] > 0) { /* reduce_into's cut */
-            nb = (n[i] + RED_PER_BLOCK - 1) / RED_PER_BLOCK;
-            if (nb > RED_MAX_BLOCKS) nb = RED_MAX_BLOCKS;
-            per = (n[i] + nb - 1) / nb;
-            nb = (n[i] + per - 1) / per;
-        }
-        v[i] = (sumsq_vec){x[i], n[i] > 0 ? n[i] : 0, per, blocks};
-        blocks += nb;
-    }
-    double *part = (double *)vla_cuda_scratch(sizeof(double) * (size_t)(blocks + count));
-    double *sums = part + blocks;
-    vla_cuda_upload_t uv = vla_cuda_upload(v, sizeof *v * (size_t)count);
-    const sumsq_vec *dv = (const sumsq_vec *)uv.dev;
-    if (blocks > 0) k_sumsq_multi_partial<<<(unsigned)blocks, RT, 0, st>>>(dv, count, part);
-    k_sumsq_multi_final<<<(unsigned)count, RT, 0, st>>>(dv, count, part, blocks, sums);
+    double *sums = (double *)vla_cuda_scratch(sizeof(double) * (size_t)count);
+    sumsq_queue(count, x, n, sums, st);
     k_sum_in_order<<<1, 1, 0, st>>>(sums, count, total);
     vla_cuda_check("sum_squares_total");
-    vla_cuda_upload_release(&uv);
-    vla_cuda_scratch_free(part);
-    free(v);
+    vla_cuda_scratch_free(sums);
 }
 
 __global__ void k_clip_coef(float *guard, const double *sumsq, const double *also, double max_norm) {
