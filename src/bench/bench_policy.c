@@ -543,7 +543,8 @@ static int bench_one(const char *name, const bench_opts *o) {
 }
 
 int vla_bench_policy(int argc, char **argv) {
-    const char *configs = "pi05-tiny,groot-tiny", *python = "/usr/bin/python3", *threads = NULL;
+    static const char default_python[] = "/usr/bin/python3";
+    const char *configs = "pi05-tiny,groot-tiny", *python = default_python, *threads = NULL;
     const char *torch_coretype = "auto", *gemm_list = NULL;
     const char *device = vla_backend_default_name();
     int64_t batch = 8, reps = 10, rounds = 3;
@@ -561,7 +562,8 @@ int vla_bench_policy(int argc, char **argv) {
          "--infer_only, all cores)"},
         {"rounds", VLA_FLAG_INT, &rounds, "N",
          "rounds alternating vla.c's thread counts and GEMM libraries and the peer (each keeps its best round)"},
-        {"quick", VLA_FLAG_BOOL, &quick, NULL, "short run (smoke test)"},
+        {"quick", VLA_FLAG_BOOL, &quick, NULL,
+         "short run (smoke test): a quick GEMM peak, no PyTorch peer unless --python names one"},
         {"device", VLA_FLAG_STRING, &device, "NAME", VLA_CLI_DEVICE_HELP},
         {"precision", VLA_FLAG_STRING, &precision, "fp32|bf16|fp8[,...]",
          "how the transformer blocks' large linears run, as `vla train --precision` (FP8: TE's default recipe, the "
@@ -621,10 +623,13 @@ int vla_bench_policy(int argc, char **argv) {
                         "as fp32,bf16,fp8\n", precision);
         return 2;
     }
-    if ((n_precs > 1 || precs[0] != VLA_PREC_FP32) && !no_peer && !quick && !infer_only)
-        no_peer = true; /* the peer is f32 alone: no pair to compare */
+    /* a smoke run skips the peer, unless its interpreter was named: then the
+     * peer's handling (its failures, its figures) is what is being smoked */
+    bool peer_wanted = !no_peer && !infer_only && (!quick || python != default_python);
+    if ((n_precs > 1 || precs[0] != VLA_PREC_FP32) && peer_wanted)
+        peer_wanted = false; /* the peer is f32 alone: no pair to compare */
     bench_opts o = {.seconds = seconds, .batch = batch, .infer_reps = reps, .ops = dev,
-                    .peer = !no_peer && !quick && !infer_only, .python = python, .infer_only = infer_only,
+                    .peer = peer_wanted, .python = python, .infer_only = infer_only,
                     .quick = quick, .rounds = rounds < 1 ? 1 : (int)rounds,
                     .prec = precs[0], .n_precs = n_precs};
     for (int i = 0; i < n_precs; i++) o.precs[i] = precs[i];

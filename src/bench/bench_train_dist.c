@@ -345,7 +345,8 @@ int vla_bench_train_dist(int argc, char **argv) {
         {"repeat", VLA_FLAG_INT, &repeat, "R", "rounds over the rank counts, alternating; the fastest of each is kept"},
         {"mpirun", VLA_FLAG_STRING, &mpirun, "CMD", "launcher prefix for more than one rank"},
         {"keep", VLA_FLAG_BOOL, &keep, NULL, "keep the jobs' output directories (printed on stderr)"},
-        {"quick", VLA_FLAG_BOOL, &quick, NULL, "few steps (smoke run)"},
+        {"quick", VLA_FLAG_BOOL, &quick, NULL,
+         "smoke run: few steps, and groot-tiny alone at batch 8 unless --config or --batch is given"},
     };
     const vla_command_spec spec = {
         "vla bench train_dist", NULL,
@@ -358,6 +359,8 @@ int vla_bench_train_dist(int argc, char **argv) {
     vla_flags_result fr;
     int rc = vla_cli_parse(&spec, argc, argv, &fr);
     if (rc >= 0) return rc;
+    if (quick && !fr.given[0]) configs = "groot-tiny"; /* flags[0]: --config; a smoke run proves the */
+    if (quick && !fr.given[1]) batch = 8;               /* launch path and the figures' parsing, not speed */
     if (steps <= 0) steps = quick ? 10 : 50;
     if (warm <= 0) warm = quick ? 3 : 10;
     if (batch < 1 || threads < 1 || log_freq < 1 || workers < 0 || repeat < 1 || repeat > MAX_ROUNDS) {

@@ -176,11 +176,11 @@ static int bench_policy_train_lines(const char *args, json_t **lines, int cap) {
     return n;
 }
 
-/* The policy_train line of a bench policy run with the peer `python`, parsed (caller frees). */
+/* The policy_train line of a quick bench policy run with the peer `python` (named, so it runs), parsed (caller frees). */
 static json_t *bench_policy_train_line(const char *python) {
     char args[1024];
     snprintf(args, sizeof args, "bench policy --config=%s --batch=2 --seconds=0.05 --reps=1 --threads=1 --torch_coretype=none "
-             "--python=%s",
+             "--quick --python=%s",
              test_source_path("configs/pi05-nano.json"), python);
     json_t *train = NULL;
     assert_int_equal(bench_policy_train_lines(args, &train, 1), 1); /* every line JSON: the peer's message escaped */
@@ -244,6 +244,9 @@ static void test_bench_policy_thread_list(void **state) {
     assert_int_equal((int)num(l[0], "threads"), 1);
     assert_int_equal((int)num(l[1], "threads"), 2);
     assert_null(json_object_get(l[0], "vs_base_threads"));
+    /* --quick without --python: no peer, so neither its figure nor a reason it was skipped */
+    assert_null(json_object_get(l[0], "torch_samples_per_s"));
+    assert_null(json_object_get(l[0], "torch_skipped"));
     assert_int_equal((int)num(l[1], "base_threads"), 1);
     double r = num(l[0], "ms_per_step") / num(l[1], "ms_per_step");
     assert_true(fabs(num(l[1], "vs_base_threads") - r) < 0.002 * r + 1e-3);
@@ -280,7 +283,7 @@ static void test_bench_policy_gemm_list_and_forced_peer(void **state) {
              trainable);
     snprintf(args, sizeof args,
              "bench policy --config=%s --batch=2 --seconds=0.05 --reps=1 --threads=1 --gemm=onednn,openblas "
-             "--torch_coretype=none --python=%s",
+             "--torch_coretype=none --quick --python=%s",
              test_source_path("configs/pi05-nano.json"), fake_python("py_core", py));
     json_t *l[3];
     assert_int_equal(bench_policy_train_lines(args, l, 3), 2);
