@@ -101,8 +101,9 @@ wanted() {
 # (tests/scripts/gpu_check_summary.sh feeds it recorded lines).
 STAGES="conformance equiv nccl suites gemm train_bf16 infer attention packing train_fp8 torch"
 num() { sed -n "s/.*\"$2\":\(-\{0,1\}[0-9.e+-]*\).*/\1/p" <<<"$1" | head -1; }
-# the first figure line of a stage (exactly STAGE, or STAGE_half: the retry at half the batch)
-stage_line() { grep -E "\"stage\":\"$1(_half)?\"" "$RESULTS" | grep -E "\"bench\":\"$2\"" | head -1; }
+# the first figure line of a stage (exactly STAGE, or its retries after running out of memory: STAGE_gc
+# with gradient checkpointing, STAGE_half at half the batch)
+stage_line() { grep -E "\"stage\":\"$1(_gc|_half)?\"" "$RESULTS" | grep -E "\"bench\":\"$2\"" | head -1; }
 # STATUS of a stage group: FAILED (a part failed or timed out), NOT RUN (no
 # record, or a part skipped), PASSED; "not asked" when --only/--skip left it out
 stage_verdict() {
@@ -144,7 +145,7 @@ summary() {
     for cfg in groot-n1.5 pi05; do
         for p in bf16 fp8; do
             l=$(stage_line "train_${p}_$cfg" policy_train)
-            [ -n "$l" ] && echo "    train $cfg $p, batch $(num "$l" batch): $(num "$l" samples_per_s) samples/s, MFU $(num "$l" mfu) of the $(sed -n 's/.*"peak_precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l") peak ($(num "$l" peak_tflops) TFLOP/s), host waits per step $(num "$l" host_waits_per_step), launches per step $(num "$l" launches_per_step)"
+            [ -n "$l" ] && echo "    train $cfg $p, batch $(num "$l" batch)$(grep -q '"gradient_checkpointing":true' <<<"$l" && echo ", gradient checkpointing"): $(num "$l" samples_per_s) samples/s, activations $(num "$l" act_gib) GiB, MFU $(num "$l" mfu) of the $(sed -n 's/.*"peak_precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l") peak ($(num "$l" peak_tflops) TFLOP/s), host waits per step $(num "$l" host_waits_per_step), launches per step $(num "$l" launches_per_step)"
         done
         l=$(stage_line "infer_$cfg" policy_infer)
         [ -n "$l" ] && echo "    inference $cfg, batch 1, $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"), $(num "$l" flow_steps) flow steps: best $(num "$l" best_ms) ms, mean $(num "$l" mean_ms) ms, host waits per chunk $(num "$l" host_waits_per_chunk), launches per chunk $(num "$l" launches_per_chunk)"
@@ -162,7 +163,12 @@ summary() {
         "$(ratio "$(num "$(stage_line train_fp8_groot-n1.5 policy_train)" samples_per_s)" "$s1")" ">=" 1.3 "x"
     target "groot-n1.5 bf16, host waits per step" \
         "$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" host_waits_per_step)" "<=" 1 ""
-    target "pi05 bf16 training MFU" "$(num "$(stage_line train_bf16_pi05 policy_train)" mfu)" ">=" 0.45 ""
+    l=$(stage_line train_bf16_pi05 policy_train) # the target is batch 8's: a halved batch misses it
+    if [ -n "$l" ] && [ "$(num "$l" batch)" != 8 ]; then
+        target "pi05 bf16 training MFU, batch 8 (did not fit)" 0 ">=" 0.45 ""
+    else
+        target "pi05 bf16 training MFU, batch 8" "$(num "$l" mfu)" ">=" 0.45 ""
+    fi
     l=$(grep '"bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
     target "π0.5 attention fwd+bwd, dense / fused" "$(num "$l" vs_dense)" ">=" 2.65 "x"
     target "π0.5 attention fwd+bwd, PyTorch / fused" "$(num "$l" vs_torch_best)" ">=" 1.0 "x"
@@ -331,7 +337,13 @@ policy_train() { # STAGE CONFIG BATCH PRECISION
     fi
     run "$1_$2" 150 "$VLA" bench policy --device=cuda --config="$2" --batch="$3" --seconds=4 --threads=0 --no-peer \
         --reps=3 "${extra[@]}" && return 0
-    grep -qi "out of" "$OUT/logs/$1_$2.log" || return 1 # only out of memory is worth half the batch
+    grep -qi "out of" "$OUT/logs/$1_$2.log" || return 1 # only out of memory is worth another try
+    # the same batch with each layer's activations recomputed in backward (docs/train.md), then half the batch
+    if "$VLA" bench policy --help 2>&1 | grep -q -- '--gradient_checkpointing'; then
+        run "$1_$2_gc" 150 "$VLA" bench policy --device=cuda --config="$2" --batch="$3" --seconds=4 --threads=0 \
+            --no-peer --reps=3 --gradient_checkpointing "${extra[@]}" && return 0
+        grep -qi "out of" "$OUT/logs/$1_$2_gc.log" || return 1
+    fi
     run "$1_$2_half" 120 "$VLA" bench policy --device=cuda --config="$2" --batch=$(($3 / 2)) --seconds=4 \
         --threads=0 --no-peer --reps=3 "${extra[@]}"
 }

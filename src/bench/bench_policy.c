@@ -220,6 +220,7 @@ typedef struct {
     vla_gemm_lib libs[VLA_GEMM_LIB_COUNT];
     bool infer_only; /* no training step: every group frozen, so no gradient memory (the full-size presets) */
     bool quick;
+    bool recompute;  /* --gradient_checkpointing (vla_policy.recompute_layers) */
     int rounds; /* alternating rounds when more than one thing is timed */
     vla_precision prec;               /* the mode being measured (policy/precision.h) */
     vla_precision precs[3];           /* --precision's list, in the order given */
@@ -383,6 +384,9 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
            (long long)s->b.n_tokens,
            per_step * 1e3, sps, train_flops * 1e-9, est.total_train * (double)o->batch * 1e-9, achieved, peak,
            mfu_peak > 0 ? achieved / mfu_peak : 0.0, mfu_peak * 1e-3, vla_precision_name(o->prec), info->loss);
+    /* activation memory: what the batch costs beside the weights and optimizer state */
+    printf(",\"act_gib\":%.6g,\"gradient_checkpointing\":%s", (double)p->act_peak_bytes / (1 << 30),
+           o->recompute ? "true" : "false");
     if (last_waits_per_step >= 0) printf(",\"host_waits_per_step\":%.2f", last_waits_per_step);
     if (last_launches_per_step >= 0) printf(",\"launches_per_step\":%.1f", last_launches_per_step);
     if (base_per_step > 0)
@@ -485,6 +489,7 @@ static int bench_one(const char *name, const bench_opts *o) {
         for (int g = 0; g < VLA_GROUP_COUNT; g++) cfg.frozen[g] = true;
     vla_policy *p = NULL;
     st = vla_policy_create(&cfg, o->ops, &p);
+    if (st == VLA_OK) p->recompute_layers = o->recompute;
     if (st == VLA_ERR_UNSUPPORTED) {
         printf("{\"bench\":\"policy\",\"config\":\"%s\",\"skipped\":\"no implementation of policy '%s' in this "
                "build\"}\n",
@@ -549,7 +554,7 @@ int vla_bench_policy(int argc, char **argv) {
     const char *device = vla_backend_default_name();
     int64_t batch = 8, reps = 10, rounds = 3;
     double seconds = 2.0;
-    bool quick = false, no_peer = false, infer_only = false;
+    bool quick = false, no_peer = false, infer_only = false, recompute = false;
     const char *precision = "fp32";
     const vla_flag flags[] = {
         {"config", VLA_FLAG_STRING, &configs, "A,B", "comma-separated config names or paths"},
@@ -578,6 +583,9 @@ int vla_bench_policy(int argc, char **argv) {
         {"torch_coretype", VLA_FLAG_STRING, &torch_coretype, "auto|none|NAME",
          "run the peer a second time with OPENBLAS_CORETYPE set in its process alone (auto: the best core type "
          "the CPU's features allow, as bench gemm picks it); \"vs_torch_forced\""},
+        {"gradient_checkpointing", VLA_FLAG_BOOL, &recompute, NULL,
+         "train as `vla train --gradient_checkpointing` (each layer's forward again in backward); \"act_gib\" "
+         "shows the activation memory either way"},
         {"infer_only", VLA_FLAG_BOOL, &infer_only, NULL,
          "only the batch-1 inference line, every group frozen so no gradient memory is allocated (what a full-size "
          "preset needs on a 24 GiB machine); it adds the weights' and the process's peak memory"},
@@ -630,7 +638,7 @@ int vla_bench_policy(int argc, char **argv) {
         peer_wanted = false; /* the peer is f32 alone: no pair to compare */
     bench_opts o = {.seconds = seconds, .batch = batch, .infer_reps = reps, .ops = dev,
                     .peer = peer_wanted, .python = python, .infer_only = infer_only,
-                    .quick = quick, .rounds = rounds < 1 ? 1 : (int)rounds,
+                    .quick = quick, .recompute = recompute, .rounds = rounds < 1 ? 1 : (int)rounds,
                     .prec = precs[0], .n_precs = n_precs};
     for (int i = 0; i < n_precs; i++) o.precs[i] = precs[i];
     o.libs[o.n_libs++] = vla_gemm_lib_active();

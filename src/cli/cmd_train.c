@@ -489,6 +489,10 @@ int vla_cmd_train(int argc, char **argv) {
          "how the transformer blocks' large linears run their GEMMs: f32; operands in bf16; or FP8 with "
          "delayed per-tensor scaling (E4M3 forward, E5M2 gradients: TransformerEngine's HYBRID recipe). Master "
          "weights and AdamW moments stay f32; the CPU emulates the rounding (docs/precision.md; default fp32)"},
+        {"gradient_checkpointing", VLA_FLAG_BOOL, &o.gradient_checkpointing, NULL,
+         "keep each transformer layer's input only and run its forward again in backward (π0.5's layers): the "
+         "same bits, about a third more layer compute, and one layer's activations in memory instead of one "
+         "set per layer (what a large batch needs on a device; HF's and openpi's remat)"},
         {"fp8.amax_history_len", VLA_FLAG_INT, &fp8_hist, "N",
          "with --precision=fp8: steps of amax history each scale is computed from (default 1024, as TE)"},
         {"fp8.margin", VLA_FLAG_FLOAT, &fp8_margin, "M",

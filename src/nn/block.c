@@ -316,28 +316,35 @@ vla_status vla_block_backward(const vla_ops *ops, const vla_block_config *c, con
 }
 
 vla_status vla_block_stack_forward(const vla_ops *ops, const vla_block_config *c, const vla_block_weights *w,
-                                   int64_t depth, const vla_block_io *io, float *xs, float *acts, bool save,
+                                   int64_t depth, const vla_block_io *io, float *xs, float *acts, vla_block_keep keep,
                                    const float **out) {
     int64_t nD = io->n * c->dim, la = vla_block_acts_floats(c, io->n, io->n_ctx, io->n_seg);
+    bool all_x = keep != VLA_STACK_NONE, all_a = keep == VLA_STACK_ALL;
     for (int64_t l = 0; l < depth; l++) {
-        float *x = xs + (save ? l : (l & 1)) * nD, *xo = xs + (save ? l + 1 : ((l + 1) & 1)) * nD;
+        float *x = xs + (all_x ? l : (l & 1)) * nD, *xo = xs + (all_x ? l + 1 : ((l + 1) & 1)) * nD;
         vla_block_acts a;
-        vla_block_acts_carve(c, io->n, io->n_ctx, io->n_seg, acts + (save ? l : 0) * la, &a);
+        vla_block_acts_carve(c, io->n, io->n_ctx, io->n_seg, acts + (all_a ? l : 0) * la, &a);
         VLA_TRY(vla_block_forward(ops, c, &w[l], io, x, xo, &a));
     }
-    *out = xs + (save ? depth : (depth & 1)) * nD;
+    *out = xs + (all_x ? depth : (depth & 1)) * nD;
     return VLA_OK;
 }
 
 vla_status vla_block_stack_backward(const vla_ops *ops, const vla_block_config *c, const vla_block_weights *w,
-                                    int64_t depth, const vla_block_io *io, const float *xs, const float *acts,
-                                    float *scratch, float *d_x, void (*after)(void *user, int64_t layer), void *user) {
+                                    int64_t depth, const vla_block_io *io, const float *xs, float *acts,
+                                    vla_block_keep keep, float *scratch, float *d_x,
+                                    void (*after)(void *user, int64_t layer), void *user) {
+    if (keep == VLA_STACK_NONE) return vla_error(VLA_ERR_INTERNAL, "block stack backward: the forward kept nothing");
     int64_t nD = io->n * c->dim, la = vla_block_acts_floats(c, io->n, io->n_ctx, io->n_seg);
+    bool all_a = keep == VLA_STACK_ALL;
     vla_block_scratch s;
     vla_block_scratch_carve(c, io->n, io->n_ctx, io->n_seg, scratch, &s);
     for (int64_t l = depth - 1; l >= 0; l--) {
         vla_block_acts a;
-        vla_block_acts_carve(c, io->n, io->n_ctx, io->n_seg, (float *)acts + l * la, &a);
+        vla_block_acts_carve(c, io->n, io->n_ctx, io->n_seg, acts + (all_a ? l : 0) * la, &a);
+        /* the output goes to s.dh, which the block's backward overwrites
+         * before reading: the kept xs[l + 1] is another block's input */
+        if (!all_a && l < depth - 1) VLA_TRY(vla_block_forward(ops, c, &w[l], io, xs + l * nD, s.dh, &a));
         VLA_TRY(vla_block_backward(ops, c, &w[l], io, xs + l * nD, &a, &s, d_x, NULL, NULL));
         if (after) after(user, l);
     }

@@ -239,21 +239,41 @@ vla_status vla_block_attn_in_backward(const vla_ops *ops, const vla_block_config
                                       const vla_block_io *io, const float *x, const vla_block_acts *a,
                                       vla_block_scratch *s, float *d_x, float *d_ctx, float *d_cond);
 
+/* What a stack's forward keeps for its backward. */
+typedef enum {
+    VLA_STACK_NONE,      /* nothing (inference, frozen): xs 2 buffers used in turn, acts one table */
+    VLA_STACK_ALL,       /* every block's activations: xs depth + 1 buffers, acts depth tables */
+    VLA_STACK_RECOMPUTE, /* every block's input (xs depth + 1 buffers) and one table the backward
+                          * refills by running each block's forward again (activation checkpointing) */
+} vla_block_keep;
+
+/* The residual buffers and block tables a stack of `depth` keeping `keep` needs. */
+static inline int64_t vla_block_stack_xs(vla_block_keep keep, int64_t depth) {
+    return keep == VLA_STACK_NONE ? 2 : depth + 1;
+}
+static inline int64_t vla_block_stack_tables(vla_block_keep keep, int64_t depth) {
+    return keep == VLA_STACK_ALL ? depth : 1;
+}
+
 /* A stack of `depth` blocks with one config and one io (ViT, LMs, the VL
- * adapter). xs[0..n·D) holds the input; with `save`, xs has depth + 1
- * residual buffers (the input of each block, then the output) and `acts`
- * depth block tables of vla_block_acts_floats() each; without, xs has 2
- * buffers used in turn and `acts` one table, reused. *out is the last
- * block's output (inside xs). */
+ * adapter). xs[0..n·D) holds the input; xs and `acts` hold
+ * vla_block_stack_xs() residual buffers of n·D floats (with depth + 1: the
+ * input of each block, then the output) and vla_block_stack_tables() tables
+ * of vla_block_acts_floats() each. *out is the last block's output (inside
+ * xs). */
 vla_status vla_block_stack_forward(const vla_ops *ops, const vla_block_config *c, const vla_block_weights *w,
-                                   int64_t depth, const vla_block_io *io, float *xs, float *acts, bool save,
+                                   int64_t depth, const vla_block_io *io, float *xs, float *acts, vla_block_keep keep,
                                    const float **out);
-/* The backward of a saved stack: d_x from ∂L/∂(last output) to ∂L/∂xs[0];
- * `after(user, l)` (may be NULL) runs once block l's gradients are final,
- * last block first (gradient-ready reports). */
+/* The backward of a stack kept ALL or RECOMPUTE (as its forward): d_x from
+ * ∂L/∂(last output) to ∂L/∂xs[0]; `after(user, l)` (may be NULL) runs once
+ * block l's gradients are final, last block first (gradient-ready reports).
+ * RECOMPUTE runs block l's forward again into `acts` (the last block's is
+ * there from the forward) — the same bits as kept ones, the forward being
+ * deterministic. */
 vla_status vla_block_stack_backward(const vla_ops *ops, const vla_block_config *c, const vla_block_weights *w,
-                                    int64_t depth, const vla_block_io *io, const float *xs, const float *acts,
-                                    float *scratch, float *d_x, void (*after)(void *user, int64_t layer), void *user);
+                                    int64_t depth, const vla_block_io *io, const float *xs, float *acts,
+                                    vla_block_keep keep, float *scratch, float *d_x,
+                                    void (*after)(void *user, int64_t layer), void *user);
 
 /* Model FLOPs of one forward's matrix products (2·m·n·k each; attention
  * scores excluded — they depend on the mask: the caller counts them). */

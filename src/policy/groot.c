@@ -306,17 +306,23 @@ static vla_status flow_draws(vla_policy *p, groot_impl *g, const vla_batch *b, f
     return VLA_OK;
 }
 
+/* What a training forward's stacks keep for the backward (policy.h's
+ * recompute_layers: each layer's input only). */
+static vla_block_keep train_keep(const vla_policy *p) {
+    return p->recompute_layers ? VLA_STACK_RECOMPUTE : VLA_STACK_ALL;
+}
+
 /* The backbone's output; a frozen backbone runs in the scratch arena and
  * only its output is kept. */
 static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **feats) {
     const groot_pack *pk = g->ppk;
     if (g->need_lm) {
-        VLA_TRY(vla_groot_backbone_forward(p, &g->arena, pk, true, &g->bb));
+        VLA_TRY(vla_groot_backbone_forward(p, &g->arena, pk, train_keep(p), &g->bb));
         *feats = g->bb.feats;
         return VLA_OK;
     }
     arena_begin(&g->sarena, &g->sarena_cap);
-    VLA_TRY(vla_groot_backbone_forward(p, &g->sarena, pk, false, &g->bb));
+    VLA_TRY(vla_groot_backbone_forward(p, &g->sarena, pk, VLA_STACK_NONE, &g->bb));
     const int64_t sizes[] = {pk->P * p->cfg.language.width};
     float *f;
     VLA_TRY(vla_acts_from_arena(&g->arena, sizes, 1, &f));
@@ -344,7 +350,7 @@ static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, v
     VLA_TRY(share_prefixes(g, &g->harena));
     const float *feats, *vl;
     VLA_TRY(backbone_features(p, g, &feats));
-    VLA_TRY(vla_groot_vl_forward(p, &g->arena, g->ppk, feats, g->need_vl, &g->vla));
+    VLA_TRY(vla_groot_vl_forward(p, &g->arena, g->ppk, feats, g->need_vl ? train_keep(p) : VLA_STACK_NONE, &g->vla));
     vl = g->vla.out;
     VLA_TRY(spread_prefix_rows(g, c->language.width, &vl));
     VLA_TRY(vla_groot_head_forward(p, &g->arena, pk, vl, bucket, x_t, NULL, NULL, &g->ha));
@@ -353,6 +359,7 @@ static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, v
                                       g->d_pred, p->loss_sum);
     g->have_fwd = true;
     g->saved_bytes = g->arena.used_total;
+    p->act_peak_bytes = g->arena.peak + g->sarena.peak;
     if (info) {
         memset(info, 0, sizeof *info);
         info->loss = loss;
@@ -392,6 +399,7 @@ static vla_status groot_backward(vla_policy *p) {
     if (!g->have_fwd) return vla_error(VLA_ERR_INVALID_ARG, "groot backward: no loss to differentiate");
     vla_arena_mark m = vla_arena_get_mark(&g->arena);
     vla_status st = backward_in(p, g);
+    p->act_peak_bytes = g->arena.peak + g->sarena.peak;
     vla_arena_rewind(&g->arena, m);
     return st;
 }
@@ -410,8 +418,8 @@ typedef struct {
 static vla_status vl_features(vla_policy *p, vla_arena *a, const groot_pack *pk, const float **vl) {
     groot_bb_acts bb;
     groot_vl_acts va;
-    VLA_TRY(vla_groot_backbone_forward(p, a, pk, false, &bb));
-    VLA_TRY(vla_groot_vl_forward(p, a, pk, bb.feats, false, &va));
+    VLA_TRY(vla_groot_backbone_forward(p, a, pk, VLA_STACK_NONE, &bb));
+    VLA_TRY(vla_groot_vl_forward(p, a, pk, bb.feats, VLA_STACK_NONE, &va));
     *vl = va.out;
     return VLA_OK;
 }

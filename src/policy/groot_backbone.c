@@ -39,10 +39,10 @@
     X(dvit, nv * n_it * VW)                                                                                      \
     X(vs, nv * vsc)
 
-#define BB_DIMS(g, p, pk, save)                                                                                  \
+#define BB_DIMS(g, p, pk, keep)                                                                                  \
     const int64_t P = (pk)->P, L = (p)->cfg.language.width, VW = (p)->cfg.vision.width, n_it = (pk)->n_img_tok;  \
-    const int64_t n_txt = (pk)->n_txt, depth = (p)->cfg.language.depth, nl = (save) ? depth : 1;                 \
-    const int64_t nx = (save) ? depth + 1 : 2, la = vla_block_acts_floats(&(g)->lm_cfg, P, 0, (pk)->S);         \
+    const int64_t n_txt = (pk)->n_txt, depth = (p)->cfg.language.depth, nl = vla_block_stack_tables(keep, depth);\
+    const int64_t nx = vla_block_stack_xs(keep, depth), la = vla_block_acts_floats(&(g)->lm_cfg, P, 0, (pk)->S); \
     const int64_t bs = vla_block_scratch_floats(&(g)->lm_cfg, P, 0, (pk)->S);                                    \
     const int64_t vit = (pk)->n_img > 0 ? vla_vit_acts_floats(&(g)->W.vit, (pk)->n_img) : 0;                      \
     const int64_t nv = (g)->need_vision && (pk)->n_img > 0;                                                      \
@@ -84,19 +84,21 @@ static vla_status lm_input(vla_policy *p, groot_impl *g, const groot_pack *pk, c
     return VLA_OK;
 }
 
-vla_status vla_groot_backbone_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, bool save, groot_bb_acts *bb) {
+vla_status vla_groot_backbone_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, vla_block_keep keep,
+                                      groot_bb_acts *bb) {
     groot_impl *g = groot_of(p);
-    BB_DIMS(g, p, pk, save);
+    g->W.vit.keep = keep == VLA_STACK_RECOMPUTE ? VLA_STACK_RECOMPUTE : VLA_STACK_ALL; /* before the sizes */
+    BB_DIMS(g, p, pk, keep);
     const int64_t sizes[] = {BB_ACTS(VLA_ACTS_SIZE)};
     bb_table t;
     VLA_TRY(vla_acts_from_arena(a, sizes, VLA_ACTS_COUNT(sizes), (float **)&t));
     memset(bb, 0, sizeof *bb);
-    bb->saved = save, bb->vit_acts = t.vit_acts, bb->vit_out = t.vit_out, bb->x = t.x, bb->blocks = t.blocks;
+    bb->keep = keep, bb->vit_acts = t.vit_acts, bb->vit_out = t.vit_out, bb->x = t.x, bb->blocks = t.blocks;
     bb->rf = t.rf, bb->feats = t.feats;
     VLA_TRY(lm_input(p, g, pk, &t));
     vla_block_io io = lm_io(pk);
     const float *xl;
-    VLA_TRY(vla_block_stack_forward(p->tops, &g->lm_cfg, g->W.lm, depth, &io, t.x, t.blocks, save, &xl));
+    VLA_TRY(vla_block_stack_forward(p->tops, &g->lm_cfg, g->W.lm, depth, &io, t.x, t.blocks, keep, &xl));
     vla_rmsnorm_forward(p->tops, t.feats, t.rf, xl, g->W.final_norm.w, false, P, L, (float)p->cfg.language.norm_eps);
     return VLA_OK;
 }
@@ -124,8 +126,9 @@ static vla_status lm_input_backward(vla_policy *p, groot_impl *g, const groot_pa
 vla_status vla_groot_backbone_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, groot_bb_acts *bb,
                                    float *d_feats) {
     groot_impl *g = groot_of(p);
-    if (!bb->saved) return vla_error(VLA_ERR_INTERNAL, "groot: backbone backward without saved activations");
-    BB_DIMS(g, p, pk, true);
+    if (bb->keep == VLA_STACK_NONE)
+        return vla_error(VLA_ERR_INTERNAL, "groot: backbone backward without saved activations");
+    BB_DIMS(g, p, pk, bb->keep);
     const int64_t sizes[] = {BB_GRADS(VLA_ACTS_SIZE)};
     bb_grads d;
     VLA_TRY(vla_acts_from_arena(a, sizes, VLA_ACTS_COUNT(sizes), (float **)&d));
@@ -135,7 +138,7 @@ vla_status vla_groot_backbone_backward(vla_policy *p, vla_arena *a, const groot_
     vla_policy_ready_wgs(p, &g->W.final_norm, 1);
     vla_block_io io = lm_io(pk);
     groot_layers_ready r = {p, g->W.lm};
-    VLA_TRY(vla_block_stack_backward(p->tops, &g->lm_cfg, g->W.lm, depth, &io, bb->x, bb->blocks, d.scratch, d.dres,
+    VLA_TRY(vla_block_stack_backward(p->tops, &g->lm_cfg, g->W.lm, depth, &io, bb->x, bb->blocks, bb->keep, d.scratch, d.dres,
                                      vla_groot_layer_ready, &r));
     return lm_input_backward(p, g, pk, bb, &d);
 }

@@ -48,9 +48,9 @@ static const float OUT_LN_EPS = 1e-6f; /* DiT norm_out */
     X(blocks, nl * la)
 #define VL_GRADS(X) X(scratch, bs)
 
-#define VL_DIMS(g, p, pk, save)                                                                                  \
+#define VL_DIMS(g, p, pk, keep)                                                                                  \
     const int64_t P = (pk)->P, L = (p)->cfg.language.width, nlay = (p)->cfg.head.vl_layers;                    \
-    const int64_t nl = (save) ? nlay : 1, nx = (save) ? nlay + 1 : 2;                                           \
+    const int64_t nl = vla_block_stack_tables(keep, nlay), nx = vla_block_stack_xs(keep, nlay);                 \
     const int64_t la = vla_block_acts_floats(&(g)->vl_cfg, P, 0, (pk)->S);                                     \
     const int64_t bs = vla_block_scratch_floats(&(g)->vl_cfg, P, 0, (pk)->S);                                  \
     (void)P, (void)L, (void)nlay, (void)nl, (void)nx, (void)la, (void)bs
@@ -61,21 +61,21 @@ static vla_block_io vl_io(const groot_pack *pk) {
     return io;
 }
 
-vla_status vla_groot_vl_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, const float *feats, bool save,
-                            groot_vl_acts *va) {
+vla_status vla_groot_vl_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, const float *feats,
+                                vla_block_keep keep, groot_vl_acts *va) {
     groot_impl *g = groot_of(p);
-    VL_DIMS(g, p, pk, save);
+    VL_DIMS(g, p, pk, keep);
     const int64_t sizes[] = {VL_ACTS(VLA_ACTS_SIZE)};
     struct {
         VL_ACTS(VLA_ACTS_FIELD)
     } t;
     VLA_TRY(vla_acts_from_arena(a, sizes, VLA_ACTS_COUNT(sizes), (float **)&t));
     memset(va, 0, sizeof *va);
-    va->in = feats, va->m0 = t.m0, va->r0 = t.r0, va->x = t.x, va->blocks = t.blocks, va->saved = save;
+    va->in = feats, va->m0 = t.m0, va->r0 = t.r0, va->x = t.x, va->blocks = t.blocks, va->keep = keep;
     vla_layernorm_forward(p->tops, t.x, t.m0, t.r0, feats, g->W.vlln_w.w, g->W.vlln_b.w, P, L, LN_EPS);
     vla_block_io io = vl_io(pk);
     const float *out;
-    VLA_TRY(vla_block_stack_forward(p->tops, &g->vl_cfg, g->W.vl, nlay, &io, t.x, t.blocks, save, &out));
+    VLA_TRY(vla_block_stack_forward(p->tops, &g->vl_cfg, g->W.vl, nlay, &io, t.x, t.blocks, keep, &out));
     va->out = (float *)out;
     return VLA_OK;
 }
@@ -83,8 +83,8 @@ vla_status vla_groot_vl_forward(vla_policy *p, vla_arena *a, const groot_pack *p
 vla_status vla_groot_vl_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, groot_vl_acts *va, float *dres,
                              float *d_feats) {
     groot_impl *g = groot_of(p);
-    if (!va->saved) return vla_error(VLA_ERR_INTERNAL, "groot: VL backward without saved activations");
-    VL_DIMS(g, p, pk, true);
+    if (va->keep == VLA_STACK_NONE) return vla_error(VLA_ERR_INTERNAL, "groot: VL backward without saved activations");
+    VL_DIMS(g, p, pk, va->keep);
     const int64_t sizes[] = {VL_GRADS(VLA_ACTS_SIZE)};
     struct {
         VL_GRADS(VLA_ACTS_FIELD)
@@ -92,7 +92,7 @@ vla_status vla_groot_vl_backward(vla_policy *p, vla_arena *a, const groot_pack *
     VLA_TRY(vla_acts_from_arena(a, sizes, VLA_ACTS_COUNT(sizes), (float **)&t));
     vla_block_io io = vl_io(pk);
     groot_layers_ready r = {p, g->W.vl};
-    VLA_TRY(vla_block_stack_backward(p->tops, &g->vl_cfg, g->W.vl, nlay, &io, va->x, va->blocks, t.scratch, dres,
+    VLA_TRY(vla_block_stack_backward(p->tops, &g->vl_cfg, g->W.vl, nlay, &io, va->x, va->blocks, va->keep, t.scratch, dres,
                                      vla_groot_layer_ready, &r));
     vla_layernorm_backward(p->tops, d_feats, g->W.vlln_w.g, g->W.vlln_b.g, dres, va->in, g->W.vlln_w.w, va->m0, va->r0, P, L);
     const vla_wg vlln[] = {g->W.vlln_w, g->W.vlln_b};
@@ -165,7 +165,7 @@ vla_status vla_groot_vl_backward(vla_policy *p, vla_arena *a, const groot_pack *
     const int64_t sd = (p)->cfg.action.state_dim, ad = (p)->cfg.action.action_dim, nlay = h_->dit_layers;        \
     const int64_t lc = vla_block_acts_floats(&(g)->dit_cross, N, P, (int32_t)S);                                \
     const int64_t ls = vla_block_acts_floats(&(g)->dit_self, N, 0, (int32_t)S);                                 \
-    const int64_t blk = (nlay + 1) / 2 * lc + nlay / 2 * ls;                                                     \
+    const int64_t blk = (g)->dit_recompute ? lc + ls : (nlay + 1) / 2 * lc + nlay / 2 * ls;                      \
     const int64_t bsc = vla_block_scratch_floats(&(g)->dit_cross, N, P, (int32_t)S);                            \
     const int64_t bss = vla_block_scratch_floats(&(g)->dit_self, N, 0, (int32_t)S);                             \
     const int64_t bs = bsc > bss ? bsc : bss;                                                                    \
@@ -189,12 +189,13 @@ static vla_block_io dit_io(const groot_pack *pk, const groot_head_acts *ha, int6
     return io;
 }
 
-/* Block i's activations inside ha->blk (cross and self blocks differ in size). */
+/* Block i's activations inside ha->blk (cross and self blocks differ in
+ * size); under recompute one table of each kind, [cross | self]. */
 static void dit_acts(const groot_impl *g, const groot_pack *pk, const groot_head_acts *ha, int64_t i,
                      vla_block_acts *ba) {
     int64_t lc = vla_block_acts_floats(&g->dit_cross, pk->N, pk->P, pk->S);
     int64_t ls = vla_block_acts_floats(&g->dit_self, pk->N, 0, pk->S);
-    int64_t off = (i + 1) / 2 * lc + i / 2 * ls;
+    int64_t off = g->dit_recompute ? (i % 2 == 0 ? 0 : lc) : (i + 1) / 2 * lc + i / 2 * ls;
     vla_block_acts_carve(dit_cfg(g, i), pk->N, i % 2 == 0 ? pk->P : 0, pk->S, ha->blk + off, ba);
 }
 
@@ -287,6 +288,7 @@ vla_status vla_groot_head_forward(vla_policy *p, vla_arena *a, const groot_pack 
                               const float *bucket, const float *x_t, const float *cross_k, const float *cross_v,
                               groot_head_acts *ha) {
     groot_impl *g = groot_of(p);
+    g->dit_recompute = p->recompute_layers; /* before HEAD_DIMS: it sizes the block tables */
     HEAD_DIMS(g, p, pk);
     const int64_t sizes[] = {HEAD_ACTS(VLA_ACTS_SIZE)};
     struct {
@@ -356,6 +358,11 @@ static vla_status blocks_backward(vla_policy *p, groot_impl *g, const groot_pack
         vla_block_scratch sc;
         dit_acts(g, pk, ha, i, &ba);
         vla_block_scratch_carve(bc, N, i % 2 == 0 ? P : 0, pk->S, d->scratch, &sc);
+        /* recompute: the tables hold the last block of each kind (i ≥ nlay − 2);
+         * an earlier block runs its forward again from its kept input, its
+         * output to sc.dh, which its backward overwrites before reading */
+        if (g->dit_recompute && i < nlay - 2)
+            VLA_TRY(vla_block_forward(p->tops, bc, &g->W.dit[i], &io, ha->x + i * N * D, sc.dh, &ba));
         VLA_TRY(vla_block_backward(p->tops, bc, &g->W.dit[i], &io, ha->x + i * N * D, &ba, &sc, d->dX,
                                    i % 2 == 0 ? d_vl : NULL, d->dstemb));
         /* a block's weights serve that block only */

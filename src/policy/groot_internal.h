@@ -65,10 +65,10 @@ typedef struct {
 /* The backbone's saved activations (one block's worth, reused by every
  * layer, when nothing will run its backward). */
 typedef struct {
-    bool saved;
+    vla_block_keep keep;       /* what the forward kept (nn/block.h) */
     float *vit_acts, *vit_out; /* ViT */
-    float *x;                  /* [depth + 1][P, L] (saved) or [2][P, L]: the residual stream */
-    float *blocks;             /* [depth] (or [1]) block activations */
+    float *x;                  /* [depth + 1][P, L] (kept) or [2][P, L]: the residual stream */
+    float *blocks;             /* [depth] (all kept) or [1] block activations */
     float *rf, *feats;         /* final RMSNorm: rstd [P], output [P, L] */
 } groot_bb_acts;
 
@@ -79,7 +79,7 @@ typedef struct {
     float *x;                  /* [layers + 1][P, L] (or [2]) */
     float *blocks;
     float *out;                /* the VL tokens: x[layers] */
-    bool saved;
+    vla_block_keep keep;
 } groot_vl_acts;
 
 /* The action head's saved activations (one forward at the batch's flow times). */
@@ -99,6 +99,7 @@ typedef struct {
     const vla_ops *ops; /* the policy's backend (p->tops) */
     groot_weights W;
     vla_block_config lm_cfg, vl_cfg, dit_self, dit_cross;
+    bool dit_recompute; /* the last head forward kept one DiT block table per kind (recompute_layers) */
     /* gradient flow: backward runs through a stage iff it or something upstream trains */
     bool need_vision, need_conn, need_lm, need_vl;
     vla_flow flow;
@@ -135,15 +136,16 @@ typedef struct {
 } groot_layers_ready;
 void vla_groot_layer_ready(void *user, int64_t layer);
 
-/* groot_backbone.c: ViT → mlp1 → LM; out bb->feats [P, L]. save: keep what backward needs. */
-vla_status vla_groot_backbone_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, bool save, groot_bb_acts *bb);
+/* groot_backbone.c: ViT → mlp1 → LM; out bb->feats [P, L]. keep: what the backward needs (NONE: no backward). */
+vla_status vla_groot_backbone_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, vla_block_keep keep,
+                                      groot_bb_acts *bb);
 /* d_feats [P, L] consumed. Adds into the backbone's trainable grads. */
 vla_status vla_groot_backbone_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, groot_bb_acts *bb,
                                    float *d_feats);
 
 /* groot_dit.c */
-vla_status vla_groot_vl_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, const float *feats, bool save,
-                            groot_vl_acts *va);
+vla_status vla_groot_vl_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, const float *feats,
+                                vla_block_keep keep, groot_vl_acts *va);
 /* d_out [P, L] consumed; d_feats [P, L] (accumulated, may be NULL). */
 vla_status vla_groot_vl_backward(vla_policy *p, vla_arena *a, const groot_pack *pk, groot_vl_acts *va, float *d_out,
                              float *d_feats);

@@ -188,12 +188,13 @@ static vla_block_io action_io(const fwd_state *f) {
 void vla_pi05_view_layer(pi05_impl *I, const vla_policy_config *c, int64_t li, layer_view *v) {
     const fwd_state *f = &I->f;
     PI05_DIMS(I, c, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
-    vla_block_acts_carve(&I->lm_cfg, Np, 0, (int32_t)S, f->a.blk_p + li * bp, &v->p);
-    vla_block_acts_carve(&I->ex_cfg, Na, 0, (int32_t)S, f->a.blk_a + li * ba, &v->a);
+    const int64_t k = f->recompute ? 0 : li; /* recompute: every layer in the one slot */
+    vla_block_acts_carve(&I->lm_cfg, Np, 0, (int32_t)S, f->a.blk_p + k * bp, &v->p);
+    vla_block_acts_carve(&I->ex_cfg, Na, 0, (int32_t)S, f->a.blk_a + k * ba, &v->a);
     v->p.q = v->a.q = f->a.tq, v->p.k = v->a.k = f->a.tk, v->p.v = v->a.v = f->a.tv;
     v->p.att = v->a.att = f->a.to;
-    v->Q = f->a.Q + li * T * HD, v->K = f->a.K + li * T * KD, v->V = f->a.V + li * T * KD;
-    v->O = f->a.O + li * T * HD, v->lse = f->a.lse + li * T * H;
+    v->Q = f->a.Q + k * T * HD, v->K = f->a.K + k * T * KD, v->V = f->a.V + k * T * KD;
+    v->O = f->a.O + k * T * HD, v->lse = f->a.lse + k * T * H;
 }
 
 /* Norm, q k v and RoPE of one stream's rows, scattered into token order. */
@@ -223,7 +224,7 @@ static vla_status stream_out(pi05_impl *I, const vla_ops *ops, const vla_block_c
 }
 
 /* One layer: both streams in, the joint attention, both streams out. */
-static vla_status layer_forward(vla_policy *p, pi05_impl *I, int64_t li, double pairs) {
+static vla_status layer_forward(vla_policy *p, pi05_impl *I, int64_t li) {
     fwd_state *f = &I->f;
     const vla_ops *ops = p->tops;
     PI05_DIMS(I, &p->cfg, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
@@ -236,7 +237,7 @@ static vla_status layer_forward(vla_policy *p, pi05_impl *I, int64_t li, double 
     vla_attn_seqs seqs = {f->S, f->m.cu, f->m.grp};
     vla_attn_config ac = vla_block_attn_config(&I->attn, &I->W.lm[li]); /* the joint attention: the LM's precision */
     VLA_TRY(vla_attention_forward(ops, &ac, v.O, v.lse, v.Q, v.K, v.V, &seqs, &seqs, NULL));
-    I->flops += 4.0 * pairs * (double)HD;
+    I->flops += 4.0 * f->pairs * (double)HD;
     if (li < L - 1) VLA_TRY(stream_out(I, ops, &I->lm_cfg, &I->W.lm[li], &iop, xp, xp + Np * W, &v.p, f->m.pre_idx, &v));
     if (act) VLA_TRY(stream_out(I, ops, &I->ex_cfg, &I->W.ex[li], &ioa, xa, xa + Na * We, &v.a, f->m.act_idx, &v));
     return VLA_OK;
@@ -265,17 +266,17 @@ static vla_status embed_prefix(vla_policy *p, pi05_impl *I, const vla_batch *b) 
     return VLA_OK;
 }
 
-/* Forward of a packed batch. x_t [S, H, A] (backend) and t [S] (host) are
- * the action side's input (both NULL for a prefix-only batch: then only the
- * LM runs, and the per-layer K/V of the prefix stay in the arena as the
- * sampling cache). The velocity lands in f->a.vpred [Na, A] (= [S, H, A]). */
-vla_status vla_pi05_forward(vla_policy *p, const vla_batch *b, const float *x_t, const float *t) {
+/* Forward of a packed batch (see vla_pi05_forward); `recompute`: keep one
+ * layer's activations (the backward recomputes each layer's). */
+static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, const float *t, bool recompute) {
     pi05_impl *I = pi05_of(p);
     fwd_state *f = &I->f;
     const vla_policy_config *c = &p->cfg;
     I->have_fwd = false;
     I->flops = 0;
     f->act = x_t != NULL;
+    f->recompute = recompute && f->act; /* before PI05_DIMS: it sizes the per-layer tables */
+    I->W.vit.keep = f->recompute ? VLA_STACK_RECOMPUTE : VLA_STACK_ALL;
     VLA_TRY(build_maps(p, I, b, f->act));
     PI05_DIMS(I, c, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
     const int64_t sizes[] = {PI05_ACTS(VLA_ACTS_SIZE)};
@@ -286,8 +287,8 @@ vla_status vla_pi05_forward(vla_policy *p, const vla_batch *b, const float *x_t,
         p->tops->copy(f->a.xin, x_t, Na * A);
         vla_pi05_lin(I, p->tops, f->a.xa, f->a.xin, I->W.ain_w, I->W.ain_b, Na, A, We);
     }
-    double pairs = attn_pairs(f->m.cu, f->S, f->m.grp);
-    for (int64_t li = 0; li < L; li++) VLA_TRY(layer_forward(p, I, li, pairs));
+    f->pairs = attn_pairs(f->m.cu, f->S, f->m.grp);
+    for (int64_t li = 0; li < L; li++) VLA_TRY(layer_forward(p, I, li));
     if (act) {
         float *xL = f->a.xa + L * Na * We;
         vla_pi05_lin(I, p->tops, f->a.mod_f, f->a.cond, I->W.fin_w, I->W.fin_b, S, We, 3 * We);
@@ -297,6 +298,14 @@ vla_status vla_pi05_forward(vla_policy *p, const vla_batch *b, const float *x_t,
         I->have_fwd = true;
     }
     return VLA_OK;
+}
+
+/* x_t [S, H, A] (backend) and t [S] (host) are the action side's input (both
+ * NULL for a prefix-only batch: then only the LM runs, and the per-layer K/V
+ * of the prefix stay in the arena as the sampling cache). The velocity lands
+ * in f->a.vpred [Na, A] (= [S, H, A]). Every layer's activations are kept. */
+vla_status vla_pi05_forward(vla_policy *p, const vla_batch *b, const float *x_t, const float *t) {
+    return forward(p, b, x_t, t, false);
 }
 
 /* ---- loss ------------------------------------------------------------------------------------- */
@@ -335,7 +344,7 @@ static vla_status pi05_loss(vla_policy *p, const vla_batch *b, bool training, vl
     ops->to_device(ls.actions, b->actions, (size_t)(S * n) * sizeof(float));
     ops->to_device(ls.noise, noise, (size_t)(S * n) * sizeof(float));
     ops->flow_interpolate(VLA_FLOW_PI05, ls.x_t, ls.target, ls.actions, ls.noise, t, S, n);
-    VLA_TRY(vla_pi05_forward(p, b, ls.x_t, t));
+    VLA_TRY(forward(p, b, ls.x_t, t, p->recompute_layers));
     double loss = vla_flow_masked_mse(ops, I->f.a.vpred, ls.target, S, Hz, A, b->action_is_pad, b->real_action_dim,
                                       VLA_MSE_MEAN_REAL, b->loss_divisor, I->dpred, p->loss_sum);
     if (info) {
@@ -346,6 +355,7 @@ static vla_status pi05_loss(vla_policy *p, const vla_batch *b, bool training, vl
         info->tokens = b->n_tokens;
         info->flops = I->flops;
     }
+    p->act_peak_bytes = I->arena.peak;
     return VLA_OK;
 }
 
@@ -462,7 +472,17 @@ static vla_status backward_in(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
     ops->fill(g->dxa, 0.0f, Na * We);
     ops->fill(g->dcond, 0.0f, S * We);
     VLA_TRY(head_backward(p, I, g));
-    for (int64_t li = L - 1; li >= 0; li--) VLA_TRY(layer_backward(p, I, li, g, &sp, &sa));
+    for (int64_t li = L - 1; li >= 0; li--) {
+        /* recompute: the slot holds the last layer's forward; every other
+         * layer's runs again from its kept input (its output, rewritten, is
+         * the same bits). Model FLOPs count the forward once. */
+        if (f->recompute && li < L - 1) {
+            double flops = I->flops;
+            VLA_TRY(layer_forward(p, I, li));
+            I->flops = flops;
+        }
+        VLA_TRY(layer_backward(p, I, li, g, &sp, &sa));
+    }
     action_side_backward(p, I, g);
     VLA_TRY(prefix_backward(p, I, g));
     vla_policy_ready_rest(p); /* what this batch did not reach, and frozen parameters */
@@ -479,6 +499,7 @@ static vla_status pi05_backward(vla_policy *p) {
     bwd_scratch g;
     vla_status st = vla_acts_from_arena(&I->arena, sizes, VLA_ACTS_COUNT(sizes), (float **)&g);
     if (st == VLA_OK) st = backward_in(p, I, &g);
+    p->act_peak_bytes = I->arena.peak;
     vla_arena_rewind(&I->arena, mark);
     return st;
 }

@@ -65,13 +65,13 @@ typedef struct {
     X(af, Na * We)                                                                                               \
     X(arstd_f, Na)                                                                                               \
     X(vpred, Na * A)                                                                                             \
-    X(Q, L * T * HD)        /* per layer, token order, RoPE applied */                                          \
-    X(K, L * T * KD)                                                                                             \
-    X(V, L * T * KD)                                                                                             \
-    X(O, L * T * HD)                                                                                             \
-    X(lse, L * T * H)                                                                                            \
-    X(blk_p, L * bp)        /* per layer: the two blocks' own saved activations */                              \
-    X(blk_a, L * ba)                                                                                             \
+    X(Q, Lk * T * HD)        /* per layer, token order, RoPE applied */                                          \
+    X(K, Lk * T * KD)                                                                                            \
+    X(V, Lk * T * KD)                                                                                            \
+    X(O, Lk * T * HD)                                                                                            \
+    X(lse, Lk * T * H)                                                                                           \
+    X(blk_p, Lk * bp)        /* per layer: the two blocks' own saved activations */                              \
+    X(blk_a, Lk * ba)                                                                                            \
     X(tq, mx * HD)          /* one stream's q k v / attention output (temporaries) */                          \
     X(tk, mx * KD)                                                                                               \
     X(tv, mx * KD)                                                                                               \
@@ -111,6 +111,10 @@ typedef struct {
     int64_t T, Np, Na, n_img;
     int64_t n_imgrow, n_txt; /* prefix rows of each kind (img_dst / txt_dst) */
     bool act; /* with action rows (a loss or an uncached sampling step) */
+    bool recompute; /* a training forward under vla_policy.recompute_layers: the per-layer
+                     * tables (Q K V O lse blk_p blk_a) hold one layer, the backward
+                     * recomputes each layer's (vla_pi05_view_layer maps every layer to it) */
+    double pairs;   /* attention pairs of the batch (FLOPs of each layer's attention) */
     fwd_maps m;
     fwd_acts a;
 } fwd_state;
@@ -136,20 +140,21 @@ static inline pi05_impl *pi05_of(vla_policy *p) { return (pi05_impl *)p->impl; }
 #define PI05_DIMS(I, c, S_, T_, Np_, Na_, nimg_, act_)                                                           \
     const vla_lm_config *l_ = &(c)->language;                                                                    \
     const int64_t S = (S_), T = (T_), Np = (Np_), Na = (Na_), act = (act_), L = l_->depth;                       \
+    const int64_t Lk = (I)->f.recompute ? 1 : L; /* layers whose activations are kept (recompute: one slot) */   \
     const int64_t W = l_->width, We = (c)->expert.width, H = l_->heads, HD = l_->heads * l_->head_dim;           \
-    const int64_t KD = l_->kv_heads * l_->head_dim, A = (c)->action.action_dim, Dv = (c)->vision.width;         \
-    const int64_t n_it = (nimg_) * (I)->W.vit.tokens, mx = Np > Na ? Np : Na, Wm = W > We ? W : We;             \
+    const int64_t KD = l_->kv_heads * l_->head_dim, A = (c)->action.action_dim, Dv = (c)->vision.width;          \
+    const int64_t n_it = (nimg_) * (I)->W.vit.tokens, mx = Np > Na ? Np : Na, Wm = W > We ? W : We;              \
     const int64_t n_px = (nimg_) * (c)->vision.channels * (c)->vision.image_size * (c)->vision.image_size;       \
-    const int64_t vit = (nimg_) > 0 ? vla_vit_acts_floats(&(I)->W.vit, (nimg_)) : 0;                              \
+    const int64_t vit = (nimg_) > 0 ? vla_vit_acts_floats(&(I)->W.vit, (nimg_)) : 0;                             \
     const int64_t bp = vla_block_acts_floats(&(I)->lm_cfg, Np, 0, (int32_t)S);                                   \
     const int64_t ba = vla_block_acts_floats(&(I)->ex_cfg, Na, 0, (int32_t)S);                                   \
     const int64_t bsp = vla_block_scratch_floats(&(I)->lm_cfg, Np, 0, (int32_t)S);                               \
     const int64_t bsa = vla_block_scratch_floats(&(I)->ex_cfg, Na, 0, (int32_t)S);                               \
-    const int64_t vt = (nimg_) > 0 && vla_vit_trains(&(I)->W.vit);                                                \
+    const int64_t vt = (nimg_) > 0 && vla_vit_trains(&(I)->W.vit);                                               \
     const int64_t vs = vt ? vla_vit_scratch_floats(&(I)->W.vit, (nimg_), false) : 0;                             \
     (void)S, (void)T, (void)Np, (void)Na, (void)act, (void)L, (void)W, (void)We, (void)H, (void)HD, (void)KD,   \
-        (void)A, (void)Dv, (void)n_it, (void)mx, (void)Wm, (void)vit, (void)bp, (void)ba, (void)bsp, (void)bsa,   \
-        (void)vt, (void)vs, (void)n_px
+        (void)A, (void)Dv, (void)n_it, (void)mx, (void)Wm, (void)vit, (void)bp, (void)ba, (void)bsp, (void)bsa,  \
+        (void)vt, (void)vs, (void)n_px, (void)Lk
 
 /* Start a new lifetime in both arenas. Once a step has shown its peak, an
  * arena is rebuilt with one chunk that holds it, so later steps reuse the

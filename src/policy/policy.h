@@ -237,6 +237,20 @@ struct vla_policy {
      * large linears' GEMMs read operands: policy/precision.h (NULL: f32) */
     vla_block_set blocks;
     struct vla_policy_precision *prec;
+    /* Activation checkpointing (`vla train --gradient_checkpointing`): a
+     * training forward keeps each transformer layer's input only, and the
+     * backward runs the layer's forward again just before its backward —
+     * the bits are those of the kept activations (the forward is
+     * deterministic), at about a third more compute for the layers, and
+     * their activation memory drops from one set per layer to one set.
+     * False by default; set by the caller before a loss. */
+    bool recompute_layers;
+    /* Backend memory for activations and backward scratch (bytes): the
+     * high-water marks of the policy's activation arenas since it was
+     * created, added up, updated after each loss and backward — what a batch
+     * size costs on a device beside the weights, gradients and optimizer
+     * state (the arenas keep one chunk of that size). */
+    size_t act_peak_bytes;
 };
 
 /* Build a policy for cfg on a backend (the config's family creates it). */

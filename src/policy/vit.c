@@ -57,6 +57,7 @@ vla_status vla_vit_setup(vla_vit *v, const vla_vit_config *cfg, const vla_ops *o
                          (long long)cfg->heads);
     v->cfg = *cfg;
     v->ops = ops;
+    v->keep = VLA_STACK_ALL;
     int64_t side = cfg->image_size / cfg->patch;
     v->tokens = side * side;
     vla_block_config *c = &v->block;
@@ -87,7 +88,7 @@ bool vla_vit_trains(const vla_vit *v) { return v->patch_w.g || v->pos.g || v->po
     X(xs, (depth + 1) * n * D) /* the residual stream at each block's input; [depth] feeds post_layernorm */   \
     X(pmean, n)                                                                                                 \
     X(prstd, n)                                                                                                 \
-    X(layers, depth * la)
+    X(layers, nt * la)
 #define VIT_SCRATCH(X)                                                                                          \
     X(dx, n * D)                                                                                                \
     X(block, bs)                                                                                                \
@@ -108,7 +109,8 @@ typedef struct {
     const int64_t la = vla_block_acts_floats(&(v)->block, n, 0, (int32_t)(n_img));                               \
     const int64_t bs = vla_block_scratch_floats(&(v)->block, n, 0, (int32_t)(n_img));                           \
     const int64_t di = (want_d_images) ? 1 : 0;                                                                   \
-    (void)n, (void)D, (void)depth, (void)cpp, (void)ni, (void)la, (void)bs, (void)di
+    const int64_t nt = vla_block_stack_tables((v)->keep, depth); /* block tables kept */                         \
+    (void)n, (void)D, (void)depth, (void)cpp, (void)ni, (void)la, (void)bs, (void)di, (void)nt
 
 int64_t vla_vit_acts_floats(const vla_vit *v, int64_t n_img) {
     VIT_DIMS(v, n_img, false);
@@ -167,7 +169,7 @@ vla_status vla_vit_forward(vla_vit *v, float *out, float *acts, const float *ima
     VLA_TRY(vla_patch_embed_forward(ops, &pc, a.xs, a.patches, a.img, v->patch_w.w, v->patch_b.w, n_img));
     for (int64_t im = 0; im < n_img; im++) ops->add(a.xs + im * T * D, a.xs + im * T * D, v->pos.w, T * D);
     const float *last;
-    VLA_TRY(vla_block_stack_forward(ops, &v->block, v->layers, v->cfg.depth, &io, a.xs, a.layers, true, &last));
+    VLA_TRY(vla_block_stack_forward(ops, &v->block, v->layers, v->cfg.depth, &io, a.xs, a.layers, v->keep, &last));
     vla_layernorm_forward(ops, out, a.pmean, a.prstd, last, v->post_w.w, v->post_b.w, n, D, (float)v->cfg.norm_eps);
     return VLA_OK;
 }
@@ -182,7 +184,7 @@ static void layer_ready(void *user, int64_t l) {
     ready(v, (const vla_wg *)&v->layers[l], VLA_BLOCK_N_WG);
 }
 
-vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, const float *acts, float *scratch,
+vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, float *acts, float *scratch,
                             int64_t n_img) {
     if (n_img <= 0) return VLA_OK;
     const vla_ops *ops = v->ops;
@@ -191,7 +193,7 @@ vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, con
     int64_t n = io.n, D = v->cfg.width, T = v->tokens, ni = n_img * v->cfg.channels * v->cfg.image_size * v->cfg.image_size;
     vit_acts a;
     vit_scratch s;
-    carve_acts(v, n_img, (float *)acts, &a);
+    carve_acts(v, n_img, acts, &a);
     carve_scratch(v, n_img, d_images != NULL, scratch, &s);
 
     ops->fill(s.dx, 0.0f, n * D);
@@ -199,7 +201,7 @@ vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, con
                            a.prstd, n, D);
     const vla_wg post[] = {v->post_w, v->post_b};
     ready(v, post, 2);
-    VLA_TRY(vla_block_stack_backward(ops, &v->block, v->layers, v->cfg.depth, &io, a.xs, a.layers, s.block, s.dx,
+    VLA_TRY(vla_block_stack_backward(ops, &v->block, v->layers, v->cfg.depth, &io, a.xs, a.layers, v->keep, s.block, s.dx,
                                      layer_ready, v));
     /* x0 = patch(img) + pos */
     if (v->pos.g)

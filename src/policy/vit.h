@@ -44,6 +44,10 @@ typedef struct vla_vit {
     /* the policy whose parameters these are (NULL: none): backward reports
      * each layer's gradients ready to it (policy.h) */
     vla_policy *owner;
+    /* what the forward keeps for the backward (nn/block.h): VLA_STACK_ALL
+     * (setup's), or VLA_STACK_RECOMPUTE under activation checkpointing; the
+     * size tables follow it, so set it before sizing a forward's memory */
+    vla_block_keep keep;
 } vla_vit;
 
 /* Declare (or bind) the ViT's tensors, HF SiglipVisionModel's `vision_model`
@@ -59,8 +63,9 @@ int64_t vla_vit_scratch_floats(const vla_vit *v, int64_t n_img, bool d_images);
 
 /* out [n_img·tokens, width]; acts as above (the forward works in it). */
 vla_status vla_vit_forward(vla_vit *v, float *out, float *acts, const float *images, int64_t n_img);
-/* d_out [n_img·tokens, width]; d_images (may be NULL) [n_img, C, H, W] accumulates. */
-vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, const float *acts, float *scratch,
+/* d_out [n_img·tokens, width]; d_images (may be NULL) [n_img, C, H, W] accumulates; acts as the
+ * forward left them (written again under VLA_STACK_RECOMPUTE). */
+vla_status vla_vit_backward(vla_vit *v, float *d_images, const float *d_out, float *acts, float *scratch,
                             int64_t n_img);
 /* Whether any ViT parameter trains (its backward then has work to do). */
 bool vla_vit_trains(const vla_vit *v);

@@ -360,6 +360,7 @@ static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
     VLA_TRY(vla_policy_create(cfg, ops, &t->p));
     VLA_TRY(vla_policy_init_weights(t->p, o->seed));
     VLA_TRY(vla_policy_set_precision(t->p, o->precision, &o->fp8));
+    t->p->recompute_layers = o->gradient_checkpointing;
     if (!o->pretrained_path || o->resume) return VLA_OK; /* resuming: the checkpoint's weights come later */
     vla_published_report rep;
     vla_status st = vla_published_load_weights(t->p, o->pretrained_path, &rep);
@@ -483,6 +484,8 @@ static void describe_run(trainer *t, const char *kind, const char *config_name) 
         "world", t->world, "skip_nonfinite", o->skip_nonfinite, "augment", o->augment);
     if (t->train_cfg) json_object_set_new(t->train_cfg, "device", json_string(t->p->tops->name));
     if (t->train_cfg) json_object_set_new(t->train_cfg, "precision", precision_json(t->p));
+    if (t->train_cfg && o->gradient_checkpointing)
+        json_object_set_new(t->train_cfg, "gradient_checkpointing", json_true());
     if (t->train_cfg && o->augment_shift > 0)
         json_object_set_new(t->train_cfg, "augment_shift", json_integer(o->augment_shift));
     if (t->train_cfg && o->token_budget > 0)

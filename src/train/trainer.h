@@ -115,6 +115,7 @@ typedef struct {
     bool action_stats_per_step; /* action statistics per chunk step (train/loader.h); recorded for eval */
     const char *device;         /* the backend that runs the model (tensor/backend.h; NULL or "cpu": the CPU) */
     vla_precision precision;    /* how the blocks' large linears run their GEMMs (policy/precision.h; default fp32) */
+    bool gradient_checkpointing; /* recompute each layer's activations in backward (vla_policy.recompute_layers) */
     vla_fp8_recipe fp8;         /* FP8's delayed scaling (default: TransformerEngine's) */
     const volatile sig_atomic_t *interrupt; /* non-zero (a signal number): checkpoint after this step and stop */
 } vla_train_opts;

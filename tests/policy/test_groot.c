@@ -21,16 +21,20 @@
 #include "io/safetensors.h"
 #include "policy/flow.h"
 #include "policy/groot.h"
+#include "policy/precision.h"
 #include "policy/policy.h"
 #include "tensor/cpu/parallel.h"
 
 #define MAXS 4
 static const char *const TASKS[] = {"push the T", "", "pick up the red block please", "go left"};
 
-static vla_policy *make_policy(bool all_trainable) {
+/* groot-nano, or with `deep` every stack two layers deeper (a recomputed
+ * stack recomputes all but its last layer: one layer would show nothing). */
+static vla_policy *make_policy_deep(bool all_trainable, bool deep) {
     vla_policy_config cfg;
     if (vla_policy_config_load("groot-nano", &cfg) != VLA_OK) fail_msg("config: %s", vla_error_message());
     if (all_trainable) memset(cfg.frozen, 0, sizeof cfg.frozen);
+    if (deep) cfg.vision.depth += 2, cfg.language.depth += 2, cfg.head.vl_layers += 2, cfg.head.dit_layers += 2;
     vla_policy *p = NULL;
     if (vla_policy_create(&cfg, test_backend(), &p) != VLA_OK) fail_msg("create: %s", vla_error_message());
     assert_int_equal(vla_policy_init_weights(p, 7), VLA_OK);
@@ -61,6 +65,8 @@ static vla_policy *make_policy(bool all_trainable) {
     free(hw);
     return p;
 }
+
+static vla_policy *make_policy(bool all_trainable) { return make_policy_deep(all_trainable, false); }
 
 /* ---- batches: sample content depends only on its id ---- */
 
@@ -573,6 +579,44 @@ static void test_golden(void **state) {
 
 /* Freezing: no gradients and no saved backbone activations; results do
  * not depend on the thread count; two calls give the same bits. */
+/* recompute_layers (activation checkpointing): every stack (ViT, LM, VL
+ * adapter, DiT with its two block kinds) runs each layer's forward again in
+ * the backward; the loss, the gradients and (FP8) the next step's loss —
+ * its scales come from this step's amax — are the bits of the same policy
+ * keeping every layer, and less is kept for the backward. */
+static void test_recompute_layers_same_bits(void **state) {
+    (void)state;
+    static const int ids[] = {0, 1, 2};
+    for (int m = 0; m < 4; m++) {
+        bool all = m & 1;
+        vla_precision mode = m & 2 ? VLA_PREC_FP8 : VLA_PREC_FP32;
+        vla_policy *p[2];
+        double L[2], L2[2];
+        float *g[2];
+        size_t kept[2];
+        tbatch t;
+        for (int k = 0; k < 2; k++) {
+            p[k] = make_policy_deep(all, true);
+            if (mode != VLA_PREC_FP32) assert_int_equal(vla_policy_set_precision(p[k], mode, NULL), VLA_OK);
+            p[k]->recompute_layers = k == 1;
+            if (k == 0) make_batch(p[k], ids, 3, &t);
+            g[k] = grads_of(p[k], &t.b, &L[k], NULL);
+            kept[k] = vla_groot_saved_bytes(p[k]);
+            if (mode == VLA_PREC_FP8) vla_policy_fp8_update(p[k]);
+            L2[k] = run_loss(p[k], &t.b, NULL);
+        }
+        print_message("groot-nano (deep, %s, %s) kept for backward: %zu bytes, %zu recomputing\n",
+                      all ? "all trainable" : "published freezing", vla_precision_name(mode), kept[0], kept[1]);
+        assert_true(L[0] == L[1]);
+        assert_true(L2[0] == L2[1]);
+        assert_memory_equal(g[0], g[1], (size_t)p[0]->n_grad_floats * sizeof(float));
+        assert_true(kept[1] < kept[0]);
+        assert_true(p[1]->act_peak_bytes > 0 && p[1]->act_peak_bytes < p[0]->act_peak_bytes);
+        for (int k = 0; k < 2; k++) free(g[k]), vla_policy_free(p[k]);
+        tbatch_free(&t);
+    }
+}
+
 static void test_frozen_and_deterministic(void **state) {
     (void)state;
     vla_policy *pf = make_policy(false), *pa = make_policy(true);
@@ -722,6 +766,7 @@ int main(void) {
         cmocka_unit_test(test_sample_cached),
         cmocka_unit_test(test_overfit),
         cmocka_unit_test(test_frozen_and_deterministic),
+        cmocka_unit_test(test_recompute_layers_same_bits),
         cmocka_unit_test(test_shared_prefixes),
         cmocka_unit_test(test_tiny_smoke),
         cmocka_unit_test(test_bad_batch),

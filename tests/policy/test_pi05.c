@@ -24,6 +24,7 @@
 #include "policy/flow.h"
 #include "policy/pi05.h"
 #include "policy/policy.h"
+#include "policy/precision.h"
 #include "tensor/cpu/parallel.h"
 #include "tensor/ops.h"
 #include "test_util.h"
@@ -355,6 +356,43 @@ static void test_thread_independence(void **state) {
     vla_policy_free(p);
 }
 
+/* ---- activation checkpointing -------------------------------------------------------- */
+
+/* recompute_layers: the backward runs each layer's forward again instead of
+ * reading it kept — the loss, every gradient and (FP8) the amax the next
+ * step's scales come from are the bits of the kept run, and the activation
+ * memory is smaller. The reference is the same policy keeping everything. */
+static void test_recompute_layers_same_bits(void **state) {
+    (void)state;
+    const vla_precision modes[] = {VLA_PREC_FP32, VLA_PREC_FP8};
+    for (int m = 0; m < 2; m++) {
+        vla_policy *p[2];
+        double l[2][2];
+        float *g[2];
+        tbatch t;
+        int idx[3] = {0, 1, 2};
+        for (int k = 0; k < 2; k++) {
+            p[k] = make_policy();
+            if (modes[m] != VLA_PREC_FP32) assert_int_equal(vla_policy_set_precision(p[k], modes[m], NULL), VLA_OK);
+            p[k]->recompute_layers = k == 1;
+            if (k == 0) make_batch(p[k], idx, 3, 6, &t);
+            vla_policy_zero_grad(p[k]);
+            l[k][0] = loss_of(p[k], &t.b);
+            assert_int_equal(vla_policy_backward(p[k]), VLA_OK);
+            g[k] = test_grads_get(p[k]);
+            if (modes[m] == VLA_PREC_FP8) vla_policy_fp8_update(p[k]); /* scales from this step's amax */
+            l[k][1] = loss_of(p[k], &t.b);
+        }
+        assert_true(l[0][0] == l[1][0]);
+        assert_true(l[0][1] == l[1][1]);
+        assert_memory_equal(g[0], g[1], (size_t)p[0]->n_grad_floats * sizeof(float));
+        /* pi05-nano keeps 2 layers: one set fewer */
+        assert_true(p[1]->act_peak_bytes > 0 && p[1]->act_peak_bytes < p[0]->act_peak_bytes);
+        for (int k = 0; k < 2; k++) free(g[k]), vla_policy_free(p[k]);
+        tbatch_free(&t);
+    }
+}
+
 /* ---- bad input: errors with a message, no crash ----------------------------------- */
 
 static void test_bad_batch(void **state) {
@@ -579,7 +617,7 @@ int main(void) {
         cmocka_unit_test(test_finite_differences), cmocka_unit_test(test_cached_equals_uncached),
         cmocka_unit_test(test_pack_equals_alone),  cmocka_unit_test(test_overfit),
         cmocka_unit_test(test_golden),            cmocka_unit_test(test_bad_batch),
-        cmocka_unit_test(test_thread_independence),
+        cmocka_unit_test(test_thread_independence), cmocka_unit_test(test_recompute_layers_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -72,6 +72,20 @@ static void test_loss_decreases(void **state) {
     assert_true(vla_path_exists(p));
 }
 
+/* The two runs' step-12 weights are the same bytes. */
+static void assert_same_final_weights(const char *a, const char *b) {
+    char pa[2048], pb[2048];
+    snprintf(pa, sizeof pa, "%s/checkpoints/000012/pretrained_model/model.safetensors", a);
+    snprintf(pb, sizeof pb, "%s/checkpoints/000012/pretrained_model/model.safetensors", b);
+    char *da, *db;
+    size_t na, nb;
+    assert_int_equal(vla_read_file(pa, &da, &na), VLA_OK);
+    assert_int_equal(vla_read_file(pb, &db, &nb), VLA_OK);
+    assert_int_equal(na, nb);
+    assert_memory_equal(da, db, na);
+    free(da), free(db);
+}
+
 static void test_resume_bit_exact(void **state) {
     (void)state;
     const char *a = test_tmp_path("run_full"), *b = test_tmp_path("run_resumed");
@@ -100,16 +114,36 @@ static void test_resume_bit_exact(void **state) {
     assert_string_equal(la, lb);
     free(la), free(lb);
     /* the final weights are identical too */
-    char pa[2048], pb[2048];
-    snprintf(pa, sizeof pa, "%s/checkpoints/000012/pretrained_model/model.safetensors", a);
-    snprintf(pb, sizeof pb, "%s/checkpoints/000012/pretrained_model/model.safetensors", b);
-    char *da, *db;
-    size_t na, nb;
-    assert_int_equal(vla_read_file(pa, &da, &na), VLA_OK);
+    assert_same_final_weights(a, b);
+}
+
+/* --gradient_checkpointing through the whole trainer: 12 steps of pi05-nano
+ * with every layer recomputed in backward give the losses and final weights
+ * of the run that keeps them, and the checkpoint says how it was trained. */
+static void test_gradient_checkpointing_same_run(void **state) {
+    (void)state;
+    const char *a = test_tmp_path("run_kept"), *b = test_tmp_path("run_recomputed");
+    test_rmrf(a), test_rmrf(b);
+    vla_train_opts o;
+    vla_train_result r;
+    base_opts(&o, a);
+    o.save_freq = 0;
+    assert_int_equal(vla_train(&o, &r), VLA_OK);
+    base_opts(&o, b);
+    o.save_freq = 0;
+    o.gradient_checkpointing = true;
+    vla_status st = vla_train(&o, &r);
+    if (st != VLA_OK) fail_msg("%s", vla_error_message());
+    char *la = test_losses_text(a), *lb = test_losses_text(b);
+    assert_string_equal(la, lb);
+    free(la), free(lb);
+    assert_same_final_weights(a, b);
+    char pb[2048], *db;
+    size_t nb;
+    snprintf(pb, sizeof pb, "%s/checkpoints/000012/pretrained_model/train_config.json", b);
     assert_int_equal(vla_read_file(pb, &db, &nb), VLA_OK);
-    assert_int_equal(na, nb);
-    assert_memory_equal(da, db, na);
-    free(da), free(db);
+    assert_non_null(strstr(db, "\"gradient_checkpointing\": true"));
+    free(db);
 }
 
 static void test_nonfinite(void **state) {
@@ -220,6 +254,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loss_decreases),
         cmocka_unit_test(test_resume_bit_exact),
+        cmocka_unit_test(test_gradient_checkpointing_same_run),
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_nan_dataset_refused),
         cmocka_unit_test(test_corrupted_checkpoint_refused),
