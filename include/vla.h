@@ -121,7 +121,9 @@ typedef struct {
 
 /* Load a checkpoint: a pretrained_model directory, a checkpoint step
  * directory, a training output directory (its newest valid checkpoint) or a
- * published fine-tune. opt may be NULL. */
+ * published fine-tune. opt may be NULL. The policy runs on $VLA_DEVICE (else
+ * a usable GPU, else the CPU) in $VLA_PRECISION (fp32 or bf16; else bf16 on
+ * a GPU, its weights cast once and kept on the device, and fp32 on the CPU). */
 vla_rc vla_robot_open(const char *checkpoint, const vla_robot_options *opt, vla_robot **out);
 void vla_robot_close(vla_robot *r);
 /* What the policy needs and gives (the strings live as long as r). */

@@ -419,7 +419,9 @@ static double peak_rss_gib(void) {
     return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / (1024.0 * 1024.0) : 0.0; /* ru_maxrss: KiB */
 }
 
-/* Batch-1 inference: one action chunk from one observation. */
+/* Batch-1 inference: one action chunk from one observation, as a server
+ * runs it — the weights held over every chunk (vla serve holds them for its
+ * life), so the warm-up casts them and the timed chunks reuse the casts. */
 static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts *o, int ti, const synth *s) {
     const vla_policy_config *cfg = &p->cfg;
     const char *tasks[1] = {TASK};
@@ -427,6 +429,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     ob.n_samples = 1, ob.task = tasks, ob.images = s->images, ob.state = s->state, ob.seed = 3;
     float *act = calloc((size_t)(cfg->action.horizon * cfg->action.action_dim), sizeof(float));
     if (!act) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory");
+    vla_policy_weights_hold(p);
     vla_status st = vla_policy_sample_actions(p, &ob, act); /* warm-up */
     double best = 1e30, sum = 0;
     int64_t w0 = p->tops->host_waits ? p->tops->host_waits() : 0, l0 = p->tops->launches ? p->tops->launches() : 0;
@@ -437,6 +440,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
         sum += d;
         if (d < best) best = d;
     }
+    vla_policy_weights_release(p);
     double waits = p->tops->host_waits ? (double)(p->tops->host_waits() - w0) / (double)o->infer_reps : -1;
     double launches = p->tops->launches ? (double)(p->tops->launches() - l0) / (double)o->infer_reps : -1;
     free(act);

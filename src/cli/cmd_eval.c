@@ -68,6 +68,9 @@ int vla_cmd_eval(int argc, char **argv) {
         {"policy.num_inference_steps", VLA_FLAG_INT, &flow_steps, "N",
          "Euler steps of flow-matching sampling (default: the checkpoint's flow.steps)"},
         {"device", VLA_FLAG_STRING, &o.device, "NAME", VLA_CLI_DEVICE_HELP},
+        {"precision", VLA_FLAG_STRING, &o.precision, "auto|fp32|bf16",
+         "how the transformer blocks' large linears run: auto is $VLA_PRECISION, else bf16 on a GPU (each weight "
+         "cast once and kept on the device) and fp32 on the CPU (default auto)"},
         {"max_steps", VLA_FLAG_INT, &max_steps, "N", "episode step limit (default: the env's)"},
         {"seed", VLA_FLAG_INT, &seed, "S", "first episode seed and noise seed (default 100000)"},
         {"output_dir", VLA_FLAG_STRING, &out, "DIR",

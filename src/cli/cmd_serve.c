@@ -40,6 +40,9 @@ int vla_cmd_serve(int argc, char **argv) {
         {"policy.embodiment", VLA_FLAG_STRING, &eo.embodiment, "NAME|ID", "which embodiment of a mixture-trained policy to serve"},
         {"policy.num_inference_steps", VLA_FLAG_INT, &flow_steps, "N", "Euler steps of flow sampling (0: the checkpoint's)"},
         {"device", VLA_FLAG_STRING, &eo.device, "NAME", VLA_CLI_DEVICE_HELP},
+        {"precision", VLA_FLAG_STRING, &eo.precision, "auto|fp32|bf16",
+         "how the transformer blocks' large linears run: auto is $VLA_PRECISION, else bf16 on a GPU (each weight "
+         "cast once and kept on the device for the server's life) and fp32 on the CPU (default auto)"},
         {"host", VLA_FLAG_STRING, &so.host, "ADDR", "address to listen on (127.0.0.1: this machine only; 0.0.0.0: every interface)"},
         {"port", VLA_FLAG_INT, &port, "N", "TCP port (0: any free port, printed)"},
         {"api_key", VLA_FLAG_STRING, &so.api_key, "KEY",
@@ -100,9 +103,9 @@ int vla_cmd_serve(int argc, char **argv) {
     }
     const vla_engine_info *in = vla_engine_get_info(e);
     /* one line a script can wait for (tests read the port from it) */
-    printf("vla serve: %s (%s, %s) listening on ws://%s:%d (chunks of %lld x %lld, execute %d per chunk, %d frame(s) "
-           "of state, batches of up to %d in %.1f ms, real-time chunking %s)\n",
-           in->dir, in->family, in->config, so.host, vla_server_port(s), (long long)in->horizon,
+    printf("vla serve: %s (%s, %s, %s on %s) listening on ws://%s:%d (chunks of %lld x %lld, execute %d per chunk, "
+           "%d frame(s) of state, batches of up to %d in %.1f ms, real-time chunking %s)\n",
+           in->dir, in->family, in->config, in->precision, in->device, so.host, vla_server_port(s), (long long)in->horizon,
            (long long)in->action_dim, in->n_action_steps, in->n_obs_steps, so.max_batch, so.batch_window_ms,
            in->rtc ? "on" : "unavailable");
     fflush(stdout);

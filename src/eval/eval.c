@@ -17,6 +17,7 @@
 #include "checkpoint/pretrained.h"
 #include "checkpoint/published.h"
 #include "eval/state_map.h"
+#include "policy/precision.h"
 #include "io/video.h"
 #include "sim/env.h"
 #include "tensor/backend.h"
@@ -632,7 +633,14 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
         if (st == VLA_OK)
             ops->copy_bytes(pol->weights, pm.policy->weights, (size_t)pm.policy->n_weight_floats * sizeof(float));
     }
-    if (st == VLA_OK) st = rollout(o, ROLL_POLICY, &pm, pol, N, eps, nkeep, &out->policy);
+    vla_precision prec = VLA_PREC_FP32;
+    if (st == VLA_OK) st = vla_inference_precision(o->precision, ops, &prec);
+    if (st == VLA_OK) st = vla_policy_set_precision(pol, prec, NULL);
+    if (st == VLA_OK) {
+        vla_policy_weights_hold(pol); /* the weights do not change over the rollouts: each cast once */
+        st = rollout(o, ROLL_POLICY, &pm, pol, N, eps, nkeep, &out->policy);
+        vla_policy_weights_release(pol);
+    }
     if (pol != pm.policy) vla_policy_free(pol);
     if (st != VLA_OK) goto done;
     if (!o->quiet)
@@ -648,6 +656,7 @@ vla_status vla_eval_run(const vla_eval_opts *o, vla_eval_result *out) {
         json_t *cf = json_object_get(info, "config");
         json_object_set_new(cf, "inference_delay", json_integer(o->inference_delay));
         json_object_set_new(cf, "chunking", json_string(vla_eval_chunking_name(o->chunking)));
+        json_object_set_new(cf, "precision", json_string(vla_precision_name(prec)));
         if (o->chunking == VLA_EVAL_RTC) {
             json_object_set_new(cf, "rtc_schedule", json_string(vla_rtc_schedule_name(o->rtc_schedule)));
             json_object_set_new(cf, "rtc_max_guidance_weight", json_real(o->rtc_beta > 0 ? o->rtc_beta : 5.0));

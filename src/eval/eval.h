@@ -77,6 +77,7 @@ typedef struct {
     int n_videos;             /* MP4 of the first N episodes */
     int video_size;           /* ≤ 0: 256 */
     const char *device;       /* the backend that runs the policy (tensor/backend.h; NULL: "cpu") */
+    const char *precision;    /* fp32 | bf16 | NULL/auto (vla_inference_precision, policy/precision.h) */
     const char *output_dir;   /* eval_info.json and videos/ (NULL: nothing written) */
     int keep_trajectories;    /* return the executed actions of the first N episodes (vla_eval_result.traj; DAgger) */
     bool baselines;           /* also zero-action and random */

@@ -34,6 +34,7 @@
 typedef struct {
     bool holding;
     uint64_t gen;
+    int depth; /* holds open (they nest: the copies last until the outermost release) */
 } vla_weight_scope;
 
 typedef struct {

@@ -181,6 +181,7 @@ float *vla_policy_param_stage(vla_policy *p, int64_t i) {
 
 int64_t vla_policy_param_commit(vla_policy *p, int64_t i, float *stage) {
     int64_t n = p->specs.items[i].numel;
+    vla_policy_weights_changed(p); /* a hold's copies of the old values are stale */
     if (stage == p->params[i].data) return p->tops->find_nonfinite(stage, n);
     int64_t bad = -1;
     for (int64_t k = 0; k < n && bad < 0; k++)

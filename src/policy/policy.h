@@ -310,11 +310,16 @@ vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg);
  * lowered linears (policy/precision.h) cast each weight once and reuse the
  * cast (nn/linear.h, vla_weight_scope; a backend that keeps no copies —
  * cpu — casts at every GEMM as before). The training step holds them over
- * its micro-batches, sampling over a chunk. A hold inside a hold ends both
- * at its release (later GEMMs cast again: slower, never stale). No-ops
+ * its micro-batches, sampling over a chunk. Holds nest, and the copies last
+ * until the outermost release: an inference session (vla serve, vla eval,
+ * the robot library, bench policy's timed chunks) holds its weights for its
+ * whole life, so each is cast once, at the first chunk, and stays on the
+ * device in the GEMM's precision. Whoever writes weights inside a hold says
+ * so with vla_policy_weights_changed (vla_policy_param_commit does). No-ops
  * without mixed precision. */
 void vla_policy_weights_hold(vla_policy *p);
 void vla_policy_weights_release(vla_policy *p);
+void vla_policy_weights_changed(vla_policy *p);
 
 /* Thin wrappers over the ops. */
 static inline vla_status vla_policy_loss(vla_policy *p, const vla_batch *b, bool training, vla_loss_info *info) {

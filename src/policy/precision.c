@@ -162,14 +162,37 @@ static bool weight_copies_wanted(void) {
     return wanted;
 }
 
+vla_status vla_inference_precision(const char *want, const vla_ops *ops, vla_precision *out) {
+    const char *src = "--precision";
+    if (!want || !strcmp(want, "auto")) {
+        const char *env = getenv("VLA_PRECISION");
+        if (env && *env && strcmp(env, "auto") != 0) want = env, src = "VLA_PRECISION";
+    }
+    if (!want || !strcmp(want, "auto")) {
+        *out = ops->device == VLA_DEVICE_CPU ? VLA_PREC_FP32 : VLA_PREC_BF16;
+        return VLA_OK;
+    }
+    if (vla_precision_parse(want, out) != VLA_OK || *out == VLA_PREC_FP8)
+        return vla_error(VLA_ERR_INVALID_ARG, "%s=%s: give auto, fp32 or bf16 (FP8's scales are calibrated in "
+                         "training; inference does not run FP8)", src, want);
+    return VLA_OK;
+}
+
 void vla_policy_weights_hold(vla_policy *p) {
     if (!p->prec || !weight_copies_wanted()) return;
-    p->prec->scope.gen++; /* copies of an earlier hold are stale */
-    p->prec->scope.holding = true;
+    vla_weight_scope *s = &p->prec->scope;
+    if (s->depth++ > 0) return; /* inside a hold: its copies stay good */
+    s->gen++;                   /* copies of an earlier hold are stale */
+    s->holding = true;
 }
 
 void vla_policy_weights_release(vla_policy *p) {
-    if (p->prec) p->prec->scope.holding = false;
+    if (!p->prec || p->prec->scope.depth == 0) return;
+    if (--p->prec->scope.depth == 0) p->prec->scope.holding = false;
+}
+
+void vla_policy_weights_changed(vla_policy *p) {
+    if (p->prec) p->prec->scope.gen++; /* every copy made so far is stale; the hold (if any) goes on */
 }
 
 float *vla_policy_fp8_amax(vla_policy *p, int64_t *n) {

@@ -71,6 +71,13 @@ vla_status vla_precision_parse(const char *s, vla_precision *out);
  * defaults; ignored otherwise). FP8 allocates the state (scales 1, history
  * 0, TE's initial values); FP32 releases it. May be called again. */
 vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla_fp8_recipe *r);
+/* The precision an inference session (vla serve, vla eval, the robot
+ * library) runs on `ops`: want "fp32" or "bf16"; NULL or "auto" is
+ * $VLA_PRECISION, else bf16 on a GPU (twice f32's tensor-core rate; each
+ * weight cast once while the session holds its weights, policy.h) and fp32
+ * on the CPU (which emulates bf16, slower than f32). FP8 is refused: its
+ * scales are calibrated in training. */
+vla_status vla_inference_precision(const char *want, const vla_ops *ops, vla_precision *out);
 void vla_policy_precision_free(vla_policy *p);
 static inline vla_precision vla_policy_precision_mode(const vla_policy *p) {
     return p->prec ? p->prec->mode : VLA_PREC_FP32;

@@ -10,6 +10,7 @@
 #include "tensor/backend.h"
 #include "checkpoint/pretrained.h"
 #include "checkpoint/published.h"
+#include "policy/precision.h"
 
 #define MAX_MAPPINGS 32
 #define MAX_TASK 4096
@@ -72,6 +73,7 @@ static vla_status parse_keys(vla_engine *e, const char *spec) {
 
 void vla_engine_free(vla_engine *e) {
     if (!e) return;
+    if (e->policy) vla_policy_weights_release(e->policy);
     if (e->policy && e->policy != e->pm.policy) vla_policy_free(e->policy);
     if (e->pm.policy) vla_pretrained_free(&e->pm);
     free(e);
@@ -107,15 +109,23 @@ vla_status vla_engine_open(const vla_engine_opts *o, vla_engine **out) {
             e->policy = p;
         }
     }
+    vla_precision prec = VLA_PREC_FP32;
+    if (st == VLA_OK) st = vla_inference_precision(o->precision, ops, &prec);
+    if (st == VLA_OK) st = vla_policy_set_precision(e->policy, prec, NULL);
     if (st != VLA_OK) {
         vla_engine_free(e);
         return st;
     }
+    /* the weights never change while the engine lives: held from here to
+     * vla_engine_free, so a GPU casts each weight once and keeps the cast */
+    vla_policy_weights_hold(e->policy);
     const vla_policy_config *c = &e->policy->cfg;
     const vla_pretrained_meta *m = &e->pm.meta;
     vla_engine_info *in = &e->info;
     snprintf(in->family, sizeof in->family, "%s", e->policy->ops->name);
     snprintf(in->config, sizeof in->config, "%s", c->name);
+    snprintf(in->precision, sizeof in->precision, "%s", vla_precision_name(prec));
+    snprintf(in->device, sizeof in->device, "%s", ops->name);
     in->horizon = c->action.horizon, in->action_dim = m->action_width;
     in->n_action_steps = m->n_action_steps > 0 ? m->n_action_steps : (int)(in->horizon < 8 ? in->horizon : 8);
     in->n_obs_steps = m->n_obs_steps > 1 ? m->n_obs_steps : 1;
@@ -149,10 +159,11 @@ const vla_engine_info *vla_engine_get_info(const vla_engine *e) { return &e->inf
 
 void vla_engine_write_metadata(const vla_engine *e, vla_np_writer *w) {
     const vla_engine_info *in = &e->info;
-    vla_np_put_map(w, 14);
+    vla_np_put_map(w, 15);
     vla_np_put_str(w, "server"), vla_np_put_str(w, "vla.c " VLA_VERSION);
     vla_np_put_str(w, "policy"), vla_np_put_str(w, in->family);
     vla_np_put_str(w, "config"), vla_np_put_str(w, in->config);
+    vla_np_put_str(w, "precision"), vla_np_put_str(w, in->precision);
     vla_np_put_str(w, "action_dim"), vla_np_put_int(w, in->action_dim);
     vla_np_put_str(w, "action_horizon"), vla_np_put_int(w, in->horizon);
     vla_np_put_str(w, "n_action_steps"), vla_np_put_int(w, in->n_action_steps); /* execute these, then re-plan */

@@ -48,6 +48,13 @@ typedef struct {
     vla_rtc_schedule rtc_schedule;
     double rtc_beta;           /* max guidance weight β (≤ 0: 5, the paper's) */
     bool rtc_no_jacobian;      /* guidance without the VJP (an ablation) */
+    /* how the blocks' large linears run (policy/precision.h): "fp32", "bf16",
+     * or NULL/"auto": $VLA_PRECISION, else bf16 on a GPU and fp32 on the CPU
+     * (the CPU emulates bf16, slower than f32; a GPU runs it at twice f32's
+     * tensor-core rate). The engine holds its weights for its whole life, so a
+     * GPU casts each weight to bf16 once, at the first chunk, and keeps the
+     * cast resident. FP8 is refused: its scales are calibrated in training. */
+    const char *precision;
 } vla_engine_opts;
 
 void vla_engine_opts_default(vla_engine_opts *o);
@@ -69,6 +76,8 @@ typedef struct {
     double fps;
     bool relative_actions;
     bool rtc;                   /* the family can sample with guidance */
+    char precision[8];          /* what the engine runs: fp32 or bf16 */
+    char device[16];            /* on which backend (tensor/backend.h) */
     char task[512];
     char dir[4096];             /* the pretrained_model directory */
 } vla_engine_info;

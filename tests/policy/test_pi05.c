@@ -356,6 +356,54 @@ static void test_thread_independence(void **state) {
     vla_policy_free(p);
 }
 
+/* ---- weights held over many chunks (an inference session) ------------------------------ */
+
+/* A session holds its weights for its life (vla serve, vla eval): in bf16
+ * the chunks read the casts the first chunk made — the same actions as
+ * casting per chunk, and on a backend that keeps casts (checked) no casting
+ * op after the first chunk — and weights written inside the hold, said with
+ * vla_policy_weights_changed, are cast again, never read stale. */
+static void test_session_hold(void **state) {
+    (void)state;
+    vla_policy *p = make_policy(), *q = make_policy();
+    assert_int_equal(vla_policy_set_precision(p, VLA_PREC_BF16, NULL), VLA_OK);
+    assert_int_equal(vla_policy_set_precision(q, VLA_PREC_BF16, NULL), VLA_OK);
+    tbatch t;
+    int idx[2] = {0, 1};
+    make_batch(p, idx, 2, 2, &t);
+    vla_observation o = obs_of(&t);
+    int64_t n = 2 * p->cfg.action.horizon * p->cfg.action.action_dim;
+    float *a = calloc((size_t)n, sizeof(float)), *b = calloc((size_t)n, sizeof(float));
+    int64_t ops_per_chunk[3];
+    vla_policy_weights_hold(p);
+    for (int k = 0; k < 3; k++) {
+        int64_t l0 = p->tops->launches ? p->tops->launches() : 0;
+        assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
+        ops_per_chunk[k] = p->tops->launches ? p->tops->launches() - l0 : 0;
+        assert_int_equal(vla_policy_sample_actions(q, &o, b), VLA_OK); /* cast per chunk */
+        assert_memory_equal(a, b, (size_t)n * sizeof(float));
+    }
+    const vla_gemm_q bf16 = {.mode = VLA_PREC_BF16};
+    if (p->tops->launches && p->tops->ready_bytes(&bf16, 8, 8) > 0) { /* a backend that keeps casts */
+        print_message("op calls per chunk, weights held: %lld, %lld, %lld\n", (long long)ops_per_chunk[0],
+                      (long long)ops_per_chunk[1], (long long)ops_per_chunk[2]);
+        assert_true(ops_per_chunk[1] < ops_per_chunk[0]); /* the first chunk cast, the later ones did not */
+        assert_int_equal(ops_per_chunk[2], ops_per_chunk[1]);
+    }
+    /* new weights inside the hold: cast again */
+    float *w = test_weights_get(p);
+    for (int64_t i = 0; i < p->n_weight_floats; i++) w[i] *= 0.9f;
+    test_weights_set(p, w), test_weights_set(q, w);
+    vla_policy_weights_changed(p);
+    assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
+    assert_int_equal(vla_policy_sample_actions(q, &o, b), VLA_OK);
+    assert_memory_equal(a, b, (size_t)n * sizeof(float));
+    vla_policy_weights_release(p);
+    free(w), free(a), free(b);
+    tbatch_free(&t);
+    vla_policy_free(p), vla_policy_free(q);
+}
+
 /* ---- activation checkpointing -------------------------------------------------------- */
 
 /* recompute_layers: the backward runs each layer's forward again instead of
@@ -618,6 +666,7 @@ int main(void) {
         cmocka_unit_test(test_pack_equals_alone),  cmocka_unit_test(test_overfit),
         cmocka_unit_test(test_golden),            cmocka_unit_test(test_bad_batch),
         cmocka_unit_test(test_thread_independence), cmocka_unit_test(test_recompute_layers_same_bits),
+        cmocka_unit_test(test_session_hold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -456,18 +456,23 @@ static void test_engine_refuses(void **state) {
     assert_non_null(strstr(vla_error_message(), "is not CLIENT_KEY:LEROBOT_KEY"));
 }
 
+/* One PushT observation with its noise seed, the same every time. */
+static void fixed_observation(cmap *c) {
+    static float os[2] = {250, 260}, es[16];
+    for (int i = 0; i < 16; i++) es[i] = (float)(30 * i % 500);
+    cm_add_f32(c, "observation.state", os, 2, 0);
+    cm_add_f32(c, "observation.environment_state", es, 16, 0);
+    cm_add_int(c, "seed", 4);
+}
+
 static void test_engine_rtc(void **state) {
     (void)state;
     const char *dir = fixture_checkpoint(test_tmp_path("pusht_rtc"), false);
     vla_engine *e = open_engine(dir, NULL);
     vla_session *s;
     assert_int_equal(vla_session_create(e, 2, &s), VLA_OK);
-    float os[2] = {250, 260}, es[16];
-    for (int i = 0; i < 16; i++) es[i] = (float)(30 * i % 500);
     cmap c = {0};
-    cm_add_f32(&c, "observation.state", os, 2, 0);
-    cm_add_f32(&c, "observation.environment_state", es, 16, 0);
-    cm_add_int(&c, "seed", 4);
+    fixed_observation(&c);
     float free_[16], held[16];
     run_one(e, s, &c.m, free_);
     /* committed actions far from the free chunk: 6 left over, 3 of them run before the reply */
@@ -489,8 +494,75 @@ static void test_engine_rtc(void **state) {
     vla_engine_free(e);
 }
 
+/* The engine's precision: auto is fp32 on the CPU (said in the metadata),
+ * bf16 on request (--precision or $VLA_PRECISION) — every chunk then runs
+ * through the bf16 GEMMs with the weights held for the engine's life, near
+ * the f32 chunk — and FP8 is refused, naming what to give. */
+static void engine_with(const char *dir, const char *precision, vla_engine **e) {
+    vla_engine_opts o;
+    vla_engine_opts_default(&o);
+    o.policy_path = dir, o.seed = 21, o.precision = precision;
+    if (vla_engine_open(&o, e) != VLA_OK) fail_msg("engine: %s", vla_error_message());
+}
+
+static void chunk_of(vla_engine *e, float *out) {
+    vla_session *s;
+    assert_int_equal(vla_session_create(e, 3, &s), VLA_OK);
+    cmap c = {0};
+    fixed_observation(&c);
+    for (int k = 0; k < 2; k++) { /* two chunks: the second on the held casts, the same answer */
+        float a[16];
+        run_one(e, s, &c.m, k ? a : out);
+        vla_session_reset(s);
+        if (k) assert_memory_equal(a, out, sizeof a);
+    }
+    vla_session_free(s);
+}
+
+static void test_engine_precision(void **state) {
+    (void)state;
+    const char *dir = fixture_checkpoint(test_tmp_path("pusht_prec"), false);
+    unsetenv("VLA_PRECISION");
+    vla_engine *e;
+    float f32[16], b16[16];
+    engine_with(dir, NULL, &e);
+    assert_string_equal(vla_engine_get_info(e)->precision, "fp32");
+    assert_string_equal(vla_engine_get_info(e)->device, test_backend()->name);
+    chunk_of(e, f32);
+    vla_np_writer w;
+    assert_int_equal(vla_np_writer_init(&w), VLA_OK);
+    vla_engine_write_metadata(e, &w);
+    size_t wn;
+    const uint8_t *wd = vla_np_writer_data(&w, &wn);
+    vla_np_map m;
+    assert_int_equal(vla_np_parse(wd, wn, &m), VLA_OK);
+    const vla_np_field *pf = vla_np_get(&m, "precision");
+    assert_non_null(pf);
+    assert_true(pf->len == 4 && !memcmp(pf->str, "fp32", 4));
+    vla_np_map_free(&m);
+    vla_np_writer_free(&w);
+    vla_engine_free(e);
+    setenv("VLA_PRECISION", "bf16", 1);
+    engine_with(dir, "auto", &e);
+    unsetenv("VLA_PRECISION");
+    assert_string_equal(vla_engine_get_info(e)->precision, "bf16");
+    chunk_of(e, b16);
+    vla_engine_free(e);
+    double worst = 0, span = 0;
+    for (int i = 0; i < 16; i++) worst = fmax(worst, fabs((double)b16[i] - f32[i])), span = fmax(span, fabs((double)f32[i]));
+    print_message("bf16 vs fp32 chunk: max |diff| %.4g of max |a| %.4g\n", worst, span);
+    assert_true(worst > 0);           /* the bf16 GEMMs ran */
+    assert_true(worst < 0.05 * span); /* and stay near the f32 chunk */
+    vla_engine_opts o;
+    vla_engine_opts_default(&o);
+    o.policy_path = dir, o.precision = "fp8";
+    assert_int_equal(vla_engine_open(&o, &e), VLA_ERR_INVALID_ARG);
+    assert_non_null(strstr(vla_error_message(), "give auto, fp32 or bf16"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_engine_precision),
         cmocka_unit_test(test_goldens_decode),  cmocka_unit_test(test_writer_bytes),
         cmocka_unit_test(test_broken_frames),   cmocka_unit_test(test_engine_by_hand),
         cmocka_unit_test(test_engine_refuses),  cmocka_unit_test(test_engine_rtc),
