@@ -27,6 +27,9 @@
 #   train_bf16   vla bench policy: samples/s and MFU against the bf16 peak of
 #                groot-n1.5 (batch 32) and pi05 (batch 8) at full size
 #   infer        one chunk at batch 1: GR00T-N1.5 (4 flow steps), π0.5 (10)
+#   serve        vla serve on loopback, the CPU server then the GPU one (bf16,
+#                weights cast once): one robot's chunk, 8 robots without and
+#                with batching (vla bench serve --device=cpu,cuda)
 #   attention    the packed prefix-LM attention vs the same computed with a
 #                dense mask, on the GPU (vla bench attention --device=cuda),
 #                and vs PyTorch on the same GPU and layout (eager dense mask,
@@ -99,7 +102,7 @@ wanted() {
 # ---- the verdict: stage statuses and figures against targets --------------------------------
 # Reads RESULTS only, so `--summary=FILE` judges a recorded run anywhere
 # (tests/scripts/gpu_check_summary.sh feeds it recorded lines).
-STAGES="conformance equiv nccl suites gemm train_bf16 infer attention packing train_fp8 torch"
+STAGES="conformance equiv nccl suites gemm train_bf16 infer serve attention packing train_fp8 torch"
 num() { sed -n "s/.*\"$2\":\(-\{0,1\}[0-9.e+-]*\).*/\1/p" <<<"$1" | head -1; }
 # the first figure line of a stage (exactly STAGE, or its retries after running out of memory: STAGE_gc
 # with gradient checkpointing, STAGE_half at half the batch)
@@ -150,6 +153,8 @@ summary() {
         l=$(stage_line "infer_$cfg" policy_infer)
         [ -n "$l" ] && echo "    inference $cfg, batch 1, $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"), $(num "$l" flow_steps) flow steps: best $(num "$l" best_ms) ms, mean $(num "$l" mean_ms) ms, host waits per chunk $(num "$l" host_waits_per_chunk), launches per chunk $(num "$l" launches_per_chunk)"
     done
+    l=$(grep '"bench":"serve"' "$RESULTS" | grep '"device":"cuda"' | grep '"mode":"batching"' | head -1)
+    [ -n "$l" ] && echo "    serve (groot-pusht, 8 robots, batching) on cuda $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"): p50 $(num "$l" p50_ms) ms, p99 $(num "$l" p99_ms) ms, one robot's chunk $(num "$l" single_chunk_ms) ms, $(num "$l" throughput_rps) replies/s = $(num "$l" throughput_vs_base_device)× the CPU server"
     l=$(grep '"bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
     [ -n "$l" ] && echo "    attention (π0.5 packed, bf16): fused $(num "$l" fwd_bwd_ms) ms vs dense mask $(num "$l" dense_fwd_bwd_ms) ms: $(num "$l" vs_dense)×"
     [ -n "$l" ] && [ -n "$(num "$l" torch_best_fwd_bwd_ms)" ] && echo "    attention, PyTorch on the same GPU: fastest $(sed -n 's/.*"torch_best":"\([a-z_]*\)".*/\1/p' <<<"$l") $(num "$l" torch_best_fwd_bwd_ms) ms, eager dense mask $(num "$l" torch_dense_fwd_bwd_ms) ms; vla.c / fastest = $(num "$l" vs_torch_best)×"
@@ -175,6 +180,7 @@ summary() {
     target "groot-n1.5 packed / padded (+188% padding)" "$(num "$(grep '"bench":"packing"' "$RESULTS" | head -1)" packing_speedup)" ">=" 2 "x"
     target "GR00T-N1.5 action chunk, batch 1" "$(num "$(stage_line infer_groot-n1.5 policy_infer)" best_ms)" "<=" 15 "ms"
     target "π0.5 action chunk, batch 1" "$(num "$(stage_line infer_pi05 policy_infer)" best_ms)" "<=" 40 "ms"
+    target "serve p99 at 8 robots / one robot's chunk" "$(num "$(grep '"bench":"serve"' "$RESULTS" | grep '"device":"cuda"' | grep '"mode":"batching"' | head -1)" p99_vs_single_chunk)" "<=" 2 "x"
     [ "$bad" = 1 ] && return 1
     [ "$MISSED" = 1 ] && return 3
     return 0
@@ -360,6 +366,9 @@ if wanted infer && have "$VLA" infer; then
     run infer_groot-n1.5 90 "$VLA" bench policy --device=cuda --config=groot-n1.5 --infer_only --reps=10 --no-peer \
         --precision=bf16
     run infer_pi05 90 "$VLA" bench policy --device=cuda --config=pi05 --infer_only --reps=5 --no-peer --precision=bf16
+fi
+if wanted serve && have "$VLA" serve; then # groot-pusht with random weights: the serving path, not a model's FLOPs
+    run serve 60 "$VLA" bench serve --device=cpu,cuda --clients=8 --seconds=2 --rounds=1
 fi
 PY=${VLA_PEER_PYTHON:-python3}
 if wanted attention && have "$VLA" attention; then # with PyTorch on the same GPU (every SDPA way) when it is there

@@ -1,6 +1,9 @@
 /* bench_serve.c — `vla bench serve`: p50/p99 latency and throughput of
  * `vla serve` on loopback with N robots asking as fast as they are answered,
- * with dynamic batching and without (serve/loadgen.h does the measuring). */
+ * with dynamic batching and without, next to a single robot's chunk
+ * (serve/loadgen.h does the measuring); on each device of --device, in
+ * alternating rounds, each later device's figures also as a ratio to the
+ * first's (a GPU server against the CPU one). */
 #include "bench/bench.h"
 #include "cli/cli.h"
 
@@ -23,8 +26,17 @@ static void *serve_main(void *arg) {
 }
 
 /* One configuration: a server in this process, the robots on threads. */
+/* The figures of one (device, mode) from the latest round. */
+typedef struct {
+    double p50, p99, rps;
+} served;
+
+/* One configuration: a server in this process, the robots on threads. single:
+ * the same device's one-robot chunk (p99 relative to it); base: the first
+ * device's figures for this mode (ratios to it); both NULL when not known. */
 static vla_status measure(vla_engine *e, int clients, double seconds, int max_batch, double window, const char *name,
-                          const char *config) {
+                          const char *config, const served *single, const served *base, const char *base_device,
+                          served *got) {
     vla_server_opts so;
     vla_server_opts_default(&so);
     so.port = 0, so.max_batch = max_batch, so.batch_window_ms = window, so.max_queue = clients + 8;
@@ -45,17 +57,26 @@ static vla_status measure(vla_engine *e, int clients, double seconds, int max_ba
     vla_server_get_stats(s, &ss);
     vla_server_free(s);
     if (st != VLA_OK) return st;
-    printf("{\"bench\":\"serve\",\"policy\":\"%s\",\"mode\":\"%s\",\"clients\":%d,\"max_batch\":%d,\"window_ms\":%.1f,"
+    *got = (served){r.p50_ms, r.p99_ms, r.throughput};
+    printf("{\"bench\":\"serve\",\"policy\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"mode\":\"%s\","
+           "\"clients\":%d,\"max_batch\":%d,\"window_ms\":%.1f,"
            "\"seconds\":%.2f,\"requests\":%lld,\"throughput_rps\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"mean_ms\":%.3f,"
-           "\"max_ms\":%.3f,\"mean_batch\":%.2f,\"batches\":%llu,\"errors\":%lld}\n",
-           config, name, clients, max_batch, window, r.seconds, (long long)r.requests, r.throughput, r.p50_ms, r.p99_ms,
-           r.mean_ms, r.max_ms, r.mean_batch, (unsigned long long)ss.batches, (long long)r.errors);
+           "\"max_ms\":%.3f,\"mean_batch\":%.2f,\"batches\":%llu,\"errors\":%lld",
+           config, in->device, in->precision, name, clients, max_batch, window, r.seconds, (long long)r.requests,
+           r.throughput, r.p50_ms, r.p99_ms, r.mean_ms, r.max_ms, r.mean_batch, (unsigned long long)ss.batches,
+           (long long)r.errors);
+    if (single && single->p50 > 0) /* issue 41: p99 at N robots against one robot's chunk */
+        printf(",\"single_chunk_ms\":%.3f,\"p99_vs_single_chunk\":%.3f", single->p50, r.p99_ms / single->p50);
+    if (base && base->rps > 0 && r.throughput > 0)
+        printf(",\"base_device\":\"%s\",\"throughput_vs_base_device\":%.3f,\"p99_vs_base_device\":%.3f",
+               base_device, r.throughput / base->rps, r.p99_ms / base->p99);
+    printf("}\n");
     fflush(stdout);
     return VLA_OK;
 }
 
 int vla_bench_serve(int argc, char **argv) {
-    const char *path = NULL, *config = "groot-pusht";
+    const char *path = NULL, *config = "groot-pusht", *devices = NULL, *precision = NULL;
     int64_t clients = 8, max_batch = 8, rounds = 2;
     double seconds = 5, window = 2;
     bool quick = false;
@@ -67,13 +88,18 @@ int vla_bench_serve(int argc, char **argv) {
         {"serve.max_batch", VLA_FLAG_INT, &max_batch, "N", "largest batch in the batching configuration"},
         {"serve.batch_window_ms", VLA_FLAG_FLOAT, &window, "MS", "batch window in the batching configuration"},
         {"rounds", VLA_FLAG_INT, &rounds, "N", "alternating rounds of the two configurations"},
+        {"device", VLA_FLAG_STRING, &devices, "NAME[,NAME]",
+         "backends serving in turn, e.g. cpu,cuda; later ones add their ratios to the first (default: the default "
+         "device, as vla serve)"},
+        {"precision", VLA_FLAG_STRING, &precision, "auto|fp32|bf16", "as vla serve --precision (default auto)"},
         {"quick", VLA_FLAG_BOOL, &quick, NULL, "0.3 s, 2 clients, one round (smoke test)"},
     };
     const vla_command_spec spec = {
         "vla bench serve", NULL, "Latency (p50/p99) and throughput of vla serve on loopback, batching on and off.",
         "Runs a server in this process on a free port and N client threads (serve/ws_client.c) that each send\n"
-        "their own PushT-shaped observation and wait for the chunk, as fast as they are answered. Two\n"
-        "configurations, alternating: no batching (max_batch 1) and dynamic batching. One JSON line each.",
+        "their own PushT-shaped observation and wait for the chunk, as fast as they are answered. Three\n"
+        "configurations, alternating: one robot (single, the chunk latency), no batching (max_batch 1) and\n"
+        "dynamic batching, each with p99_vs_single_chunk; on every --device in turn. One JSON line each.",
         flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
@@ -90,17 +116,36 @@ int vla_bench_serve(int argc, char **argv) {
         st = vla_loadgen_checkpoint(tmp, config);
         path = tmp;
     }
-    vla_engine *e = NULL;
-    vla_engine_opts eo;
-    vla_engine_opts_default(&eo);
-    eo.policy_path = path;
-    if (st == VLA_OK) st = vla_engine_open(&eo, &e);
-    const char *shown = e ? vla_engine_get_info(e)->config : config;
-    for (int64_t r = 0; st == VLA_OK && r < rounds; r++) {
-        st = measure(e, (int)clients, seconds, 1, 0, "no_batching", shown);
-        if (st == VLA_OK) st = measure(e, (int)clients, seconds, (int)max_batch, window, "batching", shown);
+    /* one engine per device, all loaded before the first round */
+    enum { MAX_DEVICES = 4 };
+    vla_engine *e[MAX_DEVICES] = {0};
+    char names[MAX_DEVICES][32];
+    int nd = 0;
+    for (const char *q = devices ? devices : ""; st == VLA_OK && (nd == 0 || *q);) {
+        size_t n = strcspn(q, ",");
+        if (nd == MAX_DEVICES) {
+            st = vla_error(VLA_ERR_INVALID_ARG, "bench serve: --device=%s: at most %d devices", devices, MAX_DEVICES);
+            break;
+        }
+        snprintf(names[nd], sizeof names[nd], "%.*s", (int)(n < 31 ? n : 31), q);
+        vla_engine_opts eo;
+        vla_engine_opts_default(&eo);
+        eo.policy_path = path, eo.precision = precision, eo.device = names[nd][0] ? names[nd] : NULL;
+        st = vla_engine_open(&eo, &e[nd]);
+        if (st == VLA_OK) nd++;
+        q += n + (q[n] == ',');
     }
-    vla_engine_free(e);
+    const char *shown = nd ? vla_engine_get_info(e[0])->config : config;
+    static const char *const modes[3] = {"single", "no_batching", "batching"};
+    served got[MAX_DEVICES][3] = {{{0}}};
+    for (int64_t r = 0; st == VLA_OK && r < rounds; r++)
+        for (int d = 0; st == VLA_OK && d < nd; d++)
+            for (int m = 0; st == VLA_OK && m < 3; m++) {
+                int c = m == 0 ? 1 : (int)clients, mb = m == 2 ? (int)max_batch : 1;
+                st = measure(e[d], c, seconds, mb, m == 2 ? window : 0, modes[m], shown, m ? &got[d][0] : NULL,
+                             d ? &got[0][m] : NULL, vla_engine_get_info(e[0])->device, &got[d][m]);
+            }
+    for (int d = 0; d < nd; d++) vla_engine_free(e[d]);
     if (path == tmp) {
         char cmd[128];
         snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);

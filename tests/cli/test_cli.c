@@ -162,18 +162,25 @@ static const char *fake_python(const char *name, const char *body) {
 
 /* The policy_train lines of a bench policy run, in order (at most `cap`;
  * returns how many; the caller frees them). */
-static int bench_policy_train_lines(const char *args, json_t **lines, int cap) {
-    assert_int_equal(run(args), 0);
+/* The JSON lines of the last run's output whose "bench" is `bench`, in
+ * order (at most `cap`; returns how many; every line must parse; the
+ * caller frees them). */
+static int json_lines(const char *bench, json_t **lines, int cap) {
     int n = 0;
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
         if (line[0] != '{') continue;
         json_error_t err;
         json_t *v = json_loads(line, 0, &err);
         if (!v) fail_msg("not JSON: %s", line);
-        if (n < cap && !strcmp(json_string_value(json_object_get(v, "bench")), "policy_train")) lines[n++] = v;
+        if (n < cap && !strcmp(json_string_value(json_object_get(v, "bench")), bench)) lines[n++] = v;
         else json_decref(v);
     }
     return n;
+}
+
+static int bench_policy_train_lines(const char *args, json_t **lines, int cap) {
+    assert_int_equal(run(args), 0);
+    return json_lines("policy_train", lines, cap);
 }
 
 /* The policy_train line of a quick bench policy run with the peer `python` (named, so it runs), parsed (caller frees). */
@@ -302,6 +309,40 @@ static void test_bench_policy_gemm_list_and_forced_peer(void **state) {
     assert_int_equal(run("bench policy --torch_coretype='a b'"), 2);
 }
 
+/* bench serve --device=cpu,checked: per device a single-robot line and the
+ * two server modes, each server line's p99 against that device's single
+ * chunk, and the second device's figures as ratios to the first's, each
+ * computed from the printed figures; a device not built is refused. */
+static void test_bench_serve_devices(void **state) {
+    (void)state;
+    assert_int_equal(run("bench serve --quick --device=cpu,checked"), 0);
+    json_t *l[7];
+    assert_int_equal(json_lines("serve", l, 7), 6);
+    static const char *const modes[3] = {"single", "no_batching", "batching"};
+    for (int i = 0; i < 6; i++) {
+        const json_t *v = l[i], *b = l[i % 3], *single = l[i - i % 3];
+        assert_string_equal(json_string_value(json_object_get(v, "device")), i < 3 ? "cpu" : "checked");
+        assert_string_equal(json_string_value(json_object_get(v, "mode")), modes[i % 3]);
+        assert_string_equal(json_string_value(json_object_get(v, "precision")), "fp32");
+        if (i % 3 == 0) {
+            assert_null(json_object_get(v, "p99_vs_single_chunk"));
+        } else {
+            double r = num(v, "p99_ms") / num(single, "p50_ms");
+            assert_true(fabs(num(v, "p99_vs_single_chunk") - r) < 0.002 * r + 2e-3);
+        }
+        if (i < 3) {
+            assert_null(json_object_get(v, "base_device"));
+        } else {
+            assert_string_equal(json_string_value(json_object_get(v, "base_device")), "cpu");
+            double r = num(v, "throughput_rps") / num(b, "throughput_rps");
+            assert_true(fabs(num(v, "throughput_vs_base_device") - r) < 0.002 * r + 2e-3);
+        }
+    }
+    for (int i = 0; i < 6; i++) json_decref(l[i]);
+    assert_int_equal(run("bench serve --quick --device=cpu,nosuch"), 2);
+    assert_non_null(strstr(out, "nosuch"));
+}
+
 /* Model FLOPs count a frozen group's forward once, a training group's three
  * times: groot-nano as published (VLM frozen) must count fewer FLOPs per
  * step than the same model with everything training, in the proportion the
@@ -343,7 +384,7 @@ int main(void) {
         cmocka_unit_test(test_bench_policy_peer_checks),
         cmocka_unit_test(test_bench_policy_thread_list),
         cmocka_unit_test(test_bench_policy_gemm_list_and_forced_peer),
-        cmocka_unit_test(test_bench_policy_frozen_flops),
+        cmocka_unit_test(test_bench_policy_frozen_flops), cmocka_unit_test(test_bench_serve_devices),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,7 +27,7 @@ check() { # NAME FILE WANT_RC PATTERN... (each an extended regex the output must
 }
 ok_stages() {
     for s in conformance equiv nccl suites_test_pi05 gemm train_bf16_groot-n1.5 train_bf16_pi05 infer_groot-n1.5 \
-        infer_pi05 attention packing train_fp8_groot-n1.5 train_fp8_pi05 torch_groot-n1.5; do
+        infer_pi05 serve attention packing train_fp8_groot-n1.5 train_fp8_pi05 torch_groot-n1.5; do
         echo "{\"stage\":\"$s\",\"status\":\"ok\",\"rc\":0,\"seconds\":5,\"tail\":\"\"}"
     done
 }
@@ -40,6 +40,8 @@ figures() { # MFU FP8_SPS INFER_MS PACKING
 {"stage":"infer_groot-n1.5","bench":"policy_infer","config":"groot-n1.5","precision":"bf16","flow_steps":4,"best_ms":$3,"mean_ms":25.0,"host_waits_per_chunk":1.00}
 {"stage":"infer_pi05","bench":"policy_infer","config":"pi05","precision":"bf16","flow_steps":10,"best_ms":35.0,"mean_ms":36.0,"host_waits_per_chunk":1.00}
 {"stage":"packing","bench":"packing","config":"groot-n1.5","packing_speedup":$4}
+{"stage":"serve","bench":"serve","policy":"groot-pusht","device":"cpu","precision":"fp32","mode":"batching","clients":8,"p50_ms":9.0,"p99_ms":12.0,"throughput_rps":800.0,"single_chunk_ms":2.0,"p99_vs_single_chunk":6.0}
+{"stage":"serve","bench":"serve","policy":"groot-pusht","device":"cuda","precision":"bf16","mode":"batching","clients":8,"p50_ms":2.5,"p99_ms":3.2,"throughput_rps":3000.0,"single_chunk_ms":2.0,"p99_vs_single_chunk":1.6,"base_device":"cpu","throughput_vs_base_device":3.75,"p99_vs_base_device":0.267}
 {"stage":"attention","bench":"attention","case":"pi05_packed","device":"cuda","fwd_bwd_ms":1.0,"dense_fwd_bwd_ms":2.9,"vs_dense":2.9,"torch_dense_fwd_bwd_ms":5.0,"torch_best":"sdpa_cudnn","torch_best_fwd_ms":0.4,"torch_best_fwd_bwd_ms":1.1,"vs_torch_best":1.1}
 {"stage":"torch_groot-n1.5","bench":"policy_train_peer","config":"groot-n1.5","samples_per_s":50.0}
 J
@@ -52,7 +54,8 @@ check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'groot-n1.5 bf16 trainin
     'pi05 bf16 training MFU, batch 8 +0.5 .*MET' 'packed / padded.* 2.6 .*MET' 'GR00T-N1.5 action chunk, batch 1 +12.5 ms .*<= 15 +MET' \
     'action chunk, batch 1 +35.0 ms .*<= 40 +MET' 'inference groot-n1.5, batch 1, bf16.*best 12.5 ms.*host waits per chunk 1.00' \
     'vla.c / PyTorch = 2.000' 'dense / fused +2.9 .*>= 2.65 +MET' 'PyTorch / fused +1.1 .*>= 1.0 +MET' \
-    'fastest sdpa_cudnn 1.1 ms'
+    'fastest sdpa_cudnn 1.1 ms' 'serve p99 at 8 robots / one robot.s chunk +1.6 x +<= 2 +MET' \
+    'serve .* on cuda bf16: p50 2.5 ms, p99 3.2 ms, one robot.s chunk 2.0 ms, 3000.0 replies/s = 3.75× the CPU server'
 # a missed target alone: exit 3
 { ok_stages; figures 0.31 150 12.5 2.6; } >"$T/missed.jsonl"
 check "missed MFU" "$T/missed.jsonl" 3 'groot-n1.5 bf16 training MFU +0.31 .*MISSED' 'GR00T-N1.5 action chunk, batch 1 .*MET'
@@ -80,7 +83,7 @@ check "recomputed batch 8" "$T/gc.jsonl" 1 'train pi05 bf16, batch 8, gradient c
 check "half batch" "$T/half.jsonl" 3 'train pi05 bf16, batch 4:' 'pi05 bf16 training MFU, batch 8 \(did not fit\) +0 .*MISSED'
 # no GPU: said once, every device stage NOT RUN, every target NOT RUN
 { echo '{"stage":"device","status":"failed","why":"the cuda backend is built, but no CUDA device is visible"}'
-  for g in conformance equiv nccl suites gemm train_bf16 infer attention packing train_fp8 torch; do
+  for g in conformance equiv nccl suites gemm train_bf16 infer serve attention packing train_fp8 torch; do
       echo "{\"stage\":\"$g\",\"status\":\"skipped\",\"why\":\"no usable GPU\"}"; done; } >"$T/nogpu.jsonl"
 check "no GPU" "$T/nogpu.jsonl" 1 'NO USABLE GPU' 'equiv +NOT RUN' 'groot-n1.5 bf16 training MFU +- .*NOT RUN'
 [ "$fails" = 0 ] || { echo "$fails case(s) failed"; exit 1; }
