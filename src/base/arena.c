@@ -132,6 +132,16 @@ void vla_arena_free(vla_arena *a) {
     a->used_total = 0;
 }
 
+void vla_arena_begin_call(vla_arena *a) {
+    size_t peak = a->peak;
+    if (peak > a->chunk_size) {
+        size_t room = peak / 8, most = (size_t)256 << 20;
+        vla_arena_rebuild(a, peak + (room < most ? room : most) + 4096);
+    } else {
+        vla_arena_reset(a);
+    }
+}
+
 void vla_arena_rebuild(vla_arena *a, size_t chunk_size) {
     void *(*al)(size_t) = a->chunk_alloc;
     void (*fr)(void *) = a->chunk_free;

@@ -48,6 +48,13 @@ void vla_arena_rewind(vla_arena *a, vla_arena_mark m);
  * high-water mark of a step, so later steps of that shape allocate nothing);
  * keeps the allocator. */
 void vla_arena_rebuild(vla_arena *a, size_t chunk_size);
+/* Start a new call's lifetime (a policy's forward + backward, a chunk):
+ * reset, and once a call has needed more than one chunk, rebuild with one
+ * chunk of its high-water mark plus headroom for a somewhat larger batch —
+ * an eighth, at most 256 MiB (a device's activation arena runs to tens of
+ * GiB; a larger call just adds a chunk, and the next call rebuilds) — which
+ * reset keeps, so later calls of about that size allocate nothing. */
+void vla_arena_begin_call(vla_arena *a);
 /* Release everything; keeps the first chunk for reuse. */
 void vla_arena_reset(vla_arena *a);
 void vla_arena_free(vla_arena *a);

@@ -48,8 +48,10 @@ static bool group_idle(const info_report *r, int g) {
     return r->state_only && (g == VLA_GROUP_VISION || g == VLA_GROUP_CONNECTOR);
 }
 
-static const char *const mem_names[7] = {"weights_f32", "weights_bf16", "grads_f32", "grads_bf16",
-                                         "adamw_f32",   "activations_f32", "activations_bf16"};
+static const char *const mem_names[9] = {"weights_f32",      "weights_bf16",     "grads_f32",
+                                         "grads_bf16",       "adamw_f32",        "activations_f32",
+                                         "activations_bf16", "activations_gradient_checkpointing_f32",
+                                         "activations_gradient_checkpointing_bf16"};
 
 /* Per module group: counts, tokens, activations and FLOPs. */
 static json_t *groups_json(const info_report *r) {
@@ -64,6 +66,7 @@ static json_t *groups_json(const info_report *r) {
         json_object_set_new(go, "tokens_per_sample", json_integer(r->act->tokens[g]));
         json_object_set_new(go, "activation_floats_per_sample", json_real(r->act->floats_per_sample[g]));
         json_object_set_new(go, "peak_layer_floats_per_sample", json_real(r->act->transient_per_sample[g]));
+        json_object_set_new(go, "gradient_checkpointing_floats_per_sample", json_real(r->act->recompute_per_sample[g]));
         json_object_set_new(go, "forward_flops_per_sample", json_real(r->fl->forward[g]));
         json_object_set_new(go, "train_flops_per_sample", json_real(r->fl->train[g]));
         json_object_set_new(go, "runs", json_boolean(!group_idle(r, g)));
@@ -106,7 +109,7 @@ static void print_json(const info_report *r) {
     json_object_set_new(tok, "action", json_integer(cfg->action.horizon));
     json_object_set_new(o, "tokens_per_sample", tok);
     json_t *m = json_object();
-    for (int i = 0; i < 7; i++) json_object_set_new(m, mem_names[i], json_real(r->mem[i]));
+    for (int i = 0; i < 9; i++) json_object_set_new(m, mem_names[i], json_real(r->mem[i]));
     json_object_set_new(o, "memory_bytes", m);
     json_t *f = json_object();
     json_object_set_new(f, "forward_per_sample", json_real(r->fl->total_forward));
@@ -192,6 +195,10 @@ static void print_memory_text(const info_report *r) {
     human(c, sizeof c, mem[0] + mem[2] + mem[4] + mem[5], "B");
     human(d, sizeof d, mem[0] + mem[2] + mem[4] + mem[6], "B");
     printf("  total (f32 weights/grads/Adam) with f32 activations %s, with bf16 activations %s\n", c, d);
+    human(a, sizeof a, mem[7], "B"), human(b, sizeof b, mem[8], "B");
+    printf("  activations with --gradient_checkpointing  f32 %12s   bf16 %12s\n", a, b);
+    human(c, sizeof c, mem[0] + mem[2] + mem[4] + mem[7], "B");
+    printf("  total (f32 weights/grads/Adam) with f32 activations and gradient checkpointing %s\n", c);
 }
 
 /* Activations per module group, and the model FLOPs. */
@@ -342,8 +349,9 @@ static int policy_info(int argc, char **argv) {
     vla_flops_estimate_compute(&cfg, &plist, &fl);
 
     double P = (double)cnt.total_params, T = (double)cnt.total_trainable, B = (double)batch;
-    double mem[7] = {4 * P, 2 * P, 4 * T, 2 * T, 8 * T, 4 * B * act.total_floats_per_sample,
-                     2 * B * act.total_floats_per_sample};
+    double mem[9] = {4 * P, 2 * P, 4 * T, 2 * T, 8 * T, 4 * B * act.total_floats_per_sample,
+                     2 * B * act.total_floats_per_sample, 4 * B * act.total_recompute_per_sample,
+                     2 * B * act.total_recompute_per_sample};
     int64_t img_tokens = cfg.vision.cameras * vla_policy_image_tokens(&cfg);
 
     info_report r = {&cfg, &plist, &cnt, &act, &fl, mem, batch, img_tokens, list, pretrained, &ckpt, fmt, stats, &meta,

@@ -243,18 +243,6 @@ static double forward_flops(const vla_policy *p, const groot_pack *pk, const gro
 
 /* ---- interface ------------------------------------------------------------- */
 
-/* Reset an arena for a new call. Once a call has needed more than one
- * chunk, the arena is rebuilt with one chunk of the high-water mark (+1/8),
- * which reset keeps: later calls of the same shape allocate nothing. */
-static void arena_begin(vla_arena *a, size_t *cap) {
-    if (a->peak > *cap) {
-        size_t want = a->peak + a->peak / 8;
-        vla_arena_rebuild(a, want);
-        *cap = want;
-    }
-    vla_arena_reset(a);
-}
-
 static void groot_destroy(vla_policy *p) {
     groot_impl *g = groot_of(p);
     if (g) {
@@ -321,7 +309,7 @@ static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **
         *feats = g->bb.feats;
         return VLA_OK;
     }
-    arena_begin(&g->sarena, &g->sarena_cap);
+    vla_arena_begin_call(&g->sarena);
     VLA_TRY(vla_groot_backbone_forward(p, &g->sarena, pk, VLA_STACK_NONE, &g->bb));
     const int64_t sizes[] = {pk->P * p->cfg.language.width};
     float *f;
@@ -338,7 +326,7 @@ static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, v
     const vla_policy_config *c = &p->cfg;
     (void)training; /* no dropout (groot.h) */
     g->have_fwd = false;
-    arena_begin(&g->arena, &g->arena_cap);
+    vla_arena_begin_call(&g->arena);
     vla_arena_reset(&g->harena);
     VLA_TRY(vla_batch_check(b, c));
     if (!b->actions) return vla_error(VLA_ERR_INVALID_ARG, "groot loss: batch has no actions");
@@ -507,7 +495,7 @@ static vla_status sample_impl(vla_policy *p, const vla_observation *obs, float *
                               vla_flow_integrator integ, void *user) {
     groot_impl *g = groot_of(p);
     const vla_policy_config *c = &p->cfg;
-    arena_begin(&g->sarena, &g->sarena_cap);
+    vla_arena_begin_call(&g->sarena);
     vla_arena_reset(&g->sharena);
     if (!obs || obs->n_samples < 1 || !obs->state || (c->vision.cameras > 0 && !obs->images))
         return vla_error(VLA_ERR_INVALID_ARG, "groot sample_actions: need n_samples >= 1, state and images");
@@ -614,9 +602,8 @@ vla_status vla_groot_create(const vla_policy_config *cfg, const vla_ops *ops, vl
     g->cfg = &p->cfg;
     g->ops = ops;
     g->share_prefixes = true;
-    g->arena_cap = g->sarena_cap = (size_t)1 << 20;
-    vla_arena_init_with(&g->arena, g->arena_cap, ops->alloc, ops->free);
-    vla_arena_init_with(&g->sarena, g->sarena_cap, ops->alloc, ops->free);
+    vla_arena_init_with(&g->arena, (size_t)1 << 20, ops->alloc, ops->free);
+    vla_arena_init_with(&g->sarena, (size_t)1 << 20, ops->alloc, ops->free);
     vla_arena_init(&g->harena, 0);
     vla_arena_init(&g->sharena, 0);
     vla_arena_init(&g->params_arena, 0);

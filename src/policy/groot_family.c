@@ -226,10 +226,17 @@ static void activations(const vla_policy_config *c, vla_activation_estimate *est
     per_layer[VLA_GROUP_EXPERT] = cross > self ? cross : self;
     total[VLA_GROUP_EXPERT] = (double)((h->dit_layers + 1) / 2) * cross + (double)(h->dit_layers / 2) * self +
                               n_act * (2 * inner + h->output_dim);
+    est->recompute_per_sample[VLA_GROUP_VL_ADAPTER] = vla_activation_remat(
+        total[VLA_GROUP_VL_ADAPTER], h->vl_layers, per_layer[VLA_GROUP_VL_ADAPTER], n_pre * vl);
+    /* the DiT keeps one table of each block kind */
+    est->recompute_per_sample[VLA_GROUP_EXPERT] =
+        total[VLA_GROUP_EXPERT] - (double)((h->dit_layers + 1) / 2) * cross - (double)(h->dit_layers / 2) * self +
+        h->dit_layers * n_act * inner + cross + (h->dit_layers > 1 ? self : 0);
     est->tokens[VLA_GROUP_ACTION_IO] = (int64_t)(horizon + 1);
     per_layer[VLA_GROUP_ACTION_IO] = total[VLA_GROUP_ACTION_IO] =
         (c->action.state_dim + h->state_hidden + inner) +
         horizon * (c->action.action_dim + 5 * inner + 2 * h->output_dim + c->action.action_dim);
+    est->recompute_per_sample[VLA_GROUP_ACTION_IO] = total[VLA_GROUP_ACTION_IO];
 }
 
 /* ---- a sample on the token axis ----------------------------------------------------------------- */

@@ -108,7 +108,6 @@ typedef struct {
     vla_arena harena;       /* host memory: the last loss's index maps and flow draws */
     vla_arena sharena;      /* host memory: sampling's index maps */
     vla_arena params_arena; /* the weight struct's per-layer arrays */
-    size_t arena_cap, sarena_cap; /* their chunk sizes (grown to the high-water mark) */
     /* the last loss call, for backward */
     bool have_fwd;
     groot_pack pk;

@@ -308,16 +308,23 @@ void vla_activation_estimate_compute(const vla_policy_config *c, const vla_param
                                                        (double)v->width / v->heads, n_img, v->mlp, false);
     total[VLA_GROUP_VISION] = n_img * (v->channels * v->patch * v->patch + v->width) +
                               v->depth * per_layer[VLA_GROUP_VISION] + n_img * v->width;
+    out->recompute_per_sample[VLA_GROUP_VISION] =
+        vla_activation_remat(total[VLA_GROUP_VISION], v->depth, per_layer[VLA_GROUP_VISION], n_img * v->width);
     out->tokens[VLA_GROUP_CONNECTOR] = (int64_t)n_img;
     per_layer[VLA_GROUP_CONNECTOR] = total[VLA_GROUP_CONNECTOR] = n_img * (v->width + l->width);
     out->tokens[VLA_GROUP_LANGUAGE] = (int64_t)n_pre;
     per_layer[VLA_GROUP_LANGUAGE] =
         vla_layer_act_floats(n_pre, l->width, l->heads, l->kv_heads, l->head_dim, n_pre, l->mlp, true);
     total[VLA_GROUP_LANGUAGE] = n_pre * l->width + l->depth * per_layer[VLA_GROUP_LANGUAGE] + n_pre * l->width;
-    c->family->activations(c, out, total, per_layer);
+    out->recompute_per_sample[VLA_GROUP_CONNECTOR] = total[VLA_GROUP_CONNECTOR];
+    out->recompute_per_sample[VLA_GROUP_LANGUAGE] =
+        vla_activation_remat(total[VLA_GROUP_LANGUAGE], l->depth, per_layer[VLA_GROUP_LANGUAGE], n_pre * l->width);
+    c->family->activations(c, out, total, per_layer); /* sets its groups' recompute_per_sample too */
     for (int g = 0; g < VLA_GROUP_COUNT; g++) {
         out->transient_per_sample[g] = per_layer[g];
         out->floats_per_sample[g] = need[g] ? total[g] : 0;
+        out->recompute_per_sample[g] = need[g] ? out->recompute_per_sample[g] : 0;
         out->total_floats_per_sample += out->floats_per_sample[g];
+        out->total_recompute_per_sample += out->recompute_per_sample[g];
     }
 }

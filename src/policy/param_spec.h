@@ -166,7 +166,19 @@ typedef struct {
     double floats_per_sample[VLA_GROUP_COUNT]; /* saved activations (0 when not needed) */
     double transient_per_sample[VLA_GROUP_COUNT]; /* largest single-layer working set, saved or not */
     double total_floats_per_sample;
+    /* the same under activation checkpointing (vla_policy.recompute_layers):
+     * a stack of L layers keeps L layer inputs and one layer's activations
+     * instead of L layers' (vla_activation_remat) */
+    double recompute_per_sample[VLA_GROUP_COUNT];
+    double total_recompute_per_sample;
 } vla_activation_estimate;
+
+/* A stack's saved floats under activation checkpointing: `total` with its
+ * `layers` · `per_layer` replaced by `layers` inputs of `input` floats and
+ * one layer's activations. */
+static inline double vla_activation_remat(double total, double layers, double per_layer, double input) {
+    return layers > 0 ? total - layers * per_layer + layers * input + per_layer : total;
+}
 
 /* Model FLOPs per sample, from shapes: 2·(weights applied)·tokens for every
  * matrix, plus 4·Nq·Nk·heads·head_dim per attention (causal LMs half of

@@ -126,6 +126,9 @@ static void activations(const vla_policy_config *c, vla_activation_estimate *est
     total[VLA_GROUP_EXPERT] = e->depth * per_layer[VLA_GROUP_EXPERT] + h * e->width;
     per_layer[VLA_GROUP_ACTION_IO] = total[VLA_GROUP_ACTION_IO] =
         h * (2 * c->action.action_dim + 2 * e->width) + 4 * e->width;
+    est->recompute_per_sample[VLA_GROUP_EXPERT] =
+        vla_activation_remat(total[VLA_GROUP_EXPERT], e->depth, per_layer[VLA_GROUP_EXPERT], h * e->width);
+    est->recompute_per_sample[VLA_GROUP_ACTION_IO] = total[VLA_GROUP_ACTION_IO];
 }
 
 /* ---- a sample on the token axis ---------------------------------------------------- */

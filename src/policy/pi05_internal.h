@@ -156,17 +156,11 @@ static inline pi05_impl *pi05_of(vla_policy *p) { return (pi05_impl *)p->impl; }
         (void)A, (void)Dv, (void)n_it, (void)mx, (void)Wm, (void)vit, (void)bp, (void)ba, (void)bsp, (void)bsa,  \
         (void)vt, (void)vs, (void)n_px, (void)Lk
 
-/* Start a new lifetime in both arenas. Once a step has shown its peak, an
- * arena is rebuilt with one chunk that holds it, so later steps reuse the
- * same memory instead of freeing and faulting in new chunks. */
-static inline void pi05_arena_begin_one(vla_arena *a) {
-    size_t peak = a->peak;
-    if (peak > a->chunk_size) vla_arena_rebuild(a, peak + peak / 4 + 4096);
-    else vla_arena_reset(a);
-}
+/* Start a new lifetime in both arenas (vla_arena_begin_call: one chunk
+ * holding the last peak, so later steps reuse the same memory). */
 static inline void pi05_arena_begin(pi05_impl *I) {
-    pi05_arena_begin_one(&I->arena);
-    pi05_arena_begin_one(&I->harena);
+    vla_arena_begin_call(&I->arena);
+    vla_arena_begin_call(&I->harena);
 }
 
 

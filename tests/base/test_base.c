@@ -56,6 +56,39 @@ static void test_arena(void **state) {
     vla_arena_free(&a);
 }
 
+/* vla_arena_begin_call: a call that needed several chunks makes the next
+ * one a single chunk of its peak plus an eighth; the same call then fits
+ * in that chunk, and the next one reuses it. */
+static void one_call(vla_arena *a, char **first, char **last) {
+    for (int i = 0; i < 10; i++) {
+        char *p = vla_arena_alloc(a, 3000, 64);
+        assert_non_null(p);
+        if (i == 0) *first = p;
+        *last = p;
+    }
+}
+
+static void test_arena_begin_call(void **state) {
+    (void)state;
+    vla_arena a;
+    vla_arena_init(&a, 4096);
+    char *f0, *l0, *f1, *l1, *f2, *l2;
+    one_call(&a, &f0, &l0);
+    size_t peak = a.peak;
+    assert_true(peak >= 30000);
+    vla_arena_begin_call(&a);
+    assert_int_equal(a.used_total, 0);
+    assert_int_equal(a.chunk_size, peak + peak / 8 + 4096);
+    one_call(&a, &f1, &l1);
+    assert_true(l1 > f1 && (size_t)(l1 - f1) < a.chunk_size); /* one chunk holds the call */
+    vla_arena_begin_call(&a);                                 /* within the chunk: reset, the chunk kept */
+    one_call(&a, &f2, &l2);
+    assert_ptr_equal(f1, f2);
+    assert_ptr_equal(l1, l2);
+    assert_int_equal(a.chunk_size, peak + peak / 8 + 4096);
+    vla_arena_free(&a);
+}
+
 static int count_tmp_files(const char *dir) {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -297,7 +330,7 @@ static void test_json(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_status_context), cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_status_context), cmocka_unit_test(test_arena), cmocka_unit_test(test_arena_begin_call),
         cmocka_unit_test(test_atomic_write_and_faults), cmocka_unit_test(test_fault_points), cmocka_unit_test(test_flags), cmocka_unit_test(test_flags_suggestions),
         cmocka_unit_test(test_flags_help_default_once),
         cmocka_unit_test(test_json),

@@ -385,6 +385,16 @@ static void test_cli_json(void **state) {
     assert_true(json_number_value(json_object_get(m, "adamw_f32")) == 8.0 * 54082);
     double a32 = json_number_value(json_object_get(m, "activations_f32"));
     assert_true(a32 > 0 && a32 == 2 * json_number_value(json_object_get(m, "activations_bf16")));
+    /* --gradient_checkpointing: the language model (2 layers of width 32)
+     * keeps its 2 layer inputs and one layer instead of 2 layers */
+    json_t *lm = json_object_get(json_object_get(v, "groups"), "language");
+    double saved = json_number_value(json_object_get(lm, "activation_floats_per_sample"));
+    double layer = json_number_value(json_object_get(lm, "peak_layer_floats_per_sample"));
+    double tokens = (double)json_integer_value(json_object_get(lm, "tokens_per_sample"));
+    double remat = json_number_value(json_object_get(lm, "gradient_checkpointing_floats_per_sample"));
+    assert_true(fabs(remat - (saved - 2 * layer + 2 * tokens * 32 + layer)) <= 1e-9 * saved);
+    double g32 = json_number_value(json_object_get(m, "activations_gradient_checkpointing_f32"));
+    assert_true(g32 > 0 && g32 < a32);
     json_decref(v);
 
     /* the frozen GR00T backbone saves no activations; its trainable head does */
