@@ -670,13 +670,13 @@ static vla_status begin_run(trainer *t, int64_t start, vla_train_result *res) {
         char sd[256];
         vla_precision prec = vla_policy_precision_mode(p);
         VLA_INFO("train: %s (%lld params, %lld trainable) on %s: %lld frames, %lld episodes; batch %lld × %d "
-                 "rank(s) × %lld accum, %lld steps, %s; lr %g (%s); device %s (%s%s), precision %s",
+                 "rank(s) × %lld accum, %lld steps, %s; lr %g (%s); device %s (%s%s), precision %s%s",
                  p->cfg.name, (long long)res->n_params, (long long)res->n_trainable, o->dataset_root,
                  (long long)t->n_rows, (long long)t->n_episodes, (long long)o->batch_size, t->world,
                  (long long)o->accum, (long long)o->steps, vla_schedule_describe(&t->sched, sd, sizeof sd),
                  vla_train_opt_peak_lr(t->opt), t->lr_note, p->tops->name,
                  o->device ? "--device" : "default: ", o->device ? "" : vla_backend_default_why(),
-                 vla_precision_name(prec));
+                 vla_precision_name(prec), p->recompute_layers ? ", gradient checkpointing" : "");
         /* the cpu backend runs bf16 GEMMs natively only with AVX512-BF16/AMX (tensor/cpu/gemm.h); FP8 never */
         bool cpu = !strcmp(p->tops->name, "cpu") || !strcmp(p->tops->name, "checked");
         if (cpu && (prec == VLA_PREC_FP8 || (prec == VLA_PREC_BF16 && !vla_gemm_bf16_native())))

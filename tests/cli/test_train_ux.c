@@ -258,8 +258,10 @@ static void test_info_line_device_precision(void **state) {
              " --output_dir=%s --steps=1 --batch_size=4 --quiet 2>&1", test_cli_path(), data, tmp("info_env"));
     EXPECT(test_run(cmd, out, sizeof out), 0);
     SAYS("device checked (default: $VLA_DEVICE)");
-    EXPECT(train(tmp("info_bf16"), "--steps=1 --batch_size=4 --quiet --precision=bf16 --device=cpu"), 0);
-    SAYS("precision bf16");
+    assert_null(strstr(out, "gradient checkpointing"));
+    EXPECT(train(tmp("info_bf16"), "--steps=1 --batch_size=4 --quiet --precision=bf16 --device=cpu "
+                                   "--gradient_checkpointing"), 0);
+    SAYS("precision bf16, gradient checkpointing");
     /* bf16 emulated on a CPU without bf16 GEMMs: said so, per `vla version` */
     char ver[8192];
     snprintf(cmd, sizeof cmd, "%s version --json", test_cli_path());
