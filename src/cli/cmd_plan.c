@@ -116,6 +116,7 @@ int vla_cmd_plan(int argc, char **argv) {
     double grad_bytes = d.grad_bytes, bucket_mb = d.bucket_bytes / 1048576.0;
     const char *config = NULL;
     bool json = false, no_zero = false;
+    double gpu_gib = 140; /* an H200's 141 GB as nvidia-smi counts it (143,771 MiB) */
     const vla_flag flags[] = {
         {"gpus", VLA_FLAG_INT, &gpus, "N", "data-parallel ranks (GPUs)"},
         {"gpus-per-node", VLA_FLAG_INT, &per_node, "N", "GPUs per node"},
@@ -139,6 +140,8 @@ int vla_cmd_plan(int argc, char **argv) {
         {"grad-bytes", VLA_FLAG_FLOAT, &grad_bytes, "B", "bytes per gradient element all-reduced (4 fp32, 2 bf16)"},
         {"bucket-mb", VLA_FLAG_FLOAT, &bucket_mb, "MB", "gradient bucket size, MiB"},
         {"no-zero", VLA_FLAG_BOOL, &no_zero, NULL, "plain data parallel (no ZeRO-1 parameter all-gather)"},
+        {"gpu-gib", VLA_FLAG_FLOAT, &gpu_gib, "G",
+         "memory per GPU, GiB, that --config's training memory is checked against (140: an H200; 79.6: an H100)"},
         {"json", VLA_FLAG_BOOL, &json, NULL, "print one JSON object"},
     };
     const vla_command_spec spec = {
@@ -199,6 +202,7 @@ int vla_cmd_plan(int argc, char **argv) {
         !vla_cli_float_in(cmd, "tflops", in.peak_tflops, 0, INFINITY, true, false) ||
         !vla_cli_float_in(cmd, "mfu", in.mfu_compute, 0, 1, true, false) ||
         !vla_cli_float_in(cmd, "alpha-us", in.alpha_us, 0, INFINITY, false, false) ||
+        !vla_cli_float_in(cmd, "gpu-gib", gpu_gib, 0, INFINITY, true, false) ||
         (b_bucket && !vla_cli_float_in(cmd, "bucket-mb", bucket_mb, 0, INFINITY, true, false)))
         return 2;
     /* flags the model would not use with the others given */
@@ -217,6 +221,10 @@ int vla_cmd_plan(int argc, char **argv) {
         return vla_cli_ignored(cmd, "mfu", "--compute-ms gives the compute time, which --mfu would otherwise "
                                "estimate");
     vla_plan_result r = vla_plan_predict(&in);
+    /* memory: only a policy (--config) has the shapes the activations come from */
+    vla_plan_memory mem = {0};
+    if (have_pol) mem = vla_plan_memory_per_gpu(&pol, in.batch, in.gpus, in.param_bytes > 0);
+    const double GiB = 1073741824.0;
     double flops_per_sample = in.flops_per_sample > 0 ? in.flops_per_sample : 6.0 * in.params * in.tokens_per_sample;
     if (json) {
         if (policy_name[0]) {
@@ -230,10 +238,20 @@ int vla_cmd_plan(int argc, char **argv) {
         printf("\"gpus\":%lld,\"gpus_per_node\":%lld,\"bandwidth_gbps\":%.1f,\"alpha_us\":%.2f,\"params\":%.15g,"
                "\"batch_per_gpu\":%.6g,\"global_batch\":%.6g,\"compute_ms\":%.3f,\"allreduce_ms\":%.3f,"
                "\"allgather_ms\":%.3f,\"comm_ms\":%.3f,\"exposed_comm_ms\":%.3f,\"step_ms\":%.3f,"
-               "\"samples_per_s\":%.2f,\"mfu\":%.4f}\n",
+               "\"samples_per_s\":%.2f,\"mfu\":%.4f",
                (long long)in.gpus, (long long)in.gpus_per_node, r.bandwidth_gbps, in.alpha_us, in.params, in.batch,
                in.batch * (double)in.gpus, r.compute_s * 1e3, r.allreduce_s * 1e3, r.allgather_s * 1e3,
                r.comm_s * 1e3, r.exposed_s * 1e3, r.step_s * 1e3, r.samples_per_s, r.mfu);
+        if (have_pol) {
+            printf(",\"memory_gib\":{\"weights\":%.6g,\"grads\":%.6g,\"adamw\":%.6g,\"bf16_casts\":%.6g,"
+                   "\"activations\":%.6g,\"activations_gradient_checkpointing\":%.6g,\"total\":%.6g,"
+                   "\"total_gradient_checkpointing\":%.6g,\"gpu\":%.4g,\"fits\":%s,"
+                   "\"fits_gradient_checkpointing\":%s}",
+                   mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB, mem.bf16_casts / GiB, mem.activations / GiB,
+                   mem.activations_remat / GiB, mem.total / GiB, mem.total_remat / GiB, gpu_gib,
+                   mem.total / GiB <= gpu_gib ? "true" : "false", mem.total_remat / GiB <= gpu_gib ? "true" : "false");
+        }
+        printf("}\n");
         return 0;
     }
     printf("plan: %lld GPUs (%lld per node), %.4g params, %.4g samples per GPU (global batch %.6g)\n",
@@ -254,5 +272,15 @@ int vla_cmd_plan(int argc, char **argv) {
            r.exposed_s * 1e3, 100.0 * r.exposed_s / r.step_s);
     printf("  step                %10.3f ms -> %.1f samples/s\n", r.step_s * 1e3, r.samples_per_s);
     printf("  MFU                 %10.1f %%  (of %.0f TFLOP/s peak)\n", r.mfu * 100, in.peak_tflops);
+    if (have_pol) {
+        printf("  memory per GPU      weights %.1f + grads %.1f + AdamW %.1f%s + bf16 casts %.1f GiB (bf16/FP8 on a "
+               "GPU)\n", mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB,
+               in.param_bytes > 0 && in.gpus > 1 ? " (ZeRO-1)" : "", mem.bf16_casts / GiB);
+        printf("                      + activations %.1f GiB (saved for backward; each op's scratch comes on top) = "
+               "%.1f GiB: %s in %.4g GiB\n", mem.activations / GiB,
+               mem.total / GiB, mem.total / GiB <= gpu_gib ? "fits" : "does NOT fit", gpu_gib);
+        printf("                      with --gradient_checkpointing: activations %.1f GiB = %.1f GiB: %s\n",
+               mem.activations_remat / GiB, mem.total_remat / GiB, mem.total_remat / GiB <= gpu_gib ? "fits" : "does NOT fit");
+    }
     return 0;
 }

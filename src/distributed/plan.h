@@ -58,7 +58,23 @@ typedef struct {
     int64_t total_params, trainable_params;
     double train_flops_per_sample;
     int64_t tokens_per_sample;
+    /* floats saved for backward per sample, and under gradient checkpointing
+     * (policy/param_spec.h's estimate, as `vla policy info` prints it) */
+    double act_floats_per_sample, act_remat_floats_per_sample;
 } vla_plan_policy;
+
+/* Training memory per GPU in bytes: f32 weights, f32 gradients of the
+ * trained parameters, AdamW's two f32 moments (split over the ranks by
+ * ZeRO-1), the two bf16 casts of every weight a bf16/FP8 step holds on a
+ * GPU (forward and input-gradient layouts; an upper bound: only the blocks'
+ * large linears are cast), and the batch's f32 activations, kept or
+ * checkpointed. */
+typedef struct {
+    double weights, grads, adamw, bf16_casts, activations, activations_remat;
+    double total, total_remat;
+} vla_plan_memory;
+
+vla_plan_memory vla_plan_memory_per_gpu(const vla_plan_policy *pol, double batch, int64_t gpus, bool zero1);
 
 vla_status vla_plan_policy_estimate(const vla_policy_config *cfg, vla_plan_policy *out);
 double vla_plan_ring_allreduce_s(double bytes, int64_t n, double gbps, double alpha_us);

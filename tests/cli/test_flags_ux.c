@@ -154,19 +154,43 @@ static void test_plan_reads_a_policy(void **state) {
     fputs(out, f);
     fclose(f);
     json_decref(info);
+    json_t *plan;
     /* a preset, and policy info's own output, give the same model */
     const char *configs[] = {"pi05-tiny", test_tmp_path("info.json")};
     for (int i = 0; i < 2; i++) {
         EXPECT(vla("plan --config=%s --gpus=16 --json", configs[i]), 0);
-        json_t *plan = out_json();
+        plan = out_json();
         assert_true(json_number_value(json_object_get(plan, "params")) == trainable);
         assert_true(fabs(json_number_value(json_object_get(plan, "flops_per_sample")) / flops - 1) < 1e-5);
         assert_string_equal(json_string_value(json_object_get(plan, "policy")), "pi05-tiny");
         json_decref(plan);
     }
+    /* memory per GPU from the same shapes as policy info's budget (both at
+     * batch 32): f32 weights, AdamW split over 16 ranks by ZeRO-1, the
+     * activations kept and checkpointed; and a verdict against --gpu-gib */
+    EXPECT(vla("policy info --config=pi05-tiny --json"), 0);
+    info = out_json();
+    json_t *im = json_object_get(info, "memory_bytes");
+    double P = (double)json_integer_value(json_object_get(info, "total_params")), G = 1073741824.0;
+    EXPECT(vla("plan --config=pi05-tiny --gpus=16 --json"), 0);
+    json_t *pm = json_object_get(plan = out_json(), "memory_gib");
+    assert_non_null(pm);
+#define NEAR(key, want) assert_true(fabs(json_number_value(json_object_get(pm, key)) / (want) - 1) < 1e-5)
+    NEAR("weights", 4 * P / G);
+    NEAR("adamw", 8 * trainable / 16 / G);
+    NEAR("activations", json_number_value(json_object_get(im, "activations_f32")) / G);
+    NEAR("activations_gradient_checkpointing",
+         json_number_value(json_object_get(im, "activations_gradient_checkpointing_f32")) / G);
+#undef NEAR
+    assert_true(json_is_true(json_object_get(pm, "fits")));
+    json_decref(plan), json_decref(info);
+    EXPECT(vla("plan --config=pi05-tiny --gpus=16 --gpu-gib=0.001 --json"), 0);
+    pm = json_object_get(plan = out_json(), "memory_gib");
+    assert_true(json_is_false(json_object_get(pm, "fits")));
+    json_decref(plan);
     /* --params overrides the count; the text names the policy */
     EXPECT(vla("plan --config=pi05-tiny --params=1e9 --json"), 0);
-    json_t *plan = out_json();
+    plan = out_json();
     assert_true(json_number_value(json_object_get(plan, "params")) == 1e9);
     json_decref(plan);
     EXPECT(vla("plan --config=pi05-tiny"), 0);
