@@ -20,9 +20,16 @@
 /* Allocations happen on loader and OpenMP threads too, hence atomics. */
 static atomic_bool armed, sticky, fired;
 static atomic_llong counted, fail_at;
+static atomic_size_t cap; /* test_alloc_cap: refuse larger blocks (0: no cap) */
 static _Thread_local bool in_backtrace;
 
-static bool refuse(void) {
+static bool refuse_n(size_t bytes) {
+    size_t c = atomic_load_explicit(&cap, memory_order_relaxed);
+    if (c > 0 && bytes > c) {
+        atomic_store(&fired, true);
+        errno = ENOMEM;
+        return true;
+    }
     if (!atomic_load_explicit(&armed, memory_order_relaxed) || in_backtrace) return false;
     long long k = atomic_fetch_add(&counted, 1) + 1, n = atomic_load(&fail_at);
     if (n <= 0 || k < n || (k > n && !atomic_load(&sticky))) return false;
@@ -50,6 +57,10 @@ void test_alloc_arm(int64_t n, bool fail_later_too) {
 }
 
 void test_alloc_disarm(void) { atomic_store(&armed, false); }
+void test_alloc_cap(size_t bytes) {
+    atomic_store(&fired, false);
+    atomic_store(&cap, bytes);
+}
 int64_t test_alloc_count(void) { return atomic_load(&counted); }
 bool test_alloc_fired(void) { return atomic_load(&fired); }
 
@@ -69,16 +80,16 @@ char *__wrap_strndup(const char *s, size_t n);
 int __wrap_posix_memalign(void **p, size_t align, size_t n);
 void *__wrap_aligned_alloc(size_t align, size_t n);
 
-void *__wrap_malloc(size_t n) { return refuse() ? NULL : __real_malloc(n); }
-void *__wrap_calloc(size_t k, size_t n) { return refuse() ? NULL : __real_calloc(k, n); }
+void *__wrap_malloc(size_t n) { return refuse_n(n) ? NULL : __real_malloc(n); }
+void *__wrap_calloc(size_t k, size_t n) { return refuse_n(k * n) ? NULL : __real_calloc(k, n); }
 /* A refused realloc leaves the old block as it was, as the real one does. */
-void *__wrap_realloc(void *p, size_t n) { return refuse() ? NULL : __real_realloc(p, n); }
-char *__wrap_strdup(const char *s) { return refuse() ? NULL : __real_strdup(s); }
-char *__wrap_strndup(const char *s, size_t n) { return refuse() ? NULL : __real_strndup(s, n); }
+void *__wrap_realloc(void *p, size_t n) { return refuse_n(n) ? NULL : __real_realloc(p, n); }
+char *__wrap_strdup(const char *s) { return refuse_n(0) ? NULL : __real_strdup(s); }
+char *__wrap_strndup(const char *s, size_t n) { return refuse_n(0) ? NULL : __real_strndup(s, n); }
 int __wrap_posix_memalign(void **p, size_t align, size_t n) {
-    return refuse() ? ENOMEM : __real_posix_memalign(p, align, n);
+    return refuse_n(n) ? ENOMEM : __real_posix_memalign(p, align, n);
 }
-void *__wrap_aligned_alloc(size_t align, size_t n) { return refuse() ? NULL : __real_aligned_alloc(align, n); }
+void *__wrap_aligned_alloc(size_t align, size_t n) { return refuse_n(n) ? NULL : __real_aligned_alloc(align, n); }
 
 /* ---- the sweep ---------------------------------------------------------- */
 

@@ -23,6 +23,7 @@
 #define VLA_TESTS_ALLOC_FAIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/status.h"
@@ -32,6 +33,9 @@
 void test_alloc_arm(int64_t n, bool sticky);
 /* Stop counting and failing. */
 void test_alloc_disarm(void);
+/* Refuse every allocation larger than `bytes` (a device with little memory;
+ * 0: no cap), armed or not; test_alloc_fired() reports a refusal. */
+void test_alloc_cap(size_t bytes);
 /* Allocations counted since the last arm. */
 int64_t test_alloc_count(void);
 /* Whether an allocation was refused since the last arm. */

@@ -782,7 +782,17 @@ static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bo
                             .source = {next_micro_batch, release_micro_batch, t}, .lr = lr, .step = step,
                             .skip_nonfinite = o->skip_nonfinite, .interrupt = o->interrupt};
     vla_train_step_out out;
-    VLA_TRY(vla_train_step(&in, &out));
+    vla_status sst = vla_train_step(&in, &out);
+    if (sst == VLA_ERR_NOMEM) /* what to do about it, beside what ran out */
+        return vla_error_context(sst, "at --batch_size=%lld on %s (%s--batch_size=%lld "
+                                 "--gradient_accumulation_steps=%lld trains on the same samples per update; `vla plan "
+                                 "--config=%s --batch=%lld --gpus=1` budgets the memory)",
+                                 (long long)o->batch_size, t->p->tops->name,
+                                 t->p->recompute_layers ? "" : "--gradient_checkpointing keeps one layer's activations "
+                                 "instead of every layer's; ", (long long)(o->batch_size > 1 ? o->batch_size / 2 : 1),
+                                 (long long)(o->batch_size > 1 ? o->accum * 2 : o->accum), t->p->cfg.name,
+                                 (long long)o->batch_size);
+    VLA_TRY(sst);
     double loss = out.loss, norm = out.grad_norm;
     bool interrupted = out.interrupted;
     t->micro_batches += out.micro_batches, t->micro_tokens += out.tokens;

@@ -261,6 +261,35 @@ static void test_train_mixture_setup(void **state) {
     test_alloc_sweep(&s);
 }
 
+/* A training step that runs out of memory (here: no block above 4 MiB, as
+ * a small device would refuse π0.5's activation arena) names the step and
+ * the batch size and says what to do: gradient checkpointing (unless it is
+ * on), half the batch with twice the accumulation, and vla plan's budget. */
+static void test_step_out_of_memory_says_what_to_do(void **state) {
+    (void)state;
+    for (int gc = 0; gc < 2; gc++) {
+        const char *out = test_tmp_path(gc ? "train_oom_gc" : "train_oom");
+        test_rmrf(out);
+        vla_train_opts o;
+        train_opts(&o, out);
+        o.batch_size = 8, o.gradient_checkpointing = gc;
+        vla_train_result r;
+        test_alloc_cap((size_t)4 << 20);
+        vla_status st = vla_train(&o, &r);
+        test_alloc_cap(0);
+        const char *msg = vla_error_message();
+        print_message("%s\n", msg);
+        assert_int_equal(st, VLA_ERR_NOMEM);
+        assert_non_null(strstr(msg, "at --batch_size=8 on cpu"));
+        assert_non_null(strstr(msg, "step 1: "));
+        assert_non_null(strstr(msg, "out of activation memory"));
+        assert_true((strstr(msg, "--gradient_checkpointing keeps one layer") != NULL) == !gc);
+        assert_non_null(strstr(msg, "--batch_size=4 --gradient_accumulation_steps=2"));
+        assert_non_null(strstr(msg, "vla plan --config=pi05-nano --batch=8 --gpus=1"));
+        test_rmrf(out);
+    }
+}
+
 int main(void) {
     omp_set_num_threads(1);
     vla_log_set_level(VLA_LOG_ERROR); /* fallbacks and refusals warn; keep the output short */
@@ -270,6 +299,7 @@ int main(void) {
         cmocka_unit_test(test_metrics_resume),
         cmocka_unit_test(test_train_setup),
         cmocka_unit_test(test_train_mixture_setup),
+        cmocka_unit_test(test_step_out_of_memory_says_what_to_do),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
