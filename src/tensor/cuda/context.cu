@@ -246,8 +246,10 @@ void *vla_cuda_scratch(size_t bytes) {
     if (!p) {
         size_t f = 0, t = 0;
         cudaMemGetInfo(&f, &t);
-        fprintf(stderr, "vla: cuda: out of device memory for %zu bytes of scratch (%.2f GiB free of %.2f)\n", bytes,
-                (double)f / (1 << 30), (double)t / (1 << 30));
+        fprintf(stderr, "vla: cuda: out of device memory for %zu bytes of scratch (%.2f GiB free of %.2f); training: "
+                        "--gradient_checkpointing keeps one layer's activations instead of every layer's, or a smaller "
+                        "--batch_size with --gradient_accumulation_steps (`vla plan --config=NAME --batch=B --gpus=1` "
+                        "budgets the memory)\n", bytes, (double)f / (1 << 30), (double)t / (1 << 30));
         abort();
     }
     return p;
