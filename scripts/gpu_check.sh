@@ -25,7 +25,8 @@
 #   gemm         f32 / bf16 GEMMs through the op table and the tensor cores'
 #                bf16 and FP8 peaks (vla bench gemm)
 #   train_bf16   vla bench policy: samples/s and MFU against the bf16 peak of
-#                groot-n1.5 (batch 32) and pi05 (batch 8) at full size
+#                groot-n1.5 (batch 32; batch 64 last of all, as time allows)
+#                and pi05 (batch 8) at full size
 #   infer        one chunk at batch 1: GR00T-N1.5 (4 flow steps), π0.5 (10)
 #   serve        vla serve on loopback, the CPU server then the GPU one (bf16,
 #                weights cast once): one robot's chunk, 8 robots without and
@@ -145,7 +146,7 @@ summary() {
         case "$v" in FAILED | "NOT RUN") bad=1 ;; esac
     done
     echo "  figures:"
-    for cfg in groot-n1.5 pi05; do
+    for cfg in groot-n1.5 groot-n1.5_b64 pi05; do
         for p in bf16 fp8; do
             l=$(stage_line "train_${p}_$cfg" policy_train)
             [ -n "$l" ] && echo "    train $cfg $p, batch $(num "$l" batch)$(grep -q '"gradient_checkpointing":true' <<<"$l" && echo ", gradient checkpointing"): $(num "$l" samples_per_s) samples/s, activations $(num "$l" act_gib) GiB, MFU $(num "$l" mfu) of the $(sed -n 's/.*"peak_precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l") peak ($(num "$l" peak_tflops) TFLOP/s), host waits per step $(num "$l" host_waits_per_step), launches per step $(num "$l" launches_per_step)"
@@ -333,24 +334,24 @@ fi
 # ---- figures -------------------------------------------------------------------------------
 HAS_PRECISION=0
 [ -x "$VLA" ] && "$VLA" bench policy --help 2>&1 | grep -q -- '--precision' && HAS_PRECISION=1
-policy_train() { # STAGE CONFIG BATCH PRECISION
-    local extra=()
+policy_train() { # STAGE CONFIG BATCH PRECISION [TAG]: the stage is STAGE_CONFIG[_TAG]
+    local extra=() name="$1_$2${5:+_$5}"
     if [ "$HAS_PRECISION" = 1 ]; then
         extra=(--precision="$4")
     elif [ "$4" != fp32 ]; then
-        record "{\"stage\":\"$1\",\"config\":\"$2\",\"status\":\"skipped\",\"why\":\"vla bench policy has no --precision in this build (the precision plumbing of issue 31's point 2)\"}"
+        record "{\"stage\":\"$name\",\"config\":\"$2\",\"status\":\"skipped\",\"why\":\"vla bench policy has no --precision in this build (the precision plumbing of issue 31's point 2)\"}"
         return 1
     fi
-    run "$1_$2" 150 "$VLA" bench policy --device=cuda --config="$2" --batch="$3" --seconds=4 --threads=0 --no-peer \
+    run "$name" 150 "$VLA" bench policy --device=cuda --config="$2" --batch="$3" --seconds=4 --threads=0 --no-peer \
         --reps=3 "${extra[@]}" && return 0
-    grep -qi "out of" "$OUT/logs/$1_$2.log" || return 1 # only out of memory is worth another try
+    grep -qi "out of" "$OUT/logs/$name.log" || return 1 # only out of memory is worth another try
     # the same batch with each layer's activations recomputed in backward (docs/train.md), then half the batch
     if "$VLA" bench policy --help 2>&1 | grep -q -- '--gradient_checkpointing'; then
-        run "$1_$2_gc" 150 "$VLA" bench policy --device=cuda --config="$2" --batch="$3" --seconds=4 --threads=0 \
+        run "${name}_gc" 150 "$VLA" bench policy --device=cuda --config="$2" --batch="$3" --seconds=4 --threads=0 \
             --no-peer --reps=3 --gradient_checkpointing "${extra[@]}" && return 0
-        grep -qi "out of" "$OUT/logs/$1_$2_gc.log" || return 1
+        grep -qi "out of" "$OUT/logs/${name}_gc.log" || return 1
     fi
-    run "$1_$2_half" 120 "$VLA" bench policy --device=cuda --config="$2" --batch=$(($3 / 2)) --seconds=4 \
+    run "${name}_half" 120 "$VLA" bench policy --device=cuda --config="$2" --batch=$(($3 / 2)) --seconds=4 \
         --threads=0 --no-peer --reps=3 "${extra[@]}"
 }
 if wanted gemm && have "$VLA" gemm; then
@@ -389,6 +390,11 @@ if wanted torch; then # the PyTorch bf16 peer of train_bf16's groot-n1.5, same b
     else
         record "{\"stage\":\"torch\",\"status\":\"skipped\",\"why\":\"$PY has no torch with CUDA\"}"
     fi
+fi
+if wanted train_bf16 && have "$VLA" train_bf16; then # issue 40 asks for batch 32 and 64: 64 last, as time allows
+    p=bf16
+    [ "$HAS_PRECISION" = 1 ] || p=fp32
+    policy_train train_$p groot-n1.5 64 $p b64
 fi
 
 # ---- summary --------------------------------------------------------------------------------
