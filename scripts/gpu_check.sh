@@ -22,8 +22,9 @@
 #                floor·|g|) (tests/tensor/test_backends.c, per-mode tolerances)
 #   nccl         the same on the nano presets with VLA_NCCL=1: ZeRO-1's
 #                all-gather through a one-rank NCCL communicator
-#   gemm         f32 / bf16 GEMMs through the op table and the tensor cores'
-#                bf16 and FP8 peaks (vla bench gemm)
+#   gemm         bf16 and FP8 GEMMs through the op table (each shape also with
+#                B cast once, as a step holds its weights) and the tensor
+#                cores' bf16 and FP8 peaks (vla bench gemm)
 #   train_bf16   vla bench policy: samples/s and MFU against the bf16 peak of
 #                groot-n1.5 (batch 32; batch 64 last of all, as time allows)
 #                and pi05 (batch 8) at full size
@@ -131,6 +132,8 @@ target() {
     fi
     printf '  %-44s %12s %-3s %s %-5s %s\n' "$name" "${fig:--}" "$unit" "$op" "$lim" "$v"
 }
+# the op-table GEMM line of PRECISION at 2048x4096x1024 (issue 40's shape)
+gemm_line() { grep '"bench":"gemm",' "$RESULTS" | grep "\"precision\":\"$1\"" | grep '"m":2048,"n":4096,"k":1024' | head -1; }
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b }'; }
 summary() {
     local bad=0 g v l cfg p s1 s2
@@ -154,6 +157,10 @@ summary() {
         l=$(stage_line "infer_$cfg" policy_infer)
         [ -n "$l" ] && echo "    inference $cfg, batch 1, $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"), $(num "$l" flow_steps) flow steps: best $(num "$l" best_ms) ms, mean $(num "$l" mean_ms) ms, host waits per chunk $(num "$l" host_waits_per_chunk), launches per chunk $(num "$l" launches_per_chunk)"
     done
+    for p in bf16 fp8; do
+        l=$(gemm_line $p)
+        [ -n "$l" ] && echo "    GEMM 2048x4096x1024 $p: $(num "$l" gflops) GFLOP/s with both operands cast per call, $(num "$l" b_ready_gflops) with B held"
+    done
     l=$(grep '"bench":"serve"' "$RESULTS" | grep '"device":"cuda"' | grep '"mode":"batching"' | head -1)
     [ -n "$l" ] && echo "    serve (groot-pusht, 8 robots, batching) on cuda $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"): p50 $(num "$l" p50_ms) ms, p99 $(num "$l" p99_ms) ms, one robot's chunk $(num "$l" single_chunk_ms) ms, $(num "$l" throughput_rps) replies/s = $(num "$l" throughput_vs_base_device)× the CPU server"
     l=$(grep '"bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
@@ -175,6 +182,9 @@ summary() {
     else
         target "pi05 bf16 training MFU, batch 8" "$(num "$l" mfu)" ">=" 0.45 ""
     fi
+    # the op-table GEMM at the expert MLP's shape with B held (cast once, as a step holds its weights)
+    target "GEMM 2048x4096x1024, FP8 / bf16 (B held)" \
+        "$(ratio "$(num "$(gemm_line fp8)" b_ready_gflops)" "$(num "$(gemm_line bf16)" b_ready_gflops)")" ">=" 1.5 "x"
     l=$(grep '"bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
     target "π0.5 attention fwd+bwd, dense / fused" "$(num "$l" vs_dense)" ">=" 2.65 "x"
     target "π0.5 attention fwd+bwd, PyTorch / fused" "$(num "$l" vs_torch_best)" ">=" 1.0 "x"
@@ -356,6 +366,7 @@ policy_train() { # STAGE CONFIG BATCH PRECISION [TAG]: the stage is STAGE_CONFIG
 }
 if wanted gemm && have "$VLA" gemm; then
     run gemm 60 "$VLA" bench gemm --device=cuda --precision=bf16 --seconds=0.05 --reps=2
+    run gemm_fp8 60 "$VLA" bench gemm --device=cuda --precision=fp8 --seconds=0.05 --reps=2
 fi
 if wanted train_bf16 && have "$VLA" train_bf16; then
     p=bf16

@@ -309,6 +309,26 @@ static void test_bench_policy_gemm_list_and_forced_peer(void **state) {
     assert_int_equal(run("bench policy --torch_coretype='a b'"), 2);
 }
 
+/* bench gemm on a backend that keeps GEMM-ready copies (checked, as cuda):
+ * every quantised shape is timed again with B cast once (b_ready_*); the
+ * cpu backend keeps none, so its lines have no such figure. */
+static void test_bench_gemm_b_ready(void **state) {
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(run(k ? "bench gemm --device=cpu --precision=fp8 --quick --seconds=0.005 --reps=1"
+                               : "bench gemm --device=checked --precision=fp8 --quick --seconds=0.005 --reps=1"),
+                         0);
+        json_t *l[16];
+        int n = json_lines("gemm", l, 16);
+        assert_true(n >= 3);
+        for (int i = 0; i < n; i++) {
+            assert_true((json_object_get(l[i], "b_ready_gflops") != NULL) == !k);
+            if (!k) assert_true(num(l[i], "b_ready_ms") > 0 && num(l[i], "b_ready_gflops") > 0);
+            json_decref(l[i]);
+        }
+    }
+}
+
 /* bench serve --device=cpu,checked: per device a single-robot line and the
  * two server modes, each server line's p99 against that device's single
  * chunk, and the second device's figures as ratios to the first's, each
@@ -385,6 +405,7 @@ int main(void) {
         cmocka_unit_test(test_bench_policy_thread_list),
         cmocka_unit_test(test_bench_policy_gemm_list_and_forced_peer),
         cmocka_unit_test(test_bench_policy_frozen_flops), cmocka_unit_test(test_bench_serve_devices),
+        cmocka_unit_test(test_bench_gemm_b_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
