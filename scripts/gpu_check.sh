@@ -36,7 +36,8 @@
 #                dense mask, on the GPU (vla bench attention --device=cuda),
 #                and vs PyTorch on the same GPU and layout (eager dense mask,
 #                SDPA efficient/cuDNN/math, FlashAttention varlen:
-#                tools/bench_torch_attention.py --device cuda)
+#                tools/bench_torch_attention.py --device cuda); then again
+#                with the dK/dV walk unsplit (VLA_CUDA_ATTN_KV_SPLITS=1)
 #   packing      packed vs padded training of groot-n1.5 on a mixture, padded
 #                to the paper's fraction (+188%: --pad_fraction=1.88)
 #   train_fp8    as train_bf16 in FP8
@@ -163,8 +164,10 @@ summary() {
     done
     l=$(grep '"bench":"serve"' "$RESULTS" | grep '"device":"cuda"' | grep '"mode":"batching"' | head -1)
     [ -n "$l" ] && echo "    serve (groot-pusht, 8 robots, batching) on cuda $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"): p50 $(num "$l" p50_ms) ms, p99 $(num "$l" p99_ms) ms, one robot's chunk $(num "$l" single_chunk_ms) ms, $(num "$l" throughput_rps) replies/s = $(num "$l" throughput_vs_base_device)× the CPU server"
-    l=$(grep '"bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
+    l=$(grep '^{"stage":"attention","bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
     [ -n "$l" ] && echo "    attention (π0.5 packed, bf16): fused $(num "$l" fwd_bwd_ms) ms vs dense mask $(num "$l" dense_fwd_bwd_ms) ms: $(num "$l" vs_dense)×"
+    u=$(grep '^{"stage":"attention_unsplit",' "$RESULTS" | grep '"pi05_packed"' | head -1)
+    [ -n "$l" ] && [ -n "$u" ] && echo "    attention dK/dV split (issue 41): fwd+bwd $(num "$l" fwd_bwd_ms) ms; unsplit $(num "$u" fwd_bwd_ms) ms"
     [ -n "$l" ] && [ -n "$(num "$l" torch_best_fwd_bwd_ms)" ] && echo "    attention, PyTorch on the same GPU: fastest $(sed -n 's/.*"torch_best":"\([a-z_]*\)".*/\1/p' <<<"$l") $(num "$l" torch_best_fwd_bwd_ms) ms, eager dense mask $(num "$l" torch_dense_fwd_bwd_ms) ms; vla.c / fastest = $(num "$l" vs_torch_best)×"
     s1=$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" samples_per_s)
     s2=$(num "$(stage_line torch_groot-n1.5 policy_train_peer)" samples_per_s)
@@ -185,7 +188,7 @@ summary() {
     # the op-table GEMM at the expert MLP's shape with B held (cast once, as a step holds its weights)
     target "GEMM 2048x4096x1024, FP8 / bf16 (B held)" \
         "$(ratio "$(num "$(gemm_line fp8)" b_ready_gflops)" "$(num "$(gemm_line bf16)" b_ready_gflops)")" ">=" 1.5 "x"
-    l=$(grep '"bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
+    l=$(grep '^{"stage":"attention","bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
     target "π0.5 attention fwd+bwd, dense / fused" "$(num "$l" vs_dense)" ">=" 2.65 "x"
     target "π0.5 attention fwd+bwd, PyTorch / fused" "$(num "$l" vs_torch_best)" ">=" 1.0 "x"
     target "groot-n1.5 packed / padded (+188% padding)" "$(num "$(grep '"bench":"packing"' "$RESULTS" | head -1)" packing_speedup)" ">=" 2 "x"
@@ -318,6 +321,14 @@ if wanted conformance && have "$BIN/tests/test_conformance" conformance; then
             record '{"stage":"conformance","note":"bf16 tensor-core attention failed, f32 kernels conform: VLA_CUDA_ATTN=simt from here on"}'
             export VLA_CUDA_ATTN=simt
         fi
+        # the unsplit dK/dV pass (tensor/attn_plan.h, "SPLIT dK/dV"), in case the split is what failed
+        if [ -z "${VLA_CUDA_ATTN:-}" ] &&
+            VLA_CONFORMANCE=cuda VLA_CUDA_ATTN_KV_SPLITS=1 run conformance_unsplit 60 "$BIN/tests/test_conformance" &&
+            grep -q "backend cuda conforms" "$OUT/logs/conformance_unsplit.log"; then
+            say "the unsplit dK/dV pass conforms: the stages below run with VLA_CUDA_ATTN_KV_SPLITS=1"
+            record '{"stage":"conformance","note":"split dK/dV failed, unsplit conforms: VLA_CUDA_ATTN_KV_SPLITS=1 from here on"}'
+            export VLA_CUDA_ATTN_KV_SPLITS=1
+        fi
     fi
 fi
 if wanted equiv && have "$BIN/tests/test_backends" equiv; then
@@ -385,6 +396,9 @@ fi
 PY=${VLA_PEER_PYTHON:-python3}
 if wanted attention && have "$VLA" attention; then # with PyTorch on the same GPU (every SDPA way) when it is there
     run attention 120 "$VLA" bench attention --device=cuda --precision=bf16 --reps=5 --python="$PY"
+    # the same with the dK/dV walk unsplit (before 2026-12-06): what the split gains, in the same run
+    [ -z "${VLA_CUDA_ATTN_KV_SPLITS:-}" ] && VLA_CUDA_ATTN_KV_SPLITS=1 run attention_unsplit 60 "$VLA" bench attention \
+        --device=cuda --precision=bf16 --reps=5
 fi
 if wanted packing && have "$VLA" packing; then
     run packing 120 "$VLA" bench packing --device=cuda --config=groot-n1.5 --batch=16 --seconds=2 --rounds=2 \

@@ -202,6 +202,21 @@ vla_status vla_attn_plan_make(vla_attn_plan *p, const vla_attn_config *cfg, int3
     return st;
 }
 
+int32_t vla_attn_kv_splits(int64_t blocks, int64_t max_walk, int64_t target_blocks) {
+    if (blocks <= 0 || max_walk < 4 || blocks >= target_blocks) return 1;
+    int64_t s = (target_blocks + blocks - 1) / blocks, by_walk = max_walk / 2;
+    if (s > by_walk) s = by_walk;
+    if (s > VLA_ATTN_MAX_KV_SPLITS) s = VLA_ATTN_MAX_KV_SPLITS;
+    return s < 1 ? 1 : (int32_t)s;
+}
+
+int64_t vla_attn_plan_max_kv_walk(const vla_attn_plan *p) {
+    int64_t m = 0;
+    for (int64_t j = 0; j < p->n_kt; j++)
+        if ((int64_t)p->rep * p->kt[j].n > m) m = (int64_t)p->rep * p->kt[j].n;
+    return m;
+}
+
 void vla_attn_plan_stats(const vla_attn_plan *p, vla_attn_stats *st) {
     if (!st) return;
     memset(st, 0, sizeof *st);

@@ -114,6 +114,32 @@ static inline int vla_attn_tile_class(const vla_attn_tile *q, const vla_attn_til
  * a folded tile pair counts once per folded head). */
 void vla_attn_plan_stats(const vla_attn_plan *p, vla_attn_stats *st);
 
+/* SPLIT dK/dV. A device's dK/dV pass runs one block per (k-tile, kv head),
+ * and each block walks every (query head of its group, q-tile of its
+ * sample) serially. With one KV head that is few blocks doing long walks:
+ * pi05's 2,424 packed tokens make ~40 k-tiles, each walking 8 heads' worth
+ * of q-tiles, on a GPU of 132 SMs — the backward ran at ~9x its forward
+ * (issue 41). So the walk is cut into S parts of consecutive items (item j
+ * of a k-tile's walk: query head j / n, q-tile first + j % n, n its q-tile
+ * count), one block per part; each part writes its partial dK/dV and a
+ * second pass adds the parts into dK/dV in part order — deterministic, no
+ * atomics. S comes from the shapes alone (never the device), so a run is
+ * reproducible everywhere; S = 1 is the unsplit pass.
+ *
+ * vla_attn_kv_splits: the S that brings `blocks` (the unsplit grid) up to
+ * `target_blocks`, leaving at least two items per part of the longest walk
+ * (max_walk = max over k-tiles of rep·n), at most VLA_ATTN_MAX_KV_SPLITS;
+ * 1 when the grid is already large enough. */
+#define VLA_ATTN_MAX_KV_SPLITS 16
+int32_t vla_attn_kv_splits(int64_t blocks, int64_t max_walk, int64_t target_blocks);
+/* the longest dK/dV walk of the plan: max over k-tiles of rep · (its sample's q-tiles) */
+int64_t vla_attn_plan_max_kv_walk(const vla_attn_plan *p);
+/* Part s of S of a walk of n items: items [lo, hi) (balanced, in order; empty when S > n). */
+static inline void vla_attn_split_range(int64_t n, int32_t S, int32_t s, int64_t *lo, int64_t *hi) {
+    *lo = n * s / S;
+    *hi = n * (s + 1) / S;
+}
+
 /* The upload: int32 words, at these offsets (in words) of one buffer.
  * Groups of a NULL side are absent (offset −1): the kernel reads group 0;
  * the query groups are per row (vla_attn_plan_group_q). */

@@ -278,18 +278,27 @@ static void dense_backward(const tensors *T, const side *q, const side *ks, cons
             }
 }
 
-/* the backward kernels' two passes over the plan */
+/* the backward kernels' two passes over the plan; pass 1 cut in S parts
+ * (tensor/attn_plan.h, "SPLIT dK/dV"): part s of a block's walk adds into
+ * its own partial dK/dV, and the parts are summed into dK/dV afterwards */
 static void walk_backward(const vla_attn_plan *p, const tensors *T, const side *q, const side *ks, const double *out,
-                          const double *lse, double *dq, double *dk, double *dv) {
-    int64_t rows = p->nq * p->H;
+                          const double *lse, double *dq, double *dk_out, double *dv_out, int32_t S) {
+    int64_t rows = p->nq * p->H, nk = ks->cu[ks->n_seg] * T->Hkv * T->d;
     double *D = malloc(sizeof(double) * (size_t)(rows > 0 ? rows : 1));
+    double *part_k = calloc((size_t)(S * nk + 1), sizeof(double)), *part_v = calloc((size_t)(S * nk + 1), sizeof(double));
     for (int64_t r = 0; r < rows; r++) D[r] = dotd(T->dO + r * T->d, out + r * T->d, T->d);
-    for (int64_t it = 0; it < p->n_kt * p->Hkv; it++) { /* pass 1: dK, dV per (k-tile, kv head) */
-        const vla_attn_tile *kt = &p->kt[p->k_order[it / p->Hkv]];
-        int kvh = (int)(it % p->Hkv);
-        for (int hh = 0; hh < p->rep; hh++) {
-            int h = kvh * p->rep + hh;
-            for (int32_t i = kt->first; i < kt->first + kt->n; i++) {
+    for (int64_t it = 0; it < p->n_kt * p->Hkv * S; it++) { /* pass 1: dK, dV per (k-tile, kv head, part) */
+        int32_t s = (int32_t)(it % S);
+        int64_t blk = it / S;
+        const vla_attn_tile *kt = &p->kt[p->k_order[blk / p->Hkv]];
+        int kvh = (int)(blk % p->Hkv);
+        double *dk = part_k + s * nk, *dv = part_v + s * nk;
+        int64_t lo, hi;
+        vla_attn_split_range((int64_t)p->rep * kt->n, S, s, &lo, &hi);
+        for (int64_t j = lo; j < hi; j++) {
+            int hh = (int)(j / kt->n), h = kvh * p->rep + hh;
+            {
+                int32_t i = kt->first + (int32_t)(j % kt->n);
                 const vla_attn_tile *qt = &p->qt[i];
                 int cls = vla_attn_tile_class(qt, kt);
                 if (cls == VLA_TILE_SKIP) continue;
@@ -310,6 +319,9 @@ static void walk_backward(const vla_attn_plan *p, const tensors *T, const side *
             }
         }
     }
+    for (int32_t s = 0; s < S; s++) /* the reduction pass: parts in order */
+        for (int64_t e = 0; e < nk; e++) dk_out[e] += part_k[s * nk + e], dv_out[e] += part_v[s * nk + e];
+    free(part_k), free(part_v);
     for (int64_t it = 0; it < p->n_qt * p->H; it++) { /* pass 2: dQ per (q-tile, head) */
         const vla_attn_tile *qt = &p->qt[p->q_order[it / p->H]];
         int h = (int)(it % p->H), kvh = h / p->rep;
@@ -400,10 +412,15 @@ static void run_case(vla_rng *r, int trial) {
         double *g[6];
         for (int i = 0; i < 6; i++) g[i] = calloc((size_t)((i % 3 == 0 ? nq * H * d : nk) + 1), 8);
         dense_backward(&T, &q, &k0, o1, l1, g[0], g[1], g[2]);
-        walk_backward(&p, &T, &q, &k0, o1, l1, g[3], g[4], g[5]);
-        assert_close(g[3], g[0], nq * H * d, "dq");
-        assert_close(g[4], g[1], nk, "dk");
-        assert_close(g[5], g[2], nk, "dv");
+        /* unsplit, the split the device would choose, and an arbitrary one (empty parts included) */
+        int32_t splits[3] = {1, vla_attn_kv_splits(p.n_kt * p.Hkv, vla_attn_plan_max_kv_walk(&p), 528), 7};
+        for (int v = 0; v < 3; v++) {
+            for (int i = 3; i < 6; i++) memset(g[i], 0, sizeof(double) * (size_t)((i % 3 == 0 ? nq * H * d : nk) + 1));
+            walk_backward(&p, &T, &q, &k0, o1, l1, g[3], g[4], g[5], splits[v]);
+            assert_close(g[3], g[0], nq * H * d, "dq");
+            assert_close(g[4], g[1], nk, "dk");
+            assert_close(g[5], g[2], nk, "dv");
+        }
         for (int i = 0; i < 6; i++) free(g[i]);
     }
     free(o1), free(o2), free(l1), free(l2), free((void *)T.q), free((void *)T.dO);
@@ -464,6 +481,29 @@ static void test_fold_one_plan(void **state) {
     }
 }
 
+/* the split dK/dV's parts cover every walk item once, in order; the split count follows the shapes */
+static void test_kv_splits(void **state) {
+    (void)state;
+    for (int64_t n = 0; n < 40; n++)
+        for (int32_t S = 1; S <= VLA_ATTN_MAX_KV_SPLITS + 3; S++) {
+            int64_t next = 0;
+            for (int32_t s = 0; s < S; s++) {
+                int64_t lo, hi;
+                vla_attn_split_range(n, S, s, &lo, &hi);
+                assert_int_equal(lo, next);
+                assert_true(hi >= lo && hi - lo <= n / S + 1);
+                next = hi;
+            }
+            assert_int_equal(next, n);
+        }
+    assert_int_equal(vla_attn_kv_splits(600, 1000, 528), 1); /* the grid fills the device already */
+    assert_int_equal(vla_attn_kv_splits(80, 152, 528), 7);   /* pi05 (one KV head, d 256): 40 k-tiles x 2 halves */
+    assert_int_equal(vla_attn_kv_splits(1, 1000, 528), VLA_ATTN_MAX_KV_SPLITS);
+    assert_int_equal(vla_attn_kv_splits(1, 6, 528), 3);      /* at least two items per part */
+    assert_int_equal(vla_attn_kv_splits(1, 3, 528), 1);      /* too short a walk to cut */
+    assert_int_equal(vla_attn_kv_splits(0, 100, 528), 1);
+}
+
 static void test_errors(void **state) {
     (void)state;
     int32_t cu[3] = {0, 4, 9}, bad[3] = {0, 5, 3};
@@ -489,6 +529,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_plans),
         cmocka_unit_test(test_fold_one_plan),
+        cmocka_unit_test(test_kv_splits),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

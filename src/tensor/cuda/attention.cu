@@ -121,6 +121,23 @@ __global__ void k_rowdot(float *dvec, const float *dout, const float *o, int64_t
     if (lane == 0) dvec[row] = (float)s;
 }
 
+/* The dK/dV grid a split aims at: four blocks per SM of an H100/H200 (132
+ * SMs; two resident at a time for head dim 256, so two waves, whose tails
+ * even out). More parts cost little: the work is the same, each part
+ * stages its K/V tile once more and writes a partial that one pass sums.
+ * A constant, not the device's count, so that the split — and the bits —
+ * depend on the shapes alone. */
+#define KV_TARGET_BLOCKS 528
+
+/* dk[e] += Σ_p dk_part[p][e] (and dv), the parts in order: deterministic */
+__global__ void k_sum_parts(float *dk, float *dv, const float *pk, const float *pv, int64_t n, int parts) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
+        float sk = 0.0f, sv = 0.0f;
+        for (int p = 0; p < parts; p++) sk += pk[p * n + e], sv += pv[p * n + e];
+        dk[e] += sk, dv[e] += sv;
+    }
+}
+
 extern "C" vla_status vla_cuda_attention_backward(const vla_attn_config *cfg, float *dq, float *dk, float *dv,
                                                   const float *d_out, const float *q, const float *k, const float *v,
                                                   const float *out, const float *lse, const vla_attn_seqs *qs,
@@ -151,9 +168,31 @@ extern "C" vla_status vla_cuda_attention_backward(const vla_attn_config *cfg, fl
     vla_attn_args a;
     memset(&a, 0, sizeof a);
     a.q = q, a.k[0] = k, a.v[0] = v, a.d_out = d_out, a.lse_in = lse, a.dvec = dvec, a.dq = dq, a.dk = dk, a.dv = dv;
-    args_plan(&a, shared ? &pq : &pk);
+    const dev_plan *kp = shared ? &pq : &pk;
+    args_plan(&a, kp);
+    /* the dK/dV walk cut in parts when its grid is too small for the device (tensor/attn_plan.h) */
+    int64_t kv_blocks = kp->p.n_kt * kp->p.Hkv * (mma ? vla_attn_mma_dkdv_col_blocks(cfg->head_dim) : 1);
+    int forced = vla_cuda_ctx_get()->attn_kv_splits;
+    a.kv_splits = forced ? forced : vla_attn_kv_splits(kv_blocks, vla_attn_plan_max_kv_walk(&kp->p), KV_TARGET_BLOCKS);
+    int64_t n_kv = kp->p.nk[0] * kp->p.Hkv * kp->p.d;
+    float *parts = NULL;
+    if (a.kv_splits > 1 && n_kv > 0) {
+        a.part_stride = n_kv;
+        parts = (float *)vla_cuda_scratch(sizeof(float) * (size_t)(2 * a.kv_splits * n_kv));
+        a.dk_part = parts, a.dv_part = parts + a.kv_splits * n_kv;
+        /* every element is written by its part's block; zeroed anyway, so a key no k-tile covers adds 0 */
+        VLA_CUDA_OK(cudaMemsetAsync(parts, 0, sizeof(float) * (size_t)(2 * a.kv_splits * n_kv), s),
+                    "attention_backward: dK/dV parts");
+    } else {
+        a.kv_splits = 1;
+    }
     vla_status st = mma ? launched(vla_attn_mma_dkdv(&a, s), "attention_backward dK/dV (bf16 tensor cores)")
                         : launched(vla_attn_simt_dkdv(&a, s), "attention_backward dK/dV (f32)");
+    if (st == VLA_OK && parts) {
+        k_sum_parts<<<vla_cuda_blocks(n_kv, 256), 256, 0, s>>>(dk, dv, a.dk_part, a.dv_part, n_kv, a.kv_splits);
+        st = launched(cudaGetLastError(), "attention_backward: dK/dV parts summed");
+    }
+    if (parts) vla_cuda_scratch_free(parts);
     args_plan(&a, &pq);
     if (st == VLA_OK)
         st = mma ? launched(vla_attn_mma_dq(&a, s), "attention_backward dQ (bf16 tensor cores)")

@@ -26,7 +26,21 @@ typedef struct {
     int32_t H, Hkv, rep, d;
     float scale;
     int64_t n_qt, n_kt;
+    /* the dK/dV pass cut in kv_splits parts (tensor/attn_plan.h, "SPLIT
+     * dK/dV"): block x takes part x % kv_splits of (k-tile, kv head)
+     * x / kv_splits; with more than one part each writes (not adds) its
+     * dK·scale and dV into dk_part / dv_part + part·part_stride, in dk's
+     * layout, and attention.cu adds the parts into dk / dv in order */
+    int32_t kv_splits;
+    float *dk_part, *dv_part;
+    int64_t part_stride;
 } vla_attn_args;
+
+/* walk items [lo, hi) of part s of S out of n: vla_attn_split_range's formula, on the device */
+__device__ __forceinline__ void vla_attn_part_range(int64_t n, int32_t S, int32_t s, int64_t *lo, int64_t *hi) {
+    *lo = n * s / S;
+    *hi = n * (s + 1) / S;
+}
 
 /* f32 kernels: 32×32 tiles, head_dim <= 256 (attn_simt.cu) */
 #define VLA_SIMT_TILE 32
@@ -40,6 +54,8 @@ int vla_attn_mma_dpad(int d); /* 0: not supported */
 void vla_attn_mma_tiles(int d, int *fwd_bq, int *fwd_bk, int *kv_bq, int *kv_bk);
 cudaError_t vla_attn_mma_forward(const vla_attn_args *a, cudaStream_t s);
 cudaError_t vla_attn_mma_dkdv(const vla_attn_args *a, cudaStream_t s);
+/* the dK/dV pass's column blocks per (k-tile, kv head): 2 for head dim 256, else 1 */
+int vla_attn_mma_dkdv_col_blocks(int d);
 cudaError_t vla_attn_mma_dq(const vla_attn_args *a, cudaStream_t s);
 
 #endif

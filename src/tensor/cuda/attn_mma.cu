@@ -18,8 +18,9 @@
  * by the group rule only in PARTIAL tiles, online softmax in the log2
  * domain (exp2), P re-used in registers as the A operand of P·V.
  * Backward, two passes as the f32 kernels (no atomics): dK/dV per (k-tile of
- * 64 keys, kv head, column half for head dim 256) recomputing Sᵀ = K·Qᵀ and
- * dPᵀ = V·dOᵀ; dQ per (q-tile, head) recomputing S and dP. */
+ * 64 keys, kv head, column half for head dim 256, part of the walk when
+ * split — tensor/attn_plan.h) recomputing Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ; dQ per
+ * (q-tile, head) recomputing S and dP. */
 #include "tensor/cuda/attn_kernels.cuh"
 
 #include <cuda_bf16.h>
@@ -289,7 +290,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     uint16_t *Ks = (uint16_t *)smem, *Vs = Ks + BK * LDS, *Qs = Vs + BK * LDS, *Os = Qs + BQ * LDS;
     int32_t *kg = (int32_t *)(Os + BQ * LDS), *qg = kg + BK;
     float *lse2 = (float *)(qg + BQ), *dvr = lse2 + BQ;
-    int64_t item = blockIdx.x;
+    int64_t item = blockIdx.x / a.kv_splits;
+    int32_t part = (int32_t)(blockIdx.x % a.kv_splits);
     const vla_attn_tile kt = a.kt[a.k_order[item / a.Hkv]];
     int kvh = (int)(item % a.Hkv), d = a.d, c0 = blockIdx.y * DC;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
@@ -304,10 +306,12 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     for (int i = 0; i < NDC; i++)
 #pragma unroll
         for (int e = 0; e < 4; e++) dk[i][e] = dv[i][e] = 0.0f;
-    for (int hh = 0; hh < a.rep; hh++) {
-        int h = kvh * a.rep + hh;
-        for (int32_t qi = kt.first; qi < kt.first + kt.n; qi++) {
-            const vla_attn_tile qt = a.qt[qi];
+    int64_t j_lo, j_hi; /* this part's (query head, q-tile) items: head j / n, q-tile first + j % n */
+    vla_attn_part_range((int64_t)a.rep * kt.n, a.kv_splits, part, &j_lo, &j_hi);
+    for (int64_t j = j_lo; j < j_hi; j++) {
+        int h = kvh * a.rep + (int)(j / kt.n);
+        {
+            const vla_attn_tile qt = a.qt[kt.first + (int32_t)(j % kt.n)];
             int cls = tile_class(qt, kt);
             if (cls == VLA_TILE_SKIP) continue;
             __syncthreads();
@@ -372,6 +376,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     }
     bool in_lo = r_lo < kt.len, in_hi = r_hi < kt.len;
     int64_t row_lo = (int64_t)(kt.start + r_lo) * a.Hkv + kvh, row_hi = (int64_t)(kt.start + r_hi) * a.Hkv + kvh;
+    bool split = a.kv_splits > 1;
+    float *odk = split ? a.dk_part + part * a.part_stride : a.dk, *odv = split ? a.dv_part + part * a.part_stride : a.dv;
 #pragma unroll
     for (int i = 0; i < NDC; i++)
 #pragma unroll
@@ -379,12 +385,14 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
             int c = c0 + 8 * i + 2 * t + e;
             if (c >= d) continue;
             if (in_lo) {
-                a.dk[row_lo * d + c] += a.scale * dk[i][e];
-                a.dv[row_lo * d + c] += dv[i][e];
+                float gk = a.scale * dk[i][e], gv = dv[i][e];
+                if (split) odk[row_lo * d + c] = gk, odv[row_lo * d + c] = gv;
+                else odk[row_lo * d + c] += gk, odv[row_lo * d + c] += gv;
             }
             if (in_hi) {
-                a.dk[row_hi * d + c] += a.scale * dk[i][2 + e];
-                a.dv[row_hi * d + c] += dv[i][2 + e];
+                float gk = a.scale * dk[i][2 + e], gv = dv[i][2 + e];
+                if (split) odk[row_hi * d + c] = gk, odv[row_hi * d + c] = gv;
+                else odk[row_hi * d + c] += gk, odv[row_hi * d + c] += gv;
             }
         }
 }
@@ -432,7 +440,12 @@ template <int D>
 static cudaError_t dkdv(const vla_attn_args *a, cudaStream_t s) {
     constexpr int BQ = kv_bq_of(D), DC = dc_of(D), LDS = D + 8;
     size_t smem = (size_t)(128 + 2 * BQ) * LDS * 2 + (size_t)(64 + BQ) * 4 + 2 * (size_t)BQ * 4;
-    return launch(k_mma_dkdv<D, BQ, DC>, smem, dim3((unsigned)(a->n_kt * a->Hkv), D / DC), a, s);
+    return launch(k_mma_dkdv<D, BQ, DC>, smem, dim3((unsigned)(a->n_kt * a->Hkv * a->kv_splits), D / DC), a, s);
+}
+
+int vla_attn_mma_dkdv_col_blocks(int d) {
+    int D = vla_attn_mma_dpad(d);
+    return D ? D / dc_of(D) : 1;
 }
 
 #define DISPATCH(F)                                        \

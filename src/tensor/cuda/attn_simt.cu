@@ -12,8 +12,10 @@
  * probabilities from the saved log-sum-exp: dK/dV per (k-tile, kv head),
  * summing over the group's query heads and the sample's q-tiles, then dQ per
  * (q-tile, head) — every output row owned by one block, no atomics,
- * deterministic. Tiles the group rule rules out are skipped; tiles it
- * leaves whole are computed without a per-element test (tensor/attn_plan.h). */
+ * deterministic (a split dK/dV walk, tensor/attn_plan.h, writes its parts
+ * apart and attention.cu sums them in order). Tiles the group rule rules
+ * out are skipped; tiles it leaves whole are computed without a
+ * per-element test (tensor/attn_plan.h). */
 #include "tensor/cuda/attn_kernels.cuh"
 
 #include <math.h>
@@ -118,7 +120,8 @@ __global__ void __launch_bounds__(NTH) k_simt_dkdv(vla_attn_args a) {
     float *Ps = dV + TQ * LD, *Ss = Ps + TQ * LDP;
     int32_t *qg = (int32_t *)(Ss + TQ * LDP);
     float *lse_s = (float *)(qg + TQ), *dv_s = lse_s + TQ;
-    int64_t item = blockIdx.x;
+    int64_t item = blockIdx.x / a.kv_splits;
+    int32_t part = (int32_t)(blockIdx.x % a.kv_splits);
     const vla_attn_tile kt = a.kt[a.k_order[item / a.Hkv]];
     int kvh = (int)(item % a.Hkv);
     int r = threadIdx.x / 4, sub = threadIdx.x % 4; /* r: the key row */
@@ -129,10 +132,12 @@ __global__ void __launch_bounds__(NTH) k_simt_dkdv(vla_attn_args a) {
     zero_tile(dV, LD, d);
     __syncthreads();
     int32_t gk = a.group_k[0] && r < kt.len ? a.group_k[0][kt.start + r] : 0;
-    for (int hh = 0; hh < a.rep; hh++) {
-        int h = kvh * a.rep + hh;
-        for (int32_t i = kt.first; i < kt.first + kt.n; i++) {
-            const vla_attn_tile qt = a.qt[i];
+    int64_t j_lo, j_hi; /* this part's (query head, q-tile) items: head j / n, q-tile first + j % n */
+    vla_attn_part_range((int64_t)a.rep * kt.n, a.kv_splits, part, &j_lo, &j_hi);
+    for (int64_t j = j_lo; j < j_hi; j++) {
+        int h = kvh * a.rep + (int)(j / kt.n);
+        {
+            const vla_attn_tile qt = a.qt[kt.first + (int32_t)(j % kt.n)];
             int cls = tile_class(qt, kt);
             if (cls == VLA_TILE_SKIP) continue;
             __syncthreads();
@@ -170,6 +175,11 @@ __global__ void __launch_bounds__(NTH) k_simt_dkdv(vla_attn_args a) {
     }
     if (r >= kt.len) return;
     int64_t row = (int64_t)(kt.start + r) * a.Hkv + kvh;
+    if (a.kv_splits > 1) { /* this part's share, summed into dK/dV by attention.cu */
+        float *pk = a.dk_part + part * a.part_stride, *pv = a.dv_part + part * a.part_stride;
+        for (int c = sub; c < d; c += 4) pk[row * d + c] = a.scale * dK[r * LD + c], pv[row * d + c] = dV[r * LD + c];
+        return;
+    }
     for (int c = sub; c < d; c += 4) {
         a.dk[row * d + c] += a.scale * dK[r * LD + c];
         a.dv[row * d + c] += dV[r * LD + c];
@@ -241,7 +251,7 @@ cudaError_t vla_attn_simt_forward(const vla_attn_args *a, cudaStream_t s) {
     return launch(k_simt_fwd, 4, 1, 1, a->n_qt * a->H, a, s);
 }
 cudaError_t vla_attn_simt_dkdv(const vla_attn_args *a, cudaStream_t s) {
-    return launch(k_simt_dkdv, 6, 2, 3, a->n_kt * a->Hkv, a, s);
+    return launch(k_simt_dkdv, 6, 2, 3, a->n_kt * a->Hkv * a->kv_splits, a, s);
 }
 cudaError_t vla_attn_simt_dq(const vla_attn_args *a, cudaStream_t s) {
     return launch(k_simt_dq, 5, 1, 1, a->n_qt * a->H, a, s);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 extern "C" {
+#include "tensor/attn_plan.h"
 #include "tensor/cuda/gemm_plan.h"
 #include "tensor/cuda/stage_ring.h"
 }
@@ -148,6 +149,9 @@ static void init_once(void) {
     ctx.sync_each = env_int("VLA_CUDA_SYNC", 0) != 0;
     const char *attn = getenv("VLA_CUDA_ATTN");
     ctx.attn_impl = attn && !strcmp(attn, "simt") ? 1 : 0;
+    ctx.attn_kv_splits = env_int("VLA_CUDA_ATTN_KV_SPLITS", 0);
+    if (ctx.attn_kv_splits < 0) ctx.attn_kv_splits = 0;
+    if (ctx.attn_kv_splits > VLA_ATTN_MAX_KV_SPLITS) ctx.attn_kv_splits = VLA_ATTN_MAX_KV_SPLITS;
     thread_bound = true;
     init_ok = true;
 }

@@ -27,6 +27,7 @@ typedef struct {
     bool tf32;      /* VLA_CUDA_TF32=1: f32 GEMMs on TF32 tensor cores */
     bool sync_each; /* VLA_CUDA_SYNC=1: synchronise and check after every op */
     int attn_impl;  /* 0 auto (mma for BF16/FP8, simt for FP32), 1 simt only */
+    int attn_kv_splits; /* VLA_CUDA_ATTN_KV_SPLITS: 0 chosen from the shapes, else the dK/dV parts (1: unsplit) */
     bool comm_used;
 } vla_cuda_ctx;
 
