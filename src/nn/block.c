@@ -183,13 +183,16 @@ vla_status vla_block_attn_in(const vla_ops *ops, const vla_block_config *c, cons
     int64_t Q = Hq * hd, K = Hk * hd, nk = c->cross ? io->n_ctx : n;
     VLA_TRY(norm_forward(ops, c, c->norm1, w->norm1_w, w->norm1_b, io, x, a->h1, a->mean1, a->rstd1, a->mod1));
     float *q = c->qk_norm ? a->qp : a->q, *k = c->qk_norm ? a->kp : a->k;
-    vla_linear_forward_q(ops, LQ(w, Q), q, a->h1, w->q_w.w, w->q_b.w, n, D, Q);
+    /* q, k and v read one input: cast once for the three (nn/linear.h, shared input casts) */
+    const void *h1r = c->cross ? NULL : vla_linear_share_input(ops, LQ(w, Q), false, a->h1, n, D);
+    vla_linear_forward_x(ops, LQ(w, Q), h1r, q, a->h1, w->q_w.w, w->q_b.w, n, D, Q);
     if (!c->cross) {
-        vla_linear_forward_q(ops, LQ(w, K), k, a->h1, w->k_w.w, w->k_b.w, n, D, K);
-        vla_linear_forward_q(ops, LQ(w, V), a->v, a->h1, w->v_w.w, w->v_b.w, n, D, K);
+        vla_linear_forward_x(ops, LQ(w, K), h1r, k, a->h1, w->k_w.w, w->k_b.w, n, D, K);
+        vla_linear_forward_x(ops, LQ(w, V), h1r, a->v, a->h1, w->v_w.w, w->v_b.w, n, D, K);
     } else if (!io->k_cached) {
-        vla_linear_forward_q(ops, LQ(w, K), k, io->ctx, w->k_w.w, w->k_b.w, nk, c->kv_dim, K);
-        vla_linear_forward_q(ops, LQ(w, V), a->v, io->ctx, w->v_w.w, w->v_b.w, nk, c->kv_dim, K);
+        const void *cr = vla_linear_share_input(ops, LQ(w, K), false, io->ctx, nk, c->kv_dim);
+        vla_linear_forward_x(ops, LQ(w, K), cr, k, io->ctx, w->k_w.w, w->k_b.w, nk, c->kv_dim, K);
+        vla_linear_forward_x(ops, LQ(w, V), cr, a->v, io->ctx, w->v_w.w, w->v_b.w, nk, c->kv_dim, K);
     }
     if (c->qk_norm) {
         vla_rmsnorm_forward(ops, a->q, a->rq, a->qp, w->q_norm.w, false, n * Hq, hd, c->norm_eps);
@@ -287,13 +290,19 @@ vla_status vla_block_attn_in_backward(const vla_ops *ops, const vla_block_config
         gq = s->dqp, gk = s->dkp;
     }
     ops->fill(s->dh, 0.0f, n * D);
-    vla_linear_backward_q(ops, LQ(w, Q), s->dh, w->q_w.g, w->q_b.g, gq, a->h1, w->q_w.w, n, D, Q);
+    /* the wgrads of q, k and v read one input: cast once (nn/linear.h, shared input casts) */
+    bool kv_train = w->k_w.g || w->v_w.g;
+    const void *h1r = !c->cross && (w->q_w.g || kv_train) ? vla_linear_share_input(ops, LQ(w, Q), true, a->h1, n, D)
+                                                          : NULL;
+    vla_linear_backward_x(ops, LQ(w, Q), h1r, s->dh, w->q_w.g, w->q_b.g, gq, a->h1, w->q_w.w, n, D, Q);
     if (!c->cross) {
-        vla_linear_backward_q(ops, LQ(w, K), s->dh, w->k_w.g, w->k_b.g, gk, a->h1, w->k_w.w, n, D, K);
-        vla_linear_backward_q(ops, LQ(w, V), s->dh, w->v_w.g, w->v_b.g, s->dv, a->h1, w->v_w.w, n, D, K);
+        vla_linear_backward_x(ops, LQ(w, K), h1r, s->dh, w->k_w.g, w->k_b.g, gk, a->h1, w->k_w.w, n, D, K);
+        vla_linear_backward_x(ops, LQ(w, V), h1r, s->dh, w->v_w.g, w->v_b.g, s->dv, a->h1, w->v_w.w, n, D, K);
     } else {
-        vla_linear_backward_q(ops, LQ(w, K), d_ctx, w->k_w.g, w->k_b.g, gk, io->ctx, w->k_w.w, nk, c->kv_dim, K);
-        vla_linear_backward_q(ops, LQ(w, V), d_ctx, w->v_w.g, w->v_b.g, s->dv, io->ctx, w->v_w.w, nk, c->kv_dim, K);
+        const void *cr = kv_train ? vla_linear_share_input(ops, LQ(w, K), true, io->ctx, nk, c->kv_dim) : NULL;
+        vla_linear_backward_x(ops, LQ(w, K), cr, d_ctx, w->k_w.g, w->k_b.g, gk, io->ctx, w->k_w.w, nk, c->kv_dim, K);
+        vla_linear_backward_x(ops, LQ(w, V), cr, d_ctx, w->v_w.g, w->v_b.g, s->dv, io->ctx, w->v_w.w, nk, c->kv_dim,
+                              K);
     }
     return norm_backward(ops, c, c->norm1, w->norm1_w, w->norm1_b, io, x, s->dh, a->mean1, a->rstd1, a->mod1,
                          s->dmod1, d_x, d_cond);

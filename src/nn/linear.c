@@ -8,7 +8,7 @@
 static vla_gemm_q *gemm_q(const vla_linear_prec *q, vla_gemm_q *g, const vla_fp8_operand *a,
                           const vla_fp8_operand *b) {
     if (!q || q->mode == VLA_PREC_FP32) return NULL;
-    *g = (vla_gemm_q){q->mode, *a, *b, NULL};
+    *g = (vla_gemm_q){q->mode, *a, *b, NULL, NULL};
     return g;
 }
 
@@ -36,15 +36,47 @@ static const void *weight_ready(const vla_ops *ops, const vla_linear_prec *q, co
     return *buf;
 }
 
-void vla_linear_forward_act(const vla_ops *ops, const vla_linear_prec *q, float *out, float *pre, const float *in,
-                            const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim) {
+const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q, bool wgrad, const float *in,
+                                   int64_t n, int64_t in_dim) {
+    if (!q || q->mode != VLA_PREC_BF16 || !q->casts || n <= 0 || in_dim <= 0) return NULL;
+    vla_gemm_q g = {q->mode, {0}, q->x, NULL, NULL}; /* the input as a B operand (ops.h, a_ready) */
+    /* forward: op(A) = in (n×in_dim) is op(B) of trans_b with n rows; wgrad: op(B) = in, k = n */
+    int64_t rows = wgrad ? in_dim : n, k = wgrad ? n : in_dim;
+    size_t need = ops->ready_bytes(&g, rows, k);
+    if (need == 0) return NULL;
+    vla_cast_buf *cb = wgrad ? &q->casts->wgrad : &q->casts->fwd;
+    if (cb->bytes < need) {
+        if (cb->buf) ops->free(cb->buf);
+        cb->bytes = 0;
+        if (!(cb->buf = ops->alloc(need))) return NULL;
+        cb->bytes = need;
+    }
+    ops->prepare_operand(&g, !wgrad, rows, k, in, in_dim, cb->buf);
+    return cb->buf;
+}
+
+static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *out, float *pre,
+                    const float *in, const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim,
+                    int64_t out_dim) {
     if (n <= 0) return;
     vla_gemm_q g;
     vla_gemm_q *gq = q ? gemm_q(q, &g, &q->x, &q->w) : NULL;
     if (gq) gq->b_ready = weight_ready(ops, q, gq, false, true, out_dim, in_dim, w, in_dim);
+    if (gq && q->mode == VLA_PREC_BF16) gq->a_ready = in_ready;
     const vla_gemm_epilogue epi = {b, act, pre};
     /* the bias (and activation) in the GEMM's epilogue: a device folds the bias into the product */
     ops->sgemm_epi(gq, &epi, false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);
+}
+
+void vla_linear_forward_act(const vla_ops *ops, const vla_linear_prec *q, float *out, float *pre, const float *in,
+                            const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim) {
+    forward(ops, q, NULL, out, pre, in, w, b, act, n, in_dim, out_dim);
+}
+
+void vla_linear_forward_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *out,
+                          const float *in, const float *w, const float *b, int64_t n, int64_t in_dim,
+                          int64_t out_dim) {
+    forward(ops, q, in_ready, out, NULL, in, w, b, VLA_ACT_IDENTITY, n, in_dim, out_dim);
 }
 
 void vla_linear_forward_q(const vla_ops *ops, const vla_linear_prec *q, float *out, const float *in, const float *w,
@@ -60,6 +92,12 @@ void vla_linear_forward(const vla_ops *ops, float *out, const float *in, const f
 void vla_linear_backward_q(const vla_ops *ops, const vla_linear_prec *q, float *d_in, float *d_w, float *d_b,
                            const float *d_out, const float *in, const float *w, int64_t n, int64_t in_dim,
                            int64_t out_dim) {
+    vla_linear_backward_x(ops, q, NULL, d_in, d_w, d_b, d_out, in, w, n, in_dim, out_dim);
+}
+
+void vla_linear_backward_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *d_in,
+                           float *d_w, float *d_b, const float *d_out, const float *in, const float *w, int64_t n,
+                           int64_t in_dim, int64_t out_dim) {
     if (n <= 0) return;
     vla_gemm_q g;
     vla_gemm_q *gq;
@@ -71,6 +109,7 @@ void vla_linear_backward_q(const vla_ops *ops, const vla_linear_prec *q, float *
     }
     if (d_w) { /* wgrad: dyᵀ (E5M2) · x (E4M3) */
         gq = q ? gemm_q(q, &g, &q->dy, &q->x) : NULL;
+        if (gq && q->mode == VLA_PREC_BF16) gq->b_ready = in_ready;
         if (gq) ops->sgemm_q(gq, true, false, out_dim, in_dim, n, 1.0f, d_out, out_dim, in, in_dim, 1.0f, d_w, in_dim);
         else ops->sgemm(true, false, out_dim, in_dim, n, 1.0f, d_out, out_dim, in, in_dim, 1.0f, d_w, in_dim);
     }

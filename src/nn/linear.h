@@ -44,15 +44,45 @@ typedef struct {
     uint64_t fwd_gen, dgrad_gen;  /* the hold each copy was made in (0: none) */
 } vla_weight_ready;
 
+/* SHARED INPUT CASTS (bf16). Several lowered linears read one input in a
+ * row — q, k and v of a self-attention block its normed input, k and v of
+ * a cross-attention the context, gate and up of a gated MLP theirs — and
+ * each of their GEMMs would cast that input again: the forward as op(A),
+ * the wgrad (transposed) as op(B). vla_linear_share_input casts it once
+ * into one of two buffers the policy owns (policy/precision.h; grown as
+ * needed, reused by every block: each copy is read at once by the GEMMs
+ * that follow, in issue order) and the _x forms read it (ops.h, a_ready /
+ * b_ready): q/k/v's six activation casts of x become two, gate/up's four
+ * two. The same bits: the copy is the cast the GEMMs would make. FP8 does
+ * not share — each linear has its own input scale — nor does a backend
+ * that keeps no copies (cpu: ready_bytes 0). */
+typedef struct {
+    void *buf; /* backend memory */
+    size_t bytes;
+} vla_cast_buf;
+typedef struct {
+    vla_cast_buf fwd, wgrad;
+} vla_input_casts;
+
 /* One linear layer's precision: the mode, and in FP8 the scaling state of
  * its input x, its weight W and its output gradient dy (backend memory,
  * carved from the policy's one flat buffer: policy/precision.h); ready:
- * its weight's GEMM-ready copies (NULL: cast at every GEMM). */
+ * its weight's GEMM-ready copies (NULL: cast at every GEMM); casts: the
+ * policy's shared input-cast buffers (NULL: none). */
 typedef struct {
     vla_precision mode;
     vla_fp8_operand x, w, dy;
     vla_weight_ready *ready;
+    vla_input_casts *casts;
 } vla_linear_prec;
+
+/* in [n, in_dim] cast once as the forward GEMMs (wgrad false: op(A) of
+ * in·Wᵀ) or the wgrad GEMMs (wgrad true: op(B) of dyᵀ·in) of linears of
+ * precision q read it; valid until the next share of the same kind. NULL:
+ * not shared (f32, FP8, no buffers, a backend without copies, memory
+ * short) — the GEMMs then cast it themselves. */
+const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q, bool wgrad, const float *in,
+                                   int64_t n, int64_t in_dim);
 
 /* out[n, out_dim] = in[n, in_dim] · w[out_dim, in_dim]ᵀ + b[out_dim] (b may be NULL). */
 void vla_linear_forward(const vla_ops *ops, float *out, const float *in, const float *w, const float *b, int64_t n,
@@ -66,11 +96,20 @@ void vla_linear_forward_q(const vla_ops *ops, const vla_linear_prec *q, float *o
 void vla_linear_forward_act(const vla_ops *ops, const vla_linear_prec *q, float *out, float *pre, const float *in,
                             const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim);
 
+/* vla_linear_forward_q reading in_ready (vla_linear_share_input(…, false, in, …), or NULL) for in */
+void vla_linear_forward_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *out,
+                          const float *in, const float *w, const float *b, int64_t n, int64_t in_dim,
+                          int64_t out_dim);
+
 /* d_in += d_out·w, d_w += d_outᵀ·in, d_b += Σ_rows d_out (each may be NULL). */
 void vla_linear_backward(const vla_ops *ops, float *d_in, float *d_w, float *d_b, const float *d_out,
                          const float *in, const float *w, int64_t n, int64_t in_dim, int64_t out_dim);
 void vla_linear_backward_q(const vla_ops *ops, const vla_linear_prec *q, float *d_in, float *d_w, float *d_b,
                            const float *d_out, const float *in, const float *w, int64_t n, int64_t in_dim,
                            int64_t out_dim);
+/* vla_linear_backward_q whose wgrad reads in_ready (vla_linear_share_input(…, true, in, …), or NULL) for in */
+void vla_linear_backward_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *d_in,
+                           float *d_w, float *d_b, const float *d_out, const float *in, const float *w, int64_t n,
+                           int64_t in_dim, int64_t out_dim);
 
 #endif

@@ -20,8 +20,9 @@ void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, 
         return;
     }
     float *gate = acts, *up = acts + nh, *h = acts + 2 * nh;
-    vla_linear_forward_q(ops, w->q_gate, gate, in, w->w_gate, w->b_gate, n, d, hd);
-    vla_linear_forward_q(ops, w->q_up, up, in, w->w_up, w->b_up, n, d, hd);
+    const void *inr = vla_linear_share_input(ops, w->q_gate, false, in, n, d); /* one cast for gate and up */
+    vla_linear_forward_x(ops, w->q_gate, inr, gate, in, w->w_gate, w->b_gate, n, d, hd);
+    vla_linear_forward_x(ops, w->q_up, inr, up, in, w->w_up, w->b_up, n, d, hd);
     ops->glu_forward(cfg->act, h, gate, up, nh);
     vla_linear_forward_q(ops, w->q_down, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
 }
@@ -45,6 +46,7 @@ void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in
     float *dgate = scratch + nh, *dup = scratch + 2 * nh;
     vla_linear_backward_q(ops, w->q_down, dh, g->w_down, g->b_down, d_out, h, w->w_down, n, hd, out_dim_of(cfg));
     ops->glu_backward(cfg->act, dgate, dup, dh, gate, up, nh);
-    vla_linear_backward_q(ops, w->q_gate, d_in, g->w_gate, g->b_gate, dgate, in, w->w_gate, n, d, hd);
-    vla_linear_backward_q(ops, w->q_up, d_in, g->w_up, g->b_up, dup, in, w->w_up, n, d, hd);
+    const void *inr = g->w_gate || g->w_up ? vla_linear_share_input(ops, w->q_gate, true, in, n, d) : NULL;
+    vla_linear_backward_x(ops, w->q_gate, inr, d_in, g->w_gate, g->b_gate, dgate, in, w->w_gate, n, d, hd);
+    vla_linear_backward_x(ops, w->q_up, inr, d_in, g->w_up, g->b_up, dup, in, w->w_up, n, d, hd);
 }

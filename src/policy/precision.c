@@ -56,6 +56,8 @@ void vla_policy_precision_free(vla_policy *p) {
         if (q->ready[l].dgrad) p->tops->free(q->ready[l].dgrad);
     }
     free(q->ready);
+    if (q->casts.fwd.buf) p->tops->free(q->casts.fwd.buf);
+    if (q->casts.wgrad.buf) p->tops->free(q->casts.wgrad.buf);
     free(q->fmt_max), free(q->names), free(q->bp);
     free(q);
     p->prec = NULL;
@@ -88,6 +90,7 @@ static vla_status walk(vla_policy *p, vla_policy_precision *q, bool bind, int64_
                     lp->mode = q->mode;
                     q->ready[l].scope = &q->scope;
                     lp->ready = &q->ready[l];
+                    lp->casts = &q->casts;
                     if (q->mode == VLA_PREC_FP8) {
                         vla_fp8_operand *ops[VLA_FP8_ROLES] = {&lp->x, &lp->w, &lp->dy};
                         for (int r = 0; r < VLA_FP8_ROLES; r++) {

@@ -61,6 +61,7 @@ typedef struct vla_policy_precision {
      * (vla_policy_weights_hold, policy.h; nn/linear.h): one per linear */
     vla_weight_scope scope;
     vla_weight_ready *ready; /* host [n_linears]; their copies are backend memory */
+    vla_input_casts casts;   /* the shared input casts every lowered linear uses (nn/linear.h) */
 } vla_policy_precision;
 
 /* "fp32" | "bf16" | "fp8" */

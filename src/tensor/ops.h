@@ -96,11 +96,16 @@ typedef struct {
  * b_ready: NULL, or op(B) already in the form this backend's GEMM reads,
  * made by prepare_operand for the same (mode, b, trans_b, n, k) — the GEMM
  * reads it instead of casting B (B is still passed: a backend may fall back
- * to it); the same bits either way. */
+ * to it); the same bits either way.
+ * a_ready: the same for op(A), seen from the other side: op(A) (m×k) is
+ * op(B) of a GEMM with B = A, trans_b = !trans_a, n = m, so
+ * prepare_operand({mode, ·, b = a}, !trans_a, m, k, A, lda) makes it — one
+ * cast of an input that several GEMMs read (q, k and v of one activation). */
 typedef struct {
     vla_precision mode;
     vla_fp8_operand a, b;
     const void *b_ready;
+    const void *a_ready;
 } vla_gemm_q;
 
 /* What a GEMM does to its result before writing C (cuBLASLt's epilogues):

@@ -92,7 +92,7 @@ static void test_linear_precision(void **state) {
                              {VLA_FP8_E4M3, &scale[0], &amax[0]},
                              {VLA_FP8_E4M3, &scale[1], &amax[1]},
                              {VLA_FP8_E5M2, &scale[2], &amax[2]},
-                             NULL};
+                             NULL, NULL};
         float y[N * OUT], dx[N * IN] = {0}, dw[OUT * IN] = {0}, db[OUT] = {0};
         vla_linear_forward_q(ops, &q, y, x, w, b, N, IN, OUT);
         vla_linear_backward_q(ops, &q, dx, dw, db, dy, x, w, N, IN, OUT);

@@ -208,8 +208,8 @@ static void t_gemm_q(void) {
 }
 
 /* GEMM-ready operands: where a backend keeps them (ready_bytes > 0), a
- * GEMM reading prepare_operand's copy of B gives the bits of the same GEMM
- * casting B itself — and the same amaxes */
+ * GEMM reading prepare_operand's copy of B (and of A) gives the bits of the
+ * same GEMM casting them itself — and the same amaxes */
 static void t_gemm_ready(void) {
     COVER(ready_bytes), COVER(prepare_operand);
     for (int trial = 0; trial < 12; trial++) {
@@ -223,7 +223,7 @@ static void t_gemm_ready(void) {
         C.dut->to_device(sc.d, sc.h, 6 * sizeof(float));
         float *c2 = C.dut->alloc(sizeof(float) * (size_t)(m * ldc));
         C.dut->copy(c2, c1.d, m * ldc);
-        vla_gemm_q q1 = {mode, {VLA_FP8_E4M3, sc.d, sc.d + 2}, {VLA_FP8_E4M3, sc.d + 1, sc.d + 3}, NULL}, q2 = q1;
+        vla_gemm_q q1 = {mode, {VLA_FP8_E4M3, sc.d, sc.d + 2}, {VLA_FP8_E4M3, sc.d + 1, sc.d + 3}, NULL, NULL}, q2 = q1;
         q2.a.amax = sc.d + 4, q2.b.amax = sc.d + 5;
         size_t bytes = C.dut->ready_bytes(&q2, n, k);
         if (C.dut->ready_bytes(NULL, n, k) != 0) fail_msg("ready_bytes [%s]: an f32 GEMM has nothing to prepare", C.dut->name);
@@ -232,6 +232,14 @@ static void t_gemm_ready(void) {
             C.dut->prepare_operand(&q2, tb, n, k, b.d, ldb, ready);
             q2.b_ready = ready;
         }
+        /* from trial 6 on, op(A) ready too: prepared as the B of a GEMM with B = A (ops.h, a_ready) */
+        vla_gemm_q qa = {mode, {0}, q2.a, NULL, NULL};
+        size_t bytes_a = trial >= 6 ? C.dut->ready_bytes(&qa, m, k) : 0;
+        void *ready_a = bytes_a ? C.dut->alloc(bytes_a) : NULL;
+        if (ready_a) {
+            C.dut->prepare_operand(&qa, !ta, m, k, a.d, lda, ready_a);
+            q2.a_ready = ready_a;
+        }
         C.dut->sgemm_q(&q1, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, 0.5f, c1.d, ldc);
         C.dut->sgemm_q(&q2, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, 0.5f, c2, ldc);
         float *h1 = malloc(sizeof(float) * (size_t)(m * ldc)), *h2 = malloc(sizeof(float) * (size_t)(m * ldc)), s6[6];
@@ -239,17 +247,19 @@ static void t_gemm_ready(void) {
         C.dut->to_host(h2, c2, sizeof(float) * (size_t)(m * ldc));
         C.dut->to_host(s6, sc.d, sizeof s6);
         if (memcmp(h1, h2, sizeof(float) * (size_t)(m * ldc)))
-            fail_msg("sgemm_q [%s] trial %d: a ready B (%zu bytes) changes the result", C.dut->name, trial, bytes);
+            fail_msg("sgemm_q [%s] trial %d: a ready B (%zu bytes), A (%zu) changes the result", C.dut->name, trial,
+                     bytes, bytes_a);
         if (mode == VLA_PREC_FP8 && (s6[2] != s6[4] || s6[3] != s6[5]))
             fail_msg("sgemm_q [%s] trial %d: a ready B changes the amaxes (%g/%g vs %g/%g)", C.dut->name, trial, s6[2],
                      s6[3], s6[4], s6[5]);
         free(h1), free(h2);
         if (ready) C.dut->free(ready);
+        if (ready_a) C.dut->free(ready_a);
         C.dut->free(c2);
         t_free(a), t_free(b), t_free(c1), t_free(sc);
     }
     /* cpu keeps none; its prepare_operand (which checked runs) still makes the rounded copy */
-    vla_gemm_q qb = {VLA_PREC_BF16, {0}, {0}, NULL};
+    vla_gemm_q qb = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
     if (C.ref->ready_bytes(&qb, 4, 4) != 0) fail_msg("ready_bytes [cpu]: the cpu backend keeps no copies");
 }
 

@@ -106,7 +106,7 @@ static void read_through_gemm(vla_precision mode, vla_fp8_format fmt, float scal
     float one = 1.0f, s1 = 1.0f, a0 = 0.0f, b0 = 0.0f;
     float *dx = dev(x, n), *dc = dev(x, n), *done = dev(&one, 1), *ds = dev(&scale, 1), *ds1 = dev(&s1, 1);
     float *damax = dev(&a0, 1), *dbmax = dev(&b0, 1);
-    vla_gemm_q q = {mode, {fmt, ds, damax}, {VLA_FP8_E4M3, ds1, dbmax}, NULL};
+    vla_gemm_q q = {mode, {fmt, ds, damax}, {VLA_FP8_E4M3, ds1, dbmax}, NULL, NULL};
     ops->sgemm_q(&q, false, false, n, 1, 1, 1.0f, dx, 1, done, 1, 0.0f, dc, 1);
     test_dev_read(ops, out, dc, n);
     test_dev_read(ops, amax_out, damax, 1);
@@ -241,7 +241,7 @@ static void test_random_gemms(void **state) {
         float prior[2] = {true_amax[0] * 0.5f, true_amax[1] * 2.0f}; /* amax accumulates: max(prior, |op|) */
         float *da = dev(a, ar * lda), *db = dev(b, br * ldb), *dc = dev(c, m * ldc), *dsa = dev(&s[0], 1),
               *dsb = dev(&s[1], 1), *dma = dev(&prior[0], 1), *dmb = dev(&prior[1], 1);
-        vla_gemm_q q = {mode, {fa ? VLA_FP8_E5M2 : VLA_FP8_E4M3, dsa, dma}, {VLA_FP8_E4M3, dsb, dmb}, NULL};
+        vla_gemm_q q = {mode, {fa ? VLA_FP8_E5M2 : VLA_FP8_E4M3, dsa, dma}, {VLA_FP8_E4M3, dsb, dmb}, NULL, NULL};
         ops->sgemm_q(&q, ta, tb, m, n, k, alpha, da, lda, db, ldb, beta, dc, ldc);
         test_dev_read(ops, c, dc, m * ldc);
         for (int64_t i = 0; i < m; i++)
@@ -277,7 +277,7 @@ static void test_fp32_is_sgemm(void **state) {
     for (int64_t i = 0; i < m * k; i++) a[i] = (float)vla_rng_normal(&r);
     for (int64_t i = 0; i < k * n; i++) b[i] = (float)vla_rng_normal(&r);
     float *da = dev(a, m * k), *db = dev(b, k * n), *c1 = dev(c0, m * n), *c2 = dev(c0, m * n), *c3 = dev(c0, m * n);
-    vla_gemm_q q = {VLA_PREC_FP32, {0}, {0}, NULL};
+    vla_gemm_q q = {VLA_PREC_FP32, {0}, {0}, NULL, NULL};
     ops->sgemm(false, false, m, n, k, 1.0f, da, k, db, n, 0.0f, c1, n);
     ops->sgemm_q(NULL, false, false, m, n, k, 1.0f, da, k, db, n, 0.0f, c2, n);
     ops->sgemm_q(&q, false, false, m, n, k, 1.0f, da, k, db, n, 0.0f, c3, n);

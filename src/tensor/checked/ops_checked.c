@@ -186,7 +186,7 @@ WRAP_VOID(sgemm_strided_batched,
 /* a quantised GEMM's description with its backend pointers translated */
 static vla_gemm_q q_rw(const vla_gemm_q *q) {
     return (vla_gemm_q){q->mode, {q->a.fmt, T(q->a.scale), T(q->a.amax)}, {q->b.fmt, T(q->b.scale), T(q->b.amax)},
-                        T(q->b_ready)};
+                        T(q->b_ready), T(q->a_ready)};
 }
 static void chk_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al,
                         const float *a, int64_t lda, const float *b, int64_t ldb, float be, float *c, int64_t ldc) {

@@ -94,8 +94,9 @@ void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n
     /* the stored shapes: A is m×k (k×m when transposed), B k×n (n×k) */
     int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
     /* a ready B (prepare_operand) is the rounded copy quantize would make, rows of bc */
-    const float *rb = q->b_ready;
+    const float *rb = q->b_ready, *ra = q->a_ready;
     if (rb) b = rb, ldb = bc;
+    if (ra) a = ra, lda = ac; /* a ready A: the rounded copy in A's stored shape (ops.h) */
     /* natively from 128³ multiply-adds up: below, oneDNN's bf16 primitive costs more per call than it saves
      * (0.8× f32 at 64³, 1.4× at 128³: docs/benchmarks.md). A function of the shape, as the split is. */
     if (q->mode == VLA_PREC_BF16 && m * n * k >= BF16_NATIVE_MIN_MACS && vla_gemm_lib_active() == VLA_GEMM_ONEDNN &&
@@ -108,11 +109,11 @@ void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n
         free(ha), free(hb);
         return;
     }
-    float *qa = malloc((size_t)(ar * ac) * sizeof(float)), *qb = rb ? NULL : malloc((size_t)(br * bc) * sizeof(float));
-    if (!qa || (!rb && !qb)) abort(); /* scratch of the operands' own size: out of memory here is out of memory everywhere */
-    quantize(qa, a, ar, ac, lda, q->mode, &q->a);
+    float *qa = ra ? NULL : malloc((size_t)(ar * ac) * sizeof(float)), *qb = rb ? NULL : malloc((size_t)(br * bc) * sizeof(float));
+    if ((!ra && !qa) || (!rb && !qb)) abort(); /* scratch of the operands' own size: out of memory here is out of memory everywhere */
+    if (!ra) quantize(qa, a, ar, ac, lda, q->mode, &q->a);
     if (!rb) quantize(qb, b, br, bc, ldb, q->mode, &q->b);
-    cpu->sgemm(ta, tb, m, n, k, alpha, qa, ac, rb ? rb : qb, bc, beta, c, ldc);
+    cpu->sgemm(ta, tb, m, n, k, alpha, ra ? ra : qa, ac, rb ? rb : qb, bc, beta, c, ldc);
     free(qa), free(qb);
 }
 

@@ -352,7 +352,12 @@ static bool sgemm_q_bias(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64
         void *aq = buf, *bq = buf + off_b;
         float *sinv = (float *)(buf + off_s); /* [0]: 1/s of A, [1]: of B */
         float *sinv_b = sinv + 1;
-        cast_operand(aq, a, lda, m, k, p.kp, p.a_transpose, kind_of(q, &q->a, false), fp8 ? &q->a : NULL, sinv);
+        if (q->a_ready) { /* prepare_operand's copy of op(A) (ops.h: B's cast seen from the other side) */
+            aq = (void *)q->a_ready;
+            sinv = (float *)((char *)aq + ready_sinv_offset(m, p.kp, ea));
+        } else {
+            cast_operand(aq, a, lda, m, k, p.kp, p.a_transpose, kind_of(q, &q->a, false), fp8 ? &q->a : NULL, sinv);
+        }
         if (q->b_ready) { /* prepare_operand's copy: the same cast, made once */
             bq = (void *)q->b_ready;
             sinv_b = (float *)((char *)bq + ready_sinv_offset(n, p.kp, eb));
