@@ -315,6 +315,19 @@ static int kind_of(const vla_gemm_q *q, const vla_fp8_operand *op, bool emulate)
     return e4 ? OUT_E4M3 : OUT_E5M2;
 }
 
+static int64_t q_emulated; /* quantized GEMMs that fell back to the f32 emulation */
+
+extern "C" int64_t vla_cuda_gemm_emulated(void) { return __atomic_load_n(&q_emulated, __ATOMIC_RELAXED); }
+
+static const char *lt_type_name(vla_lt_type t) {
+    switch (t) {
+    case VLA_LT_BF16: return "bf16";
+    case VLA_LT_E4M3: return "e4m3";
+    case VLA_LT_E5M2: return "e5m2";
+    default: return "f32";
+    }
+}
+
 /* A ready B (prepare_operand): the K-major copy [n][kp] as sgemm_q's cast
  * writes it, then (FP8) the 1/s it was cast with, 256-byte aligned. */
 static size_t ready_sinv_offset(int64_t n, int64_t kp, size_t es) { return ((size_t)(n * kp) * es + 255) / 256 * 256; }
@@ -375,6 +388,13 @@ static bool sgemm_q_bias(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64
         /* no algorithm: emulate below. The casts above already max-accumulated the amaxes, and
          * the emulation's casts add the same values again: a max, so nothing changes. */
     }
+    /* Emulated: f32 products at a fraction of the tensor cores' rate. Counted (bench gemm prints
+     * it) and said once, with the first shape, so a slow FP8 run says why. */
+    if (__atomic_fetch_add(&q_emulated, 1, __ATOMIC_RELAXED) == 0)
+        fprintf(stderr, "vla: cuda: a %s GEMM (%lldx%lldx%lld, A %s, B %s) has no cuBLASLt algorithm here%s: "
+                "emulated in f32 (slow); `vla bench gemm --device=cuda` counts these\n",
+                fp8 ? "FP8" : "bf16", (long long)m, (long long)n, (long long)k, lt_type_name(p.a_type),
+                lt_type_name(p.b_type), p.use_lt ? "" : " (its types or C's alignment rule it out)");
     float *buf = (float *)vla_cuda_scratch(sizeof(float) * (size_t)((m + n) * k) + 256);
     float *af = buf, *bf = buf + m * k;
     cast_operand(af, a, lda, m, k, k, p.a_transpose, kind_of(q, &q->a, true), fp8 ? &q->a : NULL, NULL);

@@ -41,6 +41,10 @@ void vla_cuda_note_comm_use(void);
  * against. */
 vla_status vla_cuda_gemm_peak(vla_dtype dtype, int64_t n, int iters, int reps, double *tflops);
 
+/* How many bf16/FP8 GEMMs so far found no cuBLASLt algorithm and ran the
+ * f32 emulation instead (the first says so on stderr). */
+int64_t vla_cuda_gemm_emulated(void);
+
 #ifdef __cplusplus
 }
 #endif
