@@ -36,23 +36,30 @@ static const void *weight_ready(const vla_ops *ops, const vla_linear_prec *q, co
     return *buf;
 }
 
-const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q, bool wgrad, const float *in,
-                                   int64_t n, int64_t in_dim) {
-    if (!q || q->mode != VLA_PREC_BF16 || !q->casts || n <= 0 || in_dim <= 0) return NULL;
-    vla_gemm_q g = {q->mode, {0}, q->x, NULL, NULL}; /* the input as a B operand (ops.h, a_ready) */
-    /* forward: op(A) = in (n×in_dim) is op(B) of trans_b with n rows; wgrad: op(B) = in, k = n */
-    int64_t rows = wgrad ? in_dim : n, k = wgrad ? n : in_dim;
-    size_t need = ops->ready_bytes(&g, rows, k);
+/* x [n][cols] cast into cb as the B operand op(B) = x (trans_b false: k = n
+ * rows, cols columns) or op(B) = xᵀ… read as prepare_operand(g, tb, rows, k)
+ * says; NULL when the backend keeps no copies or memory is short */
+static const void *cast_into(const vla_ops *ops, vla_cast_buf *cb, const vla_gemm_q *g, bool tb, int64_t rows,
+                             int64_t k, const float *x, int64_t ld) {
+    size_t need = ops->ready_bytes(g, rows, k);
     if (need == 0) return NULL;
-    vla_cast_buf *cb = wgrad ? &q->casts->wgrad : &q->casts->fwd;
     if (cb->bytes < need) {
         if (cb->buf) ops->free(cb->buf);
         cb->bytes = 0;
         if (!(cb->buf = ops->alloc(need))) return NULL;
         cb->bytes = need;
     }
-    ops->prepare_operand(&g, !wgrad, rows, k, in, in_dim, cb->buf);
+    ops->prepare_operand(g, tb, rows, k, x, ld, cb->buf);
     return cb->buf;
+}
+
+const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q, bool wgrad, const float *in,
+                                   int64_t n, int64_t in_dim) {
+    if (!q || q->mode != VLA_PREC_BF16 || !q->casts || n <= 0 || in_dim <= 0) return NULL;
+    vla_gemm_q g = {q->mode, {0}, q->x, NULL, NULL}; /* the input as a B operand (ops.h, a_ready) */
+    /* forward: op(A) = in (n×in_dim) is op(B) of trans_b with n rows; wgrad: op(B) = in, k = n */
+    return wgrad ? cast_into(ops, &q->casts->wgrad, &g, false, in_dim, n, in, in_dim)
+                 : cast_into(ops, &q->casts->fwd, &g, true, n, in_dim, in, in_dim);
 }
 
 static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *out, float *pre,
@@ -101,15 +108,23 @@ void vla_linear_backward_x(const vla_ops *ops, const vla_linear_prec *q, const v
     if (n <= 0) return;
     vla_gemm_q g;
     vla_gemm_q *gq;
+    /* bf16: dy cast once for the dgrad (A = dy) and the wgrad (A = dyᵀ): one stored layout serves
+     * both (ops.h, a_ready); the dgrad's cast is the one the pair would have made first */
+    const void *dy_ready = NULL;
+    if (d_in && d_w && q && q->mode == VLA_PREC_BF16 && q->casts) {
+        vla_gemm_q gd = {q->mode, {0}, q->dy, NULL, NULL};
+        dy_ready = cast_into(ops, &q->casts->dy, &gd, true, n, out_dim, d_out, out_dim);
+    }
     if (d_in) { /* dgrad: dy (E5M2) · W (E4M3) */
         gq = q ? gemm_q(q, &g, &q->dy, &q->w) : NULL;
         if (gq) gq->b_ready = weight_ready(ops, q, gq, true, false, in_dim, out_dim, w, in_dim);
+        if (gq) gq->a_ready = dy_ready;
         if (gq) ops->sgemm_q(gq, false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, 1.0f, d_in, in_dim);
         else ops->sgemm(false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, 1.0f, d_in, in_dim);
     }
     if (d_w) { /* wgrad: dyᵀ (E5M2) · x (E4M3) */
         gq = q ? gemm_q(q, &g, &q->dy, &q->x) : NULL;
-        if (gq && q->mode == VLA_PREC_BF16) gq->b_ready = in_ready;
+        if (gq && q->mode == VLA_PREC_BF16) gq->b_ready = in_ready, gq->a_ready = dy_ready;
         if (gq) ops->sgemm_q(gq, true, false, out_dim, in_dim, n, 1.0f, d_out, out_dim, in, in_dim, 1.0f, d_w, in_dim);
         else ops->sgemm(true, false, out_dim, in_dim, n, 1.0f, d_out, out_dim, in, in_dim, 1.0f, d_w, in_dim);
     }

@@ -53,7 +53,9 @@ typedef struct {
  * needed, reused by every block: each copy is read at once by the GEMMs
  * that follow, in issue order) and the _x forms read it (ops.h, a_ready /
  * b_ready): q/k/v's six activation casts of x become two, gate/up's four
- * two. The same bits: the copy is the cast the GEMMs would make. FP8 does
+ * two. Likewise each lowered linear's output gradient dy, read by its dgrad
+ * (as A) and its wgrad (as Aᵀ): one bf16 copy serves both (ops.h, a_ready),
+ * two casts become one. The same bits: the copy is the cast the GEMMs would make. FP8 does
  * not share — each linear has its own input scale — nor does a backend
  * that keeps no copies (cpu: ready_bytes 0). */
 typedef struct {
@@ -62,6 +64,7 @@ typedef struct {
 } vla_cast_buf;
 typedef struct {
     vla_cast_buf fwd, wgrad;
+    vla_cast_buf dy; /* a linear's output gradient, cast once for its dgrad and wgrad (bf16) */
 } vla_input_casts;
 
 /* One linear layer's precision: the mode, and in FP8 the scaling state of

@@ -58,6 +58,7 @@ void vla_policy_precision_free(vla_policy *p) {
     free(q->ready);
     if (q->casts.fwd.buf) p->tops->free(q->casts.fwd.buf);
     if (q->casts.wgrad.buf) p->tops->free(q->casts.wgrad.buf);
+    if (q->casts.dy.buf) p->tops->free(q->casts.dy.buf);
     free(q->fmt_max), free(q->names), free(q->bp);
     free(q);
     p->prec = NULL;

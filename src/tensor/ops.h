@@ -100,7 +100,13 @@ typedef struct {
  * a_ready: the same for op(A), seen from the other side: op(A) (m×k) is
  * op(B) of a GEMM with B = A, trans_b = !trans_a, n = m, so
  * prepare_operand({mode, ·, b = a}, !trans_a, m, k, A, lda) makes it — one
- * cast of an input that several GEMMs read (q, k and v of one activation). */
+ * cast of an input that several GEMMs read (q, k and v of one activation).
+ * In BF16 a copy depends only on the stored matrix (its rows, columns and
+ * values): every backend keeps it in the stored layout (cpu, checked: the
+ * rounded f32 copy; cuda: bf16 rows padded to 16 bytes), so one copy serves
+ * any GEMM reading that matrix, as A or B, transposed or not (x: the
+ * forward's A and the wgrad's B; dy: the dgrad's A and the wgrad's Aᵀ).
+ * FP8 copies are per role (K-major, each operand's own scale). */
 typedef struct {
     vla_precision mode;
     vla_fp8_operand a, b;

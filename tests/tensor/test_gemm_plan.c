@@ -4,10 +4,12 @@
  *     strided batches) run as the column-major product the plan describes
  *     (its A is the caller's B, op(X)(i, j) read through the stored layout)
  *     equals the row-major definition;
- *   - the quantized plans: K-major copies of op(A) and op(B) made as the cast
- *     kernel makes them (transposing where the plan says, zero-padding K to
- *     kp) and multiplied as the plan's TN product equal the GEMM on the
- *     rounded operands; kp and the cuBLASLt/emulation decision follow the
+ *   - the quantized plans: the copies of A and B made as the cast kernel
+ *     makes them (FP8: K-major, transposing where the plan says, K
+ *     zero-padded to kp; bf16: the stored layouts, rows padded) and
+ *     multiplied as the plan's product (TN for FP8) equal the GEMM on the
+ *     rounded operands; a bf16 copy is one layout for every role that reads
+ *     it; kp and the cuBLASLt/emulation decision follow the
  *     FP8 rules (E5M2 × E5M2 unsupported, C alignment), FAST_ACCUM only
  *     without a gradient operand;
  *   - the workspace rule, the alignment classes, and the descriptor cache
@@ -92,7 +94,7 @@ static void test_rowmajor_mapping(void **state) {
         }
 }
 
-/* the cast kernel's copy: dst[rows][kp] ← op(X) rows, K-major, zero-padded; `round` as the GEMM reads */
+/* the cast kernel's copy: dst[rows][kp] ← rows of X (of Xᵀ when transpose), K values each, zero-padded; `round` as the GEMM reads */
 static float *kmajor_copy(const float *x, int64_t ld, int64_t rows, int64_t K, int64_t kp, bool transpose,
                           float (*round)(float)) {
     float *d = calloc((size_t)(rows * kp), sizeof(float));
@@ -103,31 +105,56 @@ static float *kmajor_copy(const float *x, int64_t ld, int64_t rows, int64_t K, i
 
 static float bf16_round(float x) { return vla_bf16_to_f32(vla_f32_to_bf16(x)); }
 
+static float no_round(float x) { return x; }
+
+/* Each quantized plan executed as the cuda backend does: the copies made as
+ * the cast kernel makes them (the plan's rows, columns, row stride and
+ * transpose; bf16 rounded), then the plan's product over them — against
+ * the row-major GEMM on the rounded operands. Also: the ready copy of an
+ * operand (a plan's B, prepare_operand) is, in bf16, one layout whatever
+ * role or transposition reads it (ops.h, a_ready). */
 static void test_quantized_plans(void **state) {
     (void)state;
     vla_rng r = vla_rng_stream(12, 0);
     const int64_t sizes[][3] = {{4, 8, 16}, {3, 5, 7}, {17, 12, 33}, {32, 16, 24}};
     for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
-        for (int t = 0; t < 4; t++) {
-            bool ta = t & 1, tb = t & 2;
+        for (int t = 0; t < 8; t++) {
+            bool ta = t & 1, tb = t & 2, fp8 = t & 4;
             int64_t m = sizes[s][0], n = sizes[s][1], k = sizes[s][2];
             int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n;
             float *a = randf((ta ? k : m) * lda, &r), *b = randf((tb ? n : k) * ldb, &r), *c = calloc((size_t)(m * ldc), 4);
-            vla_gemm_q q = {.mode = VLA_PREC_BF16};
+            vla_gemm_q q = {.mode = fp8 ? VLA_PREC_FP8 : VLA_PREC_BF16};
+            float (*rnd)(float) = fp8 ? no_round : bf16_round; /* FP8: the layouts only (its rounding: test_precision) */
             vla_q_plan p = vla_q_plan_make(&q, ta, tb, m, n, k, ldc, 256);
-            assert_true(p.use_lt && p.kp % 8 == 0 && p.kp >= k && p.kp < k + 8);
-            assert_true(p.a_type == VLA_LT_BF16 && p.b_type == VLA_LT_BF16);
-            assert_true(p.lt.trans_a && !p.lt.trans_b); /* TN */
-            float *aq = kmajor_copy(a, lda, m, k, p.kp, p.a_transpose, bf16_round);
-            float *bq = kmajor_copy(b, ldb, n, k, p.kp, p.b_transpose, bf16_round);
+            if (fp8) {
+                assert_true(p.kp % 16 == 0 && p.kp >= k && p.kp < k + 16);
+                assert_true(p.a_rows == m && p.a_cols == k && p.a_ld == p.kp && p.b_rows == n && p.b_ld == p.kp);
+                assert_true(p.a_transpose == ta && p.b_transpose == !tb);
+                assert_true(p.lt.trans_a && !p.lt.trans_b); /* TN */
+            } else {
+                assert_true(p.use_lt && p.a_type == VLA_LT_BF16 && p.b_type == VLA_LT_BF16);
+                assert_true(!p.a_transpose && !p.b_transpose); /* stored layouts, no transposing cast */
+                assert_true(p.a_rows == (ta ? k : m) && p.a_cols == (ta ? m : k));
+                assert_true(p.b_rows == (tb ? n : k) && p.b_cols == (tb ? k : n));
+                assert_true(p.a_ld % 8 == 0 && p.a_ld >= p.a_cols && p.a_ld < p.a_cols + 8);
+                assert_true(p.b_ld % 8 == 0 && p.b_ld >= p.b_cols && p.b_ld < p.b_cols + 8);
+                assert_true(p.lt.trans_a == tb && p.lt.trans_b == ta); /* the caller's transposes */
+                /* A's copy is the copy a GEMM reading A as its B would prepare (any role, any transpose) */
+                vla_q_plan pb = vla_q_plan_make(&q, false, !ta, 1, m, k, m, 256);
+                assert_true(pb.b_rows == p.a_rows && pb.b_cols == p.a_cols && pb.b_ld == p.a_ld && !pb.b_transpose);
+                vla_q_plan pt = vla_q_plan_make(&q, !ta, false, k, 1, m, 1, 256); /* A read transposed, as op(A) */
+                assert_true(pt.a_rows == p.a_rows && pt.a_cols == p.a_cols && pt.a_ld == p.a_ld);
+            }
+            float *aq = kmajor_copy(a, lda, p.a_rows, p.a_cols, p.a_ld, p.a_transpose, rnd);
+            float *bq = kmajor_copy(b, ldb, p.b_rows, p.b_cols, p.b_ld, p.b_transpose, rnd);
             run_lt(&p.lt, 1.0f, bq, aq, 0.0f, c);
             /* reference: the GEMM on the rounded operands */
             for (int64_t i = 0; i < m; i++)
                 for (int64_t j = 0; j < n; j++) {
                     double ref = 0;
                     for (int64_t pp = 0; pp < k; pp++)
-                        ref += (double)bf16_round(ta ? a[pp * lda + i] : a[i * lda + pp]) *
-                               bf16_round(tb ? b[j * ldb + pp] : b[pp * ldb + j]);
+                        ref += (double)rnd(ta ? a[pp * lda + i] : a[i * lda + pp]) *
+                               rnd(tb ? b[j * ldb + pp] : b[pp * ldb + j]);
                     assert_true(fabs(c[i * ldc + j] - ref) <= 1e-5 * (1 + fabs(ref)));
                 }
             free(a), free(b), free(c), free(aq), free(bq);

@@ -6,10 +6,11 @@
  *
  * How a row-major call becomes a cuBLASLt call, which copies a quantized
  * GEMM makes and when FP8 falls back to emulation is decided in plain C
- * (tensor/cuda/gemm_plan.h, unit-tested on the CPU); this file runs it. One cast
- * kernel per operand makes the K-major copy (transposing through shared
- * memory when the stored operand is not K-major), rounds with the cpu
- * backend's own rounding (base/numfmt.h: bit for bit), max-accumulates
+ * (tensor/cuda/gemm_plan.h, unit-tested on the CPU); this file runs it.
+ * One cast kernel per operand makes the copy (FP8: K-major, transposing
+ * through shared memory when the stored operand is not; bf16: the stored
+ * layout), rounds with the cpu backend's own rounding (base/numfmt.h: bit
+ * for bit), max-accumulates
  * the operand's amax (an atomic max: order-independent, so deterministic)
  * and writes 1/s where cuBLASLt reads its dequantisation scale. */
 #include "tensor/cuda/internal.cuh"
@@ -235,9 +236,9 @@ extern "C" void vla_cuda_sgemm_strided_batched(bool ta, bool tb, int64_t m, int6
 
 enum { OUT_BF16, OUT_E4M3, OUT_E5M2, OUT_F32_BF16, OUT_F32_E4M3, OUT_F32_E5M2 };
 
-/* dst [rows][kp] (K-major) ← the operand as the GEMM reads it: stored
- * [rows][K] (transpose 0) or [K][rows] (transpose 1) with row stride ld;
- * columns K..kp are zero. 32×32 tiles through shared memory so that both
+/* dst [rows][kp] ← the operand as the plan copies it: stored [rows][K]
+ * (transpose 0) or [K][rows] (transpose 1) with row stride ld; columns
+ * K..kp are zero. 32×32 tiles through shared memory so that both
  * the read and the write are coalesced. FP8 kinds multiply by *scale and
  * max-accumulate |x| into *amax; OUT_F32_* write the rounded value back as
  * f32 (times 1/s for FP8): the emulation, the cpu backend's computation. */
@@ -328,14 +329,21 @@ static const char *lt_type_name(vla_lt_type t) {
     }
 }
 
-/* A ready B (prepare_operand): the K-major copy [n][kp] as sgemm_q's cast
- * writes it, then (FP8) the 1/s it was cast with, 256-byte aligned. */
-static size_t ready_sinv_offset(int64_t n, int64_t kp, size_t es) { return ((size_t)(n * kp) * es + 255) / 256 * 256; }
+/* A ready operand (prepare_operand): the copy sgemm_q's cast writes
+ * ([b_rows][b_ld] of the plan: K-major for FP8, the stored layout for bf16),
+ * then (FP8) the 1/s it was cast with, 256-byte aligned. */
+static size_t ready_sinv_offset(int64_t rows, int64_t ld, size_t es) { return ((size_t)(rows * ld) * es + 255) / 256 * 256; }
 
+static size_t ready_size(const vla_q_plan *p) {
+    return ready_sinv_offset(p->b_rows, p->b_ld, p->b_type == VLA_LT_BF16 ? 2 : 1) + 256;
+}
+
+/* ready_bytes does not know trans_b: the larger of the two layouts (they differ in bf16's row padding) */
 extern "C" size_t vla_cuda_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k) {
     if (!q || q->mode == VLA_PREC_FP32 || n <= 0 || k <= 0) return 0;
-    vla_q_plan p = vla_q_plan_make(q, false, false, 1, n, k, n, 0);
-    return ready_sinv_offset(n, p.kp, p.b_type == VLA_LT_BF16 ? 2 : 1) + 256;
+    vla_q_plan p0 = vla_q_plan_make(q, false, false, 1, n, k, n, 0), p1 = vla_q_plan_make(q, false, true, 1, n, k, n, 0);
+    size_t s0 = ready_size(&p0), s1 = ready_size(&p1);
+    return s0 > s1 ? s0 : s1;
 }
 
 extern "C" void vla_cuda_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b,
@@ -344,8 +352,8 @@ extern "C" void vla_cuda_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n
     vla_q_plan p = vla_q_plan_make(q, false, tb, 1, n, k, n, 0);
     size_t es = p.b_type == VLA_LT_BF16 ? 2 : 1;
     bool fp8 = q->mode == VLA_PREC_FP8;
-    cast_operand(dst, b, ldb, n, k, p.kp, p.b_transpose, kind_of(q, &q->b, false), fp8 ? &q->b : NULL,
-                 (float *)((char *)dst + ready_sinv_offset(n, p.kp, es)));
+    cast_operand(dst, b, ldb, p.b_rows, p.b_cols, p.b_ld, p.b_transpose, kind_of(q, &q->b, false),
+                 fp8 ? &q->b : NULL, (float *)((char *)dst + ready_sinv_offset(p.b_rows, p.b_ld, es)));
 }
 
 /* sgemm_q, adding `bias` in cuBLASLt's epilogue where it can (f32 and bf16
@@ -359,23 +367,26 @@ static bool sgemm_q_bias(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64
     bool fp8 = q->mode == VLA_PREC_FP8;
     if (p.use_lt) {
         size_t ea = p.a_type == VLA_LT_BF16 ? 2 : 1, eb = p.b_type == VLA_LT_BF16 ? 2 : 1;
-        char *buf = (char *)vla_cuda_scratch((size_t)(m * p.kp) * ea + (size_t)(n * p.kp) * eb + 512 + 256);
-        size_t off_b = ((size_t)(m * p.kp) * ea + 255) / 256 * 256;
-        size_t off_s = (off_b + (size_t)(n * p.kp) * eb + 255) / 256 * 256;
+        size_t a_bytes = (size_t)(p.a_rows * p.a_ld) * ea, b_bytes = (size_t)(p.b_rows * p.b_ld) * eb;
+        char *buf = (char *)vla_cuda_scratch(a_bytes + b_bytes + 512 + 256);
+        size_t off_b = (a_bytes + 255) / 256 * 256;
+        size_t off_s = (off_b + b_bytes + 255) / 256 * 256;
         void *aq = buf, *bq = buf + off_b;
         float *sinv = (float *)(buf + off_s); /* [0]: 1/s of A, [1]: of B */
         float *sinv_b = sinv + 1;
         if (q->a_ready) { /* prepare_operand's copy of op(A) (ops.h: B's cast seen from the other side) */
             aq = (void *)q->a_ready;
-            sinv = (float *)((char *)aq + ready_sinv_offset(m, p.kp, ea));
+            sinv = (float *)((char *)aq + ready_sinv_offset(p.a_rows, p.a_ld, ea));
         } else {
-            cast_operand(aq, a, lda, m, k, p.kp, p.a_transpose, kind_of(q, &q->a, false), fp8 ? &q->a : NULL, sinv);
+            cast_operand(aq, a, lda, p.a_rows, p.a_cols, p.a_ld, p.a_transpose, kind_of(q, &q->a, false),
+                         fp8 ? &q->a : NULL, sinv);
         }
         if (q->b_ready) { /* prepare_operand's copy: the same cast, made once */
             bq = (void *)q->b_ready;
-            sinv_b = (float *)((char *)bq + ready_sinv_offset(n, p.kp, eb));
+            sinv_b = (float *)((char *)bq + ready_sinv_offset(p.b_rows, p.b_ld, eb));
         } else {
-            cast_operand(bq, b, ldb, n, k, p.kp, p.b_transpose, kind_of(q, &q->b, false), fp8 ? &q->b : NULL, sinv_b);
+            cast_operand(bq, b, ldb, p.b_rows, p.b_cols, p.b_ld, p.b_transpose, kind_of(q, &q->b, false),
+                         fp8 ? &q->b : NULL, sinv_b);
         }
         /* cuBLASLt's A is our B: its dequantisation scale is B's 1/s */
         bool folded = bias && !fp8 &&
@@ -397,8 +408,9 @@ static bool sgemm_q_bias(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64
                 lt_type_name(p.b_type), p.use_lt ? "" : " (its types or C's alignment rule it out)");
     float *buf = (float *)vla_cuda_scratch(sizeof(float) * (size_t)((m + n) * k) + 256);
     float *af = buf, *bf = buf + m * k;
-    cast_operand(af, a, lda, m, k, k, p.a_transpose, kind_of(q, &q->a, true), fp8 ? &q->a : NULL, NULL);
-    cast_operand(bf, b, ldb, n, k, k, p.b_transpose, kind_of(q, &q->b, true), fp8 ? &q->b : NULL, NULL);
+    /* K-major f32 copies of the rounded values (whatever layout the plan's copies have) */
+    cast_operand(af, a, lda, m, k, k, ta, kind_of(q, &q->a, true), fp8 ? &q->a : NULL, NULL);
+    cast_operand(bf, b, ldb, n, k, k, !tb, kind_of(q, &q->b, true), fp8 ? &q->b : NULL, NULL);
     bool folded = f32_gemm(false, true, m, n, k, alpha, af, k, 0, bf, k, 0, beta, c, ldc, 0, 1, CUBLAS_COMPUTE_32F, bias);
     vla_cuda_scratch_free(buf);
     return folded;

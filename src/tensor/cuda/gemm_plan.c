@@ -29,20 +29,25 @@ vla_q_plan vla_q_plan_make(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int
                            uintptr_t c_addr) {
     vla_q_plan p;
     memset(&p, 0, sizeof p);
-    p.a_transpose = ta, p.b_transpose = !tb;
-    if (q->mode == VLA_PREC_FP8) {
-        p.a_type = fp8_type(q->a.fmt), p.b_type = fp8_type(q->b.fmt);
-        p.kp = round_up(k, 16);
-        bool types_ok = !(p.a_type == VLA_LT_E5M2 && p.b_type == VLA_LT_E5M2);
-        /* column-major D is n×m f32: n·4 and ldc·4 multiples of 16, pointer 16-byte aligned */
-        bool c_ok = n % 4 == 0 && ldc % 4 == 0 && c_addr % 16 == 0;
-        p.use_lt = types_ok && c_ok;
-        p.fast_accum = p.a_type == VLA_LT_E4M3 && p.b_type == VLA_LT_E4M3;
-    } else {
+    if (q->mode != VLA_PREC_FP8) { /* bf16: copies in the stored layouts, the caller's transposes */
         p.a_type = p.b_type = VLA_LT_BF16;
-        p.kp = round_up(k, 8);
+        p.kp = k;
+        p.a_rows = ta ? k : m, p.a_cols = ta ? m : k, p.a_ld = round_up(p.a_cols, 8);
+        p.b_rows = tb ? n : k, p.b_cols = tb ? k : n, p.b_ld = round_up(p.b_cols, 8);
         p.use_lt = true;
+        p.lt = vla_lt_from_rowmajor(ta, tb, m, n, k, p.a_ld, p.b_ld, ldc, 1, 0, 0, 0);
+        return p;
     }
+    /* FP8: K-major copies, TN */
+    p.a_transpose = ta, p.b_transpose = !tb;
+    p.a_type = fp8_type(q->a.fmt), p.b_type = fp8_type(q->b.fmt);
+    p.kp = round_up(k, 16);
+    bool types_ok = !(p.a_type == VLA_LT_E5M2 && p.b_type == VLA_LT_E5M2);
+    /* column-major D is n×m f32: n·4 and ldc·4 multiples of 16, pointer 16-byte aligned */
+    bool c_ok = n % 4 == 0 && ldc % 4 == 0 && c_addr % 16 == 0;
+    p.use_lt = types_ok && c_ok;
+    p.fast_accum = p.a_type == VLA_LT_E4M3 && p.b_type == VLA_LT_E4M3;
+    p.a_rows = m, p.a_cols = k, p.a_ld = p.kp, p.b_rows = n, p.b_cols = k, p.b_ld = p.kp;
     /* the copies: op(A) as [m][kp] (row-major, not transposed), op(B) as [n][kp] (transposed) */
     p.lt = vla_lt_from_rowmajor(false, true, m, n, p.kp, p.kp, p.kp, ldc, 1, 0, 0, 0);
     return p;

@@ -7,13 +7,17 @@
  *    is the column-major Xᵀ with the same stride, so C = op(A)·op(B) is
  *    computed as Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLASLt's A is the caller's B.
  *  - Quantized GEMMs (sgemm_q). The operands are f32 in memory; each is cast
- *    (bf16, or FP8 at its delayed scale) into a packed copy that is
- *    K-major — op(A) as [m][kp], op(B) as [n][kp], transposing on the way
- *    when the stored operand is not — so every quantized product is the "TN"
- *    form Hopper's FP8 kernels require (gpu-notes §4.1, §4.5: A transposed,
- *    B not, in cuBLASLt's terms). K is zero-padded to kp (16 bytes of the
- *    element type for bf16, 16 elements for FP8: the tensor-core alignment);
- *    zeros add nothing. FP8 runs through cuBLASLt only where its type table
+ *    into a packed copy. FP8 (at its delayed scale): K-major — op(A) as
+ *    [m][kp], op(B) as [n][kp], transposing on the way when the stored
+ *    operand is not — so every FP8 product is the "TN" form Hopper's FP8
+ *    kernels require (gpu-notes §4.1, §4.5: A transposed, B not, in
+ *    cuBLASLt's terms), K zero-padded to kp = 16 elements (zeros add
+ *    nothing). bf16: in the operand's STORED layout, rows padded to 8
+ *    elements (16 bytes), no transpose — cuBLASLt's bf16 kernels take every
+ *    transposition — so the cast is a plain elementwise pass, and one copy
+ *    of a matrix serves every GEMM that reads it, in either role and either
+ *    transposition (x: the forward's A and the wgrad's B; dy: the dgrad's A
+ *    and the wgrad's Aᵀ; ops.h, a_ready). FP8 runs through cuBLASLt only where its type table
  *    allows (E5M2 × E5M2 is not supported) and C meets its alignment (rows
  *    of 16 bytes, 16-byte pointer); otherwise the cast emulates (casts back
  *    to f32, the cpu backend's computation) — decided here, by shape.
@@ -50,14 +54,18 @@ typedef struct {
 vla_lt_gemm vla_lt_from_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
                                  int64_t ldc, int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c);
 
-/* How a quantized GEMM is run. */
+/* How a quantized GEMM is run. The copy of A is [a_rows][a_ld] (row-major),
+ * made from a_cols values per row of the stored operand, or of its
+ * transpose when a_transpose (the cast kernel's rows, K, kp, transpose);
+ * zeros fill each row from a_cols to a_ld. B's likewise. */
 typedef struct {
     vla_lt_type a_type, b_type; /* of the caller's op(A) and op(B) copies */
-    int64_t kp;                 /* K padded */
-    bool a_transpose, b_transpose; /* the cast transposes the stored operand into the K-major copy */
+    int64_t kp;                 /* FP8: K padded (a_ld = b_ld = kp); bf16: K */
+    bool a_transpose, b_transpose; /* the cast transposes the stored operand (FP8 only: into the K-major copy) */
+    int64_t a_rows, a_cols, a_ld, b_rows, b_cols, b_ld;
     bool use_lt;                /* false: emulate (f32 copies of the rounded values, f32 GEMM) */
     bool fast_accum;
-    vla_lt_gemm lt;             /* the TN product over the copies (lda = ldb = kp) */
+    vla_lt_gemm lt;             /* the product over the copies: TN for FP8, the caller's transposes for bf16 */
 } vla_q_plan;
 
 /* c_addr: the address of C (its alignment matters to FP8). mode BF16 or FP8. */
