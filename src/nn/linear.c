@@ -19,6 +19,10 @@ static const void *weight_ready(const vla_ops *ops, const vla_linear_prec *q, co
                                 bool trans_b, int64_t n, int64_t k, const float *w, int64_t ldw) {
     vla_weight_ready *r = q->ready;
     if (!r || !r->scope || !r->scope->holding) return NULL;
+    /* bf16: W's copy is one stored layout for the forward (Wᵀ as B) and the dgrad (W as B) alike
+     * (ops.h, a_ready): the dgrad reads the forward's, half the copies' memory. FP8 keeps two
+     * (K-major per role). */
+    if (g->mode == VLA_PREC_BF16) dgrad = false;
     void **buf = dgrad ? &r->dgrad : &r->fwd;
     size_t *have = dgrad ? &r->dgrad_bytes : &r->fwd_bytes;
     uint64_t *gen = dgrad ? &r->dgrad_gen : &r->fwd_gen;

@@ -155,8 +155,9 @@ vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla
 }
 
 /* VLA_WEIGHT_COPIES=0 turns the copies off (every GEMM casts its weight, as
- * before): they cost 2 bytes per lowered weight per layout in bf16 on cuda,
- * ~12 GB for the full π0.5, which a run at the edge of memory may need. */
+ * before): they cost 2 bytes per lowered weight in bf16 on cuda (one layout
+ * serves the forward and the dgrad), ~6 GB for the full π0.5, which a run
+ * at the edge of memory may need; FP8 keeps 1 byte per weight per layout. */
 static bool weight_copies_wanted(void) {
     static int wanted = -1;
     if (wanted < 0) {
