@@ -249,12 +249,22 @@ static vla_status train_step(vla_policy *p, const vla_batch *b, vla_train_opt *o
 static double last_waits_per_step = -1;
 /* Operations issued per step of the last timing (ops.h, launches; -1: not counted). */
 static double last_launches_per_step = -1;
+/* cuda: attention plans built and uploaded per step of the last timing (the rest came from its cache; -1: n/a) */
+static double last_plans_per_step = -1;
+
+static int64_t attn_plan_builds(const vla_ops *ops) {
+#ifdef VLA_HAVE_CUDA
+    if (ops->device == VLA_DEVICE_CUDA) return vla_cuda_attn_plan_builds();
+#endif
+    (void)ops;
+    return -1;
+}
 
 /* Seconds per training step over at least `seconds` (and two steps). */
 static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds, double *per_step,
                              vla_loss_info *info) {
     int64_t steps = 0, w0 = p->tops->host_waits ? p->tops->host_waits() : 0;
-    int64_t l0 = p->tops->launches ? p->tops->launches() : 0;
+    int64_t l0 = p->tops->launches ? p->tops->launches() : 0, b0 = attn_plan_builds(p->tops);
     double t0 = vla_now_s(), el = 0;
     while (steps < 2 || el < seconds) {
         VLA_TRY(train_step(p, b, opt, info));
@@ -265,6 +275,7 @@ static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *o
     *per_step = el / (double)steps;
     last_waits_per_step = p->tops->host_waits ? (double)(p->tops->host_waits() - w0) / (double)steps : -1;
     last_launches_per_step = p->tops->launches ? (double)(p->tops->launches() - l0) / (double)steps : -1;
+    last_plans_per_step = b0 >= 0 ? (double)(attn_plan_builds(p->tops) - b0) / (double)steps : -1;
     return VLA_OK;
 }
 
@@ -389,6 +400,7 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
            o->recompute ? "true" : "false");
     if (last_waits_per_step >= 0) printf(",\"host_waits_per_step\":%.2f", last_waits_per_step);
     if (last_launches_per_step >= 0) printf(",\"launches_per_step\":%.1f", last_launches_per_step);
+    if (last_plans_per_step >= 0) printf(",\"attn_plans_built_per_step\":%.1f", last_plans_per_step);
     if (base_per_step > 0)
         printf(",\"base_threads\":%d,\"vs_base_threads\":%.3f", o->threads[0], base_per_step / per_step);
     if (o->ops->device == VLA_DEVICE_CPU) /* the CPU GEMM library (a device backend has its own) */

@@ -41,6 +41,7 @@
 #ifndef VLA_TENSOR_ATTN_PLAN_H
 #define VLA_TENSOR_ATTN_PLAN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "base/status.h"
@@ -139,6 +140,32 @@ static inline void vla_attn_split_range(int64_t n, int32_t S, int32_t s, int64_t
     *lo = n * s / S;
     *hi = n * (s + 1) / S;
 }
+
+/* PLAN CACHE. Every layer of a batch attends over the same packed layout,
+ * so a device backend builds and uploads each distinct plan once and reuses
+ * it (π0.5's 18 expert layers × 10 flow steps make one plan, not 180; a
+ * training step's layers, forward and backward, a handful). A plan is
+ * keyed by everything it is made from — the configuration's sizes, the
+ * tile shape and folding, each side's cu_seqlens and groups — written as
+ * int32 words and compared whole (no hash can collide).
+ *
+ * vla_attn_plan_key writes those words into out (NULL: only counts them)
+ * and returns their number. */
+int64_t vla_attn_plan_key(const vla_attn_config *cfg, int32_t bq, int32_t bk, vla_attn_fold_tile fold_tile,
+                          const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks, int32_t *out);
+
+/* A small cache from keys to payloads (a device's uploaded plans), least
+ * recently used evicted first (destroy called on it). Not thread-safe: the
+ * caller locks. */
+typedef struct vla_attn_plan_cache vla_attn_plan_cache;
+vla_attn_plan_cache *vla_attn_plan_cache_new(int capacity, void (*destroy)(void *payload));
+void vla_attn_plan_cache_free(vla_attn_plan_cache *c); /* destroys every payload */
+/* the payload under key (n words), or NULL */
+void *vla_attn_plan_cache_get(vla_attn_plan_cache *c, const int32_t *key, int64_t n);
+/* keeps a copy of key with payload (evicting the least recently used entry when full); false: out of memory
+ * (nothing kept, payload not destroyed) */
+bool vla_attn_plan_cache_put(vla_attn_plan_cache *c, const int32_t *key, int64_t n, void *payload);
+int vla_attn_plan_cache_count(const vla_attn_plan_cache *c);
 
 /* The upload: int32 words, at these offsets (in words) of one buffer.
  * Groups of a NULL side are absent (offset −1): the kernel reads group 0;

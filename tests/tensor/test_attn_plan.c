@@ -504,6 +504,68 @@ static void test_kv_splits(void **state) {
     assert_int_equal(vla_attn_kv_splits(0, 100, 528), 1);
 }
 
+/* plan keys: equal exactly when everything a plan is made from is equal */
+static int64_t key_of(const vla_attn_config *cfg, int32_t bq, const vla_attn_seqs *q, const vla_attn_seqs *k,
+                      int32_t *out) {
+    const vla_attn_seqs *ks[1] = {k};
+    return vla_attn_plan_key(cfg, bq, 16, VLA_ATTN_FOLD_ROWS, q, 1, ks, out);
+}
+
+static int destroyed_payloads;
+static void destroy_payload(void *p) { destroyed_payloads++, free(p); }
+
+static void test_plan_key_and_cache(void **state) {
+    (void)state;
+    int32_t cu[3] = {0, 5, 9}, cu2[3] = {0, 5, 9}, cu3[3] = {0, 4, 9};
+    int32_t g[9] = {0, 0, 1, 1, 1, 0, 1, 1, 1}, g2[9] = {0, 0, 1, 1, 1, 0, 1, 1, 1}, g3[9] = {0, 0, 1, 1, 1, 0, 1, 1, 2};
+    int32_t z[9] = {0};
+    vla_attn_config cfg = {.n_heads = 8, .n_kv_heads = 1, .head_dim = 64};
+    vla_attn_seqs a = {2, cu, g}, b = {2, cu2, g2};
+    int32_t ka[64], kb[64], kc[64];
+    int64_t na = key_of(&cfg, 32, &a, &a, NULL);
+    assert_true(na <= 64);
+    assert_int_equal(key_of(&cfg, 32, &a, &a, ka), na);
+    assert_int_equal(key_of(&cfg, 32, &b, &b, kb), na); /* the same contents in other arrays */
+    assert_memory_equal(ka, kb, sizeof(int32_t) * (size_t)na);
+    /* each input changes the key */
+    vla_attn_seqs c3 = {2, cu3, g}, g3s = {2, cu, g3}, nog = {2, cu, NULL}, zg = {2, cu, z};
+    const vla_attn_seqs *variants[] = {&c3, &g3s, &nog, &zg};
+    for (int v = 0; v < 4; v++) {
+        int64_t n = key_of(&cfg, 32, variants[v], &a, kc);
+        assert_true(n != na || memcmp(ka, kc, sizeof(int32_t) * (size_t)na) != 0);
+        n = key_of(&cfg, 32, &a, variants[v], kc);
+        assert_true(n != na || memcmp(ka, kc, sizeof(int32_t) * (size_t)na) != 0);
+    }
+    int64_t n = key_of(&cfg, 64, &a, &a, kc); /* another tile */
+    assert_true(n == na && memcmp(ka, kc, sizeof(int32_t) * (size_t)na) != 0);
+    vla_attn_config cfg2 = cfg;
+    cfg2.n_kv_heads = 2;
+    key_of(&cfg2, 32, &a, &a, kc);
+    assert_true(memcmp(ka, kc, sizeof(int32_t) * (size_t)na) != 0);
+    cfg2 = cfg, cfg2.scale = 0.5f;
+    key_of(&cfg2, 32, &a, &a, kc);
+    assert_true(memcmp(ka, kc, sizeof(int32_t) * (size_t)na) != 0);
+
+    /* the cache: hits by contents, least recently used evicted (and destroyed), everything freed */
+    destroyed_payloads = 0;
+    vla_attn_plan_cache *c = vla_attn_plan_cache_new(3, destroy_payload);
+    assert_non_null(c);
+    int32_t ck[5][2] = {{1, 2}, {1, 3}, {2, 2}, {7, 7}, {1, 2}};
+    for (int i = 0; i < 3; i++) assert_true(vla_attn_plan_cache_put(c, ck[i], 2, malloc(1)));
+    assert_int_equal(vla_attn_plan_cache_count(c), 3);
+    assert_non_null(vla_attn_plan_cache_get(c, ck[4], 2)); /* {1, 2} by contents: now the most recent */
+    assert_null(vla_attn_plan_cache_get(c, ck[3], 2));
+    assert_null(vla_attn_plan_cache_get(c, ck[0], 1)); /* a prefix is another key */
+    assert_true(vla_attn_plan_cache_put(c, ck[3], 2, malloc(1))); /* full: {1, 3} goes */
+    assert_int_equal(destroyed_payloads, 1);
+    assert_null(vla_attn_plan_cache_get(c, ck[1], 2));
+    assert_non_null(vla_attn_plan_cache_get(c, ck[0], 2));
+    assert_non_null(vla_attn_plan_cache_get(c, ck[2], 2));
+    assert_non_null(vla_attn_plan_cache_get(c, ck[3], 2));
+    vla_attn_plan_cache_free(c);
+    assert_int_equal(destroyed_payloads, 4);
+}
+
 static void test_errors(void **state) {
     (void)state;
     int32_t cu[3] = {0, 4, 9}, bad[3] = {0, 5, 3};
@@ -530,6 +592,7 @@ int main(void) {
         cmocka_unit_test(test_random_plans),
         cmocka_unit_test(test_fold_one_plan),
         cmocka_unit_test(test_kv_splits),
+        cmocka_unit_test(test_plan_key_and_cache),
         cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

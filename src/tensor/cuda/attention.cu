@@ -3,7 +3,7 @@
  * batch (tensor/attn_plan.h, the cpu backend's tiling: the same errors,
  * tiles with their group ranges, MQA folding — a folded q-tile keeps the
  * kernel's rows — heaviest-first order), uploads the plan and the
- * groups in one copy, and launches the f32 kernels (attn_simt.cu) for
+ * groups in one copy — once per distinct layout, cached — and launches the f32 kernels (attn_simt.cu) for
  * precision FP32 or the bf16 tensor-core kernels (attn_mma.cu) for BF16 and
  * FP8 — VLA_CUDA_ATTN=simt forces the f32 ones. Never a mask or a score
  * matrix in memory. docs/cuda.md, "Attention", says why these are our own
@@ -11,6 +11,7 @@
 #include "tensor/cuda/internal.cuh"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "tensor/cuda/attn_kernels.cuh"
@@ -26,36 +27,91 @@ static vla_status check_dim(const vla_attn_config *cfg) {
     return VLA_OK;
 }
 
-/* A plan, uploaded. */
+/* A plan, uploaded: built on the host (tensor/attn_plan.h), packed and
+ * copied to device memory of its own, then kept in a cache keyed by its
+ * inputs (attn_plan.h, "PLAN CACHE"), so the layers of a batch — and the
+ * flow steps of a chunk — share one upload. */
 typedef struct {
     vla_attn_plan p;
-    vla_cuda_upload_t up;
+    void *dev;
     vla_attn_pack_layout l;
 } dev_plan;
 
-static vla_status dev_plan_make(dev_plan *dp, const vla_attn_config *cfg, int bq, int bk, const vla_attn_seqs *qs,
-                                int n_src, const vla_attn_seqs *const *ks) {
-    VLA_TRY(vla_attn_plan_make(&dp->p, cfg, bq, bk, VLA_ATTN_FOLD_ROWS, qs, n_src, ks));
+#define PLAN_CACHE_ENTRIES 32
+static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
+static vla_attn_plan_cache *plan_cache;
+static int64_t plan_builds; /* cache misses so far (plans built and uploaded) */
+
+static void dev_plan_destroy(void *v) {
+    dev_plan *dp = (dev_plan *)v;
+    if (!dp) return;
+    if (dp->dev) vla_cuda_scratch_free(dp->dev); /* stream-ordered: the kernels that read it are issued */
+    vla_attn_plan_free(&dp->p);
+    free(dp);
+}
+
+static vla_status dev_plan_build(dev_plan **out, const vla_attn_config *cfg, int bq, int bk,
+                                 const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks) {
+    dev_plan *dp = (dev_plan *)calloc(1, sizeof *dp);
+    if (!dp) return vla_error(VLA_ERR_NOMEM, "attention: out of memory for a plan");
+    vla_status st = vla_attn_plan_make(&dp->p, cfg, bq, bk, VLA_ATTN_FOLD_ROWS, qs, n_src, ks);
+    if (st != VLA_OK) {
+        free(dp);
+        return st;
+    }
     dp->l = vla_attn_plan_pack_layout(&dp->p, qs, n_src, ks);
-    int32_t *host = (int32_t *)malloc(sizeof(int32_t) * (size_t)dp->l.words);
+    size_t bytes = sizeof(int32_t) * (size_t)dp->l.words;
+    int32_t *host = (int32_t *)malloc(bytes);
     if (!host) {
-        vla_attn_plan_free(&dp->p);
+        dev_plan_destroy(dp);
         return vla_error(VLA_ERR_NOMEM, "attention: out of memory for the plan (%lld words)", (long long)dp->l.words);
     }
     vla_attn_plan_pack(&dp->p, &dp->l, qs, n_src, ks, host);
-    dp->up = vla_cuda_upload(host, sizeof(int32_t) * (size_t)dp->l.words);
+    /* through the pinned ring (no host wait), then into the plan's own memory */
+    vla_cuda_upload_t up = vla_cuda_upload(host, bytes);
     free(host);
+    dp->dev = vla_cuda_scratch(bytes);
+    VLA_CUDA_OK(cudaMemcpyAsync(dp->dev, up.dev, bytes, cudaMemcpyDeviceToDevice, vla_cuda_stream()),
+                "attention: plan upload");
+    vla_cuda_upload_release(&up);
+    __atomic_fetch_add(&plan_builds, 1, __ATOMIC_RELAXED);
+    *out = dp;
     return VLA_OK;
 }
 
-static void dev_plan_free(dev_plan *dp) {
-    vla_cuda_upload_release(&dp->up);
-    vla_attn_plan_free(&dp->p);
+/* The plan for these inputs: from the cache, or built now and kept there.
+ * *owned: the caller destroys it after use (the cache could not keep it). */
+static vla_status dev_plan_get(dev_plan **out, bool *owned, const vla_attn_config *cfg, int bq, int bk,
+                               const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks) {
+    VLA_TRY(vla_attn_check(cfg, qs, n_src, ks)); /* the key reads the layout: it must be valid first */
+    int64_t n = vla_attn_plan_key(cfg, bq, bk, VLA_ATTN_FOLD_ROWS, qs, n_src, ks, NULL);
+    int32_t *key = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+    if (!key) return vla_error(VLA_ERR_NOMEM, "attention: out of memory for a plan key");
+    vla_attn_plan_key(cfg, bq, bk, VLA_ATTN_FOLD_ROWS, qs, n_src, ks, key);
+    pthread_mutex_lock(&plan_lock);
+    if (!plan_cache) plan_cache = vla_attn_plan_cache_new(PLAN_CACHE_ENTRIES, dev_plan_destroy);
+    dev_plan *dp = plan_cache ? (dev_plan *)vla_attn_plan_cache_get(plan_cache, key, n) : NULL;
+    vla_status st = VLA_OK;
+    *owned = false;
+    if (!dp) {
+        st = dev_plan_build(&dp, cfg, bq, bk, qs, n_src, ks);
+        if (st == VLA_OK && !(plan_cache && vla_attn_plan_cache_put(plan_cache, key, n, dp))) *owned = true;
+    }
+    pthread_mutex_unlock(&plan_lock);
+    free(key);
+    *out = dp;
+    return st;
 }
+
+static void dev_plan_done(dev_plan *dp, bool owned) {
+    if (owned) dev_plan_destroy(dp);
+}
+
+extern "C" int64_t vla_cuda_attn_plan_builds(void) { return __atomic_load_n(&plan_builds, __ATOMIC_RELAXED); }
 
 /* the plan's parts in the kernels' arguments */
 static void args_plan(vla_attn_args *a, const dev_plan *dp) {
-    const int32_t *b = (const int32_t *)dp->up.dev;
+    const int32_t *b = (const int32_t *)dp->dev;
     a->qt = (const vla_attn_tile *)(b + dp->l.qt), a->kt = (const vla_attn_tile *)(b + dp->l.kt);
     a->q_order = b + dp->l.q_order, a->k_order = b + dp->l.k_order;
     a->group_q = dp->l.group_q >= 0 ? b + dp->l.group_q : NULL;
@@ -77,18 +133,19 @@ static vla_status forward(const vla_attn_config *cfg, float *out, float *lse, co
     bool mma = use_mma(cfg);
     int bq = VLA_SIMT_TILE, bk = VLA_SIMT_TILE, kbq, kbk;
     if (mma) vla_attn_mma_tiles(cfg->head_dim, &bq, &bk, &kbq, &kbk);
-    dev_plan dp;
-    VLA_TRY(dev_plan_make(&dp, cfg, bq, bk, qs, n_src, ks));
-    vla_attn_plan_stats(&dp.p, stats);
+    dev_plan *dp;
+    bool owned;
+    VLA_TRY(dev_plan_get(&dp, &owned, cfg, bq, bk, qs, n_src, ks));
+    vla_attn_plan_stats(&dp->p, stats);
     vla_attn_args a;
     memset(&a, 0, sizeof a);
-    args_plan(&a, &dp);
+    args_plan(&a, dp);
     a.q = q, a.out = out, a.lse = lse;
     for (int i = 0; i < n_src; i++) a.k[i] = k[i], a.v[i] = v[i];
     cudaStream_t s = vla_cuda_stream();
     vla_status st = mma ? launched(vla_attn_mma_forward(&a, s), "attention_forward (bf16 tensor cores)")
                         : launched(vla_attn_simt_forward(&a, s), "attention_forward (f32)");
-    dev_plan_free(&dp);
+    dev_plan_done(dp, owned);
     return st;
 }
 
@@ -147,18 +204,19 @@ extern "C" vla_status vla_cuda_attention_backward(const vla_attn_config *cfg, fl
     int bq = VLA_SIMT_TILE, bk = VLA_SIMT_TILE, kbq = VLA_SIMT_TILE, kbk = VLA_SIMT_TILE;
     if (mma) vla_attn_mma_tiles(cfg->head_dim, &bq, &bk, &kbq, &kbk);
     const vla_attn_seqs *srcs[1] = {ks};
-    dev_plan pq, pk;
-    VLA_TRY(dev_plan_make(&pq, cfg, bq, bk, qs, 1, srcs));
+    dev_plan *pq, *pk = NULL;
+    bool owned_q, owned_k = false;
+    VLA_TRY(dev_plan_get(&pq, &owned_q, cfg, bq, bk, qs, 1, srcs));
     bool shared = kbq == bq && kbk == bk;
     if (!shared) {
-        vla_status st = dev_plan_make(&pk, cfg, kbq, kbk, qs, 1, srcs);
+        vla_status st = dev_plan_get(&pk, &owned_k, cfg, kbq, kbk, qs, 1, srcs);
         if (st != VLA_OK) {
-            dev_plan_free(&pq);
+            dev_plan_done(pq, owned_q);
             return st;
         }
     }
-    vla_attn_plan_stats(&pq.p, stats);
-    int64_t rows = pq.p.nq * pq.p.H;
+    vla_attn_plan_stats(&pq->p, stats);
+    int64_t rows = pq->p.nq * pq->p.H;
     cudaStream_t s = vla_cuda_stream();
     float *dvec = (float *)vla_cuda_scratch(sizeof(float) * (size_t)(rows > 0 ? rows : 1));
     if (rows > 0) {
@@ -168,7 +226,7 @@ extern "C" vla_status vla_cuda_attention_backward(const vla_attn_config *cfg, fl
     vla_attn_args a;
     memset(&a, 0, sizeof a);
     a.q = q, a.k[0] = k, a.v[0] = v, a.d_out = d_out, a.lse_in = lse, a.dvec = dvec, a.dq = dq, a.dk = dk, a.dv = dv;
-    const dev_plan *kp = shared ? &pq : &pk;
+    const dev_plan *kp = shared ? pq : pk;
     args_plan(&a, kp);
     /* the dK/dV walk cut in parts when its grid is too small for the device (tensor/attn_plan.h) */
     int64_t kv_blocks = kp->p.n_kt * kp->p.Hkv * (mma ? vla_attn_mma_dkdv_col_blocks(cfg->head_dim) : 1);
@@ -193,12 +251,12 @@ extern "C" vla_status vla_cuda_attention_backward(const vla_attn_config *cfg, fl
         st = launched(cudaGetLastError(), "attention_backward: dK/dV parts summed");
     }
     if (parts) vla_cuda_scratch_free(parts);
-    args_plan(&a, &pq);
+    args_plan(&a, pq);
     if (st == VLA_OK)
         st = mma ? launched(vla_attn_mma_dq(&a, s), "attention_backward dQ (bf16 tensor cores)")
                  : launched(vla_attn_simt_dq(&a, s), "attention_backward dQ (f32)");
     vla_cuda_scratch_free(dvec);
-    if (!shared) dev_plan_free(&pk);
-    dev_plan_free(&pq);
+    if (!shared) dev_plan_done(pk, owned_k);
+    dev_plan_done(pq, owned_q);
     return st;
 }

@@ -45,6 +45,11 @@ vla_status vla_cuda_gemm_peak(vla_dtype dtype, int64_t n, int iters, int reps, d
  * f32 emulation instead (the first says so on stderr). */
 int64_t vla_cuda_gemm_emulated(void);
 
+/* How many packed-attention plans have been built and uploaded so far: the
+ * rest of the attention calls found theirs in the plan cache
+ * (tensor/attn_plan.h, "PLAN CACHE"). */
+int64_t vla_cuda_attn_plan_builds(void);
+
 #ifdef __cplusplus
 }
 #endif
