@@ -84,7 +84,7 @@ vla_plan_memory vla_plan_memory_per_gpu(const vla_plan_policy *pol, double batch
     m.weights = 4 * P;
     m.grads = 4 * T;
     m.adamw = 8 * T / (zero1 && gpus > 1 ? (double)gpus : 1.0);
-    m.bf16_casts = 2 * 2 * P;
+    m.bf16_casts = 2 * P; /* bf16: one 2-byte copy serves both layouts; FP8: two 1-byte ones */
     m.activations = 4 * batch * pol->act_floats_per_sample;
     m.activations_remat = 4 * batch * pol->act_remat_floats_per_sample;
     double fixed = m.weights + m.grads + m.adamw + m.bf16_casts;

@@ -65,10 +65,11 @@ typedef struct {
 
 /* Training memory per GPU in bytes: f32 weights, f32 gradients of the
  * trained parameters, AdamW's two f32 moments (split over the ranks by
- * ZeRO-1), the two bf16 casts of every weight a bf16/FP8 step holds on a
- * GPU (forward and input-gradient layouts; an upper bound: only the blocks'
- * large linears are cast), and the batch's f32 activations, kept or
- * checkpointed. */
+ * ZeRO-1), the casts of every weight a bf16/FP8 step holds on a GPU (2
+ * bytes per weight: one bf16 copy serves the forward and the input
+ * gradient, FP8 keeps a 1-byte copy per layout; an upper bound: only the
+ * blocks' large linears are cast), and the batch's f32 activations, kept
+ * or checkpointed. */
 typedef struct {
     double weights, grads, adamw, bf16_casts, activations, activations_remat;
     double total, total_remat;

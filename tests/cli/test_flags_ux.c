@@ -177,6 +177,7 @@ static void test_plan_reads_a_policy(void **state) {
     assert_non_null(pm);
 #define NEAR(key, want) assert_true(fabs(json_number_value(json_object_get(pm, key)) / (want) - 1) < 1e-5)
     NEAR("weights", 4 * P / G);
+    NEAR("bf16_casts", 2 * P / G); /* one 2-byte copy per weight (bf16), or two 1-byte ones (FP8) */
     NEAR("adamw", 8 * trainable / 16 / G);
     NEAR("activations", json_number_value(json_object_get(im, "activations_f32")) / G);
     NEAR("activations_gradient_checkpointing",
