@@ -153,10 +153,10 @@ summary() {
     for cfg in groot-n1.5 groot-n1.5_b64 pi05; do
         for p in bf16 fp8; do
             l=$(stage_line "train_${p}_$cfg" policy_train)
-            [ -n "$l" ] && echo "    train $cfg $p, batch $(num "$l" batch)$(grep -q '"gradient_checkpointing":true' <<<"$l" && echo ", gradient checkpointing"): $(num "$l" samples_per_s) samples/s, activations $(num "$l" act_gib) GiB, MFU $(num "$l" mfu) of the $(sed -n 's/.*"peak_precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l") peak ($(num "$l" peak_tflops) TFLOP/s), host waits per step $(num "$l" host_waits_per_step), launches per step $(num "$l" launches_per_step)"
+            [ -n "$l" ] && echo "    train $cfg $p, batch $(num "$l" batch)$(grep -q '"gradient_checkpointing":true' <<<"$l" && echo ", gradient checkpointing"): $(num "$l" samples_per_s) samples/s, activations $(num "$l" act_gib) GiB, MFU $(num "$l" mfu) of the $(sed -n 's/.*"peak_precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l") peak ($(num "$l" peak_tflops) TFLOP/s), host waits per step $(num "$l" host_waits_per_step), launches per step $(num "$l" launches_per_step), attention plans built per step $(num "$l" attn_plans_built_per_step)"
         done
         l=$(stage_line "infer_$cfg" policy_infer)
-        [ -n "$l" ] && echo "    inference $cfg, batch 1, $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"), $(num "$l" flow_steps) flow steps: best $(num "$l" best_ms) ms, mean $(num "$l" mean_ms) ms, host waits per chunk $(num "$l" host_waits_per_chunk), launches per chunk $(num "$l" launches_per_chunk)"
+        [ -n "$l" ] && echo "    inference $cfg, batch 1, $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"), $(num "$l" flow_steps) flow steps: best $(num "$l" best_ms) ms, mean $(num "$l" mean_ms) ms, host waits per chunk $(num "$l" host_waits_per_chunk), launches per chunk $(num "$l" launches_per_chunk), attention plans built per chunk $(num "$l" attn_plans_built_per_chunk)"
     done
     for p in bf16 fp8; do
         l=$(gemm_line $p)

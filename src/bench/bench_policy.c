@@ -445,6 +445,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     vla_status st = vla_policy_sample_actions(p, &ob, act); /* warm-up */
     double best = 1e30, sum = 0;
     int64_t w0 = p->tops->host_waits ? p->tops->host_waits() : 0, l0 = p->tops->launches ? p->tops->launches() : 0;
+    int64_t b0 = attn_plan_builds(p->tops);
     for (int64_t i = 0; i < o->infer_reps && st == VLA_OK; i++) {
         double a = vla_now_s();
         st = vla_policy_sample_actions(p, &ob, act);
@@ -455,6 +456,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     vla_policy_weights_release(p);
     double waits = p->tops->host_waits ? (double)(p->tops->host_waits() - w0) / (double)o->infer_reps : -1;
     double launches = p->tops->launches ? (double)(p->tops->launches() - l0) / (double)o->infer_reps : -1;
+    double plans = b0 >= 0 ? (double)(attn_plan_builds(p->tops) - b0) / (double)o->infer_reps : -1;
     free(act);
     VLA_TRY(st);
     vla_flops_estimate est;
@@ -469,6 +471,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     /* waits for the backend per chunk (ops.h, host_waits): reading the chunk back is one */
     if (waits >= 0) printf(",\"host_waits_per_chunk\":%.2f", waits);
     if (launches >= 0) printf(",\"launches_per_chunk\":%.1f", launches);
+    if (plans >= 0) printf(",\"attn_plans_built_per_chunk\":%.1f", plans);
     printf("}\n");
     fflush(stdout);
     return VLA_OK;
