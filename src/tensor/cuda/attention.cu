@@ -38,6 +38,8 @@ typedef struct {
 } dev_plan;
 
 #define PLAN_CACHE_ENTRIES 32
+/* Held for a whole attention op: a plan from the cache stays in use until the op has issued its
+ * kernels, so no other host thread may evict it meanwhile (ops on one stream serialise anyway). */
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 static vla_attn_plan_cache *plan_cache;
 static int64_t plan_builds; /* cache misses so far (plans built and uploaded) */
@@ -80,7 +82,8 @@ static vla_status dev_plan_build(dev_plan **out, const vla_attn_config *cfg, int
 }
 
 /* The plan for these inputs: from the cache, or built now and kept there.
- * *owned: the caller destroys it after use (the cache could not keep it). */
+ * *owned: the caller destroys it after use (the cache could not keep it).
+ * Called with plan_lock held. */
 static vla_status dev_plan_get(dev_plan **out, bool *owned, const vla_attn_config *cfg, int bq, int bk,
                                const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks) {
     VLA_TRY(vla_attn_check(cfg, qs, n_src, ks)); /* the key reads the layout: it must be valid first */
@@ -88,7 +91,6 @@ static vla_status dev_plan_get(dev_plan **out, bool *owned, const vla_attn_confi
     int32_t *key = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
     if (!key) return vla_error(VLA_ERR_NOMEM, "attention: out of memory for a plan key");
     vla_attn_plan_key(cfg, bq, bk, VLA_ATTN_FOLD_ROWS, qs, n_src, ks, key);
-    pthread_mutex_lock(&plan_lock);
     if (!plan_cache) plan_cache = vla_attn_plan_cache_new(PLAN_CACHE_ENTRIES, dev_plan_destroy);
     dev_plan *dp = plan_cache ? (dev_plan *)vla_attn_plan_cache_get(plan_cache, key, n) : NULL;
     vla_status st = VLA_OK;
@@ -97,7 +99,6 @@ static vla_status dev_plan_get(dev_plan **out, bool *owned, const vla_attn_confi
         st = dev_plan_build(&dp, cfg, bq, bk, qs, n_src, ks);
         if (st == VLA_OK && !(plan_cache && vla_attn_plan_cache_put(plan_cache, key, n, dp))) *owned = true;
     }
-    pthread_mutex_unlock(&plan_lock);
     free(key);
     *out = dp;
     return st;
@@ -126,9 +127,9 @@ static vla_status launched(cudaError_t e, const char *what) {
     return VLA_OK;
 }
 
-static vla_status forward(const vla_attn_config *cfg, float *out, float *lse, const float *q, const vla_attn_seqs *qs,
-                          int n_src, const vla_attn_seqs *const *ks, const float *const *k, const float *const *v,
-                          vla_attn_stats *stats) {
+static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *lse, const float *q,
+                                 const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks,
+                                 const float *const *k, const float *const *v, vla_attn_stats *stats) {
     VLA_TRY(check_dim(cfg));
     bool mma = use_mma(cfg);
     int bq = VLA_SIMT_TILE, bk = VLA_SIMT_TILE, kbq, kbk;
@@ -146,6 +147,15 @@ static vla_status forward(const vla_attn_config *cfg, float *out, float *lse, co
     vla_status st = mma ? launched(vla_attn_mma_forward(&a, s), "attention_forward (bf16 tensor cores)")
                         : launched(vla_attn_simt_forward(&a, s), "attention_forward (f32)");
     dev_plan_done(dp, owned);
+    return st;
+}
+
+static vla_status forward(const vla_attn_config *cfg, float *out, float *lse, const float *q, const vla_attn_seqs *qs,
+                          int n_src, const vla_attn_seqs *const *ks, const float *const *k, const float *const *v,
+                          vla_attn_stats *stats) {
+    pthread_mutex_lock(&plan_lock);
+    vla_status st = forward_locked(cfg, out, lse, q, qs, n_src, ks, k, v, stats);
+    pthread_mutex_unlock(&plan_lock);
     return st;
 }
 
@@ -195,10 +205,9 @@ __global__ void k_sum_parts(float *dk, float *dv, const float *pk, const float *
     }
 }
 
-extern "C" vla_status vla_cuda_attention_backward(const vla_attn_config *cfg, float *dq, float *dk, float *dv,
-                                                  const float *d_out, const float *q, const float *k, const float *v,
-                                                  const float *out, const float *lse, const vla_attn_seqs *qs,
-                                                  const vla_attn_seqs *ks, vla_attn_stats *stats) {
+static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *dk, float *dv, const float *d_out,
+                                  const float *q, const float *k, const float *v, const float *out, const float *lse,
+                                  const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *stats) {
     VLA_TRY(check_dim(cfg));
     bool mma = use_mma(cfg);
     int bq = VLA_SIMT_TILE, bk = VLA_SIMT_TILE, kbq = VLA_SIMT_TILE, kbk = VLA_SIMT_TILE;
@@ -258,5 +267,15 @@ extern "C" vla_status vla_cuda_attention_backward(const vla_attn_config *cfg, fl
     vla_cuda_scratch_free(dvec);
     if (!shared) dev_plan_done(pk, owned_k);
     dev_plan_done(pq, owned_q);
+    return st;
+}
+
+extern "C" vla_status vla_cuda_attention_backward(const vla_attn_config *cfg, float *dq, float *dk, float *dv,
+                                                  const float *d_out, const float *q, const float *k, const float *v,
+                                                  const float *out, const float *lse, const vla_attn_seqs *qs,
+                                                  const vla_attn_seqs *ks, vla_attn_stats *stats) {
+    pthread_mutex_lock(&plan_lock);
+    vla_status st = backward_locked(cfg, dq, dk, dv, d_out, q, k, v, out, lse, qs, ks, stats);
+    pthread_mutex_unlock(&plan_lock);
     return st;
 }
