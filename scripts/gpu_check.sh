@@ -167,7 +167,7 @@ summary() {
     l=$(grep '^{"stage":"attention","bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
     [ -n "$l" ] && echo "    attention (π0.5 packed, bf16): fused $(num "$l" fwd_bwd_ms) ms vs dense mask $(num "$l" dense_fwd_bwd_ms) ms: $(num "$l" vs_dense)×"
     u=$(grep '^{"stage":"attention_unsplit",' "$RESULTS" | grep '"pi05_packed"' | head -1)
-    [ -n "$l" ] && [ -n "$u" ] && echo "    attention dK/dV split (issue 41): fwd+bwd $(num "$l" fwd_bwd_ms) ms; unsplit $(num "$u" fwd_bwd_ms) ms"
+    [ -n "$l" ] && [ -n "$u" ] && echo "    attention dK/dV split (issue 41): fwd+bwd $(num "$l" fwd_bwd_ms) ms in $(num "$l" kv_splits) parts; unsplit $(num "$u" fwd_bwd_ms) ms"
     [ -n "$l" ] && [ -n "$(num "$l" torch_best_fwd_bwd_ms)" ] && echo "    attention, PyTorch on the same GPU: fastest $(sed -n 's/.*"torch_best":"\([a-z_]*\)".*/\1/p' <<<"$l") $(num "$l" torch_best_fwd_bwd_ms) ms, eager dense mask $(num "$l" torch_dense_fwd_bwd_ms) ms; vla.c / fastest = $(num "$l" vs_torch_best)×"
     s1=$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" samples_per_s)
     s2=$(num "$(stage_line torch_groot-n1.5 policy_train_peer)" samples_per_s)

@@ -43,6 +43,7 @@ typedef struct {
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 static vla_attn_plan_cache *plan_cache;
 static int64_t plan_builds; /* cache misses so far (plans built and uploaded) */
+static int32_t last_kv_splits = 0; /* the parts of the last backward's dK/dV walk (bench attention prints it) */
 
 static void dev_plan_destroy(void *v) {
     dev_plan *dp = (dev_plan *)v;
@@ -109,6 +110,13 @@ static void dev_plan_done(dev_plan *dp, bool owned) {
 }
 
 extern "C" int64_t vla_cuda_attn_plan_builds(void) { return __atomic_load_n(&plan_builds, __ATOMIC_RELAXED); }
+
+extern "C" int32_t vla_cuda_attn_last_kv_splits(void) {
+    pthread_mutex_lock(&plan_lock);
+    int32_t s = last_kv_splits;
+    pthread_mutex_unlock(&plan_lock);
+    return s;
+}
 
 /* the plan's parts in the kernels' arguments */
 static void args_plan(vla_attn_args *a, const dev_plan *dp) {
@@ -253,6 +261,7 @@ static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *
     } else {
         a.kv_splits = 1;
     }
+    last_kv_splits = a.kv_splits;
     vla_status st = mma ? launched(vla_attn_mma_dkdv(&a, s), "attention_backward dK/dV (bf16 tensor cores)")
                         : launched(vla_attn_simt_dkdv(&a, s), "attention_backward dK/dV (f32)");
     if (st == VLA_OK && parts) {

@@ -49,6 +49,8 @@ int64_t vla_cuda_gemm_emulated(void);
  * rest of the attention calls found theirs in the plan cache
  * (tensor/attn_plan.h, "PLAN CACHE"). */
 int64_t vla_cuda_attn_plan_builds(void);
+/* The parts the last attention backward cut its dK/dV walk into (tensor/attn_plan.h, "SPLIT dK/dV"; 0: none ran). */
+int32_t vla_cuda_attn_last_kv_splits(void);
 
 #ifdef __cplusplus
 }
