@@ -26,17 +26,21 @@ static const void *weight_ready(const vla_ops *ops, const vla_linear_prec *q, co
     void **buf = dgrad ? &r->dgrad : &r->fwd;
     size_t *have = dgrad ? &r->dgrad_bytes : &r->fwd_bytes;
     uint64_t *gen = dgrad ? &r->dgrad_gen : &r->fwd_gen;
-    if (*buf && *gen == r->scope->gen) return *buf;
+    /* a frozen weight's bf16 copy lasts until a write other than the optimizer's (vla_weight_scope) */
+    bool lasting = r->frozen && g->mode == VLA_PREC_BF16;
+    if (*buf && (lasting ? r->fwd_frozen_gen == r->scope->frozen_gen : *gen == r->scope->gen)) return *buf;
     size_t need = ops->ready_bytes(g, n, k);
     if (need == 0) return NULL;
     if (*have < need) {
         if (*buf) ops->free(*buf);
-        *have = 0, *gen = 0;
+        *have = 0, *gen = 0, r->fwd_frozen_gen = dgrad ? r->fwd_frozen_gen : 0;
         if (!(*buf = ops->alloc(need))) return NULL;
         *have = need;
     }
     ops->prepare_operand(g, trans_b, n, k, w, ldw, *buf);
     *gen = r->scope->gen;
+    if (!dgrad) r->fwd_frozen_gen = r->scope->frozen_gen;
+    r->scope->casts++;
     return *buf;
 }
 

@@ -35,13 +35,25 @@ typedef struct {
     bool holding;
     uint64_t gen;
     int depth; /* holds open (they nest: the copies last until the outermost release) */
+    /* FROZEN WEIGHTS. Only the optimizer writes weights between holds in
+     * training, and it never writes a frozen one, so a frozen weight's bf16
+     * copy outlives the hold (GR00T's VLM: cast once, not once per step)
+     * until some other write — a load, a commit, an init — says so
+     * (vla_policy_weights_changed bumps frozen_gen; the optimizer's
+     * vla_policy_trainable_changed does not). FP8 copies carry the step's
+     * scale and record the weight's amax: recast every hold. */
+    uint64_t frozen_gen;
+    int64_t casts; /* weight copies made so far (tests count them) */
 } vla_weight_scope;
 
 typedef struct {
-    const vla_weight_scope *scope;
+    vla_weight_scope *scope;
     void *fwd, *dgrad;            /* backend memory, made at first use */
     size_t fwd_bytes, dgrad_bytes;
     uint64_t fwd_gen, dgrad_gen;  /* the hold each copy was made in (0: none) */
+    bool frozen;                  /* the weight has no gradient (set at each outermost hold) */
+    uint64_t fwd_frozen_gen;      /* scope->frozen_gen when the forward copy was made */
+    int64_t param;                /* the weight's parameter index in its policy */
 } vla_weight_ready;
 
 /* SHARED INPUT CASTS (bf16). Several lowered linears read one input in a

@@ -321,6 +321,12 @@ vla_status vla_batch_check(const vla_batch *b, const vla_policy_config *cfg);
 void vla_policy_weights_hold(vla_policy *p);
 void vla_policy_weights_release(vla_policy *p);
 void vla_policy_weights_changed(vla_policy *p);
+/* The optimizer's form: it wrote trainable weights only, so frozen weights'
+ * bf16 copies stay good across holds (nn/linear.h, vla_weight_scope). Any
+ * other writer calls vla_policy_weights_changed. */
+void vla_policy_trainable_changed(vla_policy *p);
+/* GEMM-ready weight copies made so far (0 without mixed precision). */
+int64_t vla_policy_weight_casts(const vla_policy *p);
 
 /* Thin wrappers over the ops. */
 static inline vla_status vla_policy_loss(vla_policy *p, const vla_batch *b, bool training, vla_loss_info *info) {
@@ -382,6 +388,7 @@ const float *vla_policy_weights_on_host(const vla_policy *p, float **owned);
 
 /* Wrappers for the optional ops (NULL: the config-driven defaults above). */
 static inline vla_status vla_policy_init_weights(vla_policy *p, uint64_t seed) {
+    vla_policy_weights_changed(p); /* every weight is written: no copy survives */
     if (p->ops->init_weights) return p->ops->init_weights(p, seed);
     vla_policy_default_init(p, seed);
     return VLA_OK;

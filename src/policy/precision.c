@@ -90,6 +90,7 @@ static vla_status walk(vla_policy *p, vla_policy_precision *q, bool bind, int64_
                     vla_linear_prec *lp = &q->bp[blk].lin[i];
                     lp->mode = q->mode;
                     q->ready[l].scope = &q->scope;
+                    q->ready[l].param = vla_policy_param_index(p, wg->w);
                     lp->ready = &q->ready[l];
                     lp->casts = &q->casts;
                     if (q->mode == VLA_PREC_FP8) {
@@ -119,6 +120,7 @@ vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla
     vla_policy_precision *q = calloc(1, sizeof *q);
     if (!q) return vla_error(VLA_ERR_NOMEM, "precision: out of memory");
     q->mode = mode;
+    q->scope.frozen_gen = 1; /* a copy stamped 0 was never made */
     if (r) q->recipe = *r;
     else vla_fp8_recipe_default(&q->recipe);
     if (mode == VLA_PREC_FP8 && (q->recipe.amax_history_len < 1 || !isfinite(q->recipe.margin))) {
@@ -187,8 +189,13 @@ void vla_policy_weights_hold(vla_policy *p) {
     if (!p->prec || !weight_copies_wanted()) return;
     vla_weight_scope *s = &p->prec->scope;
     if (s->depth++ > 0) return; /* inside a hold: its copies stay good */
-    s->gen++;                   /* copies of an earlier hold are stale */
+    s->gen++;                   /* copies of an earlier hold are stale (frozen bf16 ones excepted) */
     s->holding = true;
+    /* which weights are frozen now (nn/linear.h: their bf16 copies outlive holds) */
+    for (int64_t l = 0; l < p->prec->n_linears; l++) {
+        vla_weight_ready *r = &p->prec->ready[l];
+        r->frozen = r->param >= 0 && !p->params[r->param].grad;
+    }
 }
 
 void vla_policy_weights_release(vla_policy *p) {
@@ -197,8 +204,16 @@ void vla_policy_weights_release(vla_policy *p) {
 }
 
 void vla_policy_weights_changed(vla_policy *p) {
-    if (p->prec) p->prec->scope.gen++; /* every copy made so far is stale; the hold (if any) goes on */
+    if (!p->prec) return;
+    p->prec->scope.gen++;        /* every copy made so far is stale; the hold (if any) goes on */
+    p->prec->scope.frozen_gen++; /* frozen weights' copies too */
 }
+
+void vla_policy_trainable_changed(vla_policy *p) {
+    if (p->prec) p->prec->scope.gen++; /* the optimizer wrote trainable weights only: frozen copies stay */
+}
+
+int64_t vla_policy_weight_casts(const vla_policy *p) { return p->prec ? p->prec->scope.casts : 0; }
 
 float *vla_policy_fp8_amax(vla_policy *p, int64_t *n) {
     bool fp8 = p->prec && p->prec->mode == VLA_PREC_FP8;

@@ -210,6 +210,6 @@ vla_status vla_train_step(const vla_train_step_in *in, vla_train_step_out *out) 
         out->loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
         VLA_TRY(update(in, grad_mul, out));
     }
-    vla_policy_weights_changed(in->policy); /* copies a caller's outer hold made are stale now */
+    vla_policy_trainable_changed(in->policy); /* copies a caller's outer hold made are stale now (not frozen ones) */
     return fp8_after_step(in, out->skipped);
 }

@@ -469,6 +469,76 @@ static bool device_steps(const char *preset, const char *device, const equiv_mod
 
 /* VLA_EQUIV_DEVICE (default checked), VLA_EQUIV_CONFIGS (pi05-nano,groot-nano),
  * VLA_EQUIV_MODES (fp32,bf16,fp8), VLA_EQUIV_STEPS (3; gpu_check runs 20). */
+/* A frozen weight's bf16 copy outlives the hold (nn/linear.h, vla_weight_scope): groot-nano's frozen
+ * VLM on checked (which keeps copies) is cast at the first step only, its trainable linears every step,
+ * and the losses stay cpu's bit for bit (cpu keeps no copies, so a stale copy would show); a frozen
+ * weight written through the commit path is cast again, and its new value is what both compute with. */
+static void test_frozen_copies_last(void **state) {
+    (void)state;
+    vla_policy_config c;
+    assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
+    const char *names[2] = {"cpu", "checked"};
+    vla_policy *p[2];
+    vla_train_opt *opt[2];
+    small_batch b[2];
+    vla_comm *comm = NULL;
+    assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, &comm), VLA_OK);
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(vla_policy_create(&c, vla_backend_find(names[k]), &p[k]), VLA_OK);
+        assert_int_equal(vla_policy_init_weights(p[k], 12), VLA_OK);
+        assert_int_equal(vla_policy_set_precision(p[k], VLA_PREC_BF16, NULL), VLA_OK);
+        small_batch_make(p[k], 3, &b[k]);
+        opt[k] = make_opt(p[k], comm);
+    }
+    /* a frozen lowered linear's weight: the one written before the last step */
+    int64_t frozen = -1, n_frozen = 0;
+    for (int64_t l = 0; l < p[1]->prec->n_linears; l++) {
+        int64_t i = p[1]->prec->ready[l].param;
+        assert_true(i >= 0);
+        if (!p[1]->params[i].grad) n_frozen++, frozen = frozen < 0 ? i : frozen;
+    }
+    assert_true(n_frozen > 0 && n_frozen < p[1]->prec->n_linears);
+    int64_t casts[4];
+    for (int step = 0; step < 4; step++) {
+        if (step == 3) /* a frozen weight written outside the optimizer, on both backends */
+            for (int k = 0; k < 2; k++) {
+                float *owned = NULL;
+                const float *all = vla_policy_weights_on_host(p[k], &owned);
+                int64_t off = p[k]->params[frozen].data - p[k]->weights, n = p[k]->params[frozen].spec->numel;
+                float *old = malloc(sizeof(float) * (size_t)n), *stage;
+                memcpy(old, all + off, sizeof(float) * (size_t)n);
+                free(owned);
+                assert_non_null(stage = vla_policy_param_stage(p[k], frozen));
+                for (int64_t j = 0; j < n; j++) stage[j] = 1.5f * old[j];
+                assert_int_equal(vla_policy_param_commit(p[k], frozen, stage), -1);
+                free(old);
+            }
+        double loss[2];
+        int64_t c0 = vla_policy_weight_casts(p[1]);
+        for (int k = 0; k < 2; k++) {
+            vla_loss_info info;
+            double norm;
+            vla_policy_zero_grad(p[k]);
+            vla_policy_weights_hold(p[k]);
+            assert_int_equal(vla_policy_loss(p[k], &b[k].pack.b, true, &info), VLA_OK);
+            assert_int_equal(vla_policy_backward(p[k]), VLA_OK);
+            vla_policy_weights_release(p[k]);
+            loss[k] = info.loss;
+            assert_int_equal(vla_train_opt_step(opt[k], p[k]->weights, p[k]->grads, 1e-3, 1.0, NULL, &norm), VLA_OK);
+            vla_policy_trainable_changed(p[k]); /* as vla_train_step does after the update */
+        }
+        casts[step] = vla_policy_weight_casts(p[1]) - c0;
+        assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
+    }
+    assert_int_equal(casts[0], p[1]->prec->n_linears);           /* every weight once (one bf16 layout) */
+    assert_int_equal(casts[1], p[1]->prec->n_linears - n_frozen); /* the frozen ones not again */
+    assert_int_equal(casts[2], casts[1]);
+    assert_int_equal(casts[3], casts[0]); /* the commit made every copy stale */
+    assert_int_equal(vla_policy_weight_casts(p[0]), 0); /* cpu keeps none */
+    for (int k = 0; k < 2; k++) vla_train_opt_free(opt[k]), small_batch_free(&b[k]), vla_policy_free(p[k]);
+    vla_comm_finalize(comm);
+}
+
 static void test_device_training_step(void **state) {
     (void)state;
     const char *device = getenv("VLA_EQUIV_DEVICE"), *configs = getenv("VLA_EQUIV_CONFIGS");
@@ -590,6 +660,7 @@ int main(void) {
         cmocka_unit_test(test_checked_catches_a_policy_bypass),
         cmocka_unit_test(test_checked_equals_cpu_policies),
         cmocka_unit_test(test_checked_equals_cpu_training),
+        cmocka_unit_test(test_frozen_copies_last),
         cmocka_unit_test(test_device_training_step),
         cmocka_unit_test(test_equiv_criterion),
     };
