@@ -135,8 +135,14 @@ void vla_attn_plan_stats(const vla_attn_plan *p, vla_attn_stats *st);
 int32_t vla_attn_kv_splits(int64_t blocks, int64_t max_walk, int64_t target_blocks);
 /* the longest dK/dV walk of the plan: max over k-tiles of rep · (its sample's q-tiles) */
 int64_t vla_attn_plan_max_kv_walk(const vla_attn_plan *p);
+/* the split's range is computed by the host tests and the cuda kernels alike: one definition for both */
+#ifdef __CUDACC__
+#define VLA_ATTN_HOST_DEVICE __host__ __device__
+#else
+#define VLA_ATTN_HOST_DEVICE
+#endif
 /* Part s of S of a walk of n items: items [lo, hi) (balanced, in order; empty when S > n). */
-static inline void vla_attn_split_range(int64_t n, int32_t S, int32_t s, int64_t *lo, int64_t *hi) {
+static inline VLA_ATTN_HOST_DEVICE void vla_attn_split_range(int64_t n, int32_t S, int32_t s, int64_t *lo, int64_t *hi) {
     *lo = n * s / S;
     *hi = n * (s + 1) / S;
 }

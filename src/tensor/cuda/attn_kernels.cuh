@@ -36,12 +36,6 @@ typedef struct {
     int64_t part_stride;
 } vla_attn_args;
 
-/* walk items [lo, hi) of part s of S out of n: vla_attn_split_range's formula, on the device */
-__device__ __forceinline__ void vla_attn_part_range(int64_t n, int32_t S, int32_t s, int64_t *lo, int64_t *hi) {
-    *lo = n * s / S;
-    *hi = n * (s + 1) / S;
-}
-
 /* f32 kernels: 32×32 tiles, head_dim <= 256 (attn_simt.cu) */
 #define VLA_SIMT_TILE 32
 cudaError_t vla_attn_simt_forward(const vla_attn_args *a, cudaStream_t s);

@@ -307,7 +307,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
 #pragma unroll
         for (int e = 0; e < 4; e++) dk[i][e] = dv[i][e] = 0.0f;
     int64_t j_lo, j_hi; /* this part's (query head, q-tile) items: head j / n, q-tile first + j % n */
-    vla_attn_part_range((int64_t)a.rep * kt.n, a.kv_splits, part, &j_lo, &j_hi);
+    vla_attn_split_range((int64_t)a.rep * kt.n, a.kv_splits, part, &j_lo, &j_hi);
     for (int64_t j = j_lo; j < j_hi; j++) {
         int h = kvh * a.rep + (int)(j / kt.n);
         {

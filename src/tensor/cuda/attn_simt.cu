@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(NTH) k_simt_dkdv(vla_attn_args a) {
     __syncthreads();
     int32_t gk = a.group_k[0] && r < kt.len ? a.group_k[0][kt.start + r] : 0;
     int64_t j_lo, j_hi; /* this part's (query head, q-tile) items: head j / n, q-tile first + j % n */
-    vla_attn_part_range((int64_t)a.rep * kt.n, a.kv_splits, part, &j_lo, &j_hi);
+    vla_attn_split_range((int64_t)a.rep * kt.n, a.kv_splits, part, &j_lo, &j_hi);
     for (int64_t j = j_lo; j < j_hi; j++) {
         int h = kvh * a.rep + (int)(j / kt.n);
         {
