@@ -12,6 +12,18 @@ static vla_gemm_q *gemm_q(const vla_linear_prec *q, vla_gemm_q *g, const vla_fp8
     return g;
 }
 
+/* *buf (a backend buffer of *have bytes) holding at least need bytes: reallocated, contents lost,
+ * when short; NULL (and *have 0) when memory is short. A copy is recast whenever its buffer is
+ * new, so its generation stamps need no reset here: a NULL buffer never serves a stale copy. */
+static void *grown(const vla_ops *ops, void **buf, size_t *have, size_t need) {
+    if (*have < need || !*buf) {
+        if (*buf) ops->free(*buf);
+        *buf = ops->alloc(need);
+        *have = *buf ? need : 0;
+    }
+    return *buf;
+}
+
 /* The weight as op(B) of g (n×k, stored trans_b or not, stride ldw), cast
  * once per hold (linear.h); NULL when there is no hold, the backend keeps
  * no copies, or memory is short — the GEMM then casts it itself. */
@@ -31,12 +43,7 @@ static const void *weight_ready(const vla_ops *ops, const vla_linear_prec *q, co
     if (*buf && (lasting ? r->fwd_frozen_gen == r->scope->frozen_gen : *gen == r->scope->gen)) return *buf;
     size_t need = ops->ready_bytes(g, n, k);
     if (need == 0) return NULL;
-    if (*have < need) {
-        if (*buf) ops->free(*buf);
-        *have = 0, *gen = 0, r->fwd_frozen_gen = dgrad ? r->fwd_frozen_gen : 0;
-        if (!(*buf = ops->alloc(need))) return NULL;
-        *have = need;
-    }
+    if (!grown(ops, buf, have, need)) return NULL;
     ops->prepare_operand(g, trans_b, n, k, w, ldw, *buf);
     *gen = r->scope->gen;
     if (!dgrad) r->fwd_frozen_gen = r->scope->frozen_gen;
@@ -51,12 +58,7 @@ static const void *cast_into(const vla_ops *ops, vla_cast_buf *cb, const vla_gem
                              int64_t k, const float *x, int64_t ld) {
     size_t need = ops->ready_bytes(g, rows, k);
     if (need == 0) return NULL;
-    if (cb->bytes < need) {
-        if (cb->buf) ops->free(cb->buf);
-        cb->bytes = 0;
-        if (!(cb->buf = ops->alloc(need))) return NULL;
-        cb->bytes = need;
-    }
+    if (!grown(ops, &cb->buf, &cb->bytes, need)) return NULL;
     ops->prepare_operand(g, tb, rows, k, x, ld, cb->buf);
     return cb->buf;
 }
