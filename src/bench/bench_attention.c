@@ -32,10 +32,6 @@
 #include "nn/attention.h"
 #include "tensor/backend.h"
 #include "tensor/ops.h"
-#ifdef VLA_HAVE_CUDA
-#include "tensor/cuda/ops_cuda.h"
-#endif
-
 #define HEADS 8
 #define KV_HEADS 1
 #define HEAD_DIM 256
@@ -348,10 +344,9 @@ int vla_bench_attention(int argc, char **argv) {
                c->name, dev->name, precision, c->n, (long long)d.T, 1.0 - (double)d.T / ((double)longest * c->n),
                HEADS, KV_HEADS, HEAD_DIM, ms[0], ms[1], ms[2], ms[3], ms[3] / ms[1], ms[2] / ms[0],
                stats.tiles_total ? (double)stats.tiles_computed / (double)stats.tiles_total : 0.0);
-#ifdef VLA_HAVE_CUDA
-        if (dev->device == VLA_DEVICE_CUDA) /* the backward's dK/dV parts (VLA_CUDA_ATTN_KV_SPLITS overrides) */
-            printf(",\"kv_splits\":%d", (int)vla_cuda_attn_last_kv_splits());
-#endif
+        /* the backward's dK/dV parts (cuda; VLA_CUDA_ATTN_KV_SPLITS overrides) */
+        int64_t kv_splits = dev->stat ? dev->stat(VLA_STAT_ATTN_LAST_KV_SPLITS) : -1;
+        if (kv_splits >= 0) printf(",\"kv_splits\":%lld", (long long)kv_splits);
         if (!no_peer && !quick) device_peer(python, c, &d, precision, ms[1]);
         printf("}\n");
         fflush(stdout);

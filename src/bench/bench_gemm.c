@@ -308,9 +308,7 @@ static int bench_device(const vla_ops *ops, const char *precision, vla_precision
                     (long long)s->k);
             return 1;
         }
-#ifdef VLA_HAVE_CUDA
-        int64_t emu0 = ops->device == VLA_DEVICE_CUDA ? vla_cuda_gemm_emulated() : 0;
-#endif
+        int64_t emu0 = ops->stat ? ops->stat(VLA_STAT_GEMM_EMULATED) : -1;
         double sec = time_calls(call_sgemm_q, s, &o, t);
         double gflops = 2.0 * s->m * s->n * s->k / sec * 1e-9;
         if (gflops > peak) peak = gflops, peak_m = s->m;
@@ -318,11 +316,9 @@ static int bench_device(const vla_ops *ops, const char *precision, vla_precision
                "\"shape\":\"%s\",\"threads\":%d,\"ms\":%.4f,\"gflops\":%.2f",
                ops->name, precision, (long long)s->m, (long long)s->n, (long long)s->k, s->what, nthreads, sec * 1e3,
                gflops);
-#ifdef VLA_HAVE_CUDA
         /* calls that found no cuBLASLt algorithm: emulated in f32, so this shape's figure is not the tensor cores' */
-        if (ops->device == VLA_DEVICE_CUDA && mode != VLA_PREC_FP32)
-            printf(",\"emulated_calls\":%lld", (long long)(vla_cuda_gemm_emulated() - emu0));
-#endif
+        if (emu0 >= 0 && mode != VLA_PREC_FP32)
+            printf(",\"emulated_calls\":%lld", (long long)(ops->stat(VLA_STAT_GEMM_EMULATED) - emu0));
         /* B held as a step holds a weight: cast once (prepare_operand), read ready by every call */
         size_t rb = mode != VLA_PREC_FP32 && ops->ready_bytes ? ops->ready_bytes(&q, s->n, s->k) : 0;
         void *ready = rb ? ops->alloc(rb) : NULL;

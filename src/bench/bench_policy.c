@@ -253,11 +253,7 @@ static double last_launches_per_step = -1;
 static double last_plans_per_step = -1;
 
 static int64_t attn_plan_builds(const vla_ops *ops) {
-#ifdef VLA_HAVE_CUDA
-    if (ops->device == VLA_DEVICE_CUDA) return vla_cuda_attn_plan_builds();
-#endif
-    (void)ops;
-    return -1;
+    return ops->stat ? ops->stat(VLA_STAT_ATTN_PLAN_BUILDS) : -1;
 }
 
 /* Seconds per training step over at least `seconds` (and two steps). */

@@ -175,6 +175,14 @@ typedef enum {
     VLA_MSE_MEAN_ALL,  /* Σ mask·err² / (S·H·D) (LeRobot π0.5: masked, then .mean() over all) */
 } vla_mse_reduction;
 
+/* Figures a backend keeps about its own work, read through vla_ops.stat by
+ * the benches (one pattern for every backend, no backend's header needed). */
+typedef enum {
+    VLA_STAT_ATTN_PLAN_BUILDS,   /* packed-attention plans built and uploaded so far (the rest were cached) */
+    VLA_STAT_GEMM_EMULATED,      /* bf16/FP8 GEMMs that found no tensor-core algorithm and ran emulated */
+    VLA_STAT_ATTN_LAST_KV_SPLITS /* the parts the last attention backward cut its dK/dV walk into (0: none ran) */
+} vla_ops_stat;
+
 typedef struct vla_ops {
     const char *name;
     vla_device device;
@@ -207,6 +215,9 @@ typedef struct vla_ops {
      * call — what a device would launch at least once. `vla bench policy`
      * prints it per step (launches_per_step). NULL: not counted (cpu). */
     int64_t (*launches)(void);
+    /* A backend's own figures, for the benches and gpu_check (vla_ops_stat);
+     * -1 (or a NULL slot): this backend has no such figure. */
+    int64_t (*stat)(vla_ops_stat what);
 
     /* ---- memory ------------------------------------------------------------ */
     /* backend memory (64-byte aligned), NULL when out of memory */

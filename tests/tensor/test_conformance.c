@@ -15,6 +15,7 @@
  * runs this binary on the GPU. VLA_CONFORMANCE=name runs one backend. */
 #include "test_util.h"
 #include "base/rng.h"
+#include "tensor/attn_plan.h"
 #include "tensor/backend.h"
 #include "tensor/ops.h"
 #include "tensor/step_guard.h"
@@ -826,6 +827,12 @@ static void attention_case(int trial, int d, vla_precision prec) {
         assert_int_equal(C.dut->attention_forward(&cfg, O.d, L.d, Q.d, K.d, V.d, &qs, &s0, &st2), VLA_OK);
     }
     t_check_norm(O, tol, kind == 2 ? "attention_forward_cached out" : "attention_forward out");
+    if (kind != 2 && C.dut->stat && C.dut->stat(VLA_STAT_ATTN_PLAN_BUILDS) >= 0) {
+        /* the same layout again: its plan comes from the backend's cache (tensor/attn_plan.h, "PLAN CACHE") */
+        int64_t b0 = C.dut->stat(VLA_STAT_ATTN_PLAN_BUILDS);
+        assert_int_equal(C.dut->attention_forward(&cfg, O.d, L.d, Q.d, K.d, V.d, &qs, &s0, &st2), VLA_OK);
+        if (C.dut->stat(VLA_STAT_ATTN_PLAN_BUILDS) != b0) fail_msg("[%s]: a repeated attention layout rebuilt its plan", C.dut->name);
+    }
     t_check(L, prec == VLA_PREC_FP32 ? TOL_ROW : 2e-2, "attention lse");
     if (C.exact) assert_memory_equal(&st1, &st2, sizeof st1);
     else assert_true(st2.tiles_computed <= st2.tiles_total && st2.tiles_unmasked <= st2.tiles_computed);
@@ -839,6 +846,9 @@ static void attention_case(int trial, int d, vla_precision prec) {
         t_check_norm(dQ, tol, "attention_backward dq");
         t_check_norm(dK, tol, "attention_backward dk");
         t_check_norm(dV, tol, "attention_backward dv");
+        int64_t parts = C.dut->stat ? C.dut->stat(VLA_STAT_ATTN_LAST_KV_SPLITS) : -1;
+        if (parts != -1 && (parts < 1 || parts > VLA_ATTN_MAX_KV_SPLITS))
+            fail_msg("[%s]: the backward reports %lld dK/dV parts", C.dut->name, (long long)parts);
         t_free(dO), t_free(dQ), t_free(dK), t_free(dV);
     }
     t_free(Q), t_free(K), t_free(V), t_free(K1), t_free(V1), t_free(O), t_free(L);

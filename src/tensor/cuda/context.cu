@@ -197,6 +197,14 @@ void vla_cuda_fatal(const char *what, cudaError_t e) {
 /* every launch site checks right after its launch: counted there (ops.h, launches) */
 static int64_t launch_count;
 static int64_t cu_launches(void) { return __atomic_load_n(&launch_count, __ATOMIC_RELAXED); }
+static int64_t cu_stat(vla_ops_stat what) {
+    switch (what) {
+    case VLA_STAT_ATTN_PLAN_BUILDS: return vla_cuda_attn_plan_builds();
+    case VLA_STAT_GEMM_EMULATED: return vla_cuda_gemm_emulated();
+    case VLA_STAT_ATTN_LAST_KV_SPLITS: return vla_cuda_attn_last_kv_splits();
+    }
+    return -1;
+}
 
 void vla_cuda_check(const char *what) {
     __atomic_fetch_add(&launch_count, 1, __ATOMIC_RELAXED);
@@ -402,6 +410,7 @@ static void tbl_init(void) {
     tbl.sync = cu_sync;
     tbl.host_waits = cu_host_waits;
     tbl.launches = cu_launches;
+    tbl.stat = cu_stat;
     tbl.alloc = cu_alloc;
     tbl.free = cu_free;
     tbl.to_device = cu_to_device;
