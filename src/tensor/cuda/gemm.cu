@@ -35,7 +35,11 @@ typedef struct {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, c;
     cublasLtMatmulAlgo_t algo;
+    char why[128]; /* !ok: the call that refused and its status (the emulation's warning prints it) */
 } lt_entry;
+
+/* why the last product cuBLASLt refused was refused (under lt_lock) */
+static char lt_last_refusal[128];
 
 static pthread_mutex_t lt_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -58,9 +62,14 @@ static cudaDataType_t cuda_type(vla_lt_type t) {
     }
 }
 
-#define LT_TRY(call)                                 \
-    do {                                             \
-        if ((call) != CUBLAS_STATUS_SUCCESS) goto fail; \
+/* a setup call of lt_get; on failure e->why names it (by its line) and its status */
+#define LT_TRY(call)                                                                                    \
+    do {                                                                                                \
+        cublasStatus_t lt_st_ = (call);                                                                 \
+        if (lt_st_ != CUBLAS_STATUS_SUCCESS) {                                                          \
+            snprintf(e->why, sizeof e->why, "gemm.cu:%d: %s", __LINE__, cublasLtGetStatusName(lt_st_)); \
+            goto fail;                                                                                  \
+        }                                                                                               \
     } while (0)
 
 static cublasLtMatrixLayout_t make_layout(cudaDataType_t t, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
@@ -111,7 +120,10 @@ static lt_entry *lt_get(const vla_lt_gemm *g, vla_lt_type at, vla_lt_type bt, vl
         e->a = make_layout(cuda_type(at), g->a_rows, g->a_cols, g->lda, g->batch, g->stride_a);
         e->b = make_layout(cuda_type(bt), g->b_rows, g->b_cols, g->ldb, g->batch, g->stride_b);
         e->c = make_layout(cuda_type(ct), g->c_rows, g->c_cols, g->ldc, g->batch, g->stride_c);
-        if (!e->a || !e->b || !e->c) goto fail;
+        if (!e->a || !e->b || !e->c) {
+            snprintf(e->why, sizeof e->why, "a matrix layout was refused");
+            goto fail;
+        }
         LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
         uint64_t ws = cx->lt_ws_bytes;
         LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
@@ -122,10 +134,13 @@ static lt_entry *lt_get(const vla_lt_gemm *g, vla_lt_type at, vla_lt_type bt, vl
         LT_TRY(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac));
         cublasLtMatmulHeuristicResult_t res;
         int found = 0;
-        if (cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)cx->lt, e->op, e->a, e->b, e->c, e->c, pref, 1, &res,
-                                           &found) != CUBLAS_STATUS_SUCCESS ||
-            found < 1)
+        cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)cx->lt, e->op, e->a, e->b, e->c, e->c,
+                                                           pref, 1, &res, &found);
+        if (hs != CUBLAS_STATUS_SUCCESS || found < 1) {
+            snprintf(e->why, sizeof e->why, "the heuristic found %d algorithms (%s; alignments A %d, B %d, C %d bytes)",
+                     found, cublasLtGetStatusName(hs), al_a, al_b, al_c);
             goto fail;
+        }
         e->algo = res.algo;
         e->ok = true;
     }
@@ -135,6 +150,7 @@ static lt_entry *lt_get(const vla_lt_gemm *g, vla_lt_type at, vla_lt_type bt, vl
 fail:
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
     e->ok = false;
+    snprintf(lt_last_refusal, sizeof lt_last_refusal, "%s", e->why);
     vla_lt_cache_put(cx->lt_cache, &key, e);
     return e;
 }
@@ -156,12 +172,15 @@ static bool lt_run(const vla_lt_gemm *g, vla_lt_type at, vla_lt_type bt, vla_lt_
                  CUBLAS_STATUS_SUCCESS &&
              cublasLtMatmulDescSetAttribute(e->op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b_scale, sizeof b_scale) ==
                  CUBLAS_STATUS_SUCCESS;
+        if (!ok) snprintf(lt_last_refusal, sizeof lt_last_refusal, "the FP8 scale pointers were refused");
     }
     if (ok) {
         cublasStatus_t s = cublasLtMatmul((cublasLtHandle_t)cx->lt, e->op, &alpha, A, e->a, B, e->b, &beta, C, e->c,
                                           C, e->c, &e->algo, cx->lt_ws, cx->lt_ws_bytes, cx->stream);
         if (s != CUBLAS_STATUS_SUCCESS) {
             e->ok = ok = false; /* remembered: the next call of this shape goes the other way at once */
+            snprintf(e->why, sizeof e->why, "cublasLtMatmul: %s", cublasLtGetStatusName(s));
+            snprintf(lt_last_refusal, sizeof lt_last_refusal, "%s", e->why);
             if (s != CUBLAS_STATUS_NOT_SUPPORTED && s != CUBLAS_STATUS_INVALID_VALUE) {
                 fprintf(stderr, "vla: cuda: cublasLtMatmul failed with status %d (%d×%d×%d)\n", (int)s, (int)g->m,
                         (int)g->n, (int)g->k);
@@ -402,10 +421,10 @@ static bool sgemm_q_bias(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64
     /* Emulated: f32 products at a fraction of the tensor cores' rate. Counted (bench gemm prints
      * it) and said once, with the first shape, so a slow FP8 run says why. */
     if (__atomic_fetch_add(&q_emulated, 1, __ATOMIC_RELAXED) == 0)
-        fprintf(stderr, "vla: cuda: a %s GEMM (%lldx%lldx%lld, A %s, B %s) has no cuBLASLt algorithm here%s: "
+        fprintf(stderr, "vla: cuda: a %s GEMM (%lldx%lldx%lld, A %s, B %s) has no cuBLASLt algorithm here (%s): "
                 "emulated in f32 (slow); `vla bench gemm --device=cuda` counts these\n",
                 fp8 ? "FP8" : "bf16", (long long)m, (long long)n, (long long)k, lt_type_name(p.a_type),
-                lt_type_name(p.b_type), p.use_lt ? "" : " (its types or C's alignment rule it out)");
+                lt_type_name(p.b_type), p.use_lt ? lt_last_refusal : "its types or C's alignment rule it out");
     float *buf = (float *)vla_cuda_scratch(sizeof(float) * (size_t)((m + n) * k) + 256);
     float *af = buf, *bf = buf + m * k;
     /* K-major f32 copies of the rounded values (whatever layout the plan's copies have) */
