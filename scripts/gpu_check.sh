@@ -150,10 +150,10 @@ summary() {
         case "$v" in FAILED | "NOT RUN") bad=1 ;; esac
     done
     echo "  figures:"
-    for cfg in groot-n1.5 groot-n1.5_b64 pi05; do
+    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 pi05; do
         for p in bf16 fp8; do
             l=$(stage_line "train_${p}_$cfg" policy_train)
-            [ -n "$l" ] && echo "    train $cfg $p, batch $(num "$l" batch)$(grep -q '"gradient_checkpointing":true' <<<"$l" && echo ", gradient checkpointing"): $(num "$l" samples_per_s) samples/s, activations $(num "$l" act_gib) GiB, MFU $(num "$l" mfu) of the $(sed -n 's/.*"peak_precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l") peak ($(num "$l" peak_tflops) TFLOP/s), host waits per step $(num "$l" host_waits_per_step), launches per step $(num "$l" launches_per_step), attention plans built per step $(num "$l" attn_plans_built_per_step)"
+            [ -n "$l" ] && echo "    train $cfg $p$([ -n "$(num "$l" fp8_linears)" ] && echo " ($(num "$l" fp8_linears) of $(num "$l" block_linears) block linears in FP8)"), batch $(num "$l" batch)$(grep -q '"gradient_checkpointing":true' <<<"$l" && echo ", gradient checkpointing"): $(num "$l" samples_per_s) samples/s, activations $(num "$l" act_gib) GiB, MFU $(num "$l" mfu) of the $(sed -n 's/.*"peak_precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l") peak ($(num "$l" peak_tflops) TFLOP/s), host waits per step $(num "$l" host_waits_per_step), launches per step $(num "$l" launches_per_step), attention plans built per step $(num "$l" attn_plans_built_per_step)"
         done
         l=$(stage_line "infer_$cfg" policy_infer)
         [ -n "$l" ] && echo "    inference $cfg, batch 1, $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"), $(num "$l" flow_steps) flow steps: best $(num "$l" best_ms) ms, mean $(num "$l" mean_ms) ms, host waits per chunk $(num "$l" host_waits_per_chunk), launches per chunk $(num "$l" launches_per_chunk), attention plans built per chunk $(num "$l" attn_plans_built_per_chunk)"
@@ -177,6 +177,8 @@ summary() {
     target "groot-n1.5 bf16, vla.c / PyTorch samples/s" "$(ratio "$s1" "$s2")" ">=" 1.4 "x"
     target "groot-n1.5 training, FP8 / bf16 samples/s" \
         "$(ratio "$(num "$(stage_line train_fp8_groot-n1.5 policy_train)" samples_per_s)" "$s1")" ">=" 1.3 "x"
+    target "  the same, FP8 only for linears >= 1024 wide" \
+        "$(ratio "$(num "$(stage_line train_fp8_groot-n1.5_md1024 policy_train)" samples_per_s)" "$s1")" ">=" 1.3 "x"
     target "groot-n1.5 bf16, host waits per step" \
         "$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" host_waits_per_step)" "<=" 1 ""
     l=$(stage_line train_bf16_pi05 policy_train) # the target is batch 8's: a halved batch misses it
@@ -355,10 +357,10 @@ fi
 # ---- figures -------------------------------------------------------------------------------
 HAS_PRECISION=0
 [ -x "$VLA" ] && "$VLA" bench policy --help 2>&1 | grep -q -- '--precision' && HAS_PRECISION=1
-policy_train() { # STAGE CONFIG BATCH PRECISION [TAG]: the stage is STAGE_CONFIG[_TAG]
+policy_train() { # STAGE CONFIG BATCH PRECISION [TAG [FLAG...]]: the stage is STAGE_CONFIG[_TAG]
     local extra=() name="$1_$2${5:+_$5}"
     if [ "$HAS_PRECISION" = 1 ]; then
-        extra=(--precision="$4")
+        extra=(--precision="$4" "${@:6}")
     elif [ "$4" != fp32 ]; then
         record "{\"stage\":\"$name\",\"config\":\"$2\",\"status\":\"skipped\",\"why\":\"vla bench policy has no --precision in this build (the precision plumbing of issue 31's point 2)\"}"
         return 1
@@ -407,6 +409,10 @@ fi
 if wanted train_fp8 && have "$VLA" train_fp8; then
     policy_train train_fp8 groot-n1.5 32 fp8
     policy_train train_fp8 pi05 8 fp8
+    # FP8 only where it pays (docs/precision.md): block linears under 1024 features read bf16
+    if "$VLA" bench policy --help 2>&1 | grep -q -- '--fp8.min_dim'; then
+        policy_train train_fp8 groot-n1.5 32 fp8 md1024 --fp8.min_dim=1024
+    fi
 fi
 if wanted torch; then # the PyTorch bf16 peer of train_bf16's groot-n1.5, same batch, same GPU
     if "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then

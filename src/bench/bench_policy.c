@@ -225,6 +225,7 @@ typedef struct {
     vla_precision prec;               /* the mode being measured (policy/precision.h) */
     vla_precision precs[3];           /* --precision's list, in the order given */
     int n_precs;
+    vla_fp8_recipe fp8;               /* TE's defaults, min_dim from --fp8.min_dim */
     /* GFLOP/s ceiling of each mode other than FP32 (indexed by vla_precision)
      * at each thread count, measured in this run: the op table's bf16/FP8
      * GEMM on a CPU, cuBLASLt's bf16/FP8 tensor-core GEMM on cuda. FP32's is
@@ -397,6 +398,9 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
     if (last_waits_per_step >= 0) printf(",\"host_waits_per_step\":%.2f", last_waits_per_step);
     if (last_launches_per_step >= 0) printf(",\"launches_per_step\":%.1f", last_launches_per_step);
     if (last_plans_per_step >= 0) printf(",\"attn_plans_built_per_step\":%.1f", last_plans_per_step);
+    if (o->prec == VLA_PREC_FP8 && p->prec) /* which block linears read FP8 (the rest bf16: --fp8.min_dim) */
+        printf(",\"fp8_min_dim\":%lld,\"fp8_linears\":%lld,\"block_linears\":%lld", (long long)o->fp8.min_dim,
+               (long long)p->prec->n_fp8, (long long)p->prec->n_linears);
     if (base_per_step > 0)
         printf(",\"base_threads\":%d,\"vs_base_threads\":%.3f", o->threads[0], base_per_step / per_step);
     if (o->ops->device == VLA_DEVICE_CPU) /* the CPU GEMM library (a device backend has its own) */
@@ -522,7 +526,7 @@ static int bench_one(const char *name, const bench_opts *o) {
     if (st == VLA_OK) st = synth_make(p, o->infer_only ? 1 : (int32_t)o->batch, &s);
     if (!o->infer_only && st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
     if (!o->infer_only && o->n_precs == 1) {
-        if (st == VLA_OK) st = vla_policy_set_precision(p, o->prec, NULL);
+        if (st == VLA_OK) st = vla_policy_set_precision(p, o->prec, &o->fp8);
         if (st == VLA_OK) st = time_training_counts(p, &cfg, &s.b, opt, o, res, &info);
         for (int i = 0; i < o->n_counts && st == VLA_OK; i++)
             for (int l = 0; l < o->n_libs; l++)
@@ -536,7 +540,7 @@ static int bench_one(const char *name, const bench_opts *o) {
         for (int r = 0; r < o->rounds && st == VLA_OK; r++)
             for (int m = 0; m < o->n_precs && st == VLA_OK; m++) {
                 double t;
-                st = vla_policy_set_precision(p, o->precs[m], NULL); /* FP8: scales from 1, as a new run */
+                st = vla_policy_set_precision(p, o->precs[m], &o->fp8); /* FP8: scales from 1, as a new run */
                 if (st == VLA_OK && r == 0) st = train_step(p, &s.b, opt, &pinfo[m]); /* first touch */
                 if (st == VLA_OK) st = time_steps(p, &s.b, opt, o->seconds / o->rounds, &t, &pinfo[m]);
                 if (st == VLA_OK && t < best[m]) best[m] = t;
@@ -550,7 +554,7 @@ static int bench_one(const char *name, const bench_opts *o) {
     for (int m = 0; m < o->n_precs && st == VLA_OK; m++) {
         bench_opts om = *o;
         om.prec = o->precs[m];
-        st = vla_policy_set_precision(p, om.prec, NULL);
+        st = vla_policy_set_precision(p, om.prec, &o->fp8);
         for (int i = 0; i < o->n_counts && st == VLA_OK; i++) {
             omp_set_num_threads(o->threads[i]);
             st = bench_infer(name, p, &om, i, &s);
@@ -571,6 +575,7 @@ int vla_bench_policy(int argc, char **argv) {
     double seconds = 2.0;
     bool quick = false, no_peer = false, infer_only = false, recompute = false;
     const char *precision = "fp32";
+    int64_t fp8_min_dim = 0;
     const vla_flag flags[] = {
         {"config", VLA_FLAG_STRING, &configs, "A,B", "comma-separated config names or paths"},
         {"batch", VLA_FLAG_INT, &batch, "N", "samples per training step"},
@@ -590,6 +595,9 @@ int vla_bench_policy(int argc, char **argv) {
          "scale update in every step); a list such as fp32,bf16,fp8 times the modes in alternating rounds on one "
          "thread count and adds each one's speed relative to the first (vs_base_precision); the PyTorch peer is "
          "f32 and runs only with fp32 alone (default fp32)"},
+        {"fp8.min_dim", VLA_FLAG_INT, &fp8_min_dim, "N",
+         "with fp8: block linears with in or out features below N read bf16 (as `vla train --fp8.min_dim`; "
+         "default 0: all in FP8)"},
         {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyTorch eager peer (tools/bench_torch_policy.py)"},
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
         {"gemm", VLA_FLAG_STRING, &gemm_list, "LIB[,LIB]",
@@ -656,6 +664,13 @@ int vla_bench_policy(int argc, char **argv) {
                     .quick = quick, .recompute = recompute, .rounds = rounds < 1 ? 1 : (int)rounds,
                     .prec = precs[0], .n_precs = n_precs};
     for (int i = 0; i < n_precs; i++) o.precs[i] = precs[i];
+    vla_fp8_recipe_default(&o.fp8);
+    if (fp8_min_dim < 0 || fp8_min_dim > (1 << 20)) {
+        fprintf(stderr, "vla: error: vla bench policy: --fp8.min_dim=%lld: give 0 to %d\n", (long long)fp8_min_dim,
+                1 << 20);
+        return 2;
+    }
+    o.fp8.min_dim = fp8_min_dim;
     o.libs[o.n_libs++] = vla_gemm_lib_active();
     if (gemm_list) {
         o.n_libs = 0;

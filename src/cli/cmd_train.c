@@ -423,7 +423,7 @@ int vla_cmd_train(int argc, char **argv) {
     bool resume = false, skip = false, augment = false, constant = false, quiet = false, allow_changes = false,
          json = false;
     const char *precision = "fp32", *fp8_algo = "max";
-    int64_t fp8_hist = o.fp8.amax_history_len, poison_amax = 0;
+    int64_t fp8_hist = o.fp8.amax_history_len, fp8_min_dim = o.fp8.min_dim, poison_amax = 0;
     double fp8_margin = o.fp8.margin;
     const vla_flag flags[] = {
         {"dataset.root", VLA_FLAG_STRING, &o.dataset_root, "DIR[,DIR2…]",
@@ -499,6 +499,9 @@ int vla_cmd_train(int argc, char **argv) {
          "with --precision=fp8: scale = FP8 max x 2^-M / amax (default 0, as TE)"},
         {"fp8.amax_compute_algo", VLA_FLAG_STRING, &fp8_algo, "max|most_recent",
          "with --precision=fp8: the amax a scale uses: the history's largest, or this step's (default max, as TE)"},
+        {"fp8.min_dim", VLA_FLAG_INT, &fp8_min_dim, "N",
+         "with --precision=fp8: a block linear with in or out features below N reads bf16, not FP8 (too small to "
+         "repay FP8's casts; default 0: every block linear in FP8, as TE's fp8_autocast)"},
         {"num_workers", VLA_FLAG_INT, &workers, "N", "background data threads (0: on the training thread; default 2)"},
         {"optimizer.lr", VLA_FLAG_FLOAT, &o.lr, "LR", "peak learning rate (default: the policy's, pi05 2.5e-5, groot 1e-4)"},
         {"optimizer.weight_decay", VLA_FLAG_FLOAT, &o.weight_decay, "WD", "AdamW weight decay (default: the policy's)"},
@@ -627,10 +630,13 @@ int vla_cmd_train(int argc, char **argv) {
         ignored = "scheduler.warmup_steps", why = "--scheduler.constant=true has no warmup";
     else if (GIVEN("job_name") && o.output_dir)
         ignored = "job_name", why = "it names the default output directory, and --output_dir is given";
-    else if ((GIVEN("fp8.amax_history_len") || GIVEN("fp8.margin") || GIVEN("fp8.amax_compute_algo")) &&
+    else if ((GIVEN("fp8.amax_history_len") || GIVEN("fp8.margin") || GIVEN("fp8.amax_compute_algo") ||
+              GIVEN("fp8.min_dim")) &&
              strcmp(precision, "fp8") != 0)
-        ignored = GIVEN("fp8.margin") ? "fp8.margin" : GIVEN("fp8.amax_compute_algo") ? "fp8.amax_compute_algo"
-                                                                                       : "fp8.amax_history_len",
+        ignored = GIVEN("fp8.margin")            ? "fp8.margin"
+                  : GIVEN("fp8.amax_compute_algo") ? "fp8.amax_compute_algo"
+                  : GIVEN("fp8.min_dim")           ? "fp8.min_dim"
+                                                   : "fp8.amax_history_len",
         why = "it tunes FP8's delayed scaling, which --precision=fp8 turns on";
     if (ignored) {
         json_decref(rs.cfg), json_decref(rs.changes);
@@ -678,6 +684,7 @@ int vla_cmd_train(int argc, char **argv) {
         (GIVEN("max_time_s") && !vla_cli_float_in(cmd, "max_time_s", o.max_time_s, 0, INFINITY, true, false)) ||
         (GIVEN("dist.bucket_mb") && !vla_cli_float_in(cmd, "dist.bucket_mb", o.bucket_mb, 0, 1e6, true, false)) ||
         !vla_cli_int_in(cmd, "fp8.amax_history_len", fp8_hist, 1, 1 << 20) ||
+        !vla_cli_int_in(cmd, "fp8.min_dim", fp8_min_dim, 0, 1 << 20) ||
         !vla_cli_float_in(cmd, "fp8.margin", fp8_margin, -64, 64, false, false) ||
         !vla_cli_int_in(cmd, "poison_fp8_amax_at_step", poison_amax, 0, INT64_MAX)) {
         json_decref(rs.cfg), json_decref(rs.changes);
@@ -738,6 +745,7 @@ int vla_cmd_train(int argc, char **argv) {
     if (poison_amax > 0) vla_fault_set(VLA_FAULT_TRAIN_FP8_AMAX, VLA_FAULT_POISON, poison_amax, poison_amax);
     o.fp8.amax_history_len = fp8_hist, o.fp8.margin = (float)fp8_margin;
     o.fp8.most_recent = !strcmp(fp8_algo, "most_recent");
+    o.fp8.min_dim = fp8_min_dim;
     o.n_obs_steps = (int)n_obs;
     set_threads(threads);
     eval_hook_ctx ctx = {env, o.device, (int)eval_eps, (uint64_t)eval_seed, (int)eval_n_act};

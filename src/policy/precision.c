@@ -15,6 +15,7 @@ void vla_fp8_recipe_default(vla_fp8_recipe *r) {
     r->amax_history_len = 1024;
     r->margin = 0.0f;
     r->most_recent = false;
+    r->min_dim = 0;
 }
 
 const char *vla_precision_name(vla_precision m) {
@@ -59,7 +60,7 @@ void vla_policy_precision_free(vla_policy *p) {
     if (q->casts.fwd.buf) p->tops->free(q->casts.fwd.buf);
     if (q->casts.wgrad.buf) p->tops->free(q->casts.wgrad.buf);
     if (q->casts.dy.buf) p->tops->free(q->casts.dy.buf);
-    free(q->fmt_max), free(q->names), free(q->bp);
+    free(q->fmt_max), free(q->names), free(q->bp), free(q->fp8_index), free(q->fp8_linear);
     free(q);
     p->prec = NULL;
 }
@@ -77,26 +78,40 @@ static vla_status linear_name(const vla_policy *p, const float *w, char *out, si
     return VLA_OK;
 }
 
-/* Count (bind = false) or bind the lowered linears, block by block. */
-static vla_status walk(vla_policy *p, vla_policy_precision *q, bool bind, int64_t *n_linears) {
-    int64_t l = 0, blk = 0;
+/* Whether a lowered linear reads FP8 in an FP8 run: both sides of its weight [out, in] at least min_dim. */
+static bool fp8_pays(const vla_policy *p, const vla_policy_precision *q, const float *w) {
+    if (q->mode != VLA_PREC_FP8) return false;
+    int64_t i = vla_policy_param_index(p, w);
+    const vla_param_spec *s = i >= 0 ? p->params[i].spec : NULL;
+    if (!s || s->ndim < 2) return true;
+    int64_t out = s->shape[s->ndim - 2], in = s->shape[s->ndim - 1];
+    return out >= q->recipe.min_dim && in >= q->recipe.min_dim;
+}
+
+/* Count (bind = false) or bind the lowered linears, block by block;
+ * *n_fp8: those that read FP8. */
+static vla_status walk(vla_policy *p, vla_policy_precision *q, bool bind, int64_t *n_linears, int64_t *n_fp8) {
+    int64_t l = 0, blk = 0, f = 0;
     for (int s = 0; s < p->blocks.n; s++)
         for (int64_t b = 0; b < p->blocks.count[s]; b++, blk++) {
             vla_block_weights *bw = &p->blocks.arr[s][b];
             for (int i = 0; i < VLA_BLOCK_N_LIN; i++) {
                 const vla_wg *wg = vla_block_linear_weight(bw, (vla_block_linear)i);
                 if (!wg) continue;
+                bool fp8 = fp8_pays(p, q, wg->w);
                 if (bind) {
                     vla_linear_prec *lp = &q->bp[blk].lin[i];
-                    lp->mode = q->mode;
+                    lp->mode = q->mode == VLA_PREC_FP8 && !fp8 ? VLA_PREC_BF16 : q->mode;
+                    q->fp8_index[l] = fp8 ? f : -1;
+                    if (fp8) q->fp8_linear[f] = l;
                     q->ready[l].scope = &q->scope;
                     q->ready[l].param = vla_policy_param_index(p, wg->w);
                     lp->ready = &q->ready[l];
                     lp->casts = &q->casts;
-                    if (q->mode == VLA_PREC_FP8) {
+                    if (fp8) {
                         vla_fp8_operand *ops[VLA_FP8_ROLES] = {&lp->x, &lp->w, &lp->dy};
                         for (int r = 0; r < VLA_FP8_ROLES; r++) {
-                            int64_t t = 3 * l + r;
+                            int64_t t = 3 * f + r;
                             *ops[r] = (vla_fp8_operand){r == VLA_FP8_ROLE_GRAD_OUTPUT ? VLA_FP8_E5M2 : VLA_FP8_E4M3,
                                                         q->scale + t, q->history + t};
                             q->fmt_max[t] = r == VLA_FP8_ROLE_GRAD_OUTPUT ? VLA_E5M2_MAX : VLA_E4M3_MAX;
@@ -105,10 +120,12 @@ static vla_status walk(vla_policy *p, vla_policy_precision *q, bool bind, int64_
                     VLA_TRY(linear_name(p, wg->w, q->names[l], sizeof q->names[l]));
                 }
                 l++;
+                f += fp8;
             }
             if (bind) bw->prec = &q->bp[blk];
         }
     *n_linears = l;
+    *n_fp8 = f;
     return VLA_OK;
 }
 
@@ -129,15 +146,23 @@ vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla
         return vla_error(VLA_ERR_INVALID_ARG, "precision: FP8 amax history length %lld, margin %g: need ≥ 1 and finite",
                          (long long)bad.amax_history_len, bad.margin);
     }
-    int64_t nl = 0, nb = n_blocks(p);
-    vla_status st = walk(p, q, false, &nl);
+    if (mode == VLA_PREC_FP8 && q->recipe.min_dim < 0) {
+        int64_t bad = q->recipe.min_dim;
+        free(q);
+        return vla_error(VLA_ERR_INVALID_ARG, "precision: FP8 min_dim %lld: need ≥ 0", (long long)bad);
+    }
+    int64_t nl = 0, nf = 0, nb = n_blocks(p);
+    vla_status st = walk(p, q, false, &nl, &nf);
     q->n_linears = nl;
-    q->n = mode == VLA_PREC_FP8 ? 3 * nl : 0;
+    q->n_fp8 = nf;
+    q->n = 3 * nf;
     q->bp = calloc((size_t)(nb > 0 ? nb : 1), sizeof *q->bp);
     q->names = calloc((size_t)(nl > 0 ? nl : 1), sizeof *q->names);
     q->fmt_max = calloc((size_t)(q->n > 0 ? q->n : 1), sizeof *q->fmt_max);
     q->ready = calloc((size_t)(nl > 0 ? nl : 1), sizeof *q->ready);
-    if (st == VLA_OK && (!q->bp || !q->names || !q->fmt_max || !q->ready))
+    q->fp8_index = calloc((size_t)(nl > 0 ? nl : 1), sizeof *q->fp8_index);
+    q->fp8_linear = calloc((size_t)(nf > 0 ? nf : 1), sizeof *q->fp8_linear);
+    if (st == VLA_OK && (!q->bp || !q->names || !q->fmt_max || !q->ready || !q->fp8_index || !q->fp8_linear))
         st = vla_error(VLA_ERR_NOMEM, "precision: out of memory");
     p->prec = q; /* from here vla_policy_precision_free undoes everything */
     if (st == VLA_OK && q->n > 0) {
@@ -151,7 +176,7 @@ vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla
             p->tops->fill(q->history, 0.0f, floats - q->n);
         }
     }
-    if (st == VLA_OK) st = walk(p, q, true, &nl);
+    if (st == VLA_OK) st = walk(p, q, true, &nl, &nf);
     if (st != VLA_OK) vla_policy_precision_free(p);
     return st;
 }
@@ -215,6 +240,11 @@ void vla_policy_trainable_changed(vla_policy *p) {
 
 int64_t vla_policy_weight_casts(const vla_policy *p) { return p->prec ? p->prec->scope.casts : 0; }
 
+const char *vla_policy_fp8_tensor_linear(const vla_policy *p, int64_t t) {
+    const vla_policy_precision *q = p->prec;
+    return q && t >= 0 && t < q->n ? q->names[q->fp8_linear[t / 3]] : "?";
+}
+
 float *vla_policy_fp8_amax(vla_policy *p, int64_t *n) {
     bool fp8 = p->prec && p->prec->mode == VLA_PREC_FP8;
     *n = fp8 ? p->prec->n : 0;
@@ -253,8 +283,8 @@ void vla_policy_fp8_state_from_host(vla_policy *p, const float *host) {
 
 static void recipe_meta(const vla_fp8_recipe *r, char *buf, size_t cap) {
     snprintf(buf, cap, "{\"format\": \"HYBRID\", \"roles\": [\"input:E4M3\", \"weight:E4M3\", \"grad_output:E5M2\"], "
-                       "\"amax_history_len\": %lld, \"margin\": %.9g, \"amax_compute_algo\": \"%s\"}",
-             (long long)r->amax_history_len, r->margin, r->most_recent ? "most_recent" : "max");
+                       "\"amax_history_len\": %lld, \"margin\": %.9g, \"amax_compute_algo\": \"%s\", \"min_dim\": %lld}",
+             (long long)r->amax_history_len, r->margin, r->most_recent ? "most_recent" : "max", (long long)r->min_dim);
 }
 
 vla_status vla_policy_fp8_export(const vla_policy *p, vla_safetensors_writer *sw, float **keep) {
@@ -270,22 +300,22 @@ vla_status vla_policy_fp8_export(const vla_policy *p, vla_safetensors_writer *sw
         return vla_error(VLA_ERR_NOMEM, "precision: out of memory exporting the FP8 state");
     }
     const float *scale = state, *hist = state + n;
-    for (int64_t l = 0; l < q->n_linears; l++) {
-        float *o = out + l * 3 * (1 + L);
-        for (int r = 0; r < 3; r++) o[r] = scale[3 * l + r];
+    for (int64_t f = 0; f < q->n_fp8; f++) {
+        float *o = out + f * 3 * (1 + L);
+        for (int r = 0; r < 3; r++) o[r] = scale[3 * f + r];
         for (int64_t j = 0; j < L; j++)
-            for (int r = 0; r < 3; r++) o[3 + j * 3 + r] = hist[j * n + 3 * l + r];
+            for (int r = 0; r < 3; r++) o[3 + j * 3 + r] = hist[j * n + 3 * f + r];
     }
     free(state);
     *keep = out;
     char name[160], meta[512];
     vla_status st = VLA_OK;
-    for (int64_t l = 0; l < q->n_linears && st == VLA_OK; l++) {
-        float *o = out + l * 3 * (1 + L);
+    for (int64_t f = 0; f < q->n_fp8 && st == VLA_OK; f++) {
+        float *o = out + f * 3 * (1 + L);
         int64_t s1[1] = {3}, s2[2] = {L, 3};
-        snprintf(name, sizeof name, "%s.fp8_scale", q->names[l]);
+        snprintf(name, sizeof name, "%s.fp8_scale", q->names[q->fp8_linear[f]]);
         st = vla_safetensors_writer_add(sw, name, VLA_F32, 1, s1, o);
-        snprintf(name, sizeof name, "%s.fp8_amax_history", q->names[l]);
+        snprintf(name, sizeof name, "%s.fp8_amax_history", q->names[q->fp8_linear[f]]);
         if (st == VLA_OK) st = vla_safetensors_writer_add(sw, name, VLA_F32, 2, s2, o + 3);
     }
     recipe_meta(&q->recipe, meta, sizeof meta);
@@ -302,12 +332,13 @@ static vla_status import_from(vla_policy *p, const vla_safetensors *f, const cha
     float *rows = NULL;
     int64_t cap_rows = 0;
     vla_status st = VLA_OK;
-    if (vla_safetensors_count(f) != (size_t)(2 * q->n_linears))
-        return vla_error(VLA_ERR_FORMAT, "%s: %zu tensors, this policy's FP8 state has %lld (2 per linear): another "
-                         "model's", path, vla_safetensors_count(f), (long long)(2 * q->n_linears));
-    for (int64_t l = 0; l < q->n_linears && st == VLA_OK; l++) {
+    if (vla_safetensors_count(f) != (size_t)(2 * q->n_fp8))
+        return vla_error(VLA_ERR_FORMAT, "%s: %zu tensors, this policy's FP8 state has %lld (2 per FP8 linear; "
+                         "--fp8.min_dim=%lld chooses them): another model's, or another min_dim's", path,
+                         vla_safetensors_count(f), (long long)(2 * q->n_fp8), (long long)q->recipe.min_dim);
+    for (int64_t fi = 0; fi < q->n_fp8 && st == VLA_OK; fi++) {
         const vla_safetensors_tensor *t;
-        snprintf(name, sizeof name, "%s.fp8_scale", q->names[l]);
+        snprintf(name, sizeof name, "%s.fp8_scale", q->names[q->fp8_linear[fi]]);
         if ((st = vla_safetensors_get(f, name, &t)) != VLA_OK) break;
         if (t->ndim != 1 || t->shape[0] != 3 || t->dtype != VLA_F32) {
             st = vla_error(VLA_ERR_FORMAT, "%s: tensor %s: want F32 [3]", path, name);
@@ -320,9 +351,9 @@ static vla_status import_from(vla_policy *p, const vla_safetensors *f, const cha
                                name, r, three[r]);
                 break;
             }
-            scale[3 * l + r] = three[r];
+            scale[3 * fi + r] = three[r];
         }
-        snprintf(name, sizeof name, "%s.fp8_amax_history", q->names[l]);
+        snprintf(name, sizeof name, "%s.fp8_amax_history", q->names[q->fp8_linear[fi]]);
         if (st != VLA_OK || (st = vla_safetensors_get(f, name, &t)) != VLA_OK) break;
         if (t->ndim != 2 || t->shape[1] != 3 || t->shape[0] < 1 || t->dtype != VLA_F32) {
             st = vla_error(VLA_ERR_FORMAT, "%s: tensor %s: want F32 [history length, 3]", path, name);
@@ -339,7 +370,7 @@ static vla_status import_from(vla_policy *p, const vla_safetensors *f, const cha
         }
         if ((st = vla_safetensors_tensor_to_f32(f, t, rows, (size_t)(saved * 3))) != VLA_OK) break;
         for (int64_t j = 0; j < L; j++) /* newest first: keep the newest min(saved, L) rows */
-            for (int r = 0; r < 3; r++) hist[j * n + 3 * l + r] = j < saved ? rows[j * 3 + r] : 0.0f;
+            for (int r = 0; r < 3; r++) hist[j * n + 3 * fi + r] = j < saved ? rows[j * 3 + r] : 0.0f;
     }
     free(rows);
     return st;

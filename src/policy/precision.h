@@ -21,6 +21,16 @@
  * last update and max-accumulate into row 0; after the step the trainer
  * all-reduces (MAX) row 0 across ranks and calls vla_policy_fp8_update.
  *
+ * FP8 ONLY WHERE IT PAYS (recipe.min_dim). A lowered linear whose weight
+ * has a side (in or out features) under min_dim reads bf16 instead of FP8
+ * in an FP8 run, and has no FP8 tensors: its GEMMs are too small for FP8's
+ * doubled rate to repay the casts and scaling (π0.5's single-KV-head k and
+ * v projections: 2048 → 256), and bf16 shares casts FP8 cannot (nn/linear.h).
+ * TE's users choose the same way, by module. min_dim 0 (the default, as
+ * TE's fp8_autocast over every block) puts every lowered linear in FP8.
+ * The FP8 linears are numbered in binding order (fp8_index), so the state
+ * holds only theirs: tensor 3f + r is role r of FP8 linear f.
+ *
  * Tensor names follow the weights': linear "…q_proj" (weight
  * "…q_proj.weight") has FP8 tensors "…q_proj" roles input, weight,
  * grad_output — what checkpoints store (vla_policy_fp8_export). */
@@ -36,11 +46,13 @@
 #include "policy/policy.h"
 
 /* TransformerEngine's DelayedScaling knobs; vla_fp8_recipe_default gives
- * TE's defaults (amax_history_len 1024, margin 0, amax_compute_algo "max"). */
+ * TE's defaults (amax_history_len 1024, margin 0, amax_compute_algo "max")
+ * and min_dim 0 (every lowered linear in FP8). */
 typedef struct {
     int64_t amax_history_len;
     float margin;
     bool most_recent; /* amax_compute_algo "most_recent" (false: "max") */
+    int64_t min_dim;  /* a linear with in or out features below it reads bf16 (above, "FP8 ONLY WHERE IT PAYS") */
 } vla_fp8_recipe;
 
 void vla_fp8_recipe_default(vla_fp8_recipe *r);
@@ -51,7 +63,10 @@ enum { VLA_FP8_ROLE_INPUT, VLA_FP8_ROLE_WEIGHT, VLA_FP8_ROLE_GRAD_OUTPUT, VLA_FP
 typedef struct vla_policy_precision {
     vla_precision mode;
     vla_fp8_recipe recipe;
-    int64_t n_linears, n;  /* lowered linears; FP8 tensors (3 per linear) */
+    int64_t n_linears, n;  /* lowered linears; FP8 tensors (3 per FP8 linear) */
+    int64_t n_fp8;         /* the linears that read FP8 (FP8 mode; the rest read bf16) */
+    int64_t *fp8_index;    /* host [n_linears]: linear l's FP8 number f (tensors 3f..3f+2), −1: bf16 */
+    int64_t *fp8_linear;   /* host [n_fp8]: the linear of FP8 number f */
     float *buf;            /* backend: scale [n], then history [hist_len, n] (FP8 only) */
     float *scale, *history;
     float *fmt_max;        /* host [n]: 448 (E4M3) or 57344 (E5M2) per tensor */
@@ -84,6 +99,9 @@ static inline vla_precision vla_policy_precision_mode(const vla_policy *p) {
     return p->prec ? p->prec->mode : VLA_PREC_FP32;
 }
 
+/* The name of FP8 tensor t's linear ("…q_proj"), t in [0, prec->n). */
+const char *vla_policy_fp8_tensor_linear(const vla_policy *p, int64_t t);
+
 /* FP8 (no-ops otherwise). This step's amaxes: row 0 of the history, n
  * contiguous floats of backend memory (*n = 0 outside FP8). */
 float *vla_policy_fp8_amax(vla_policy *p, int64_t *n);
@@ -97,7 +115,7 @@ void vla_policy_fp8_discard_step(vla_policy *p);
 float *vla_policy_fp8_state_to_host(const vla_policy *p, int64_t *count);
 void vla_policy_fp8_state_from_host(vla_policy *p, const float *host);
 
-/* Checkpoint form: per linear "<name>.fp8_scale" F32 [3] and
+/* Checkpoint form: per FP8 linear "<name>.fp8_scale" F32 [3] and
  * "<name>.fp8_amax_history" F32 [hist_len, 3] (roles input, weight,
  * grad_output), with the recipe in the metadata. Export adds them to sw
  * from host arrays it allocates into *keep (free after the write). Import

@@ -30,7 +30,7 @@ vla_status vla_fp8_state_agree(vla_comm *comm, const vla_policy *p, int64_t step
         st = vla_error(VLA_ERR_INTERNAL, "step %lld: rank %d's FP8 %s of tensor %lld (%s, role %lld) is %.9g, rank 0's "
                        "%.9g: the ranks' scaling state diverged; not writing a checkpoint", (long long)step,
                        vla_comm_rank(comm), i < n ? "scale" : "amax history", (long long)(i % n),
-                       p->prec->names[(i % n) / 3], (long long)(i % n % 3), mine[i], root[i]);
+                       vla_policy_fp8_tensor_linear(p, i % n), (long long)(i % n % 3), mine[i], root[i]);
     }
     free(mine), free(root);
     return vla_comm_agree(comm, st, "checkpoint: FP8 scaling state");

@@ -462,11 +462,12 @@ static json_t *precision_json(const vla_policy *p) {
     json_t *j = json_pack("{s:s, s:I}", "mode", vla_precision_name(m), "linears",
                           (json_int_t)(q ? q->n_linears : 0));
     if (j && m == VLA_PREC_FP8)
-        json_object_set_new(j, "fp8", json_pack("{s:s, s:I, s:f, s:s, s:I}", "format", "HYBRID", "amax_history_len",
-                                                (json_int_t)q->recipe.amax_history_len, "margin",
+        json_object_set_new(j, "fp8", json_pack("{s:s, s:I, s:f, s:s, s:I, s:I, s:I}", "format", "HYBRID",
+                                                "amax_history_len", (json_int_t)q->recipe.amax_history_len, "margin",
                                                 (double)q->recipe.margin, "amax_compute_algo",
-                                                q->recipe.most_recent ? "most_recent" : "max", "tensors",
-                                                (json_int_t)q->n));
+                                                q->recipe.most_recent ? "most_recent" : "max", "min_dim",
+                                                (json_int_t)q->recipe.min_dim, "linears", (json_int_t)q->n_fp8,
+                                                "tensors", (json_int_t)q->n));
     return j;
 }
 

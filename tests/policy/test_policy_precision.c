@@ -81,7 +81,9 @@ static void check_policy(const char *preset) {
         }
     assert_true(blocks >= 4);
     assert_int_equal(q->n_linears, expect_linears);
+    assert_int_equal(q->n_fp8, expect_linears); /* min_dim 0: every lowered linear, in binding order */
     assert_int_equal(q->n, 3 * expect_linears);
+    for (int64_t l = 0; l < q->n_linears; l++) assert_int_equal(q->fp8_index[l], l);
     double l8a = step(p, &t.b, &g8a);
     float *amax = vla_policy_fp8_amax(p, &n_amax);
     assert_int_equal(n_amax, q->n);
@@ -155,6 +157,18 @@ static void test_groot(void **state) {
     check_policy("groot-nano");
 }
 
+/* p's FP8 state exported to a file of the test's temporary directory; its path */
+static const char *export_state(const vla_policy *p, const char *file) {
+    const char *path = test_tmp_path(file);
+    vla_safetensors_writer *sw;
+    float *keep;
+    assert_int_equal(vla_safetensors_writer_new(&sw), VLA_OK);
+    assert_int_equal(vla_policy_fp8_export(p, sw, &keep), VLA_OK);
+    assert_int_equal(vla_safetensors_writer_write(sw, path), VLA_OK);
+    vla_safetensors_writer_free(sw), free(keep);
+    return path;
+}
+
 /* Export → import gives the state back; another history length keeps the
  * newest rows; damaged files are refused naming file and tensor. */
 static void test_checkpoint_form(void **state) {
@@ -169,13 +183,7 @@ static void test_checkpoint_form(void **state) {
     assert_int_equal(count, 4 * n);
     for (int64_t i = 0; i < count; i++) s0[i] = i < n ? 1.0f + (float)i : (float)(i % 97) * 0.25f;
     vla_policy_fp8_state_from_host(p, s0);
-    const char *path = test_tmp_path("fp8.safetensors");
-    vla_safetensors_writer *sw;
-    float *keep;
-    assert_int_equal(vla_safetensors_writer_new(&sw), VLA_OK);
-    assert_int_equal(vla_policy_fp8_export(p, sw, &keep), VLA_OK);
-    assert_int_equal(vla_safetensors_writer_write(sw, path), VLA_OK);
-    vla_safetensors_writer_free(sw), free(keep);
+    const char *path = export_state(p, "fp8.safetensors");
     /* the file by its own reader: linear 0's scales and newest row */
     vla_safetensors f;
     assert_int_equal(vla_safetensors_open(path, &f), VLA_OK);
@@ -226,6 +234,104 @@ static void test_checkpoint_form(void **state) {
     assert_non_null(strstr(vla_error_message(), path));
     vla_policy_free(other);
     free(s0);
+    vla_policy_free(p);
+}
+
+/* FP8 only where it pays (recipe.min_dim): a lowered linear with a weight
+ * side under min_dim reads bf16 and has no FP8 tensors; with no linear
+ * left in FP8 the run is bf16's to the bit; the checkpoint form holds the
+ * FP8 linears only, and a state saved under another min_dim is refused. */
+static void test_fp8_min_dim(void **state) {
+    (void)state;
+    vla_policy *p = test_policy_make("pi05-nano", true, 0.02);
+    test_policy_batch t;
+    test_policy_batch_make(p, 3, &t);
+    vla_fp8_recipe r;
+    vla_fp8_recipe_default(&r);
+    r.amax_history_len = 2;
+    r.min_dim = 32; /* pi05-nano: widths 32 (ViT, LM) and 16 (expert), k/v 16 wide (one KV head of 16) */
+    assert_int_equal(vla_policy_set_precision(p, VLA_PREC_FP8, &r), VLA_OK);
+    const vla_policy_precision *q = p->prec;
+    int64_t l = 0, want_fp8 = 0;
+    for (int s = 0; s < p->blocks.n; s++)
+        for (int64_t b = 0; b < p->blocks.count[s]; b++)
+            for (int i = 0; i < VLA_BLOCK_N_LIN; i++) {
+                const vla_wg *wg = vla_block_linear_weight(&p->blocks.arr[s][b], i);
+                if (!wg) continue;
+                const vla_param_spec *sp = p->params[vla_policy_param_index(p, wg->w)].spec;
+                bool big = sp->shape[0] >= 32 && sp->shape[1] >= 32;
+                vla_precision mode = p->blocks.arr[s][b].prec->lin[i].mode;
+                if (mode != (big ? VLA_PREC_FP8 : VLA_PREC_BF16))
+                    fail_msg("%s [%lld × %lld]: mode %s", q->names[l], (long long)sp->shape[0],
+                             (long long)sp->shape[1], vla_precision_name(mode));
+                if ((q->fp8_index[l] >= 0) != big) fail_msg("%s: FP8 number %lld", q->names[l], (long long)q->fp8_index[l]);
+                if (big) assert_int_equal(q->fp8_linear[q->fp8_index[l]], l);
+                want_fp8 += big, l++;
+            }
+    assert_int_equal(l, q->n_linears);
+    assert_int_equal(q->n_fp8, want_fp8);
+    assert_true(want_fp8 > 0 && want_fp8 < q->n_linears); /* both kinds present */
+    assert_int_equal(q->n, 3 * want_fp8);
+    printf("pi05-nano, min_dim 32: %lld of %lld linears in FP8\n", (long long)want_fp8, (long long)q->n_linears);
+
+    /* one step: every FP8 linear the forward reached recorded its weight's amax in its own slots */
+    float *gmix, *g16, *gnone;
+    double lmix = step(p, &t.b, &gmix);
+    int64_t n_amax;
+    float *a = test_dev_dup(p->tops, vla_policy_fp8_amax(p, &n_amax), q->n), *w = test_weights_get(p);
+    assert_int_equal(n_amax, q->n);
+    int64_t reached = 0;
+    for (int64_t f = 0; f < q->n_fp8; f++) {
+        char wname[160];
+        snprintf(wname, sizeof wname, "%s.weight", q->names[q->fp8_linear[f]]);
+        int64_t k = vla_param_find(&p->specs, wname);
+        assert_true(k >= 0);
+        assert_string_equal(vla_policy_fp8_tensor_linear(p, 3 * f + 2), q->names[q->fp8_linear[f]]);
+        if (a[3 * f + 1] > 0) {
+            reached++;
+            if (a[3 * f + 1] != param_amax(p, w, k)) fail_msg("%s: weight amax %g", wname, a[3 * f + 1]);
+        }
+    }
+    assert_true(reached >= q->n_fp8 * 8 / 10);
+
+    /* the checkpoint form: the FP8 linears' tensors only */
+    const char *path = export_state(p, "fp8_min_dim.safetensors");
+    vla_safetensors f;
+    assert_int_equal(vla_safetensors_open(path, &f), VLA_OK);
+    assert_int_equal((int64_t)vla_safetensors_count(&f), 2 * q->n_fp8);
+    assert_non_null(strstr(vla_safetensors_meta_get(&f, "fp8_recipe"), "\"min_dim\": 32"));
+    const vla_safetensors_tensor *tt;
+    char name[200];
+    for (int64_t k = 0; k < q->n_linears; k++) {
+        snprintf(name, sizeof name, "%s.fp8_scale", q->names[k]);
+        bool there = vla_safetensors_get(&f, name, &tt) == VLA_OK;
+        if (there != (q->fp8_index[k] >= 0)) fail_msg("%s: in the file %d, FP8 %d", name, there, q->fp8_index[k] >= 0);
+    }
+    vla_safetensors_close(&f);
+    assert_int_equal(vla_policy_fp8_import(p, path), VLA_OK);
+    vla_fp8_recipe all = r;
+    all.min_dim = 0;
+    assert_int_equal(vla_policy_set_precision(p, VLA_PREC_FP8, &all), VLA_OK);
+    assert_int_not_equal(vla_policy_fp8_import(p, path), VLA_OK);
+    printf("refused: %s\n", vla_error_message());
+    assert_non_null(strstr(vla_error_message(), "min_dim"));
+
+    /* no linear wide enough: an FP8 run is a bf16 run, bit for bit, with no FP8 state */
+    assert_int_equal(vla_policy_set_precision(p, VLA_PREC_BF16, NULL), VLA_OK);
+    double l16 = step(p, &t.b, &g16);
+    vla_fp8_recipe none = r;
+    none.min_dim = 1 << 20;
+    assert_int_equal(vla_policy_set_precision(p, VLA_PREC_FP8, &none), VLA_OK);
+    assert_int_equal(p->prec->n_fp8, 0);
+    assert_int_equal(p->prec->n, 0);
+    double lnone = step(p, &t.b, &gnone);
+    assert_true(lnone == l16);
+    assert_memory_equal(gnone, g16, sizeof(float) * p->n_grad_floats);
+    vla_policy_fp8_update(p); /* nothing to update: no state, no crash */
+    assert_true(lmix != l16); /* the mix rounds its wide linears to FP8, not bf16 */
+
+    free(gmix), free(g16), free(gnone), free(a), free(w);
+    test_policy_batch_free(&t);
     vla_policy_free(p);
 }
 
@@ -303,6 +409,7 @@ int main(void) {
         cmocka_unit_test(test_pi05),
         cmocka_unit_test(test_groot),
         cmocka_unit_test(test_checkpoint_form),
+        cmocka_unit_test(test_fp8_min_dim),
         cmocka_unit_test(test_attention_precision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

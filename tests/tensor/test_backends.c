@@ -210,7 +210,8 @@ static void small_batch_free(small_batch *b) {
     free(b->images), free(b->state), free(b->actions), free(b->valid), free(b->pad);
 }
 
-static void same_numbers(const char *preset, vla_precision mode) {
+/* min_dim: FP8's recipe.min_dim (policy/precision.h): 32 mixes FP8 and bf16 linears in one block */
+static void same_numbers(const char *preset, vla_precision mode, int64_t min_dim) {
     vla_policy_config c;
     assert_int_equal(vla_policy_config_load(preset, &c), VLA_OK);
     memset(c.frozen, 0, sizeof c.frozen); /* every stage's backward runs */
@@ -223,7 +224,10 @@ static void same_numbers(const char *preset, vla_precision mode) {
     for (int k = 0; k < 2; k++) {
         assert_int_equal(vla_policy_create(&c, vla_backend_find(names[k]), &p[k]), VLA_OK);
         assert_int_equal(vla_policy_init_weights(p[k], 12), VLA_OK);
-        if (vla_policy_set_precision(p[k], mode, NULL) != VLA_OK) fail_msg("%s", vla_error_message());
+        vla_fp8_recipe r;
+        vla_fp8_recipe_default(&r);
+        r.min_dim = min_dim;
+        if (vla_policy_set_precision(p[k], mode, &r) != VLA_OK) fail_msg("%s", vla_error_message());
         small_batch b;
         small_batch_make(p[k], S, &b);
         vla_loss_info info;
@@ -240,7 +244,8 @@ static void same_numbers(const char *preset, vla_precision mode) {
         assert_int_equal(vla_policy_sample_actions(p[k], &b.obs, a[k]), VLA_OK);
         small_batch_free(&b);
     }
-    print_message("%s %s: loss %.9g on cpu, %.9g on checked\n", preset, vla_precision_name(mode), loss[0], loss[1]);
+    print_message("%s %s (min_dim %lld): loss %.9g on cpu, %.9g on checked\n", preset, vla_precision_name(mode),
+                  (long long)min_dim, loss[0], loss[1]);
     assert_true(isfinite(loss[0]) && loss[0] > 0);
     assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
     assert_int_equal(p[0]->n_grad_floats, p[1]->n_grad_floats);
@@ -252,9 +257,11 @@ static void same_numbers(const char *preset, vla_precision mode) {
 static void test_checked_equals_cpu_policies(void **state) {
     (void)state;
     for (int m = VLA_PREC_FP32; m <= VLA_PREC_FP8; m++) {
-        same_numbers("pi05-nano", (vla_precision)m);
-        same_numbers("groot-nano", (vla_precision)m);
+        same_numbers("pi05-nano", (vla_precision)m, 0);
+        same_numbers("groot-nano", (vla_precision)m, 0);
     }
+    same_numbers("pi05-nano", VLA_PREC_FP8, 32);
+    same_numbers("groot-nano", VLA_PREC_FP8, 32);
 }
 
 static void test_checked_equals_cpu_training(void **state) {

@@ -67,22 +67,25 @@ static void same_file(const char *a, const char *b, const char *rel) {
     free(da), free(db);
 }
 
-static void resume_bit_exact(const char *config, vla_precision mode) {
+static void resume_bit_exact(const char *config, vla_precision mode, int64_t min_dim) {
     char na[64], nb[64];
-    snprintf(na, sizeof na, "full_%s_%d", config, (int)mode);
-    snprintf(nb, sizeof nb, "resumed_%s_%d", config, (int)mode);
+    snprintf(na, sizeof na, "full_%s_%d_%lld", config, (int)mode, (long long)min_dim);
+    snprintf(nb, sizeof nb, "resumed_%s_%d_%lld", config, (int)mode, (long long)min_dim);
     const char *a = test_tmp_path(na), *b = test_tmp_path(nb);
     test_rmrf(a), test_rmrf(b);
     vla_train_opts o;
     vla_train_result r;
     base_opts(&o, a, config, mode);
+    o.fp8.min_dim = min_dim;
     if (vla_train(&o, &r) != VLA_OK) fail_msg("%s", vla_error_message());
     base_opts(&o, b, config, mode);
+    o.fp8.min_dim = min_dim;
     vla_fault_set(VLA_FAULT_TRAIN_STEP_END, VLA_FAULT_STOP, 6, VLA_FAULT_FOREVER); /* two steps past step 4's checkpoint */
     vla_status st = vla_train(&o, &r);
     vla_fault_clear();
     assert_int_equal(st, VLA_OK);
     base_opts(&o, b, config, mode);
+    o.fp8.min_dim = min_dim;
     o.resume = true;
     if (vla_train(&o, &r) != VLA_OK) fail_msg("%s", vla_error_message());
     assert_int_equal(r.start_step, 4);
@@ -90,8 +93,28 @@ static void resume_bit_exact(const char *config, vla_precision mode) {
     assert_string_equal(la, lb);
     free(la), free(lb);
     same_file(a, b, "checkpoints/000012/pretrained_model/model.safetensors");
-    if (mode == VLA_PREC_FP8) same_file(a, b, "checkpoints/000012/" VLA_FP8_STATE_FILE);
-    else {
+    if (mode == VLA_PREC_FP8) {
+        same_file(a, b, "checkpoints/000012/" VLA_FP8_STATE_FILE);
+        /* the FP8 linears min_dim chose: their tensors alone, and their count in train_config.json */
+        char p[2048];
+        snprintf(p, sizeof p, "%s/checkpoints/000012/%s", a, VLA_FP8_STATE_FILE);
+        vla_safetensors f;
+        assert_int_equal(vla_safetensors_open(p, &f), VLA_OK);
+        int64_t tensors = (int64_t)vla_safetensors_count(&f);
+        vla_safetensors_close(&f);
+        snprintf(p, sizeof p, "%s/checkpoints/000012/pretrained_model/train_config.json", a);
+        json_error_t je;
+        json_t *cfg = json_load_file(p, 0, &je);
+        if (!cfg) fail_msg("%s: %s", p, je.text);
+        json_t *fp8 = json_object_get(json_object_get(cfg, "precision"), "fp8");
+        int64_t linears = json_integer_value(json_object_get(json_object_get(cfg, "precision"), "linears"));
+        int64_t fp8_linears = json_integer_value(json_object_get(fp8, "linears"));
+        assert_int_equal(json_integer_value(json_object_get(fp8, "min_dim")), min_dim);
+        assert_int_equal(tensors, 2 * fp8_linears);
+        if (min_dim == 0) assert_int_equal(fp8_linears, linears);
+        else assert_true(fp8_linears > 0 && fp8_linears < linears);
+        json_decref(cfg);
+    } else {
         char p[2048];
         snprintf(p, sizeof p, "%s/checkpoints/000012/%s", a, VLA_FP8_STATE_FILE);
         assert_false(vla_path_exists(p));
@@ -102,15 +125,20 @@ static void resume_bit_exact(const char *config, vla_precision mode) {
 
 static void test_resume_pi05_bf16(void **state) {
     (void)state;
-    resume_bit_exact("pi05-nano", VLA_PREC_BF16);
+    resume_bit_exact("pi05-nano", VLA_PREC_BF16, 0);
 }
 static void test_resume_pi05_fp8(void **state) {
     (void)state;
-    resume_bit_exact("pi05-nano", VLA_PREC_FP8);
+    resume_bit_exact("pi05-nano", VLA_PREC_FP8, 0);
+}
+/* FP8 only where it pays: pi05-nano's 16-wide linears in bf16, the rest FP8 */
+static void test_resume_pi05_fp8_min_dim(void **state) {
+    (void)state;
+    resume_bit_exact("pi05-nano", VLA_PREC_FP8, 32);
 }
 static void test_resume_groot_fp8(void **state) {
     (void)state;
-    resume_bit_exact("groot-nano", VLA_PREC_FP8);
+    resume_bit_exact("groot-nano", VLA_PREC_FP8, 0);
 }
 
 /* The saved state against TE's rule, recomputed from the saved history
@@ -264,6 +292,10 @@ static void test_precision_change_on_resume(void **state) {
     rc = test_run(cmd, buf, sizeof buf);
     assert_int_equal(rc, 2);
     assert_non_null(strstr(buf, "fp8.margin"));
+    snprintf(cmd, sizeof cmd, "%s train --output_dir=%s --resume=true --steps=6 --fp8.min_dim=1024 --quiet 2>&1",
+             test_cli_path(), out);
+    assert_int_equal(test_run(cmd, buf, sizeof buf), 2);
+    assert_non_null(strstr(buf, "fp8.min_dim"));
     snprintf(cmd, sizeof cmd,
              "%s train --output_dir=%s --resume=true --steps=6 --precision=fp8 --resume.allow_changes=true --quiet "
              "2>&1", test_cli_path(), out);
@@ -370,6 +402,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resume_pi05_bf16),
         cmocka_unit_test(test_resume_pi05_fp8),
+        cmocka_unit_test(test_resume_pi05_fp8_min_dim),
         cmocka_unit_test(test_resume_groot_fp8),
         cmocka_unit_test(test_state_is_te_rule),
         cmocka_unit_test(test_skipped_step_leaves_no_amax),
