@@ -218,6 +218,22 @@ typedef struct vla_ops {
     /* A backend's own figures, for the benches and gpu_check (vla_ops_stat);
      * -1 (or a NULL slot): this backend has no such figure. */
     int64_t (*stat)(vla_ops_stat what);
+    /* CAPTURED REGIONS (CUDA graphs). body(ctx) issues a fixed sequence of
+     * ops — an action chunk's flow steps — and key (key_bytes bytes, compared
+     * whole) names everything that sequence depends on: shapes, layouts,
+     * the backend addresses it reads and writes, the host data it uploads.
+     * Same key, same ops with the same arguments: the caller promises it. A
+     * device backend may then run body once, record its ops on a later call
+     * and from then on replay the record without calling body at all (cuda:
+     * a CUDA graph, one launch for thousands of kernels). So body must not
+     * wait for the backend (no to_host, no host reductions), must free only
+     * what it allocated itself, and must leave nothing on the host that the
+     * caller reads afterwards. Returns body's status, or a backend error.
+     * NULL: the caller calls body itself (vla_ops_run_captured). `checked`
+     * holds callers to the promise on the CPU: each later call's ops,
+     * their backend pointers, scalars and uploaded bytes must equal the
+     * first call's, else VLA_ERR_INTERNAL naming the first op that differs. */
+    vla_status (*run_captured)(const void *key, size_t key_bytes, vla_status (*body)(void *ctx), void *ctx);
 
     /* ---- memory ------------------------------------------------------------ */
     /* backend memory (64-byte aligned), NULL when out of memory */
@@ -467,6 +483,12 @@ typedef struct vla_ops {
 
 static inline void vla_ops_sync(const vla_ops *ops) {
     if (ops->sync) ops->sync();
+}
+
+/* body(ctx) as a captured region where the backend has them (ops.h, run_captured), else called directly */
+static inline vla_status vla_ops_run_captured(const vla_ops *ops, const void *key, size_t key_bytes,
+                                              vla_status (*body)(void *ctx), void *ctx) {
+    return ops->run_captured ? ops->run_captured(key, key_bytes, body, ctx) : body(ctx);
 }
 
 #endif

@@ -658,6 +658,90 @@ static void test_equiv_criterion(void **state) {
     vla_policy_free(p);
 }
 
+/* ---- captured regions: checked holds callers to run_captured's promise (ops.h) ---------------------- */
+
+typedef struct {
+    const vla_ops *ops;
+    float *buf, *other; /* backend memory made before the region */
+    float value;        /* fill's scalar */
+    uint8_t upload[8];  /* to_device's bytes */
+    bool scratch;       /* allocate, use and free a buffer inside */
+    bool wait;          /* read a result back inside */
+    bool free_other;    /* free memory made before the region (and allocate its successor) */
+} region_ctx;
+
+static vla_status region_body(void *vctx) {
+    region_ctx *c = vctx;
+    const vla_ops *ops = c->ops;
+    ops->fill(c->buf, c->value, 16);
+    ops->to_device(c->buf + 16, c->upload, sizeof c->upload);
+    if (c->scratch) {
+        float *t = ops->alloc(64 * sizeof(float));
+        if (!t) return vla_error(VLA_ERR_NOMEM, "scratch");
+        ops->copy(t, c->buf, 16);
+        ops->axpy(c->buf, 0.5f, t, 16);
+        ops->free(t);
+    }
+    if (c->wait) (void)ops->sum(c->buf, 16);
+    if (c->free_other) ops->free(c->other), c->other = ops->alloc(64); /* and leaves one allocated */
+    return VLA_OK;
+}
+
+/* One key run three times (plain, recorded, compared), the last call changed by `change`. */
+static vla_status region_three(region_ctx *c, int key, void (*change)(region_ctx *)) {
+    vla_status st = VLA_OK;
+    for (int call = 0; call < 3 && st == VLA_OK; call++) {
+        if (call == 2 && change) change(c);
+        st = c->ops->run_captured(&key, sizeof key, region_body, c);
+    }
+    return st;
+}
+static void change_value(region_ctx *c) { c->value = 2.0f; }
+static void change_upload(region_ctx *c) { c->upload[3] ^= 1; }
+static void change_buffer(region_ctx *c) { /* a buffer allocated per call: another address */
+    float *fresh = c->ops->alloc(64 * sizeof(float));
+    c->ops->free(c->buf);
+    c->buf = fresh;
+}
+
+static void test_checked_holds_captured_regions(void **state) {
+    (void)state;
+    const vla_ops *ops = vla_backend_find("checked");
+    assert_non_null(ops->run_captured);
+    assert_null(vla_backend_find("cpu")->run_captured); /* cpu calls the body: vla_ops_run_captured */
+    region_ctx c0 = {ops, ops->alloc(64 * sizeof(float)), ops->alloc(64), 1.0f, {1, 2, 3, 4, 5, 6, 7, 8}, false, false, false};
+    region_ctx c = c0;
+    /* the same ops on the same memory: fine, and region-owned scratch may move between calls */
+    assert_int_equal(region_three(&c, 1, NULL), VLA_OK);
+    c.scratch = true;
+    assert_int_equal(region_three(&c, 2, NULL), VLA_OK);
+    float back[24];
+    ops->to_host(back, c.buf, sizeof back);
+    assert_true(back[0] == 1.5f && back[15] == 1.5f); /* the body ran every time (fill, then + 0.5·copy) */
+    /* what a replay would get wrong: a scalar, the uploaded bytes, a buffer allocated per call */
+    struct {
+        void (*change)(region_ctx *);
+        const char *names, *at;
+    } wrong[] = {{change_value, "chk_fill", "op 0 of"}, {change_upload, "chk_to_device", "op 1 of"},
+                 {change_buffer, "chk_fill", "op 0 of"}};
+    for (int i = 0; i < 3; i++) {
+        c = c0, c.buf = ops->alloc(64 * sizeof(float));
+        assert_int_equal(region_three(&c, 10 + i, wrong[i].change), VLA_ERR_INTERNAL);
+        print_message("refused: %s\n", vla_error_message());
+        assert_non_null(strstr(vla_error_message(), wrong[i].names));
+        assert_non_null(strstr(vla_error_message(), wrong[i].at));
+        ops->free(c.buf);
+    }
+    /* what a device cannot record: a wait for results, freeing older memory */
+    c = c0, c.wait = true;
+    assert_int_equal(region_three(&c, 20, NULL), VLA_ERR_INTERNAL);
+    assert_non_null(strstr(vla_error_message(), "waits for results"));
+    c = c0, c.free_other = true, c.other = ops->alloc(64);
+    assert_int_equal(region_three(&c, 21, NULL), VLA_ERR_INTERNAL);
+    assert_non_null(strstr(vla_error_message(), "allocated before the region"));
+    ops->free(c.other), ops->free(c0.buf), ops->free(c0.other);
+}
+
 int main(void) {
     const char *only = getenv("VLA_EQUIV_ONLY");
     if (only && *only == '1') cmocka_set_test_filter("test_device_training_step");
@@ -668,6 +752,7 @@ int main(void) {
         cmocka_unit_test(test_checked_equals_cpu_policies),
         cmocka_unit_test(test_checked_equals_cpu_training),
         cmocka_unit_test(test_frozen_copies_last),
+        cmocka_unit_test(test_checked_holds_captured_regions),
         cmocka_unit_test(test_device_training_step),
         cmocka_unit_test(test_equiv_criterion),
     };

@@ -18,7 +18,12 @@
  * version flipped mprotect around every op: TLB shootdowns made the suites
  * 5–30× slower), only a locked table lookup per pointer; a pointer the
  * table does not know (host metadata: cu_seqlens, index maps) passes
- * through unchanged. */
+ * through unchanged.
+ *
+ * It also holds captured regions (ops.h, run_captured) to the promise a
+ * CUDA graph needs — a later call with the same key issues the same ops on
+ * the same memory with the same scalars and uploads, and waits for nothing
+ * — by tracing each call (below, "the captured-region promise"). */
 #include "tensor/checked/ops_checked.h"
 
 #include <pthread.h>
@@ -26,6 +31,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -41,6 +47,108 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static region *regions; /* sorted by host address */
 static int n_regions, cap_regions;
 static size_t mapped;
+
+/* ---- the captured-region promise (ops.h, run_captured) ----------------------------------------
+ * While a region runs, every op call is traced: one 64-bit FNV-1a hash per
+ * op of its name, the backend pointers it is given (as the caller holds
+ * them), its scalar arguments and the bytes to_device uploads. A device
+ * replays the first recording of a key; here each later call with the key
+ * must trace the same, op for op. Host metadata (index maps, cu_seqlens,
+ * configs) is not hashed: the key must name it. Inside a region an op may
+ * not wait for results (a device cannot, while recording), nor free memory
+ * the region did not allocate, and what it allocates it must free. */
+typedef struct {
+    bool on;
+    uint64_t *h;         /* one hash per op */
+    const char **name;   /* the ops' names */
+    int64_t n, cap;
+    void **allocs;       /* allocated inside the region, not yet freed: */
+    size_t *alloc_len;   /* their lengths */
+    int64_t *alloc_seq;  /* and their order of allocation in the region */
+    int n_allocs, cap_allocs;
+    int64_t seq;
+    char violation[256]; /* the first broken rule */
+} chk_trace;
+static __thread chk_trace tr;
+
+#define FNV_PRIME 0x100000001b3ull
+static void tr_bytes(const void *p, size_t n) {
+    if (!tr.on || tr.n == 0) return;
+    uint64_t h = tr.h[tr.n - 1];
+    for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * FNV_PRIME;
+    tr.h[tr.n - 1] = h;
+}
+/* A backend pointer: memory the region allocated is traced as (its allocation's number in the region,
+ * offset) — a device's recording owns such memory at fixed addresses — other memory by address. */
+static void tr_ptr(const void *p) {
+    for (int i = 0; i < tr.n_allocs; i++)
+        if ((uintptr_t)p >= (uintptr_t)tr.allocs[i] && (uintptr_t)p <= (uintptr_t)tr.allocs[i] + tr.alloc_len[i]) {
+            int64_t rel[2] = {tr.alloc_seq[i], (int64_t)((uintptr_t)p - (uintptr_t)tr.allocs[i])};
+            tr_bytes(rel, sizeof rel);
+            return;
+        }
+    tr_bytes(&p, sizeof p);
+}
+static void tr_op(const char *name) {
+    if (!tr.on) return;
+    if (tr.n == tr.cap) {
+        int64_t cap = tr.cap ? 2 * tr.cap : 4096;
+        uint64_t *h = realloc(tr.h, (size_t)cap * sizeof *h);
+        const char **nm = h ? realloc(tr.name, (size_t)cap * sizeof *nm) : NULL;
+        if (h) tr.h = h;
+        if (!h || !nm) abort();
+        tr.name = nm, tr.cap = cap;
+    }
+    tr.name[tr.n] = name;
+    tr.h[tr.n++] = 0xcbf29ce484222325ull;
+    tr_bytes(name, strlen(name));
+}
+static void tr_violate(const char *op, const char *what) {
+    if (tr.on && !tr.violation[0])
+        snprintf(tr.violation, sizeof tr.violation, "%s %s inside a captured region (op %lld)", op, what,
+                 (long long)tr.n);
+}
+/* scalar arguments of the WRAP slots, by type; pointers are traced where rw_of translates them */
+static void tr_f32(float x) { tr_bytes(&x, sizeof x); }
+static void tr_f64(double x) { tr_bytes(&x, sizeof x); }
+static void tr_b(bool x) { tr_bytes(&x, sizeof x); }
+static void tr_i32(int x) { tr_bytes(&x, sizeof x); }
+static void tr_u32(unsigned x) { tr_bytes(&x, sizeof x); }
+static void tr_i64(long long x) { tr_bytes(&x, sizeof x); }
+static void tr_u64(unsigned long long x) { tr_bytes(&x, sizeof x); }
+static void tr_skip(const volatile void *x) { (void)x; }
+#define TR_ARG(x)                                                                                          \
+    _Generic((x), float: tr_f32, double: tr_f64, bool: tr_b, int: tr_i32, unsigned: tr_u32, long: tr_i64,  \
+             long long: tr_i64, unsigned long: tr_u64, unsigned long long: tr_u64, default: tr_skip)(x)
+#define TR_CAT_(a, b) a##b
+#define TR_CAT(a, b) TR_CAT_(a, b)
+#define TR_N_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, _18, _19, _20, N, ...) N
+#define TR_N(...) TR_N_(__VA_ARGS__, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)
+#define TR_EACH_1(a) TR_ARG(a);
+#define TR_EACH_2(a, ...) TR_ARG(a); TR_EACH_1(__VA_ARGS__)
+#define TR_EACH_3(a, ...) TR_ARG(a); TR_EACH_2(__VA_ARGS__)
+#define TR_EACH_4(a, ...) TR_ARG(a); TR_EACH_3(__VA_ARGS__)
+#define TR_EACH_5(a, ...) TR_ARG(a); TR_EACH_4(__VA_ARGS__)
+#define TR_EACH_6(a, ...) TR_ARG(a); TR_EACH_5(__VA_ARGS__)
+#define TR_EACH_7(a, ...) TR_ARG(a); TR_EACH_6(__VA_ARGS__)
+#define TR_EACH_8(a, ...) TR_ARG(a); TR_EACH_7(__VA_ARGS__)
+#define TR_EACH_9(a, ...) TR_ARG(a); TR_EACH_8(__VA_ARGS__)
+#define TR_EACH_10(a, ...) TR_ARG(a); TR_EACH_9(__VA_ARGS__)
+#define TR_EACH_11(a, ...) TR_ARG(a); TR_EACH_10(__VA_ARGS__)
+#define TR_EACH_12(a, ...) TR_ARG(a); TR_EACH_11(__VA_ARGS__)
+#define TR_EACH_13(a, ...) TR_ARG(a); TR_EACH_12(__VA_ARGS__)
+#define TR_EACH_14(a, ...) TR_ARG(a); TR_EACH_13(__VA_ARGS__)
+#define TR_EACH_15(a, ...) TR_ARG(a); TR_EACH_14(__VA_ARGS__)
+#define TR_EACH_16(a, ...) TR_ARG(a); TR_EACH_15(__VA_ARGS__)
+#define TR_EACH_17(a, ...) TR_ARG(a); TR_EACH_16(__VA_ARGS__)
+#define TR_EACH_18(a, ...) TR_ARG(a); TR_EACH_17(__VA_ARGS__)
+#define TR_EACH_19(a, ...) TR_ARG(a); TR_EACH_18(__VA_ARGS__)
+#define TR_EACH_20(a, ...) TR_ARG(a); TR_EACH_19(__VA_ARGS__)
+/* TR_EACH (a, b, c): each argument's scalar value into the current op's hash (only while tracing) */
+#define TR_EACH(...)                                                                                       \
+    do {                                                                                                   \
+        if (tr.on) { TR_CAT(TR_EACH_, TR_N(__VA_ARGS__))(__VA_ARGS__) }                                    \
+    } while (0)
 
 static const vla_ops *cpu(void) { return vla_backend_find("cpu"); }
 
@@ -80,11 +188,35 @@ static void *chk_alloc(size_t bytes) {
     n_regions++;
     mapped += len;
     pthread_mutex_unlock(&lock);
+    if (tr.on) { /* a region's own allocation: it must free it before it ends */
+        if (tr.n_allocs == tr.cap_allocs) {
+            int cap = tr.cap_allocs ? 2 * tr.cap_allocs : 16;
+            void **a = realloc(tr.allocs, (size_t)cap * sizeof *a);
+            if (a) tr.allocs = a;
+            size_t *l = a ? realloc(tr.alloc_len, (size_t)cap * sizeof *l) : NULL;
+            if (l) tr.alloc_len = l;
+            int64_t *q = l ? realloc(tr.alloc_seq, (size_t)cap * sizeof *q) : NULL;
+            if (!q) abort();
+            tr.alloc_seq = q, tr.cap_allocs = cap;
+        }
+        tr.allocs[tr.n_allocs] = host, tr.alloc_len[tr.n_allocs] = len, tr.alloc_seq[tr.n_allocs] = tr.seq++;
+        tr.n_allocs++;
+    }
     return host;
 }
 
 static void chk_free(void *p) {
     if (!p) return;
+    if (tr.on) {
+        int i = 0;
+        while (i < tr.n_allocs && tr.allocs[i] != p) i++;
+        if (i == tr.n_allocs) tr_violate("free", "of memory allocated before the region");
+        else {
+            tr.n_allocs--;
+            tr.allocs[i] = tr.allocs[tr.n_allocs], tr.alloc_len[i] = tr.alloc_len[tr.n_allocs];
+            tr.alloc_seq[i] = tr.alloc_seq[tr.n_allocs];
+        }
+    }
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_regions; i++)
         if (regions[i].host == (uintptr_t)p) {
@@ -119,6 +251,7 @@ static void *rw_of(const void *p, const char *op) {
     void *r = NULL;
     if (hit >= 0 && a <= regions[hit].host + regions[hit].len) r = regions[hit].rw + (a - regions[hit].host);
     pthread_mutex_unlock(&lock);
+    if (r && tr.on) tr_ptr(p); /* traced as the caller holds it */
     if (!r) {
         fprintf(stderr, "vla: checked: %s was given a pointer (%p) that is not backend memory: host memory passed "
                         "where the op table wants a tensor (it would fault on a device backend)\n", op, p);
@@ -155,22 +288,27 @@ int vla_checked_regions(void) {
  * Counted here so a CPU test can hold a training step to its count. */
 static _Atomic int64_t waits;
 static int64_t chk_host_waits(void) { return waits; }
-#define WAIT() atomic_fetch_add(&waits, 1)
+#define WAIT() (atomic_fetch_add(&waits, 1), tr_violate(__func__, "waits for results"))
 /* Op-table calls: what a device launches at least once (ops.h, launches) */
 static _Atomic int64_t op_calls;
 static int64_t chk_launches(void) { return op_calls; }
-#define OP() atomic_fetch_add(&op_calls, 1)
+#define OP() (atomic_fetch_add(&op_calls, 1), tr_op(__func__))
 
 /* One wrapper per slot: the CPU kernel on the translated pointers (T). */
 #define WRAP_VOID(name, params, args) \
-    static void chk_##name params { OP(); cpu()->name args; }
+    static void chk_##name params { OP(); TR_EACH args; cpu()->name args; }
 #define WRAP_RET(type, name, params, args) \
-    static type chk_##name params { OP(); return cpu()->name args; }
+    static type chk_##name params { OP(); TR_EACH args; return cpu()->name args; }
 /* the same for a slot that returns host results: one host wait */
 #define WRAP_WAIT(type, name, params, args) \
     static type chk_##name params { OP(); WAIT(); return cpu()->name args; }
 
-WRAP_VOID(to_device, (void *d, const void *s, size_t n), (T(d), s, n))
+static void chk_to_device(void *d, const void *s, size_t n) {
+    OP();
+    tr_bytes(&n, sizeof n);
+    tr_bytes(s, n); /* what is uploaded: a device replays the recorded bytes */
+    cpu()->to_device(T(d), s, n);
+}
 static void chk_to_host(void *d, const void *s, size_t n) {
     OP();
     WAIT();
@@ -349,6 +487,83 @@ static void chk_ema_multi(int count, float *const *e, const float *const *w, con
 WRAP_VOID(clip_coef, (float *gd, const double *ss, const double *also, double mx), (T(gd), T(ss), T(also), mx))
 WRAP_VOID(convert, (void *d, vla_dtype dt, const void *s, vla_dtype st, int64_t n), (T(d), dt, T(s), st, n))
 
+/* The first trace of each key (a few kept, the oldest replaced), as a device keeps its recordings. */
+#define CAPTURED_KEYS 16
+typedef struct {
+    void *key;
+    size_t key_bytes;
+    uint64_t *h;
+    const char **name;
+    int64_t n;
+} chk_capture;
+static chk_capture captures[CAPTURED_KEYS];
+static int next_capture;
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* As cuda runs a key: the first call plainly (it warms caches and arenas), the second traced (the
+ * recording: the rules hold), every later one traced and compared with it. */
+static chk_capture *capture_find(const void *key, size_t key_bytes) {
+    for (int i = 0; i < CAPTURED_KEYS; i++)
+        if (captures[i].key && captures[i].key_bytes == key_bytes && !memcmp(captures[i].key, key, key_bytes))
+            return &captures[i];
+    return NULL;
+}
+
+/* a slot for key (the oldest replaced), seen but not recorded; under capture_lock */
+static chk_capture *capture_new(const void *key, size_t key_bytes) {
+    chk_capture *c = &captures[next_capture];
+    next_capture = (next_capture + 1) % CAPTURED_KEYS;
+    free(c->key), free(c->h), free(c->name);
+    memset(c, 0, sizeof *c);
+    if (!(c->key = malloc(key_bytes ? key_bytes : 1))) abort();
+    memcpy(c->key, key, key_bytes);
+    c->key_bytes = key_bytes, c->n = -1;
+    return c;
+}
+
+static vla_status chk_run_captured(const void *key, size_t key_bytes, vla_status (*body)(void *ctx), void *ctx) {
+    if (tr.on) return vla_error(VLA_ERR_INTERNAL, "checked: a captured region inside another");
+    pthread_mutex_lock(&capture_lock);
+    if (!capture_find(key, key_bytes)) { /* the first call: remembered, run plainly */
+        capture_new(key, key_bytes);
+        pthread_mutex_unlock(&capture_lock);
+        return body(ctx);
+    }
+    pthread_mutex_unlock(&capture_lock);
+    tr.on = true, tr.n = 0, tr.n_allocs = 0, tr.seq = 0, tr.violation[0] = 0;
+    vla_status st = body(ctx);
+    tr.on = false;
+    if (st != VLA_OK) return st;
+    if (!tr.violation[0] && tr.n_allocs > 0)
+        snprintf(tr.violation, sizeof tr.violation, "%d allocations not freed by the end of a captured region",
+                 tr.n_allocs);
+    if (tr.violation[0]) return vla_error(VLA_ERR_INTERNAL, "checked: %s: a device could not record it", tr.violation);
+    pthread_mutex_lock(&capture_lock);
+    chk_capture *c = capture_find(key, key_bytes); /* (replaced meanwhile: this call records anew) */
+    if (!c || c->n < 0) { /* the second call: its trace is the recording */
+        if (!c) c = capture_new(key, key_bytes);
+        c->h = malloc((size_t)(tr.n ? tr.n : 1) * sizeof *c->h);
+        c->name = malloc((size_t)(tr.n ? tr.n : 1) * sizeof *c->name);
+        if (!c->h || !c->name) abort();
+        memcpy(c->h, tr.h, (size_t)tr.n * sizeof *c->h);
+        memcpy(c->name, tr.name, (size_t)tr.n * sizeof *c->name);
+        c->n = tr.n;
+        pthread_mutex_unlock(&capture_lock);
+        return VLA_OK;
+    }
+    int64_t i = 0;
+    while (i < c->n && i < tr.n && c->h[i] == tr.h[i]) i++;
+    if (i < c->n || i < tr.n) {
+        st = vla_error(VLA_ERR_INTERNAL, "checked: a captured region (a key of %zu bytes) ran differently from its "
+                       "recording at op %lld of %lld (%s; recorded: %s): a device replays the recording there — "
+                       "the key misses something the region depends on (a buffer allocated per call, a scalar, "
+                       "uploaded bytes)", key_bytes, (long long)i, (long long)tr.n, i < tr.n ? tr.name[i] : "(none)",
+                       i < c->n ? c->name[i] : "(none)");
+    }
+    pthread_mutex_unlock(&capture_lock);
+    return st;
+}
+
 #define SLOT(name) .name = chk_##name
 static const vla_ops checked_ops = {
     .name = "checked",
@@ -357,6 +572,7 @@ static const vla_ops checked_ops = {
     .rtol = 0.0,
     .host_waits = chk_host_waits,
     .launches = chk_launches,
+    .run_captured = chk_run_captured,
     .alloc = chk_alloc,
     .free = chk_free,
     SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q), SLOT(sgemm_epi), SLOT(ready_bytes), SLOT(prepare_operand),
