@@ -215,6 +215,7 @@ float *test_weights_get(const vla_policy *p) { return test_dev_dup(p->tops, p->w
 
 void test_weights_set(vla_policy *p, const float *host) {
     p->tops->to_device(p->weights, host, (size_t)p->n_weight_floats * sizeof(float));
+    vla_policy_weights_changed(p); /* as every writer of weights must: frozen weights' copies outlive holds */
 }
 
 float *test_grads_get(const vla_policy *p) { return test_dev_dup(p->tops, p->grads, p->n_grad_floats); }

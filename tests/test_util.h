@@ -44,7 +44,8 @@ void test_dev_read(const vla_ops *ops, float *host, const float *dev, int64_t n)
 float *test_dev_dup(const vla_ops *ops, const float *dev, int64_t n);
 
 /* A policy's weights and gradients seen from the host, through its backend:
- * malloc'd copies (free them), and the way back. */
+ * malloc'd copies (free them), and the way back (which says the weights
+ * changed: vla_policy_weights_changed). */
 struct vla_policy;
 float *test_weights_get(const struct vla_policy *p);
 void test_weights_set(struct vla_policy *p, const float *host);

@@ -4,6 +4,7 @@
 #include "policy/family.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void vla_flow_from_config(vla_flow *f, const vla_policy_config *cfg) {
@@ -62,4 +63,62 @@ vla_status vla_flow_euler(const vla_ops *ops, const vla_flow *f, vla_velocity_fn
         }
     }
     return VLA_OK;
+}
+
+vla_status vla_flow_chunk_reserve(const vla_ops *ops, vla_flow_chunk *c, int64_t n) {
+    if (n <= c->floats && c->x && c->v) return VLA_OK;
+    vla_flow_chunk_free(ops, c);
+    c->x = ops->alloc((size_t)n * sizeof(float));
+    c->v = ops->alloc((size_t)n * sizeof(float));
+    if (!c->x || !c->v) {
+        vla_flow_chunk_free(ops, c);
+        return vla_error(VLA_ERR_NOMEM, "sampling: out of backend memory for a chunk of %lld floats", (long long)n);
+    }
+    c->floats = n;
+    return VLA_OK;
+}
+
+void vla_flow_chunk_free(const vla_ops *ops, vla_flow_chunk *c) {
+    if (c->x) ops->free(c->x);
+    if (c->v) ops->free(c->v);
+    c->x = c->v = NULL, c->floats = 0;
+}
+
+typedef struct {
+    const vla_ops *ops;
+    const vla_flow *f;
+    vla_velocity_fn fn;
+    void *ctx;
+    float *x, *v;
+    int64_t n;
+} euler_region;
+
+static vla_status euler_body(void *vr) {
+    const euler_region *r = vr;
+    return vla_flow_euler(r->ops, r->f, r->fn, r->ctx, r->x, r->v, r->n);
+}
+
+vla_status vla_flow_euler_captured(const vla_ops *ops, const vla_flow *f, vla_velocity_fn fn, void *ctx,
+                                   const vla_flow_chunk *c, int64_t n, const void *prec, size_t prec_bytes,
+                                   const void *arena_at, const void *family, size_t family_bytes) {
+    euler_region r = {ops, f, fn, ctx, c->x, c->v, n};
+    struct {
+        char magic[8];
+        vla_flow f;
+        int64_t n;
+        const void *x, *v, *arena_at;
+    } head;
+    memset(&head, 0, sizeof head); /* padding included: the key is compared byte for byte */
+    memcpy(head.magic, "euler1", 6);
+    memcpy(&head.f, f, sizeof *f); /* its padding as its maker left it: zeroed (vla_flow_from_config) */
+    head.n = n, head.x = c->x, head.v = c->v, head.arena_at = arena_at;
+    size_t bytes = sizeof head + prec_bytes + family_bytes;
+    unsigned char *key = malloc(bytes);
+    if (!key) return euler_body(&r); /* no key, no region: the loop as it is */
+    memcpy(key, &head, sizeof head);
+    if (prec_bytes) memcpy(key + sizeof head, prec, prec_bytes);
+    if (family_bytes) memcpy(key + sizeof head + prec_bytes, family, family_bytes);
+    vla_status st = vla_ops_run_captured(ops, key, bytes, euler_body, &r);
+    free(key);
+    return st;
 }

@@ -88,6 +88,30 @@ typedef vla_status (*vla_velocity_fn)(void *ctx, float t, const float *x, float 
 vla_status vla_flow_euler(const vla_ops *ops, const vla_flow *f, vla_velocity_fn fn, void *ctx, float *x,
                           float *scratch, int64_t n);
 
+/* CHUNKS AS CAPTURED REGIONS. A policy's cached sampling integrates its
+ * chunk in buffers it keeps (vla_flow_chunk: grown as needed, so their
+ * addresses repeat), and runs the Euler loop — every flow step's ops, the
+ * prefix's K/V read in place — as a captured region (tensor/ops.h,
+ * run_captured): on cuda, recorded once per key and replayed as one CUDA
+ * graph. The key is what the loop depends on: the flow (steps, direction),
+ * n, the buffers' addresses, the weight copies' state (vla_precision_key),
+ * where the step's activations start in the family's arena (arena_at: the
+ * address of an allocation made at the step's arena mark) and the family's
+ * own bytes (its token layout: whatever decides the ops and the host data
+ * they upload). */
+typedef struct {
+    float *x, *v;
+    int64_t floats;
+} vla_flow_chunk;
+/* x and v of at least n floats each (the old ones freed when they grow) */
+vla_status vla_flow_chunk_reserve(const vla_ops *ops, vla_flow_chunk *c, int64_t n);
+void vla_flow_chunk_free(const vla_ops *ops, vla_flow_chunk *c);
+/* vla_flow_euler(ops, f, fn, ctx, c->x, c->v, n) as a captured region, keyed as above; family: its own
+ * key bytes. prec: vla_policy_precision_key's (policy/precision.h). */
+vla_status vla_flow_euler_captured(const vla_ops *ops, const vla_flow *f, vla_velocity_fn fn, void *ctx,
+                                   const vla_flow_chunk *c, int64_t n, const void *prec, size_t prec_bytes,
+                                   const void *arena_at, const void *family, size_t family_bytes);
+
 /* The velocity field of one sampling call, for integrators other than plain
  * Euler (real-time chunking, policy/rtc.h): `velocity` as above; `vjp`, when
  * not NULL, gives out = (∂v/∂x)ᵀ·cot at the (t, x) of the last velocity call

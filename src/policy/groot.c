@@ -12,6 +12,7 @@
 #include "nn/acts.h"
 #include "policy/family.h"
 #include "policy/groot_internal.h"
+#include "policy/precision.h"
 
 /* ---- packing --------------------------------------------------------------- */
 
@@ -454,6 +455,49 @@ static vla_status field_vjp(void *vctx, const float *cot, float *out, int64_t n)
     return vla_groot_head_vjp(fc->sc->p, &groot_of(fc->sc->p)->sarena, &fc->sc->pk, &fc->ha, cot, out);
 }
 
+/* The Euler loop as a captured region (policy/flow.h). The head's ops follow from the pack's sizes and
+ * the index maps they upload (token ranges, rows, positions, embodiments); they read the batch's state,
+ * the VL tokens and their cross K/V, and the step's buffers in the arena, by address. */
+static vla_status euler_captured(vla_policy *p, sample_ctx *sc, float *x, float *v, int64_t n) {
+    groot_impl *g = groot_of(p);
+    const groot_pack *pk = &sc->pk;
+    vla_precision_key prec;
+    vla_policy_precision_key(p, &prec);
+    vla_arena_mark m = vla_arena_get_mark(&g->sarena); /* where each step's activations start */
+    const void *at = vla_arena_alloc(&g->sarena, 1, 64);
+    vla_arena_rewind(&g->sarena, m);
+    const int64_t S = pk->S, F = pk->A > 0 && S > 0 ? (pk->N - pk->A) / S - 1 : 0;
+    struct {
+        int64_t P, N, A, F;
+        const void *state, *vl, *ck, *cv, *bucket;
+    } head;
+    memset(&head, 0, sizeof head);
+    head.P = pk->P, head.N = pk->N, head.A = pk->A, head.F = F;
+    head.state = pk->state, head.vl = sc->vl, head.ck = sc->ck, head.cv = sc->cv, head.bucket = sc->bucket;
+    const struct {
+        const int32_t *a;
+        int64_t n;
+    } maps[] = {{pk->cu_pre, S + 1},    {pk->cu_dit, S + 1},    {pk->cu_act, S + 1},  {pk->cu_one, S + 1},
+                {pk->pre_group, pk->P}, {pk->act_pos, pk->A},   {pk->emb, S},         {pk->act_rows, pk->A},
+                {pk->state_rows, S},    {pk->fut_rows, S * F},  {pk->fut_src, S * F}, {pk->act_sample, pk->A}};
+    size_t bytes = sizeof head;
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) bytes += sizeof(int64_t) + (size_t)maps[i].n * 4;
+    unsigned char *key = malloc(bytes), *w = key;
+    vla_flow_chunk chunk = {x, v, n};
+    if (!key) return vla_flow_euler(p->tops, &g->flow, velocity, sc, x, v, n);
+    memcpy(w, &head, sizeof head), w += sizeof head;
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) { /* each map with its length; NULL reads as zeros */
+        memcpy(w, &maps[i].n, sizeof(int64_t)), w += sizeof(int64_t);
+        if (maps[i].a) memcpy(w, maps[i].a, (size_t)maps[i].n * 4);
+        else memset(w, 0, (size_t)maps[i].n * 4);
+        w += (size_t)maps[i].n * 4;
+    }
+    vla_status st = vla_flow_euler_captured(p->tops, &g->flow, velocity, sc, &chunk, n, &prec, sizeof prec, at, key,
+                                            bytes);
+    free(key);
+    return st;
+}
+
 /* integ NULL: plain Euler (sample_actions); else the caller's integrator on the field above. */
 static vla_status sample_packed(vla_policy *p, const vla_observation *obs, const vla_batch *b, float *actions,
                                 bool recompute, vla_flow_integrator integ, void *user) {
@@ -480,7 +524,9 @@ static vla_status sample_packed(vla_policy *p, const vla_observation *obs, const
                               actions + s * H * ad, H * ad);
     float *x = t[2];
     ops->to_device(x, actions, (size_t)(S * H * ad) * sizeof(float));
-    if (!integ) {
+    if (!integ && !recompute) {
+        VLA_TRY(euler_captured(p, &sc, x, t[1], S * H * ad));
+    } else if (!integ) { /* the uncached reference recomputes the prefix per step: left plain */
         VLA_TRY(vla_flow_euler(ops, &g->flow, velocity, &sc, x, t[1], S * H * ad));
     } else {
         field_ctx fc = {&sc, {0}, vla_arena_get_mark(a)};

@@ -519,6 +519,7 @@ static void pi05_destroy(vla_policy *p) {
         vla_arena_free(&I->arena);
         vla_arena_free(&I->harena);
         vla_arena_free(&I->params_arena);
+        vla_flow_chunk_free(p->tops, &I->chunk);
         free(I);
     }
     vla_policy_free_params(p);

@@ -130,6 +130,7 @@ typedef struct {
     fwd_state f;
     bool have_fwd;                   /* f holds a training forward with action tokens */
     float *dpred;                    /* [Na, A] ∂loss/∂velocity of the last loss */
+    vla_flow_chunk chunk;            /* sampling's x and v at fixed addresses (policy/flow.h) */
     double flops;
 } pi05_impl;
 

@@ -5,6 +5,7 @@
  * against); and real-time chunking's velocity field with its VJP
  * (policy/rtc.h). The forward it shares is pi05.c's (pi05_internal.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/arena.h"
 #include "nn/acts.h"
@@ -14,6 +15,7 @@
 #include "policy/flow.h"
 #include "policy/pi05.h"
 #include "policy/pi05_internal.h"
+#include "policy/precision.h"
 
 /* ---- cached and uncached sampling ----------------------------------------------------------------------------------- */
 
@@ -250,6 +252,30 @@ static vla_status field_vjp(void *vctx, const float *cot, float *out, int64_t n)
     return st;
 }
 
+/* The cached Euler loop as a captured region (policy/flow.h): besides what every family's loop
+ * depends on, the expert's ops follow from the batch's sizes and the prefix's layout — each sample's
+ * token range and attention groups, which the steps' attention reads and whose lengths place the
+ * actions' RoPE positions. */
+static vla_status euler_captured(vla_policy *p, pi05_impl *I, sample_ctx *ctx, int64_t n) {
+    const fwd_state *f = &I->f;
+    vla_precision_key pk;
+    vla_policy_precision_key(p, &pk);
+    /* where each step's activations start: an allocation at the step's mark */
+    vla_arena_rewind(&I->arena, ctx->mark);
+    const void *at = vla_arena_alloc(&I->arena, 1, 64);
+    vla_arena_rewind(&I->arena, ctx->mark);
+    size_t words = 2 + (size_t)(f->S + 1) + (size_t)f->T;
+    int32_t *fam = malloc(words * sizeof *fam);
+    if (!fam) return vla_flow_euler(p->tops, &I->flow, velocity_cached, ctx, I->chunk.x, I->chunk.v, n);
+    fam[0] = f->S, fam[1] = (int32_t)f->T;
+    memcpy(fam + 2, f->m.cu, (size_t)(f->S + 1) * sizeof *fam);
+    memcpy(fam + 3 + f->S, f->m.grp, (size_t)f->T * sizeof *fam);
+    vla_status st = vla_flow_euler_captured(p->tops, &I->flow, velocity_cached, ctx, &I->chunk, n, &pk, sizeof pk,
+                                            at, fam, words * sizeof *fam);
+    free(fam);
+    return st;
+}
+
 /* integ NULL: Euler (sample_actions); else the caller's integrator on the expert's velocity field. */
 static vla_status sample(vla_policy *p, const vla_observation *obs, float *actions, bool cached,
                          vla_flow_integrator integ, void *user) {
@@ -263,11 +289,13 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
     int32_t S = obs->n_samples;
     const vla_ops *ops = p->tops;
     int64_t n = (int64_t)S * c->action.horizon * c->action.action_dim, per = n / S;
-    /* x (the chunk being integrated) and v live in backend memory; the
-     * starting noise is drawn on the host into `actions` and uploaded */
-    float *x = ops->alloc((size_t)n * sizeof(float)), *scratch = ops->alloc((size_t)n * sizeof(float));
+    /* x (the chunk being integrated) and v live in backend memory the policy keeps (fixed addresses:
+     * the flow steps can run as a captured region, policy/flow.h); the starting noise is drawn on the
+     * host into `actions` and uploaded */
+    if (st == VLA_OK) st = vla_flow_chunk_reserve(ops, &I->chunk, n);
+    float *x = I->chunk.x, *scratch = I->chunk.v;
     float *tvec = malloc((size_t)S * sizeof(float));
-    if (st == VLA_OK && (!x || !scratch || !tvec)) st = vla_error(VLA_ERR_NOMEM, "pi05 sample: out of memory");
+    if (st == VLA_OK && !tvec) st = vla_error(VLA_ERR_NOMEM, "pi05 sample: out of memory");
     if (st == VLA_OK) {
         for (int32_t s = 0; s < S; s++)
             vla_flow_sample_noise(obs->seed, obs->sample_keys ? obs->sample_keys[s] : (uint64_t)s,
@@ -282,15 +310,13 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
             pi05_field fc = {&ctx, {0}, {0}};
             vla_flow_field field = {field_velocity, field_vjp, &fc, ops};
             if (st == VLA_OK && integ) st = integ(user, &I->flow, &field, x, n);
-            else if (st == VLA_OK) st = vla_flow_euler(ops, &I->flow, velocity_cached, &ctx, x, scratch, n);
+            else if (st == VLA_OK) st = euler_captured(p, I, &ctx, n);
         } else {
             st = vla_flow_euler(ops, &I->flow, velocity_uncached, &ctx, x, scratch, n);
         }
         if (st == VLA_OK) ops->to_host(actions, x, (size_t)n * sizeof(float));
         I->have_fwd = false;
     }
-    if (x) ops->free(x);
-    if (scratch) ops->free(scratch);
     free(tvec);
     vla_obs_pack_free(&o);
     return st != VLA_OK ? vla_error_context(st, "pi05 sample_actions") : VLA_OK;

@@ -136,7 +136,9 @@ vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla
         return vla_error(VLA_ERR_INVALID_ARG, "precision: unknown mode %d", (int)mode);
     vla_policy_precision *q = calloc(1, sizeof *q);
     if (!q) return vla_error(VLA_ERR_NOMEM, "precision: out of memory");
+    static uint64_t serials; /* policies are set up from one thread */
     q->mode = mode;
+    q->serial = ++serials;
     q->scope.frozen_gen = 1; /* a copy stamped 0 was never made */
     if (r) q->recipe = *r;
     else vla_fp8_recipe_default(&q->recipe);
@@ -236,6 +238,15 @@ void vla_policy_weights_changed(vla_policy *p) {
 
 void vla_policy_trainable_changed(vla_policy *p) {
     if (p->prec) p->prec->scope.gen++; /* the optimizer wrote trainable weights only: frozen copies stay */
+}
+
+void vla_policy_precision_key(const vla_policy *p, vla_precision_key *k) {
+    memset(k, 0, sizeof *k);
+    const vla_policy_precision *q = p->prec;
+    if (!q) return;
+    k->serial = q->serial, k->gen = q->scope.gen, k->frozen_gen = q->scope.frozen_gen, k->holding = q->scope.holding;
+    const vla_cast_buf *b[3] = {&q->casts.fwd, &q->casts.wgrad, &q->casts.dy};
+    for (int i = 0; i < 3; i++) k->cast_buf[i] = b[i]->buf, k->cast_bytes[i] = b[i]->bytes;
 }
 
 int64_t vla_policy_weight_casts(const vla_policy *p) { return p->prec ? p->prec->scope.casts : 0; }

@@ -77,7 +77,21 @@ typedef struct vla_policy_precision {
     vla_weight_scope scope;
     vla_weight_ready *ready; /* host [n_linears]; their copies are backend memory */
     vla_input_casts casts;   /* the shared input casts every lowered linear uses (nn/linear.h) */
+    uint64_t serial;         /* which vla_policy_set_precision made it (process-wide, from 1) */
 } vla_policy_precision;
+
+/* What a captured region's ops (tensor/ops.h, run_captured) read of the
+ * precision state besides the weights themselves: which copies exist and
+ * whether they are current (the hold and its generations), and the shared
+ * cast buffers. Two equal keys: the region's GEMMs read the same copies at
+ * the same addresses, or cast the same way. Zeros without a precision. */
+typedef struct {
+    uint64_t serial, gen, frozen_gen;
+    uint64_t holding;
+    const void *cast_buf[3];
+    uint64_t cast_bytes[3];
+} vla_precision_key;
+void vla_policy_precision_key(const vla_policy *p, vla_precision_key *k);
 
 /* "fp32" | "bf16" | "fp8" */
 const char *vla_precision_name(vla_precision m);

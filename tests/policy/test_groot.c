@@ -340,6 +340,56 @@ static void test_sample_cached(void **state) {
     vla_policy_free(p);
 }
 
+/* ---- a chunk's flow steps as a captured region (policy/flow.h) ---- */
+
+/* As test_pi05's test_chunks_replay: repeated chunks are the first's; a new
+ * observation of the same layout (other state values), another layout (a
+ * missing camera) and new weights inside the hold give a fresh policy's
+ * actions; on checked, calls after the recording are held to it. */
+static void test_chunks_replay(void **state) {
+    (void)state;
+    vla_policy *p = make_policy(false), *q = make_policy(false);
+    assert_int_equal(vla_policy_set_precision(p, VLA_PREC_BF16, NULL), VLA_OK);
+    assert_int_equal(vla_policy_set_precision(q, VLA_PREC_BF16, NULL), VLA_OK);
+    static const int ids[] = {0, 1, 2};
+    tbatch t;
+    make_batch(p, ids, 3, &t);
+    int64_t n = 3 * p->cfg.action.horizon * p->cfg.action.action_dim;
+    float *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4), *first = malloc((size_t)n * 4);
+    vla_observation o = make_obs(&t);
+    bool counts = p->tops->stat && p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) >= 0;
+    int64_t r0 = counts ? p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) : 0;
+    vla_policy_weights_hold(p);
+    for (int k = 0; k < 5; k++) {
+        assert_int_equal(vla_policy_sample_actions(p, &o, k ? a : first), VLA_OK);
+        if (k) assert_memory_equal(a, first, (size_t)n * 4);
+    }
+    if (counts) assert_true(p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0 >= 2);
+    float *st = (float *)o.state; /* the next observation: other state values, the same layout */
+    for (int64_t i = 0; i < 3 * p->cfg.action.state_dim; i++) st[i] += 0.25f;
+    uint8_t valid[3] = {1, 0, 1};
+    for (int round = 0; round < 3; round++) {
+        if (round == 1) o.image_valid = valid; /* another layout: one sample without its camera */
+        if (round == 2) {                      /* new weights inside the hold */
+            o.image_valid = NULL;
+            float *w = test_weights_get(p);
+            for (int64_t i = 0; i < p->n_weight_floats; i++) w[i] *= 0.9f;
+            test_weights_set(p, w), test_weights_set(q, w);
+            vla_policy_weights_changed(p);
+            free(w);
+        }
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
+            assert_int_equal(vla_policy_sample_actions(q, &o, b), VLA_OK);
+            if (memcmp(a, b, (size_t)n * 4)) fail_msg("round %d, chunk %d: p %.9g, fresh %.9g", round, k, a[0], b[0]);
+        }
+    }
+    vla_policy_weights_release(p);
+    free(a), free(b), free(first);
+    tbatch_free(&t);
+    vla_policy_free(p), vla_policy_free(q);
+}
+
 /* ---- overfitting one small batch with plain SGD ---- */
 
 static void test_overfit(void **state) {
@@ -764,6 +814,7 @@ int main(void) {
         cmocka_unit_test(test_fd_all_trainable),
         cmocka_unit_test(test_pack_equals_alone),
         cmocka_unit_test(test_sample_cached),
+        cmocka_unit_test(test_chunks_replay),
         cmocka_unit_test(test_overfit),
         cmocka_unit_test(test_frozen_and_deterministic),
         cmocka_unit_test(test_recompute_layers_same_bits),

@@ -404,6 +404,68 @@ static void test_session_hold(void **state) {
     vla_policy_free(p), vla_policy_free(q);
 }
 
+/* ---- a chunk's flow steps as a captured region (policy/flow.h) ------------------------------ */
+
+/* Sampling runs its Euler loop through run_captured, keyed by what the loop
+ * depends on. Repeated chunks give the same actions; on a backend that
+ * holds regions to their promise (checked: every call after the recording
+ * must issue the recording's ops) they are compared, so a key that missed
+ * the layout, the buffers or the weight copies' state fails here — after
+ * new weights inside a hold, and for another batch layout, the actions are
+ * a fresh policy's. */
+static void test_chunks_replay(void **state) {
+    (void)state;
+    for (int mode = VLA_PREC_FP32; mode <= VLA_PREC_BF16; mode++) {
+        vla_policy *p = make_policy(), *q = make_policy();
+        if (mode != VLA_PREC_FP32) {
+            assert_int_equal(vla_policy_set_precision(p, (vla_precision)mode, NULL), VLA_OK);
+            assert_int_equal(vla_policy_set_precision(q, (vla_precision)mode, NULL), VLA_OK);
+        }
+        tbatch t, one;
+        int idx[2] = {0, 1};
+        make_batch(p, idx, 2, 2, &t);
+        make_batch(p, &idx[1], 1, 2, &one);
+        vla_observation o = obs_of(&t), o1 = obs_of(&one);
+        int64_t n = 2 * p->cfg.action.horizon * p->cfg.action.action_dim;
+        float *a = calloc((size_t)n, sizeof(float)), *b = calloc((size_t)n, sizeof(float));
+        float *first = calloc((size_t)n, sizeof(float));
+        bool counts = p->tops->stat && p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) >= 0;
+        int64_t r0 = counts ? p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) : 0;
+        vla_policy_weights_hold(p);
+        for (int k = 0; k < 5; k++) {
+            assert_int_equal(vla_policy_sample_actions(p, &o, k ? a : first), VLA_OK);
+            if (k) assert_memory_equal(a, first, (size_t)n * sizeof(float));
+        }
+        if (counts) {
+            int64_t replays = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0;
+            print_message("%s: 5 chunks, %lld replayed\n", vla_precision_name((vla_precision)mode), (long long)replays);
+            assert_true(replays >= 2);
+        }
+        /* another layout (one sample), twice, in between */
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(vla_policy_sample_actions(p, &o1, a), VLA_OK);
+            assert_int_equal(vla_policy_sample_actions(q, &o1, b), VLA_OK);
+            assert_memory_equal(a, b, (size_t)(n / 2) * sizeof(float));
+        }
+        assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
+        assert_memory_equal(a, first, (size_t)n * sizeof(float));
+        /* new weights inside the hold */
+        float *w = test_weights_get(p);
+        for (int64_t i = 0; i < p->n_weight_floats; i++) w[i] *= 0.9f;
+        test_weights_set(p, w), test_weights_set(q, w);
+        vla_policy_weights_changed(p);
+        for (int k = 0; k < 4; k++) {
+            assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
+            assert_int_equal(vla_policy_sample_actions(q, &o, b), VLA_OK);
+            assert_memory_equal(a, b, (size_t)n * sizeof(float));
+        }
+        vla_policy_weights_release(p);
+        free(w), free(a), free(b), free(first);
+        tbatch_free(&t), tbatch_free(&one);
+        vla_policy_free(p), vla_policy_free(q);
+    }
+}
+
 /* ---- activation checkpointing -------------------------------------------------------- */
 
 /* recompute_layers: the backward runs each layer's forward again instead of
@@ -666,7 +728,7 @@ int main(void) {
         cmocka_unit_test(test_pack_equals_alone),  cmocka_unit_test(test_overfit),
         cmocka_unit_test(test_golden),            cmocka_unit_test(test_bad_batch),
         cmocka_unit_test(test_thread_independence), cmocka_unit_test(test_recompute_layers_same_bits),
-        cmocka_unit_test(test_session_hold),
+        cmocka_unit_test(test_session_hold),        cmocka_unit_test(test_chunks_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

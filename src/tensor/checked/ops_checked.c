@@ -521,6 +521,9 @@ static chk_capture *capture_new(const void *key, size_t key_bytes) {
     return c;
 }
 
+static _Atomic int64_t replays; /* calls compared with a recording */
+static int64_t chk_stat(vla_ops_stat what) { return what == VLA_STAT_CAPTURED_REPLAYS ? replays : -1; }
+
 static vla_status chk_run_captured(const void *key, size_t key_bytes, vla_status (*body)(void *ctx), void *ctx) {
     if (tr.on) return vla_error(VLA_ERR_INTERNAL, "checked: a captured region inside another");
     pthread_mutex_lock(&capture_lock);
@@ -551,6 +554,7 @@ static vla_status chk_run_captured(const void *key, size_t key_bytes, vla_status
         pthread_mutex_unlock(&capture_lock);
         return VLA_OK;
     }
+    atomic_fetch_add(&replays, 1);
     int64_t i = 0;
     while (i < c->n && i < tr.n && c->h[i] == tr.h[i]) i++;
     if (i < c->n || i < tr.n) {
@@ -572,6 +576,7 @@ static const vla_ops checked_ops = {
     .rtol = 0.0,
     .host_waits = chk_host_waits,
     .launches = chk_launches,
+    .stat = chk_stat,
     .run_captured = chk_run_captured,
     .alloc = chk_alloc,
     .free = chk_free,
