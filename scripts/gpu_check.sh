@@ -150,13 +150,13 @@ summary() {
         case "$v" in FAILED | "NOT RUN") bad=1 ;; esac
     done
     echo "  figures:"
-    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 pi05; do
+    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 pi05 nograph_pi05; do
         for p in bf16 fp8; do
             l=$(stage_line "train_${p}_$cfg" policy_train)
             [ -n "$l" ] && echo "    train $cfg $p$([ -n "$(num "$l" fp8_linears)" ] && echo " ($(num "$l" fp8_linears) of $(num "$l" block_linears) block linears in FP8)"), batch $(num "$l" batch)$(grep -q '"gradient_checkpointing":true' <<<"$l" && echo ", gradient checkpointing"): $(num "$l" samples_per_s) samples/s, activations $(num "$l" act_gib) GiB, MFU $(num "$l" mfu) of the $(sed -n 's/.*"peak_precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l") peak ($(num "$l" peak_tflops) TFLOP/s), host waits per step $(num "$l" host_waits_per_step), launches per step $(num "$l" launches_per_step), attention plans built per step $(num "$l" attn_plans_built_per_step)"
         done
         l=$(stage_line "infer_$cfg" policy_infer)
-        [ -n "$l" ] && echo "    inference $cfg, batch 1, $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"), $(num "$l" flow_steps) flow steps: best $(num "$l" best_ms) ms, mean $(num "$l" mean_ms) ms, host waits per chunk $(num "$l" host_waits_per_chunk), launches per chunk $(num "$l" launches_per_chunk), attention plans built per chunk $(num "$l" attn_plans_built_per_chunk)"
+        [ -n "$l" ] && echo "    inference $cfg, batch 1, $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"), $(num "$l" flow_steps) flow steps: best $(num "$l" best_ms) ms, mean $(num "$l" mean_ms) ms, host waits per chunk $(num "$l" host_waits_per_chunk), launches per chunk $(num "$l" launches_per_chunk), attention plans built per chunk $(num "$l" attn_plans_built_per_chunk), graph replays per chunk $(num "$l" graph_replays_per_chunk)"
     done
     for p in bf16 fp8; do
         l=$(gemm_line $p)
@@ -391,6 +391,9 @@ if wanted infer && have "$VLA" infer; then
     run infer_groot-n1.5 90 "$VLA" bench policy --device=cuda --config=groot-n1.5 --infer_only --reps=10 --no-peer \
         --precision=bf16
     run infer_pi05 90 "$VLA" bench policy --device=cuda --config=pi05 --infer_only --reps=5 --no-peer --precision=bf16
+    # the same chunk op by op (no CUDA graph): what recording the flow steps saves (docs/cuda.md, "Graphs")
+    VLA_CUDA_GRAPHS=0 run infer_nograph_pi05 90 "$VLA" bench policy --device=cuda --config=pi05 --infer_only --reps=5 \
+        --no-peer --precision=bf16
 fi
 if wanted serve && have "$VLA" serve; then # groot-pusht with random weights: the serving path, not a model's FLOPs
     run serve 60 "$VLA" bench serve --device=cpu,cuda --clients=8 --seconds=2 --rounds=1

@@ -446,6 +446,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     double best = 1e30, sum = 0;
     int64_t w0 = p->tops->host_waits ? p->tops->host_waits() : 0, l0 = p->tops->launches ? p->tops->launches() : 0;
     int64_t b0 = attn_plan_builds(p->tops);
+    int64_t r0 = p->tops->stat ? p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) : -1;
     for (int64_t i = 0; i < o->infer_reps && st == VLA_OK; i++) {
         double a = vla_now_s();
         st = vla_policy_sample_actions(p, &ob, act);
@@ -457,6 +458,8 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     double waits = p->tops->host_waits ? (double)(p->tops->host_waits() - w0) / (double)o->infer_reps : -1;
     double launches = p->tops->launches ? (double)(p->tops->launches() - l0) / (double)o->infer_reps : -1;
     double plans = b0 >= 0 ? (double)(attn_plan_builds(p->tops) - b0) / (double)o->infer_reps : -1;
+    /* chunks whose flow steps ran as one recorded graph (policy/flow.h; VLA_CUDA_GRAPHS=0: none) */
+    double replayed = r0 >= 0 ? (double)(p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0) / (double)o->infer_reps : -1;
     free(act);
     VLA_TRY(st);
     vla_flops_estimate est;
@@ -472,6 +475,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     if (waits >= 0) printf(",\"host_waits_per_chunk\":%.2f", waits);
     if (launches >= 0) printf(",\"launches_per_chunk\":%.1f", launches);
     if (plans >= 0) printf(",\"attn_plans_built_per_chunk\":%.1f", plans);
+    if (replayed >= 0) printf(",\"graph_replays_per_chunk\":%.2f", replayed);
     printf("}\n");
     fflush(stdout);
     return VLA_OK;

@@ -34,6 +34,7 @@ static vla_status check_dim(const vla_attn_config *cfg) {
 typedef struct {
     vla_attn_plan p;
     void *dev;
+    bool recorded; /* dev is a recording's memory (graph.cu): it lives and dies with the recording */
     vla_attn_pack_layout l;
 } dev_plan;
 
@@ -48,7 +49,7 @@ static int32_t last_kv_splits = 0; /* the parts of the last backward's dK/dV wal
 static void dev_plan_destroy(void *v) {
     dev_plan *dp = (dev_plan *)v;
     if (!dp) return;
-    if (dp->dev) vla_cuda_scratch_free(dp->dev); /* stream-ordered: the kernels that read it are issued */
+    if (dp->dev && !dp->recorded) vla_cuda_scratch_free(dp->dev); /* stream-ordered: its readers are issued */
     vla_attn_plan_free(&dp->p);
     free(dp);
 }
@@ -73,6 +74,11 @@ static vla_status dev_plan_build(dev_plan **out, const vla_attn_config *cfg, int
     /* through the pinned ring (no host wait), then into the plan's own memory */
     vla_cuda_upload_t up = vla_cuda_upload(host, bytes);
     free(host);
+    if (vla_cuda_capturing()) { /* recording a region: the plan stays with the recording, read in place */
+        dp->dev = up.dev, dp->recorded = true;
+        *out = dp;
+        return VLA_OK;
+    }
     dp->dev = vla_cuda_scratch(bytes);
     VLA_CUDA_OK(cudaMemcpyAsync(dp->dev, up.dev, bytes, cudaMemcpyDeviceToDevice, vla_cuda_stream()),
                 "attention: plan upload");
@@ -93,10 +99,15 @@ static vla_status dev_plan_get(dev_plan **out, bool *owned, const vla_attn_confi
     if (!key) return vla_error(VLA_ERR_NOMEM, "attention: out of memory for a plan key");
     vla_attn_plan_key(cfg, bq, bk, VLA_ATTN_FOLD_ROWS, qs, n_src, ks, key);
     if (!plan_cache) plan_cache = vla_attn_plan_cache_new(PLAN_CACHE_ENTRIES, dev_plan_destroy);
-    dev_plan *dp = plan_cache ? (dev_plan *)vla_attn_plan_cache_get(plan_cache, key, n) : NULL;
+    /* recording a region (graph.cu): a plan of its own, which no eviction can free under the graph */
+    bool recording = vla_cuda_capturing();
+    dev_plan *dp = plan_cache && !recording ? (dev_plan *)vla_attn_plan_cache_get(plan_cache, key, n) : NULL;
     vla_status st = VLA_OK;
     *owned = false;
-    if (!dp) {
+    if (recording) {
+        st = dev_plan_build(&dp, cfg, bq, bk, qs, n_src, ks);
+        *owned = true;
+    } else if (!dp) {
         st = dev_plan_build(&dp, cfg, bq, bk, qs, n_src, ks);
         if (st == VLA_OK && !(plan_cache && vla_attn_plan_cache_put(plan_cache, key, n, dp))) *owned = true;
     }
@@ -130,7 +141,7 @@ static void args_plan(vla_attn_args *a, const dev_plan *dp) {
 }
 
 static vla_status launched(cudaError_t e, const char *what) {
-    if (e != cudaSuccess) vla_cuda_fatal(what, e);
+    if (e != cudaSuccess) vla_cuda_error(what, e);
     vla_cuda_check(what);
     return VLA_OK;
 }

@@ -194,6 +194,14 @@ void vla_cuda_fatal(const char *what, cudaError_t e) {
     abort();
 }
 
+void vla_cuda_error(const char *what, cudaError_t e) {
+    if (!vla_cuda_capturing()) vla_cuda_fatal(what, e);
+    cudaGetLastError();
+    char why[200];
+    snprintf(why, sizeof why, "%s: %s", what, cudaGetErrorName(e));
+    vla_cuda_capture_fail(why);
+}
+
 /* every launch site checks right after its launch: counted there (ops.h, launches) */
 static int64_t launch_count;
 static int64_t cu_launches(void) { return __atomic_load_n(&launch_count, __ATOMIC_RELAXED); }
@@ -202,6 +210,7 @@ static int64_t cu_stat(vla_ops_stat what) {
     case VLA_STAT_ATTN_PLAN_BUILDS: return vla_cuda_attn_plan_builds();
     case VLA_STAT_GEMM_EMULATED: return vla_cuda_gemm_emulated();
     case VLA_STAT_ATTN_LAST_KV_SPLITS: return vla_cuda_attn_last_kv_splits();
+    case VLA_STAT_CAPTURED_REPLAYS: return vla_cuda_graph_replays();
     }
     return -1;
 }
@@ -209,8 +218,8 @@ static int64_t cu_stat(vla_ops_stat what) {
 void vla_cuda_check(const char *what) {
     __atomic_fetch_add(&launch_count, 1, __ATOMIC_RELAXED);
     cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) vla_cuda_fatal(what, e);
-    if (ctx.sync_each) {
+    if (e != cudaSuccess) vla_cuda_error(what, e);
+    if (ctx.sync_each && !vla_cuda_capturing()) {
         e = cudaStreamSynchronize(ctx.stream);
         if (e != cudaSuccess) vla_cuda_fatal(what, e);
     }
@@ -218,15 +227,26 @@ void vla_cuda_check(const char *what) {
 
 /* ---- memory ------------------------------------------------------------------- */
 
-static void *cu_alloc(size_t bytes) {
-    vla_cuda_ctx *c = vla_cuda_ctx_get();
+/* stream-ordered memory from the pool; while recording a region, memory the graph owns (memory nodes) */
+static void *pool_alloc(size_t bytes, cudaStream_t s) {
     void *p = NULL;
     size_t rounded = (bytes + 255) & ~(size_t)255;
-    cudaError_t e = cudaMallocAsync(&p, rounded ? rounded : 256, c->stream);
+    cudaError_t e = cudaMallocAsync(&p, rounded ? rounded : 256, s);
     if (e != cudaSuccess) {
         cudaGetLastError();
         return NULL;
     }
+    return p;
+}
+
+/* The table's alloc: memory the caller keeps. While recording it cannot be the graph's (it would not
+ * outlive a launch): allocated for real, on a stream not being recorded, and the recording fails. */
+static void *cu_alloc(size_t bytes) {
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    if (!vla_cuda_capturing()) return pool_alloc(bytes, c->stream);
+    vla_cuda_capture_fail("the region allocated memory it keeps");
+    void *p = pool_alloc(bytes, c->comm);
+    if (p && cudaStreamSynchronize(c->comm) != cudaSuccess) cudaGetLastError();
     return p;
 }
 
@@ -248,13 +268,14 @@ static void comm_fence(vla_cuda_ctx *c) {
 
 static void cu_free(void *p) {
     if (!p) return;
+    if (vla_cuda_capture_defer_free(p)) return; /* recording: freed after it */
     vla_cuda_ctx *c = vla_cuda_ctx_get();
     comm_fence(c);
     VLA_CUDA_OK(cudaFreeAsync(p, c->stream), "free");
 }
 
 void *vla_cuda_scratch(size_t bytes) {
-    void *p = cu_alloc(bytes);
+    void *p = pool_alloc(bytes, vla_cuda_ctx_get()->stream);
     if (!p) {
         size_t f = 0, t = 0;
         cudaMemGetInfo(&f, &t);
@@ -287,6 +308,12 @@ static int64_t ring_take(vla_cuda_ctx *c, size_t bytes) {
 static void cu_to_device(void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
     vla_cuda_ctx *c = vla_cuda_ctx_get();
+    if (vla_cuda_capturing()) { /* the bytes kept with the recording; each launch copies them into dst */
+        void *kept = vla_cuda_capture_upload(src, bytes);
+        if (kept) VLA_CUDA_OK(cudaMemcpyAsync(dst, kept, bytes, cudaMemcpyDeviceToDevice, c->stream), "to_device");
+        vla_cuda_check("to_device");
+        return;
+    }
     if (bytes <= SMALL_COPY) { /* through pinned memory: asynchronous, no staging inside the driver */
         pthread_mutex_lock(&ring_lock);
         int64_t off = ring_take(c, bytes);
@@ -328,6 +355,10 @@ static void cu_to_device(void *dst, const void *src, size_t bytes) {
  * (ops.h, host_waits); the explicit `sync` slot is the caller's and is not. */
 static int64_t host_waits; /* atomic builtins: the file is C++ */
 void vla_cuda_host_wait(const char *what) {
+    if (vla_cuda_capturing()) { /* a recording cannot wait: it fails, and the region runs again plainly */
+        vla_cuda_capture_fail("the region waits for results");
+        return;
+    }
     __atomic_fetch_add(&host_waits, 1, __ATOMIC_RELAXED);
     VLA_CUDA_OK(cudaStreamSynchronize(vla_cuda_ctx_get()->stream), what);
 }
@@ -349,6 +380,7 @@ static void cu_copy_bytes(void *dst, const void *src, size_t bytes) {
 
 static void cu_sync(void) {
     vla_cuda_ctx *c = vla_cuda_ctx_get();
+    if (vla_cuda_capturing()) return vla_cuda_capture_fail("the region synchronises");
     VLA_CUDA_OK(cudaStreamSynchronize(c->stream), "sync");
 }
 
@@ -357,6 +389,11 @@ vla_cuda_upload_t vla_cuda_upload(const void *host, size_t bytes) {
     if (!host) return u;
     vla_cuda_ctx *c = vla_cuda_ctx_get();
     if (!bytes) bytes = 1;
+    if (vla_cuda_capturing()) { /* kept with the recording: its kernels read it at every launch */
+        u.dev = vla_cuda_capture_upload(host, bytes);
+        if (!u.dev) u.dev = ring_dev; /* the recording has failed; something readable meanwhile */
+        return u;
+    }
     pthread_mutex_lock(&ring_lock);
     int64_t off = ring_take(c, bytes);
     if (off >= 0) {
@@ -411,6 +448,7 @@ static void tbl_init(void) {
     tbl.host_waits = cu_host_waits;
     tbl.launches = cu_launches;
     tbl.stat = cu_stat;
+    tbl.run_captured = vla_cuda_run_captured;
     tbl.alloc = cu_alloc;
     tbl.free = cu_free;
     tbl.to_device = cu_to_device;

@@ -38,13 +38,25 @@ static inline cudaStream_t vla_cuda_stream(void) { return vla_cuda_ctx_get()->st
 
 /* Abort with "vla: cuda: <what>: <error>" — a device fault is not bad input. */
 [[noreturn]] void vla_cuda_fatal(const char *what, cudaError_t e);
+/* A failed CUDA call: fatal, except while recording a region (graph.cu), which it fails instead */
+void vla_cuda_error(const char *what, cudaError_t e);
 /* After a launch (or any async call): the error, if any, names `what`. */
 void vla_cuda_check(const char *what);
 #define VLA_CUDA_OK(call, what)                 \
     do {                                        \
         cudaError_t e_ = (call);                \
-        if (e_ != cudaSuccess) vla_cuda_fatal(what, e_); \
+        if (e_ != cudaSuccess) vla_cuda_error(what, e_); \
     } while (0)
+
+/* Recording a captured region as a CUDA graph (graph.cu): whether one is in
+ * progress; what cannot be recorded fails it (why); host data the recording
+ * uploads goes to device memory it owns (filled now); a free of the
+ * caller's memory is deferred to after the recording (true) */
+bool vla_cuda_capturing(void);
+void vla_cuda_capture_fail(const char *why);
+void *vla_cuda_capture_upload(const void *host, size_t bytes);
+bool vla_cuda_capture_defer_free(void *p);
+int64_t vla_cuda_graph_replays(void);
 
 /* Device scratch, stream-ordered (pool-backed); freed stream-ordered. */
 void *vla_cuda_scratch(size_t bytes);
@@ -139,6 +151,7 @@ void vla_cuda_adamw_multi(int count, float *const *w, const float *const *g, flo
 void vla_cuda_ema_multi(int count, float *const *e, const float *const *w, const int64_t *n, float d, float omd,
                         const float *guard);
 void vla_cuda_convert(void *dst, vla_dtype dt, const void *src, vla_dtype st, int64_t n);
+vla_status vla_cuda_run_captured(const void *key, size_t key_bytes, vla_status (*body)(void *ctx), void *ctx);
 
 /* reduce.cu */
 double vla_cuda_sum(const float *x, int64_t n);

@@ -1,0 +1,265 @@
+/* graph.cu — captured regions as CUDA graphs (tensor/ops.h, run_captured).
+ *
+ * A key's first call runs its body plainly: it warms what a recording must
+ * not do (attention plans and cuBLASLt descriptors built, weight copies
+ * made, scratch pools and arenas at their size). The second call records
+ * the body's ops on the compute stream (stream capture, relaxed mode) and
+ * instantiates the graph; that call and every later one launch it — one
+ * launch for an action chunk's thousands of kernels and copies, no host work
+ * per op. VLA_CUDA_GRAPHS=0 runs every body plainly.
+ *
+ * What changes while recording (context.cu and attention.cu ask
+ * vla_cuda_capturing()):
+ *  - host data the body uploads (to_device, per-op metadata, attention
+ *    plans) is placed in device memory the recording owns (1 MiB chunks,
+ *    filled from host mirrors once the recording ends); the graph copies
+ *    from there (to_device) or the kernels read it (metadata): a replay
+ *    sees the recording's bytes, which the caller's key promises are the
+ *    bytes it would upload;
+ *  - backend scratch (an op's own temporary) is allocated and freed inside
+ *    the graph (memory nodes);
+ *  - what a recording cannot hold fails it, and the key then runs plainly
+ *    from then on: a wait for results (to_host, a host reduction, sync),
+ *    memory the caller keeps (the table's alloc: done for real, outside the
+ *    graph) or frees (deferred, then done for real after the recording),
+ *    or any CUDA error. The body is then run again, plainly: a failed
+ *    recording executed nothing.
+ * Recordings are kept per key (a few, the oldest replaced: its graph and
+ * memory released after the stream drains). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor/cuda/internal.cuh"
+
+#define GRAPH_KEYS 16
+
+typedef struct {
+    void *key;
+    size_t key_bytes;
+    int state; /* SEEN, RECORDED or PLAIN */
+    cudaGraphExec_t exec;
+    void **mem; /* device memory the recording's uploads live in */
+    int n_mem;
+} graph_entry;
+enum { SEEN, RECORDED, PLAIN };
+
+static graph_entry graphs[GRAPH_KEYS];
+static int next_graph;
+static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t replays;
+static int enabled = -1;
+
+/* the recording in progress (one at a time: graph_lock is held across it) */
+#define UPLOAD_CHUNK ((size_t)1 << 20)
+static struct {
+    bool on;
+    bool failed;
+    char why[256];
+    void **mem;    /* device chunks of the uploads */
+    char **mirror; /* their contents on the host, copied in when the recording ends */
+    size_t *used, *cap;
+    int n_mem, cap_mem;
+    void **frees; /* the table's frees, done after the recording */
+    int n_frees, cap_frees;
+} rec;
+
+static bool grow_list(void ***list, int *cap, int n) {
+    if (n < *cap) return true;
+    int c = *cap ? 2 * *cap : 16;
+    void **l = (void **)realloc(*list, (size_t)c * sizeof *l);
+    if (!l) return false;
+    *list = l, *cap = c;
+    return true;
+}
+
+bool vla_cuda_capturing(void) { return rec.on; }
+
+void vla_cuda_capture_fail(const char *why) {
+    if (!rec.on || rec.failed) return;
+    rec.failed = true;
+    snprintf(rec.why, sizeof rec.why, "%s", why);
+}
+
+void *vla_cuda_capture_upload(const void *host, size_t bytes) {
+    if (!bytes) bytes = 1;
+    size_t at = rec.n_mem ? (rec.used[rec.n_mem - 1] + 255) & ~(size_t)255 : 0;
+    if (!rec.n_mem || at + bytes > rec.cap[rec.n_mem - 1]) { /* a new chunk */
+        if (rec.n_mem == rec.cap_mem) {
+            int c = rec.cap_mem ? 2 * rec.cap_mem : 8;
+            void **m = (void **)realloc(rec.mem, (size_t)c * sizeof *m);
+            if (m) rec.mem = m;
+            char **h = m ? (char **)realloc(rec.mirror, (size_t)c * sizeof *h) : NULL;
+            if (h) rec.mirror = h;
+            size_t *u = h ? (size_t *)realloc(rec.used, (size_t)c * sizeof *u) : NULL;
+            if (u) rec.used = u;
+            size_t *k = u ? (size_t *)realloc(rec.cap, (size_t)c * sizeof *k) : NULL;
+            if (!k) {
+                vla_cuda_capture_fail("out of host memory for a recording's uploads");
+                return NULL;
+            }
+            rec.cap = k, rec.cap_mem = c;
+        }
+        size_t cap = bytes > UPLOAD_CHUNK ? (bytes + 255) & ~(size_t)255 : UPLOAD_CHUNK;
+        void *d = NULL;
+        char *h = (char *)malloc(cap);
+        if (!h || cudaMalloc(&d, cap) != cudaSuccess) {
+            cudaGetLastError();
+            free(h);
+            vla_cuda_capture_fail("out of memory for a recording's uploads");
+            return NULL;
+        }
+        rec.mem[rec.n_mem] = d, rec.mirror[rec.n_mem] = h, rec.used[rec.n_mem] = 0, rec.cap[rec.n_mem] = cap;
+        rec.n_mem++;
+        at = 0;
+    }
+    int i = rec.n_mem - 1;
+    memcpy(rec.mirror[i] + at, host, bytes);
+    rec.used[i] = at + bytes;
+    return (char *)rec.mem[i] + at;
+}
+
+/* the recording's upload chunks filled from their mirrors on the compute stream, no longer recording:
+ * ordered before the graph's first launch (a pageable source is staged before the call returns, so the
+ * mirrors may go at once); false on failure */
+static bool fill_uploads(void) {
+    for (int i = 0; i < rec.n_mem; i++)
+        if (cudaMemcpyAsync(rec.mem[i], rec.mirror[i], rec.used[i], cudaMemcpyHostToDevice, vla_cuda_stream()) !=
+            cudaSuccess) {
+            cudaGetLastError();
+            return false;
+        }
+    return true;
+}
+
+/* the mirrors freed; the device chunks handed over (keep) or freed */
+static void end_uploads(bool keep) {
+    for (int i = 0; i < rec.n_mem; i++) {
+        free(rec.mirror[i]);
+        if (!keep) cudaFree(rec.mem[i]);
+    }
+    if (!keep) free(rec.mem);
+    free(rec.mirror), free(rec.used), free(rec.cap);
+    rec.mem = NULL, rec.mirror = NULL, rec.used = rec.cap = NULL, rec.n_mem = rec.cap_mem = 0;
+}
+
+bool vla_cuda_capture_defer_free(void *p) {
+    if (!rec.on) return false;
+    vla_cuda_capture_fail("the region freed memory it did not allocate");
+    if (!grow_list(&rec.frees, &rec.cap_frees, rec.n_frees)) return false; /* freed now: the recording is lost anyway */
+    rec.frees[rec.n_frees++] = p;
+    return true;
+}
+
+int64_t vla_cuda_graph_replays(void) { return __atomic_load_n(&replays, __ATOMIC_RELAXED); }
+
+static void release_mem(void **mem, int n) {
+    for (int i = 0; i < n; i++) cudaFree(mem[i]);
+    free(mem);
+}
+
+static graph_entry *find(const void *key, size_t key_bytes) {
+    for (int i = 0; i < GRAPH_KEYS; i++)
+        if (graphs[i].key && graphs[i].key_bytes == key_bytes && !memcmp(graphs[i].key, key, key_bytes))
+            return &graphs[i];
+    return NULL;
+}
+
+/* a slot for a new key: the oldest entry's graph and memory released once nothing may still run them */
+static graph_entry *take_slot(const void *key, size_t key_bytes) {
+    graph_entry *g = &graphs[next_graph];
+    next_graph = (next_graph + 1) % GRAPH_KEYS;
+    if (g->exec || g->n_mem) {
+        VLA_CUDA_OK(cudaStreamSynchronize(vla_cuda_stream()), "releasing a recorded region");
+        if (g->exec) cudaGraphExecDestroy(g->exec);
+        release_mem(g->mem, g->n_mem);
+    }
+    free(g->key);
+    memset(g, 0, sizeof *g);
+    g->key = malloc(key_bytes ? key_bytes : 1);
+    if (!g->key) return NULL;
+    memcpy(g->key, key, key_bytes);
+    g->key_bytes = key_bytes;
+    g->state = SEEN;
+    return g;
+}
+
+static void say_plain(const char *why) {
+    static bool said;
+    if (said) return;
+    said = true;
+    fprintf(stderr, "vla: cuda: a region could not be recorded as a CUDA graph (%s): it runs op by op\n", why);
+}
+
+extern "C" vla_status vla_cuda_run_captured(const void *key, size_t key_bytes, vla_status (*body)(void *ctx),
+                                            void *ctx) {
+    if (enabled < 0) {
+        const char *e = getenv("VLA_CUDA_GRAPHS");
+        enabled = !(e && !strcmp(e, "0"));
+    }
+    if (!enabled || rec.on) return body(ctx); /* (a region inside a recording is recorded with it) */
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    pthread_mutex_lock(&graph_lock);
+    graph_entry *g = find(key, key_bytes);
+    if (!g || g->state != RECORDED) {
+        if (!g) { /* the first call: remembered, run plainly */
+            take_slot(key, key_bytes);
+            pthread_mutex_unlock(&graph_lock);
+            return body(ctx);
+        }
+        if (g->state == PLAIN) {
+            pthread_mutex_unlock(&graph_lock);
+            return body(ctx);
+        }
+        /* the second call: record (graph_lock held: one recording at a time, and no slot replaced meanwhile) */
+        rec.on = true, rec.failed = false, rec.why[0] = 0, rec.n_frees = 0;
+        cudaError_t e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            vla_cuda_capture_fail("cudaStreamBeginCapture refused");
+        }
+        vla_status st = e == cudaSuccess ? body(ctx) : VLA_OK;
+        cudaGraph_t graph = NULL;
+        if (e == cudaSuccess) {
+            cudaError_t ee = cudaStreamEndCapture(c->stream, &graph);
+            if (ee != cudaSuccess) {
+                cudaGetLastError();
+                if (!rec.failed) vla_cuda_capture_fail(cudaGetErrorString(ee));
+            }
+        }
+        rec.on = false;
+        for (int i = 0; i < rec.n_frees; i++) VLA_CUDA_OK(cudaFreeAsync(rec.frees[i], c->stream), "free");
+        cudaGraphExec_t exec = NULL;
+        if (st == VLA_OK && !rec.failed && graph && !fill_uploads()) vla_cuda_capture_fail("filling the uploads");
+        if (st == VLA_OK && !rec.failed && graph) {
+            cudaError_t ie = cudaGraphInstantiate(&exec, graph, 0);
+            if (ie != cudaSuccess) {
+                cudaGetLastError();
+                exec = NULL;
+                rec.failed = true;
+                snprintf(rec.why, sizeof rec.why, "cudaGraphInstantiate: %s", cudaGetErrorString(ie));
+            }
+        }
+        if (graph) cudaGraphDestroy(graph);
+        if (st != VLA_OK || rec.failed || !exec) {
+            if (exec) cudaGraphExecDestroy(exec);
+            end_uploads(false);
+            if (st != VLA_OK) { /* the body's own error: it would fail plainly too */
+                pthread_mutex_unlock(&graph_lock);
+                return st;
+            }
+            g->state = PLAIN;
+            say_plain(rec.why[0] ? rec.why : "no graph");
+            pthread_mutex_unlock(&graph_lock);
+            return body(ctx); /* nothing ran: run it now */
+        }
+        g->exec = exec, g->mem = rec.mem, g->n_mem = rec.n_mem, g->state = RECORDED;
+        end_uploads(true);
+    }
+    VLA_CUDA_OK(cudaGraphLaunch(g->exec, c->stream), "launching a recorded region");
+    __atomic_fetch_add(&replays, 1, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&graph_lock);
+    vla_cuda_check("recorded region");
+    return VLA_OK;
+}
