@@ -301,7 +301,7 @@ if [ -x "$VLA" ]; then
         say "the cuda backend cannot run here: ${why:-$(head -c 300 "$OUT/logs/version.json")}"
         record "{\"stage\":\"device\",\"status\":\"failed\",\"why\":\"$(json_str "${why:-$(head -c 300 "$OUT/logs/version.json")}")\"}"
         FAILED=1
-        for g in conformance equiv nccl suites gemm train_bf16 infer attention packing train_fp8 torch; do
+        for g in conformance equiv nccl suites gemm train_bf16 infer serve attention packing train_fp8 torch; do
             wanted "$g" && record "{\"stage\":\"$g\",\"status\":\"skipped\",\"why\":\"no usable GPU\"}"
             SKIP="$SKIP,$g,"
         done
