@@ -668,6 +668,7 @@ typedef struct {
     bool scratch;       /* allocate, use and free a buffer inside */
     bool wait;          /* read a result back inside */
     bool free_other;    /* free memory made before the region (and allocate its successor) */
+    int32_t rows[4];    /* copy_rows' index map (host metadata) */
 } region_ctx;
 
 static vla_status region_body(void *vctx) {
@@ -682,6 +683,7 @@ static vla_status region_body(void *vctx) {
         ops->axpy(c->buf, 0.5f, t, 16);
         ops->free(t);
     }
+    ops->copy_rows(c->buf + 32, 4, c->rows, c->buf, 4, NULL, 4, 4, 1.0f);
     if (c->wait) (void)ops->sum(c->buf, 16);
     if (c->free_other) ops->free(c->other), c->other = ops->alloc(64); /* and leaves one allocated */
     return VLA_OK;
@@ -698,6 +700,7 @@ static vla_status region_three(region_ctx *c, int key, void (*change)(region_ctx
 }
 static void change_value(region_ctx *c) { c->value = 2.0f; }
 static void change_upload(region_ctx *c) { c->upload[3] ^= 1; }
+static void change_rows(region_ctx *c) { c->rows[0] = 3, c->rows[3] = 0; }
 static void change_buffer(region_ctx *c) { /* a buffer allocated per call: another address */
     float *fresh = c->ops->alloc(64 * sizeof(float));
     c->ops->free(c->buf);
@@ -709,7 +712,8 @@ static void test_checked_holds_captured_regions(void **state) {
     const vla_ops *ops = vla_backend_find("checked");
     assert_non_null(ops->run_captured);
     assert_null(vla_backend_find("cpu")->run_captured); /* cpu calls the body: vla_ops_run_captured */
-    region_ctx c0 = {ops, ops->alloc(64 * sizeof(float)), ops->alloc(64), 1.0f, {1, 2, 3, 4, 5, 6, 7, 8}, false, false, false};
+    region_ctx c0 = {ops,   ops->alloc(64 * sizeof(float)), ops->alloc(64), 1.0f, {1, 2, 3, 4, 5, 6, 7, 8},
+                     false, false, false, {0, 1, 2, 3}};
     region_ctx c = c0;
     /* the same ops on the same memory: fine, and region-owned scratch may move between calls */
     assert_int_equal(region_three(&c, 1, NULL), VLA_OK);
@@ -718,13 +722,13 @@ static void test_checked_holds_captured_regions(void **state) {
     float back[24];
     ops->to_host(back, c.buf, sizeof back);
     assert_true(back[0] == 1.5f && back[15] == 1.5f); /* the body ran every time (fill, then + 0.5·copy) */
-    /* what a replay would get wrong: a scalar, the uploaded bytes, a buffer allocated per call */
+    /* what a replay would get wrong: a scalar, the uploaded bytes, an op's index map, a buffer allocated per call */
     struct {
         void (*change)(region_ctx *);
         const char *names, *at;
     } wrong[] = {{change_value, "chk_fill", "op 0 of"}, {change_upload, "chk_to_device", "op 1 of"},
-                 {change_buffer, "chk_fill", "op 0 of"}};
-    for (int i = 0; i < 3; i++) {
+                 {change_rows, "chk_copy_rows", "op 2 of"}, {change_buffer, "chk_fill", "op 0 of"}};
+    for (int i = 0; i < 4; i++) {
         c = c0, c.buf = ops->alloc(64 * sizeof(float));
         assert_int_equal(region_three(&c, 10 + i, wrong[i].change), VLA_ERR_INTERNAL);
         print_message("refused: %s\n", vla_error_message());

@@ -53,8 +53,10 @@ static size_t mapped;
  * op of its name, the backend pointers it is given (as the caller holds
  * them), its scalar arguments and the bytes to_device uploads. A device
  * replays the first recording of a key; here each later call with the key
- * must trace the same, op for op. Host metadata (index maps, cu_seqlens,
- * configs) is not hashed: the key must name it. Inside a region an op may
+ * must trace the same, op for op. The host metadata ops take (index maps,
+ * cu_seqlens, attention layouts and configs, flow times) is traced by
+ * content, as a device uploads it; other host structs (the time embedding's
+ * config) are not. Inside a region an op may
  * not wait for results (a device cannot, while recording), nor free memory
  * the region did not allocate, and what it allocates it must free. */
 typedef struct {
@@ -144,6 +146,28 @@ static void tr_skip(const volatile void *x) { (void)x; }
 #define TR_EACH_18(a, ...) TR_ARG(a); TR_EACH_17(__VA_ARGS__)
 #define TR_EACH_19(a, ...) TR_ARG(a); TR_EACH_18(__VA_ARGS__)
 #define TR_EACH_20(a, ...) TR_ARG(a); TR_EACH_19(__VA_ARGS__)
+/* host metadata an op reads (index maps, cu_seqlens, attention layouts): its contents, which decide what a
+ * device uploads for the op */
+static void tr_i32s(const int32_t *a, int64_t n) {
+    int64_t len = a ? n : -1;
+    tr_bytes(&len, sizeof len);
+    if (a && n > 0) tr_bytes(a, (size_t)n * sizeof *a);
+}
+static void tr_seqs(const vla_attn_seqs *s) {
+    if (!tr.on) return;
+    if (!s) return tr_i32s(NULL, 0);
+    tr_i32s(&s->n_seg, 1);
+    tr_i32s(s->cu_seqlens, s->n_seg + 1);
+    tr_i32s(s->group, s->cu_seqlens && s->n_seg >= 0 ? s->cu_seqlens[s->n_seg] : 0);
+}
+static void tr_attn(const vla_attn_config *c) {
+    if (!tr.on || !c) return;
+    int32_t w[] = {c->n_heads, c->n_kv_heads, c->head_dim, c->tile_q, c->tile_k, (int32_t)c->bwd_mode,
+                   (int32_t)c->no_mqa_fold, (int32_t)c->precision};
+    tr_i32s(w, sizeof w / sizeof w[0]);
+    tr_bytes(&c->scale, sizeof c->scale);
+}
+
 /* TR_EACH (a, b, c): each argument's scalar value into the current op's hash (only while tracing) */
 #define TR_EACH(...)                                                                                       \
     do {                                                                                                   \
@@ -297,6 +321,11 @@ static int64_t chk_launches(void) { return op_calls; }
 /* One wrapper per slot: the CPU kernel on the translated pointers (T). */
 #define WRAP_VOID(name, params, args) \
     static void chk_##name params { OP(); TR_EACH args; cpu()->name args; }
+/* the same, with the op's host metadata traced too (`meta`, a statement on the parameters) */
+#define WRAP_VOID_META(name, meta, params, args) \
+    static void chk_##name params { OP(); TR_EACH args; if (tr.on) { meta; } cpu()->name args; }
+#define WRAP_RET_META(type, name, meta, params, args) \
+    static type chk_##name params { OP(); TR_EACH args; if (tr.on) { meta; } return cpu()->name args; }
 #define WRAP_RET(type, name, params, args) \
     static type chk_##name params { OP(); TR_EACH args; return cpu()->name args; }
 /* the same for a slot that returns host results: one host wait */
@@ -363,19 +392,19 @@ WRAP_VOID(scale, (float *y, float al, int64_t n), (T(y), al, n))
 WRAP_VOID(affine, (float *y, const float *x, float al, float be, int64_t n), (T(y), T(x), al, be, n))
 WRAP_VOID(scale_to, (float *y, const float *x, double al, int64_t n), (T(y), T(x), al, n))
 WRAP_VOID(add_row_vector, (float *y, const float *b, int64_t r, int64_t c), (T(y), T(b), r, c))
-WRAP_VOID(copy_rows,
+WRAP_VOID_META(copy_rows, (tr_i32s(di, n), tr_i32s(si, n)),
           (float *d, int64_t ldd, const int32_t *di, const float *s, int64_t lds, const int32_t *si, int64_t n,
            int64_t w, float al), (T(d), ldd, di, T(s), lds, si, n, w, al))
-WRAP_VOID(add_rows,
+WRAP_VOID_META(add_rows, (tr_i32s(di, n), tr_i32s(si, n)),
           (float *d, int64_t ldd, const int32_t *di, const float *s, int64_t lds, const int32_t *si, int64_t n,
            int64_t w, float al), (T(d), ldd, di, T(s), lds, si, n, w, al))
 WRAP_VOID(copy2d, (float *d, int64_t ldd, const float *s, int64_t lds, int64_t r, int64_t c), (T(d), ldd, T(s), lds, r, c))
 WRAP_VOID(im2col, (float *p, const float *im, int64_t n, int64_t C, int64_t H, int64_t W, int64_t ps), (T(p), T(im), n, C, H, W, ps))
 WRAP_VOID(col2im_add, (float *im, const float *p, int64_t n, int64_t C, int64_t H, int64_t W, int64_t ps), (T(im), T(p), n, C, H, W, ps))
-WRAP_VOID(segment_linear_forward,
+WRAP_VOID_META(segment_linear_forward, (tr_i32s(ids, ns), tr_i32s(cu, ns + 1)),
           (float *y, const float *x, const float *w, const float *b, const int32_t *ids, const int32_t *cu, int32_t ns,
            int64_t di, int64_t dout), (T(y), T(x), T(w), T(b), ids, cu, ns, di, dout))
-WRAP_VOID(segment_linear_backward,
+WRAP_VOID_META(segment_linear_backward, (tr_i32s(ids, ns), tr_i32s(cu, ns + 1)),
           (float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, const int32_t *ids,
            const int32_t *cu, int32_t ns, int64_t di, int64_t dout), (T(dx), T(dw), T(db), T(dy), T(x), T(w), ids, cu, ns, di, dout))
 WRAP_WAIT(double, sum, (const float *x, int64_t n), (T(x), n))
@@ -400,7 +429,7 @@ WRAP_WAIT(int64_t, find_nonfinite, (const float *x, int64_t n), (T(x), n))
 WRAP_VOID(sum_rows, (float *y, const float *x, int64_t r, int64_t c, float be), (T(y), T(x), r, c, be))
 WRAP_VOID(softmax_rows, (float *y, const float *x, int64_t r, int64_t c), (T(y), T(x), r, c))
 WRAP_VOID(softmax_rows_backward, (float *dx, const float *y, const float *dy, int64_t r, int64_t c), (T(dx), T(y), T(dy), r, c))
-WRAP_VOID(attention_mask, (float *m, const vla_attn_seqs *qs, const vla_attn_seqs *ks), (T(m), qs, ks))
+WRAP_VOID_META(attention_mask, (tr_seqs(qs), tr_seqs(ks)), (float *m, const vla_attn_seqs *qs, const vla_attn_seqs *ks), (T(m), qs, ks))
 WRAP_VOID(act_forward, (vla_act a, float *o, const float *i, int64_t n), (a, T(o), T(i), n))
 WRAP_VOID(act_backward, (vla_act a, float *di, const float *dout, const float *i, int64_t n), (a, T(di), T(dout), T(i), n))
 WRAP_VOID(glu_forward, (vla_act a, float *h, const float *g, const float *u, int64_t n), (a, T(h), T(g), T(u), n))
@@ -416,41 +445,41 @@ WRAP_VOID(rmsnorm_forward,
 WRAP_VOID(rmsnorm_backward,
           (float *di, float *dw, const float *dout, const float *i, const float *w, bool op, const float *rstd,
            int64_t n, int64_t d), (T(di), T(dw), T(dout), T(i), T(w), op, T(rstd), n, d))
-WRAP_VOID(adaln_forward,
+WRAP_VOID_META(adaln_forward, tr_i32s(cu, ns + 1),
           (float *o, float *mean, float *rstd, const float *i, const float *mod, const int32_t *cu, int32_t ns,
            int64_t n, int64_t d, float eps), (T(o), T(mean), T(rstd), T(i), T(mod), cu, ns, n, d, eps))
-WRAP_VOID(adaln_backward,
+WRAP_VOID_META(adaln_backward, tr_i32s(cu, ns + 1),
           (float *di, float *dm, const float *dout, const float *i, const float *mod, const float *mean,
            const float *rstd, const int32_t *cu, int32_t ns, int64_t n, int64_t d), (T(di), T(dm), T(dout), T(i), T(mod), T(mean), T(rstd), cu, ns, n, d))
-WRAP_VOID(adarms_forward,
+WRAP_VOID_META(adarms_forward, tr_i32s(cu, ns + 1),
           (float *o, float *rstd, const float *i, const float *mod, const int32_t *cu, int32_t ns, int64_t n,
            int64_t d, float eps), (T(o), T(rstd), T(i), T(mod), cu, ns, n, d, eps))
-WRAP_VOID(adarms_backward,
+WRAP_VOID_META(adarms_backward, tr_i32s(cu, ns + 1),
           (float *di, float *dm, const float *dout, const float *i, const float *mod, const float *rstd,
            const int32_t *cu, int32_t ns, int64_t n, int64_t d), (T(di), T(dm), T(dout), T(i), T(mod), T(rstd), cu, ns, n, d))
-WRAP_VOID(gated_residual_forward,
+WRAP_VOID_META(gated_residual_forward, tr_i32s(cu, ns + 1),
           (float *o, const float *x, const float *y, const float *mod, const int32_t *cu, int32_t ns, int64_t n,
            int64_t d), (T(o), T(x), T(y), T(mod), cu, ns, n, d))
-WRAP_VOID(gated_residual_backward,
+WRAP_VOID_META(gated_residual_backward, tr_i32s(cu, ns + 1),
           (float *dx, float *dy, float *dm, const float *dout, const float *y, const float *mod, const int32_t *cu,
            int32_t ns, int64_t n, int64_t d), (T(dx), T(dy), T(dm), T(dout), T(y), T(mod), cu, ns, n, d))
-WRAP_VOID(rope_forward, (float *o, const float *i, const int32_t *pos, int64_t n, int64_t h, int64_t hd, double th), (T(o), T(i), pos, n, h, hd, th))
-WRAP_VOID(rope_backward,
+WRAP_VOID_META(rope_forward, tr_i32s(pos, n), (float *o, const float *i, const int32_t *pos, int64_t n, int64_t h, int64_t hd, double th), (T(o), T(i), pos, n, h, hd, th))
+WRAP_VOID_META(rope_backward, tr_i32s(pos, n),
           (float *di, const float *dout, const int32_t *pos, int64_t n, int64_t h, int64_t hd, double th), (T(di), T(dout), pos, n, h, hd, th))
 WRAP_VOID(time_embedding_forward, (const vla_temb_config *c, float *o, const float *t, int64_t n), (c, T(o), T(t), n))
 WRAP_VOID(time_embedding_backward, (const vla_temb_config *c, float *dt, const float *dout, const float *t, int64_t n), (c, T(dt), T(dout), T(t), n))
-WRAP_RET(vla_status, attention_forward,
+WRAP_RET_META(vla_status, attention_forward, (tr_attn(c), tr_seqs(qs), tr_seqs(ks)),
          (const vla_attn_config *c, float *o, float *lse, const float *q, const float *k, const float *v,
           const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *st), (c, T(o), T(lse), T(q), T(k), T(v), qs, ks, st))
-WRAP_RET(vla_status, attention_backward,
+WRAP_RET_META(vla_status, attention_backward, (tr_attn(c), tr_seqs(qs), tr_seqs(ks)),
          (const vla_attn_config *c, float *dq, float *dk, float *dv, const float *dout, const float *q,
           const float *k, const float *v, const float *o, const float *lse, const vla_attn_seqs *qs,
           const vla_attn_seqs *ks, vla_attn_stats *st), (c, T(dq), T(dk), T(dv), T(dout), T(q), T(k), T(v), T(o), T(lse), qs, ks, st))
-WRAP_RET(vla_status, attention_forward_cached,
+WRAP_RET_META(vla_status, attention_forward_cached, (tr_attn(c), tr_seqs(qs), tr_seqs(cs), tr_seqs(ns)),
          (const vla_attn_config *c, float *o, float *lse, const float *q, const vla_attn_seqs *qs, const float *kc,
           const float *vc, const vla_attn_seqs *cs, const float *kn, const float *vn, const vla_attn_seqs *ns,
           vla_attn_stats *st), (c, T(o), T(lse), T(q), qs, T(kc), T(vc), cs, T(kn), T(vn), ns, st))
-WRAP_VOID(flow_interpolate,
+WRAP_VOID_META(flow_interpolate, tr_bytes(t, (size_t)(S > 0 ? S : 0) * sizeof *t),
           (vla_flow_convention cv, float *x, float *u, const float *a, const float *z, const float *t, int64_t S,
            int64_t per), (cv, T(x), T(u), T(a), T(z), t, S, per))
 WRAP_WAIT(double, masked_mse,
@@ -561,7 +590,7 @@ static vla_status chk_run_captured(const void *key, size_t key_bytes, vla_status
         st = vla_error(VLA_ERR_INTERNAL, "checked: a captured region (a key of %zu bytes) ran differently from its "
                        "recording at op %lld of %lld (%s; recorded: %s): a device replays the recording there — "
                        "the key misses something the region depends on (a buffer allocated per call, a scalar, "
-                       "uploaded bytes)", key_bytes, (long long)i, (long long)tr.n, i < tr.n ? tr.name[i] : "(none)",
+                       "uploaded bytes, an op's index map or layout)", key_bytes, (long long)i, (long long)tr.n, i < tr.n ? tr.name[i] : "(none)",
                        i < c->n ? c->name[i] : "(none)");
     }
     pthread_mutex_unlock(&capture_lock);
