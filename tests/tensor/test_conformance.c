@@ -879,6 +879,63 @@ static void t_attention(void) {
 
 /* ---- the driver ----------------------------------------------------------------------------------- */
 
+/* ---- captured regions (run_captured: CUDA graphs on cuda) ------------------------------------------- */
+
+/* One region of several kinds of op — an upload, a GEMM reading a ready copy, an index-map gather, a
+ * packed attention, an in-place update — run five times with one key: every call's result equals
+ * the cpu's, replays included, and inputs rewritten outside the region between calls (backend memory
+ * it reads) are read at the next replay. A backend that counts its replays (stat) has replayed. */
+typedef struct {
+    const vla_ops *ops;
+    float *x, *w, *y, *g, *q, *k, *v, *o, *lse;
+    const float *up;      /* host: uploaded inside */
+    const int32_t *rows;  /* host: the gather's map */
+    const vla_attn_seqs *qs;
+    const vla_attn_config *ac;
+} cap_region;
+
+static vla_status cap_body(void *vc) {
+    const cap_region *r = vc;
+    const vla_ops *o = r->ops;
+    o->to_device(r->y, r->up, 8 * sizeof(float));
+    o->sgemm(false, true, 12, 8, 16, 1.0f, r->x, 16, r->w, 16, 1.0f, r->y, 8); /* y (first row uploaded) += x·wᵀ */
+    o->copy_rows(r->g, 8, r->rows, r->y, 8, NULL, 6, 8, 1.0f);
+    VLA_TRY(o->attention_forward(r->ac, r->o, r->lse, r->q, r->k, r->v, r->qs, r->qs, NULL));
+    o->axpy(r->g, 0.5f, r->o, 48);
+    return VLA_OK;
+}
+
+static void t_captured(void) {
+    int32_t cu[3] = {0, 5, 12}, rows[6] = {11, 0, 3, 3, 7, 1};
+    vla_attn_seqs qs = {2, cu, NULL};
+    vla_attn_config ac = {.n_heads = 2, .n_kv_heads = 1, .head_dim = 4};
+    float up[8] = {1, -2, 3, -4, 5, -6, 7, -8};
+    tens x = t_rand(12 * 16, 1), w = t_rand(8 * 16, 1), y = t_rand(12 * 8, 1), g = t_rand(6 * 8, 1);
+    tens q = t_rand(12 * 8, 1), k = t_rand(12 * 4, 1), v = t_rand(12 * 4, 1), o = t_new(12 * 8), lse = t_new(12 * 2);
+    cap_region rh = {C.ref, x.h, w.h, y.h, g.h, q.h, k.h, v.h, o.h, lse.h, up, rows, &qs, &ac};
+    cap_region rd = {C.dut, x.d, w.d, y.d, g.d, q.d, k.d, v.d, o.d, lse.d, up, rows, &qs, &ac};
+    int64_t r0 = C.dut->stat ? C.dut->stat(VLA_STAT_CAPTURED_REPLAYS) : -1;
+    static const char key[] = "conformance: captured region";
+    for (int call = 0; call < 5; call++) {
+        if (call == 3) { /* new inputs in backend memory, written outside the region */
+            for (int64_t i = 0; i < x.n; i++) x.h[i] = -0.5f * x.h[i] + 0.25f;
+            C.dut->to_device(x.d, x.h, sizeof(float) * (size_t)x.n);
+        }
+        assert_int_equal(cap_body(&rh), VLA_OK);
+        assert_int_equal(vla_ops_run_captured(C.dut, key, sizeof key, cap_body, &rd), VLA_OK);
+        char what[64];
+        snprintf(what, sizeof what, "captured region, call %d: the GEMM", call + 1);
+        t_check_norm(y, TOL_GEMM, what);
+        snprintf(what, sizeof what, "captured region, call %d: the result", call + 1);
+        t_check_norm(g, TOL_GEMM, what);
+    }
+    if (r0 >= 0) {
+        int64_t replays = C.dut->stat(VLA_STAT_CAPTURED_REPLAYS) - r0;
+        if (replays < 2) fail_msg("captured region [%s]: %lld of 5 calls replayed", C.dut->name, (long long)replays);
+    }
+    t_free(x), t_free(w), t_free(y), t_free(g), t_free(q), t_free(k), t_free(v), t_free(o), t_free(lse);
+}
+
 static void run_backend(void **state) {
     const char *name = *state;
     const char *only = getenv("VLA_CONFORMANCE");
@@ -908,6 +965,7 @@ static void run_backend(void **state) {
     t_flow();
     t_attention_mask();
     t_attention();
+    t_captured();
     /* every slot from alloc to the end was run */
     const size_t first = offsetof(vla_ops, alloc) / sizeof(void (*)(void)), last = sizeof(vla_ops) / sizeof(void (*)(void));
     for (size_t i = first; i < last; i++)
