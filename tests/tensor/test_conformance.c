@@ -899,7 +899,7 @@ static vla_status cap_body(void *vc) {
     const vla_ops *o = r->ops;
     o->to_device(r->y, r->up, 8 * sizeof(float));
     o->sgemm(false, true, 12, 8, 16, 1.0f, r->x, 16, r->w, 16, 1.0f, r->y, 8); /* y (first row uploaded) += x·wᵀ */
-    o->copy_rows(r->g, 8, r->rows, r->y, 8, NULL, 6, 8, 1.0f);
+    o->copy_rows(r->g, 8, NULL, r->y, 8, r->rows, 6, 8, 1.0f); /* g[i] = y[rows[i]] */
     VLA_TRY(o->attention_forward(r->ac, r->o, r->lse, r->q, r->k, r->v, r->qs, r->qs, NULL));
     o->axpy(r->g, 0.5f, r->o, 48);
     return VLA_OK;

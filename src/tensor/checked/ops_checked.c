@@ -553,6 +553,8 @@ static chk_capture *capture_new(const void *key, size_t key_bytes) {
 static _Atomic int64_t replays; /* calls compared with a recording */
 static int64_t chk_stat(vla_ops_stat what) { return what == VLA_STAT_CAPTURED_REPLAYS ? replays : -1; }
 
+static vla_status traced_call(const void *key, size_t key_bytes, vla_status (*body)(void *ctx), void *ctx);
+
 static vla_status chk_run_captured(const void *key, size_t key_bytes, vla_status (*body)(void *ctx), void *ctx) {
     if (tr.on) return vla_error(VLA_ERR_INTERNAL, "checked: a captured region inside another");
     pthread_mutex_lock(&capture_lock);
@@ -562,6 +564,15 @@ static vla_status chk_run_captured(const void *key, size_t key_bytes, vla_status
         return body(ctx);
     }
     pthread_mutex_unlock(&capture_lock);
+    vla_status st = traced_call(key, key_bytes, body, ctx);
+    /* the trace's buffers go with the call: a server's worker threads come and go */
+    free(tr.h), free(tr.name), free(tr.allocs), free(tr.alloc_len), free(tr.alloc_seq);
+    memset(&tr, 0, sizeof tr);
+    return st;
+}
+
+/* A call after the first: traced, then kept as the recording (the second) or compared with it. */
+static vla_status traced_call(const void *key, size_t key_bytes, vla_status (*body)(void *ctx), void *ctx) {
     tr.on = true, tr.n = 0, tr.n_allocs = 0, tr.seq = 0, tr.violation[0] = 0;
     vla_status st = body(ctx);
     tr.on = false;
