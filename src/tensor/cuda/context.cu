@@ -240,13 +240,14 @@ static void *pool_alloc(size_t bytes, cudaStream_t s) {
 }
 
 /* The table's alloc: memory the caller keeps. While recording it cannot be the graph's (it would not
- * outlive a launch): allocated for real, on a stream not being recorded, and the recording fails. */
+ * outlive a launch): allocated for real, on a stream not being recorded; the recording keeps it if the
+ * region frees it again, and fails if the region keeps it (graph.cu). */
 static void *cu_alloc(size_t bytes) {
     vla_cuda_ctx *c = vla_cuda_ctx_get();
     if (!vla_cuda_capturing()) return pool_alloc(bytes, c->stream);
-    vla_cuda_capture_fail("the region allocated memory it keeps");
     void *p = pool_alloc(bytes, c->comm);
     if (p && cudaStreamSynchronize(c->comm) != cudaSuccess) cudaGetLastError();
+    vla_cuda_capture_note_alloc(p);
     return p;
 }
 

@@ -18,11 +18,15 @@
  *    bytes it would upload;
  *  - backend scratch (an op's own temporary) is allocated and freed inside
  *    the graph (memory nodes);
+ *  - memory the body allocates through the table is real (made outside the
+ *    graph): if the body frees it again, the recording keeps it (replays
+ *    reuse it at the same address; released with the recording), as
+ *    `checked` allows a region's own allocations;
  *  - what a recording cannot hold fails it, and the key then runs plainly
  *    from then on: a wait for results (to_host, a host reduction, sync),
- *    memory the caller keeps (the table's alloc: done for real, outside the
- *    graph) or frees (deferred, then done for real after the recording),
- *    or any CUDA error. The body is then run again, plainly: a failed
+ *    memory the caller keeps past the region (it stays the caller's), a
+ *    free of older memory (deferred, then done for real after the
+ *    recording), or any CUDA error. The body is then run again, plainly: a failed
  *    recording executed nothing.
  * Recordings are kept per key (a few, the oldest replaced: its graph and
  * memory released after the stream drains). */
@@ -40,8 +44,10 @@ typedef struct {
     size_t key_bytes;
     int state; /* SEEN, RECORDED or PLAIN */
     cudaGraphExec_t exec;
-    void **mem; /* device memory the recording's uploads live in */
+    void **mem; /* device memory the recording's uploads live in (cudaMalloc) */
     int n_mem;
+    void **owned; /* the body's own table allocations, freed inside it (pool memory) */
+    int n_owned;
 } graph_entry;
 enum { SEEN, RECORDED, PLAIN };
 
@@ -61,8 +67,12 @@ static struct {
     char **mirror; /* their contents on the host, copied in when the recording ends */
     size_t *used, *cap;
     int n_mem, cap_mem;
-    void **frees; /* the table's frees, done after the recording */
+    void **frees; /* the table's frees of older memory, done after the recording */
     int n_frees, cap_frees;
+    void **allocs; /* the table's allocations inside the recording, not freed yet */
+    int n_allocs, cap_allocs;
+    void **owned; /* those freed inside it: the recording keeps them */
+    int n_owned, cap_owned;
 } rec;
 
 static bool grow_list(void ***list, int *cap, int n) {
@@ -144,8 +154,24 @@ static void end_uploads(bool keep) {
     rec.mem = NULL, rec.mirror = NULL, rec.used = rec.cap = NULL, rec.n_mem = rec.cap_mem = 0;
 }
 
+void vla_cuda_capture_note_alloc(void *p) {
+    if (!rec.on || !p) return;
+    if (!grow_list(&rec.allocs, &rec.cap_allocs, rec.n_allocs)) return vla_cuda_capture_fail("out of host memory");
+    rec.allocs[rec.n_allocs++] = p;
+}
+
 bool vla_cuda_capture_defer_free(void *p) {
     if (!rec.on) return false;
+    for (int i = 0; i < rec.n_allocs; i++)
+        if (rec.allocs[i] == p) { /* the region's own: kept by the recording, the replays reuse it */
+            rec.allocs[i] = rec.allocs[--rec.n_allocs];
+            if (!grow_list(&rec.owned, &rec.cap_owned, rec.n_owned)) {
+                vla_cuda_capture_fail("out of host memory");
+                return false; /* freed now: the recording is lost anyway */
+            }
+            rec.owned[rec.n_owned++] = p;
+            return true;
+        }
     vla_cuda_capture_fail("the region freed memory it did not allocate");
     if (!grow_list(&rec.frees, &rec.cap_frees, rec.n_frees)) return false; /* freed now: the recording is lost anyway */
     rec.frees[rec.n_frees++] = p;
@@ -157,6 +183,12 @@ int64_t vla_cuda_graph_replays(void) { return __atomic_load_n(&replays, __ATOMIC
 static void release_mem(void **mem, int n) {
     for (int i = 0; i < n; i++) cudaFree(mem[i]);
     free(mem);
+}
+
+/* pool memory back to the pool, in stream order */
+static void release_owned(void **owned, int n) {
+    for (int i = 0; i < n; i++) VLA_CUDA_OK(cudaFreeAsync(owned[i], vla_cuda_stream()), "free");
+    free(owned);
 }
 
 static graph_entry *find(const void *key, size_t key_bytes) {
@@ -174,6 +206,7 @@ static graph_entry *take_slot(const void *key, size_t key_bytes) {
         VLA_CUDA_OK(cudaStreamSynchronize(vla_cuda_stream()), "releasing a recorded region");
         if (g->exec) cudaGraphExecDestroy(g->exec);
         release_mem(g->mem, g->n_mem);
+        release_owned(g->owned, g->n_owned);
     }
     free(g->key);
     memset(g, 0, sizeof *g);
@@ -213,7 +246,8 @@ extern "C" vla_status vla_cuda_run_captured(const void *key, size_t key_bytes, v
             return body(ctx);
         }
         /* the second call: record (graph_lock held: one recording at a time, and no slot replaced meanwhile) */
-        rec.on = true, rec.failed = false, rec.why[0] = 0, rec.n_frees = 0;
+        rec.on = true, rec.failed = false, rec.why[0] = 0, rec.n_frees = 0, rec.n_allocs = 0;
+        rec.owned = NULL, rec.n_owned = rec.cap_owned = 0;
         cudaError_t e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed);
         if (e != cudaSuccess) {
             cudaGetLastError();
@@ -228,10 +262,14 @@ extern "C" vla_status vla_cuda_run_captured(const void *key, size_t key_bytes, v
                 if (!rec.failed) vla_cuda_capture_fail(cudaGetErrorString(ee));
             }
         }
+        if (rec.n_allocs > 0) vla_cuda_capture_fail("the region allocated memory it keeps"); /* it stays the caller's */
         rec.on = false;
         for (int i = 0; i < rec.n_frees; i++) VLA_CUDA_OK(cudaFreeAsync(rec.frees[i], c->stream), "free");
         cudaGraphExec_t exec = NULL;
-        if (st == VLA_OK && !rec.failed && graph && !fill_uploads()) vla_cuda_capture_fail("filling the uploads");
+        if (st == VLA_OK && !rec.failed && graph && !fill_uploads()) {
+            rec.failed = true; /* (no longer recording: set here, not through vla_cuda_capture_fail) */
+            snprintf(rec.why, sizeof rec.why, "filling the recording's uploads failed");
+        }
         if (st == VLA_OK && !rec.failed && graph) {
             cudaError_t ie = cudaGraphInstantiate(&exec, graph, 0);
             if (ie != cudaSuccess) {
@@ -245,6 +283,8 @@ extern "C" vla_status vla_cuda_run_captured(const void *key, size_t key_bytes, v
         if (st != VLA_OK || rec.failed || !exec) {
             if (exec) cudaGraphExecDestroy(exec);
             end_uploads(false);
+            release_owned(rec.owned, rec.n_owned); /* the body freed them: now for real */
+            rec.owned = NULL;
             if (st != VLA_OK) { /* the body's own error: it would fail plainly too */
                 pthread_mutex_unlock(&graph_lock);
                 return st;
@@ -255,6 +295,8 @@ extern "C" vla_status vla_cuda_run_captured(const void *key, size_t key_bytes, v
             return body(ctx); /* nothing ran: run it now */
         }
         g->exec = exec, g->mem = rec.mem, g->n_mem = rec.n_mem, g->state = RECORDED;
+        g->owned = rec.owned, g->n_owned = rec.n_owned;
+        rec.owned = NULL;
         end_uploads(true);
     }
     VLA_CUDA_OK(cudaGraphLaunch(g->exec, c->stream), "launching a recorded region");

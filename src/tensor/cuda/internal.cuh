@@ -56,6 +56,7 @@ bool vla_cuda_capturing(void);
 void vla_cuda_capture_fail(const char *why);
 void *vla_cuda_capture_upload(const void *host, size_t bytes);
 bool vla_cuda_capture_defer_free(void *p);
+void vla_cuda_capture_note_alloc(void *p); /* a table allocation made (for real) while recording */
 int64_t vla_cuda_graph_replays(void);
 
 /* Device scratch, stream-ordered (pool-backed); freed stream-ordered. */
