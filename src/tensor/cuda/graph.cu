@@ -61,6 +61,7 @@ static int enabled = -1;
 #define UPLOAD_CHUNK ((size_t)1 << 20)
 static struct {
     bool on;
+    pthread_t thread; /* the recording thread: another thread's ops are not the region's */
     bool failed;
     char why[256];
     void **mem;    /* device chunks of the uploads */
@@ -84,10 +85,10 @@ static bool grow_list(void ***list, int *cap, int n) {
     return true;
 }
 
-bool vla_cuda_capturing(void) { return rec.on; }
+bool vla_cuda_capturing(void) { return rec.on && pthread_equal(rec.thread, pthread_self()); }
 
 void vla_cuda_capture_fail(const char *why) {
-    if (!rec.on || rec.failed) return;
+    if (!vla_cuda_capturing() || rec.failed) return;
     rec.failed = true;
     snprintf(rec.why, sizeof rec.why, "%s", why);
 }
@@ -155,13 +156,13 @@ static void end_uploads(bool keep) {
 }
 
 void vla_cuda_capture_note_alloc(void *p) {
-    if (!rec.on || !p) return;
+    if (!vla_cuda_capturing() || !p) return;
     if (!grow_list(&rec.allocs, &rec.cap_allocs, rec.n_allocs)) return vla_cuda_capture_fail("out of host memory");
     rec.allocs[rec.n_allocs++] = p;
 }
 
 bool vla_cuda_capture_defer_free(void *p) {
-    if (!rec.on) return false;
+    if (!vla_cuda_capturing()) return false;
     for (int i = 0; i < rec.n_allocs; i++)
         if (rec.allocs[i] == p) { /* the region's own: kept by the recording, the replays reuse it */
             rec.allocs[i] = rec.allocs[--rec.n_allocs];
@@ -231,7 +232,7 @@ extern "C" vla_status vla_cuda_run_captured(const void *key, size_t key_bytes, v
         const char *e = getenv("VLA_CUDA_GRAPHS");
         enabled = !(e && !strcmp(e, "0"));
     }
-    if (!enabled || rec.on) return body(ctx); /* (a region inside a recording is recorded with it) */
+    if (!enabled || vla_cuda_capturing()) return body(ctx); /* (a region inside a recording is recorded with it) */
     vla_cuda_ctx *c = vla_cuda_ctx_get();
     pthread_mutex_lock(&graph_lock);
     graph_entry *g = find(key, key_bytes);
@@ -246,6 +247,7 @@ extern "C" vla_status vla_cuda_run_captured(const void *key, size_t key_bytes, v
             return body(ctx);
         }
         /* the second call: record (graph_lock held: one recording at a time, and no slot replaced meanwhile) */
+        rec.thread = pthread_self();
         rec.on = true, rec.failed = false, rec.why[0] = 0, rec.n_frees = 0, rec.n_allocs = 0;
         rec.owned = NULL, rec.n_owned = rec.cap_owned = 0;
         cudaError_t e = cudaStreamBeginCapture(c->stream, cudaStreamCaptureModeRelaxed);
