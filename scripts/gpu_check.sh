@@ -331,6 +331,14 @@ if wanted conformance && have "$BIN/tests/test_conformance" conformance; then
             record '{"stage":"conformance","note":"split dK/dV failed, unsplit conforms: VLA_CUDA_ATTN_KV_SPLITS=1 from here on"}'
             export VLA_CUDA_ATTN_KV_SPLITS=1
         fi
+        # op by op, no CUDA graphs (docs/cuda.md, "Graphs"), in case recording a region is what failed
+        if [ -z "${VLA_CUDA_ATTN:-}${VLA_CUDA_ATTN_KV_SPLITS:-}" ] &&
+            VLA_CONFORMANCE=cuda VLA_CUDA_GRAPHS=0 run conformance_nograph 60 "$BIN/tests/test_conformance" &&
+            grep -q "backend cuda conforms" "$OUT/logs/conformance_nograph.log"; then
+            say "without CUDA graphs the backend conforms: the stages below run with VLA_CUDA_GRAPHS=0"
+            record '{"stage":"conformance","note":"captured regions failed, op by op conforms: VLA_CUDA_GRAPHS=0 from here on"}'
+            export VLA_CUDA_GRAPHS=0
+        fi
     fi
 fi
 if wanted equiv && have "$BIN/tests/test_backends" equiv; then

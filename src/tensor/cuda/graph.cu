@@ -179,7 +179,16 @@ bool vla_cuda_capture_defer_free(void *p) {
     return true;
 }
 
-int64_t vla_cuda_graph_replays(void) { return __atomic_load_n(&replays, __ATOMIC_RELAXED); }
+static bool graphs_enabled(void) {
+    if (enabled < 0) {
+        const char *e = getenv("VLA_CUDA_GRAPHS");
+        enabled = !(e && !strcmp(e, "0"));
+    }
+    return enabled;
+}
+
+/* -1 with graphs off: this backend then replays nothing, and says so (ops.h, stat) */
+int64_t vla_cuda_graph_replays(void) { return graphs_enabled() ? __atomic_load_n(&replays, __ATOMIC_RELAXED) : -1; }
 
 static void release_mem(void **mem, int n) {
     for (int i = 0; i < n; i++) cudaFree(mem[i]);
@@ -228,11 +237,7 @@ static void say_plain(const char *why) {
 
 extern "C" vla_status vla_cuda_run_captured(const void *key, size_t key_bytes, vla_status (*body)(void *ctx),
                                             void *ctx) {
-    if (enabled < 0) {
-        const char *e = getenv("VLA_CUDA_GRAPHS");
-        enabled = !(e && !strcmp(e, "0"));
-    }
-    if (!enabled || vla_cuda_capturing()) return body(ctx); /* (a region inside a recording is recorded with it) */
+    if (!graphs_enabled() || vla_cuda_capturing()) return body(ctx); /* (a region inside a recording is recorded with it) */
     vla_cuda_ctx *c = vla_cuda_ctx_get();
     pthread_mutex_lock(&graph_lock);
     graph_entry *g = find(key, key_bytes);
