@@ -29,6 +29,7 @@
 #include "nn/activations.h"
 #include "nn/adarmsnorm.h"
 #include "nn/attention.h"
+#include "policy/precision.h"
 #include "nn/linear.h"
 #include "nn/time_embedding.h"
 #include "policy/flow.h"
@@ -243,19 +244,28 @@ static vla_status layer_forward(vla_policy *p, pi05_impl *I, int64_t li) {
     return VLA_OK;
 }
 
-/* Prefix embeddings: images → ViT → projector; text → table·sqrt(W). */
-static vla_status embed_prefix(vla_policy *p, pi05_impl *I, const vla_batch *b) {
+/* The prefix's inputs: token ids checked, images uploaded. */
+static vla_status embed_inputs(vla_policy *p, pi05_impl *I, const vla_batch *b) {
     fwd_state *f = &I->f;
-    const vla_ops *ops = p->tops;
     const vla_lm_config *l = &p->cfg.language;
-    int64_t W = l->width, Dv = p->cfg.vision.width, n_it = f->n_img * I->W.vit.tokens;
     for (int64_t i = 0; i < f->n_txt; i++)
         if (f->m.txt_id[i] < 0 || f->m.txt_id[i] >= l->vocab)
             return vla_error(VLA_ERR_INVALID_ARG, "pi05: token id %d outside the vocabulary", f->m.txt_id[i]);
     if (f->n_img > 0) {
         const vla_vit_config *vc = &p->cfg.vision;
-        ops->to_device(f->a.images, b->images,
-                       (size_t)(f->n_img * vc->channels * vc->image_size * vc->image_size) * sizeof(float));
+        p->tops->to_device(f->a.images, b->images,
+                           (size_t)(f->n_img * vc->channels * vc->image_size * vc->image_size) * sizeof(float));
+    }
+    return VLA_OK;
+}
+
+/* Prefix embeddings of the uploaded inputs: images → ViT → projector; text → table·sqrt(W). */
+static vla_status embed_prefix(vla_policy *p, pi05_impl *I) {
+    fwd_state *f = &I->f;
+    const vla_ops *ops = p->tops;
+    const vla_lm_config *l = &p->cfg.language;
+    int64_t W = l->width, Dv = p->cfg.vision.width, n_it = f->n_img * I->W.vit.tokens;
+    if (f->n_img > 0) {
         VLA_TRY(vla_vit_forward(&I->W.vit, f->a.vit_out, f->a.vit_acts, f->a.images, f->n_img));
         I->flops += vla_vit_forward_flops(&I->W.vit, f->n_img);
         vla_pi05_lin(I, ops, f->a.img_emb, f->a.vit_out, I->W.proj_w, I->W.proj_b, n_it, Dv, W);
@@ -264,6 +274,55 @@ static vla_status embed_prefix(vla_policy *p, pi05_impl *I, const vla_batch *b) 
     /* text rows: the embedding table times sqrt(W) (Gemma's normaliser) */
     if (f->n_txt > 0) ops->copy_rows(f->a.xp, W, f->m.txt_dst, I->W.embed.w, W, f->m.txt_id, f->n_txt, W, sqrtf((float)W));
     return VLA_OK;
+}
+
+/* The prefix-only forward (sampling's cache) from its uploaded inputs: the embeddings and every LM
+ * layer, whose K/V stay in the arena for the flow steps. */
+static vla_status prefix_body(void *vp) {
+    vla_policy *p = vp;
+    pi05_impl *I = pi05_of(p);
+    VLA_TRY(embed_prefix(p, I));
+    for (int64_t li = 0; li < p->cfg.language.depth; li++) VLA_TRY(layer_forward(p, I, li));
+    return VLA_OK;
+}
+
+/* prefix_body as a captured region (tensor/ops.h, run_captured; cuda: one graph): its ops follow from the
+ * batch's sizes and index maps (token ranges, positions, groups, which rows are image or text tokens and
+ * the token ids: another prompt is another key), the activations' addresses (the images among them,
+ * uploaded before it: new pixels need no new key) and the weight copies' state. */
+static vla_status prefix_captured(vla_policy *p, pi05_impl *I) {
+    const fwd_state *f = &I->f;
+    struct {
+        char magic[8];
+        int64_t S, T, Np, n_img, n_imgrow, n_txt, keep;
+        vla_precision_key prec;
+        fwd_acts acts;
+    } head;
+    memset(&head, 0, sizeof head);
+    memcpy(head.magic, "prefix1", 7);
+    head.S = f->S, head.T = f->T, head.Np = f->Np, head.n_img = f->n_img, head.n_imgrow = f->n_imgrow;
+    head.n_txt = f->n_txt, head.keep = I->W.vit.keep;
+    vla_policy_precision_key(p, &head.prec);
+    head.acts = f->a;
+    const struct {
+        const int32_t *a;
+        int64_t n;
+    } maps[] = {{f->m.cu, f->S + 1},       {f->m.pcu, f->S + 1},      {f->m.pos, f->T},
+                {f->m.grp, f->T},          {f->m.pre_idx, f->Np},     {f->m.pre_pos, f->Np},
+                {f->m.pre_img, f->Np},     {f->m.img_dst, f->n_imgrow}, {f->m.img_src, f->n_imgrow},
+                {f->m.txt_dst, f->n_txt},  {f->m.txt_id, f->n_txt}};
+    size_t bytes = sizeof head;
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) bytes += sizeof(int64_t) + (size_t)maps[i].n * 4;
+    unsigned char *key = malloc(bytes), *w = key;
+    if (!key) return prefix_body(p);
+    memcpy(w, &head, sizeof head), w += sizeof head;
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) {
+        memcpy(w, &maps[i].n, sizeof(int64_t)), w += sizeof(int64_t);
+        if (maps[i].n > 0) memcpy(w, maps[i].a, (size_t)maps[i].n * 4), w += (size_t)maps[i].n * 4;
+    }
+    vla_status st = vla_ops_run_captured(p->tops, key, bytes, prefix_body, p);
+    free(key);
+    return st;
 }
 
 /* Forward of a packed batch (see vla_pi05_forward); `recompute`: keep one
@@ -281,13 +340,15 @@ static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, c
     PI05_DIMS(I, c, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
     const int64_t sizes[] = {PI05_ACTS(VLA_ACTS_SIZE)};
     VLA_TRY(vla_acts_from_arena(&I->arena, sizes, VLA_ACTS_COUNT(sizes), (float **)&f->a));
-    VLA_TRY(embed_prefix(p, I, b));
+    VLA_TRY(embed_inputs(p, I, b));
+    f->pairs = attn_pairs(f->m.cu, f->S, f->m.grp);
+    if (!act) return prefix_captured(p, I); /* sampling's prefix: one region */
+    VLA_TRY(embed_prefix(p, I));
     if (act) { /* action side: time condition and action embeddings (rows s·H + k: checked in build_maps) */
         vla_pi05_time_forward(p, I, t, f->a.tdev, f->S, f->a.temb, f->a.tm1, f->a.tm1s, f->a.tm2, f->a.cond);
         p->tops->copy(f->a.xin, x_t, Na * A);
         vla_pi05_lin(I, p->tops, f->a.xa, f->a.xin, I->W.ain_w, I->W.ain_b, Na, A, We);
     }
-    f->pairs = attn_pairs(f->m.cu, f->S, f->m.grp);
     for (int64_t li = 0; li < L; li++) VLA_TRY(layer_forward(p, I, li));
     if (act) {
         float *xL = f->a.xa + L * Na * We;

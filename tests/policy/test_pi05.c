@@ -441,6 +441,18 @@ static void test_chunks_replay(void **state) {
             print_message("%s: 5 chunks, %lld replayed\n", vla_precision_name((vla_precision)mode), (long long)replays);
             assert_true(replays >= 2);
         }
+        /* the next observation: other pixels and state values, the same layout (uploaded before the
+         * regions, so the recordings read them) */
+        for (int64_t i = 0; i < 2 * p->cfg.vision.cameras * p->cfg.vision.channels * p->cfg.vision.image_size * p->cfg.vision.image_size; i++)
+            t.obs_images[i] = 1.0f - t.obs_images[i];
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
+            assert_int_equal(vla_policy_sample_actions(q, &o, b), VLA_OK);
+            assert_memory_equal(a, b, (size_t)n * sizeof(float));
+        }
+        assert_true(memcmp(a, first, (size_t)n * sizeof(float)) != 0); /* the pixels reached the actions */
+        for (int64_t i = 0; i < 2 * p->cfg.vision.cameras * p->cfg.vision.channels * p->cfg.vision.image_size * p->cfg.vision.image_size; i++)
+            t.obs_images[i] = 1.0f - t.obs_images[i];
         /* another layout (one sample), twice, in between */
         for (int k = 0; k < 2; k++) {
             assert_int_equal(vla_policy_sample_actions(p, &o1, a), VLA_OK);
