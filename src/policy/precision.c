@@ -245,6 +245,12 @@ void vla_policy_precision_key(const vla_policy *p, vla_precision_key *k) {
     const vla_policy_precision *q = p->prec;
     if (!q) return;
     k->serial = q->serial, k->gen = q->scope.gen, k->frozen_gen = q->scope.frozen_gen, k->holding = q->scope.holding;
+    /* every lowered weight frozen (an inference policy) in bf16: their copies outlive holds, so the hold's
+     * generation says nothing about them — keys of successive holds match, and chunks sampled without an
+     * outer hold replay too */
+    bool lasting = q->mode == VLA_PREC_BF16 && q->scope.holding;
+    for (int64_t l = 0; lasting && l < q->n_linears; l++) lasting = q->ready[l].frozen;
+    if (lasting) k->gen = 0;
     const vla_cast_buf *b[3] = {&q->casts.fwd, &q->casts.wgrad, &q->casts.dy};
     for (int i = 0; i < 3; i++) k->cast_buf[i] = b[i]->buf, k->cast_bytes[i] = b[i]->bytes;
 }

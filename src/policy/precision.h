@@ -82,8 +82,9 @@ typedef struct vla_policy_precision {
 
 /* What a captured region's ops (tensor/ops.h, run_captured) read of the
  * precision state besides the weights themselves: which copies exist and
- * whether they are current (the hold and its generations), and the shared
- * cast buffers. Two equal keys: the region's GEMMs read the same copies at
+ * whether they are current (the hold and its generations — the hold's own
+ * left out when every lowered weight is frozen in bf16, whose copies
+ * outlive holds), and the shared cast buffers. Two equal keys: the region's GEMMs read the same copies at
  * the same addresses, or cast the same way. Zeros without a precision. */
 typedef struct {
     uint64_t serial, gen, frozen_gen;

@@ -358,6 +358,16 @@ static void test_thread_independence(void **state) {
 
 /* ---- weights held over many chunks (an inference session) ------------------------------ */
 
+/* A two-sample observation for the chunk tests, and two action buffers of its n floats (returned) */
+static int64_t chunk_setup(vla_policy *p, tbatch *t, vla_observation *o, float **a, float **b) {
+    int idx[2] = {0, 1};
+    make_batch(p, idx, 2, 2, t);
+    *o = obs_of(t);
+    int64_t n = 2 * p->cfg.action.horizon * p->cfg.action.action_dim;
+    *a = calloc((size_t)n, sizeof(float)), *b = calloc((size_t)n, sizeof(float));
+    return n;
+}
+
 /* A session holds its weights for its life (vla serve, vla eval): in bf16
  * the chunks read the casts the first chunk made — the same actions as
  * casting per chunk, and on a backend that keeps casts (checked) no casting
@@ -369,11 +379,9 @@ static void test_session_hold(void **state) {
     assert_int_equal(vla_policy_set_precision(p, VLA_PREC_BF16, NULL), VLA_OK);
     assert_int_equal(vla_policy_set_precision(q, VLA_PREC_BF16, NULL), VLA_OK);
     tbatch t;
-    int idx[2] = {0, 1};
-    make_batch(p, idx, 2, 2, &t);
-    vla_observation o = obs_of(&t);
-    int64_t n = 2 * p->cfg.action.horizon * p->cfg.action.action_dim;
-    float *a = calloc((size_t)n, sizeof(float)), *b = calloc((size_t)n, sizeof(float));
+    vla_observation o;
+    float *a, *b;
+    int64_t n = chunk_setup(p, &t, &o, &a, &b);
     int64_t ops_per_chunk[3];
     vla_policy_weights_hold(p);
     for (int k = 0; k < 3; k++) {
@@ -476,6 +484,51 @@ static void test_chunks_replay(void **state) {
         tbatch_free(&t), tbatch_free(&one);
         vla_policy_free(p), vla_policy_free(q);
     }
+}
+
+/* An inference policy (every group frozen) in bf16 sampled without an outer hold: its weight copies
+ * outlive each chunk's own hold, so its chunks replay too (vla_policy_precision_key) — and new weights
+ * are still cast again, never read stale. */
+static void test_frozen_chunks_replay(void **state) {
+    (void)state;
+    vla_policy *pp[2];
+    for (int k = 0; k < 2; k++) {
+        vla_policy_config c;
+        assert_int_equal(vla_policy_config_load("pi05-nano", &c), VLA_OK);
+        for (int g = 0; g < VLA_GROUP_COUNT; g++) c.frozen[g] = true;
+        assert_int_equal(vla_policy_create(&c, test_backend(), &pp[k]), VLA_OK);
+        assert_int_equal(vla_policy_init_weights(pp[k], 7), VLA_OK);
+        assert_int_equal(vla_policy_set_precision(pp[k], VLA_PREC_BF16, NULL), VLA_OK);
+    }
+    vla_policy *p = pp[0], *q = pp[1];
+    tbatch t;
+    vla_observation o;
+    float *a, *b;
+    int64_t n = chunk_setup(p, &t, &o, &a, &b);
+    bool counts = p->tops->stat && p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) >= 0;
+    int64_t r0 = counts ? p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) : 0;
+    for (int k = 0; k < 5; k++) {
+        assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
+        assert_int_equal(vla_policy_sample_actions(q, &o, b), VLA_OK);
+        assert_memory_equal(a, b, (size_t)n * sizeof(float));
+    }
+    if (counts) {
+        int64_t replays = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0;
+        print_message("frozen bf16, no outer hold: 5 chunks on each of two policies, %lld replayed\n",
+                      (long long)replays);
+        assert_true(replays >= 4); /* both policies' flow steps, at least */
+    }
+    float *w = test_weights_get(p);
+    for (int64_t i = 0; i < p->n_weight_floats; i++) w[i] *= 0.9f;
+    test_weights_set(p, w), test_weights_set(q, w);
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(vla_policy_sample_actions(p, &o, a), VLA_OK);
+        assert_int_equal(vla_policy_sample_actions(q, &o, b), VLA_OK);
+        assert_memory_equal(a, b, (size_t)n * sizeof(float));
+    }
+    free(w), free(a), free(b);
+    tbatch_free(&t);
+    vla_policy_free(p), vla_policy_free(q);
 }
 
 /* ---- activation checkpointing -------------------------------------------------------- */
@@ -741,6 +794,7 @@ int main(void) {
         cmocka_unit_test(test_golden),            cmocka_unit_test(test_bad_batch),
         cmocka_unit_test(test_thread_independence), cmocka_unit_test(test_recompute_layers_same_bits),
         cmocka_unit_test(test_session_hold),        cmocka_unit_test(test_chunks_replay),
+        cmocka_unit_test(test_frozen_chunks_replay),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
