@@ -309,6 +309,20 @@ if [ -x "$VLA" ]; then
 fi
 
 # ---- correctness ---------------------------------------------------------------------------
+# conform_with TAG VAR VALUE WHAT: conformance again with VAR=VALUE (stage conformance_TAG); when it
+# conforms, VAR stays exported for the stages below and says so; else VAR is as it was
+conform_with() {
+    local tag=$1 var=$2 val=$3 what=$4 had=${!2-} set=${!2+x}
+    export "$var=$val"
+    if VLA_CONFORMANCE=cuda run "conformance_$tag" 60 "$BIN/tests/test_conformance" &&
+        grep -q "backend cuda conforms" "$OUT/logs/conformance_$tag.log"; then
+        say "$what failed, $var=$val conforms: the stages below run with $var=$val"
+        record "{\"stage\":\"conformance\",\"note\":\"$what failed, $var=$val conforms: $var=$val from here on\"}"
+        return 0
+    fi
+    if [ -n "$set" ]; then export "$var=$had"; else unset "$var"; fi
+    return 1
+}
 if wanted conformance && have "$BIN/tests/test_conformance" conformance; then
     VLA_CONFORMANCE=cuda run conformance 120 "$BIN/tests/test_conformance"
     if ! grep -q "backend cuda conforms" "$OUT/logs/conformance.log"; then
@@ -316,29 +330,12 @@ if wanted conformance && have "$BIN/tests/test_conformance" conformance; then
         record '{"stage":"conformance","status":"failed","why":"the cuda backend did not conform (or was skipped): see logs/conformance.log"}'
         # name the op that faulted: every op synchronised and checked
         VLA_CONFORMANCE=cuda VLA_CUDA_SYNC=1 run conformance_sync 60 "$BIN/tests/test_conformance"
-        # the f32 attention kernels alone, in case the tensor-core ones are what failed
-        if VLA_CONFORMANCE=cuda VLA_CUDA_ATTN=simt run conformance_simt 60 "$BIN/tests/test_conformance" &&
-            grep -q "backend cuda conforms" "$OUT/logs/conformance_simt.log"; then
-            say "the f32 attention kernels conform: the stages below run with VLA_CUDA_ATTN=simt"
-            record '{"stage":"conformance","note":"bf16 tensor-core attention failed, f32 kernels conform: VLA_CUDA_ATTN=simt from here on"}'
-            export VLA_CUDA_ATTN=simt
-        fi
-        # the unsplit dK/dV pass (tensor/attn_plan.h, "SPLIT dK/dV"), in case the split is what failed
-        if [ -z "${VLA_CUDA_ATTN:-}" ] &&
-            VLA_CONFORMANCE=cuda VLA_CUDA_ATTN_KV_SPLITS=1 run conformance_unsplit 60 "$BIN/tests/test_conformance" &&
-            grep -q "backend cuda conforms" "$OUT/logs/conformance_unsplit.log"; then
-            say "the unsplit dK/dV pass conforms: the stages below run with VLA_CUDA_ATTN_KV_SPLITS=1"
-            record '{"stage":"conformance","note":"split dK/dV failed, unsplit conforms: VLA_CUDA_ATTN_KV_SPLITS=1 from here on"}'
-            export VLA_CUDA_ATTN_KV_SPLITS=1
-        fi
-        # op by op, no CUDA graphs (docs/cuda.md, "Graphs"), in case recording a region is what failed
-        if [ -z "${VLA_CUDA_ATTN:-}${VLA_CUDA_ATTN_KV_SPLITS:-}" ] &&
-            VLA_CONFORMANCE=cuda VLA_CUDA_GRAPHS=0 run conformance_nograph 60 "$BIN/tests/test_conformance" &&
-            grep -q "backend cuda conforms" "$OUT/logs/conformance_nograph.log"; then
-            say "without CUDA graphs the backend conforms: the stages below run with VLA_CUDA_GRAPHS=0"
-            record '{"stage":"conformance","note":"captured regions failed, op by op conforms: VLA_CUDA_GRAPHS=0 from here on"}'
-            export VLA_CUDA_GRAPHS=0
-        fi
+        # one setting changed at a time, the first that conforms kept for the stages below: the f32
+        # attention kernels, the unsplit dK/dV pass (tensor/attn_plan.h, "SPLIT dK/dV"), op by op
+        # without CUDA graphs (docs/cuda.md, "Graphs")
+        conform_with simt VLA_CUDA_ATTN simt "bf16 tensor-core attention" ||
+            conform_with unsplit VLA_CUDA_ATTN_KV_SPLITS 1 "split dK/dV" ||
+            conform_with nograph VLA_CUDA_GRAPHS 0 "captured regions"
     fi
 fi
 if wanted equiv && have "$BIN/tests/test_backends" equiv; then
