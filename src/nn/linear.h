@@ -43,6 +43,7 @@ typedef struct {
      * vla_policy_trainable_changed does not). FP8 copies carry the step's
      * scale and record the weight's amax: recast every hold. */
     uint64_t frozen_gen;
+    bool all_frozen; /* every weight frozen (set at each outermost hold, with each weight's `frozen`) */
     int64_t casts; /* weight copies made so far (tests count them) */
 } vla_weight_scope;
 

@@ -65,9 +65,8 @@ void vla_policy_precision_free(vla_policy *p) {
     p->prec = NULL;
 }
 
-/* linear's name from its weight's parameter name ("….weight" → "…") */
-static vla_status linear_name(const vla_policy *p, const float *w, char *out, size_t cap) {
-    int64_t i = vla_policy_param_index(p, w);
+/* linear's name from its weight's parameter name ("….weight" → "…"); i: that parameter's index */
+static vla_status linear_name(const vla_policy *p, int64_t i, char *out, size_t cap) {
     if (i < 0) return vla_error(VLA_ERR_INTERNAL, "precision: a block's linear weight is not a parameter");
     const char *name = p->params[i].spec->name;
     size_t len = strlen(name);
@@ -79,10 +78,9 @@ static vla_status linear_name(const vla_policy *p, const float *w, char *out, si
 }
 
 /* Whether a lowered linear reads FP8 in an FP8 run: both sides of its weight [out, in] at least min_dim. */
-static bool fp8_pays(const vla_policy *p, const vla_policy_precision *q, const float *w) {
+static bool fp8_pays(const vla_policy *p, const vla_policy_precision *q, int64_t param) {
     if (q->mode != VLA_PREC_FP8) return false;
-    int64_t i = vla_policy_param_index(p, w);
-    const vla_param_spec *s = i >= 0 ? p->params[i].spec : NULL;
+    const vla_param_spec *s = param >= 0 ? p->params[param].spec : NULL;
     if (!s || s->ndim < 2) return true;
     int64_t out = s->shape[s->ndim - 2], in = s->shape[s->ndim - 1];
     return out >= q->recipe.min_dim && in >= q->recipe.min_dim;
@@ -98,14 +96,15 @@ static vla_status walk(vla_policy *p, vla_policy_precision *q, bool bind, int64_
             for (int i = 0; i < VLA_BLOCK_N_LIN; i++) {
                 const vla_wg *wg = vla_block_linear_weight(bw, (vla_block_linear)i);
                 if (!wg) continue;
-                bool fp8 = fp8_pays(p, q, wg->w);
+                int64_t param = vla_policy_param_index(p, wg->w);
+                bool fp8 = fp8_pays(p, q, param);
                 if (bind) {
                     vla_linear_prec *lp = &q->bp[blk].lin[i];
                     lp->mode = q->mode == VLA_PREC_FP8 && !fp8 ? VLA_PREC_BF16 : q->mode;
                     q->fp8_index[l] = fp8 ? f : -1;
                     if (fp8) q->fp8_linear[f] = l;
                     q->ready[l].scope = &q->scope;
-                    q->ready[l].param = vla_policy_param_index(p, wg->w);
+                    q->ready[l].param = param;
                     lp->ready = &q->ready[l];
                     lp->casts = &q->casts;
                     if (fp8) {
@@ -117,7 +116,7 @@ static vla_status walk(vla_policy *p, vla_policy_precision *q, bool bind, int64_
                             q->fmt_max[t] = r == VLA_FP8_ROLE_GRAD_OUTPUT ? VLA_E5M2_MAX : VLA_E4M3_MAX;
                         }
                     }
-                    VLA_TRY(linear_name(p, wg->w, q->names[l], sizeof q->names[l]));
+                    VLA_TRY(linear_name(p, param, q->names[l], sizeof q->names[l]));
                 }
                 l++;
                 f += fp8;
@@ -219,9 +218,11 @@ void vla_policy_weights_hold(vla_policy *p) {
     s->gen++;                   /* copies of an earlier hold are stale (frozen bf16 ones excepted) */
     s->holding = true;
     /* which weights are frozen now (nn/linear.h: their bf16 copies outlive holds) */
+    s->all_frozen = true;
     for (int64_t l = 0; l < p->prec->n_linears; l++) {
         vla_weight_ready *r = &p->prec->ready[l];
         r->frozen = r->param >= 0 && !p->params[r->param].grad;
+        s->all_frozen = s->all_frozen && r->frozen;
     }
 }
 
@@ -248,9 +249,7 @@ void vla_policy_precision_key(const vla_policy *p, vla_precision_key *k) {
     /* every lowered weight frozen (an inference policy) in bf16: their copies outlive holds, so the hold's
      * generation says nothing about them — keys of successive holds match, and chunks sampled without an
      * outer hold replay too */
-    bool lasting = q->mode == VLA_PREC_BF16 && q->scope.holding;
-    for (int64_t l = 0; lasting && l < q->n_linears; l++) lasting = q->ready[l].frozen;
-    if (lasting) k->gen = 0;
+    if (q->mode == VLA_PREC_BF16 && q->scope.holding && q->scope.all_frozen) k->gen = 0;
     const vla_cast_buf *b[3] = {&q->casts.fwd, &q->casts.wgrad, &q->casts.dy};
     for (int i = 0; i < 3; i++) k->cast_buf[i] = b[i]->buf, k->cast_bytes[i] = b[i]->bytes;
 }
