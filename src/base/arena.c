@@ -148,3 +148,10 @@ void vla_arena_rebuild(vla_arena *a, size_t chunk_size) {
     vla_arena_free(a);
     vla_arena_init_with(a, chunk_size, al, fr);
 }
+
+const void *vla_arena_next_block(vla_arena *a, size_t align) {
+    vla_arena_mark m = vla_arena_get_mark(a);
+    const void *p = vla_arena_alloc(a, 1, align);
+    vla_arena_rewind(a, m);
+    return p;
+}

@@ -42,6 +42,9 @@ void *vla_arena_alloc(vla_arena *a, size_t size, size_t align);
 void *vla_arena_calloc(vla_arena *a, size_t size, size_t align);
 char *vla_arena_strdup(vla_arena *a, const char *s);
 vla_arena_mark vla_arena_get_mark(const vla_arena *a);
+/* Where the next block (align) would start, nothing kept: what decides the addresses of the
+ * allocations that follow (a captured region's key, tensor/ops.h); NULL when memory runs out. */
+const void *vla_arena_next_block(vla_arena *a, size_t align);
 /* Release everything allocated after `m` (later chunks are freed). */
 void vla_arena_rewind(vla_arena *a, vla_arena_mark m);
 /* Release everything and make the next chunk `chunk_size` bytes (the

@@ -99,26 +99,15 @@ static vla_status euler_body(void *vr) {
 }
 
 vla_status vla_flow_euler_captured(const vla_ops *ops, const vla_flow *f, vla_velocity_fn fn, void *ctx,
-                                   const vla_flow_chunk *c, int64_t n, const void *prec, size_t prec_bytes,
-                                   const void *arena_at, const void *family, size_t family_bytes) {
+                                   const vla_flow_chunk *c, int64_t n, vla_key *key) {
     euler_region r = {ops, f, fn, ctx, c->x, c->v, n};
-    struct {
-        char magic[8];
-        vla_flow f;
-        int64_t n;
-        const void *x, *v, *arena_at;
-    } head;
-    memset(&head, 0, sizeof head); /* padding included: the key is compared byte for byte */
-    memcpy(head.magic, "euler1", 6);
-    memcpy(&head.f, f, sizeof *f); /* its padding as its maker left it: zeroed (vla_flow_from_config) */
-    head.n = n, head.x = c->x, head.v = c->v, head.arena_at = arena_at;
-    size_t bytes = sizeof head + prec_bytes + family_bytes;
-    unsigned char *key = malloc(bytes);
-    if (!key) return euler_body(&r); /* no key, no region: the loop as it is */
-    memcpy(key, &head, sizeof head);
-    if (prec_bytes) memcpy(key + sizeof head, prec, prec_bytes);
-    if (family_bytes) memcpy(key + sizeof head + prec_bytes, family, family_bytes);
-    vla_status st = vla_ops_run_captured(ops, key, bytes, euler_body, &r);
-    free(key);
+    const void *bufs[2] = {c->x, c->v};
+    vla_key_add(key, "euler1", 6);
+    vla_key_add(key, f, sizeof *f); /* its padding as its maker left it: zeroed (vla_flow_from_config) */
+    vla_key_add(key, &n, sizeof n);
+    vla_key_add(key, bufs, sizeof bufs);
+    /* no key, no region: the loop as it is */
+    vla_status st = key->failed ? euler_body(&r) : vla_ops_run_captured(ops, key->b, key->n, euler_body, &r);
+    vla_key_release(key);
     return st;
 }

@@ -27,6 +27,7 @@
 #include "base/rng.h"
 #include "base/status.h"
 #include "policy/config.h"
+#include "tensor/key_cache.h"
 #include "tensor/ops.h"
 
 /* vla_flow_convention and vla_mse_reduction are tensor/ops.h's: the
@@ -106,11 +107,10 @@ typedef struct {
 /* x and v of at least n floats each (the old ones freed when they grow) */
 vla_status vla_flow_chunk_reserve(const vla_ops *ops, vla_flow_chunk *c, int64_t n);
 void vla_flow_chunk_free(const vla_ops *ops, vla_flow_chunk *c);
-/* vla_flow_euler(ops, f, fn, ctx, c->x, c->v, n) as a captured region, keyed as above; family: its own
- * key bytes. prec: vla_policy_precision_key's (policy/precision.h). */
+/* vla_flow_euler(ops, f, fn, ctx, c->x, c->v, n) as a captured region: key holds the family's parts
+ * (its layout, vla_policy_precision_key's, arena_at); the flow's are added here. Releases key. */
 vla_status vla_flow_euler_captured(const vla_ops *ops, const vla_flow *f, vla_velocity_fn fn, void *ctx,
-                                   const vla_flow_chunk *c, int64_t n, const void *prec, size_t prec_bytes,
-                                   const void *arena_at, const void *family, size_t family_bytes);
+                                   const vla_flow_chunk *c, int64_t n, vla_key *key);
 
 /* The velocity field of one sampling call, for integrators other than plain
  * Euler (real-time chunking, policy/rtc.h): `velocity` as above; `vjp`, when

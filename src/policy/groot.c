@@ -463,9 +463,7 @@ static vla_status euler_captured(vla_policy *p, sample_ctx *sc, float *x, float 
     const groot_pack *pk = &sc->pk;
     vla_precision_key prec;
     vla_policy_precision_key(p, &prec);
-    vla_arena_mark m = vla_arena_get_mark(&g->sarena); /* where each step's activations start */
-    const void *at = vla_arena_alloc(&g->sarena, 1, 64);
-    vla_arena_rewind(&g->sarena, m);
+    const void *at = vla_arena_next_block(&g->sarena, 64); /* where each step's activations start */
     const int64_t S = pk->S, F = pk->A > 0 && S > 0 ? (pk->N - pk->A) / S - 1 : 0;
     struct {
         int64_t P, N, A, F;
@@ -480,22 +478,13 @@ static vla_status euler_captured(vla_policy *p, sample_ctx *sc, float *x, float 
     } maps[] = {{pk->cu_pre, S + 1},    {pk->cu_dit, S + 1},    {pk->cu_act, S + 1},  {pk->cu_one, S + 1},
                 {pk->pre_group, pk->P}, {pk->act_pos, pk->A},   {pk->emb, S},         {pk->act_rows, pk->A},
                 {pk->state_rows, S},    {pk->fut_rows, S * F},  {pk->fut_src, S * F}, {pk->act_sample, pk->A}};
-    size_t bytes = sizeof head;
-    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) bytes += sizeof(int64_t) + (size_t)maps[i].n * 4;
-    unsigned char *key = malloc(bytes), *w = key;
+    vla_key key = {0};
+    vla_key_add(&key, &head, sizeof head);
+    vla_key_add(&key, &prec, sizeof prec);
+    vla_key_add(&key, &at, sizeof at);
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(&key, maps[i].a, maps[i].n);
     vla_flow_chunk chunk = {x, v, n};
-    if (!key) return vla_flow_euler(p->tops, &g->flow, velocity, sc, x, v, n);
-    memcpy(w, &head, sizeof head), w += sizeof head;
-    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) { /* each map with its length; NULL reads as zeros */
-        memcpy(w, &maps[i].n, sizeof(int64_t)), w += sizeof(int64_t);
-        if (maps[i].a) memcpy(w, maps[i].a, (size_t)maps[i].n * 4);
-        else memset(w, 0, (size_t)maps[i].n * 4);
-        w += (size_t)maps[i].n * 4;
-    }
-    vla_status st = vla_flow_euler_captured(p->tops, &g->flow, velocity, sc, &chunk, n, &prec, sizeof prec, at, key,
-                                            bytes);
-    free(key);
-    return st;
+    return vla_flow_euler_captured(p->tops, &g->flow, velocity, sc, &chunk, n, &key);
 }
 
 /* integ NULL: plain Euler (sample_actions); else the caller's integrator on the field above. */

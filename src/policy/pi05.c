@@ -311,17 +311,11 @@ static vla_status prefix_captured(vla_policy *p, pi05_impl *I) {
                 {f->m.grp, f->T},          {f->m.pre_idx, f->Np},     {f->m.pre_pos, f->Np},
                 {f->m.pre_img, f->Np},     {f->m.img_dst, f->n_imgrow}, {f->m.img_src, f->n_imgrow},
                 {f->m.txt_dst, f->n_txt},  {f->m.txt_id, f->n_txt}};
-    size_t bytes = sizeof head;
-    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) bytes += sizeof(int64_t) + (size_t)maps[i].n * 4;
-    unsigned char *key = malloc(bytes), *w = key;
-    if (!key) return prefix_body(p);
-    memcpy(w, &head, sizeof head), w += sizeof head;
-    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) {
-        memcpy(w, &maps[i].n, sizeof(int64_t)), w += sizeof(int64_t);
-        if (maps[i].n > 0) memcpy(w, maps[i].a, (size_t)maps[i].n * 4), w += (size_t)maps[i].n * 4;
-    }
-    vla_status st = vla_ops_run_captured(p->tops, key, bytes, prefix_body, p);
-    free(key);
+    vla_key key = {0};
+    vla_key_add(&key, &head, sizeof head);
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(&key, maps[i].a, maps[i].n);
+    vla_status st = key.failed ? prefix_body(p) : vla_ops_run_captured(p->tops, key.b, key.n, prefix_body, p);
+    vla_key_release(&key);
     return st;
 }
 

@@ -5,7 +5,6 @@
  * against); and real-time chunking's velocity field with its VJP
  * (policy/rtc.h). The forward it shares is pi05.c's (pi05_internal.h). */
 #include <stdlib.h>
-#include <string.h>
 
 #include "base/arena.h"
 #include "nn/acts.h"
@@ -260,20 +259,14 @@ static vla_status euler_captured(vla_policy *p, pi05_impl *I, sample_ctx *ctx, i
     const fwd_state *f = &I->f;
     vla_precision_key pk;
     vla_policy_precision_key(p, &pk);
-    /* where each step's activations start: an allocation at the step's mark */
     vla_arena_rewind(&I->arena, ctx->mark);
-    const void *at = vla_arena_alloc(&I->arena, 1, 64);
-    vla_arena_rewind(&I->arena, ctx->mark);
-    size_t words = 2 + (size_t)(f->S + 1) + (size_t)f->T;
-    int32_t *fam = malloc(words * sizeof *fam);
-    if (!fam) return vla_flow_euler(p->tops, &I->flow, velocity_cached, ctx, I->chunk.x, I->chunk.v, n);
-    fam[0] = f->S, fam[1] = (int32_t)f->T;
-    memcpy(fam + 2, f->m.cu, (size_t)(f->S + 1) * sizeof *fam);
-    memcpy(fam + 3 + f->S, f->m.grp, (size_t)f->T * sizeof *fam);
-    vla_status st = vla_flow_euler_captured(p->tops, &I->flow, velocity_cached, ctx, &I->chunk, n, &pk, sizeof pk,
-                                            at, fam, words * sizeof *fam);
-    free(fam);
-    return st;
+    const void *at = vla_arena_next_block(&I->arena, 64); /* where each step's activations start */
+    vla_key key = {0};
+    vla_key_add(&key, &pk, sizeof pk);
+    vla_key_add(&key, &at, sizeof at);
+    vla_key_add_i32s(&key, f->m.cu, f->S + 1);
+    vla_key_add_i32s(&key, f->m.grp, f->T);
+    return vla_flow_euler_captured(p->tops, &I->flow, velocity_cached, ctx, &I->chunk, n, &key);
 }
 
 /* integ NULL: Euler (sample_actions); else the caller's integrator on the expert's velocity field. */

@@ -227,69 +227,6 @@ int64_t vla_attn_plan_key(const vla_attn_config *cfg, int32_t bq, int32_t bk, vl
     return w;
 }
 
-typedef struct {
-    int32_t *key;
-    int64_t n;
-    void *payload;
-    uint64_t used; /* the cache's clock at the last get or put */
-} plan_entry;
-
-struct vla_attn_plan_cache {
-    int capacity, count;
-    uint64_t clock;
-    void (*destroy)(void *);
-    plan_entry *e;
-};
-
-vla_attn_plan_cache *vla_attn_plan_cache_new(int capacity, void (*destroy)(void *payload)) {
-    vla_attn_plan_cache *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
-    c->capacity = capacity > 0 ? capacity : 1, c->destroy = destroy;
-    if (!(c->e = calloc((size_t)c->capacity, sizeof *c->e))) {
-        free(c);
-        return NULL;
-    }
-    return c;
-}
-
-static void entry_drop(vla_attn_plan_cache *c, plan_entry *e) {
-    if (c->destroy && e->payload) c->destroy(e->payload);
-    free(e->key);
-    *e = c->e[--c->count]; /* the last entry fills the hole */
-    memset(&c->e[c->count], 0, sizeof c->e[c->count]);
-}
-
-void vla_attn_plan_cache_free(vla_attn_plan_cache *c) {
-    if (!c) return;
-    while (c->count > 0) entry_drop(c, &c->e[c->count - 1]);
-    free(c->e), free(c);
-}
-
-void *vla_attn_plan_cache_get(vla_attn_plan_cache *c, const int32_t *key, int64_t n) {
-    for (int i = 0; i < c->count; i++)
-        if (c->e[i].n == n && !memcmp(c->e[i].key, key, sizeof(int32_t) * (size_t)n)) {
-            c->e[i].used = ++c->clock;
-            return c->e[i].payload;
-        }
-    return NULL;
-}
-
-bool vla_attn_plan_cache_put(vla_attn_plan_cache *c, const int32_t *key, int64_t n, void *payload) {
-    int32_t *copy = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
-    if (!copy) return false;
-    memcpy(copy, key, sizeof(int32_t) * (size_t)n);
-    if (c->count == c->capacity) { /* evict the least recently used */
-        int lru = 0;
-        for (int i = 1; i < c->count; i++)
-            if (c->e[i].used < c->e[lru].used) lru = i;
-        entry_drop(c, &c->e[lru]);
-    }
-    c->e[c->count++] = (plan_entry){copy, n, payload, ++c->clock};
-    return true;
-}
-
-int vla_attn_plan_cache_count(const vla_attn_plan_cache *c) { return c->count; }
-
 int32_t vla_attn_kv_splits(int64_t blocks, int64_t max_walk, int64_t target_blocks) {
     if (blocks <= 0 || max_walk < 4 || blocks >= target_blocks) return 1;
     int64_t s = (target_blocks + blocks - 1) / blocks, by_walk = max_walk / 2;

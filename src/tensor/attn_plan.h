@@ -160,18 +160,7 @@ static inline VLA_ATTN_HOST_DEVICE void vla_attn_split_range(int64_t n, int32_t 
 int64_t vla_attn_plan_key(const vla_attn_config *cfg, int32_t bq, int32_t bk, vla_attn_fold_tile fold_tile,
                           const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks, int32_t *out);
 
-/* A small cache from keys to payloads (a device's uploaded plans), least
- * recently used evicted first (destroy called on it). Not thread-safe: the
- * caller locks. */
-typedef struct vla_attn_plan_cache vla_attn_plan_cache;
-vla_attn_plan_cache *vla_attn_plan_cache_new(int capacity, void (*destroy)(void *payload));
-void vla_attn_plan_cache_free(vla_attn_plan_cache *c); /* destroys every payload */
-/* the payload under key (n words), or NULL */
-void *vla_attn_plan_cache_get(vla_attn_plan_cache *c, const int32_t *key, int64_t n);
-/* keeps a copy of key with payload (evicting the least recently used entry when full); false: out of memory
- * (nothing kept, payload not destroyed) */
-bool vla_attn_plan_cache_put(vla_attn_plan_cache *c, const int32_t *key, int64_t n, void *payload);
-int vla_attn_plan_cache_count(const vla_attn_plan_cache *c);
+/* The cache a device keeps them in: tensor/key_cache.h, keyed by these words' bytes. */
 
 /* The upload: int32 words, at these offsets (in words) of one buffer.
  * Groups of a NULL side are absent (offset −1): the kernel reads group 0;

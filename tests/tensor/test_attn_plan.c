@@ -19,6 +19,7 @@
 #include "test_util.h"
 #include "base/rng.h"
 #include "tensor/attn_plan.h"
+#include "tensor/key_cache.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -548,21 +549,21 @@ static void test_plan_key_and_cache(void **state) {
 
     /* the cache: hits by contents, least recently used evicted (and destroyed), everything freed */
     destroyed_payloads = 0;
-    vla_attn_plan_cache *c = vla_attn_plan_cache_new(3, destroy_payload);
+    vla_key_cache *c = vla_key_cache_new(3, destroy_payload);
     assert_non_null(c);
     int32_t ck[5][2] = {{1, 2}, {1, 3}, {2, 2}, {7, 7}, {1, 2}};
-    for (int i = 0; i < 3; i++) assert_true(vla_attn_plan_cache_put(c, ck[i], 2, malloc(1)));
-    assert_int_equal(vla_attn_plan_cache_count(c), 3);
-    assert_non_null(vla_attn_plan_cache_get(c, ck[4], 2)); /* {1, 2} by contents: now the most recent */
-    assert_null(vla_attn_plan_cache_get(c, ck[3], 2));
-    assert_null(vla_attn_plan_cache_get(c, ck[0], 1)); /* a prefix is another key */
-    assert_true(vla_attn_plan_cache_put(c, ck[3], 2, malloc(1))); /* full: {1, 3} goes */
+    for (int i = 0; i < 3; i++) assert_true(vla_key_cache_put(c, ck[i], 2 * sizeof(int32_t), malloc(1)));
+    assert_int_equal(vla_key_cache_count(c), 3);
+    assert_non_null(vla_key_cache_get(c, ck[4], 2 * sizeof(int32_t))); /* {1, 2} by contents: now the most recent */
+    assert_null(vla_key_cache_get(c, ck[3], 2 * sizeof(int32_t)));
+    assert_null(vla_key_cache_get(c, ck[0], 1 * sizeof(int32_t))); /* a prefix is another key */
+    assert_true(vla_key_cache_put(c, ck[3], 2 * sizeof(int32_t), malloc(1))); /* full: {1, 3} goes */
     assert_int_equal(destroyed_payloads, 1);
-    assert_null(vla_attn_plan_cache_get(c, ck[1], 2));
-    assert_non_null(vla_attn_plan_cache_get(c, ck[0], 2));
-    assert_non_null(vla_attn_plan_cache_get(c, ck[2], 2));
-    assert_non_null(vla_attn_plan_cache_get(c, ck[3], 2));
-    vla_attn_plan_cache_free(c);
+    assert_null(vla_key_cache_get(c, ck[1], 2 * sizeof(int32_t)));
+    assert_non_null(vla_key_cache_get(c, ck[0], 2 * sizeof(int32_t)));
+    assert_non_null(vla_key_cache_get(c, ck[2], 2 * sizeof(int32_t)));
+    assert_non_null(vla_key_cache_get(c, ck[3], 2 * sizeof(int32_t)));
+    vla_key_cache_free(c);
     assert_int_equal(destroyed_payloads, 4);
 }
 

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "tensor/backend.h"
+#include "tensor/key_cache.h"
 
 typedef struct {
     uintptr_t host; /* the PROT_NONE mapping (what alloc returned) */
@@ -516,37 +517,31 @@ static void chk_ema_multi(int count, float *const *e, const float *const *w, con
 WRAP_VOID(clip_coef, (float *gd, const double *ss, const double *also, double mx), (T(gd), T(ss), T(also), mx))
 WRAP_VOID(convert, (void *d, vla_dtype dt, const void *s, vla_dtype st, int64_t n), (T(d), dt, T(s), st, n))
 
-/* The first trace of each key (a few kept, the oldest replaced), as a device keeps its recordings. */
+/* The recorded trace of each key (a few kept, the least recently used dropped), as a device keeps its
+ * recordings (tensor/key_cache.h). n < 0: the key was seen once, not yet recorded. */
 #define CAPTURED_KEYS 16
 typedef struct {
-    void *key;
-    size_t key_bytes;
     uint64_t *h;
     const char **name;
     int64_t n;
 } chk_capture;
-static chk_capture captures[CAPTURED_KEYS];
-static int next_capture;
+static vla_key_cache *captures;
 static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* As cuda runs a key: the first call plainly (it warms caches and arenas), the second traced (the
- * recording: the rules hold), every later one traced and compared with it. */
-static chk_capture *capture_find(const void *key, size_t key_bytes) {
-    for (int i = 0; i < CAPTURED_KEYS; i++)
-        if (captures[i].key && captures[i].key_bytes == key_bytes && !memcmp(captures[i].key, key, key_bytes))
-            return &captures[i];
-    return NULL;
+static void capture_destroy(void *v) {
+    chk_capture *c = v;
+    free(c->h), free(c->name), free(c);
 }
 
-/* a slot for key (the oldest replaced), seen but not recorded; under capture_lock */
-static chk_capture *capture_new(const void *key, size_t key_bytes) {
-    chk_capture *c = &captures[next_capture];
-    next_capture = (next_capture + 1) % CAPTURED_KEYS;
-    free(c->key), free(c->h), free(c->name);
-    memset(c, 0, sizeof *c);
-    if (!(c->key = malloc(key_bytes ? key_bytes : 1))) abort();
-    memcpy(c->key, key, key_bytes);
-    c->key_bytes = key_bytes, c->n = -1;
+/* key's entry, made (seen, not recorded) when it has none; NULL when memory is short. Under capture_lock. */
+static chk_capture *capture_of(const void *key, size_t key_bytes, bool *made) {
+    if (!captures && !(captures = vla_key_cache_new(CAPTURED_KEYS, capture_destroy))) return NULL;
+    chk_capture *c = vla_key_cache_get(captures, key, key_bytes);
+    *made = !c;
+    if (c) return c;
+    if (!(c = calloc(1, sizeof *c))) return NULL;
+    c->n = -1;
+    if (!vla_key_cache_put(captures, key, key_bytes, c)) return free(c), NULL;
     return c;
 }
 
@@ -555,15 +550,16 @@ static int64_t chk_stat(vla_ops_stat what) { return what == VLA_STAT_CAPTURED_RE
 
 static vla_status traced_call(const void *key, size_t key_bytes, vla_status (*body)(void *ctx), void *ctx);
 
+/* As cuda runs a key: the first call plainly (it warms caches and arenas), the second traced (the
+ * recording: the rules hold), every later one traced and compared with it. */
 static vla_status chk_run_captured(const void *key, size_t key_bytes, vla_status (*body)(void *ctx), void *ctx) {
     if (tr.on) return vla_error(VLA_ERR_INTERNAL, "checked: a captured region inside another");
+    bool first;
     pthread_mutex_lock(&capture_lock);
-    if (!capture_find(key, key_bytes)) { /* the first call: remembered, run plainly */
-        capture_new(key, key_bytes);
-        pthread_mutex_unlock(&capture_lock);
-        return body(ctx);
-    }
+    chk_capture *c = capture_of(key, key_bytes, &first);
     pthread_mutex_unlock(&capture_lock);
+    if (!c) abort();
+    if (first) return body(ctx);
     vla_status st = traced_call(key, key_bytes, body, ctx);
     /* the trace's buffers go with the call: a server's worker threads come and go */
     free(tr.h), free(tr.name), free(tr.allocs), free(tr.alloc_len), free(tr.alloc_seq);
@@ -581,16 +577,14 @@ static vla_status traced_call(const void *key, size_t key_bytes, vla_status (*bo
         snprintf(tr.violation, sizeof tr.violation, "%d allocations not freed by the end of a captured region",
                  tr.n_allocs);
     if (tr.violation[0]) return vla_error(VLA_ERR_INTERNAL, "checked: %s: a device could not record it", tr.violation);
+    bool made;
     pthread_mutex_lock(&capture_lock);
-    chk_capture *c = capture_find(key, key_bytes); /* (replaced meanwhile: this call records anew) */
-    if (!c || c->n < 0) { /* the second call: its trace is the recording */
-        if (!c) c = capture_new(key, key_bytes);
-        c->h = malloc((size_t)(tr.n ? tr.n : 1) * sizeof *c->h);
-        c->name = malloc((size_t)(tr.n ? tr.n : 1) * sizeof *c->name);
-        if (!c->h || !c->name) abort();
-        memcpy(c->h, tr.h, (size_t)tr.n * sizeof *c->h);
-        memcpy(c->name, tr.name, (size_t)tr.n * sizeof *c->name);
-        c->n = tr.n;
+    chk_capture *c = capture_of(key, key_bytes, &made); /* (dropped meanwhile: this call records anew) */
+    if (!c) abort();
+    if (c->n < 0) { /* the second call: its trace becomes the recording */
+        free(c->h), free(c->name);
+        c->h = tr.h, c->name = tr.name, c->n = tr.n;
+        tr.h = NULL, tr.name = NULL, tr.cap = 0;
         pthread_mutex_unlock(&capture_lock);
         return VLA_OK;
     }
@@ -601,8 +595,8 @@ static vla_status traced_call(const void *key, size_t key_bytes, vla_status (*bo
         st = vla_error(VLA_ERR_INTERNAL, "checked: a captured region (a key of %zu bytes) ran differently from its "
                        "recording at op %lld of %lld (%s; recorded: %s): a device replays the recording there — "
                        "the key misses something the region depends on (a buffer allocated per call, a scalar, "
-                       "uploaded bytes, an op's index map or layout)", key_bytes, (long long)i, (long long)tr.n, i < tr.n ? tr.name[i] : "(none)",
-                       i < c->n ? c->name[i] : "(none)");
+                       "uploaded bytes, an op's index map or layout)", key_bytes, (long long)i, (long long)tr.n,
+                       i < tr.n ? tr.name[i] : "(none)", i < c->n ? c->name[i] : "(none)");
     }
     pthread_mutex_unlock(&capture_lock);
     return st;

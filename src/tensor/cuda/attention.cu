@@ -15,6 +15,9 @@
 #include <stdlib.h>
 
 #include "tensor/cuda/attn_kernels.cuh"
+extern "C" {
+#include "tensor/key_cache.h"
+}
 
 static bool use_mma(const vla_attn_config *cfg) {
     return cfg->precision != VLA_PREC_FP32 && vla_cuda_ctx_get()->attn_impl == 0 && vla_attn_mma_dpad(cfg->head_dim);
@@ -42,7 +45,7 @@ typedef struct {
 /* Held for a whole attention op: a plan from the cache stays in use until the op has issued its
  * kernels, so no other host thread may evict it meanwhile (ops on one stream serialise anyway). */
 static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
-static vla_attn_plan_cache *plan_cache;
+static vla_key_cache *plan_cache;
 static int64_t plan_builds; /* cache misses so far (plans built and uploaded) */
 static int32_t last_kv_splits = 0; /* the parts of the last backward's dK/dV walk (bench attention prints it) */
 
@@ -98,10 +101,10 @@ static vla_status dev_plan_get(dev_plan **out, bool *owned, const vla_attn_confi
     int32_t *key = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
     if (!key) return vla_error(VLA_ERR_NOMEM, "attention: out of memory for a plan key");
     vla_attn_plan_key(cfg, bq, bk, VLA_ATTN_FOLD_ROWS, qs, n_src, ks, key);
-    if (!plan_cache) plan_cache = vla_attn_plan_cache_new(PLAN_CACHE_ENTRIES, dev_plan_destroy);
+    if (!plan_cache) plan_cache = vla_key_cache_new(PLAN_CACHE_ENTRIES, dev_plan_destroy);
     /* recording a region (graph.cu): a plan of its own, which no eviction can free under the graph */
     bool recording = vla_cuda_capturing();
-    dev_plan *dp = plan_cache && !recording ? (dev_plan *)vla_attn_plan_cache_get(plan_cache, key, n) : NULL;
+    dev_plan *dp = plan_cache && !recording ? (dev_plan *)vla_key_cache_get(plan_cache, key, sizeof(int32_t) * (size_t)n) : NULL;
     vla_status st = VLA_OK;
     *owned = false;
     if (recording) {
@@ -109,7 +112,7 @@ static vla_status dev_plan_get(dev_plan **out, bool *owned, const vla_attn_confi
         *owned = true;
     } else if (!dp) {
         st = dev_plan_build(&dp, cfg, bq, bk, qs, n_src, ks);
-        if (st == VLA_OK && !(plan_cache && vla_attn_plan_cache_put(plan_cache, key, n, dp))) *owned = true;
+        if (st == VLA_OK && !(plan_cache && vla_key_cache_put(plan_cache, key, sizeof(int32_t) * (size_t)n, dp))) *owned = true;
     }
     free(key);
     *out = dp;

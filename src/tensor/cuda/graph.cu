@@ -28,20 +28,22 @@
  *    free of older memory (deferred, then done for real after the
  *    recording), or any CUDA error. The body is then run again, plainly: a failed
  *    recording executed nothing.
- * Recordings are kept per key (a few, the oldest replaced: its graph and
- * memory released after the stream drains). */
+ * Recordings are kept per key (tensor/key_cache.h: a few, the least
+ * recently used dropped — its graph and memory released after the stream
+ * drains). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tensor/cuda/internal.cuh"
+extern "C" {
+#include "tensor/key_cache.h"
+}
 
 #define GRAPH_KEYS 16
 
 typedef struct {
-    void *key;
-    size_t key_bytes;
     int state; /* SEEN, RECORDED or PLAIN */
     cudaGraphExec_t exec;
     void **mem; /* device memory the recording's uploads live in (cudaMalloc) */
@@ -51,8 +53,7 @@ typedef struct {
 } graph_entry;
 enum { SEEN, RECORDED, PLAIN };
 
-static graph_entry graphs[GRAPH_KEYS];
-static int next_graph;
+static vla_key_cache *graphs; /* key → graph_entry (tensor/key_cache.h) */
 static pthread_mutex_t graph_lock = PTHREAD_MUTEX_INITIALIZER;
 static int64_t replays;
 static int enabled = -1;
@@ -201,31 +202,16 @@ static void release_owned(void **owned, int n) {
     free(owned);
 }
 
-static graph_entry *find(const void *key, size_t key_bytes) {
-    for (int i = 0; i < GRAPH_KEYS; i++)
-        if (graphs[i].key && graphs[i].key_bytes == key_bytes && !memcmp(graphs[i].key, key, key_bytes))
-            return &graphs[i];
-    return NULL;
-}
-
-/* a slot for a new key: the oldest entry's graph and memory released once nothing may still run them */
-static graph_entry *take_slot(const void *key, size_t key_bytes) {
-    graph_entry *g = &graphs[next_graph];
-    next_graph = (next_graph + 1) % GRAPH_KEYS;
-    if (g->exec || g->n_mem) {
+/* an entry dropped from the cache: its graph and memory released once nothing may still run them */
+static void graph_destroy(void *v) {
+    graph_entry *g = (graph_entry *)v;
+    if (g->exec) {
         VLA_CUDA_OK(cudaStreamSynchronize(vla_cuda_stream()), "releasing a recorded region");
-        if (g->exec) cudaGraphExecDestroy(g->exec);
+        cudaGraphExecDestroy(g->exec);
         release_mem(g->mem, g->n_mem);
         release_owned(g->owned, g->n_owned);
     }
-    free(g->key);
-    memset(g, 0, sizeof *g);
-    g->key = malloc(key_bytes ? key_bytes : 1);
-    if (!g->key) return NULL;
-    memcpy(g->key, key, key_bytes);
-    g->key_bytes = key_bytes;
-    g->state = SEEN;
-    return g;
+    free(g);
 }
 
 static void say_plain(const char *why) {
@@ -240,10 +226,12 @@ extern "C" vla_status vla_cuda_run_captured(const void *key, size_t key_bytes, v
     if (!graphs_enabled() || vla_cuda_capturing()) return body(ctx); /* (a region inside a recording is recorded with it) */
     vla_cuda_ctx *c = vla_cuda_ctx_get();
     pthread_mutex_lock(&graph_lock);
-    graph_entry *g = find(key, key_bytes);
+    if (!graphs) graphs = vla_key_cache_new(GRAPH_KEYS, graph_destroy);
+    graph_entry *g = graphs ? (graph_entry *)vla_key_cache_get(graphs, key, key_bytes) : NULL;
     if (!g || g->state != RECORDED) {
-        if (!g) { /* the first call: remembered, run plainly */
-            take_slot(key, key_bytes);
+        if (!g) { /* the first call: remembered (if memory allows), run plainly */
+            graph_entry *seen = (graph_entry *)calloc(1, sizeof *seen);
+            if (seen && !(graphs && vla_key_cache_put(graphs, key, key_bytes, seen))) free(seen);
             pthread_mutex_unlock(&graph_lock);
             return body(ctx);
         }
