@@ -172,6 +172,13 @@ summary() {
     s1=$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" samples_per_s)
     s2=$(num "$(stage_line torch_groot-n1.5 policy_train_peer)" samples_per_s)
     [ -n "$s2" ] && echo "    PyTorch bf16 peer groot-n1.5 (autocast, SDPA), same batch and GPU: $s2 samples/s; vla.c / PyTorch = $(ratio "$s1" "$s2")"
+    # where the time goes: each profiled stage's five largest ops (tensor/profile.h; the full rows are in RESULTS)
+    grep '"bench":"policy_profile"' "$RESULTS" | while IFS= read -r l; do
+        echo "    profile $(sed -n 's/.*"stage":"\([^"]*\)".*/\1/p' <<<"$l") ($(sed -n 's/.*"what":"\([a-z_]*\)".*/\1/p' <<<"$l"), $(sed -n 's/.*"clock":"\([a-z]*\)".*/\1/p' <<<"$l") clock): ops $(num "$l" op_ms_per) ms, between ops $(num "$l" between_ops_ms_per) ms, $(num "$l" calls_per) calls; largest:"
+        grep -o '{"op":"[^"]*","calls":[0-9.]*,"ms":[0-9.]*,"share":[0-9.]*\(,"tflops":[0-9.]*\)\{0,1\}' <<<"$l" | head -5 |
+            sed 's/{"op":"\([^"]*\)","calls":\([0-9.]*\),"ms":\([0-9.]*\),"share":\([0-9.]*\)\(,"tflops":\([0-9.]*\)\)\{0,1\}/\1 \2 \3 \4 \6/' |
+            awk '{ printf "      %-32s %8.4f ms %5.1f%% %8.1f calls%s\n", $1, $3, 100 * $4, $2, ($5 != "" ? sprintf(" %7.1f TFLOP/s", $5) : "") }'
+    done
     printf '  %-44s %12s %-3s %s %-5s %s\n' "targets (issues 40, 41)" figure "" target "" verdict
     target "groot-n1.5 bf16 training MFU" "$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" mfu)" ">=" 0.45 ""
     target "groot-n1.5 bf16, vla.c / PyTorch samples/s" "$(ratio "$s1" "$s2")" ">=" 1.4 "x"
@@ -362,6 +369,10 @@ fi
 # ---- figures -------------------------------------------------------------------------------
 HAS_PRECISION=0
 [ -x "$VLA" ] && "$VLA" bench policy --help 2>&1 | grep -q -- '--precision' && HAS_PRECISION=1
+# where the time goes (tensor/profile.h): two more steps or chunks after the timing, op by op on the
+# device's clock, in the stages whose figures the targets read (the timing itself is not profiled)
+PROFILE=()
+[ -x "$VLA" ] && "$VLA" bench policy --help 2>&1 | grep -q -- '--profile' && PROFILE=(--profile=2)
 policy_train() { # STAGE CONFIG BATCH PRECISION [TAG [FLAG...]]: the stage is STAGE_CONFIG[_TAG]
     local extra=() name="$1_$2${5:+_$5}"
     if [ "$HAS_PRECISION" = 1 ]; then
@@ -389,13 +400,14 @@ fi
 if wanted train_bf16 && have "$VLA" train_bf16; then
     p=bf16
     [ "$HAS_PRECISION" = 1 ] || p=fp32
-    policy_train train_$p groot-n1.5 32 $p
+    policy_train train_$p groot-n1.5 32 $p "" "${PROFILE[@]}"
     policy_train train_$p pi05 8 $p
 fi
 if wanted infer && have "$VLA" infer; then
     run infer_groot-n1.5 90 "$VLA" bench policy --device=cuda --config=groot-n1.5 --infer_only --reps=10 --no-peer \
-        --precision=bf16
-    run infer_pi05 90 "$VLA" bench policy --device=cuda --config=pi05 --infer_only --reps=5 --no-peer --precision=bf16
+        --precision=bf16 "${PROFILE[@]}"
+    run infer_pi05 90 "$VLA" bench policy --device=cuda --config=pi05 --infer_only --reps=5 --no-peer --precision=bf16 \
+        "${PROFILE[@]}"
     # the same chunk op by op (no CUDA graph): what recording the flow steps saves (docs/cuda.md, "Graphs")
     VLA_CUDA_GRAPHS=0 run infer_nograph_pi05 90 "$VLA" bench policy --device=cuda --config=pi05 --infer_only --reps=5 \
         --no-peer --precision=bf16

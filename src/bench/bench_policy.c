@@ -38,6 +38,7 @@
 #include "tensor/backend.h"
 #include "tensor/cpu/gemm.h"
 #include "tensor/ops.h"
+#include "tensor/profile.h"
 #include "train/step.h"
 #include "train/trainer_opt.h"
 #ifdef VLA_HAVE_CUDA
@@ -226,6 +227,7 @@ typedef struct {
     vla_precision precs[3];           /* --precision's list, in the order given */
     int n_precs;
     vla_fp8_recipe fp8;               /* TE's defaults, min_dim from --fp8.min_dim */
+    int profile;                      /* --profile: steps (and chunks) run through the profiling table after timing */
     /* GFLOP/s ceiling of each mode other than FP32 (indexed by vla_precision)
      * at each thread count, measured in this run: the op table's bf16/FP8
      * GEMM on a CPU, cuBLASLt's bf16/FP8 tensor-core GEMM on cuda. FP32's is
@@ -431,6 +433,35 @@ static double peak_rss_gib(void) {
     return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / (1024.0 * 1024.0) : 0.0; /* ru_maxrss: KiB */
 }
 
+/* The profile of `n` more training steps or chunks (tensor/profile.h), after
+ * the timing: a "policy_profile" line, and the table on stderr. */
+static void print_profile(const char *name, const vla_policy *p, const bench_opts *o, const char *what, int64_t batch,
+                          const vla_profile *prof) {
+    printf("{\"bench\":\"policy_profile\",\"config\":\"%s\",\"policy\":\"%s\",\"backend\":\"%s\","
+           "\"precision\":\"%s\",\"what\":\"%s\",\"batch\":%lld,\"per\":%d,",
+           name, p->ops->name, o->ops->name, vla_precision_name(o->prec), what, (long long)batch, o->profile);
+    vla_profile_print_json_members(stdout, prof, o->profile, 12);
+    printf("}\n");
+    fflush(stdout);
+    fprintf(stderr, "%s, %s %s, %s batch %lld:\n", name, o->ops->name, vla_precision_name(o->prec), what,
+            (long long)batch);
+    vla_profile_print_table(stderr, prof, o->profile, !strcmp(what, "train_step") ? "step" : "chunk", 15);
+}
+
+static vla_status profile_training(const char *name, vla_policy *p, const vla_batch *b, vla_train_opt *opt,
+                                   const bench_opts *o) {
+    if (o->profile <= 0) return VLA_OK;
+    vla_loss_info info;
+    vla_profile prof;
+    vla_profile_start();
+    vla_status st = VLA_OK;
+    for (int i = 0; i < o->profile && st == VLA_OK; i++) st = train_step(p, b, opt, &info);
+    VLA_TRY(vla_profile_stop(&prof));
+    if (st == VLA_OK) print_profile(name, p, o, "train_step", o->batch, &prof);
+    vla_profile_free(&prof);
+    return st;
+}
+
 /* Batch-1 inference: one action chunk from one observation, as a server
  * runs it — the weights held over every chunk (vla serve holds them for its
  * life), so the warm-up casts them and the timed chunks reuse the casts. */
@@ -454,13 +485,21 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
         sum += d;
         if (d < best) best = d;
     }
-    vla_policy_weights_release(p);
     double waits = p->tops->host_waits ? (double)(p->tops->host_waits() - w0) / (double)o->infer_reps : -1;
     double launches = p->tops->launches ? (double)(p->tops->launches() - l0) / (double)o->infer_reps : -1;
     double plans = b0 >= 0 ? (double)(attn_plan_builds(p->tops) - b0) / (double)o->infer_reps : -1;
     /* chunks whose flow steps ran as one recorded graph (policy/flow.h; VLA_CUDA_GRAPHS=0: none) */
     double replayed = r0 >= 0 ? (double)(p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0) / (double)o->infer_reps : -1;
+    vla_profile prof = {0};
+    if (st == VLA_OK && o->profile > 0) { /* the same chunks again, op by op (graphs off while profiled) */
+        vla_profile_start();
+        for (int i = 0; i < o->profile && st == VLA_OK; i++) st = vla_policy_sample_actions(p, &ob, act);
+        vla_status ps = vla_profile_stop(&prof);
+        if (st == VLA_OK) st = ps;
+    }
+    vla_policy_weights_release(p);
     free(act);
+    if (st != VLA_OK) vla_profile_free(&prof);
     VLA_TRY(st);
     vla_flops_estimate est;
     vla_flops_estimate_compute(cfg, &p->specs, &est);
@@ -478,6 +517,8 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     if (replayed >= 0) printf(",\"graph_replays_per_chunk\":%.2f", replayed);
     printf("}\n");
     fflush(stdout);
+    if (o->profile > 0) print_profile(name, p, o, "chunk", 1, &prof);
+    vla_profile_free(&prof);
     return VLA_OK;
 }
 
@@ -511,7 +552,9 @@ static int bench_one(const char *name, const bench_opts *o) {
     if (o->infer_only)
         for (int g = 0; g < VLA_GROUP_COUNT; g++) cfg.frozen[g] = true;
     vla_policy *p = NULL;
-    st = vla_policy_create(&cfg, o->ops, &p);
+    const vla_ops *pops = o->ops; /* --profile: the profiling table, forwarding until a profile starts */
+    if (o->profile > 0 && (st = vla_profile_wrap(o->ops, &pops)) != VLA_OK) return vla_cli_fail(st);
+    st = vla_policy_create(&cfg, pops, &p);
     if (st == VLA_OK) p->recompute_layers = o->recompute;
     if (st == VLA_ERR_UNSUPPORTED) {
         printf("{\"bench\":\"policy\",\"config\":\"%s\",\"skipped\":\"no implementation of policy '%s' in this "
@@ -537,6 +580,7 @@ static int bench_one(const char *name, const bench_opts *o) {
                 print_train(name, p, o, i, l, &s, &info, res[i].per_step[l], i > 0 ? res[0].per_step[l] : 0,
                             l > 0 ? res[i].per_step[0] : 0, res[i].peak, res[i].torch_sps, res[i].torch_forced_sps,
                             res[i].why, 0);
+        if (st == VLA_OK) st = profile_training(name, p, &s.b, opt, o); /* at the last thread count */
     } else if (!o->infer_only) { /* several modes: alternating rounds on one thread count, each its best */
         double best[3] = {1e30, 1e30, 1e30}, peak = o->peak[0];
         vla_loss_info pinfo[3];
@@ -554,6 +598,13 @@ static int bench_one(const char *name, const bench_opts *o) {
             om.prec = o->precs[m];
             print_train(name, p, &om, 0, 0, &s, &pinfo[m], best[m], 0, 0, peak, 0, 0, "", m > 0 ? best[0] : 0);
         }
+        for (int m = 0; m < o->n_precs && st == VLA_OK && o->profile > 0; m++) { /* each mode's profile */
+            bench_opts om = *o;
+            om.prec = o->precs[m];
+            st = vla_policy_set_precision(p, om.prec, &o->fp8);
+            if (st == VLA_OK) st = train_step(p, &s.b, opt, &pinfo[m]); /* its casts and scales settled */
+            if (st == VLA_OK) st = profile_training(name, p, &s.b, opt, &om);
+        }
     }
     for (int m = 0; m < o->n_precs && st == VLA_OK; m++) {
         bench_opts om = *o;
@@ -567,6 +618,7 @@ static int bench_one(const char *name, const bench_opts *o) {
     vla_train_opt_free(opt);
     vla_bench_batch_free(&s);
     vla_policy_free(p);
+    if (o->profile > 0) vla_profile_unwrap();
     return st == VLA_OK ? 0 : vla_cli_fail(st);
 }
 
@@ -579,7 +631,7 @@ int vla_bench_policy(int argc, char **argv) {
     double seconds = 2.0;
     bool quick = false, no_peer = false, infer_only = false, recompute = false;
     const char *precision = "fp32";
-    int64_t fp8_min_dim = 0;
+    int64_t fp8_min_dim = 0, profile = 0;
     const vla_flag flags[] = {
         {"config", VLA_FLAG_STRING, &configs, "A,B", "comma-separated config names or paths"},
         {"batch", VLA_FLAG_INT, &batch, "N", "samples per training step"},
@@ -613,6 +665,11 @@ int vla_bench_policy(int argc, char **argv) {
         {"gradient_checkpointing", VLA_FLAG_BOOL, &recompute, NULL,
          "train as `vla train --gradient_checkpointing` (each layer's forward again in backward); \"act_gib\" "
          "shows the activation memory either way"},
+        {"profile", VLA_FLAG_INT, &profile, "N",
+         "after each timing, N more training steps (and N chunks) through the profiling table: a "
+         "\"policy_profile\" line per timing (time, calls and TFLOP/s per op, per step or chunk) and the table on "
+         "stderr; on cuda each op is timed on the device's clock and captured regions run op by op "
+         "(tensor/profile.h); default 0: none"},
         {"infer_only", VLA_FLAG_BOOL, &infer_only, NULL,
          "only the batch-1 inference line, every group frozen so no gradient memory is allocated (what a full-size "
          "preset needs on a 24 GiB machine); it adds the weights' and the process's peak memory"},
@@ -675,6 +732,11 @@ int vla_bench_policy(int argc, char **argv) {
         return 2;
     }
     o.fp8.min_dim = fp8_min_dim;
+    if (profile < 0 || profile > 1000) {
+        fprintf(stderr, "vla: error: vla bench policy: --profile=%lld: give 0 (none) to 1000 steps\n", (long long)profile);
+        return 2;
+    }
+    o.profile = (int)profile;
     o.libs[o.n_libs++] = vla_gemm_lib_active();
     if (gemm_list) {
         o.n_libs = 0;

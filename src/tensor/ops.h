@@ -236,6 +236,17 @@ typedef struct vla_ops {
      * their backend pointers, scalars and uploaded bytes must equal the
      * first call's, else VLA_ERR_INTERNAL naming the first op that differs. */
     vla_status (*run_captured)(const void *key, size_t key_bytes, vla_status (*body)(void *ctx), void *ctx);
+    /* PROFILING (tensor/profile.h). mark() puts a point on this backend's
+     * timeline after every op issued so far and returns its handle (>= 0;
+     * -1: none can be placed now, e.g. while recording a region);
+     * mark_ms(a, b) waits until both points have passed and returns the
+     * milliseconds between them on the device's clock; marks_reset()
+     * forgets every handle (they are reused). NULL: every op has finished
+     * when it returns, and the profiler reads the host's clock (cpu,
+     * checked). */
+    int64_t (*mark)(void);
+    double (*mark_ms)(int64_t from, int64_t to);
+    void (*marks_reset)(void);
 
     /* ---- memory ------------------------------------------------------------ */
     /* backend memory (64-byte aligned), NULL when out of memory */

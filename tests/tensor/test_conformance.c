@@ -12,12 +12,18 @@
  *
  * A backend that cannot run here (cuda on a machine without a GPU) is
  * skipped with its reason ("skipping backend cuda: …"); scripts/gpu_check.sh
- * runs this binary on the GPU. VLA_CONFORMANCE=name runs one backend. */
+ * runs this binary on the GPU. VLA_CONFORMANCE=name runs one backend.
+ *
+ * Every backend, cpu included, runs the suite a second time through the
+ * profiling table (tensor/profile.h) with profiling on ("profiled:NAME"):
+ * the wrapper must forward every slot unchanged (the same bits as the
+ * backend itself), time every call, and run captured regions op by op. */
 #include "test_util.h"
 #include "base/rng.h"
 #include "tensor/attn_plan.h"
 #include "tensor/backend.h"
 #include "tensor/ops.h"
+#include "tensor/profile.h"
 #include "tensor/step_guard.h"
 
 #include <math.h>
@@ -31,6 +37,7 @@
 typedef struct {
     const vla_ops *ref, *dut;
     bool exact; /* dut declares rtol 0 */
+    bool profiling; /* dut is the profiling table, profiling on: regions run op by op */
     vla_rng rng;
     bool covered[sizeof(vla_ops) / sizeof(void (*)(void))];
 } ctx;
@@ -931,25 +938,15 @@ static void t_captured(void) {
     }
     if (r0 >= 0) {
         int64_t replays = C.dut->stat(VLA_STAT_CAPTURED_REPLAYS) - r0;
-        if (replays < 2) fail_msg("captured region [%s]: %lld of 5 calls replayed", C.dut->name, (long long)replays);
+        if (!C.profiling && replays < 2)
+            fail_msg("captured region [%s]: %lld of 5 calls replayed", C.dut->name, (long long)replays);
+        if (C.profiling && replays != 0) /* profile.h: a profiled region runs op by op, so its ops are timed */
+            fail_msg("captured region [profiled %s]: %lld calls replayed", C.dut->name, (long long)replays);
     }
     t_free(x), t_free(w), t_free(y), t_free(g), t_free(q), t_free(k), t_free(v), t_free(o), t_free(lse);
 }
 
-static void run_backend(void **state) {
-    const char *name = *state;
-    const char *only = getenv("VLA_CONFORMANCE");
-    if (only && *only && strcmp(only, name)) skip();
-    vla_status st = vla_backend_probe(name);
-    if (st != VLA_OK) {
-        fprintf(stderr, "test_conformance: skipping backend %s: %s\n", name, vla_error_message());
-        skip();
-    }
-    memset(&C, 0, sizeof C);
-    C.ref = vla_backend_find("cpu");
-    C.dut = vla_backend_find(name);
-    C.exact = C.dut->rtol == 0;
-    C.rng = vla_rng_stream(20260101, 0);
+static void run_suite(const char *name) {
     t_memory();
     t_gemm();
     t_gemm_q();
@@ -973,13 +970,69 @@ static void run_backend(void **state) {
     fprintf(stderr, "test_conformance: backend %s conforms (%s)\n", name, C.exact ? "bit for bit" : "within tolerance");
 }
 
+static void run_backend(void **state) {
+    const char *name = *state;
+    const char *only = getenv("VLA_CONFORMANCE");
+    bool profiled = !strncmp(name, "profiled:", 9);
+    const char *base = profiled ? name + 9 : name;
+    if (only && *only && strcmp(only, base)) skip();
+    vla_status st = vla_backend_probe(base);
+    if (st != VLA_OK) {
+        fprintf(stderr, "test_conformance: skipping backend %s: %s\n", name, vla_error_message());
+        skip();
+    }
+    memset(&C, 0, sizeof C);
+    C.ref = vla_backend_find("cpu");
+    C.dut = vla_backend_find(base);
+    C.exact = C.dut->rtol == 0;
+    C.rng = vla_rng_stream(20260101, 0);
+    if (!profiled) {
+        run_suite(name);
+        return;
+    }
+    const vla_ops *prof = NULL;
+    assert_int_equal(vla_profile_wrap(C.dut, &prof), VLA_OK);
+    assert_string_equal(prof->name, C.dut->name);
+    assert_true(prof->rtol == C.dut->rtol && prof->device == C.dut->device && prof->host_memory == C.dut->host_memory);
+    C.dut = prof;
+    C.profiling = true;
+    vla_profile_start();
+    run_suite(name);
+    vla_profile p;
+    assert_int_equal(vla_profile_stop(&p), VLA_OK);
+    /* every call timed, on the backend's clock where it has one, the ops inside the span */
+    assert_true(p.calls > 1000);
+    assert_int_equal(p.unmarked + p.dropped, 0);
+    assert_true(p.device_clock == (vla_backend_find(base)->mark != NULL));
+    int64_t in_rows = 0;
+    double gemm_flops = 0;
+    for (int i = 0; i < p.n_rows; i++) {
+        in_rows += p.rows[i].calls;
+        if (!strncmp(p.rows[i].op, "sgemm", 5)) gemm_flops += p.rows[i].flops;
+        if (i > 0 && p.rows[i].ms > p.rows[i - 1].ms) fail_msg("profile rows out of order at %d", i);
+    }
+    assert_int_equal(in_rows, p.calls);
+    assert_true(gemm_flops > 0);
+    if (p.op_ms > p.span_ms + 1e-3 * (double)p.calls)
+        fail_msg("profiled %s: the ops' %.3f ms exceed their span %.3f ms", base, p.op_ms, p.span_ms);
+    vla_profile_free(&p);
+    vla_profile_unwrap();
+}
+
 int main(void) {
     static const char *names[16];
     struct CMUnitTest tests[16];
     int n = 0;
+    static char profiled[8][48];
     for (int i = 0; i < vla_backend_count() && n < 16; i++) {
         if (!strcmp(vla_backend_name(i), "cpu")) continue;
         names[n] = vla_backend_name(i);
+        tests[n] = (struct CMUnitTest){names[n], run_backend, NULL, NULL, (void *)names[n]};
+        n++;
+    }
+    for (int i = 0; i < vla_backend_count() && i < 8 && n < 16; i++) { /* each backend again, profiled */
+        snprintf(profiled[i], sizeof profiled[i], "profiled:%s", vla_backend_name(i));
+        names[n] = profiled[i];
         tests[n] = (struct CMUnitTest){names[n], run_backend, NULL, NULL, (void *)names[n]};
         n++;
     }

@@ -385,6 +385,58 @@ static void cu_sync(void) {
     VLA_CUDA_OK(cudaStreamSynchronize(c->stream), "sync");
 }
 
+/* ---- profiling marks (ops.h, mark): CUDA events on the compute stream ------------------------ */
+
+/* A pool that grows and is reused after marks_reset; a profiled training
+ * step places two marks per op (a few thousand). Not while recording a
+ * region: the profiler runs regions op by op (tensor/profile.h). */
+static cudaEvent_t *mark_ev;
+static int64_t mark_used, mark_cap;
+static pthread_mutex_t mark_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int64_t cu_mark(void) {
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    if (vla_cuda_capturing()) return -1;
+    pthread_mutex_lock(&mark_lock);
+    if (mark_used == mark_cap) {
+        int64_t cap = mark_cap ? 2 * mark_cap : 4096;
+        cudaEvent_t *ev = (cudaEvent_t *)realloc(mark_ev, sizeof *ev * (size_t)cap);
+        if (!ev) {
+            pthread_mutex_unlock(&mark_lock);
+            return -1;
+        }
+        for (int64_t i = mark_cap; i < cap; i++)
+            if (cudaEventCreate(&ev[i]) != cudaSuccess) {
+                cudaGetLastError();
+                cap = i;
+                break;
+            }
+        mark_ev = ev, mark_cap = cap;
+        if (mark_used == mark_cap) {
+            pthread_mutex_unlock(&mark_lock);
+            return -1;
+        }
+    }
+    int64_t h = mark_used++;
+    VLA_CUDA_OK(cudaEventRecord(mark_ev[h], c->stream), "profiling mark");
+    pthread_mutex_unlock(&mark_lock);
+    return h;
+}
+
+static double cu_mark_ms(int64_t a, int64_t b) {
+    if (a < 0 || b < 0 || a >= mark_used || b >= mark_used) return 0;
+    float ms = 0;
+    VLA_CUDA_OK(cudaEventSynchronize(mark_ev[b]), "profiling mark");
+    VLA_CUDA_OK(cudaEventElapsedTime(&ms, mark_ev[a], mark_ev[b]), "profiling mark");
+    return ms;
+}
+
+static void cu_marks_reset(void) {
+    pthread_mutex_lock(&mark_lock);
+    mark_used = 0;
+    pthread_mutex_unlock(&mark_lock);
+}
+
 vla_cuda_upload_t vla_cuda_upload(const void *host, size_t bytes) {
     vla_cuda_upload_t u = {NULL, false};
     if (!host) return u;
@@ -450,6 +502,9 @@ static void tbl_init(void) {
     tbl.launches = cu_launches;
     tbl.stat = cu_stat;
     tbl.run_captured = vla_cuda_run_captured;
+    tbl.mark = cu_mark;
+    tbl.mark_ms = cu_mark_ms;
+    tbl.marks_reset = cu_marks_reset;
     tbl.alloc = cu_alloc;
     tbl.free = cu_free;
     tbl.to_device = cu_to_device;
