@@ -147,7 +147,7 @@ typedef enum {
 static flag_kind kind_of(const char *name) {
     static const char *const session[] = {"output_dir", "resume", "resume.allow_changes", "overwrite", "quiet", "json",
                                           "max_time_s", "stop_after", "nan_at_step", "crash_at_step",
-                                          "poison_fp8_amax_at_step",
+                                          "poison_fp8_amax_at_step", "profile",
                                           "dist.threads_per_rank", "dist.bucket_mb"};
     /* batch_size and accumulation split the global batch over ranks: they may change with the rank count,
      * and the trainer holds the global batch itself to the checkpoint's (allow_changes lets it differ) */
@@ -417,6 +417,7 @@ int vla_cmd_train(int argc, char **argv) {
     const char *env = NULL, *shards = NULL, *repo_id = NULL, *env_task = NULL, *env_model = NULL;
     int64_t eval_n_act = 0;
     int64_t batch = o.batch_size, steps = o.steps, seed = (int64_t)o.seed, workers = o.num_workers, accum = 1;
+    int64_t profile = 0;
     int64_t save_freq = -1, log_freq = o.log_freq, eval_freq = 0, eval_eps = 10, warmup = -1, stop_after = 0,
             nan_at = 0, eval_seed = 100000, threads = 0, crash_at = 0, n_act = 0;
     int64_t n_obs = 1, augment_shift = 0;
@@ -502,6 +503,10 @@ int vla_cmd_train(int argc, char **argv) {
         {"fp8.min_dim", VLA_FLAG_INT, &fp8_min_dim, "N",
          "with --precision=fp8: a block linear with in or out features below N reads bf16, not FP8 (too small to "
          "repay FP8's casts; default 0: every block linear in FP8, as TE's fp8_autocast)"},
+        {"profile", VLA_FLAG_INT, &profile, "N",
+         "time every op of N steps from the third step of this run (after the first steps' warm-up) and write "
+         "where the time goes, per op and per step, to OUTPUT/profile.json and stderr; on cuda on the device's clock "
+         "(\"between ops\": the device idle, e.g. waiting for data); the numbers are unchanged (default 0: off)"},
         {"num_workers", VLA_FLAG_INT, &workers, "N", "background data threads (0: on the training thread; default 2)"},
         {"optimizer.lr", VLA_FLAG_FLOAT, &o.lr, "LR", "peak learning rate (default: the policy's, pi05 2.5e-5, groot 1e-4)"},
         {"optimizer.weight_decay", VLA_FLAG_FLOAT, &o.weight_decay, "WD", "AdamW weight decay (default: the policy's)"},
@@ -554,6 +559,7 @@ int vla_cmd_train(int argc, char **argv) {
         "  loss.png, lr.png             the curves; with --eval_freq also eval_success.png, eval_coverage.png\n"
         "  eval_model/                  with --eval_freq: the weights the latest eval ran (overwritten each time)\n"
         "  eval/step_<N>/               with --eval_freq: each eval's eval_info.json, as `vla eval` writes it\n"
+        "  profile.json                 with --profile=N: where N steps' time went, per op and per step\n"
         "Each run gets its own OUTPUT: a named one must be empty (--overwrite=true moves an old run aside).\n"
         "--resume=true alone continues the run in OUTPUT with its saved flags and reproduces the uninterrupted\n"
         "run's losses bit for bit (CPU, same thread count); a larger --steps plans the schedule anew over them.\n"
@@ -667,7 +673,7 @@ int vla_cmd_train(int argc, char **argv) {
     if (!vla_cli_int_in(cmd, "batch_size", batch, 1, INT64_MAX) || !vla_cli_int_in(cmd, "steps", steps, 1, INT64_MAX) ||
         !vla_cli_int_in(cmd, "gradient_accumulation_steps", accum, 1, 1 << 20) ||
         !vla_cli_int_in(cmd, "token_budget", o.token_budget, 0, INT64_MAX) ||
-        !vla_cli_int_in(cmd, "num_workers", workers, 0, 256) || !vla_cli_int_in(cmd, "log_freq", log_freq, 0, INT64_MAX) ||
+        !vla_cli_int_in(cmd, "num_workers", workers, 0, 256) || !vla_cli_int_in(cmd, "profile", profile, 0, 1 << 20) || !vla_cli_int_in(cmd, "log_freq", log_freq, 0, INT64_MAX) ||
         (GIVEN("save_freq") && !vla_cli_int_in(cmd, "save_freq", save_freq, 0, INT64_MAX)) ||
         !vla_cli_int_in(cmd, "eval_freq", eval_freq, 0, INT64_MAX) ||
         !vla_cli_int_in(cmd, "eval.n_episodes", eval_eps, 1, 1 << 20) ||
@@ -735,6 +741,7 @@ int vla_cmd_train(int argc, char **argv) {
     }
     o.batch_size = batch, o.steps = steps, o.seed = (uint64_t)seed, o.num_workers = (int)workers, o.accum = accum;
     o.save_freq = save_freq >= 0 ? save_freq : (steps >= 5 ? steps / 5 : 0);
+    o.profile_steps = profile;
     o.log_freq = log_freq, o.eval_freq = eval_freq, o.warmup_steps = warmup, o.constant_lr = constant;
     o.resume = resume, o.skip_nonfinite = skip, o.augment = augment, o.progress = !quiet;
     o.augment_shift = (int)augment_shift;

@@ -22,6 +22,7 @@
 #include "distributed/sampler.h"
 #include "policy/family.h"
 #include "tensor/backend.h"
+#include "tensor/profile.h"
 #include "tensor/cpu/gemm.h"
 #include "checkpoint/checkpoint.h"
 #include "train/fp8_state.h"
@@ -92,6 +93,8 @@ typedef struct {
     vla_meter meter;
     bool restarted;   /* resumed with no checkpoint: started over from step 0 */
     char lr_note[160];/* where the peak lr came from, for the info line */
+    bool profiled;    /* --profile: the policy runs on the profiling table (tensor/profile.h) */
+    int64_t prof_first, prof_end; /* the profiled steps [first, end) of this session */
 } trainer;
 
 static const char *const COLS[] = {"loss", "grad_norm", "lr", "samples_per_s", "data_wait", "skipped",
@@ -250,6 +253,7 @@ static void trainer_free(trainer *t) {
     free(t->scratch);
     free(t->win);
     json_decref(t->train_cfg);
+    if (t->profiled) vla_profile_unwrap();
     if (t->comm) vla_comm_finalize(t->comm);
 }
 
@@ -357,6 +361,10 @@ static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
     VLA_TRY(vla_policy_config_validate(cfg->name, cfg));
     const vla_ops *ops;
     VLA_TRY(vla_backend_get(o->device ? o->device : vla_backend_default_name(), &ops));
+    if (o->profile_steps > 0) { /* forwarding only, until the profiled steps (vla_train) */
+        VLA_TRY(vla_profile_wrap(ops, &ops));
+        t->profiled = true;
+    }
     VLA_TRY(vla_policy_create(cfg, ops, &t->p));
     VLA_TRY(vla_policy_init_weights(t->p, o->seed));
     VLA_TRY(vla_policy_set_precision(t->p, o->precision, &o->fp8));
@@ -838,6 +846,37 @@ static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bo
     return VLA_OK;
 }
 
+/* --profile: the profiled steps' table on stderr and in OUTPUT/profile.json (rank 0; every rank stops its profile). */
+static vla_status profile_finish(trainer *t, int64_t steps) {
+    vla_profile prof;
+    VLA_TRY(vla_profile_stop(&prof));
+    vla_status st = VLA_OK;
+    if (t->rank == 0 && steps > 0) {
+        fprintf(stderr, "vla train: steps %lld to %lld profiled (%s, %s):\n", (long long)t->prof_first + 1,
+                (long long)(t->prof_first + steps), t->p->tops->name, vla_precision_name(t->o->precision));
+        vla_profile_print_table(stderr, &prof, (double)steps, "step", 20);
+        char *buf = NULL, path[VLA_CKPT_PATH_MAX + 32];
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f) {
+            st = vla_error(VLA_ERR_NOMEM, "--profile: out of memory for profile.json");
+        } else {
+            fprintf(f, "{\"first_step\":%lld,\"steps\":%lld,\"backend\":\"%s\",\"precision\":\"%s\",\"batch_size\":%lld,",
+                    (long long)t->prof_first + 1, (long long)steps, t->p->tops->name,
+                    vla_precision_name(t->o->precision), (long long)t->o->batch_size);
+            vla_profile_print_json_members(f, &prof, (double)steps, prof.n_rows);
+            fprintf(f, "}\n");
+            fclose(f);
+            snprintf(path, sizeof path, "%s/profile.json", t->out_dir);
+            st = vla_write_file_atomic(path, buf, len);
+            if (st == VLA_OK) VLA_INFO("--profile: where the time goes per step is in %s", path);
+            free(buf);
+        }
+    }
+    vla_profile_free(&prof);
+    return st;
+}
+
 /* After the last step: the result's figures, then (rank 0) the metrics
  * files closed and the plots drawn from them. */
 static void finish_run(trainer *t, int64_t steps_done, vla_train_result *res) {
@@ -873,10 +912,26 @@ vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
     vla_status st = setup(&t, &start);
     if (st == VLA_OK) st = begin_run(&t, start, res);
     if (st != VLA_OK) goto done;
+    /* --profile: N steps from the third of this session (the first ones warm arenas, casts and plans up);
+     * fewer when the run is shorter */
+    t.prof_first = start + (o->steps - start > 2 ? 2 : 0);
+    t.prof_end = o->profile_steps > 0 ? t.prof_first + o->profile_steps : t.prof_first;
+    if (t.prof_end > o->steps) t.prof_end = o->steps;
     for (step = start; step < o->steps;) {
         bool stop = false;
-        if ((st = train_step(&t, step, res, &stop)) != VLA_OK) goto done;
+        if (step == t.prof_first && t.prof_end > t.prof_first) vla_profile_start();
+        st = train_step(&t, step, res, &stop);
         step++;
+        if (t.prof_end > t.prof_first && step > t.prof_first && (step == t.prof_end || stop || st != VLA_OK)) {
+            if (st == VLA_OK) {
+                st = profile_finish(&t, step - t.prof_first);
+            } else { /* a failed step: no table (the run's error is what matters) */
+                vla_profile prof;
+                if (vla_profile_stop(&prof) == VLA_OK) vla_profile_free(&prof);
+            }
+            t.prof_end = t.prof_first; /* done */
+        }
+        if (st != VLA_OK) goto done;
         if (stop) break;
     }
     finish_run(&t, step - start, res);

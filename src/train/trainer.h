@@ -117,6 +117,9 @@ typedef struct {
     vla_precision precision;    /* how the blocks' large linears run their GEMMs (policy/precision.h; default fp32) */
     bool gradient_checkpointing; /* recompute each layer's activations in backward (vla_policy.recompute_layers) */
     vla_fp8_recipe fp8;         /* FP8's delayed scaling (default: TransformerEngine's) */
+    int64_t profile_steps;      /* > 0: time every op of this many steps from the third of this run (after the
+                                   warm-up) through the profiling table (tensor/profile.h): OUTPUT/profile.json and
+                                   a table on stderr (rank 0); the numbers are the same either way */
     const volatile sig_atomic_t *interrupt; /* non-zero (a signal number): checkpoint after this step and stop */
 } vla_train_opts;
 

@@ -368,6 +368,53 @@ static void test_eval_plots_visible(void **state) {
     assert_int_equal(stat(d, &st), 0);
 }
 
+/* ---- 8. --profile: where a step's time goes, and the same numbers ------------------------------ */
+
+static void test_profile(void **state) {
+    (void)state;
+    const char *plain = tmp("unprofiled"), *prof = tmp("profiled");
+#define PROF_FLAGS "--steps=6 --batch_size=4 --save_freq=1000 --log_freq=1 --seed=7 --quiet"
+    EXPECT(train(plain, PROF_FLAGS), 0);
+    EXPECT(train(prof, PROF_FLAGS " --profile=3"), 0);
+    SAYS("vla train: steps 3 to 5 profiled");
+    SAYS("where the time goes, per step");
+    SAYS("adamw_multi");
+    /* profiling forwards every op unchanged: the same losses and weights */
+    char *a = test_losses_text(plain), *b = test_losses_text(prof);
+    assert_string_equal(a, b);
+    free(a), free(b);
+    same_bytes(plain, prof, "checkpoints/last/pretrained_model/model.safetensors");
+    char path[2100];
+    snprintf(path, sizeof path, "%s/profile.json", prof);
+    json_error_t err;
+    json_t *j = json_load_file(path, 0, &err);
+    if (!j) fail_msg("%s: %s", path, err.text);
+    assert_int_equal(json_integer_value(json_object_get(j, "first_step")), 3);
+    assert_int_equal(json_integer_value(json_object_get(j, "steps")), 3);
+    assert_int_equal(json_integer_value(json_object_get(j, "batch_size")), 4);
+    /* one optimizer update and one loss per step (one rank, no accumulation) */
+    json_t *ops = json_object_get(j, "ops");
+    int seen = 0;
+    for (size_t i = 0; i < json_array_size(ops); i++) {
+        json_t *o = json_array_get(ops, i);
+        const char *name = json_string_value(json_object_get(o, "op"));
+        double calls = json_real_value(json_object_get(o, "calls"));
+        if (!strcmp(name, "adamw_multi") || !strcmp(name, "masked_mse_acc")) {
+            if (calls != 1.0) fail_msg("%s: %g calls per step, want 1", name, calls);
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 2);
+    assert_true(json_real_value(json_object_get(j, "op_ms_per")) > 0);
+    json_decref(j);
+    /* a run without --profile writes none */
+    snprintf(path, sizeof path, "%s/profile.json", plain);
+    struct stat st;
+    assert_int_not_equal(stat(path, &st), 0);
+    EXPECT(train(tmp("profile_bad"), "--steps=2 --profile=-1"), 2);
+    SAYS("--profile");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sigint_checkpoints_and_resumes_bit_exact),
@@ -377,6 +424,7 @@ int main(void) {
         cmocka_unit_test(test_info_line_device_precision),
         cmocka_unit_test(test_summary_and_json),
         cmocka_unit_test(test_eval_plots_visible),
+        cmocka_unit_test(test_profile),
     };
     int rc = cmocka_run_group_tests(tests, group_setup, NULL);
     test_release_font_caches();
