@@ -113,6 +113,20 @@ void vla_arena_rewind(vla_arena *a, vla_arena_mark m) {
     a->used_total = m.used_total;
 }
 
+size_t vla_arena_room(const vla_arena *a) { return a->head ? a->head->size - a->head->offset : 0; }
+
+bool vla_arena_advance(vla_arena *a, vla_arena_mark from, vla_arena_mark to) {
+    vla_arena_chunk *h = a->head;
+    if (!h || h != from.chunk || h->offset != from.offset || a->used_total != from.used_total) return false;
+    if (to.chunk != h || to.offset < from.offset || to.offset > h->size ||
+        to.used_total - from.used_total != to.offset - from.offset)
+        return false;
+    h->offset = to.offset;
+    a->used_total = to.used_total;
+    if (a->used_total > a->peak) a->peak = a->used_total;
+    return true;
+}
+
 void vla_arena_reset(vla_arena *a) {
     while (a->head && a->head->prev) {
         vla_arena_chunk *prev = a->head->prev;

@@ -7,6 +7,7 @@
 #ifndef VLA_BASE_ARENA_H
 #define VLA_BASE_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct vla_arena_chunk vla_arena_chunk;
@@ -45,8 +46,19 @@ vla_arena_mark vla_arena_get_mark(const vla_arena *a);
 /* Where the next block (align) would start, nothing kept: what decides the addresses of the
  * allocations that follow (a captured region's key, tensor/ops.h); NULL when memory runs out. */
 const void *vla_arena_next_block(vla_arena *a, size_t align);
+/* Bytes the current chunk can still hand out (0: none yet): allocations
+ * that add up to no more than this, alignment padding included, need no
+ * new chunk. */
+size_t vla_arena_room(const vla_arena *a);
 /* Release everything allocated after `m` (later chunks are freed). */
 void vla_arena_rewind(vla_arena *a, vla_arena_mark m);
+/* The other way: from `from` (the arena's position now) forward to `to`, a
+ * mark taken after some allocations were made from `from` before, in the
+ * same chunk — as if they were made again: what a replayed captured
+ * region's caller does for the allocations its body would have made
+ * (policy/region.h). false, and nothing changes, when the arena is not at
+ * `from` or `to` is not ahead of it in the current chunk. */
+bool vla_arena_advance(vla_arena *a, vla_arena_mark from, vla_arena_mark to);
 /* Release everything and make the next chunk `chunk_size` bytes (the
  * high-water mark of a step, so later steps of that shape allocate nothing);
  * keeps the allocator. */

@@ -12,6 +12,7 @@
 #include "nn/acts.h"
 #include "policy/family.h"
 #include "policy/groot_internal.h"
+#include "policy/region.h"
 #include "policy/precision.h"
 
 /* ---- packing --------------------------------------------------------------- */
@@ -253,6 +254,7 @@ static void groot_destroy(vla_policy *p) {
         vla_arena_free(&g->harena);
         vla_arena_free(&g->sharena);
         vla_arena_free(&g->params_arena);
+        vla_region_outs_free(g->prefix_outs);
         free(g);
     }
     vla_policy_free_params(p);
@@ -487,6 +489,61 @@ static vla_status euler_captured(vla_policy *p, sample_ctx *sc, float *x, float 
     return vla_flow_euler_captured(p->tops, &g->flow, velocity, sc, &chunk, n, &key);
 }
 
+/* The prefix — ViT, the LM layers, the VL adapter and (for plain Euler) every cross block's K/V of the
+ * VL tokens — as a captured region with host outputs (policy/region.h): a chunk is then two launches on
+ * cuda, as π0.5's. Its ops follow from the pack's sizes and index maps (the prompt's token ids among
+ * them: another prompt is another recording) and read the images (uploaded before it, by make_pack)
+ * and the weights' copies by address; what it carves from the arena starts at the key's address. */
+typedef struct {
+    vla_policy *p;
+    vla_arena *a;
+    const groot_pack *pk;
+    bool kv;
+    struct {
+        const float *vl;
+        float *ck, *cv;
+    } out;
+} prefix_region;
+
+static vla_status prefix_body(void *vr) {
+    prefix_region *r = vr;
+    r->out.ck = r->out.cv = NULL;
+    VLA_TRY(vl_features(r->p, r->a, r->pk, &r->out.vl));
+    if (r->kv) VLA_TRY(vla_groot_head_cross_kv(r->p, r->a, r->pk, r->out.vl, &r->out.ck, &r->out.cv));
+    return VLA_OK;
+}
+
+static vla_status prefix_captured(vla_policy *p, sample_ctx *sc, vla_arena *a, bool kv) {
+    groot_impl *g = groot_of(p);
+    const groot_pack *pk = &sc->pk;
+    vla_precision_key prec;
+    vla_policy_precision_key(p, &prec);
+    struct {
+        int64_t S, P, n_img, n_img_tok, n_txt, N, A, kv;
+        const void *images, *at;
+    } head;
+    memset(&head, 0, sizeof head);
+    head.S = pk->S, head.P = pk->P, head.n_img = pk->n_img, head.n_img_tok = pk->n_img_tok, head.n_txt = pk->n_txt;
+    head.N = pk->N, head.A = pk->A, head.kv = kv, head.images = pk->images;
+    head.at = vla_arena_next_block(a, 64); /* where the body's blocks start */
+    const int64_t S = pk->S;
+    const struct {
+        const int32_t *a;
+        int64_t n;
+    } maps[] = {{pk->cu_pre, S + 1},      {pk->cu_one, S + 1},      {pk->pre_pos, pk->P},
+                {pk->pre_group, pk->P},   {pk->img_rows, pk->n_img_tok}, {pk->txt_rows, pk->n_txt},
+                {pk->txt_ids, pk->n_txt}, {pk->emb, S}};
+    vla_key key = {0};
+    vla_key_add(&key, "groot prefix", 12);
+    vla_key_add(&key, &head, sizeof head);
+    vla_key_add(&key, &prec, sizeof prec);
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(&key, maps[i].a, maps[i].n);
+    prefix_region r = {p, a, pk, kv, {NULL, NULL, NULL}};
+    VLA_TRY(vla_region_run(p->tops, &g->prefix_outs, &key, a, prefix_body, &r, &r.out, sizeof r.out));
+    sc->vl = r.out.vl, sc->ck = r.out.ck, sc->cv = r.out.cv;
+    return VLA_OK;
+}
+
 /* integ NULL: plain Euler (sample_actions); else the caller's integrator on the field above. */
 static vla_status sample_packed(vla_policy *p, const vla_observation *obs, const vla_batch *b, float *actions,
                                 bool recompute, vla_flow_integrator integ, void *user) {
@@ -503,10 +560,7 @@ static vla_status sample_packed(vla_policy *p, const vla_observation *obs, const
     VLA_TRY(vla_acts_from_arena(a, sizes, 3, t));
     VLA_TRY(vla_acts_from_arena(&g->sharena, hsz, 1, &sc.hbucket));
     sc.bucket = t[0];
-    if (!recompute) {
-        VLA_TRY(vl_features(p, a, &sc.pk, &sc.vl));
-        if (!integ) VLA_TRY(vla_groot_head_cross_kv(p, a, &sc.pk, sc.vl, &sc.ck, &sc.cv));
-    }
+    if (!recompute) VLA_TRY(prefix_captured(p, &sc, a, !integ));
     /* the starting noise on the host (into `actions`), integrated in backend memory */
     for (int32_t s = 0; s < S; s++)
         vla_flow_sample_noise(obs->seed, obs->sample_keys ? obs->sample_keys[s] : (uint64_t)s, VLA_FLOW_RNG_SAMPLING,

@@ -124,6 +124,7 @@ typedef struct {
     float *t, *noise;                   /* host: [S], [A, ad] (vla_groot_last_flow) */
     float *target, *d_pred;             /* backend: [A, ad] ×2 */
     size_t saved_bytes;                 /* arena use after the last loss */
+    struct vla_region_outs *prefix_outs; /* sampling's prefix region: each key's VL tokens and cross K/V (region.h) */
 } groot_impl;
 
 static inline groot_impl *groot_of(vla_policy *p) { return (groot_impl *)p->impl; }

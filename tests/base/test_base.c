@@ -50,6 +50,32 @@ static void test_arena(void **state) {
     float *z = vla_arena_calloc(&a, 64 * sizeof(float), 64);
     for (int i = 0; i < 64; i++) assert_true(z[i] == 0.0f);
     assert_null(vla_arena_alloc(&a, 8, 3)); /* alignment must be a power of two */
+    vla_arena_mark before_room = vla_arena_get_mark(&a);
+    size_t room = vla_arena_room(&a);
+    assert_non_null(vla_arena_alloc(&a, room, 1)); /* exactly the room: no new chunk */
+    assert_int_equal(vla_arena_room(&a), 0);
+    assert_ptr_equal(vla_arena_get_mark(&a).chunk, before_room.chunk);
+    vla_arena_rewind(&a, before_room);
+    /* advance: the same allocations again from a mark, without making them */
+    vla_arena_mark from = vla_arena_get_mark(&a);
+    void *q1 = vla_arena_alloc(&a, 24, 64), *q2 = vla_arena_alloc(&a, 40, 16);
+    vla_arena_mark to = vla_arena_get_mark(&a);
+    assert_false(vla_arena_advance(&a, to, from)); /* backwards: that is rewind's job */
+    vla_arena_rewind(&a, from);
+    assert_true(vla_arena_advance(&a, from, to));
+    assert_int_equal(a.used_total, to.used_total);
+    void *q3 = vla_arena_alloc(&a, 8, 8);
+    assert_true((char *)q3 >= (char *)q2 + 40 && q1 != q3); /* after the blocks the advance stands for */
+    vla_arena_rewind(&a, from);
+    (void)vla_arena_alloc(&a, 8, 1); /* not at `from` any more: refused, nothing moves */
+    size_t used = a.used_total;
+    assert_false(vla_arena_advance(&a, from, to));
+    assert_int_equal(a.used_total, used);
+    vla_arena_rewind(&a, from);
+    (void)vla_arena_alloc(&a, 5000, 64); /* a new chunk: `to` is not in the current one */
+    vla_arena_mark far = vla_arena_get_mark(&a);
+    vla_arena_rewind(&a, from);
+    assert_false(vla_arena_advance(&a, from, far));
     assert_true(a.peak >= 5000);
     vla_arena_reset(&a);
     assert_int_equal(a.used_total, 0);

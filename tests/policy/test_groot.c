@@ -10,6 +10,7 @@
  *   VLA_GROOT_WRITE_GOLDEN=1 build-groot/tests/test_groot   # writes tests/policy/goldens/groot_nano_inputs.safetensors
  *   /usr/bin/python3 tools/ref_groot.py                     # writes tests/policy/goldens/groot_nano_expected.safetensors */
 #include "test_util.h"
+#include "policy/region.h"
 
 #include <math.h>
 #include <omp.h>
@@ -343,9 +344,13 @@ static void test_sample_cached(void **state) {
 /* ---- a chunk's flow steps as a captured region (policy/flow.h) ---- */
 
 /* As test_pi05's test_chunks_replay: repeated chunks are the first's; a new
- * observation of the same layout (other state values), another layout (a
- * missing camera) and new weights inside the hold give a fresh policy's
- * actions; on checked, calls after the recording are held to it. */
+ * observation of the same layout (other state values, other pixels), another
+ * prompt, another layout (a missing camera) and new weights inside the hold
+ * give a fresh policy's actions; on checked, calls after the recording are
+ * held to it. The prefix region's host side runs as a replay leaves it
+ * (policy/region.h: vla_region_emulate_replays): its VL tokens and cross K/V
+ * are restored from what the first call of the key kept, so a key that does
+ * not pin the prefix's layout shows here as actions that differ. */
 static void test_chunks_replay(void **state) {
     (void)state;
     vla_policy *p = make_policy(false), *q = make_policy(false);
@@ -359,18 +364,43 @@ static void test_chunks_replay(void **state) {
     vla_observation o = make_obs(&t);
     bool counts = p->tops->stat && p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) >= 0;
     int64_t r0 = counts ? p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) : 0;
+    vla_region_emulate_replays(true);
+    long restored0 = vla_region_restored();
     vla_policy_weights_hold(p);
     for (int k = 0; k < 5; k++) {
         assert_int_equal(vla_policy_sample_actions(p, &o, k ? a : first), VLA_OK);
         if (k) assert_memory_equal(a, first, (size_t)n * 4);
     }
     if (counts) assert_true(p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0 >= 2);
+    /* the prefix restored in each call after its key's first: the first chunk makes the weights' copies (a
+     * backend that keeps them), so from the second on the key names them (policy/precision.h) */
+    assert_true(vla_region_restored() - restored0 >= 3);
     float *st = (float *)o.state; /* the next observation: other state values, the same layout */
     for (int64_t i = 0; i < 3 * p->cfg.action.state_dim; i++) st[i] += 0.25f;
+    /* another prompt of as many tokens as sample 0's: the same layout, other token ids (only the key's
+     * token ids tell the two apart) */
+    static const char *const candidates[] = {"push the O", "pull the T", "push a T", "move the T", "push the L",
+                                             "grab the T", "push the V"};
+    const char *other_tasks[3] = {NULL, t.tasks[1], t.tasks[2]};
+    {
+        int32_t ref[64], ids2[64];
+        int64_t nref = 0, n2 = 0;
+        assert_int_equal(vla_policy_tokenize(p, t.tasks[0], NULL, 0, 1, ref, 64, &nref), VLA_OK);
+        for (size_t c = 0; c < sizeof candidates / sizeof *candidates && !other_tasks[0]; c++) {
+            assert_int_equal(vla_policy_tokenize(p, candidates[c], NULL, 0, 1, ids2, 64, &n2), VLA_OK);
+            if (n2 == nref && memcmp(ids2, ref, (size_t)nref * 4)) other_tasks[0] = candidates[c];
+        }
+        if (!other_tasks[0]) fail_msg("no candidate prompt has %lld tokens like \"%s\"", (long long)nref, t.tasks[0]);
+    }
     uint8_t valid[3] = {1, 0, 1};
-    for (int round = 0; round < 3; round++) {
-        if (round == 1) o.image_valid = valid; /* another layout: one sample without its camera */
-        if (round == 2) {                      /* new weights inside the hold */
+    int64_t plane = p->cfg.vision.channels * p->cfg.vision.image_size * p->cfg.vision.image_size;
+    for (int round = 0; round < 5; round++) {
+        if (round == 1) /* other pixels, the same layout */
+            for (int64_t i = 0; i < 3 * plane; i++) /* obs_images: one camera per sample */
+                ((float *)o.images)[i] = 1.0f - ((float *)o.images)[i];
+        if (round == 2) o.task = other_tasks; /* another prompt: other token ids */
+        if (round == 3) o.image_valid = valid; /* another layout: one sample without its camera */
+        if (round == 4) {                      /* new weights inside the hold */
             o.image_valid = NULL;
             float *w = test_weights_get(p);
             for (int64_t i = 0; i < p->n_weight_floats; i++) w[i] *= 0.9f;
@@ -384,6 +414,7 @@ static void test_chunks_replay(void **state) {
             if (memcmp(a, b, (size_t)n * 4)) fail_msg("round %d, chunk %d: p %.9g, fresh %.9g", round, k, a[0], b[0]);
         }
     }
+    vla_region_emulate_replays(false);
     vla_policy_weights_release(p);
     free(a), free(b), free(first);
     tbatch_free(&t);
