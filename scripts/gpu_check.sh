@@ -401,7 +401,7 @@ if wanted train_bf16 && have "$VLA" train_bf16; then
     p=bf16
     [ "$HAS_PRECISION" = 1 ] || p=fp32
     policy_train train_$p groot-n1.5 32 $p "" "${PROFILE[@]}"
-    policy_train train_$p pi05 8 $p
+    policy_train train_$p pi05 8 $p "" "${PROFILE[@]}"
 fi
 if wanted infer && have "$VLA" infer; then
     run infer_groot-n1.5 90 "$VLA" bench policy --device=cuda --config=groot-n1.5 --infer_only --reps=10 --no-peer \

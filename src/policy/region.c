@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* More than a device keeps recordings (cuda: 16), so a replayed key's outputs are still here. */
-#define REGION_OUTS_KEPT 64
+/* More than a device keeps recordings (cuda: 64, graph.cu), so a replayed key's outputs are still here. */
+#define REGION_OUTS_KEPT 128
 
 struct vla_region_outs {
     vla_key_cache *c;

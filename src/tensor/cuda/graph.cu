@@ -41,7 +41,10 @@ extern "C" {
 #include "tensor/key_cache.h"
 }
 
-#define GRAPH_KEYS 16
+/* A served robot fleet batches 1..8 observations (8 layouts), and each chunk is two regions (prefix and
+ * flow steps): 16 keys in use at once, more with several prompts. 16 slots then churned — every key
+ * re-recorded before it replayed (three calls each); 64 hold a fleet's. */
+#define GRAPH_KEYS 64
 
 typedef struct {
     int state; /* SEEN, RECORDED or PLAIN */
