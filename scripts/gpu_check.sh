@@ -160,7 +160,7 @@ summary() {
     done
     for p in bf16 fp8; do
         l=$(gemm_line $p)
-        [ -n "$l" ] && echo "    GEMM 2048x4096x1024 $p: $(num "$l" gflops) GFLOP/s with both operands cast per call, $(num "$l" b_ready_gflops) with B held$([ "$(num "$l" emulated_calls)" ] && [ "$(num "$l" emulated_calls)" != 0 ] && echo " — EMULATED in f32 ($(num "$l" emulated_calls) calls found no cuBLASLt algorithm)")"
+        [ -n "$l" ] && echo "    GEMM 2048x4096x1024 $p: $(num "$l" gflops) GFLOP/s with both operands cast per call, $(num "$l" b_ready_gflops) with B held$([ -n "$(num "$l" ab_ready_gflops)" ] && echo ", $(num "$l" ab_ready_gflops) with A held too (no cast: what bf16 activations would give)")$([ "$(num "$l" emulated_calls)" ] && [ "$(num "$l" emulated_calls)" != 0 ] && echo " — EMULATED in f32 ($(num "$l" emulated_calls) calls found no cuBLASLt algorithm)")"
     done
     l=$(grep '"bench":"serve"' "$RESULTS" | grep '"device":"cuda"' | grep '"mode":"batching"' | head -1)
     [ -n "$l" ] && echo "    serve (groot-pusht, 8 robots, batching) on cuda $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"): p50 $(num "$l" p50_ms) ms, p99 $(num "$l" p99_ms) ms, one robot's chunk $(num "$l" single_chunk_ms) ms, $(num "$l" throughput_rps) replies/s = $(num "$l" throughput_vs_base_device)× the CPU server"

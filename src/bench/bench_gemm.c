@@ -22,7 +22,9 @@
  * (vla_ops_sync). Where the backend keeps GEMM-ready copies (cuda,
  * checked; ops.h, prepare_operand) each bf16/FP8 shape is also timed with B
  * ready — cast once, as a training step holds its weights — so only A's
- * cast is paid per call ("b_ready_ms", "b_ready_gflops"). On cuda it also prints the tensor cores' own peak
+ * cast is paid per call ("b_ready_ms", "b_ready_gflops"), and with A ready too — no cast at all, the
+ * product alone, what activations kept in bf16 between ops would give ("ab_ready_ms", "ab_ready_gflops").
+ * On cuda it also prints the tensor cores' own peak
  * ("gemm_peak_tc": operands already in bf16 / FP8 E4M3, cuBLASLt, random
  * data), the ceiling MFU is measured against. */
 #include "bench/bench.h"
@@ -330,6 +332,19 @@ static int bench_device(const vla_ops *ops, const char *precision, vla_precision
             orr.q = &qr;
             double sr = time_calls(call_sgemm_q, s, &orr, t);
             printf(",\"b_ready_ms\":%.4f,\"b_ready_gflops\":%.2f", sr * 1e3, 2.0 * s->m * s->n * s->k / sr * 1e-9);
+            /* A held too (ops.h, a_ready: op(A) made as the B of the transposed product): the product alone,
+             * no cast per call — what activations kept in bf16 between ops would give this GEMM */
+            vla_gemm_q qa = {.mode = mode, .b = q.a};
+            size_t ra = ops->ready_bytes(&qa, s->m, s->k);
+            void *ready_a = ra ? ops->alloc(ra) : NULL;
+            if (ready_a) {
+                ops->prepare_operand(&qa, true, s->m, s->k, o.a, s->k, ready_a);
+                qr.a_ready = ready_a;
+                double sab = time_calls(call_sgemm_q, s, &orr, t);
+                printf(",\"ab_ready_ms\":%.4f,\"ab_ready_gflops\":%.2f", sab * 1e3,
+                       2.0 * s->m * s->n * s->k / sab * 1e-9);
+                ops->free(ready_a);
+            }
             ops->free(ready);
         }
         printf("}\n");

@@ -310,7 +310,7 @@ static void test_bench_policy_gemm_list_and_forced_peer(void **state) {
 }
 
 /* bench gemm on a backend that keeps GEMM-ready copies (checked, as cuda):
- * every quantised shape is timed again with B cast once (b_ready_*); the
+ * every quantised shape is timed again with B cast once (b_ready_*), then A too (ab_ready_*); the
  * cpu backend keeps none, so its lines have no such figure. */
 static void test_bench_gemm_b_ready(void **state) {
     (void)state;
@@ -323,7 +323,9 @@ static void test_bench_gemm_b_ready(void **state) {
         assert_true(n >= 3);
         for (int i = 0; i < n; i++) {
             assert_true((json_object_get(l[i], "b_ready_gflops") != NULL) == !k);
+            assert_true((json_object_get(l[i], "ab_ready_gflops") != NULL) == !k); /* and with A held too */
             if (!k) assert_true(num(l[i], "b_ready_ms") > 0 && num(l[i], "b_ready_gflops") > 0);
+            if (!k) assert_true(num(l[i], "ab_ready_ms") > 0 && num(l[i], "ab_ready_gflops") > 0);
             json_decref(l[i]);
         }
     }
