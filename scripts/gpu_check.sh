@@ -174,10 +174,10 @@ summary() {
     [ -n "$s2" ] && echo "    PyTorch bf16 peer groot-n1.5 (autocast, SDPA), same batch and GPU: $s2 samples/s; vla.c / PyTorch = $(ratio "$s1" "$s2")"
     # where the time goes: each profiled stage's five largest ops (tensor/profile.h; the full rows are in RESULTS)
     grep '"bench":"policy_profile"' "$RESULTS" | while IFS= read -r l; do
-        echo "    profile $(sed -n 's/.*"stage":"\([^"]*\)".*/\1/p' <<<"$l") ($(sed -n 's/.*"what":"\([a-z_]*\)".*/\1/p' <<<"$l"), $(sed -n 's/.*"clock":"\([a-z]*\)".*/\1/p' <<<"$l") clock): ops $(num "$l" op_ms_per) ms, between ops $(num "$l" between_ops_ms_per) ms, $(num "$l" calls_per) calls; largest:"
-        grep -o '{"op":"[^"]*","calls":[0-9.]*,"ms":[0-9.]*,"share":[0-9.]*\(,"tflops":[0-9.]*\)\{0,1\}' <<<"$l" | head -5 |
-            sed 's/{"op":"\([^"]*\)","calls":\([0-9.]*\),"ms":\([0-9.]*\),"share":\([0-9.]*\)\(,"tflops":\([0-9.]*\)\)\{0,1\}/\1 \2 \3 \4 \6/' |
-            awk '{ printf "      %-32s %8.4f ms %5.1f%% %8.1f calls%s\n", $1, $3, 100 * $4, $2, ($5 != "" ? sprintf(" %7.1f TFLOP/s", $5) : "") }'
+        echo "    profile $(sed -n 's/.*"stage":"\([^"]*\)".*/\1/p' <<<"$l") ($(sed -n 's/.*"what":"\([a-z_]*\)".*/\1/p' <<<"$l"), $(sed -n 's/.*"clock":"\([a-z]*\)".*/\1/p' <<<"$l") clock): ops $(num "$l" op_ms_per) ms, between ops $(num "$l" between_ops_ms_per) ms, $(num "$l" calls_per) calls, $(num "$l" launches_per) launches; largest:"
+        grep -o '{"op":"[^"]*","calls":[0-9.]*,"ms":[0-9.]*,"share":[0-9.]*\(,"launches":[0-9.]*\)\{0,1\}\(,"tflops":[0-9.]*\)\{0,1\}' <<<"$l" | head -5 |
+            sed 's/{"op":"\([^"]*\)","calls":\([0-9.]*\),"ms":\([0-9.]*\),"share":\([0-9.]*\)\(,"launches":\([0-9.]*\)\)\{0,1\}\(,"tflops":\([0-9.]*\)\)\{0,1\}/\1|\2|\3|\4|\6|\8/' |
+            awk -F'|' '{ printf "      %-32s %8.4f ms %5.1f%% %8.1f calls%s%s\n", $1, $3, 100 * $4, $2, ($5 != "" ? sprintf(" %8.1f launches", $5) : ""), ($6 != "" ? sprintf(" %7.1f TFLOP/s", $6) : "") }'
     done
     printf '  %-44s %12s %-3s %s %-5s %s\n' "targets (issues 40, 41)" figure "" target "" verdict
     target "groot-n1.5 bf16 training MFU" "$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" mfu)" ">=" 0.45 ""

@@ -17,6 +17,7 @@ typedef struct {
     double flops;
     int64_t ha, hb;
     double ta, tb;
+    int64_t launches; /* the backend's launches during the call (ops.h, launches; 0: not counted) */
 } prof_rec;
 
 /* A profiled run of a few steps makes tens of thousands of calls; past this
@@ -35,10 +36,11 @@ static struct {
 typedef struct {
     int64_t h;
     double t;
+    int64_t launches;
 } prof_mark;
 
 static prof_mark mark_now(void) {
-    prof_mark m = {-1, 0};
+    prof_mark m = {-1, 0, P.in->launches ? P.in->launches() : 0};
     if (P.in->mark) m.h = P.in->mark();
     else m.t = vla_now_s();
     return m;
@@ -54,7 +56,7 @@ static void record(const char *name, int variant, double flops, prof_mark a, pro
             prof_rec *r = realloc(P.rec, sizeof *r * (size_t)cap);
             if (r) P.rec = r, P.cap = cap;
         }
-        if (P.n < P.cap) P.rec[P.n++] = (prof_rec){name, variant, flops, a.h, b.h, a.t, b.t};
+        if (P.n < P.cap) P.rec[P.n++] = (prof_rec){name, variant, flops, a.h, b.h, a.t, b.t, b.launches - a.launches};
         else P.dropped++;
     }
     pthread_mutex_unlock(&P.lock);
@@ -458,6 +460,8 @@ vla_status vla_profile_stop(vla_profile *out) {
             out->n_rows++;
         }
         out->rows[j].calls++, out->rows[j].ms += ms, out->rows[j].flops += r->flops;
+        out->rows[j].launches += r->launches;
+        out->launches += r->launches;
         out->op_ms += ms;
     }
     if (P.n > 0) {
@@ -483,24 +487,27 @@ void vla_profile_print_table(FILE *f, const vla_profile *p, double per, const ch
     if (per <= 0) per = 1;
     fprintf(f, "where the time goes, per %s (%s clock; %lld op calls over %.3g %s%s):\n", per_what,
             p->device_clock ? "the device's" : "the host's", (long long)p->calls, per, per_what, per == 1 ? "" : "s");
-    fprintf(f, "  %-34s %9s %11s %7s %10s %9s\n", "op", "calls", "ms", "share", "us/call", "TFLOP/s");
-    double rest_ms = 0, rest_calls = 0;
+    fprintf(f, "  %-34s %9s %9s %11s %7s %10s %9s\n", "op", "calls", "launches", "ms", "share", "us/call", "TFLOP/s");
+    double rest_ms = 0, rest_calls = 0, rest_launches = 0;
     for (int i = 0; i < p->n_rows; i++) {
         const vla_profile_row *r = &p->rows[i];
         if (i >= top) {
-            rest_ms += r->ms, rest_calls += (double)r->calls;
+            rest_ms += r->ms, rest_calls += (double)r->calls, rest_launches += (double)r->launches;
             continue;
         }
-        fprintf(f, "  %-34s %9.1f %11.4f %6.1f%% %10.2f", r->op, (double)r->calls / per, r->ms / per,
+        fprintf(f, "  %-34s %9.1f %9.1f %11.4f %6.1f%% %10.2f", r->op, (double)r->calls / per,
+                (double)r->launches / per, r->ms / per,
                 p->op_ms > 0 ? 100.0 * r->ms / p->op_ms : 0.0, r->calls ? 1e3 * r->ms / (double)r->calls : 0.0);
         if (r->flops > 0 && r->ms > 0) fprintf(f, " %9.2f", r->flops / (r->ms * 1e-3) * 1e-12);
         fprintf(f, "\n");
     }
     if (rest_calls > 0)
-        fprintf(f, "  %-34s %9.1f %11.4f %6.1f%%\n", "(the other ops)", rest_calls / per, rest_ms / per,
+        fprintf(f, "  %-34s %9.1f %9.1f %11.4f %6.1f%%\n", "(the other ops)", rest_calls / per, rest_launches / per,
+                rest_ms / per,
                 p->op_ms > 0 ? 100.0 * rest_ms / p->op_ms : 0.0);
-    fprintf(f, "  ops %.4f ms, between ops %.4f ms (%s), span %.4f ms\n", p->op_ms / per, between_ms(p) / per,
-            p->device_clock ? "the device idle, waiting for the host" : "the host's own work", p->span_ms / per);
+    fprintf(f, "  ops %.4f ms, between ops %.4f ms (%s), span %.4f ms; %.1f launches\n", p->op_ms / per,
+            between_ms(p) / per, p->device_clock ? "the device idle, waiting for the host" : "the host's own work",
+            p->span_ms / per, (double)p->launches / per);
     if (p->unmarked || p->dropped)
         fprintf(f, "  not timed: %lld calls without a mark, %lld past the record cap\n", (long long)p->unmarked,
                 (long long)p->dropped);
@@ -508,14 +515,15 @@ void vla_profile_print_table(FILE *f, const vla_profile *p, double per, const ch
 
 void vla_profile_print_json_members(FILE *f, const vla_profile *p, double per, int top) {
     if (per <= 0) per = 1;
-    fprintf(f, "\"clock\":\"%s\",\"calls_per\":%.2f,\"op_ms_per\":%.5f,\"between_ops_ms_per\":%.5f,"
-               "\"span_ms_per\":%.5f,\"unmarked\":%lld,\"dropped\":%lld,\"ops\":[",
-            p->device_clock ? "device" : "host", (double)p->calls / per, p->op_ms / per, between_ms(p) / per,
-            p->span_ms / per, (long long)p->unmarked, (long long)p->dropped);
+    fprintf(f, "\"clock\":\"%s\",\"calls_per\":%.2f,\"launches_per\":%.2f,\"op_ms_per\":%.5f,"
+               "\"between_ops_ms_per\":%.5f,\"span_ms_per\":%.5f,\"unmarked\":%lld,\"dropped\":%lld,\"ops\":[",
+            p->device_clock ? "device" : "host", (double)p->calls / per, (double)p->launches / per, p->op_ms / per,
+            between_ms(p) / per, p->span_ms / per, (long long)p->unmarked, (long long)p->dropped);
     for (int i = 0; i < p->n_rows && i < top; i++) {
         const vla_profile_row *r = &p->rows[i];
-        fprintf(f, "%s{\"op\":\"%s\",\"calls\":%.2f,\"ms\":%.5f,\"share\":%.4f", i ? "," : "", r->op,
-                (double)r->calls / per, r->ms / per, p->op_ms > 0 ? r->ms / p->op_ms : 0.0);
+        fprintf(f, "%s{\"op\":\"%s\",\"calls\":%.2f,\"ms\":%.5f,\"share\":%.4f,\"launches\":%.2f", i ? "," : "",
+                r->op, (double)r->calls / per, r->ms / per, p->op_ms > 0 ? r->ms / p->op_ms : 0.0,
+                (double)r->launches / per);
         if (r->flops > 0 && r->ms > 0) fprintf(f, ",\"tflops\":%.3f", r->flops / (r->ms * 1e-3) * 1e-12);
         fprintf(f, "}");
     }

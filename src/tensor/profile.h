@@ -50,6 +50,8 @@ typedef struct {
     int64_t calls;
     double ms;         /* summed over the calls */
     double flops;      /* GEMM slots: 2·m·n·k per product, summed; 0 elsewhere */
+    int64_t launches;  /* what the backend launched inside the calls (ops.h, launches; cuda: kernels,
+                          cuBLASLt calls, copies; checked: 1 per call; 0: not counted) */
 } vla_profile_row;
 
 typedef struct {
@@ -58,6 +60,7 @@ typedef struct {
     int64_t calls;         /* op calls recorded */
     int64_t unmarked;      /* calls the backend could place no mark for (not timed) */
     int64_t dropped;       /* calls past the record cap (not timed) */
+    int64_t launches;      /* summed over the rows */
     double op_ms;          /* the ops' times, summed */
     double span_ms;        /* from the first op's start to the last op's end */
     bool device_clock;     /* the backend's marks (true) or the host's clock */

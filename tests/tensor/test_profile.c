@@ -3,7 +3,8 @@
  * while profiling is off; the ops' time lies inside the span; slots the
  * backend lacks stay NULL; one backend at a time; regions run op by op
  * while profiling (checked compares no replay then); ops from another
- * thread count; the JSON it prints parses (jansson). That every slot is
+ * thread count; launches are counted per op where the backend counts them;
+ * the JSON it prints parses (jansson). That every slot is
  * forwarded unchanged is test_conformance's "profiled:" runs. */
 #include "test_util.h"
 
@@ -78,6 +79,7 @@ static void test_counts_and_flops(void **state) {
     assert_true(s->flops == 2 * 2.0 * m * n * k);
     assert_true(seg->flops == 2.0 * 10 * 8 * 5); /* every packed row through its segment's 8×5 matrix */
     assert_true(th_row->flops == 0);
+    assert_int_equal(p.launches, 0); /* cpu counts no launches */
     double sum = 0;
     for (int i = 0; i < p.n_rows; i++) {
         assert_true(p.rows[i].ms >= 0);
@@ -182,6 +184,8 @@ static void test_regions_op_by_op(void **state) {
     assert_int_equal(r.calls, 6);
     assert_int_equal(row(&p, "scale")->calls, 3);
     assert_int_equal(row(&p, "axpy")->calls, 3);
+    assert_int_equal(row(&p, "scale")->launches, 3); /* checked counts one launch per op call */
+    assert_int_equal(p.launches, 6);
     vla_profile_free(&p);
     ops->free(r.x);
     vla_profile_unwrap();
