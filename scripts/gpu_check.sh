@@ -178,6 +178,8 @@ summary() {
         grep -o '{"op":"[^"]*","calls":[0-9.]*,"ms":[0-9.]*,"share":[0-9.]*\(,"launches":[0-9.]*\)\{0,1\}\(,"tflops":[0-9.]*\)\{0,1\}' <<<"$l" | head -5 |
             sed 's/{"op":"\([^"]*\)","calls":\([0-9.]*\),"ms":\([0-9.]*\),"share":\([0-9.]*\)\(,"launches":\([0-9.]*\)\)\{0,1\}\(,"tflops":\([0-9.]*\)\)\{0,1\}/\1|\2|\3|\4|\6|\8/' |
             awk -F'|' '{ printf "      %-32s %8.4f ms %5.1f%% %8.1f calls%s%s\n", $1, $3, 100 * $4, $2, ($5 != "" ? sprintf(" %8.1f launches", $5) : ""), ($6 != "" ? sprintf(" %7.1f TFLOP/s", $6) : "") }'
+        ph=$(grep -o '{"phase":"[^"]*","calls":[0-9.]*,"ms":[0-9.]*' <<<"$l" | sed 's/{"phase":"\([^"]*\)","calls":[0-9.]*,"ms":\([0-9.]*\)/\1 \2 ms/' | paste -sd, - | sed 's/,/, /g')
+        [ -n "$ph" ] && echo "      phases: $ph"
     done
     printf '  %-44s %12s %-3s %s %-5s %s\n' "targets (issues 40, 41)" figure "" target "" verdict
     target "groot-n1.5 bf16 training MFU" "$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" mfu)" ">=" 0.45 ""

@@ -14,6 +14,7 @@
 #include "policy/groot_internal.h"
 #include "policy/region.h"
 #include "policy/precision.h"
+#include "tensor/profile.h"
 
 /* ---- packing --------------------------------------------------------------- */
 
@@ -560,7 +561,9 @@ static vla_status sample_packed(vla_policy *p, const vla_observation *obs, const
     VLA_TRY(vla_acts_from_arena(a, sizes, 3, t));
     VLA_TRY(vla_acts_from_arena(&g->sharena, hsz, 1, &sc.hbucket));
     sc.bucket = t[0];
+    vla_profile_phase("prefix");
     if (!recompute) VLA_TRY(prefix_captured(p, &sc, a, !integ));
+    vla_profile_phase("flow");
     /* the starting noise on the host (into `actions`), integrated in backend memory */
     for (int32_t s = 0; s < S; s++)
         vla_flow_sample_noise(obs->seed, obs->sample_keys ? obs->sample_keys[s] : (uint64_t)s, VLA_FLOW_RNG_SAMPLING,
@@ -576,6 +579,7 @@ static vla_status sample_packed(vla_policy *p, const vla_observation *obs, const
         vla_flow_field field = {field_velocity, field_vjp, &fc, ops};
         VLA_TRY(integ(user, &g->flow, &field, x, S * H * ad));
     }
+    vla_profile_phase("readback");
     ops->to_host(actions, x, (size_t)(S * H * ad) * sizeof(float));
     return VLA_OK;
 }
@@ -589,8 +593,10 @@ static vla_status sample_impl(vla_policy *p, const vla_observation *obs, float *
     if (!obs || obs->n_samples < 1 || !obs->state || (c->vision.cameras > 0 && !obs->images))
         return vla_error(VLA_ERR_INVALID_ARG, "groot sample_actions: need n_samples >= 1, state and images");
     vla_obs_pack o;
+    vla_profile_phase("inputs"); /* a profile's phases (tensor/profile.h): inputs, prefix, flow, readback */
     VLA_TRY(vla_obs_pack_build(p, obs, true, &o));
     vla_status st = sample_packed(p, obs, &o.b, actions, recompute, integ, user);
+    vla_profile_phase(NULL);
     vla_obs_pack_free(&o);
     return st;
 }

@@ -15,6 +15,7 @@
 #include "policy/pi05.h"
 #include "policy/pi05_internal.h"
 #include "policy/precision.h"
+#include "tensor/profile.h"
 
 /* ---- cached and uncached sampling ----------------------------------------------------------------------------------- */
 
@@ -277,6 +278,7 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
     if (!obs || !obs->state || (c->vision.cameras > 0 && !obs->images))
         return vla_error(VLA_ERR_INVALID_ARG, "pi05 sample: observation needs state and images");
     vla_obs_pack o;
+    vla_profile_phase("inputs"); /* a profile's phases (tensor/profile.h): inputs, prefix, flow, readback */
     VLA_TRY(vla_obs_pack_build(p, obs, !cached, &o));
     vla_status st = vla_batch_check(&o.b, c);
     int32_t S = obs->n_samples;
@@ -297,7 +299,9 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
         sample_ctx ctx = {p, o.b, tvec, {0}, {0}};
         pi05_arena_begin(I);
         if (cached) {
+            vla_profile_phase("prefix");
             st = vla_pi05_forward(p, &o.b, NULL, NULL); /* the prefix once: K/V per layer stay in the arena */
+            vla_profile_phase("flow");
             ctx.mark = vla_arena_get_mark(&I->arena);
             ctx.hmark = vla_arena_get_mark(&I->harena);
             pi05_field fc = {&ctx, {0}, {0}};
@@ -307,9 +311,12 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
         } else {
             st = vla_flow_euler(ops, &I->flow, velocity_uncached, &ctx, x, scratch, n);
         }
+        vla_profile_phase("readback");
         if (st == VLA_OK) ops->to_host(actions, x, (size_t)n * sizeof(float));
+        vla_profile_phase(NULL);
         I->have_fwd = false;
     }
+    vla_profile_phase(NULL);
     free(tvec);
     vla_obs_pack_free(&o);
     return st != VLA_OK ? vla_error_context(st, "pi05 sample_actions") : VLA_OK;

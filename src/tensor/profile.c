@@ -18,7 +18,12 @@ typedef struct {
     int64_t ha, hb;
     double ta, tb;
     int64_t launches; /* the backend's launches during the call (ops.h, launches; 0: not counted) */
+    const char *phase; /* the calling thread's (vla_profile_phase) */
 } prof_rec;
+
+static _Thread_local const char *cur_phase;
+
+void vla_profile_phase(const char *name) { cur_phase = name; }
 
 /* A profiled run of a few steps makes tens of thousands of calls; past this
  * many the rest are counted as dropped rather than grow without bound. */
@@ -56,7 +61,7 @@ static void record(const char *name, int variant, double flops, prof_mark a, pro
             prof_rec *r = realloc(P.rec, sizeof *r * (size_t)cap);
             if (r) P.rec = r, P.cap = cap;
         }
-        if (P.n < P.cap) P.rec[P.n++] = (prof_rec){name, variant, flops, a.h, b.h, a.t, b.t, b.launches - a.launches};
+        if (P.n < P.cap) P.rec[P.n++] = (prof_rec){name, variant, flops, a.h, b.h, a.t, b.t, b.launches - a.launches, cur_phase};
         else P.dropped++;
     }
     pthread_mutex_unlock(&P.lock);
@@ -462,6 +467,14 @@ vla_status vla_profile_stop(vla_profile *out) {
         out->rows[j].calls++, out->rows[j].ms += ms, out->rows[j].flops += r->flops;
         out->rows[j].launches += r->launches;
         out->launches += r->launches;
+        const char *ph = r->phase ? r->phase : "(none)";
+        int q = 0;
+        while (q < out->n_phases && strcmp(out->phases[q].name, ph)) q++;
+        if (q == out->n_phases) {
+            if (q == VLA_PROFILE_MAX_PHASES) q--; /* more phases than room: the last row sums the rest */
+            else out->phases[out->n_phases++].name = ph;
+        }
+        out->phases[q].calls++, out->phases[q].launches += r->launches, out->phases[q].ms += ms;
         out->op_ms += ms;
     }
     if (P.n > 0) {
@@ -508,6 +521,13 @@ void vla_profile_print_table(FILE *f, const vla_profile *p, double per, const ch
     fprintf(f, "  ops %.4f ms, between ops %.4f ms (%s), span %.4f ms; %.1f launches\n", p->op_ms / per,
             between_ms(p) / per, p->device_clock ? "the device idle, waiting for the host" : "the host's own work",
             p->span_ms / per, (double)p->launches / per);
+    if (p->n_phases > 1 || (p->n_phases == 1 && strcmp(p->phases[0].name, "(none)"))) {
+        fprintf(f, "  phases:");
+        for (int i = 0; i < p->n_phases; i++)
+            fprintf(f, "%s %s %.4f ms (%.1f calls)", i ? "," : "", p->phases[i].name, p->phases[i].ms / per,
+                    (double)p->phases[i].calls / per);
+        fprintf(f, "\n");
+    }
     if (p->unmarked || p->dropped)
         fprintf(f, "  not timed: %lld calls without a mark, %lld past the record cap\n", (long long)p->unmarked,
                 (long long)p->dropped);
@@ -527,5 +547,10 @@ void vla_profile_print_json_members(FILE *f, const vla_profile *p, double per, i
         if (r->flops > 0 && r->ms > 0) fprintf(f, ",\"tflops\":%.3f", r->flops / (r->ms * 1e-3) * 1e-12);
         fprintf(f, "}");
     }
+    fprintf(f, "],\"phases\":[");
+    for (int i = 0; i < p->n_phases; i++)
+        fprintf(f, "%s{\"phase\":\"%s\",\"calls\":%.2f,\"ms\":%.5f,\"launches\":%.2f}", i ? "," : "",
+                p->phases[i].name, (double)p->phases[i].calls / per, p->phases[i].ms / per,
+                (double)p->phases[i].launches / per);
     fprintf(f, "]");
 }

@@ -45,6 +45,13 @@ void vla_profile_unwrap(void);
 /* Record every op from now on (records of an earlier start are dropped). */
 void vla_profile_start(void);
 
+/* The phase the calling thread's ops belong to from now on (a string that
+ * outlives the profile, e.g. a literal; NULL: none): a training step's
+ * "forward", "backward" and "update" (train/step.c), a chunk's "prefix" and
+ * "flow" (the policies' sampling). The profile sums each phase's ops too.
+ * Costs a thread-local store when nothing is profiled. */
+void vla_profile_phase(const char *name);
+
 typedef struct {
     char op[48];       /* slot name, ".fp32"/".bf16"/".fp8" for GEMMs and attention */
     int64_t calls;
@@ -55,8 +62,18 @@ typedef struct {
 } vla_profile_row;
 
 typedef struct {
+    const char *name; /* as given to vla_profile_phase; "(none)" for ops outside any phase */
+    int64_t calls, launches;
+    double ms;
+} vla_profile_phase_row;
+
+#define VLA_PROFILE_MAX_PHASES 16
+
+typedef struct {
     vla_profile_row *rows; /* largest time first */
     int n_rows;
+    vla_profile_phase_row phases[VLA_PROFILE_MAX_PHASES]; /* in the order first seen (more: summed into the last) */
+    int n_phases;
     int64_t calls;         /* op calls recorded */
     int64_t unmarked;      /* calls the backend could place no mark for (not timed) */
     int64_t dropped;       /* calls past the record cap (not timed) */

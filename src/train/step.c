@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "distributed/comm_device.h"
 #include "policy/precision.h"
+#include "tensor/profile.h"
 
 /* The gradient-ready hook's state: parameter i is bucket tensor bucket_of[i]
  * (its index among the trainable parameters), -1 when frozen. */
@@ -54,7 +55,9 @@ static vla_status forward_backward(const vla_train_step_in *in, vla_train_step_s
         vla_batch mb = *b;
         mb.loss_divisor = 1; /* the sum: divided by the global count after the all-reduce */
         vla_loss_info info;
+        vla_profile_phase("forward");
         vla_status st = vla_policy_loss(p, &mb, true, &info);
+        vla_profile_phase("backward");
         /* the last micro-batch's backward starts each bucket's all-reduce as its gradients become final */
         bool hook = last && in->buckets;
         p->grad_ready = hook ? on_grads_ready : NULL;
@@ -172,7 +175,17 @@ int64_t *vla_train_step_bucket_map(const vla_policy *p) {
     return m;
 }
 
+static vla_status step(const vla_train_step_in *in, vla_train_step_out *out);
+
+/* The step, its ops in phases for a profile (tensor/profile.h): zero_grad, forward, backward, update. */
 vla_status vla_train_step(const vla_train_step_in *in, vla_train_step_out *out) {
+    vla_profile_phase("zero_grad"); /* until the first forward: gradients zeroed, the sums reset */
+    vla_status st = step(in, out);
+    vla_profile_phase(NULL);
+    return st;
+}
+
+static vla_status step(const vla_train_step_in *in, vla_train_step_out *out) {
     *out = (vla_train_step_out){.grad_norm = NAN};
     batch_array arr = {in->batches, in->n_batches, 0};
     vla_train_step_source src = in->source;
@@ -195,6 +208,7 @@ vla_status vla_train_step(const vla_train_step_in *in, vla_train_step_out *out) 
     in->policy->loss_sum = sums_dev;
     vla_policy_weights_hold(in->policy); /* released before the update changes them */
     vla_status st = forward_backward(in, src, &ready, sums, out);
+    vla_profile_phase("update");
     vla_policy_weights_release(in->policy);
     in->policy->loss_sum = NULL;
     VLA_TRY(st);

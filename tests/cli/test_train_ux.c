@@ -405,6 +405,18 @@ static void test_profile(void **state) {
         }
     }
     assert_int_equal(seen, 2);
+    /* the step's phases, each with its ops (train/step.c) */
+    json_t *phases = json_object_get(j, "phases");
+    const char *want[] = {"zero_grad", "forward", "backward", "update"};
+    for (int w = 0; w < 4; w++) {
+        bool found = false;
+        for (size_t i = 0; i < json_array_size(phases); i++) {
+            json_t *ph = json_array_get(phases, i);
+            if (strcmp(json_string_value(json_object_get(ph, "phase")), want[w])) continue;
+            found = json_real_value(json_object_get(ph, "calls")) > 0;
+        }
+        if (!found) fail_msg("profile.json: no ops in phase %s", want[w]);
+    }
     assert_true(json_real_value(json_object_get(j, "op_ms_per")) > 0);
     json_decref(j);
     /* a run without --profile writes none */

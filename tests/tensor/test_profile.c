@@ -4,11 +4,13 @@
  * backend lacks stay NULL; one backend at a time; regions run op by op
  * while profiling (checked compares no replay then); ops from another
  * thread count; launches are counted per op where the backend counts them;
+ * ops are summed by the calling thread's phase too;
  * the JSON it prints parses (jansson). That every slot is
  * forwarded unchanged is test_conformance's "profiled:" runs. */
 #include "test_util.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +53,11 @@ static void test_counts_and_flops(void **state) {
 
     vla_profile_start();
     vla_gemm_q bf = {.mode = VLA_PREC_BF16};
+    vla_profile_phase("alpha");
     for (int i = 0; i < 3; i++) ops->sgemm_q(&bf, false, false, m, n, k, 1, a, k, b, n, 0, c, n);
+    vla_profile_phase("beta");
     ops->sgemm(false, false, m, n, k, 1, a, k, b, n, 0, c, n);
+    vla_profile_phase(NULL);
     ops->sgemm(false, false, m, n, k, 1, a, k, b, n, 1, c, n);
     int32_t ids[2] = {2, 0}, cu[3] = {0, 4, 10};
     ops->segment_linear_forward(y, x, w, NULL, ids, cu, 2, 8, 5);
@@ -80,6 +85,16 @@ static void test_counts_and_flops(void **state) {
     assert_true(seg->flops == 2.0 * 10 * 8 * 5); /* every packed row through its segment's 8×5 matrix */
     assert_true(th_row->flops == 0);
     assert_int_equal(p.launches, 0); /* cpu counts no launches */
+    /* phases in the order first seen; the other thread's ops are in none (a phase is per thread) */
+    assert_int_equal(p.n_phases, 3);
+    assert_string_equal(p.phases[0].name, "alpha");
+    assert_int_equal(p.phases[0].calls, 3);
+    assert_string_equal(p.phases[1].name, "beta");
+    assert_int_equal(p.phases[1].calls, 1);
+    assert_string_equal(p.phases[2].name, "(none)");
+    assert_int_equal(p.phases[2].calls, 1 + 1 + 1 + 2); /* sgemm, segment_linear, to_host, the thread's two */
+    assert_true(p.phases[0].ms + p.phases[1].ms + p.phases[2].ms == p.op_ms ||
+                fabs(p.phases[0].ms + p.phases[1].ms + p.phases[2].ms - p.op_ms) < 1e-9);
     double sum = 0;
     for (int i = 0; i < p.n_rows; i++) {
         assert_true(p.rows[i].ms >= 0);
