@@ -96,6 +96,57 @@ static int qmode(const vla_gemm_q *q) { return q ? (int)q->mode : (int)VLA_PREC_
 static double mnk2(int64_t m, int64_t n, int64_t k) { return 2.0 * (double)m * (double)n * (double)k; }
 static double seg_rows(const int32_t *cu, int32_t n_seg) { return n_seg > 0 && cu ? (double)(cu[n_seg] - cu[0]) : 0; }
 
+/* (query, key) pairs the group rule allows between two packed sides — key j of a sample is seen by
+ * query i of that sample when group[j] <= group[i] (ops.h; NULL groups: all 0) — counted exactly,
+ * only while profiling (each sample's key groups sorted, each query's count a binary search). */
+static int i32_cmp(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double attn_pairs(const vla_attn_seqs *qs, const vla_attn_seqs *ks) {
+    if (!qs || !ks || !qs->cu_seqlens || !ks->cu_seqlens) return 0;
+    int32_t n_seg = qs->n_seg < ks->n_seg ? qs->n_seg : ks->n_seg;
+    double pairs = 0;
+    int32_t *g = NULL;
+    int64_t cap = 0;
+    for (int32_t s = 0; s < n_seg; s++) {
+        int64_t q0 = qs->cu_seqlens[s], q1 = qs->cu_seqlens[s + 1], k0 = ks->cu_seqlens[s], k1 = ks->cu_seqlens[s + 1];
+        int64_t nk = k1 - k0;
+        if (q1 <= q0 || nk <= 0) continue;
+        if (!ks->group) {
+            for (int64_t i = q0; i < q1; i++) pairs += (!qs->group || qs->group[i] >= 0) ? (double)nk : 0;
+            continue;
+        }
+        if (nk > cap) {
+            int32_t *t = realloc(g, sizeof *g * (size_t)nk);
+            if (!t) break;
+            g = t, cap = nk;
+        }
+        memcpy(g, ks->group + k0, sizeof *g * (size_t)nk);
+        qsort(g, (size_t)nk, sizeof *g, i32_cmp);
+        for (int64_t i = q0; i < q1; i++) {
+            int32_t gi = qs->group ? qs->group[i] : 0;
+            int64_t lo = 0, hi = nk; /* the first key group above gi */
+            while (lo < hi) {
+                int64_t mid = (lo + hi) / 2;
+                if (g[mid] <= gi) lo = mid + 1;
+                else hi = mid;
+            }
+            pairs += (double)lo;
+        }
+    }
+    free(g);
+    return pairs;
+}
+
+/* FLOPs of attention over `pairs`: the forward's two products (QKᵀ, PV), 2 FLOPs per multiply-add,
+ * 4·pairs·heads·head_dim; the backward's five (S again, dV, dP, dQ, dK): 10·pairs·heads·head_dim —
+ * FlashAttention's counting (its backward is 2.5 forwards), so TFLOP/s compare with its figures. */
+static double attn_flops(const vla_attn_config *cfg, double pairs, double products) {
+    return 2.0 * products * pairs * (double)cfg->n_heads * (double)cfg->head_dim;
+}
+
 /* ---- memory -------------------------------------------------------------------------------- */
 PROF_RET(void *, alloc, NOV, 0, (size_t bytes), (bytes))
 PROF_VOID(free, NOV, 0, (void *p), (p))
@@ -251,16 +302,17 @@ PROF_VOID(time_embedding_backward, NOV, 0,
           (cfg, d_t, d_out, t, n))
 
 /* ---- attention ------------------------------------------------------------------------------ */
-PROF_RET(vla_status, attention_forward, (int)cfg->precision, 0,
+PROF_RET(vla_status, attention_forward, (int)cfg->precision, attn_flops(cfg, attn_pairs(qs, ks), 2),
          (const vla_attn_config *cfg, float *out, float *lse, const float *q, const float *k, const float *v,
           const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *stats),
          (cfg, out, lse, q, k, v, qs, ks, stats))
-PROF_RET(vla_status, attention_backward, (int)cfg->precision, 0,
+PROF_RET(vla_status, attention_backward, (int)cfg->precision, attn_flops(cfg, attn_pairs(qs, ks), 5),
          (const vla_attn_config *cfg, float *dq, float *dk, float *dv, const float *d_out, const float *q,
           const float *k, const float *v, const float *out, const float *lse, const vla_attn_seqs *qs,
           const vla_attn_seqs *ks, vla_attn_stats *stats),
          (cfg, dq, dk, dv, d_out, q, k, v, out, lse, qs, ks, stats))
-PROF_RET(vla_status, attention_forward_cached, (int)cfg->precision, 0,
+PROF_RET(vla_status, attention_forward_cached, (int)cfg->precision,
+         attn_flops(cfg, attn_pairs(qs, cs) + attn_pairs(qs, ns), 2),
          (const vla_attn_config *cfg, float *out, float *lse, const float *q, const vla_attn_seqs *qs,
           const float *k_cache, const float *v_cache, const vla_attn_seqs *cs, const float *k_new,
           const float *v_new, const vla_attn_seqs *ns, vla_attn_stats *stats),

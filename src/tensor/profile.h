@@ -1,7 +1,7 @@
 /* profile.h — where a backend's time goes, op by op: an op table that
  * forwards every call to the table it wraps and, while profiling, times
  * each call and sums the times by op (GEMM slots also by the precision they
- * read, attention by the precision it runs), with every GEMM's FLOPs, so a
+ * read, attention by the precision it runs), with the FLOPs of every GEMM and attention, so a
  * step's table says which op to make faster before anyone writes a kernel
  * (what PyTorch's profiler key_averages() table says for a PyTorch step).
  *
@@ -56,7 +56,8 @@ typedef struct {
     char op[48];       /* slot name, ".fp32"/".bf16"/".fp8" for GEMMs and attention */
     int64_t calls;
     double ms;         /* summed over the calls */
-    double flops;      /* GEMM slots: 2·m·n·k per product, summed; 0 elsewhere */
+    double flops;      /* GEMM slots: 2·m·n·k per product; attention: 4 (forward) or 10 (backward)
+                          · the pairs the group rule allows · heads · head_dim; summed; 0 elsewhere */
     int64_t launches;  /* what the backend launched inside the calls (ops.h, launches; cuda: kernels,
                           cuBLASLt calls, copies; checked: 1 per call; 0: not counted) */
 } vla_profile_row;

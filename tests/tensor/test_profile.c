@@ -4,7 +4,8 @@
  * backend lacks stay NULL; one backend at a time; regions run op by op
  * while profiling (checked compares no replay then); ops from another
  * thread count; launches are counted per op where the backend counts them;
- * ops are summed by the calling thread's phase too;
+ * ops are summed by the calling thread's phase too; attention's FLOPs come
+ * from the pairs the group rule allows;
  * the JSON it prints parses (jansson). That every slot is
  * forwarded unchanged is test_conformance's "profiled:" runs. */
 #include "test_util.h"
@@ -206,11 +207,41 @@ static void test_regions_op_by_op(void **state) {
     vla_profile_unwrap();
 }
 
+/* Attention's FLOPs from the pairs the group rule allows: two samples of 3 and 2 tokens, groups
+ * {0, 0, 1} and {0, 1} (a prefix and a suffix each): 2 + 2 + 3 and 1 + 2 pairs. */
+static void test_attention_flops(void **state) {
+    (void)state;
+    const vla_ops *cpu = vla_backend_find("cpu"), *ops = NULL;
+    assert_int_equal(vla_profile_wrap(cpu, &ops), VLA_OK);
+    int32_t cu[3] = {0, 3, 5}, grp[5] = {0, 0, 1, 0, 1};
+    vla_attn_seqs qs = {2, cu, grp};
+    vla_attn_config cfg = {.n_heads = 2, .n_kv_heads = 1, .head_dim = 4};
+    const int64_t n = 5;
+    float *q = ops->alloc(sizeof(float) * n * 8), *k = ops->alloc(sizeof(float) * n * 4);
+    float *v = ops->alloc(sizeof(float) * n * 4), *o = ops->alloc(sizeof(float) * n * 8);
+    float *lse = ops->alloc(sizeof(float) * n * 2), *dq = ops->alloc(sizeof(float) * n * 8);
+    float *dk = ops->alloc(sizeof(float) * n * 4), *dv = ops->alloc(sizeof(float) * n * 4);
+    ops->fill(q, 0.1f, n * 8), ops->fill(k, 0.2f, n * 4), ops->fill(v, 0.3f, n * 4);
+    ops->fill(dq, 0, n * 8), ops->fill(dk, 0, n * 4), ops->fill(dv, 0, n * 4);
+    vla_profile_start();
+    assert_int_equal(ops->attention_forward(&cfg, o, lse, q, k, v, &qs, &qs, NULL), VLA_OK);
+    assert_int_equal(ops->attention_backward(&cfg, dq, dk, dv, o, q, k, v, o, lse, &qs, &qs, NULL), VLA_OK);
+    vla_profile p;
+    assert_int_equal(vla_profile_stop(&p), VLA_OK);
+    const double pairs = 10, hd = 2 * 4;
+    assert_true(row(&p, "attention_forward.fp32")->flops == 4 * pairs * hd);
+    assert_true(row(&p, "attention_backward.fp32")->flops == 10 * pairs * hd);
+    vla_profile_free(&p);
+    ops->free(q), ops->free(k), ops->free(v), ops->free(o), ops->free(lse), ops->free(dq), ops->free(dk), ops->free(dv);
+    vla_profile_unwrap();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counts_and_flops),
         cmocka_unit_test(test_one_backend_at_a_time),
         cmocka_unit_test(test_regions_op_by_op),
+        cmocka_unit_test(test_attention_flops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
