@@ -200,9 +200,9 @@ summary() {
     # (a training stage also times a chunk: its profile is the infer stages' business, left out here)
     grep '"bench":"policy_profile"' "$RESULTS" | grep -v '"stage":"train_[^"]*",.*"what":"chunk"' | while IFS= read -r l; do
         echo "    profile $(sed -n 's/.*"stage":"\([^"]*\)".*/\1/p' <<<"$l") ($(sed -n 's/.*"what":"\([a-z_]*\)".*/\1/p' <<<"$l"), $(sed -n 's/.*"clock":"\([a-z]*\)".*/\1/p' <<<"$l") clock): ops $(num "$l" op_ms_per) ms, between ops $(num "$l" between_ops_ms_per) ms, $(num "$l" calls_per) calls, $(num "$l" launches_per) launches; largest:"
-        grep -o '{"op":"[^"]*","calls":[0-9.]*,"ms":[0-9.]*,"share":[0-9.]*\(,"launches":[0-9.]*\)\{0,1\}\(,"tflops":[0-9.]*\)\{0,1\}' <<<"$l" | head -5 |
-            sed 's/{"op":"\([^"]*\)","calls":\([0-9.]*\),"ms":\([0-9.]*\),"share":\([0-9.]*\)\(,"launches":\([0-9.]*\)\)\{0,1\}\(,"tflops":\([0-9.]*\)\)\{0,1\}/\1|\2|\3|\4|\6|\8/' |
-            awk -F'|' '{ printf "      %-32s %8.4f ms %5.1f%% %8.1f calls%s%s\n", $1, $3, 100 * $4, $2, ($5 != "" ? sprintf(" %8.1f launches", $5) : ""), ($6 != "" ? sprintf(" %7.1f TFLOP/s", $6) : "") }'
+        grep -o '{"op":"[^"]*","calls":[0-9.]*,"ms":[0-9.]*,"share":[0-9.]*\(,"launches":[0-9.]*\)\{0,1\}\(,"tflops":[0-9.]*\)\{0,1\}\(,"gbps":[0-9.]*\)\{0,1\}' <<<"$l" | head -5 |
+            sed 's/{"op":"\([^"]*\)","calls":\([0-9.]*\),"ms":\([0-9.]*\),"share":\([0-9.]*\)\(,"launches":\([0-9.]*\)\)\{0,1\}\(,"tflops":\([0-9.]*\)\)\{0,1\}\(,"gbps":\([0-9.]*\)\)\{0,1\}/\1|\2|\3|\4|\6|\8|\10/' |
+            awk -F'|' '{ printf "      %-32s %8.4f ms %5.1f%% %8.1f calls%s%s%s\n", $1, $3, 100 * $4, $2, ($5 != "" ? sprintf(" %8.1f launches", $5) : ""), ($6 != "" ? sprintf(" %7.1f TFLOP/s", $6) : ""), ($7 != "" ? sprintf(" %7.1f GB/s", $7) : "") }'
         ph=$(grep -o '{"phase":"[^"]*","calls":[0-9.]*,"ms":[0-9.]*' <<<"$l" | sed 's/{"phase":"\([^"]*\)","calls":[0-9.]*,"ms":\([0-9.]*\)/\1 \2 ms/' | paste -sd, - | sed 's/,/, /g')
         [ -n "$ph" ] && echo "      phases: $ph"
     done

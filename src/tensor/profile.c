@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/dtype.h"
 #include "base/timer.h"
 
 /* One timed call: its op, the precision variant (-1: none), its FLOPs, and
@@ -14,7 +15,7 @@
 typedef struct {
     const char *name;
     int variant;
-    double flops;
+    double flops, bytes;
     int64_t ha, hb;
     double ta, tb;
     int64_t launches; /* the backend's launches during the call (ops.h, launches; 0: not counted) */
@@ -51,7 +52,20 @@ static prof_mark mark_now(void) {
     return m;
 }
 
-static void record(const char *name, int variant, double flops, prof_mark a, prof_mark b) {
+/* What a call costs, from its arguments: FLOPs (GEMMs, attention) and the bytes it must move at least
+ * (each array it reads or writes touched once, 4 bytes a float: a memory-bound op's floor). */
+typedef struct {
+    double flops, bytes;
+} prof_cost;
+#define COST(f, b) ((prof_cost){(double)(f), (double)(b)})
+
+static double total_n(int count, const int64_t *n) {
+    double t = 0;
+    for (int i = 0; i < count; i++) t += (double)n[i];
+    return t;
+}
+
+static void record(const char *name, int variant, prof_cost c, prof_mark a, prof_mark b) {
     pthread_mutex_lock(&P.lock);
     if (P.in->mark && (a.h < 0 || b.h < 0)) {
         P.unmarked++;
@@ -61,7 +75,7 @@ static void record(const char *name, int variant, double flops, prof_mark a, pro
             prof_rec *r = realloc(P.rec, sizeof *r * (size_t)cap);
             if (r) P.rec = r, P.cap = cap;
         }
-        if (P.n < P.cap) P.rec[P.n++] = (prof_rec){name, variant, flops, a.h, b.h, a.t, b.t, b.launches - a.launches, cur_phase};
+        if (P.n < P.cap) P.rec[P.n++] = (prof_rec){name, variant, c.flops, c.bytes, a.h, b.h, a.t, b.t, b.launches - a.launches, cur_phase};
         else P.dropped++;
     }
     pthread_mutex_unlock(&P.lock);
@@ -80,14 +94,14 @@ static void record(const char *name, int variant, double flops, prof_mark a, pro
         }                                          \
         prof_mark a_ = mark_now();                 \
         P.in->name args;                           \
-        record(#name, (var), (fl), a_, mark_now()); \
+        record(#name, (var), fl, a_, mark_now());  \
     }
 #define PROF_RET(type, name, var, fl, params, args) \
     static type pr_##name params {                  \
         if (!ON()) return P.in->name args;          \
         prof_mark a_ = mark_now();                  \
         type r_ = P.in->name args;                  \
-        record(#name, (var), (fl), a_, mark_now()); \
+        record(#name, (var), fl, a_, mark_now());  \
         return r_;                                  \
     }
 
@@ -148,205 +162,203 @@ static double attn_flops(const vla_attn_config *cfg, double pairs, double produc
 }
 
 /* ---- memory -------------------------------------------------------------------------------- */
-PROF_RET(void *, alloc, NOV, 0, (size_t bytes), (bytes))
-PROF_VOID(free, NOV, 0, (void *p), (p))
-PROF_VOID(to_device, NOV, 0, (void *dst, const void *src, size_t bytes), (dst, src, bytes))
-PROF_VOID(to_host, NOV, 0, (void *dst, const void *src, size_t bytes), (dst, src, bytes))
-PROF_VOID(copy_bytes, NOV, 0, (void *dst, const void *src, size_t bytes), (dst, src, bytes))
+PROF_RET(void *, alloc, NOV, COST(0, 0), (size_t bytes), (bytes))
+PROF_VOID(free, NOV, COST(0, 0), (void *p), (p))
+PROF_VOID(to_device, NOV, COST(0, (double)bytes), (void *dst, const void *src, size_t bytes), (dst, src, bytes))
+PROF_VOID(to_host, NOV, COST(0, (double)bytes), (void *dst, const void *src, size_t bytes), (dst, src, bytes))
+PROF_VOID(copy_bytes, NOV, COST(0, 2.0 * (double)bytes), (void *dst, const void *src, size_t bytes), (dst, src, bytes))
 
 /* ---- GEMM ---------------------------------------------------------------------------------- */
-PROF_VOID(sgemm, VLA_PREC_FP32, mnk2(m, n, k),
+PROF_VOID(sgemm, VLA_PREC_FP32, COST(mnk2(m, n, k), 0),
           (bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
            const float *b, int64_t ldb, float beta, float *c, int64_t ldc),
           (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
-PROF_VOID(sgemm_strided_batched, VLA_PREC_FP32, mnk2(m, n, k) * (double)batch,
+PROF_VOID(sgemm_strided_batched, VLA_PREC_FP32, COST(mnk2(m, n, k) * (double)batch, 0),
           (bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, int64_t sa,
            const float *b, int64_t ldb, int64_t sb, float beta, float *c, int64_t ldc, int64_t sc, int64_t batch),
           (ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch))
-PROF_VOID(sgemm_q, qmode(q), mnk2(m, n, k),
+PROF_VOID(sgemm_q, qmode(q), COST(mnk2(m, n, k), 0),
           (const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
            int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc),
           (q, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
-PROF_VOID(prepare_operand, qmode(q), 0,
+PROF_VOID(prepare_operand, qmode(q), COST(0, 6.0 * (double)n * (double)k),
           (const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb, void *dst),
           (q, tb, n, k, b, ldb, dst))
-PROF_VOID(sgemm_epi, qmode(q), mnk2(m, n, k),
+PROF_VOID(sgemm_epi, qmode(q), COST(mnk2(m, n, k), 0),
           (const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
            float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc),
           (q, epi, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
-PROF_VOID(fp8_scale_update, NOV, 0,
+PROF_VOID(fp8_scale_update, NOV, COST(0, 0),
           (float *history, float *scale, int64_t n, int64_t hist_len, const float *fmt_max, float margin,
            bool most_recent),
           (history, scale, n, hist_len, fmt_max, margin, most_recent))
 
 /* ---- elementwise ---------------------------------------------------------------------------- */
-PROF_VOID(fill, NOV, 0, (float *y, float value, int64_t n), (y, value, n))
-PROF_VOID(copy, NOV, 0, (float *y, const float *x, int64_t n), (y, x, n))
-PROF_VOID(add, NOV, 0, (float *y, const float *a, const float *b, int64_t n), (y, a, b, n))
-PROF_VOID(sub, NOV, 0, (float *y, const float *a, const float *b, int64_t n), (y, a, b, n))
-PROF_VOID(mul, NOV, 0, (float *y, const float *a, const float *b, int64_t n), (y, a, b, n))
-PROF_VOID(axpy, NOV, 0, (float *y, float alpha, const float *x, int64_t n), (y, alpha, x, n))
-PROF_VOID(scale, NOV, 0, (float *y, float alpha, int64_t n), (y, alpha, n))
-PROF_VOID(affine, NOV, 0, (float *y, const float *x, float alpha, float beta, int64_t n), (y, x, alpha, beta, n))
-PROF_VOID(scale_to, NOV, 0, (float *y, const float *x, double alpha, int64_t n), (y, x, alpha, n))
-PROF_VOID(add_row_vector, NOV, 0, (float *y, const float *bias, int64_t rows, int64_t cols), (y, bias, rows, cols))
+PROF_VOID(fill, NOV, COST(0, 4.0 * n), (float *y, float value, int64_t n), (y, value, n))
+PROF_VOID(copy, NOV, COST(0, 8.0 * n), (float *y, const float *x, int64_t n), (y, x, n))
+PROF_VOID(add, NOV, COST(0, 12.0 * n), (float *y, const float *a, const float *b, int64_t n), (y, a, b, n))
+PROF_VOID(sub, NOV, COST(0, 12.0 * n), (float *y, const float *a, const float *b, int64_t n), (y, a, b, n))
+PROF_VOID(mul, NOV, COST(0, 12.0 * n), (float *y, const float *a, const float *b, int64_t n), (y, a, b, n))
+PROF_VOID(axpy, NOV, COST(0, 12.0 * n), (float *y, float alpha, const float *x, int64_t n), (y, alpha, x, n))
+PROF_VOID(scale, NOV, COST(0, 8.0 * n), (float *y, float alpha, int64_t n), (y, alpha, n))
+PROF_VOID(affine, NOV, COST(0, 8.0 * n), (float *y, const float *x, float alpha, float beta, int64_t n), (y, x, alpha, beta, n))
+PROF_VOID(scale_to, NOV, COST(0, 8.0 * n), (float *y, const float *x, double alpha, int64_t n), (y, x, alpha, n))
+PROF_VOID(add_row_vector, NOV, COST(0, 8.0 * (double)rows * (double)cols), (float *y, const float *bias, int64_t rows, int64_t cols), (y, bias, rows, cols))
 
 /* ---- layout --------------------------------------------------------------------------------- */
-PROF_VOID(copy_rows, NOV, 0,
+PROF_VOID(copy_rows, NOV, COST(0, 8.0 * (double)n * (double)w),
           (float *dst, int64_t ldd, const int32_t *di, const float *src, int64_t lds, const int32_t *si, int64_t n,
            int64_t w, float alpha),
           (dst, ldd, di, src, lds, si, n, w, alpha))
-PROF_VOID(add_rows, NOV, 0,
+PROF_VOID(add_rows, NOV, COST(0, 12.0 * (double)n * (double)w),
           (float *dst, int64_t ldd, const int32_t *di, const float *src, int64_t lds, const int32_t *si, int64_t n,
            int64_t w, float alpha),
           (dst, ldd, di, src, lds, si, n, w, alpha))
-PROF_VOID(copy2d, NOV, 0, (float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows, int64_t cols),
+PROF_VOID(copy2d, NOV, COST(0, 8.0 * (double)rows * (double)cols), (float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows, int64_t cols),
           (dst, ldd, src, lds, rows, cols))
-PROF_VOID(im2col, NOV, 0,
+PROF_VOID(im2col, NOV, COST(0, 8.0 * (double)n_img * C * H * W),
           (float *patches, const float *images, int64_t n_img, int64_t C, int64_t H, int64_t W, int64_t p),
           (patches, images, n_img, C, H, W, p))
-PROF_VOID(col2im_add, NOV, 0,
+PROF_VOID(col2im_add, NOV, COST(0, 12.0 * (double)n_img * C * H * W),
           (float *images, const float *patches, int64_t n_img, int64_t C, int64_t H, int64_t W, int64_t p),
           (images, patches, n_img, C, H, W, p))
 
 /* ---- per-segment weights -------------------------------------------------------------------- */
-PROF_VOID(segment_linear_forward, NOV, 2.0 * seg_rows(cu, n_seg) * (double)in_dim * (double)out_dim,
+PROF_VOID(segment_linear_forward, NOV, COST(2.0 * seg_rows(cu, n_seg) * (double)in_dim * (double)out_dim, 0),
           (float *y, const float *x, const float *w, const float *b, const int32_t *ids, const int32_t *cu,
            int32_t n_seg, int64_t in_dim, int64_t out_dim),
           (y, x, w, b, ids, cu, n_seg, in_dim, out_dim))
-PROF_VOID(segment_linear_backward, NOV,
-          2.0 * seg_rows(cu, n_seg) * (double)in_dim * (double)out_dim * ((dx != NULL) + (dw != NULL)),
+PROF_VOID(segment_linear_backward, NOV, COST(2.0 * seg_rows(cu, n_seg) * (double)in_dim * (double)out_dim * ((dx != NULL) + (dw != NULL)), 0),
           (float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, const int32_t *ids,
            const int32_t *cu, int32_t n_seg, int64_t in_dim, int64_t out_dim),
           (dx, dw, db, dy, x, w, ids, cu, n_seg, in_dim, out_dim))
 
 /* ---- reductions ----------------------------------------------------------------------------- */
-PROF_RET(double, sum, NOV, 0, (const float *x, int64_t n), (x, n))
-PROF_RET(double, dot, NOV, 0, (const float *a, const float *b, int64_t n), (a, b, n))
-PROF_RET(double, sum_squares, NOV, 0, (const float *x, int64_t n), (x, n))
-PROF_VOID(sum_squares_multi, NOV, 0, (int count, const float *const *x, const int64_t *n, double *out),
+PROF_RET(double, sum, NOV, COST(0, 4.0 * n), (const float *x, int64_t n), (x, n))
+PROF_RET(double, dot, NOV, COST(0, 8.0 * n), (const float *a, const float *b, int64_t n), (a, b, n))
+PROF_RET(double, sum_squares, NOV, COST(0, 4.0 * n), (const float *x, int64_t n), (x, n))
+PROF_VOID(sum_squares_multi, NOV, COST(0, 4.0 * total_n(count, n)), (int count, const float *const *x, const int64_t *n, double *out),
           (count, x, n, out))
-PROF_VOID(sum_squares_total, NOV, 0, (int count, const float *const *x, const int64_t *n, double *total),
+PROF_VOID(sum_squares_total, NOV, COST(0, 4.0 * total_n(count, n)), (int count, const float *const *x, const int64_t *n, double *total),
           (count, x, n, total))
-PROF_RET(float, max_abs, NOV, 0, (const float *x, int64_t n), (x, n))
-PROF_RET(int64_t, count_nonfinite, NOV, 0, (const float *x, int64_t n), (x, n))
-PROF_RET(int64_t, find_nonfinite, NOV, 0, (const float *x, int64_t n), (x, n))
-PROF_VOID(sum_rows, NOV, 0, (float *y, const float *x, int64_t rows, int64_t cols, float beta),
+PROF_RET(float, max_abs, NOV, COST(0, 4.0 * n), (const float *x, int64_t n), (x, n))
+PROF_RET(int64_t, count_nonfinite, NOV, COST(0, 4.0 * n), (const float *x, int64_t n), (x, n))
+PROF_RET(int64_t, find_nonfinite, NOV, COST(0, 4.0 * n), (const float *x, int64_t n), (x, n))
+PROF_VOID(sum_rows, NOV, COST(0, 4.0 * (double)rows * (double)cols), (float *y, const float *x, int64_t rows, int64_t cols, float beta),
           (y, x, rows, cols, beta))
 
 /* ---- softmax, activations, norms ------------------------------------------------------------ */
-PROF_VOID(softmax_rows, NOV, 0, (float *y, const float *x, int64_t rows, int64_t cols), (y, x, rows, cols))
-PROF_VOID(softmax_rows_backward, NOV, 0, (float *dx, const float *y, const float *dy, int64_t rows, int64_t cols),
+PROF_VOID(softmax_rows, NOV, COST(0, 8.0 * (double)rows * (double)cols), (float *y, const float *x, int64_t rows, int64_t cols), (y, x, rows, cols))
+PROF_VOID(softmax_rows_backward, NOV, COST(0, 12.0 * (double)rows * (double)cols), (float *dx, const float *y, const float *dy, int64_t rows, int64_t cols),
           (dx, y, dy, rows, cols))
-PROF_VOID(attention_mask, NOV, 0, (float *mask, const vla_attn_seqs *qs, const vla_attn_seqs *ks), (mask, qs, ks))
-PROF_VOID(act_forward, NOV, 0, (vla_act act, float *out, const float *in, int64_t n), (act, out, in, n))
-PROF_VOID(act_backward, NOV, 0, (vla_act act, float *d_in, const float *d_out, const float *in, int64_t n),
+PROF_VOID(attention_mask, NOV, COST(0, 0), (float *mask, const vla_attn_seqs *qs, const vla_attn_seqs *ks), (mask, qs, ks))
+PROF_VOID(act_forward, NOV, COST(0, 8.0 * n), (vla_act act, float *out, const float *in, int64_t n), (act, out, in, n))
+PROF_VOID(act_backward, NOV, COST(0, 12.0 * n), (vla_act act, float *d_in, const float *d_out, const float *in, int64_t n),
           (act, d_in, d_out, in, n))
-PROF_VOID(glu_forward, NOV, 0, (vla_act act, float *h, const float *gate, const float *up, int64_t n),
+PROF_VOID(glu_forward, NOV, COST(0, 12.0 * n), (vla_act act, float *h, const float *gate, const float *up, int64_t n),
           (act, h, gate, up, n))
-PROF_VOID(glu_backward, NOV, 0,
+PROF_VOID(glu_backward, NOV, COST(0, 20.0 * n),
           (vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up, int64_t n),
           (act, dgate, dup, dh, gate, up, n))
-PROF_VOID(layernorm_forward, NOV, 0,
+PROF_VOID(layernorm_forward, NOV, COST(0, 8.0 * (double)n * (double)dim),
           (float *out, float *mean, float *rstd, const float *in, const float *w, const float *b, int64_t n,
            int64_t dim, float eps),
           (out, mean, rstd, in, w, b, n, dim, eps))
-PROF_VOID(layernorm_backward, NOV, 0,
+PROF_VOID(layernorm_backward, NOV, COST(0, 12.0 * (double)n * (double)dim),
           (float *d_in, float *d_w, float *d_b, const float *d_out, const float *in, const float *w,
            const float *mean, const float *rstd, int64_t n, int64_t dim),
           (d_in, d_w, d_b, d_out, in, w, mean, rstd, n, dim))
-PROF_VOID(rmsnorm_forward, NOV, 0,
+PROF_VOID(rmsnorm_forward, NOV, COST(0, 8.0 * (double)n * (double)dim),
           (float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n, int64_t dim, float eps),
           (out, rstd, in, w, one_plus, n, dim, eps))
-PROF_VOID(rmsnorm_backward, NOV, 0,
+PROF_VOID(rmsnorm_backward, NOV, COST(0, 12.0 * (double)n * (double)dim),
           (float *d_in, float *d_w, const float *d_out, const float *in, const float *w, bool one_plus,
            const float *rstd, int64_t n, int64_t dim),
           (d_in, d_w, d_out, in, w, one_plus, rstd, n, dim))
-PROF_VOID(adaln_forward, NOV, 0,
+PROF_VOID(adaln_forward, NOV, COST(0, 8.0 * (double)n * (double)dim),
           (float *out, float *mean, float *rstd, const float *in, const float *mod, const int32_t *cu, int32_t n_seg,
            int64_t n, int64_t dim, float eps),
           (out, mean, rstd, in, mod, cu, n_seg, n, dim, eps))
-PROF_VOID(adaln_backward, NOV, 0,
+PROF_VOID(adaln_backward, NOV, COST(0, 12.0 * (double)n * (double)dim),
           (float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod, const float *mean,
            const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim),
           (d_in, d_mod, d_out, in, mod, mean, rstd, cu, n_seg, n, dim))
-PROF_VOID(adarms_forward, NOV, 0,
+PROF_VOID(adarms_forward, NOV, COST(0, 8.0 * (double)n * (double)dim),
           (float *out, float *rstd, const float *in, const float *mod, const int32_t *cu, int32_t n_seg, int64_t n,
            int64_t dim, float eps),
           (out, rstd, in, mod, cu, n_seg, n, dim, eps))
-PROF_VOID(adarms_backward, NOV, 0,
+PROF_VOID(adarms_backward, NOV, COST(0, 12.0 * (double)n * (double)dim),
           (float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod, const float *rstd,
            const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim),
           (d_in, d_mod, d_out, in, mod, rstd, cu, n_seg, n, dim))
-PROF_VOID(gated_residual_forward, NOV, 0,
+PROF_VOID(gated_residual_forward, NOV, COST(0, 12.0 * (double)n * (double)dim),
           (float *out, const float *x, const float *y, const float *mod, const int32_t *cu, int32_t n_seg, int64_t n,
            int64_t dim),
           (out, x, y, mod, cu, n_seg, n, dim))
-PROF_VOID(gated_residual_backward, NOV, 0,
+PROF_VOID(gated_residual_backward, NOV, COST(0, 16.0 * (double)n * (double)dim),
           (float *d_x, float *d_y, float *d_mod, const float *d_out, const float *y, const float *mod,
            const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim),
           (d_x, d_y, d_mod, d_out, y, mod, cu, n_seg, n, dim))
 
 /* ---- positions and time --------------------------------------------------------------------- */
-PROF_VOID(rope_forward, NOV, 0,
+PROF_VOID(rope_forward, NOV, COST(0, 8.0 * (double)n * (double)heads * (double)head_dim),
           (float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t head_dim, double theta),
           (out, in, pos, n, heads, head_dim, theta))
-PROF_VOID(rope_backward, NOV, 0,
+PROF_VOID(rope_backward, NOV, COST(0, 12.0 * (double)n * (double)heads * (double)head_dim),
           (float *d_in, const float *d_out, const int32_t *pos, int64_t n, int64_t heads, int64_t head_dim,
            double theta),
           (d_in, d_out, pos, n, heads, head_dim, theta))
-PROF_VOID(time_embedding_forward, NOV, 0, (const vla_temb_config *cfg, float *out, const float *t, int64_t n),
+PROF_VOID(time_embedding_forward, NOV, COST(0, 4.0 * (double)n * (double)cfg->dim), (const vla_temb_config *cfg, float *out, const float *t, int64_t n),
           (cfg, out, t, n))
-PROF_VOID(time_embedding_backward, NOV, 0,
+PROF_VOID(time_embedding_backward, NOV, COST(0, 4.0 * (double)n * (double)cfg->dim),
           (const vla_temb_config *cfg, float *d_t, const float *d_out, const float *t, int64_t n),
           (cfg, d_t, d_out, t, n))
 
 /* ---- attention ------------------------------------------------------------------------------ */
-PROF_RET(vla_status, attention_forward, (int)cfg->precision, attn_flops(cfg, attn_pairs(qs, ks), 2),
+PROF_RET(vla_status, attention_forward, (int)cfg->precision, COST(attn_flops(cfg, attn_pairs(qs, ks), 2), 0),
          (const vla_attn_config *cfg, float *out, float *lse, const float *q, const float *k, const float *v,
           const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *stats),
          (cfg, out, lse, q, k, v, qs, ks, stats))
-PROF_RET(vla_status, attention_backward, (int)cfg->precision, attn_flops(cfg, attn_pairs(qs, ks), 5),
+PROF_RET(vla_status, attention_backward, (int)cfg->precision, COST(attn_flops(cfg, attn_pairs(qs, ks), 5), 0),
          (const vla_attn_config *cfg, float *dq, float *dk, float *dv, const float *d_out, const float *q,
           const float *k, const float *v, const float *out, const float *lse, const vla_attn_seqs *qs,
           const vla_attn_seqs *ks, vla_attn_stats *stats),
          (cfg, dq, dk, dv, d_out, q, k, v, out, lse, qs, ks, stats))
-PROF_RET(vla_status, attention_forward_cached, (int)cfg->precision,
-         attn_flops(cfg, attn_pairs(qs, cs) + attn_pairs(qs, ns), 2),
+PROF_RET(vla_status, attention_forward_cached, (int)cfg->precision, COST(attn_flops(cfg, attn_pairs(qs, cs) + attn_pairs(qs, ns), 2), 0),
          (const vla_attn_config *cfg, float *out, float *lse, const float *q, const vla_attn_seqs *qs,
           const float *k_cache, const float *v_cache, const vla_attn_seqs *cs, const float *k_new,
           const float *v_new, const vla_attn_seqs *ns, vla_attn_stats *stats),
          (cfg, out, lse, q, qs, k_cache, v_cache, cs, k_new, v_new, ns, stats))
 
 /* ---- flow matching, optimizer, conversion --------------------------------------------------- */
-PROF_VOID(flow_interpolate, NOV, 0,
+PROF_VOID(flow_interpolate, NOV, COST(0, 16.0 * (double)S * (double)per),
           (vla_flow_convention conv, float *x_t, float *target, const float *actions, const float *noise,
            const float *t, int64_t S, int64_t per),
           (conv, x_t, target, actions, noise, t, S, per))
-PROF_RET(double, masked_mse, NOV, 0,
+PROF_RET(double, masked_mse, NOV, COST(0, (d_pred ? 12.0 : 8.0) * (double)S * (double)H * (double)D),
          (const float *pred, const float *target, int64_t S, int64_t H, int64_t D, const uint8_t *is_pad,
           const int32_t *real_dims, vla_mse_reduction red, double divisor, float *d_pred),
          (pred, target, S, H, D, is_pad, real_dims, red, divisor, d_pred))
-PROF_VOID(masked_mse_acc, NOV, 0,
+PROF_VOID(masked_mse_acc, NOV, COST(0, (d_pred ? 12.0 : 8.0) * (double)S * (double)H * (double)D),
           (const float *pred, const float *target, int64_t S, int64_t H, int64_t D, const uint8_t *is_pad,
            const int32_t *real_dims, vla_mse_reduction red, double divisor, float *d_pred, double *loss_sum),
           (pred, target, S, H, D, is_pad, real_dims, red, divisor, d_pred, loss_sum))
-PROF_VOID(adamw, NOV, 0,
+PROF_VOID(adamw, NOV, COST(0, 28.0 * n),
           (float *w, const float *g, float *m, float *v, int64_t n, const vla_adamw_scalars *s, bool decay),
           (w, g, m, v, n, s, decay))
-PROF_VOID(ema, NOV, 0, (float *e, const float *w, float d, float omd, int64_t n, const float *guard),
+PROF_VOID(ema, NOV, COST(0, 12.0 * n), (float *e, const float *w, float d, float omd, int64_t n, const float *guard),
           (e, w, d, omd, n, guard))
-PROF_VOID(adamw_multi, NOV, 0,
+PROF_VOID(adamw_multi, NOV, COST(0, 28.0 * total_n(count, n)),
           (int count, float *const *w, const float *const *g, float *const *m, float *const *v, const int64_t *n,
            const bool *decay, const vla_adamw_scalars *s),
           (count, w, g, m, v, n, decay, s))
-PROF_VOID(ema_multi, NOV, 0,
+PROF_VOID(ema_multi, NOV, COST(0, 12.0 * total_n(count, n)),
           (int count, float *const *e, const float *const *w, const int64_t *n, float d, float omd,
            const float *guard),
           (count, e, w, n, d, omd, guard))
-PROF_VOID(clip_coef, NOV, 0, (float *guard, const double *sumsq, const double *also, double max_norm),
+PROF_VOID(clip_coef, NOV, COST(0, 0), (float *guard, const double *sumsq, const double *also, double max_norm),
           (guard, sumsq, also, max_norm))
-PROF_VOID(convert, NOV, 0, (void *dst, vla_dtype dt, const void *src, vla_dtype st, int64_t n), (dst, dt, src, st, n))
+PROF_VOID(convert, NOV, COST(0, (double)n * (double)(vla_dtype_size(dt) + vla_dtype_size(st))), (void *dst, vla_dtype dt, const void *src, vla_dtype st, int64_t n), (dst, dt, src, st, n))
 
 /* A captured region: forwarded when not profiling; while profiling, the
  * body runs op by op so that its ops are timed (profile.h). */
@@ -516,7 +528,7 @@ vla_status vla_profile_stop(vla_profile *out) {
             snprintf(out->rows[j].op, sizeof out->rows[j].op, "%s", op);
             out->n_rows++;
         }
-        out->rows[j].calls++, out->rows[j].ms += ms, out->rows[j].flops += r->flops;
+        out->rows[j].calls++, out->rows[j].ms += ms, out->rows[j].flops += r->flops, out->rows[j].bytes += r->bytes;
         out->rows[j].launches += r->launches;
         out->launches += r->launches;
         const char *ph = r->phase ? r->phase : "(none)";
@@ -552,7 +564,8 @@ void vla_profile_print_table(FILE *f, const vla_profile *p, double per, const ch
     if (per <= 0) per = 1;
     fprintf(f, "where the time goes, per %s (%s clock; %lld op calls over %.3g %s%s):\n", per_what,
             p->device_clock ? "the device's" : "the host's", (long long)p->calls, per, per_what, per == 1 ? "" : "s");
-    fprintf(f, "  %-34s %9s %9s %11s %7s %10s %9s\n", "op", "calls", "launches", "ms", "share", "us/call", "TFLOP/s");
+    fprintf(f, "  %-34s %9s %9s %11s %7s %10s %9s %9s\n", "op", "calls", "launches", "ms", "share", "us/call", "TFLOP/s",
+            "GB/s");
     double rest_ms = 0, rest_calls = 0, rest_launches = 0;
     for (int i = 0; i < p->n_rows; i++) {
         const vla_profile_row *r = &p->rows[i];
@@ -564,6 +577,8 @@ void vla_profile_print_table(FILE *f, const vla_profile *p, double per, const ch
                 (double)r->launches / per, r->ms / per,
                 p->op_ms > 0 ? 100.0 * r->ms / p->op_ms : 0.0, r->calls ? 1e3 * r->ms / (double)r->calls : 0.0);
         if (r->flops > 0 && r->ms > 0) fprintf(f, " %9.2f", r->flops / (r->ms * 1e-3) * 1e-12);
+        else if (r->bytes > 0) fprintf(f, " %9s", "");
+        if (r->bytes > 0 && r->ms > 0) fprintf(f, " %9.1f", r->bytes / (r->ms * 1e-3) * 1e-9);
         fprintf(f, "\n");
     }
     if (rest_calls > 0)
@@ -597,6 +612,7 @@ void vla_profile_print_json_members(FILE *f, const vla_profile *p, double per, i
                 r->op, (double)r->calls / per, r->ms / per, p->op_ms > 0 ? r->ms / p->op_ms : 0.0,
                 (double)r->launches / per);
         if (r->flops > 0 && r->ms > 0) fprintf(f, ",\"tflops\":%.3f", r->flops / (r->ms * 1e-3) * 1e-12);
+        if (r->bytes > 0 && r->ms > 0) fprintf(f, ",\"gbps\":%.2f", r->bytes / (r->ms * 1e-3) * 1e-9);
         fprintf(f, "}");
     }
     fprintf(f, "],\"phases\":[");

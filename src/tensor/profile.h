@@ -58,6 +58,8 @@ typedef struct {
     double ms;         /* summed over the calls */
     double flops;      /* GEMM slots: 2·m·n·k per product; attention: 4 (forward) or 10 (backward)
                           · the pairs the group rule allows · heads · head_dim; summed; 0 elsewhere */
+    double bytes;      /* memory-bound ops: the bytes they must move at least (each array read or
+                          written once; 0 for GEMMs, attention and host queries), summed */
     int64_t launches;  /* what the backend launched inside the calls (ops.h, launches; cuda: kernels,
                           cuBLASLt calls, copies; checked: 1 per call; 0: not counted) */
 } vla_profile_row;

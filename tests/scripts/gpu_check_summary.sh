@@ -64,7 +64,7 @@ check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'groot-n1.5 bf16 trainin
     'serve .* on cuda bf16: p50 2.5 ms, p99 3.2 ms, one robot.s chunk 2.0 ms, 3000.0 replies/s = 3.75× the CPU server'
 # where the time goes: a profile line as `vla bench policy --profile` prints it (the real command on
 # the cpu backend when the build's vla is at hand, VLA_BIN; else a line of that format)
-prof_line='{"bench":"policy_profile","config":"pi05-nano","policy":"pi05","backend":"cpu","precision":"fp32","what":"chunk","batch":1,"per":2,"clock":"host","calls_per":501.00,"op_ms_per":0.74,"between_ops_ms_per":0.05,"span_ms_per":0.79,"unmarked":0,"dropped":0,"launches_per":501.00,"ops":[{"op":"sgemm_epi.fp32","calls":248.00,"ms":0.25,"share":0.34,"launches":248.00,"tflops":0.010},{"op":"rope_forward","calls":44.00,"ms":0.13,"share":0.18,"launches":44.00}],"phases":[{"phase":"prefix","calls":100.00,"ms":0.30,"launches":100.00},{"phase":"flow","calls":400.00,"ms":0.44,"launches":400.00}]}'
+prof_line='{"bench":"policy_profile","config":"pi05-nano","policy":"pi05","backend":"cpu","precision":"fp32","what":"chunk","batch":1,"per":2,"clock":"host","calls_per":501.00,"op_ms_per":0.74,"between_ops_ms_per":0.05,"span_ms_per":0.79,"unmarked":0,"dropped":0,"launches_per":501.00,"ops":[{"op":"sgemm_epi.fp32","calls":248.00,"ms":0.25,"share":0.34,"launches":248.00,"tflops":0.010},{"op":"rope_forward","calls":44.00,"ms":0.13,"share":0.18,"launches":44.00,"gbps":12.50}],"phases":[{"phase":"prefix","calls":100.00,"ms":0.30,"launches":100.00},{"phase":"flow","calls":400.00,"ms":0.44,"launches":400.00}]}'
 if [ -x "${VLA_BIN:-}" ]; then # on checked, which counts its launches (one per op)
     prof_line=$("$VLA_BIN" bench policy --device=checked --config=pi05-nano --quick --infer_only --profile=2 2>/dev/null |
         grep '"bench":"policy_profile"' | head -1)
@@ -72,7 +72,7 @@ fi
 { ok_stages; figures 0.45 150 12.5 2.6; sed 's/^{/{"stage":"infer_pi05",/' <<<"$prof_line"; } >"$T/profile.jsonl"
 check "profile" "$T/profile.jsonl" 0 'profile infer_pi05 \(chunk, host clock\): ops [0-9.]+ ms, between ops [0-9.]+ ms, [0-9.]+ calls, [0-9.]+ launches; largest:' \
     '^      sgemm_epi.fp32 +[0-9.]+ ms +[0-9.]+% +([0-9.]+) calls +[0-9.]+ launches +[0-9.]+ TFLOP/s' \
-    '^      [a-z_.0-9]+ +[0-9.]+ ms +[0-9.]+% +[0-9.]+ calls +[0-9.]+ launches$' \
+    '^      [a-z_.0-9]+ +[0-9.]+ ms +[0-9.]+% +[0-9.]+ calls +[0-9.]+ launches +[0-9.]+ GB/s$' \
     '^      phases: (inputs [0-9.]+ ms, )?prefix [0-9.]+ ms, flow [0-9.]+ ms'
 # the FP8 GEMM found no cuBLASLt algorithm: the summary says it ran emulated
 { ok_stages; figures 0.45 150 12.5 2.6 | sed '/"stage":"gemm_fp8"/s/"emulated_calls":0/"emulated_calls":40/'; } >"$T/emulated.jsonl"

@@ -5,7 +5,7 @@
  * while profiling (checked compares no replay then); ops from another
  * thread count; launches are counted per op where the backend counts them;
  * ops are summed by the calling thread's phase too; attention's FLOPs come
- * from the pairs the group rule allows;
+ * from the pairs the group rule allows; memory-bound ops their bytes;
  * the JSON it prints parses (jansson). That every slot is
  * forwarded unchanged is test_conformance's "profiled:" runs. */
 #include "test_util.h"
@@ -85,6 +85,10 @@ static void test_counts_and_flops(void **state) {
     assert_true(s->flops == 2 * 2.0 * m * n * k);
     assert_true(seg->flops == 2.0 * 10 * 8 * 5); /* every packed row through its segment's 8×5 matrix */
     assert_true(th_row->flops == 0);
+    /* the bytes a memory-bound op must move: scale reads and writes 64 floats, twice; to_host its 16 */
+    assert_true(th_row->bytes == 2 * 8.0 * 64);
+    assert_true(row(&p, "to_host")->bytes == sizeof h);
+    assert_true(q->bytes == 0); /* GEMMs are judged by their FLOPs */
     assert_int_equal(p.launches, 0); /* cpu counts no launches */
     /* phases in the order first seen; the other thread's ops are in none (a phase is per thread) */
     assert_int_equal(p.n_phases, 3);
