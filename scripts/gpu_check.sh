@@ -198,7 +198,7 @@ summary() {
     [ -n "$s2" ] && echo "    PyTorch bf16 peer groot-n1.5 (autocast, SDPA), same batch and GPU: $s2 samples/s; vla.c / PyTorch = $(ratio "$s1" "$s2")"
     # where the time goes: each profiled stage's five largest ops (tensor/profile.h; the full rows are in RESULTS)
     # (a training stage also times a chunk: its profile is the infer stages' business, left out here)
-    grep '"bench":"policy_profile"' "$RESULTS" | grep -v '"stage":"train_[^"]*",.*"what":"chunk"' | while IFS= read -r l; do
+    grep '"bench":"policy_profile"' "$RESULTS" | grep -v '"stage":"train_[^"]*",.*"what":"chunk[^"]*"' | while IFS= read -r l; do
         echo "    profile $(sed -n 's/.*"stage":"\([^"]*\)".*/\1/p' <<<"$l") ($(sed -n 's/.*"what":"\([a-z_]*\)".*/\1/p' <<<"$l"), $(sed -n 's/.*"clock":"\([a-z]*\)".*/\1/p' <<<"$l") clock): ops $(num "$l" op_ms_per) ms, between ops $(num "$l" between_ops_ms_per) ms, $(num "$l" calls_per) calls, $(num "$l" launches_per) launches; largest:"
         grep -o '{"op":"[^"]*","calls":[0-9.]*,"ms":[0-9.]*,"share":[0-9.]*\(,"launches":[0-9.]*\)\{0,1\}\(,"tflops":[0-9.]*\)\{0,1\}\(,"gbps":[0-9.]*\)\{0,1\}' <<<"$l" | head -5 |
             sed 's/{"op":"\([^"]*\)","calls":\([0-9.]*\),"ms":\([0-9.]*\),"share":\([0-9.]*\)\(,"launches":\([0-9.]*\)\)\{0,1\}\(,"tflops":\([0-9.]*\)\)\{0,1\}\(,"gbps":\([0-9.]*\)\)\{0,1\}/\1|\2|\3|\4|\6|\8|\10/' |

@@ -446,6 +446,8 @@ static void print_profile(const char *name, const vla_policy *p, const bench_opt
     fprintf(stderr, "%s, %s %s, %s batch %lld:\n", name, o->ops->name, vla_precision_name(o->prec), what,
             (long long)batch);
     vla_profile_print_table(stderr, prof, o->profile, !strcmp(what, "train_step") ? "step" : "chunk", 15);
+    if (!strcmp(what, "chunk_regions_whole"))
+        fprintf(stderr, "  (each captured region timed whole, as the backend runs it: one run_captured row per call)\n");
 }
 
 static vla_status profile_training(const char *name, vla_policy *p, const vla_batch *b, vla_train_opt *opt,
@@ -490,16 +492,21 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     double plans = b0 >= 0 ? (double)(attn_plan_builds(p->tops) - b0) / (double)o->infer_reps : -1;
     /* chunks whose flow steps ran as one recorded graph (policy/flow.h; VLA_CUDA_GRAPHS=0: none) */
     double replayed = r0 >= 0 ? (double)(p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0) / (double)o->infer_reps : -1;
-    vla_profile prof = {0};
+    vla_profile prof = {0}, whole = {0};
     if (st == VLA_OK && o->profile > 0) { /* the same chunks again, op by op (graphs off while profiled) */
         vla_profile_start();
         for (int i = 0; i < o->profile && st == VLA_OK; i++) st = vla_policy_sample_actions(p, &ob, act);
         vla_status ps = vla_profile_stop(&prof);
         if (st == VLA_OK) st = ps;
+        /* and with each captured region timed whole, the backend's way (cuda: a graph replay) */
+        if (st == VLA_OK) vla_profile_start_whole_regions();
+        for (int i = 0; i < o->profile && st == VLA_OK; i++) st = vla_policy_sample_actions(p, &ob, act);
+        ps = vla_profile_stop(&whole);
+        if (st == VLA_OK) st = ps;
     }
     vla_policy_weights_release(p);
     free(act);
-    if (st != VLA_OK) vla_profile_free(&prof);
+    if (st != VLA_OK) vla_profile_free(&prof), vla_profile_free(&whole);
     VLA_TRY(st);
     vla_flops_estimate est;
     vla_flops_estimate_compute(cfg, &p->specs, &est);
@@ -518,7 +525,8 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     printf("}\n");
     fflush(stdout);
     if (o->profile > 0) print_profile(name, p, o, "chunk", 1, &prof);
-    vla_profile_free(&prof);
+    if (o->profile > 0) print_profile(name, p, o, "chunk_regions_whole", 1, &whole);
+    vla_profile_free(&prof), vla_profile_free(&whole);
     return VLA_OK;
 }
 

@@ -17,7 +17,8 @@
  * What profiling changes: two marks per op (about a microsecond of host
  * time each on cuda, which lengthens the gaps, not the ops' times), and
  * captured regions (ops.h, run_captured) run op by op, so their ops are
- * seen: a profiled step is never a graph replay. Time steps unprofiled
+ * seen: a profiled step is never a graph replay (unless the regions are
+ * timed whole: vla_profile_start_whole_regions). Time steps unprofiled
  * (vla bench policy times first, then profiles). Not profiling, the table
  * only forwards: its results are the wrapped table's bit for bit
  * (test_conformance runs it as a backend).
@@ -44,6 +45,11 @@ void vla_profile_unwrap(void);
 
 /* Record every op from now on (records of an earlier start are dropped). */
 void vla_profile_start(void);
+/* The same, but a captured region runs the backend's way (cuda: a graph
+ * replay once recorded) and is one "run_captured" row per call, its phase
+ * telling which region — what a chunk costs with graphs on, where
+ * vla_profile_start shows what is inside it. */
+void vla_profile_start_whole_regions(void);
 
 /* The phase the calling thread's ops belong to from now on (a string that
  * outlives the profile, e.g. a literal; NULL: none): a training step's

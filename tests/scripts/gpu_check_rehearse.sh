@@ -27,11 +27,15 @@ done
 for s in train_bf16_groot-n1.5 train_bf16_pi05 infer_groot-n1.5 infer_pi05; do # the profiled stages
     grep -q "^{\"stage\":\"$s\",\"bench\":\"policy_profile\"" "$R" || fail "no profile from $s"
 done
+for s in infer_groot-n1.5 infer_pi05; do # and the chunk with its regions timed whole (graph replays on cuda)
+    grep -q "^{\"stage\":\"$s\",\"bench\":\"policy_profile\".*\"what\":\"chunk_regions_whole\".*\"op\":\"run_captured\"" "$R" ||
+        fail "no whole-region profile from $s"
+done
 grep -q '"fp8_linears"' <<<"$(grep '"stage":"train_fp8_groot-n1.5_md1024","bench":"policy_train"' "$R")" ||
     fail "the FP8 min_dim stage's line has no fp8_linears"
 # the summary read them: figures, profiles with their phases, targets with figures
 for pat in 'train groot-n1.5 bf16' 'inference pi05, batch 1' 'profile train_bf16_groot-n1.5 \(train_step' \
-    'profile infer_pi05 \(chunk' 'phases: zero_grad [0-9.]+ ms, forward' 'phases: inputs [0-9.]+ ms, prefix' \
+    'profile infer_pi05 \(chunk' 'profile infer_groot-n1.5 \(chunk_regions_whole.*' '      run_captured +[0-9.]+ ms' 'phases: zero_grad [0-9.]+ ms, forward' 'phases: inputs [0-9.]+ ms, prefix' \
     'GR00T-N1.5 action chunk, batch 1 +[0-9.]+ ms' 'serve .* on checked' 'every rehearsed stage ran on checked'; do
     grep -qE -- "$pat" <<<"$out" || { echo "$out" | tail -60; fail "the summary has no /$pat/"; }
 done

@@ -2,7 +2,8 @@
  * of ops gives exactly its calls and GEMM FLOPs per row; nothing is recorded
  * while profiling is off; the ops' time lies inside the span; slots the
  * backend lacks stay NULL; one backend at a time; regions run op by op
- * while profiling (checked compares no replay then); ops from another
+ * while profiling (checked compares no replay then), or whole, one row per
+ * call, when asked; ops from another
  * thread count; launches are counted per op where the backend counts them;
  * ops are summed by the calling thread's phase too; attention's FLOPs come
  * from the pairs the group rule allows; memory-bound ops their bytes;
@@ -206,6 +207,18 @@ static void test_regions_op_by_op(void **state) {
     assert_int_equal(row(&p, "axpy")->calls, 3);
     assert_int_equal(row(&p, "scale")->launches, 3); /* checked counts one launch per op call */
     assert_int_equal(p.launches, 6);
+    vla_profile_free(&p);
+    /* timed whole: one row per region call, run the backend's way (checked compares it: a replay), its
+     * ops inside it (their launches the row's), none of them a row of its own */
+    vla_profile_start_whole_regions();
+    for (int i = 0; i < 3; i++) assert_int_equal(vla_ops_run_captured(ops, key, sizeof key, body, &r), VLA_OK);
+    assert_int_equal(vla_profile_stop(&p), VLA_OK);
+    assert_true(ops->stat(VLA_STAT_CAPTURED_REPLAYS) > r1);
+    assert_int_equal(row(&p, "run_captured")->calls, 3);
+    assert_int_equal(row(&p, "run_captured")->launches, 6);
+    assert_null(row(&p, "scale"));
+    assert_null(row(&p, "axpy"));
+    assert_int_equal(r.calls, 9);
     vla_profile_free(&p);
     ops->free(r.x);
     vla_profile_unwrap();
