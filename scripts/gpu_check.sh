@@ -401,11 +401,17 @@ fi
 
 # ---- figures -------------------------------------------------------------------------------
 HAS_PRECISION=0
-[ -x "$VLA" ] && "$VLA" bench policy --help 2>&1 | grep -q -- '--precision' && HAS_PRECISION=1
+# bench policy's flags, read once into a variable: `vla … --help | grep -q` under pipefail failed at
+# random (grep leaves at the first match, vla's remaining output meets a closed pipe: SIGPIPE, 141),
+# and a stage was silently left out — the rehearsal caught it under load
+POLICY_HELP=""
+[ -x "$VLA" ] && POLICY_HELP=$("$VLA" bench policy --help 2>&1)
+policy_has() { grep -q -- "$1" <<<"$POLICY_HELP"; }
+policy_has '--precision' && HAS_PRECISION=1
 # where the time goes (tensor/profile.h): two more steps or chunks after the timing, op by op on the
 # device's clock, in the stages whose figures the targets read (the timing itself is not profiled)
 PROFILE=()
-[ -x "$VLA" ] && "$VLA" bench policy --help 2>&1 | grep -q -- '--profile' && PROFILE=(--profile=2)
+policy_has '--profile' && PROFILE=(--profile=2)
 policy_train() { # STAGE CONFIG BATCH PRECISION [TAG [FLAG...]]: the stage is STAGE_CONFIG[_TAG]
     local extra=() name="$1_$2${5:+_$5}"
     if [ "$HAS_PRECISION" = 1 ]; then
@@ -418,7 +424,7 @@ policy_train() { # STAGE CONFIG BATCH PRECISION [TAG [FLAG...]]: the stage is ST
         --threads=0 --no-peer --reps=3 "${extra[@]}" "${RQ[@]}" && return 0
     grep -qi "out of" "$OUT/logs/$name.log" || return 1 # only out of memory is worth another try
     # the same batch with each layer's activations recomputed in backward (docs/train.md), then half the batch
-    if "$VLA" bench policy --help 2>&1 | grep -q -- '--gradient_checkpointing'; then
+    if policy_has '--gradient_checkpointing'; then
         run "${name}_gc" 150 "$VLA" bench policy --device=$DEV --config="$(cfg "$2")" --batch="$(bat "$3")" \
             --seconds="$(secs 4)" --threads=0 --no-peer --reps=3 --gradient_checkpointing "${extra[@]}" "${RQ[@]}" &&
             return 0
@@ -467,7 +473,7 @@ if wanted train_fp8 && have "$VLA" train_fp8; then
     policy_train train_fp8 groot-n1.5 32 fp8
     policy_train train_fp8 pi05 8 fp8
     # FP8 only where it pays (docs/precision.md): block linears under 1024 features read bf16
-    if "$VLA" bench policy --help 2>&1 | grep -q -- '--fp8.min_dim'; then
+    if policy_has '--fp8.min_dim'; then
         policy_train train_fp8 groot-n1.5 32 fp8 md1024 --fp8.min_dim=1024
     fi
 fi
