@@ -103,6 +103,7 @@ cfg() {
 }
 bat() { if [ "$REHEARSE" = 1 ]; then echo 2; else echo "$1"; fi; }
 secs() { if [ "$REHEARSE" = 1 ]; then echo 0.2; else echo "$1"; fi; }
+reps() { if [ "$REHEARSE" = 1 ]; then echo 1; else echo "$1"; fi; }
 RQ=() # --rehearse: bench policy's short GEMM peak too (--quick), the rest of its flags as run
 [ "$REHEARSE" = 1 ] && RQ=(--quick)
 if [ -n "$SUMMARY_OF" ]; then # judge a recorded run: nothing is created or run
@@ -421,23 +422,23 @@ policy_train() { # STAGE CONFIG BATCH PRECISION [TAG [FLAG...]]: the stage is ST
         return 1
     fi
     run "$name" 150 "$VLA" bench policy --device=$DEV --config="$(cfg "$2")" --batch="$(bat "$3")" --seconds="$(secs 4)" \
-        --threads=0 --no-peer --reps=3 "${extra[@]}" "${RQ[@]}" && return 0
+        --threads=0 --no-peer --reps="$(reps 3)" "${extra[@]}" "${RQ[@]}" && return 0
     grep -qi "out of" "$OUT/logs/$name.log" || return 1 # only out of memory is worth another try
     # the same batch with each layer's activations recomputed in backward (docs/train.md), then half the batch
     if policy_has '--gradient_checkpointing'; then
         run "${name}_gc" 150 "$VLA" bench policy --device=$DEV --config="$(cfg "$2")" --batch="$(bat "$3")" \
-            --seconds="$(secs 4)" --threads=0 --no-peer --reps=3 --gradient_checkpointing "${extra[@]}" "${RQ[@]}" &&
+            --seconds="$(secs 4)" --threads=0 --no-peer --reps="$(reps 3)" --gradient_checkpointing "${extra[@]}" "${RQ[@]}" &&
             return 0
         grep -qi "out of" "$OUT/logs/${name}_gc.log" || return 1
     fi
     run "${name}_half" 120 "$VLA" bench policy --device=$DEV --config="$(cfg "$2")" --batch="$(bat $(($3 / 2)))" \
-        --seconds="$(secs 4)" --threads=0 --no-peer --reps=3 "${extra[@]}" "${RQ[@]}"
+        --seconds="$(secs 4)" --threads=0 --no-peer --reps="$(reps 3)" "${extra[@]}" "${RQ[@]}"
 }
 if wanted gemm && have "$VLA" gemm; then
     GQ=()
     [ "$REHEARSE" = 1 ] && GQ=(--quick)
-    run gemm 60 "$VLA" bench gemm --device=$DEV --precision=bf16 --seconds=0.05 --reps=2 "${GQ[@]}"
-    run gemm_fp8 60 "$VLA" bench gemm --device=$DEV --precision=fp8 --seconds=0.05 --reps=2 "${GQ[@]}"
+    run gemm 60 "$VLA" bench gemm --device=$DEV --precision=bf16 --seconds=0.05 --reps="$(reps 2)" "${GQ[@]}"
+    run gemm_fp8 60 "$VLA" bench gemm --device=$DEV --precision=fp8 --seconds=0.05 --reps="$(reps 2)" "${GQ[@]}"
 fi
 if wanted train_bf16 && have "$VLA" train_bf16; then
     p=bf16
@@ -446,12 +447,12 @@ if wanted train_bf16 && have "$VLA" train_bf16; then
     policy_train train_$p pi05 8 $p "" "${PROFILE[@]}"
 fi
 if wanted infer && have "$VLA" infer; then
-    run infer_groot-n1.5 90 "$VLA" bench policy --device=$DEV --config="$(cfg groot-n1.5)" --infer_only --reps=10 --no-peer \
+    run infer_groot-n1.5 90 "$VLA" bench policy --device=$DEV --config="$(cfg groot-n1.5)" --infer_only --reps="$(reps 10)" --no-peer \
         --precision=bf16 "${PROFILE[@]}" "${RQ[@]}"
-    run infer_pi05 90 "$VLA" bench policy --device=$DEV --config="$(cfg pi05)" --infer_only --reps=5 --no-peer --precision=bf16 \
+    run infer_pi05 90 "$VLA" bench policy --device=$DEV --config="$(cfg pi05)" --infer_only --reps="$(reps 5)" --no-peer --precision=bf16 \
         "${PROFILE[@]}" "${RQ[@]}"
     # the same chunk op by op (no CUDA graph): what recording the flow steps saves (docs/cuda.md, "Graphs")
-    VLA_CUDA_GRAPHS=0 run infer_nograph_pi05 90 "$VLA" bench policy --device=$DEV --config="$(cfg pi05)" --infer_only --reps=5 \
+    VLA_CUDA_GRAPHS=0 run infer_nograph_pi05 90 "$VLA" bench policy --device=$DEV --config="$(cfg pi05)" --infer_only --reps="$(reps 5)" \
         --no-peer --precision=bf16 "${RQ[@]}"
 fi
 if wanted serve && have "$VLA" serve; then # groot-pusht with random weights: the serving path, not a model's FLOPs
@@ -460,10 +461,10 @@ fi
 PY=${VLA_PEER_PYTHON:-python3}
 if wanted attention && have "$VLA" attention; then # with PyTorch on the same GPU (every SDPA way) when it is there
     if [ "$REHEARSE" = 1 ]; then AP=(--no-peer --quick); else AP=(--python="$PY"); fi
-    run attention 120 "$VLA" bench attention --device=$DEV --precision=bf16 --reps=5 "${AP[@]}"
+    run attention 120 "$VLA" bench attention --device=$DEV --precision=bf16 --reps="$(reps 5)" "${AP[@]}"
     # the same with the dK/dV walk unsplit (before 2026-12-06): what the split gains, in the same run
     [ -z "${VLA_CUDA_ATTN_KV_SPLITS:-}" ] && VLA_CUDA_ATTN_KV_SPLITS=1 run attention_unsplit 60 "$VLA" bench attention \
-        --device=$DEV --precision=bf16 --reps=5 "${AP[@]:0:$((REHEARSE * 2))}"
+        --device=$DEV --precision=bf16 --reps="$(reps 5)" "${AP[@]:0:$((REHEARSE * 2))}"
 fi
 if wanted packing && have "$VLA" packing; then
     run packing 120 "$VLA" bench packing --device=$DEV --config="$(cfg groot-n1.5)" --batch="$(bat 16)" --seconds="$(secs 2)" --rounds=2 \
