@@ -34,6 +34,7 @@
 #include "nn/time_embedding.h"
 #include "policy/flow.h"
 #include "policy/pi05_internal.h"
+#include "tensor/attn_plan.h"
 
 /* Row copies between the merged token order and one stream's rows (index
  * maps from build_maps). */
@@ -144,34 +145,6 @@ void vla_pi05_time_forward(vla_policy *p, pi05_impl *I, const float *t, float *t
     vla_silu_forward(ops, tm1s, tm1, S * We);
     vla_pi05_lin(I, ops, tm2, tm1s, I->W.tout_w, I->W.tout_b, S, We, We);
     vla_silu_forward(ops, cond, tm2, S * We);
-}
-
-static int cmp_i32(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* (query, key) pairs the group rule allows, summed over samples (for FLOPs). */
-static double attn_pairs(const int32_t *cu, int32_t S, const int32_t *grp) {
-    double pairs = 0;
-    int64_t maxlen = 0;
-    for (int32_t s = 0; s < S; s++)
-        if (cu[s + 1] - cu[s] > maxlen) maxlen = cu[s + 1] - cu[s];
-    int32_t *tmp = malloc((size_t)(maxlen ? maxlen : 1) * sizeof *tmp);
-    if (!tmp) return 0;
-    for (int32_t s = 0; s < S; s++) {
-        int64_t n = cu[s + 1] - cu[s];
-        memcpy(tmp, grp + cu[s], (size_t)n * sizeof *tmp);
-        qsort(tmp, (size_t)n, sizeof *tmp, cmp_i32);
-        for (int64_t i = 0; i < n;) { /* a query of group g sees all keys with group <= g */
-            int64_t j = i;
-            while (j < n && tmp[j] == tmp[i]) j++;
-            pairs += (double)(j - i) * (double)j;
-            i = j;
-        }
-    }
-    free(tmp);
-    return pairs;
 }
 
 static vla_block_io prefix_io(const fwd_state *f) {
@@ -335,7 +308,7 @@ static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, c
     const int64_t sizes[] = {PI05_ACTS(VLA_ACTS_SIZE)};
     VLA_TRY(vla_acts_from_arena(&I->arena, sizes, VLA_ACTS_COUNT(sizes), (float **)&f->a));
     VLA_TRY(embed_inputs(p, I, b));
-    f->pairs = attn_pairs(f->m.cu, f->S, f->m.grp);
+    f->pairs = vla_attn_pairs(&(vla_attn_seqs){f->S, f->m.cu, f->m.grp}, &(vla_attn_seqs){f->S, f->m.cu, f->m.grp});
     if (!act) return prefix_captured(p, I); /* sampling's prefix: one region */
     VLA_TRY(embed_prefix(p, I));
     if (act) { /* action side: time condition and action embeddings (rows s·H + k: checked in build_maps) */

@@ -285,3 +285,45 @@ void vla_attn_plan_pack(const vla_attn_plan *p, const vla_attn_pack_layout *l, c
     for (int i = 0; i < n_src; i++)
         if (l->group_k[i] >= 0) memcpy(out + l->group_k[i], ks[i]->group, sizeof(int32_t) * (size_t)p->nk[i]);
 }
+
+/* vla_attn_pairs: each sample's key groups sorted, each query's count a binary search. */
+static int i32_cmp(const void *a, const void *b) {
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+double vla_attn_pairs(const vla_attn_seqs *qs, const vla_attn_seqs *ks) {
+    if (!qs || !ks || !qs->cu_seqlens || !ks->cu_seqlens) return 0;
+    int32_t n_seg = qs->n_seg < ks->n_seg ? qs->n_seg : ks->n_seg;
+    double pairs = 0;
+    int32_t *g = NULL;
+    int64_t cap = 0;
+    for (int32_t s = 0; s < n_seg; s++) {
+        int64_t q0 = qs->cu_seqlens[s], q1 = qs->cu_seqlens[s + 1], k0 = ks->cu_seqlens[s], k1 = ks->cu_seqlens[s + 1];
+        int64_t nk = k1 - k0;
+        if (q1 <= q0 || nk <= 0) continue;
+        if (!ks->group) {
+            for (int64_t i = q0; i < q1; i++) pairs += (!qs->group || qs->group[i] >= 0) ? (double)nk : 0;
+            continue;
+        }
+        if (nk > cap) {
+            int32_t *t = realloc(g, sizeof *g * (size_t)nk);
+            if (!t) break;
+            g = t, cap = nk;
+        }
+        memcpy(g, ks->group + k0, sizeof *g * (size_t)nk);
+        qsort(g, (size_t)nk, sizeof *g, i32_cmp);
+        for (int64_t i = q0; i < q1; i++) {
+            int32_t gi = qs->group ? qs->group[i] : 0;
+            int64_t lo = 0, hi = nk; /* the first key group above gi */
+            while (lo < hi) {
+                int64_t mid = (lo + hi) / 2;
+                if (g[mid] <= gi) lo = mid + 1;
+                else hi = mid;
+            }
+            pairs += (double)lo;
+        }
+    }
+    free(g);
+    return pairs;
+}

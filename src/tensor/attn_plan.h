@@ -147,6 +147,13 @@ static inline VLA_ATTN_HOST_DEVICE void vla_attn_split_range(int64_t n, int32_t 
     *hi = n * (s + 1) / S;
 }
 
+/* (query, key) pairs the group rule allows between two packed sides,
+ * summed over samples: key j of a sample is seen by query i of that sample
+ * when group[j] <= group[i] (NULL groups: all 0) — the exact count model
+ * FLOPs are made of (a policy's loss info, the profiler's attention rows),
+ * where the plan's pairs_computed counts whole tiles. */
+double vla_attn_pairs(const vla_attn_seqs *qs, const vla_attn_seqs *ks);
+
 /* PLAN CACHE. Every layer of a batch attends over the same packed layout,
  * so a device backend builds and uploads each distinct plan once and reuses
  * it (π0.5's 18 expert layers × 10 flow steps make one plan, not 180; a

@@ -9,9 +9,10 @@
 
 #include "base/dtype.h"
 #include "base/timer.h"
+#include "tensor/attn_plan.h"
 
-/* One timed call: its op, the precision variant (-1: none), its FLOPs, and
- * its start and end — mark handles on the backend's timeline, or host seconds. */
+/* One timed call: its op, the precision variant (-1: none), its FLOPs and bytes, its start and end
+ * (mark handles on the backend's timeline, or host seconds), its launches and its thread's phase. */
 typedef struct {
     const char *name;
     int variant;
@@ -76,7 +77,9 @@ static void record(const char *name, int variant, prof_cost c, prof_mark a, prof
             prof_rec *r = realloc(P.rec, sizeof *r * (size_t)cap);
             if (r) P.rec = r, P.cap = cap;
         }
-        if (P.n < P.cap) P.rec[P.n++] = (prof_rec){name, variant, c.flops, c.bytes, a.h, b.h, a.t, b.t, b.launches - a.launches, cur_phase};
+        if (P.n < P.cap)
+            P.rec[P.n++] =
+                (prof_rec){name, variant, c.flops, c.bytes, a.h, b.h, a.t, b.t, b.launches - a.launches, cur_phase};
         else P.dropped++;
     }
     pthread_mutex_unlock(&P.lock);
@@ -89,7 +92,8 @@ static _Thread_local bool in_whole_region;
 
 /* A wrapper for a slot returning nothing, and one for a slot returning
  * `type`: forwards, and while profiling times the call as op `name` with
- * precision variant `var` and `fl` FLOPs (expressions of the arguments). */
+ * precision variant `var` and cost `fl` (COST(flops, bytes): expressions of
+ * the arguments). */
 #define PROF_VOID(name, var, fl, params, args)     \
     static void pr_##name params {                 \
         if (!ON()) {                               \
@@ -113,50 +117,6 @@ static _Thread_local bool in_whole_region;
 static int qmode(const vla_gemm_q *q) { return q ? (int)q->mode : (int)VLA_PREC_FP32; }
 static double mnk2(int64_t m, int64_t n, int64_t k) { return 2.0 * (double)m * (double)n * (double)k; }
 static double seg_rows(const int32_t *cu, int32_t n_seg) { return n_seg > 0 && cu ? (double)(cu[n_seg] - cu[0]) : 0; }
-
-/* (query, key) pairs the group rule allows between two packed sides — key j of a sample is seen by
- * query i of that sample when group[j] <= group[i] (ops.h; NULL groups: all 0) — counted exactly,
- * only while profiling (each sample's key groups sorted, each query's count a binary search). */
-static int i32_cmp(const void *a, const void *b) {
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static double attn_pairs(const vla_attn_seqs *qs, const vla_attn_seqs *ks) {
-    if (!qs || !ks || !qs->cu_seqlens || !ks->cu_seqlens) return 0;
-    int32_t n_seg = qs->n_seg < ks->n_seg ? qs->n_seg : ks->n_seg;
-    double pairs = 0;
-    int32_t *g = NULL;
-    int64_t cap = 0;
-    for (int32_t s = 0; s < n_seg; s++) {
-        int64_t q0 = qs->cu_seqlens[s], q1 = qs->cu_seqlens[s + 1], k0 = ks->cu_seqlens[s], k1 = ks->cu_seqlens[s + 1];
-        int64_t nk = k1 - k0;
-        if (q1 <= q0 || nk <= 0) continue;
-        if (!ks->group) {
-            for (int64_t i = q0; i < q1; i++) pairs += (!qs->group || qs->group[i] >= 0) ? (double)nk : 0;
-            continue;
-        }
-        if (nk > cap) {
-            int32_t *t = realloc(g, sizeof *g * (size_t)nk);
-            if (!t) break;
-            g = t, cap = nk;
-        }
-        memcpy(g, ks->group + k0, sizeof *g * (size_t)nk);
-        qsort(g, (size_t)nk, sizeof *g, i32_cmp);
-        for (int64_t i = q0; i < q1; i++) {
-            int32_t gi = qs->group ? qs->group[i] : 0;
-            int64_t lo = 0, hi = nk; /* the first key group above gi */
-            while (lo < hi) {
-                int64_t mid = (lo + hi) / 2;
-                if (g[mid] <= gi) lo = mid + 1;
-                else hi = mid;
-            }
-            pairs += (double)lo;
-        }
-    }
-    free(g);
-    return pairs;
-}
 
 /* FLOPs of attention over `pairs`: the forward's two products (QKᵀ, PV), 2 FLOPs per multiply-add,
  * 4·pairs·heads·head_dim; the backward's five (S again, dV, dP, dQ, dK): 10·pairs·heads·head_dim —
@@ -205,9 +165,11 @@ PROF_VOID(sub, NOV, COST(0, 12.0 * n), (float *y, const float *a, const float *b
 PROF_VOID(mul, NOV, COST(0, 12.0 * n), (float *y, const float *a, const float *b, int64_t n), (y, a, b, n))
 PROF_VOID(axpy, NOV, COST(0, 12.0 * n), (float *y, float alpha, const float *x, int64_t n), (y, alpha, x, n))
 PROF_VOID(scale, NOV, COST(0, 8.0 * n), (float *y, float alpha, int64_t n), (y, alpha, n))
-PROF_VOID(affine, NOV, COST(0, 8.0 * n), (float *y, const float *x, float alpha, float beta, int64_t n), (y, x, alpha, beta, n))
+PROF_VOID(affine, NOV, COST(0, 8.0 * n),
+          (float *y, const float *x, float alpha, float beta, int64_t n), (y, x, alpha, beta, n))
 PROF_VOID(scale_to, NOV, COST(0, 8.0 * n), (float *y, const float *x, double alpha, int64_t n), (y, x, alpha, n))
-PROF_VOID(add_row_vector, NOV, COST(0, 8.0 * (double)rows * (double)cols), (float *y, const float *bias, int64_t rows, int64_t cols), (y, bias, rows, cols))
+PROF_VOID(add_row_vector, NOV, COST(0, 8.0 * (double)rows * (double)cols),
+          (float *y, const float *bias, int64_t rows, int64_t cols), (y, bias, rows, cols))
 
 /* ---- layout --------------------------------------------------------------------------------- */
 PROF_VOID(copy_rows, NOV, COST(0, 8.0 * (double)n * (double)w),
@@ -218,7 +180,8 @@ PROF_VOID(add_rows, NOV, COST(0, 12.0 * (double)n * (double)w),
           (float *dst, int64_t ldd, const int32_t *di, const float *src, int64_t lds, const int32_t *si, int64_t n,
            int64_t w, float alpha),
           (dst, ldd, di, src, lds, si, n, w, alpha))
-PROF_VOID(copy2d, NOV, COST(0, 8.0 * (double)rows * (double)cols), (float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows, int64_t cols),
+PROF_VOID(copy2d, NOV, COST(0, 8.0 * (double)rows * (double)cols),
+          (float *dst, int64_t ldd, const float *src, int64_t lds, int64_t rows, int64_t cols),
           (dst, ldd, src, lds, rows, cols))
 PROF_VOID(im2col, NOV, COST(0, 8.0 * (double)n_img * C * H * W),
           (float *patches, const float *images, int64_t n_img, int64_t C, int64_t H, int64_t W, int64_t p),
@@ -232,7 +195,8 @@ PROF_VOID(segment_linear_forward, NOV, COST(2.0 * seg_rows(cu, n_seg) * (double)
           (float *y, const float *x, const float *w, const float *b, const int32_t *ids, const int32_t *cu,
            int32_t n_seg, int64_t in_dim, int64_t out_dim),
           (y, x, w, b, ids, cu, n_seg, in_dim, out_dim))
-PROF_VOID(segment_linear_backward, NOV, COST(2.0 * seg_rows(cu, n_seg) * (double)in_dim * (double)out_dim * ((dx != NULL) + (dw != NULL)), 0),
+PROF_VOID(segment_linear_backward, NOV,
+          COST(2.0 * seg_rows(cu, n_seg) * (double)in_dim * (double)out_dim * ((dx != NULL) + (dw != NULL)), 0),
           (float *dx, float *dw, float *db, const float *dy, const float *x, const float *w, const int32_t *ids,
            const int32_t *cu, int32_t n_seg, int64_t in_dim, int64_t out_dim),
           (dx, dw, db, dy, x, w, ids, cu, n_seg, in_dim, out_dim))
@@ -241,23 +205,30 @@ PROF_VOID(segment_linear_backward, NOV, COST(2.0 * seg_rows(cu, n_seg) * (double
 PROF_RET(double, sum, NOV, COST(0, 4.0 * n), (const float *x, int64_t n), (x, n))
 PROF_RET(double, dot, NOV, COST(0, 8.0 * n), (const float *a, const float *b, int64_t n), (a, b, n))
 PROF_RET(double, sum_squares, NOV, COST(0, 4.0 * n), (const float *x, int64_t n), (x, n))
-PROF_VOID(sum_squares_multi, NOV, COST(0, 4.0 * total_n(count, n)), (int count, const float *const *x, const int64_t *n, double *out),
+PROF_VOID(sum_squares_multi, NOV, COST(0, 4.0 * total_n(count, n)),
+          (int count, const float *const *x, const int64_t *n, double *out),
           (count, x, n, out))
-PROF_VOID(sum_squares_total, NOV, COST(0, 4.0 * total_n(count, n)), (int count, const float *const *x, const int64_t *n, double *total),
+PROF_VOID(sum_squares_total, NOV, COST(0, 4.0 * total_n(count, n)),
+          (int count, const float *const *x, const int64_t *n, double *total),
           (count, x, n, total))
 PROF_RET(float, max_abs, NOV, COST(0, 4.0 * n), (const float *x, int64_t n), (x, n))
 PROF_RET(int64_t, count_nonfinite, NOV, COST(0, 4.0 * n), (const float *x, int64_t n), (x, n))
 PROF_RET(int64_t, find_nonfinite, NOV, COST(0, 4.0 * n), (const float *x, int64_t n), (x, n))
-PROF_VOID(sum_rows, NOV, COST(0, 4.0 * (double)rows * (double)cols), (float *y, const float *x, int64_t rows, int64_t cols, float beta),
+PROF_VOID(sum_rows, NOV, COST(0, 4.0 * (double)rows * (double)cols),
+          (float *y, const float *x, int64_t rows, int64_t cols, float beta),
           (y, x, rows, cols, beta))
 
 /* ---- softmax, activations, norms ------------------------------------------------------------ */
-PROF_VOID(softmax_rows, NOV, COST(0, 8.0 * (double)rows * (double)cols), (float *y, const float *x, int64_t rows, int64_t cols), (y, x, rows, cols))
-PROF_VOID(softmax_rows_backward, NOV, COST(0, 12.0 * (double)rows * (double)cols), (float *dx, const float *y, const float *dy, int64_t rows, int64_t cols),
+PROF_VOID(softmax_rows, NOV, COST(0, 8.0 * (double)rows * (double)cols),
+          (float *y, const float *x, int64_t rows, int64_t cols), (y, x, rows, cols))
+PROF_VOID(softmax_rows_backward, NOV, COST(0, 12.0 * (double)rows * (double)cols),
+          (float *dx, const float *y, const float *dy, int64_t rows, int64_t cols),
           (dx, y, dy, rows, cols))
-PROF_VOID(attention_mask, NOV, COST(0, 0), (float *mask, const vla_attn_seqs *qs, const vla_attn_seqs *ks), (mask, qs, ks))
+PROF_VOID(attention_mask, NOV, COST(0, 0),
+          (float *mask, const vla_attn_seqs *qs, const vla_attn_seqs *ks), (mask, qs, ks))
 PROF_VOID(act_forward, NOV, COST(0, 8.0 * n), (vla_act act, float *out, const float *in, int64_t n), (act, out, in, n))
-PROF_VOID(act_backward, NOV, COST(0, 12.0 * n), (vla_act act, float *d_in, const float *d_out, const float *in, int64_t n),
+PROF_VOID(act_backward, NOV, COST(0, 12.0 * n),
+          (vla_act act, float *d_in, const float *d_out, const float *in, int64_t n),
           (act, d_in, d_out, in, n))
 PROF_VOID(glu_forward, NOV, COST(0, 12.0 * n), (vla_act act, float *h, const float *gate, const float *up, int64_t n),
           (act, h, gate, up, n))
@@ -312,23 +283,25 @@ PROF_VOID(rope_backward, NOV, COST(0, 12.0 * (double)n * (double)heads * (double
           (float *d_in, const float *d_out, const int32_t *pos, int64_t n, int64_t heads, int64_t head_dim,
            double theta),
           (d_in, d_out, pos, n, heads, head_dim, theta))
-PROF_VOID(time_embedding_forward, NOV, COST(0, 4.0 * (double)n * (double)cfg->dim), (const vla_temb_config *cfg, float *out, const float *t, int64_t n),
+PROF_VOID(time_embedding_forward, NOV, COST(0, 4.0 * (double)n * (double)cfg->dim),
+          (const vla_temb_config *cfg, float *out, const float *t, int64_t n),
           (cfg, out, t, n))
 PROF_VOID(time_embedding_backward, NOV, COST(0, 4.0 * (double)n * (double)cfg->dim),
           (const vla_temb_config *cfg, float *d_t, const float *d_out, const float *t, int64_t n),
           (cfg, d_t, d_out, t, n))
 
 /* ---- attention ------------------------------------------------------------------------------ */
-PROF_RET(vla_status, attention_forward, (int)cfg->precision, COST(attn_flops(cfg, attn_pairs(qs, ks), 2), 0),
+PROF_RET(vla_status, attention_forward, (int)cfg->precision, COST(attn_flops(cfg, vla_attn_pairs(qs, ks), 2), 0),
          (const vla_attn_config *cfg, float *out, float *lse, const float *q, const float *k, const float *v,
           const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *stats),
          (cfg, out, lse, q, k, v, qs, ks, stats))
-PROF_RET(vla_status, attention_backward, (int)cfg->precision, COST(attn_flops(cfg, attn_pairs(qs, ks), 5), 0),
+PROF_RET(vla_status, attention_backward, (int)cfg->precision, COST(attn_flops(cfg, vla_attn_pairs(qs, ks), 5), 0),
          (const vla_attn_config *cfg, float *dq, float *dk, float *dv, const float *d_out, const float *q,
           const float *k, const float *v, const float *out, const float *lse, const vla_attn_seqs *qs,
           const vla_attn_seqs *ks, vla_attn_stats *stats),
          (cfg, dq, dk, dv, d_out, q, k, v, out, lse, qs, ks, stats))
-PROF_RET(vla_status, attention_forward_cached, (int)cfg->precision, COST(attn_flops(cfg, attn_pairs(qs, cs) + attn_pairs(qs, ns), 2), 0),
+PROF_RET(vla_status, attention_forward_cached, (int)cfg->precision,
+         COST(attn_flops(cfg, vla_attn_pairs(qs, cs) + vla_attn_pairs(qs, ns), 2), 0),
          (const vla_attn_config *cfg, float *out, float *lse, const float *q, const vla_attn_seqs *qs,
           const float *k_cache, const float *v_cache, const vla_attn_seqs *cs, const float *k_new,
           const float *v_new, const vla_attn_seqs *ns, vla_attn_stats *stats),
@@ -362,7 +335,8 @@ PROF_VOID(ema_multi, NOV, COST(0, 12.0 * total_n(count, n)),
           (count, e, w, n, d, omd, guard))
 PROF_VOID(clip_coef, NOV, COST(0, 0), (float *guard, const double *sumsq, const double *also, double max_norm),
           (guard, sumsq, also, max_norm))
-PROF_VOID(convert, NOV, COST(0, (double)n * (double)(vla_dtype_size(dt) + vla_dtype_size(st))), (void *dst, vla_dtype dt, const void *src, vla_dtype st, int64_t n), (dst, dt, src, st, n))
+PROF_VOID(convert, NOV, COST(0, (double)n * (double)(vla_dtype_size(dt) + vla_dtype_size(st))),
+          (void *dst, vla_dtype dt, const void *src, vla_dtype st, int64_t n), (dst, dt, src, st, n))
 
 /* A captured region: forwarded when not profiling; while profiling, the
  * body runs op by op so that its ops are timed (profile.h). */
@@ -579,8 +553,8 @@ void vla_profile_print_table(FILE *f, const vla_profile *p, double per, const ch
     if (per <= 0) per = 1;
     fprintf(f, "where the time goes, per %s (%s clock; %lld op calls over %.3g %s%s):\n", per_what,
             p->device_clock ? "the device's" : "the host's", (long long)p->calls, per, per_what, per == 1 ? "" : "s");
-    fprintf(f, "  %-34s %9s %9s %11s %7s %10s %9s %9s\n", "op", "calls", "launches", "ms", "share", "us/call", "TFLOP/s",
-            "GB/s");
+    fprintf(f, "  %-34s %9s %9s %11s %7s %10s %9s %9s\n", "op", "calls", "launches", "ms", "share", "us/call",
+            "TFLOP/s", "GB/s");
     double rest_ms = 0, rest_calls = 0, rest_launches = 0;
     for (int i = 0; i < p->n_rows; i++) {
         const vla_profile_row *r = &p->rows[i];
