@@ -46,7 +46,8 @@ static vla_status noted_body(void *v) {
 static void keep(vla_region_outs *o, const vla_key *key, const vla_arena *arena, vla_arena_mark from, const void *out,
                  size_t n) {
     kept *k = vla_key_cache_get(o->c, key->b, key->n);
-    if (!k || k->n != n) {
+    if (k && k->n != n) return; /* a key's outputs have one size (its call site's) */
+    if (!k) {
         k = malloc(sizeof *k + (n ? n : 1));
         if (!k) return;
         if (!vla_key_cache_put(o->c, key->b, key->n, k)) {
