@@ -104,7 +104,7 @@ cfg() {
 bat() { if [ "$REHEARSE" = 1 ]; then echo 2; else echo "$1"; fi; }
 secs() { if [ "$REHEARSE" = 1 ]; then echo 0.2; else echo "$1"; fi; }
 reps() { if [ "$REHEARSE" = 1 ]; then echo 1; else echo "$1"; fi; }
-RQ=() # --rehearse: bench policy's short GEMM peak too (--quick), the rest of its flags as run
+RQ=() # --rehearse: the benches' short form too (--quick: shapes, peaks), the rest of their flags as run
 [ "$REHEARSE" = 1 ] && RQ=(--quick)
 if [ -n "$SUMMARY_OF" ]; then # judge a recorded run: nothing is created or run
     OUT=$(dirname "$SUMMARY_OF")
@@ -435,10 +435,8 @@ policy_train() { # STAGE CONFIG BATCH PRECISION [TAG [FLAG...]]: the stage is ST
         --seconds="$(secs 4)" --threads=0 --no-peer --reps="$(reps 3)" "${extra[@]}" "${RQ[@]}"
 }
 if wanted gemm && have "$VLA" gemm; then
-    GQ=()
-    [ "$REHEARSE" = 1 ] && GQ=(--quick)
-    run gemm 60 "$VLA" bench gemm --device=$DEV --precision=bf16 --seconds=0.05 --reps="$(reps 2)" "${GQ[@]}"
-    run gemm_fp8 60 "$VLA" bench gemm --device=$DEV --precision=fp8 --seconds=0.05 --reps="$(reps 2)" "${GQ[@]}"
+    run gemm 60 "$VLA" bench gemm --device=$DEV --precision=bf16 --seconds=0.05 --reps="$(reps 2)" "${RQ[@]}"
+    run gemm_fp8 60 "$VLA" bench gemm --device=$DEV --precision=fp8 --seconds=0.05 --reps="$(reps 2)" "${RQ[@]}"
 fi
 if wanted train_bf16 && have "$VLA" train_bf16; then
     p=bf16
@@ -460,11 +458,12 @@ if wanted serve && have "$VLA" serve; then # groot-pusht with random weights: th
 fi
 PY=${VLA_PEER_PYTHON:-python3}
 if wanted attention && have "$VLA" attention; then # with PyTorch on the same GPU (every SDPA way) when it is there
-    if [ "$REHEARSE" = 1 ]; then AP=(--no-peer --quick); else AP=(--python="$PY"); fi
-    run attention 120 "$VLA" bench attention --device=$DEV --precision=bf16 --reps="$(reps 5)" "${AP[@]}"
+    PEER=(--python="$PY") # --rehearse: no peer (no torch with CUDA here)
+    [ "$REHEARSE" = 1 ] && PEER=(--no-peer)
+    run attention 120 "$VLA" bench attention --device=$DEV --precision=bf16 --reps="$(reps 5)" "${PEER[@]}" "${RQ[@]}"
     # the same with the dK/dV walk unsplit (before 2026-12-06): what the split gains, in the same run
     [ -z "${VLA_CUDA_ATTN_KV_SPLITS:-}" ] && VLA_CUDA_ATTN_KV_SPLITS=1 run attention_unsplit 60 "$VLA" bench attention \
-        --device=$DEV --precision=bf16 --reps="$(reps 5)" "${AP[@]:0:$((REHEARSE * 2))}"
+        --device=$DEV --precision=bf16 --reps="$(reps 5)" "${RQ[@]}"
 fi
 if wanted packing && have "$VLA" packing; then
     run packing 120 "$VLA" bench packing --device=$DEV --config="$(cfg groot-n1.5)" --batch="$(bat 16)" --seconds="$(secs 2)" --rounds=2 \
