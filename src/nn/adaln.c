@@ -5,9 +5,10 @@
 #include "tensor/seqlens.h"
 
 vla_status vla_adaln_forward(const vla_ops *ops, float *out, float *mean, float *rstd, const float *in,
-                             const float *mod, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim, float eps) {
+                             const float *mod, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim, float eps,
+                             const vla_norm_fuse *fuse) {
     VLA_TRY(vla_seqlens_check(cu, n_seg, n, "adaln"));
-    ops->adaln_forward(out, mean, rstd, in, mod, cu, n_seg, n, dim, eps);
+    ops->adaln_forward(out, mean, rstd, in, mod, cu, n_seg, n, dim, eps, fuse);
     return VLA_OK;
 }
 

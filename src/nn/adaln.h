@@ -14,9 +14,11 @@
 #include "base/status.h"
 #include "tensor/ops.h"
 
-/* mean and rstd ([n]) are saved for backward. */
+/* mean and rstd ([n]) are saved for backward; fuse: NULL, or what the
+ * kernel does besides (ops.h, vla_norm_fuse). */
 vla_status vla_adaln_forward(const vla_ops *ops, float *out, float *mean, float *rstd, const float *in, const float *mod,
-                             const int32_t *cu_seqlens, int32_t n_seg, int64_t n, int64_t dim, float eps);
+                             const int32_t *cu_seqlens, int32_t n_seg, int64_t n, int64_t dim, float eps,
+                             const vla_norm_fuse *fuse);
 /* d_in += …, d_mod += … ([n_seg, 2·dim]); either may be NULL. */
 vla_status vla_adaln_backward(const vla_ops *ops, float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
                               const float *mean, const float *rstd, const int32_t *cu_seqlens, int32_t n_seg,

@@ -92,23 +92,28 @@ vla_status vla_block_check(const vla_block_config *c) {
 
 /* ---- norms -------------------------------------------------------------------- */
 
-/* out = norm(x) for either position; mod receives an adaptive norm's modulation. */
+/* out = norm(x) for either position, doing what fuse says besides (ops.h, vla_norm_fuse: the residual
+ * add before it, out's GEMM-ready copy); mod receives an adaptive norm's modulation. */
 static vla_status norm_forward(const vla_ops *ops, const vla_block_config *c, vla_block_norm kind, vla_wg nw,
                                vla_wg nb, const vla_block_io *io, const float *x, float *out, float *mean,
-                               float *rstd, float *mod) {
+                               float *rstd, float *mod, const vla_norm_fuse *fuse) {
     int64_t n = io->n, D = c->dim;
     float eps = c->norm_eps;
     switch (kind) {
-    case VLA_BLOCK_NORM_LAYER: vla_layernorm_forward(ops, out, mean, rstd, x, nw.w, nb.w, n, D, eps); return VLA_OK;
-    case VLA_BLOCK_NORM_LAYER_PLAIN: vla_layernorm_forward(ops, out, mean, rstd, x, NULL, NULL, n, D, eps); return VLA_OK;
-    case VLA_BLOCK_NORM_RMS: vla_rmsnorm_forward(ops, out, rstd, x, nw.w, false, n, D, eps); return VLA_OK;
-    case VLA_BLOCK_NORM_RMS_1P: vla_rmsnorm_forward(ops, out, rstd, x, nw.w, true, n, D, eps); return VLA_OK;
+    case VLA_BLOCK_NORM_LAYER:
+        vla_layernorm_forward_fused(ops, out, mean, rstd, x, nw.w, nb.w, n, D, eps, fuse);
+        return VLA_OK;
+    case VLA_BLOCK_NORM_LAYER_PLAIN:
+        vla_layernorm_forward_fused(ops, out, mean, rstd, x, NULL, NULL, n, D, eps, fuse);
+        return VLA_OK;
+    case VLA_BLOCK_NORM_RMS: vla_rmsnorm_forward_fused(ops, out, rstd, x, nw.w, false, n, D, eps, fuse); return VLA_OK;
+    case VLA_BLOCK_NORM_RMS_1P: vla_rmsnorm_forward_fused(ops, out, rstd, x, nw.w, true, n, D, eps, fuse); return VLA_OK;
     case VLA_BLOCK_NORM_ADARMS:
         vla_linear_forward(ops, mod, io->cond, nw.w, nb.w, io->n_seg, c->cond_dim, 3 * D);
-        return vla_adarmsnorm_forward(ops, out, rstd, x, mod, io->cu, io->n_seg, n, D, eps);
+        return vla_adarmsnorm_forward(ops, out, rstd, x, mod, io->cu, io->n_seg, n, D, eps, fuse);
     case VLA_BLOCK_NORM_ADALN:
         vla_linear_forward(ops, mod, io->cond, nw.w, nb.w, io->n_seg, c->cond_dim, 2 * D);
-        return vla_adaln_forward(ops, out, mean, rstd, x, mod, io->cu, io->n_seg, n, D, eps);
+        return vla_adaln_forward(ops, out, mean, rstd, x, mod, io->cu, io->n_seg, n, D, eps, fuse);
     }
     return vla_error(VLA_ERR_INVALID_ARG, "block: unknown norm kind %d", (int)kind);
 }
@@ -181,10 +186,14 @@ vla_status vla_block_attn_in(const vla_ops *ops, const vla_block_config *c, cons
                              const vla_block_io *io, const float *x, vla_block_acts *a) {
     int64_t n = io->n, D = c->dim, hd = c->attn.head_dim, Hq = c->attn.n_heads, Hk = c->attn.n_kv_heads;
     int64_t Q = Hq * hd, K = Hk * hd, nk = c->cross ? io->n_ctx : n;
-    VLA_TRY(norm_forward(ops, c, c->norm1, w->norm1_w, w->norm1_b, io, x, a->h1, a->mean1, a->rstd1, a->mod1));
+    /* the norm writes h1's bf16 copy that q (k, v) read (nn/linear.h, producer casts); else q, k and v
+     * read one input: cast once for the three (shared input casts) */
+    void *h1p = vla_linear_input_ready_buffer(ops, LQ(w, Q), n, D);
+    const vla_norm_fuse f1 = {NULL, NULL, h1p};
+    VLA_TRY(norm_forward(ops, c, c->norm1, w->norm1_w, w->norm1_b, io, x, a->h1, a->mean1, a->rstd1, a->mod1,
+                         h1p ? &f1 : NULL));
     float *q = c->qk_norm ? a->qp : a->q, *k = c->qk_norm ? a->kp : a->k;
-    /* q, k and v read one input: cast once for the three (nn/linear.h, shared input casts) */
-    const void *h1r = c->cross ? NULL : vla_linear_share_input(ops, LQ(w, Q), false, a->h1, n, D);
+    const void *h1r = h1p ? h1p : c->cross ? NULL : vla_linear_share_input(ops, LQ(w, Q), false, a->h1, n, D);
     vla_linear_forward_x(ops, LQ(w, Q), h1r, q, a->h1, w->q_w.w, w->q_b.w, n, D, Q);
     if (!c->cross) {
         vla_linear_forward_x(ops, LQ(w, K), h1r, k, a->h1, w->k_w.w, w->k_b.w, n, D, K);
@@ -212,10 +221,13 @@ vla_status vla_block_attn_out(const vla_ops *ops, const vla_block_config *c, con
     bool gate1 = c->norm1 == VLA_BLOCK_NORM_ADARMS, gate2 = c->norm2 == VLA_BLOCK_NORM_ADARMS;
     vla_linear_forward_q(ops, LQ(w, O), gate1 ? a->y1 : a->xm, a->att, w->o_w.w, w->o_b.w, n, Q, D);
     if (gate1) VLA_TRY(vla_gated_residual_forward(ops, a->xm, x, a->y1, a->mod1, io->cu, io->n_seg, n, D));
-    else ops->add(a->xm, a->xm, x, n * D);
-    VLA_TRY(norm_forward(ops, c, c->norm2, w->norm2_w, w->norm2_b, io, a->xm, a->h2, a->mean2, a->rstd2, a->mod2));
+    /* R1 in norm2's pass (x_mid = o-proj + x, in place), and h2's bf16 copy for the MLP's first GEMMs */
+    void *h2p = vla_linear_input_ready_buffer(ops, c->mlp.gated ? LQ(w, GATE) : LQ(w, UP), n, D);
+    const vla_norm_fuse f2 = {gate1 ? NULL : x, gate1 ? NULL : a->xm, h2p};
+    VLA_TRY(norm_forward(ops, c, c->norm2, w->norm2_w, w->norm2_b, io, a->xm, a->h2, a->mean2, a->rstd2, a->mod2,
+                         &f2));
     vla_mlp_weights mw = mlp_weights(w);
-    vla_mlp_forward(ops, &c->mlp, gate2 ? a->y2 : x_out, a->mlp, a->h2, &mw, n);
+    vla_mlp_forward(ops, &c->mlp, gate2 ? a->y2 : x_out, a->mlp, a->h2, h2p, &mw, n);
     if (gate2) VLA_TRY(vla_gated_residual_forward(ops, x_out, a->xm, a->y2, a->mod2, io->cu, io->n_seg, n, D));
     else ops->add(x_out, x_out, a->xm, n * D);
     return VLA_OK;

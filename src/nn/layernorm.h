@@ -11,7 +11,14 @@
 
 static inline void vla_layernorm_forward(const vla_ops *ops, float *out, float *mean, float *rstd, const float *in,
                                          const float *w, const float *b, int64_t n, int64_t dim, float eps) {
-    ops->layernorm_forward(out, mean, rstd, in, w, b, n, dim, eps);
+    ops->layernorm_forward(out, mean, rstd, in, w, b, n, dim, eps, NULL);
+}
+/* the same, doing what fuse says besides (ops.h, vla_norm_fuse: the residual add before it, the output's
+ * GEMM-ready copy) */
+static inline void vla_layernorm_forward_fused(const vla_ops *ops, float *out, float *mean, float *rstd,
+                                               const float *in, const float *w, const float *b, int64_t n,
+                                               int64_t dim, float eps, const vla_norm_fuse *fuse) {
+    ops->layernorm_forward(out, mean, rstd, in, w, b, n, dim, eps, fuse);
 }
 /* d_in += …, d_w += Σ d_out·x̂, d_b += Σ d_out (each may be NULL). */
 static inline void vla_layernorm_backward(const vla_ops *ops, float *d_in, float *d_w, float *d_b, const float *d_out,

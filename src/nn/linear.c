@@ -3,6 +3,7 @@
 #include "nn/linear.h"
 
 #include <stddef.h>
+#include <stdlib.h>
 
 /* The GEMM's view of two roles: a and b as op(A), op(B) read them. */
 static vla_gemm_q *gemm_q(const vla_linear_prec *q, vla_gemm_q *g, const vla_fp8_operand *a,
@@ -72,28 +73,72 @@ const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q,
                  : cast_into(ops, &q->casts->fwd, &g, true, n, in_dim, in, in_dim);
 }
 
-static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *out, float *pre,
-                    const float *in, const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim,
-                    int64_t out_dim) {
+static int producer_casts = -1; /* -1: VLA_PRODUCER_CASTS decides, at the first use */
+static int64_t producer_copies;  /* buffers handed to producers so far */
+
+/* cb grown to hold in [n, in_dim]'s forward copy (op(B) of trans_b, n rows: share_input's), or NULL */
+static void *ready_buffer(const vla_ops *ops, const vla_linear_prec *q, vla_cast_buf *(*which)(vla_input_casts *),
+                          int64_t n, int64_t in_dim) {
+    if (!vla_linear_input_ready_on() || !q || q->mode != VLA_PREC_BF16 || !q->casts || n <= 0 || in_dim <= 0)
+        return NULL;
+    vla_gemm_q g = {q->mode, {0}, q->x, NULL, NULL};
+    size_t need = ops->ready_bytes(&g, n, in_dim);
+    vla_cast_buf *cb = which(q->casts);
+    void *buf = need ? grown(ops, &cb->buf, &cb->bytes, need) : NULL;
+    if (buf) __atomic_fetch_add(&producer_copies, 1, __ATOMIC_RELAXED);
+    return buf;
+}
+static vla_cast_buf *fwd_buf(vla_input_casts *c) { return &c->fwd; }
+static vla_cast_buf *out_buf(vla_input_casts *c) { return &c->out; }
+
+void *vla_linear_input_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim) {
+    return ready_buffer(ops, q, fwd_buf, n, in_dim);
+}
+
+void *vla_linear_epilogue_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim) {
+    return ready_buffer(ops, q, out_buf, n, in_dim);
+}
+
+bool vla_linear_input_ready_on(void) {
+    /* VLA_PRODUCER_CASTS=0: every GEMM input cast by the GEMM side, as before (A/B runs on a device) */
+    if (producer_casts < 0) {
+        const char *e = getenv("VLA_PRODUCER_CASTS");
+        producer_casts = !(e && e[0] == '0' && !e[1]);
+    }
+    return producer_casts;
+}
+
+void vla_linear_set_producer_casts(bool on) { producer_casts = on; }
+int64_t vla_linear_producer_copies(void) { return __atomic_load_n(&producer_copies, __ATOMIC_RELAXED); }
+
+static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, void *out_ready, float *out,
+                    float *pre, const float *in, const float *w, const float *b, vla_act act, int64_t n,
+                    int64_t in_dim, int64_t out_dim) {
     if (n <= 0) return;
     vla_gemm_q g;
     vla_gemm_q *gq = q ? gemm_q(q, &g, &q->x, &q->w) : NULL;
     if (gq) gq->b_ready = weight_ready(ops, q, gq, false, true, out_dim, in_dim, w, in_dim);
     if (gq && q->mode == VLA_PREC_BF16) gq->a_ready = in_ready;
-    const vla_gemm_epilogue epi = {b, act, pre};
+    const vla_gemm_epilogue epi = {b, act, pre, out_ready};
     /* the bias (and activation) in the GEMM's epilogue: a device folds the bias into the product */
     ops->sgemm_epi(gq, &epi, false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);
 }
 
 void vla_linear_forward_act(const vla_ops *ops, const vla_linear_prec *q, float *out, float *pre, const float *in,
                             const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim) {
-    forward(ops, q, NULL, out, pre, in, w, b, act, n, in_dim, out_dim);
+    forward(ops, q, NULL, NULL, out, pre, in, w, b, act, n, in_dim, out_dim);
+}
+
+void vla_linear_forward_act_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, void *out_ready,
+                              float *out, float *pre, const float *in, const float *w, const float *b, vla_act act,
+                              int64_t n, int64_t in_dim, int64_t out_dim) {
+    forward(ops, q, in_ready, out_ready, out, pre, in, w, b, act, n, in_dim, out_dim);
 }
 
 void vla_linear_forward_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *out,
                           const float *in, const float *w, const float *b, int64_t n, int64_t in_dim,
                           int64_t out_dim) {
-    forward(ops, q, in_ready, out, NULL, in, w, b, VLA_ACT_IDENTITY, n, in_dim, out_dim);
+    forward(ops, q, in_ready, NULL, out, NULL, in, w, b, VLA_ACT_IDENTITY, n, in_dim, out_dim);
 }
 
 void vla_linear_forward_q(const vla_ops *ops, const vla_linear_prec *q, float *out, const float *in, const float *w,

@@ -77,7 +77,8 @@ typedef struct {
 } vla_cast_buf;
 typedef struct {
     vla_cast_buf fwd, wgrad;
-    vla_cast_buf dy; /* a linear's output gradient, cast once for its dgrad and wgrad (bf16) */
+    vla_cast_buf dy;  /* a linear's output gradient, cast once for its dgrad and wgrad (bf16) */
+    vla_cast_buf out; /* a GEMM's output copy its epilogue writes while the GEMM reads fwd (producer casts) */
 } vla_input_casts;
 
 /* One linear layer's precision: the mode, and in FP8 the scaling state of
@@ -100,6 +101,27 @@ typedef struct {
 const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q, bool wgrad, const float *in,
                                    int64_t n, int64_t in_dim);
 
+/* PRODUCER CASTS (bf16 between ops, first step). Where the op that makes
+ * a linear's input can write its bf16 GEMM-ready copy itself — a norm
+ * (ops.h, vla_norm_fuse), the GLU (glu_forward's ready) — the cast is no
+ * kernel and no pass of its own: the buffer below is handed to that op,
+ * and then to the forward GEMMs as in_ready (the _x forms). The buffer is
+ * the shared forward one (vla_linear_share_input's: valid until the next
+ * use), sized for in [n, in_dim]; NULL where share_input would not share
+ * (f32, FP8, no buffers, a backend without copies — cpu —, memory short)
+ * or VLA_PRODUCER_CASTS=0 (vla_linear_input_ready_on) — the producer then
+ * writes no copy and the GEMMs cast as before. The same bits either way:
+ * the copy is prepare_operand's. */
+void *vla_linear_input_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim);
+/* The same in a second buffer, for a copy a GEMM's epilogue writes of its output (ops.h,
+ * vla_gemm_epilogue.ready: a GELU MLP's h) while that GEMM reads the first. */
+void *vla_linear_epilogue_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim);
+bool vla_linear_input_ready_on(void);
+/* Tests: turn the producer copies on or off (overrides VLA_PRODUCER_CASTS), and count the buffers handed
+ * to producers so far. */
+void vla_linear_set_producer_casts(bool on);
+int64_t vla_linear_producer_copies(void);
+
 /* out[n, out_dim] = in[n, in_dim] · w[out_dim, in_dim]ᵀ + b[out_dim] (b may be NULL). */
 void vla_linear_forward(const vla_ops *ops, float *out, const float *in, const float *w, const float *b, int64_t n,
                         int64_t in_dim, int64_t out_dim);
@@ -111,6 +133,12 @@ void vla_linear_forward_q(const vla_ops *ops, const vla_linear_prec *q, float *o
  * (ops->sgemm_epi); act IDENTITY is vla_linear_forward_q. */
 void vla_linear_forward_act(const vla_ops *ops, const vla_linear_prec *q, float *out, float *pre, const float *in,
                             const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim);
+
+/* vla_linear_forward_act reading in_ready (as below) for in, and writing out's bf16 GEMM-ready copy into
+ * out_ready (NULL: none; vla_linear_epilogue_ready_buffer) in the GEMM's epilogue */
+void vla_linear_forward_act_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, void *out_ready,
+                              float *out, float *pre, const float *in, const float *w, const float *b, vla_act act,
+                              int64_t n, int64_t in_dim, int64_t out_dim);
 
 /* vla_linear_forward_q reading in_ready (vla_linear_share_input(…, false, in, …), or NULL) for in */
 void vla_linear_forward_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *out,

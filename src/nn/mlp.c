@@ -11,20 +11,25 @@ int64_t vla_mlp_scratch_floats(const vla_mlp_config *cfg, int64_t n) { return (c
 
 /* acts layout: plain (pre, h); gated (gate_pre, up, h) — h is always last */
 void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, float *acts, const float *in,
-                     const vla_mlp_weights *w, int64_t n) {
+                     const void *in_ready, const vla_mlp_weights *w, int64_t n) {
     int64_t d = cfg->dim, hd = cfg->hidden, nh = n * hd;
     if (!cfg->gated) {
         float *pre = acts, *h = acts + nh;
-        vla_linear_forward_act(ops, w->q_up, h, pre, in, w->w_up, w->b_up, cfg->act, n, d, hd);
-        vla_linear_forward_q(ops, w->q_down, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
+        /* up's epilogue writes h's copy for the down projection, into a second buffer: up reads in_ready */
+        void *hr = vla_linear_epilogue_ready_buffer(ops, w->q_down, n, hd);
+        vla_linear_forward_act_x(ops, w->q_up, in_ready, hr, h, pre, in, w->w_up, w->b_up, cfg->act, n, d, hd);
+        vla_linear_forward_x(ops, w->q_down, hr, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
         return;
     }
     float *gate = acts, *up = acts + nh, *h = acts + 2 * nh;
-    const void *inr = vla_linear_share_input(ops, w->q_gate, false, in, n, d); /* one cast for gate and up */
+    /* one cast for gate and up, unless the input's producer made it */
+    const void *inr = in_ready ? in_ready : vla_linear_share_input(ops, w->q_gate, false, in, n, d);
     vla_linear_forward_x(ops, w->q_gate, inr, gate, in, w->w_gate, w->b_gate, n, d, hd);
     vla_linear_forward_x(ops, w->q_up, inr, up, in, w->w_up, w->b_up, n, d, hd);
-    ops->glu_forward(cfg->act, h, gate, up, nh);
-    vla_linear_forward_q(ops, w->q_down, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
+    /* the GLU writes h's copy for the down projection (after gate's and up's GEMMs have read inr: issue order) */
+    void *hr = vla_linear_input_ready_buffer(ops, w->q_down, n, hd);
+    ops->glu_forward(cfg->act, h, gate, up, n, hd, hr);
+    vla_linear_forward_x(ops, w->q_down, hr, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
 }
 
 void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in, const vla_mlp_grads *g,

@@ -37,8 +37,10 @@ typedef struct {
 int64_t vla_mlp_acts_floats(const vla_mlp_config *cfg, int64_t n);
 int64_t vla_mlp_scratch_floats(const vla_mlp_config *cfg, int64_t n);
 
+/* in_ready: NULL, or in's bf16 GEMM-ready copy, written by the op that made in
+ * (vla_linear_input_ready_buffer for the first linear: up, or gate when gated) */
 void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, float *acts, const float *in,
-                     const vla_mlp_weights *w, int64_t n);
+                     const void *in_ready, const vla_mlp_weights *w, int64_t n);
 /* d_in (may be NULL) and every non-NULL gradient in g are accumulated into. */
 void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in, const vla_mlp_grads *g,
                       float *scratch, const float *d_out, const float *in, const float *acts,

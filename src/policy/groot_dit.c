@@ -277,7 +277,7 @@ static vla_status output_forward(vla_policy *p, groot_impl *g, const groot_pack 
     /* proj_out_1 chunks (shift, scale); AdaLN wants (scale, shift) */
     ops->copy2d(ha->mod_out, 2 * D, ha->mo + D, 2 * D, S, D);
     ops->copy2d(ha->mod_out + D, 2 * D, ha->mo, 2 * D, S, D);
-    VLA_TRY(vla_adaln_forward(ops, ha->ya, ha->ma, ha->ra, ha->xa, ha->mod_out, pk->cu_act, pk->S, A, D, OUT_LN_EPS));
+    VLA_TRY(vla_adaln_forward(ops, ha->ya, ha->ma, ha->ra, ha->xa, ha->mod_out, pk->cu_act, pk->S, A, D, OUT_LN_EPS, NULL));
     vla_linear_forward(p->tops, ha->za, ha->ya, w->po2_w.w, w->po2_b.w, A, D, O);
     VLA_TRY(emb_fwd(p, pk, &w->d1_w, &w->d1_b, O, O, ha->d1, ha->za, pk->cu_act, A));
     vla_relu_forward(ops, ha->d1r, ha->d1, A * O);

@@ -321,7 +321,7 @@ static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, c
         float *xL = f->a.xa + L * Na * We;
         vla_pi05_lin(I, p->tops, f->a.mod_f, f->a.cond, I->W.fin_w, I->W.fin_b, S, We, 3 * We);
         VLA_TRY(vla_adarmsnorm_forward(p->tops, f->a.af, f->a.arstd_f, xL, f->a.mod_f, f->m.acu, f->S, Na, We,
-                                       (float)c->language.norm_eps));
+                                       (float)c->language.norm_eps, NULL));
         vla_pi05_lin(I, p->tops, f->a.vpred, f->a.af, I->W.aout_w, I->W.aout_b, Na, We, A);
         I->have_fwd = true;
     }

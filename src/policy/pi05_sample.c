@@ -119,7 +119,7 @@ static vla_status expert_pass(sample_ctx *ctx, float t, const float *x, float *v
     const float *xL = a->xs + (keep ? L : L & 1) * Na * We;
     vla_pi05_lin(I, ops, a->mod, a->cond, I->W.fin_w, I->W.fin_b, S, We, 3 * We);
     VLA_TRY(vla_adarmsnorm_forward(ops, a->an, keep ? a->arstd : NULL, xL, a->mod, acu, f->S, Na, We,
-                                   (float)c->language.norm_eps));
+                                   (float)c->language.norm_eps, NULL));
     vla_pi05_lin(I, ops, v, a->an, I->W.aout_w, I->W.aout_b, Na, We, A);
     return VLA_OK;
 }

@@ -60,6 +60,7 @@ void vla_policy_precision_free(vla_policy *p) {
     if (q->casts.fwd.buf) p->tops->free(q->casts.fwd.buf);
     if (q->casts.wgrad.buf) p->tops->free(q->casts.wgrad.buf);
     if (q->casts.dy.buf) p->tops->free(q->casts.dy.buf);
+    if (q->casts.out.buf) p->tops->free(q->casts.out.buf);
     free(q->fmt_max), free(q->names), free(q->bp), free(q->fp8_index), free(q->fp8_linear);
     free(q);
     p->prec = NULL;
@@ -250,8 +251,8 @@ void vla_policy_precision_key(const vla_policy *p, vla_precision_key *k) {
      * generation says nothing about them — keys of successive holds match, and chunks sampled without an
      * outer hold replay too */
     if (q->mode == VLA_PREC_BF16 && q->scope.holding && q->scope.all_frozen) k->gen = 0;
-    const vla_cast_buf *b[3] = {&q->casts.fwd, &q->casts.wgrad, &q->casts.dy};
-    for (int i = 0; i < 3; i++) k->cast_buf[i] = b[i]->buf, k->cast_bytes[i] = b[i]->bytes;
+    const vla_cast_buf *b[4] = {&q->casts.fwd, &q->casts.wgrad, &q->casts.dy, &q->casts.out};
+    for (int i = 0; i < 4; i++) k->cast_buf[i] = b[i]->buf, k->cast_bytes[i] = b[i]->bytes;
 }
 
 int64_t vla_policy_weight_casts(const vla_policy *p) { return p->prec ? p->prec->scope.casts : 0; }

@@ -89,8 +89,8 @@ typedef struct vla_policy_precision {
 typedef struct {
     uint64_t serial, gen, frozen_gen;
     uint64_t holding;
-    const void *cast_buf[3];
-    uint64_t cast_bytes[3];
+    const void *cast_buf[4];
+    uint64_t cast_bytes[4];
 } vla_precision_key;
 void vla_policy_precision_key(const vla_policy *p, vla_precision_key *k);
 

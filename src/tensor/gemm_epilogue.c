@@ -9,6 +9,10 @@ void vla_gemm_epilogue_apply(const vla_ops *ops, const vla_gemm_epilogue *epi, b
         if (epi->bias && !bias_done) ops->add_row_vector(c, epi->bias, m, n);
         if (act && epi->pre) ops->copy(epi->pre, c, m * n);
         if (act) ops->act_forward(epi->act, c, c, m * n);
+        if (epi->ready) {
+            const vla_gemm_q bf = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
+            ops->prepare_operand(&bf, true, m, n, c, n, epi->ready);
+        }
         return;
     }
     for (int64_t r = 0; r < m; r++) { /* rows of a wider matrix */

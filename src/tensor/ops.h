@@ -119,13 +119,33 @@ typedef struct {
  * when bias is set (f32); then, with act other than IDENTITY, pre = t
  * (when pre is set: [m, n] at C's stride — what the activation's backward
  * reads) and C = act(t); else C = t. The cpu backend computes exactly these
- * steps (sgemm_q, add_row_vector, act_forward), so its bits are those of
- * the three separate ops; a device backend folds the bias into the GEMM. */
+ * steps (sgemm_q, add_row_vector, act_forward, prepare_operand for ready),
+ * so its bits are those of the separate ops; a device backend folds the
+ * bias into the GEMM and the rest into one pass. */
 typedef struct {
     const float *bias; /* [n] or NULL */
     vla_act act;
     float *pre;        /* with act: t before the activation, or NULL */
+    void *ready;       /* NULL, or C's bf16 GEMM-ready copy as a norm's (vla_norm_fuse, with n = m rows and
+                        * dim = n columns; ldc == n): the next GEMM's a_ready — a GELU MLP's h */
 } vla_gemm_epilogue;
+
+/* What a norm's forward may do besides normalising (NULL: nothing), so
+ * that the ops around a norm need no kernels of their own:
+ *  - res: the residual add before the norm — the norm reads x = in + res
+ *    (each element rounded to f32, as `add`), writes x to sum (which may
+ *    be in itself) and normalises x: `add` then the norm, in one pass;
+ *  - ready: the output's bf16 GEMM-ready copy, the bytes
+ *    prepare_operand({BF16}, trans_b = true, n, dim, out, dim, ready)
+ *    writes (ready_bytes of that shape; a backend whose ready_bytes is 0
+ *    keeps no copies and is never given one): the forward GEMMs that read
+ *    the output as op(A) take it as a_ready — the cast fused into the op
+ *    that made the value (issue 40: bf16 between ops). */
+typedef struct {
+    const float *res; /* [n, dim] or NULL */
+    float *sum;       /* [n, dim], with res */
+    void *ready;      /* NULL, or the output's bf16 GEMM-ready copy */
+} vla_norm_fuse;
 
 /* ---- packed attention (nn/attention.h has the whole contract) -------------- */
 
@@ -382,20 +402,26 @@ typedef struct vla_ops {
     /* ---- activations ---------------------------------------------------------- */
     void (*act_forward)(vla_act act, float *out, const float *in, int64_t n);
     void (*act_backward)(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n);
-    /* gated MLP: h = act(gate)·up; backward OVERWRITES dgate and dup */
-    void (*glu_forward)(vla_act act, float *h, const float *gate, const float *up, int64_t n);
+    /* gated MLP: h = act(gate)·up over rows × cols; ready: NULL, or h's
+     * bf16 GEMM-ready copy as a norm's (vla_norm_fuse, with n = rows, dim
+     * = cols); backward OVERWRITES dgate and dup */
+    void (*glu_forward)(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
+                        void *ready);
     void (*glu_backward)(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
                          int64_t n);
 
-    /* ---- norms (rows of `dim`; statistics saved for the backward) ------------- */
+    /* ---- norms (rows of `dim`; statistics saved for the backward) -------------
+     * Every forward takes a vla_norm_fuse (NULL: none); with res, the
+     * statistics are those of in + res, which the backward then reads as
+     * its `in` (the sum). */
     /* LayerNorm: y = (x − mean)·rstd·w + b; w, b may be NULL (plain) */
     void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
-                              int64_t n, int64_t dim, float eps);
+                              int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse);
     void (*layernorm_backward)(float *d_in, float *d_w, float *d_b, const float *d_out, const float *in,
                                const float *w, const float *mean, const float *rstd, int64_t n, int64_t dim);
     /* RMSNorm: y = x·rstd·g, g = w (or 1 + w when one_plus; 1 when w is NULL) */
     void (*rmsnorm_forward)(float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n,
-                            int64_t dim, float eps);
+                            int64_t dim, float eps, const vla_norm_fuse *fuse);
     void (*rmsnorm_backward)(float *d_in, float *d_w, const float *d_out, const float *in, const float *w,
                              bool one_plus, const float *rstd, int64_t n, int64_t dim);
     /* Adaptive norms with a per-sample modulation mod [n_seg, k·dim], token
@@ -403,12 +429,12 @@ typedef struct vla_ops {
      * scale, shift); AdaRMS y = rms(x)·(1 + scale) + shift (k = 3: scale,
      * shift, gate). d_mod accumulates into the same layout. */
     void (*adaln_forward)(float *out, float *mean, float *rstd, const float *in, const float *mod, const int32_t *cu,
-                          int32_t n_seg, int64_t n, int64_t dim, float eps);
+                          int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse);
     void (*adaln_backward)(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
                            const float *mean, const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n,
                            int64_t dim);
     void (*adarms_forward)(float *out, float *rstd, const float *in, const float *mod, const int32_t *cu,
-                           int32_t n_seg, int64_t n, int64_t dim, float eps);
+                           int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse);
     void (*adarms_backward)(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
                             const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim);
     /* π0.5's gated residual: out = x + y·gate, gate = mod[s, 2·dim : 3·dim] */

@@ -230,38 +230,44 @@ PROF_VOID(act_forward, NOV, COST(0, 8.0 * n), (vla_act act, float *out, const fl
 PROF_VOID(act_backward, NOV, COST(0, 12.0 * n),
           (vla_act act, float *d_in, const float *d_out, const float *in, int64_t n),
           (act, d_in, d_out, in, n))
-PROF_VOID(glu_forward, NOV, COST(0, 12.0 * n), (vla_act act, float *h, const float *gate, const float *up, int64_t n),
-          (act, h, gate, up, n))
+PROF_VOID(glu_forward, NOV, COST(0, (12.0 + (ready ? 2.0 : 0.0)) * (double)rows * (double)cols),
+          (vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols, void *ready),
+          (act, h, gate, up, rows, cols, ready))
 PROF_VOID(glu_backward, NOV, COST(0, 20.0 * n),
           (vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up, int64_t n),
           (act, dgate, dup, dh, gate, up, n))
-PROF_VOID(layernorm_forward, NOV, COST(0, 8.0 * (double)n * (double)dim),
+/* a norm's bytes per element: x in, y out, and what vla_norm_fuse adds (res in, the sum out; the bf16 copy) */
+static double norm_bytes(const vla_norm_fuse *f) {
+    return 8.0 + (f && f->res ? 8.0 : 0.0) + (f && f->ready ? 2.0 : 0.0);
+}
+PROF_VOID(layernorm_forward, NOV, COST(0, norm_bytes(fuse) * (double)n * (double)dim),
           (float *out, float *mean, float *rstd, const float *in, const float *w, const float *b, int64_t n,
-           int64_t dim, float eps),
-          (out, mean, rstd, in, w, b, n, dim, eps))
+           int64_t dim, float eps, const vla_norm_fuse *fuse),
+          (out, mean, rstd, in, w, b, n, dim, eps, fuse))
 PROF_VOID(layernorm_backward, NOV, COST(0, 12.0 * (double)n * (double)dim),
           (float *d_in, float *d_w, float *d_b, const float *d_out, const float *in, const float *w,
            const float *mean, const float *rstd, int64_t n, int64_t dim),
           (d_in, d_w, d_b, d_out, in, w, mean, rstd, n, dim))
-PROF_VOID(rmsnorm_forward, NOV, COST(0, 8.0 * (double)n * (double)dim),
-          (float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n, int64_t dim, float eps),
-          (out, rstd, in, w, one_plus, n, dim, eps))
+PROF_VOID(rmsnorm_forward, NOV, COST(0, norm_bytes(fuse) * (double)n * (double)dim),
+          (float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n, int64_t dim, float eps,
+           const vla_norm_fuse *fuse),
+          (out, rstd, in, w, one_plus, n, dim, eps, fuse))
 PROF_VOID(rmsnorm_backward, NOV, COST(0, 12.0 * (double)n * (double)dim),
           (float *d_in, float *d_w, const float *d_out, const float *in, const float *w, bool one_plus,
            const float *rstd, int64_t n, int64_t dim),
           (d_in, d_w, d_out, in, w, one_plus, rstd, n, dim))
-PROF_VOID(adaln_forward, NOV, COST(0, 8.0 * (double)n * (double)dim),
+PROF_VOID(adaln_forward, NOV, COST(0, norm_bytes(fuse) * (double)n * (double)dim),
           (float *out, float *mean, float *rstd, const float *in, const float *mod, const int32_t *cu, int32_t n_seg,
-           int64_t n, int64_t dim, float eps),
-          (out, mean, rstd, in, mod, cu, n_seg, n, dim, eps))
+           int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse),
+          (out, mean, rstd, in, mod, cu, n_seg, n, dim, eps, fuse))
 PROF_VOID(adaln_backward, NOV, COST(0, 12.0 * (double)n * (double)dim),
           (float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod, const float *mean,
            const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim),
           (d_in, d_mod, d_out, in, mod, mean, rstd, cu, n_seg, n, dim))
-PROF_VOID(adarms_forward, NOV, COST(0, 8.0 * (double)n * (double)dim),
+PROF_VOID(adarms_forward, NOV, COST(0, norm_bytes(fuse) * (double)n * (double)dim),
           (float *out, float *rstd, const float *in, const float *mod, const int32_t *cu, int32_t n_seg, int64_t n,
-           int64_t dim, float eps),
-          (out, rstd, in, mod, cu, n_seg, n, dim, eps))
+           int64_t dim, float eps, const vla_norm_fuse *fuse),
+          (out, rstd, in, mod, cu, n_seg, n, dim, eps, fuse))
 PROF_VOID(adarms_backward, NOV, COST(0, 12.0 * (double)n * (double)dim),
           (float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod, const float *rstd,
            const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim),

@@ -61,7 +61,7 @@ typedef struct {
 
 static double mlp_loss(void *p) {
     mlp_ctx *c = p;
-    vla_mlp_forward(c->ops, &c->cfg, c->y, c->acts, c->x, &c->w, c->n);
+    vla_mlp_forward(c->ops, &c->cfg, c->y, c->acts, c->x, NULL, &c->w, c->n);
     return dot_f32(c->y, c->dy, c->n * c->cfg.dim);
 }
 

@@ -96,7 +96,7 @@ static double adaln_loss(void *p) {
     adaln_ctx *c = p;
     vla_silu_forward(test_cpu_backend(), c->act, c->temb, c->n_seg * c->dim);
     vla_linear_forward(c->ops, c->mod, c->act, c->lw, c->lb, c->n_seg, c->dim, 2 * c->dim);
-    assert_int_equal(vla_adaln_forward(test_cpu_backend(), c->y, c->mean, c->rstd, c->x, c->mod, c->cu, c->n_seg, c->n, c->dim, 1e-5f),
+    assert_int_equal(vla_adaln_forward(test_cpu_backend(), c->y, c->mean, c->rstd, c->x, c->mod, c->cu, c->n_seg, c->n, c->dim, 1e-5f, NULL),
                      VLA_OK);
     return dot_f32(c->y, c->dy, c->n * c->dim);
 }
@@ -136,7 +136,7 @@ static void test_adaln(void **state) {
     fd_check("adaln temb", adaln_loss, &c, c.temb, dtemb, S * d, 32, 1e-2, 1e-2, s);
     fd_check("adaln lw", adaln_loss, &c, c.lw, dlw, 2 * d * d, 33, 1e-2, 1e-2, s);
     int32_t bad_cu[3] = {0, 3, 6};
-    assert_int_equal(vla_adaln_forward(test_cpu_backend(), c.y, c.mean, c.rstd, c.x, c.mod, bad_cu, S, n, d, 1e-5f), VLA_ERR_INVALID_ARG);
+    assert_int_equal(vla_adaln_forward(test_cpu_backend(), c.y, c.mean, c.rstd, c.x, c.mod, bad_cu, S, n, d, 1e-5f, NULL), VLA_ERR_INVALID_ARG);
     golden_free(g);
 }
 
@@ -154,7 +154,7 @@ typedef struct {
 static double adarms_loss(void *p) {
     adarms_ctx *c = p;
     vla_linear_forward(c->ops, c->mod, c->cond, c->lw, c->lb, c->n_seg, c->cdim, 3 * c->dim);
-    assert_int_equal(vla_adarmsnorm_forward(test_cpu_backend(), c->y, c->rstd, c->x, c->mod, c->cu, c->n_seg, c->n, c->dim, 1e-6f), VLA_OK);
+    assert_int_equal(vla_adarmsnorm_forward(test_cpu_backend(), c->y, c->rstd, c->x, c->mod, c->cu, c->n_seg, c->n, c->dim, 1e-6f, NULL), VLA_OK);
     assert_int_equal(vla_gated_residual_forward(test_cpu_backend(), c->res, c->x, c->br, c->mod, c->cu, c->n_seg, c->n, c->dim), VLA_OK);
     return dot_f32(c->y, c->dy, c->n * c->dim) + dot_f32(c->res, c->dres, c->n * c->dim);
 }

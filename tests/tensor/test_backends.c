@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nn/linear.h"
 #include "base/fsutil.h"
 #include "base/rng.h"
 #include "policy/config.h"
@@ -211,7 +212,9 @@ static void small_batch_free(small_batch *b) {
 }
 
 /* min_dim: FP8's recipe.min_dim (policy/precision.h): 32 mixes FP8 and bf16 linears in one block */
-static void same_numbers(const char *preset, vla_precision mode, int64_t min_dim) {
+/* cpu and checked give the same loss, gradients and actions; returns the bf16 copies checked's producers
+ * were handed (nn/linear.h, producer casts) */
+static int64_t same_numbers(const char *preset, vla_precision mode, int64_t min_dim) {
     vla_policy_config c;
     assert_int_equal(vla_policy_config_load(preset, &c), VLA_OK);
     memset(c.frozen, 0, sizeof c.frozen); /* every stage's backward runs */
@@ -219,6 +222,7 @@ static void same_numbers(const char *preset, vla_precision mode, int64_t min_dim
     const char *names[2] = {"cpu", "checked"};
     double loss[2];
     float *g[2], *a[2];
+    int64_t copies = 0;
     int32_t S = 3;
     int64_t na = S * c.action.horizon * c.action.action_dim;
     for (int k = 0; k < 2; k++) {
@@ -231,6 +235,7 @@ static void same_numbers(const char *preset, vla_precision mode, int64_t min_dim
         small_batch b;
         small_batch_make(p[k], S, &b);
         vla_loss_info info;
+        int64_t c0 = vla_linear_producer_copies();
         vla_policy_zero_grad(p[k]);
         /* held as a training step holds them: checked casts each weight once (ops.h, ready_bytes), cpu at
          * every GEMM — the same bits */
@@ -242,6 +247,8 @@ static void same_numbers(const char *preset, vla_precision mode, int64_t min_dim
         g[k] = test_grads_get(p[k]);
         a[k] = calloc((size_t)na, sizeof(float));
         assert_int_equal(vla_policy_sample_actions(p[k], &b.obs, a[k]), VLA_OK);
+        if (k == 0) assert_int_equal(vla_linear_producer_copies(), c0); /* cpu keeps no copies */
+        else copies = vla_linear_producer_copies() - c0;
         small_batch_free(&b);
     }
     print_message("%s %s (min_dim %lld): loss %.9g on cpu, %.9g on checked\n", preset, vla_precision_name(mode),
@@ -252,14 +259,22 @@ static void same_numbers(const char *preset, vla_precision mode, int64_t min_dim
     assert_memory_equal(g[0], g[1], (size_t)p[0]->n_grad_floats * sizeof(float));
     assert_memory_equal(a[0], a[1], (size_t)na * sizeof(float));
     for (int k = 0; k < 2; k++) free(g[k]), free(a[k]), vla_policy_free(p[k]);
+    return copies;
 }
 
 static void test_checked_equals_cpu_policies(void **state) {
     (void)state;
     for (int m = VLA_PREC_FP32; m <= VLA_PREC_FP8; m++) {
-        same_numbers("pi05-nano", (vla_precision)m, 0);
-        same_numbers("groot-nano", (vla_precision)m, 0);
+        int64_t c = same_numbers("pi05-nano", (vla_precision)m, 0) + same_numbers("groot-nano", (vla_precision)m, 0);
+        /* bf16: the norms, the GLU and GELU's epilogue wrote the GEMMs' copies (at least the norms' two and
+         * the MLP hidden's one per block) — and the bits above are cpu's, which casts at every GEMM */
+        if (m == VLA_PREC_BF16) assert_true(c >= 3 * 4);
+        else assert_int_equal(c, 0);
     }
+    /* the producers' copies off: the GEMMs cast again, the same bits */
+    vla_linear_set_producer_casts(false);
+    assert_int_equal(same_numbers("pi05-nano", VLA_PREC_BF16, 0) + same_numbers("groot-nano", VLA_PREC_BF16, 0), 0);
+    vla_linear_set_producer_casts(true);
     same_numbers("pi05-nano", VLA_PREC_FP8, 32);
     same_numbers("groot-nano", VLA_PREC_FP8, 32);
 }

@@ -215,6 +215,23 @@ static void t_gemm_q(void) {
     }
 }
 
+/* The bytes of n×dim values' bf16 ready copy on the dut, as prepare_operand makes it (ops.h): where the
+ * backend keeps no copies (cpu: ready_bytes 0) its f32 rounded layout, which its prepare_operand writes. */
+static size_t ready_size(int64_t n, int64_t dim) {
+    vla_gemm_q q = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
+    size_t b = C.dut->ready_bytes(&q, n, dim);
+    return b ? b : sizeof(float) * (size_t)(n * dim);
+}
+
+/* 0 when the dut's bytes at a and b (bytes long) are equal */
+static int dut_memcmp(const void *a, const void *b, size_t bytes) {
+    unsigned char *ha = malloc(bytes), *hb = malloc(bytes);
+    C.dut->to_host(ha, a, bytes), C.dut->to_host(hb, b, bytes);
+    int r = memcmp(ha, hb, bytes);
+    free(ha), free(hb);
+    return r;
+}
+
 /* GEMM-ready operands: where a backend keeps them (ready_bytes > 0), a
  * GEMM reading prepare_operand's copy of B (and of A) gives the bits of the
  * same GEMM casting them itself — and the same amaxes */
@@ -293,8 +310,8 @@ static void t_gemm_epi(void) {
         qd = qh;
         qd.a.scale = sc.d, qd.a.amax = sc.d + 2, qd.b.scale = sc.d + 1, qd.b.amax = sc.d + 3;
         const vla_gemm_q *q_h = mode == VLA_PREC_FP32 && trial % 2 ? NULL : &qh, *q_d = q_h ? &qd : NULL;
-        vla_gemm_epilogue eh = {with_bias ? bias.h : NULL, act, with_pre ? pre.h : NULL};
-        vla_gemm_epilogue ed = {with_bias ? bias.d : NULL, act, with_pre ? pre.d : NULL};
+        vla_gemm_epilogue eh = {with_bias ? bias.h : NULL, act, with_pre ? pre.h : NULL, NULL};
+        vla_gemm_epilogue ed = {with_bias ? bias.d : NULL, act, with_pre ? pre.d : NULL, NULL};
         /* the cpu's own, then the reference's steps one by one on copies */
         float *c0 = malloc(sizeof(float) * (size_t)(m * ldc)), *p0 = malloc(sizeof(float) * (size_t)(m * ldc));
         memcpy(c0, c.h, sizeof(float) * (size_t)(m * ldc)), memcpy(p0, pre.h, sizeof(float) * (size_t)(m * ldc));
@@ -314,6 +331,28 @@ static void t_gemm_epi(void) {
         t_check_norm(c, TOL_GEMM, "sgemm_epi");
         t_check_norm(pre, TOL_GEMM, "sgemm_epi pre");
         t_check(c, 1e-3, "sgemm_epi (elementwise: the padding untouched)");
+        if (ldc == n) { /* the ready copy: prepare_operand's of the dut's own C, byte for byte, the pad written */
+            size_t rb = ready_size(m, n);
+            void *r1 = C.dut->alloc(rb), *r2 = C.dut->alloc(rb);
+            C.dut->fill((float *)r1, -7.0f, (int64_t)(rb / sizeof(float)));
+            C.dut->fill((float *)r2, -7.0f, (int64_t)(rb / sizeof(float)));
+            vla_gemm_epilogue er = ed;
+            er.ready = r2;
+            float *c2 = C.dut->alloc(sizeof(float) * (size_t)(m * n));
+            C.dut->to_device(c2, c.h, sizeof(float) * (size_t)(m * n)); /* any start: beta reads it */
+            float *c3 = C.dut->alloc(sizeof(float) * (size_t)(m * n));
+            C.dut->copy(c3, c2, m * n);
+            C.dut->sgemm_epi(q_d, &ed, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, beta, c3, ldc);
+            C.dut->sgemm_epi(q_d, &er, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, beta, c2, ldc);
+            const vla_gemm_q bf = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
+            C.dut->prepare_operand(&bf, true, m, n, c2, n, r1);
+            if (dut_memcmp(c2, c3, sizeof(float) * (size_t)(m * n)))
+                fail_msg("sgemm_epi [%s] trial %d: writing the ready copy changes C", C.dut->name, trial);
+            if (dut_memcmp(r1, r2, rb))
+                fail_msg("sgemm_epi [%s] trial %d (n %lld): the ready copy differs from prepare_operand's", C.dut->name,
+                         trial, (long long)n);
+            C.dut->free(r1), C.dut->free(r2), C.dut->free(c2), C.dut->free(c3);
+        }
         t_free(a), t_free(b), t_free(c), t_free(bias), t_free(pre), t_free(sc);
     }
     /* no epilogue: sgemm_q */
@@ -470,7 +509,7 @@ static void t_activations(void) {
         C.ref->act_backward(acts[a], d1.h, dy.h, x.h, n), C.dut->act_backward(acts[a], d1.d, dy.d, x.d, n);
         t_check(d1, TOL_ROW, "act_backward");
         if (acts[a] == VLA_ACT_IDENTITY) continue;
-        C.ref->glu_forward(acts[a], o.h, x.h, up.h, n), C.dut->glu_forward(acts[a], o.d, x.d, up.d, n);
+        C.ref->glu_forward(acts[a], o.h, x.h, up.h, n, 1, NULL), C.dut->glu_forward(acts[a], o.d, x.d, up.d, n, 1, NULL);
         t_check(o, TOL_ROW, "glu_forward");
         C.ref->glu_backward(acts[a], d1.h, d2.h, dy.h, x.h, up.h, n);
         C.dut->glu_backward(acts[a], d1.d, d2.d, dy.d, x.d, up.d, n);
@@ -687,27 +726,27 @@ static void t_norms(void) {
         tens db = t_rand(dim, 1), mod = t_rand(s.n_seg * 3 * dim, 0.3f), dmod = t_rand(s.n_seg * 3 * dim, 1);
         tens y2 = t_rand(n * dim, 1), dy2 = t_rand(n * dim, 1);
         bool nw = trial % 3 == 2; /* without affine weights */
-        C.ref->layernorm_forward(y.h, mean.h, rstd.h, x.h, nw ? NULL : w.h, nw ? NULL : b.h, n, dim, 1e-5f);
-        C.dut->layernorm_forward(y.d, mean.d, rstd.d, x.d, nw ? NULL : w.d, nw ? NULL : b.d, n, dim, 1e-5f);
+        C.ref->layernorm_forward(y.h, mean.h, rstd.h, x.h, nw ? NULL : w.h, nw ? NULL : b.h, n, dim, 1e-5f, NULL);
+        C.dut->layernorm_forward(y.d, mean.d, rstd.d, x.d, nw ? NULL : w.d, nw ? NULL : b.d, n, dim, 1e-5f, NULL);
         t_check(y, TOL_ROW, "layernorm_forward"), t_check(mean, TOL_ROW, "layernorm mean"), t_check(rstd, TOL_ROW, "layernorm rstd");
         C.ref->layernorm_backward(dx.h, dw.h, db.h, dy.h, x.h, nw ? NULL : w.h, mean.h, rstd.h, n, dim);
         C.dut->layernorm_backward(dx.d, dw.d, db.d, dy.d, x.d, nw ? NULL : w.d, mean.d, rstd.d, n, dim);
         t_check(dx, TOL_ROW, "layernorm_backward dx"), t_check(dw, TOL_ROW, "layernorm dw"), t_check(db, TOL_ROW, "layernorm db");
         bool op = trial % 2;
-        C.ref->rmsnorm_forward(y.h, rstd.h, x.h, nw ? NULL : w.h, op, n, dim, 1e-6f);
-        C.dut->rmsnorm_forward(y.d, rstd.d, x.d, nw ? NULL : w.d, op, n, dim, 1e-6f);
+        C.ref->rmsnorm_forward(y.h, rstd.h, x.h, nw ? NULL : w.h, op, n, dim, 1e-6f, NULL);
+        C.dut->rmsnorm_forward(y.d, rstd.d, x.d, nw ? NULL : w.d, op, n, dim, 1e-6f, NULL);
         t_check(y, TOL_ROW, "rmsnorm_forward"), t_check(rstd, TOL_ROW, "rmsnorm rstd");
         C.ref->rmsnorm_backward(dx.h, dw.h, dy.h, x.h, nw ? NULL : w.h, op, rstd.h, n, dim);
         C.dut->rmsnorm_backward(dx.d, dw.d, dy.d, x.d, nw ? NULL : w.d, op, rstd.d, n, dim);
         t_check(dx, TOL_ROW, "rmsnorm_backward dx"), t_check(dw, TOL_ROW, "rmsnorm dw");
-        C.ref->adaln_forward(y.h, mean.h, rstd.h, x.h, mod.h, s.cu, s.n_seg, n, dim, 1e-6f);
-        C.dut->adaln_forward(y.d, mean.d, rstd.d, x.d, mod.d, s.cu, s.n_seg, n, dim, 1e-6f);
+        C.ref->adaln_forward(y.h, mean.h, rstd.h, x.h, mod.h, s.cu, s.n_seg, n, dim, 1e-6f, NULL);
+        C.dut->adaln_forward(y.d, mean.d, rstd.d, x.d, mod.d, s.cu, s.n_seg, n, dim, 1e-6f, NULL);
         t_check(y, TOL_ROW, "adaln_forward");
         C.ref->adaln_backward(dx.h, dmod.h, dy.h, x.h, mod.h, mean.h, rstd.h, s.cu, s.n_seg, n, dim);
         C.dut->adaln_backward(dx.d, dmod.d, dy.d, x.d, mod.d, mean.d, rstd.d, s.cu, s.n_seg, n, dim);
         t_check(dx, TOL_ROW, "adaln_backward dx"), t_check(dmod, TOL_ROW, "adaln_backward dmod");
-        C.ref->adarms_forward(y.h, rstd.h, x.h, mod.h, s.cu, s.n_seg, n, dim, 1e-6f);
-        C.dut->adarms_forward(y.d, rstd.d, x.d, mod.d, s.cu, s.n_seg, n, dim, 1e-6f);
+        C.ref->adarms_forward(y.h, rstd.h, x.h, mod.h, s.cu, s.n_seg, n, dim, 1e-6f, NULL);
+        C.dut->adarms_forward(y.d, rstd.d, x.d, mod.d, s.cu, s.n_seg, n, dim, 1e-6f, NULL);
         t_check(y, TOL_ROW, "adarms_forward");
         C.ref->adarms_backward(dx.h, dmod.h, dy.h, x.h, mod.h, rstd.h, s.cu, s.n_seg, n, dim);
         C.dut->adarms_backward(dx.d, dmod.d, dy.d, x.d, mod.d, rstd.d, s.cu, s.n_seg, n, dim);
@@ -720,6 +759,84 @@ static void t_norms(void) {
         t_check(dx, 0, "gated_residual_backward dx"), t_check(dy2, 0, "gated_residual_backward dy");
         t_check(dmod, TOL_ROW, "gated_residual_backward dmod");
         tens all[] = {x, w, b, y, mean, rstd, dy, dx, dw, db, mod, dmod, y2, dy2};
+        for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++) t_free(all[i]);
+        seqs_free(s);
+    }
+}
+
+/* A norm's vla_norm_fuse (ops.h) on the dut against the separate ops on the dut, bit for bit: `add`, the
+ * norm, prepare_operand of its output — with the sum written apart and over the input itself; then the
+ * GLU's ready copy against prepare_operand of h. Rows whose width is no multiple of 8 exercise the copy's
+ * pad (cuda: rows of 16 bytes). */
+static void t_norm_fuse(void) {
+    vla_gemm_q bf = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
+    for (int trial = 0; trial < 8; trial++) {
+        seqs s = seqs_make((int32_t)rnd(1, 4), 30, 0);
+        int64_t n = s.cu[s.n_seg], dim = trial < 4 ? rnd(3, 70) : rnd(100, 700), nd = n * dim;
+        size_t rb = ready_size(n, dim);
+        tens x = t_rand(nd, 2), r = t_rand(nd, 1), w = t_rand(dim, 1), b = t_rand(dim, 1);
+        tens mod = t_rand(s.n_seg * 3 * dim, 0.3f), stats = t_new(4 * n);
+        float *sum1 = C.dut->alloc(sizeof(float) * (size_t)nd), *sum2 = C.dut->alloc(sizeof(float) * (size_t)nd);
+        float *y1 = C.dut->alloc(sizeof(float) * (size_t)nd), *y2 = C.dut->alloc(sizeof(float) * (size_t)nd);
+        void *rd1 = C.dut->alloc(rb), *rd2 = C.dut->alloc(rb);
+        for (int kind = 0; kind < 4; kind++) {
+            bool in_place = (trial + kind) % 2;
+            float *m1 = stats.d, *r1 = stats.d + n, *m2 = stats.d + 2 * n, *r2 = stats.d + 3 * n;
+            /* the separate ops */
+            C.dut->add(sum1, x.d, r.d, nd);
+            /* the fused: the sum over the input itself, or apart */
+            C.dut->copy(sum2, x.d, nd);
+            vla_norm_fuse f = {r.d, sum2, rd2};
+            const float *in2 = in_place ? sum2 : x.d;
+            C.dut->fill((float *)rd2, -7.0f, (int64_t)(rb / sizeof(float))); /* the pad must be written, not left */
+            switch (kind) {
+            case 0:
+                C.dut->layernorm_forward(y1, m1, r1, sum1, w.d, b.d, n, dim, 1e-5f, NULL);
+                C.dut->layernorm_forward(y2, m2, r2, in2, w.d, b.d, n, dim, 1e-5f, &f);
+                break;
+            case 1:
+                C.dut->rmsnorm_forward(y1, r1, sum1, w.d, trial % 2, n, dim, 1e-6f, NULL);
+                C.dut->rmsnorm_forward(y2, r2, in2, w.d, trial % 2, n, dim, 1e-6f, &f);
+                break;
+            case 2:
+                C.dut->adaln_forward(y1, m1, r1, sum1, mod.d, s.cu, s.n_seg, n, dim, 1e-6f, NULL);
+                C.dut->adaln_forward(y2, m2, r2, in2, mod.d, s.cu, s.n_seg, n, dim, 1e-6f, &f);
+                break;
+            default:
+                C.dut->adarms_forward(y1, r1, sum1, mod.d, s.cu, s.n_seg, n, dim, 1e-6f, NULL);
+                C.dut->adarms_forward(y2, r2, in2, mod.d, s.cu, s.n_seg, n, dim, 1e-6f, &f);
+                break;
+            }
+            C.dut->fill((float *)rd1, -7.0f, (int64_t)(rb / sizeof(float)));
+            C.dut->prepare_operand(&bf, true, n, dim, y1, dim, rd1);
+            static const char *names[] = {"layernorm", "rmsnorm", "adaln", "adarms"};
+            if (dut_memcmp(sum1, sum2, sizeof(float) * (size_t)nd))
+                fail_msg("%s_forward fuse [%s] trial %d: the sum differs from add's", names[kind], C.dut->name, trial);
+            if (dut_memcmp(y1, y2, sizeof(float) * (size_t)nd))
+                fail_msg("%s_forward fuse [%s] trial %d: the output differs from add then the norm", names[kind],
+                         C.dut->name, trial);
+            if (dut_memcmp(m1, m2, sizeof(float) * (size_t)(2 * n)))
+                fail_msg("%s_forward fuse [%s] trial %d: the statistics differ", names[kind], C.dut->name, trial);
+            if (dut_memcmp(rd1, rd2, rb))
+                fail_msg("%s_forward fuse [%s] trial %d (dim %lld): the ready copy differs from prepare_operand's",
+                         names[kind], C.dut->name, trial, (long long)dim);
+        }
+        /* the GLU's copy of h */
+        for (int a = 0; a < 2; a++) {
+            vla_act act = a ? VLA_ACT_SILU : VLA_ACT_GELU_TANH;
+            C.dut->fill((float *)rd1, -7.0f, (int64_t)(rb / sizeof(float)));
+            C.dut->fill((float *)rd2, -7.0f, (int64_t)(rb / sizeof(float)));
+            C.dut->glu_forward(act, y1, x.d, r.d, n, dim, NULL);
+            C.dut->glu_forward(act, y2, x.d, r.d, n, dim, rd2);
+            C.dut->prepare_operand(&bf, true, n, dim, y1, dim, rd1);
+            if (dut_memcmp(y1, y2, sizeof(float) * (size_t)nd))
+                fail_msg("glu_forward ready [%s] trial %d: writing the copy changes h", C.dut->name, trial);
+            if (dut_memcmp(rd1, rd2, rb))
+                fail_msg("glu_forward ready [%s] trial %d (cols %lld): the copy differs from prepare_operand's",
+                         C.dut->name, trial, (long long)dim);
+        }
+        C.dut->free(sum1), C.dut->free(sum2), C.dut->free(y1), C.dut->free(y2), C.dut->free(rd1), C.dut->free(rd2);
+        tens all[] = {x, r, w, b, mod, stats};
         for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++) t_free(all[i]);
         seqs_free(s);
     }
@@ -958,6 +1075,7 @@ static void run_suite(const char *name) {
     t_layout();
     t_reductions();
     t_norms();
+    t_norm_fuse();
     t_positions();
     t_flow();
     t_attention_mask();

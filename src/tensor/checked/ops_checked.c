@@ -378,7 +378,7 @@ static void chk_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *e, bool 
                           float *c, int64_t ldc) {
     OP();
     vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
-    vla_gemm_epilogue te = e ? (vla_gemm_epilogue){T(e->bias), e->act, T(e->pre)} : (vla_gemm_epilogue){0};
+    vla_gemm_epilogue te = e ? (vla_gemm_epilogue){T(e->bias), e->act, T(e->pre), T(e->ready)} : (vla_gemm_epilogue){0};
     cpu()->sgemm_epi(q ? &tq : NULL, e ? &te : NULL, ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc);
 }
 WRAP_VOID(fp8_scale_update, (float *h, float *sc, int64_t n, int64_t L, const float *fm, float mg, bool mr),
@@ -433,28 +433,57 @@ WRAP_VOID(softmax_rows_backward, (float *dx, const float *y, const float *dy, in
 WRAP_VOID_META(attention_mask, (tr_seqs(qs), tr_seqs(ks)), (float *m, const vla_attn_seqs *qs, const vla_attn_seqs *ks), (T(m), qs, ks))
 WRAP_VOID(act_forward, (vla_act a, float *o, const float *i, int64_t n), (a, T(o), T(i), n))
 WRAP_VOID(act_backward, (vla_act a, float *di, const float *dout, const float *i, int64_t n), (a, T(di), T(dout), T(i), n))
-WRAP_VOID(glu_forward, (vla_act a, float *h, const float *g, const float *u, int64_t n), (a, T(h), T(g), T(u), n))
+WRAP_VOID(glu_forward, (vla_act a, float *h, const float *g, const float *u, int64_t r, int64_t c, void *rd),
+          (a, T(h), T(g), T(u), r, c, T(rd)))
 WRAP_VOID(glu_backward, (vla_act a, float *dg, float *du, const float *dh, const float *g, const float *u, int64_t n), (a, T(dg), T(du), T(dh), T(g), T(u), n))
-WRAP_VOID(layernorm_forward,
-          (float *o, float *mean, float *rstd, const float *i, const float *w, const float *b, int64_t n, int64_t d,
-           float eps), (T(o), T(mean), T(rstd), T(i), T(w), T(b), n, d, eps))
+/* a norm's vla_norm_fuse with its pointers translated (and traced, with which are set) into *t */
+static const vla_norm_fuse *fuse_rw(const vla_norm_fuse *f, vla_norm_fuse *t, const char *op) {
+    int set = f ? 1 | (f->res ? 2 : 0) | (f->sum ? 4 : 0) | (f->ready ? 8 : 0) : 0;
+    if (tr.on) tr_i32(set);
+    if (!f) return NULL;
+    *t = (vla_norm_fuse){rw_of(f->res, op), rw_of(f->sum, op), rw_of(f->ready, op)};
+    return t;
+}
+#define FUSE(f) fuse_rw(f, &(vla_norm_fuse){0}, __func__)
+static void chk_layernorm_forward(float *o, float *mean, float *rstd, const float *i, const float *w, const float *b,
+                                  int64_t n, int64_t d, float eps, const vla_norm_fuse *f) {
+    OP();
+    TR_EACH(n, d, eps);
+    const vla_norm_fuse *tf = FUSE(f);
+    cpu()->layernorm_forward(T(o), T(mean), T(rstd), T(i), T(w), T(b), n, d, eps, tf);
+}
 WRAP_VOID(layernorm_backward,
           (float *di, float *dw, float *db, const float *dout, const float *i, const float *w, const float *mean,
            const float *rstd, int64_t n, int64_t d), (T(di), T(dw), T(db), T(dout), T(i), T(w), T(mean), T(rstd), n, d))
-WRAP_VOID(rmsnorm_forward,
-          (float *o, float *rstd, const float *i, const float *w, bool op, int64_t n, int64_t d, float eps), (T(o), T(rstd), T(i), T(w), op, n, d, eps))
+static void chk_rmsnorm_forward(float *o, float *rstd, const float *i, const float *w, bool op, int64_t n, int64_t d,
+                                float eps, const vla_norm_fuse *f) {
+    OP();
+    TR_EACH(op, n, d, eps);
+    const vla_norm_fuse *tf = FUSE(f);
+    cpu()->rmsnorm_forward(T(o), T(rstd), T(i), T(w), op, n, d, eps, tf);
+}
 WRAP_VOID(rmsnorm_backward,
           (float *di, float *dw, const float *dout, const float *i, const float *w, bool op, const float *rstd,
            int64_t n, int64_t d), (T(di), T(dw), T(dout), T(i), T(w), op, T(rstd), n, d))
-WRAP_VOID_META(adaln_forward, tr_i32s(cu, ns + 1),
-          (float *o, float *mean, float *rstd, const float *i, const float *mod, const int32_t *cu, int32_t ns,
-           int64_t n, int64_t d, float eps), (T(o), T(mean), T(rstd), T(i), T(mod), cu, ns, n, d, eps))
+static void chk_adaln_forward(float *o, float *mean, float *rstd, const float *i, const float *mod, const int32_t *cu,
+                              int32_t ns, int64_t n, int64_t d, float eps, const vla_norm_fuse *f) {
+    OP();
+    TR_EACH(ns, n, d, eps);
+    if (tr.on) tr_i32s(cu, ns + 1);
+    const vla_norm_fuse *tf = FUSE(f);
+    cpu()->adaln_forward(T(o), T(mean), T(rstd), T(i), T(mod), cu, ns, n, d, eps, tf);
+}
 WRAP_VOID_META(adaln_backward, tr_i32s(cu, ns + 1),
           (float *di, float *dm, const float *dout, const float *i, const float *mod, const float *mean,
            const float *rstd, const int32_t *cu, int32_t ns, int64_t n, int64_t d), (T(di), T(dm), T(dout), T(i), T(mod), T(mean), T(rstd), cu, ns, n, d))
-WRAP_VOID_META(adarms_forward, tr_i32s(cu, ns + 1),
-          (float *o, float *rstd, const float *i, const float *mod, const int32_t *cu, int32_t ns, int64_t n,
-           int64_t d, float eps), (T(o), T(rstd), T(i), T(mod), cu, ns, n, d, eps))
+static void chk_adarms_forward(float *o, float *rstd, const float *i, const float *mod, const int32_t *cu, int32_t ns,
+                               int64_t n, int64_t d, float eps, const vla_norm_fuse *f) {
+    OP();
+    TR_EACH(ns, n, d, eps);
+    if (tr.on) tr_i32s(cu, ns + 1);
+    const vla_norm_fuse *tf = FUSE(f);
+    cpu()->adarms_forward(T(o), T(rstd), T(i), T(mod), cu, ns, n, d, eps, tf);
+}
 WRAP_VOID_META(adarms_backward, tr_i32s(cu, ns + 1),
           (float *di, float *dm, const float *dout, const float *i, const float *mod, const float *rstd,
            const int32_t *cu, int32_t ns, int64_t n, int64_t d), (T(di), T(dm), T(dout), T(i), T(mod), T(rstd), cu, ns, n, d))

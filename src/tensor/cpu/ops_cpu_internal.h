@@ -15,22 +15,25 @@ const vla_ops *vla_cpu_backend_table(void);
 void vla_cpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t *a,
                        int64_t lda, const uint16_t *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* ops_cpu_precision.c: the bf16 ready copy of count packed values (prepare_operand's, for a producer's ready) */
+void vla_cpu_bf16_ready(void *ready, const float *x, int64_t count);
+
 /* ops_cpu_norm.c */
 void vla_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
-                               int64_t n, int64_t dim, float eps);
+                               int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse);
 void vla_cpu_layernorm_backward(float *d_in, float *d_w, float *d_b, const float *d_out, const float *in,
                                 const float *w, const float *mean, const float *rstd, int64_t n, int64_t dim);
 void vla_cpu_rmsnorm_forward(float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n,
-                             int64_t dim, float eps);
+                             int64_t dim, float eps, const vla_norm_fuse *fuse);
 void vla_cpu_rmsnorm_backward(float *d_in, float *d_w, const float *d_out, const float *in, const float *w,
                               bool one_plus, const float *rstd, int64_t n, int64_t dim);
 void vla_cpu_adaln_forward(float *out, float *mean, float *rstd, const float *in, const float *mod, const int32_t *cu,
-                           int32_t n_seg, int64_t n, int64_t dim, float eps);
+                           int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse);
 void vla_cpu_adaln_backward(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
                             const float *mean, const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n,
                             int64_t dim);
 void vla_cpu_adarms_forward(float *out, float *rstd, const float *in, const float *mod, const int32_t *cu,
-                            int32_t n_seg, int64_t n, int64_t dim, float eps);
+                            int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse);
 void vla_cpu_adarms_backward(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
                              const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim);
 void vla_cpu_gated_residual_forward(float *out, const float *x, const float *y, const float *mod, const int32_t *cu,
@@ -41,7 +44,8 @@ void vla_cpu_gated_residual_backward(float *d_x, float *d_y, float *d_mod, const
 /* ops_cpu_pointwise.c */
 void vla_cpu_act_forward(vla_act act, float *out, const float *in, int64_t n);
 void vla_cpu_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n);
-void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t n);
+void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
+                         void *ready);
 void vla_cpu_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
                           int64_t n);
 void vla_cpu_rope_forward(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t head_dim,

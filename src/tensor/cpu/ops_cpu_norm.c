@@ -20,7 +20,21 @@
 #define COLS 64
 #define STACK_GAIN 1024
 
-void vla_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
+/* vla_norm_fuse (ops.h) around a norm: the residual add first, the ready copy last — the same
+ * bits as `add`, the norm and prepare_operand one after another */
+static const float *fuse_input(const vla_norm_fuse *f, const float *in, int64_t count) {
+    if (!f || !f->res) return in;
+#pragma omp parallel for simd if (parallel : count > PAR_MIN)
+    for (int64_t i = 0; i < count; i++) f->sum[i] = in[i] + f->res[i];
+    return f->sum;
+}
+
+/* the cpu's bf16 ready copy: the rounded values as f32, in the stored layout (ops_cpu_precision.c) */
+static void fuse_output(const vla_norm_fuse *f, const float *out, int64_t count) {
+    if (f && f->ready) vla_cpu_bf16_ready(f->ready, out, count);
+}
+
+static void layernorm_forward_plain(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
                            int64_t n, int64_t dim, float eps) {
 #pragma omp parallel for if (n * dim > PAR_MIN)
     for (int64_t t = 0; t < n; t++) {
@@ -156,7 +170,7 @@ static inline double dot_rows(const float *a, const float *b, int64_t n) {
     return s;
 }
 
-void vla_cpu_rmsnorm_forward(float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n,
+static void rmsnorm_forward_plain(float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n,
                          int64_t dim, float eps) {
     float buf[STACK_GAIN];
     float *g = gain_row(buf, w, one_plus, dim);
@@ -229,7 +243,7 @@ void vla_cpu_rmsnorm_backward(float *d_in, float *d_w, const float *d_out, const
     }
 }
 
-void vla_cpu_adaln_forward(float *out, float *mean, float *rstd, const float *in, const float *mod,
+static void adaln_forward_plain(float *out, float *mean, float *rstd, const float *in, const float *mod,
                              const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim, float eps) {
 #pragma omp parallel for if (n * dim > PAR_MIN)
     for (int64_t t = 0; t < n; t++) {
@@ -285,7 +299,7 @@ void vla_cpu_adaln_backward(float *d_in, float *d_mod, const float *d_out, const
     }
 }
 
-void vla_cpu_adarms_forward(float *out, float *rstd, const float *in, const float *mod, const int32_t *cu,
+static void adarms_forward_plain(float *out, float *rstd, const float *in, const float *mod, const int32_t *cu,
                                   int32_t n_seg, int64_t n, int64_t dim, float eps) {
 #pragma omp parallel for if (n * dim > PAR_MIN)
     for (int64_t t = 0; t < n; t++) {
@@ -365,4 +379,30 @@ void vla_cpu_gated_residual_backward(float *d_x, float *d_y, float *d_mod, const
                 d_mod[(int64_t)s * 3 * dim + 2 * dim + c] += (float)sg;
             }
     }
+}
+
+/* ---- the slots: a norm with what vla_norm_fuse asks besides ------------------------------------ */
+
+void vla_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
+                               int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse) {
+    layernorm_forward_plain(out, mean, rstd, fuse_input(fuse, in, n * dim), w, b, n, dim, eps);
+    fuse_output(fuse, out, n * dim);
+}
+
+void vla_cpu_rmsnorm_forward(float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n,
+                             int64_t dim, float eps, const vla_norm_fuse *fuse) {
+    rmsnorm_forward_plain(out, rstd, fuse_input(fuse, in, n * dim), w, one_plus, n, dim, eps);
+    fuse_output(fuse, out, n * dim);
+}
+
+void vla_cpu_adaln_forward(float *out, float *mean, float *rstd, const float *in, const float *mod, const int32_t *cu,
+                           int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse) {
+    adaln_forward_plain(out, mean, rstd, fuse_input(fuse, in, n * dim), mod, cu, n_seg, n, dim, eps);
+    fuse_output(fuse, out, n * dim);
+}
+
+void vla_cpu_adarms_forward(float *out, float *rstd, const float *in, const float *mod, const int32_t *cu,
+                            int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse) {
+    adarms_forward_plain(out, rstd, fuse_input(fuse, in, n * dim), mod, cu, n_seg, n, dim, eps);
+    fuse_output(fuse, out, n * dim);
 }

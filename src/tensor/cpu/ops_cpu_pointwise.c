@@ -94,8 +94,10 @@ void vla_cpu_act_backward(vla_act act, float *d_in, const float *d_out, const fl
 
 /* ---- gated MLP ------------------------------------------------------------- */
 
-/* h = act(gate)·up, the activation resolved outside the loop so it vectorises */
-void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t nh) {
+/* h = act(gate)·up, the activation resolved outside the loop so it vectorises; then h's ready copy */
+void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
+                         void *ready) {
+    int64_t nh = rows * cols;
     if (act == VLA_ACT_GELU_TANH) {
 #pragma omp parallel for simd if (parallel : nh > PAR_MIN)
         for (int64_t i = 0; i < nh; i++) h[i] = vla_gelu_tanhf(gate[i]) * up[i];
@@ -106,6 +108,7 @@ void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *
 #pragma omp parallel for if (nh > PAR_MIN)
         for (int64_t i = 0; i < nh; i++) h[i] = act_value(act, gate[i]) * up[i];
     }
+    if (ready) vla_cpu_bf16_ready(ready, h, nh);
 }
 
 void vla_cpu_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,

@@ -125,6 +125,10 @@ size_t vla_cpu_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k) {
     return 0;
 }
 
+void vla_cpu_bf16_ready(void *ready, const float *x, int64_t count) {
+    quantize((float *)ready, x, 1, count, count, VLA_PREC_BF16, NULL);
+}
+
 /* op(B) rounded as sgemm_q would round it, in B's stored shape (k×n, or n×k when transposed) */
 void vla_cpu_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb,
                              void *dst) {

@@ -16,6 +16,9 @@
 #include <math.h>
 
 #include "base/numfmt.h"
+extern "C" {
+#include "tensor/cuda/gemm_plan.h"
+}
 
 #define THREADS 256
 #define GRID_STRIDE(i, n) \
@@ -124,8 +127,18 @@ __global__ void k_act_bwd(vla_act a, float *d_in, const float *d_out, const floa
         else d_in[i] += __fmul_rn(d_out[i], d_act_grad(a, in[i]));
     }
 }
-__global__ void k_glu_fwd(vla_act a, float *h, const float *gate, const float *up, int64_t n) {
-    GRID_STRIDE(i, n) h[i] = __fmul_rn(d_act(a, gate[i]), up[i]);
+/* with ready: h's bf16 copy, rows of cols padded to rld (the pad zero), as prepare_operand writes it */
+__global__ void k_glu_fwd(vla_act a, float *h, const float *gate, const float *up, int64_t n, uint16_t *ready,
+                          int64_t cols, int64_t rld) {
+    GRID_STRIDE(i, n) {
+        float v = __fmul_rn(d_act(a, gate[i]), up[i]);
+        h[i] = v;
+        if (ready) {
+            int64_t r = i / cols, c = i - r * cols;
+            ready[r * rld + c] = vla_nf_f32_to_bf16(v);
+            for (int64_t p = cols + c; p < rld; p += cols) ready[r * rld + p] = 0; /* the pad: fewer than 8 */
+        }
+    }
 }
 __global__ void k_glu_bwd(vla_act a, float *dg, float *du, const float *dh, const float *gate, const float *up,
                           int64_t n) {
@@ -142,6 +155,33 @@ __global__ void k_glu_bwd(vla_act a, float *dg, float *du, const float *dh, cons
     }
 }
 
+/* A GEMM's epilogue in one pass (ops.h, vla_gemm_epilogue; contiguous C [m][n]): the bias unless the GEMM
+ * folded it, pre, the activation and the ready copy — add_row_vector, copy, act_forward and
+ * prepare_operand's arithmetic, element by element, without their three or four launches. */
+__global__ void k_epilogue(float *c, const float *bias, float *pre, vla_act a, uint16_t *ready, int64_t m, int64_t n,
+                           int64_t rld) {
+    GRID_STRIDE(i, m * n) {
+        int64_t r = i / n, col = i - r * n;
+        float t = c[i];
+        if (bias) t += bias[col];
+        if (a != VLA_ACT_IDENTITY) {
+            if (pre) pre[i] = t;
+            t = d_act(a, t);
+        }
+        c[i] = t;
+        if (ready) {
+            ready[r * rld + col] = vla_nf_f32_to_bf16(t);
+            for (int64_t p = n + col; p < rld; p += n) ready[r * rld + p] = 0; /* the pad */
+        }
+    }
+}
+
+extern "C" void vla_cuda_epilogue(const vla_gemm_epilogue *epi, bool bias_done, int64_t m, int64_t n, float *c) {
+    const float *bias = bias_done ? NULL : epi->bias;
+    if (m <= 0 || n <= 0 || (!bias && epi->act == VLA_ACT_IDENTITY && !epi->ready)) return;
+    LAUNCH(k_epilogue, m * n, c, bias, epi->pre, epi->act, (uint16_t *)epi->ready, m, n, vla_q_bf16_ld(n));
+}
+
 extern "C" void vla_cuda_act_forward(vla_act act, float *out, const float *in, int64_t n) {
     if (act == VLA_ACT_IDENTITY) return vla_cuda_copy(out, in, n);
     LAUNCH(k_act_fwd, n, act, out, in, n);
@@ -149,8 +189,10 @@ extern "C" void vla_cuda_act_forward(vla_act act, float *out, const float *in, i
 extern "C" void vla_cuda_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n) {
     LAUNCH(k_act_bwd, n, act, d_in, d_out, in, n);
 }
-extern "C" void vla_cuda_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t n) {
-    LAUNCH(k_glu_fwd, n, act, h, gate, up, n);
+extern "C" void vla_cuda_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows,
+                                     int64_t cols, void *ready) {
+    int64_t n = rows * cols;
+    LAUNCH(k_glu_fwd, n, act, h, gate, up, n, (uint16_t *)ready, cols, vla_q_bf16_ld(cols));
 }
 extern "C" void vla_cuda_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate,
                                       const float *up, int64_t n) {

@@ -442,14 +442,16 @@ extern "C" void vla_cuda_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t 
 }
 
 /* The bias folded into cuBLASLt's epilogue where it can be; the rest of the
- * epilogue (the bias otherwise, pre, the activation) by the table's own
- * kernels (tensor/gemm_epilogue.h). cuBLASLt's GELU epilogues are not used:
+ * epilogue (the bias otherwise, pre, the activation, the ready copy) in one
+ * pass of our own (vla_cuda_epilogue), or by the table's kernels where C
+ * is a slice of a wider matrix (tensor/gemm_epilogue.h). cuBLASLt's GELU epilogues are not used:
  * their GELU is not our kernel's to the bit, and that is not measured yet. */
 extern "C" void vla_cuda_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m,
                                    int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                                    int64_t ldb, float beta, float *c, int64_t ldc) {
     bool folded = sgemm_q_bias(q, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, epi ? epi->bias : NULL);
-    vla_gemm_epilogue_apply(vla_cuda_backend_table(), epi, folded, m, n, c, ldc);
+    if (epi && ldc == n) vla_cuda_epilogue(epi, folded, m, n, c); /* the rest in one pass (elementwise.cu) */
+    else vla_gemm_epilogue_apply(vla_cuda_backend_table(), epi, folded, m, n, c, ldc);
 }
 
 /* ---- FP8 delayed-scaling update ------------------------------------------------------------ */

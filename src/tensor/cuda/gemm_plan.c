@@ -32,8 +32,8 @@ vla_q_plan vla_q_plan_make(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int
     if (q->mode != VLA_PREC_FP8) { /* bf16: copies in the stored layouts, the caller's transposes */
         p.a_type = p.b_type = VLA_LT_BF16;
         p.kp = k;
-        p.a_rows = ta ? k : m, p.a_cols = ta ? m : k, p.a_ld = round_up(p.a_cols, 8);
-        p.b_rows = tb ? n : k, p.b_cols = tb ? k : n, p.b_ld = round_up(p.b_cols, 8);
+        p.a_rows = ta ? k : m, p.a_cols = ta ? m : k, p.a_ld = vla_q_bf16_ld(p.a_cols);
+        p.b_rows = tb ? n : k, p.b_cols = tb ? k : n, p.b_ld = vla_q_bf16_ld(p.b_cols);
         p.use_lt = true;
         p.lt = vla_lt_from_rowmajor(ta, tb, m, n, k, p.a_ld, p.b_ld, ldc, 1, 0, 0, 0);
         return p;

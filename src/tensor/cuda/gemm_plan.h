@@ -38,6 +38,11 @@
 #include "base/status.h"
 #include "tensor/ops.h"
 
+/* A bf16 copy's row stride (elements) for a stored row of `cols` values: rows padded to 16 bytes,
+ * the pad zero — prepare_operand's layout, which the ops that write a ready copy themselves
+ * (vla_norm_fuse, glu_forward) follow. */
+static inline int64_t vla_q_bf16_ld(int64_t cols) { return (cols + 7) / 8 * 8; }
+
 typedef enum { VLA_LT_F32, VLA_LT_BF16, VLA_LT_E4M3, VLA_LT_E5M2 } vla_lt_type;
 
 /* One cuBLASLt product D = α·op(A)·op(B) + β·C, column-major, with the

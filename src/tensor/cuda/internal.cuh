@@ -131,8 +131,11 @@ void vla_cuda_affine(float *y, const float *x, float alpha, float beta, int64_t 
 void vla_cuda_scale_to(float *y, const float *x, double alpha, int64_t n);
 void vla_cuda_add_row_vector(float *y, const float *bias, int64_t rows, int64_t cols);
 void vla_cuda_act_forward(vla_act act, float *out, const float *in, int64_t n);
+/* a GEMM's epilogue after the GEMM, contiguous C [m][n], in one pass (bias_done: the GEMM added the bias) */
+void vla_cuda_epilogue(const vla_gemm_epilogue *epi, bool bias_done, int64_t m, int64_t n, float *c);
 void vla_cuda_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n);
-void vla_cuda_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t n);
+void vla_cuda_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
+                          void *ready);
 void vla_cuda_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
                            int64_t n);
 void vla_cuda_rope_forward(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t hd,
@@ -177,20 +180,20 @@ void vla_cuda_colsum_into(float *y, float beta, const float *x, int64_t rows, in
 
 /* norm.cu */
 void vla_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
-                                int64_t n, int64_t dim, float eps);
+                                int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse);
 void vla_cuda_layernorm_backward(float *d_in, float *d_w, float *d_b, const float *d_out, const float *in,
                                  const float *w, const float *mean, const float *rstd, int64_t n, int64_t dim);
 void vla_cuda_rmsnorm_forward(float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n,
-                              int64_t dim, float eps);
+                              int64_t dim, float eps, const vla_norm_fuse *fuse);
 void vla_cuda_rmsnorm_backward(float *d_in, float *d_w, const float *d_out, const float *in, const float *w,
                                bool one_plus, const float *rstd, int64_t n, int64_t dim);
 void vla_cuda_adaln_forward(float *out, float *mean, float *rstd, const float *in, const float *mod, const int32_t *cu,
-                            int32_t n_seg, int64_t n, int64_t dim, float eps);
+                            int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse);
 void vla_cuda_adaln_backward(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
                              const float *mean, const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n,
                              int64_t dim);
 void vla_cuda_adarms_forward(float *out, float *rstd, const float *in, const float *mod, const int32_t *cu,
-                             int32_t n_seg, int64_t n, int64_t dim, float eps);
+                             int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse);
 void vla_cuda_adarms_backward(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
                               const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim);
 void vla_cuda_gated_residual_forward(float *out, const float *x, const float *y, const float *mod, const int32_t *cu,

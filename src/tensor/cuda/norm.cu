@@ -17,7 +17,9 @@
 
 extern "C" {
 #include "tensor/cuda/dev_index.h"
+#include "tensor/cuda/gemm_plan.h"
 }
+#include "base/numfmt.h"
 
 #define NT 128
 
@@ -41,13 +43,22 @@ __device__ __forceinline__ float d_gain(const float *w, bool one_plus, int64_t c
 
 /* ---- row kernels ------------------------------------------------------------------------
  * mode: 0 LayerNorm (w, b), 1 RMSNorm (w, one_plus), 2 AdaLN (mod, k = 2), 3 AdaRMS (mod, k = 3) */
+/* vla_norm_fuse: with res, x = in + res is written to sum first and normalised (each thread reads back
+ * only the columns it wrote); with ready, y's bf16 copy too, [n][rld] with the pad zero, as
+ * prepare_operand writes it (gemm.cu) */
 __global__ void k_norm_fwd(int mode, float *out, float *mean, float *rstd, const float *in, const float *w,
                            const float *b, bool one_plus, const float *mod, const int32_t *cu, int32_t n_seg,
-                           int64_t dim, float eps) {
+                           int64_t dim, float eps, const float *res, float *sum, uint16_t *ready, int64_t rld) {
     __shared__ double sh[NT];
     int64_t t = blockIdx.x;
     const float *x = in + t * dim;
     float *y = out + t * dim;
+    if (res) {
+        float *xs = sum + t * dim;
+        const float *rr = res + t * dim;
+        for (int64_t c = threadIdx.x; c < dim; c += NT) xs[c] = __fadd_rn(x[c], rr[c]);
+        x = xs;
+    }
     bool centred = mode == 0 || mode == 2;
     double m = 0.0;
     if (centred) {
@@ -77,7 +88,10 @@ __global__ void k_norm_fwd(int mode, float *out, float *mean, float *rstd, const
         default: o = __fmul_rn(__fmul_rn(xv, r), 1.0f + scale[c]) + shift[c]; break;
         }
         y[c] = o;
+        if (ready) ready[t * rld + c] = vla_nf_f32_to_bf16(o);
     }
+    if (ready)
+        for (int64_t c = dim + threadIdx.x; c < rld; c += NT) ready[t * rld + c] = 0;
     if (threadIdx.x == 0) {
         if (mean) mean[t] = mf;
         if (rstd) rstd[t] = r;
@@ -184,11 +198,15 @@ static void seg_colsums(const colsum_job *jobs, int n_jobs, const float *dy, con
 
 static void fwd(int mode, float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
                 bool one_plus, const float *mod, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim, float eps,
-                const char *what) {
+                const vla_norm_fuse *f, const char *what) {
     if (n <= 0 || dim <= 0) return;
     vla_cuda_upload_t u = vla_cuda_upload(cu, sizeof(int32_t) * (size_t)(n_seg + 1));
+    const float *res = f ? f->res : NULL;
+    float *sum = res ? f->sum : NULL;
+    uint16_t *ready = f ? (uint16_t *)f->ready : NULL;
     k_norm_fwd<<<(unsigned)n, NT, 0, vla_cuda_stream()>>>(mode, out, mean, rstd, in, w, b, one_plus, mod,
-                                                          (const int32_t *)u.dev, n_seg, dim, eps);
+                                                          (const int32_t *)u.dev, n_seg, dim, eps, res, sum, ready,
+                                                          vla_q_bf16_ld(dim));
     vla_cuda_check(what);
     vla_cuda_upload_release(&u);
 }
@@ -205,8 +223,9 @@ static void bwd_in(int mode, float *d_in, const float *d_out, const float *in, c
 }
 
 extern "C" void vla_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w,
-                                           const float *b, int64_t n, int64_t dim, float eps) {
-    fwd(0, out, mean, rstd, in, w, b, false, NULL, NULL, 0, n, dim, eps, "layernorm_forward");
+                                           const float *b, int64_t n, int64_t dim, float eps,
+                                           const vla_norm_fuse *fuse) {
+    fwd(0, out, mean, rstd, in, w, b, false, NULL, NULL, 0, n, dim, eps, fuse, "layernorm_forward");
 }
 
 extern "C" void vla_cuda_layernorm_backward(float *d_in, float *d_w, float *d_b, const float *d_out, const float *in,
@@ -220,8 +239,8 @@ extern "C" void vla_cuda_layernorm_backward(float *d_in, float *d_w, float *d_b,
 }
 
 extern "C" void vla_cuda_rmsnorm_forward(float *out, float *rstd, const float *in, const float *w, bool one_plus,
-                                         int64_t n, int64_t dim, float eps) {
-    fwd(1, out, NULL, rstd, in, w, NULL, one_plus, NULL, NULL, 0, n, dim, eps, "rmsnorm_forward");
+                                         int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse) {
+    fwd(1, out, NULL, rstd, in, w, NULL, one_plus, NULL, NULL, 0, n, dim, eps, fuse, "rmsnorm_forward");
 }
 
 extern "C" void vla_cuda_rmsnorm_backward(float *d_in, float *d_w, const float *d_out, const float *in, const float *w,
@@ -234,8 +253,9 @@ extern "C" void vla_cuda_rmsnorm_backward(float *d_in, float *d_w, const float *
 }
 
 extern "C" void vla_cuda_adaln_forward(float *out, float *mean, float *rstd, const float *in, const float *mod,
-                                       const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim, float eps) {
-    fwd(2, out, mean, rstd, in, NULL, NULL, false, mod, cu, n_seg, n, dim, eps, "adaln_forward");
+                                       const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim, float eps,
+                                       const vla_norm_fuse *fuse) {
+    fwd(2, out, mean, rstd, in, NULL, NULL, false, mod, cu, n_seg, n, dim, eps, fuse, "adaln_forward");
 }
 
 extern "C" void vla_cuda_adaln_backward(float *d_in, float *d_mod, const float *d_out, const float *in,
@@ -249,8 +269,8 @@ extern "C" void vla_cuda_adaln_backward(float *d_in, float *d_mod, const float *
 }
 
 extern "C" void vla_cuda_adarms_forward(float *out, float *rstd, const float *in, const float *mod, const int32_t *cu,
-                                        int32_t n_seg, int64_t n, int64_t dim, float eps) {
-    fwd(3, out, NULL, rstd, in, NULL, NULL, false, mod, cu, n_seg, n, dim, eps, "adarms_forward");
+                                        int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse) {
+    fwd(3, out, NULL, rstd, in, NULL, NULL, false, mod, cu, n_seg, n, dim, eps, fuse, "adarms_forward");
 }
 
 extern "C" void vla_cuda_adarms_backward(float *d_in, float *d_mod, const float *d_out, const float *in,
