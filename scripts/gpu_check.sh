@@ -175,7 +175,7 @@ summary() {
         case "$v" in FAILED | "NOT RUN") bad=1 ;; esac
     done
     echo "  figures:"
-    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 pi05 nograph_pi05; do
+    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 groot-n1.5_nocopy pi05 nograph_pi05; do
         for p in bf16 fp8; do
             l=$(stage_line "train_${p}_$cfg" policy_train)
             [ -n "$l" ] && echo "    train $cfg $p$([ -n "$(num "$l" fp8_linears)" ] && echo " ($(num "$l" fp8_linears) of $(num "$l" block_linears) block linears in FP8)"), batch $(num "$l" batch)$(grep -q '"gradient_checkpointing":true' <<<"$l" && echo ", gradient checkpointing"): $(num "$l" samples_per_s) samples/s, activations $(num "$l" act_gib) GiB, MFU $(num "$l" mfu) of the $(sed -n 's/.*"peak_precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l") peak ($(num "$l" peak_tflops) TFLOP/s), host waits per step $(num "$l" host_waits_per_step), launches per step $(num "$l" launches_per_step), attention plans built per step $(num "$l" attn_plans_built_per_step)"
@@ -489,6 +489,9 @@ if wanted train_bf16 && have "$VLA" train_bf16; then # issue 40 asks for batch 3
     p=bf16
     [ "$HAS_PRECISION" = 1 ] || p=fp32
     policy_train train_$p groot-n1.5 64 $p b64
+    # the same batch-32 step with the GEMMs casting their inputs again instead of the norms, GLU and
+    # epilogues writing the copies (docs/precision.md, "The producer writes the copy"): what those save
+    if [ "$p" = bf16 ]; then VLA_PRODUCER_CASTS=0 policy_train train_$p groot-n1.5 32 $p nocopy; fi
 fi
 
 # ---- summary --------------------------------------------------------------------------------
