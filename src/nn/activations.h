@@ -15,26 +15,26 @@ static inline void vla_act_forward(const vla_ops *ops, vla_act act, float *out, 
 }
 static inline void vla_act_backward(const vla_ops *ops, vla_act act, float *d_in, const float *d_out, const float *in,
                                     int64_t n) {
-    ops->act_backward(act, d_in, d_out, in, n);
+    ops->act_backward(act, d_in, d_out, in, n, 1, NULL);
 }
 static inline void vla_silu_forward(const vla_ops *ops, float *out, const float *in, int64_t n) {
     ops->act_forward(VLA_ACT_SILU, out, in, n);
 }
 static inline void vla_silu_backward(const vla_ops *ops, float *d_in, const float *d_out, const float *in, int64_t n) {
-    ops->act_backward(VLA_ACT_SILU, d_in, d_out, in, n);
+    ops->act_backward(VLA_ACT_SILU, d_in, d_out, in, n, 1, NULL);
 }
 static inline void vla_relu_forward(const vla_ops *ops, float *out, const float *in, int64_t n) {
     ops->act_forward(VLA_ACT_RELU, out, in, n);
 }
 static inline void vla_relu_backward(const vla_ops *ops, float *d_in, const float *d_out, const float *in, int64_t n) {
-    ops->act_backward(VLA_ACT_RELU, d_in, d_out, in, n);
+    ops->act_backward(VLA_ACT_RELU, d_in, d_out, in, n, 1, NULL);
 }
 static inline void vla_gelu_tanh_forward(const vla_ops *ops, float *out, const float *in, int64_t n) {
     ops->act_forward(VLA_ACT_GELU_TANH, out, in, n);
 }
 static inline void vla_gelu_tanh_backward(const vla_ops *ops, float *d_in, const float *d_out, const float *in,
                                           int64_t n) {
-    ops->act_backward(VLA_ACT_GELU_TANH, d_in, d_out, in, n);
+    ops->act_backward(VLA_ACT_GELU_TANH, d_in, d_out, in, n, 1, NULL);
 }
 
 #endif

@@ -262,8 +262,7 @@ vla_status vla_block_attn_out_backward(const vla_ops *ops, const vla_block_confi
     }
     vla_mlp_weights mw = mlp_weights(w);
     vla_mlp_grads mg = mlp_grads(w);
-    ops->fill(s->dh, 0.0f, n * D);
-    vla_mlp_backward(ops, &c->mlp, s->dh, &mg, s->mlp, d_y2, a->h2, a->mlp, &mw, n);
+    vla_mlp_backward(ops, &c->mlp, s->dh, true, &mg, s->mlp, d_y2, a->h2, a->mlp, &mw, n); /* writes s->dh */
     VLA_TRY(norm_backward(ops, c, c->norm2, w->norm2_w, w->norm2_b, io, a->xm, s->dh, a->mean2, a->rstd2, a->mod2,
                           s->dmod2, d_x, d_cond));
     /* R1 and the o-projection: d_x now holds ∂L/∂x_mid */
@@ -274,8 +273,8 @@ vla_status vla_block_attn_out_backward(const vla_ops *ops, const vla_block_confi
         VLA_TRY(vla_gated_residual_backward(ops, NULL, s->dy, s->dmod1, d_x, a->y1, a->mod1, io->cu, S, n, D));
         d_y1 = s->dy;
     }
-    ops->fill(s->datt, 0.0f, n * Q);
-    vla_linear_backward_q(ops, LQ(w, O), s->datt, w->o_w.g, w->o_b.g, d_y1, a->att, w->o_w.w, n, Q, D);
+    const vla_linear_bwd ob = {NULL, NULL, true}; /* o's dgrad writes s->datt */
+    vla_linear_backward_ex(ops, LQ(w, O), &ob, s->datt, w->o_w.g, w->o_b.g, d_y1, a->att, w->o_w.w, n, Q, D);
     return VLA_OK;
 }
 
@@ -301,12 +300,12 @@ vla_status vla_block_attn_in_backward(const vla_ops *ops, const vla_block_config
         vla_rmsnorm_backward(ops, s->dkp, w->k_norm.g, gk, a->kp, w->k_norm.w, false, a->rk, nk * Hk, hd);
         gq = s->dqp, gk = s->dkp;
     }
-    ops->fill(s->dh, 0.0f, n * D);
     /* the wgrads of q, k and v read one input: cast once (nn/linear.h, shared input casts) */
     bool kv_train = w->k_w.g || w->v_w.g;
     const void *h1r = !c->cross && (w->q_w.g || kv_train) ? vla_linear_share_input(ops, LQ(w, Q), true, a->h1, n, D)
                                                           : NULL;
-    vla_linear_backward_x(ops, LQ(w, Q), h1r, s->dh, w->q_w.g, w->q_b.g, gq, a->h1, w->q_w.w, n, D, Q);
+    const vla_linear_bwd qb = {h1r, NULL, true}; /* q's dgrad writes s->dh, k's and v's add to it */
+    vla_linear_backward_ex(ops, LQ(w, Q), &qb, s->dh, w->q_w.g, w->q_b.g, gq, a->h1, w->q_w.w, n, D, Q);
     if (!c->cross) {
         vla_linear_backward_x(ops, LQ(w, K), h1r, s->dh, w->k_w.g, w->k_b.g, gk, a->h1, w->k_w.w, n, D, K);
         vla_linear_backward_x(ops, LQ(w, V), h1r, s->dh, w->v_w.g, w->v_b.g, s->dv, a->h1, w->v_w.w, n, D, K);

@@ -90,6 +90,7 @@ static void *ready_buffer(const vla_ops *ops, const vla_linear_prec *q, vla_cast
 }
 static vla_cast_buf *fwd_buf(vla_input_casts *c) { return &c->fwd; }
 static vla_cast_buf *out_buf(vla_input_casts *c) { return &c->out; }
+static vla_cast_buf *dy_buf(vla_input_casts *c) { return &c->dy; }
 
 void *vla_linear_input_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim) {
     return ready_buffer(ops, q, fwd_buf, n, in_dim);
@@ -97,6 +98,11 @@ void *vla_linear_input_ready_buffer(const vla_ops *ops, const vla_linear_prec *q
 
 void *vla_linear_epilogue_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim) {
     return ready_buffer(ops, q, out_buf, n, in_dim);
+}
+
+void *vla_linear_dy_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t out_dim,
+                                 bool second) {
+    return ready_buffer(ops, q, second ? out_buf : dy_buf, n, out_dim);
 }
 
 bool vla_linear_input_ready_on(void) {
@@ -160,13 +166,22 @@ void vla_linear_backward_q(const vla_ops *ops, const vla_linear_prec *q, float *
 void vla_linear_backward_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *d_in,
                            float *d_w, float *d_b, const float *d_out, const float *in, const float *w, int64_t n,
                            int64_t in_dim, int64_t out_dim) {
+    const vla_linear_bwd o = {in_ready, NULL, false};
+    vla_linear_backward_ex(ops, q, &o, d_in, d_w, d_b, d_out, in, w, n, in_dim, out_dim);
+}
+
+void vla_linear_backward_ex(const vla_ops *ops, const vla_linear_prec *q, const vla_linear_bwd *o, float *d_in,
+                            float *d_w, float *d_b, const float *d_out, const float *in, const float *w, int64_t n,
+                            int64_t in_dim, int64_t out_dim) {
     if (n <= 0) return;
     vla_gemm_q g;
     vla_gemm_q *gq;
+    const void *in_ready = o->in_ready, *dy_ready = q && q->mode == VLA_PREC_BF16 ? o->dy_ready : NULL;
+    const float beta_in = o->d_in_fresh ? 0.0f : 1.0f; /* a fresh d_in is written, not added to */
     /* bf16: dy cast once for the dgrad (A = dy) and the wgrad (A = dyᵀ): one stored layout serves
-     * both (ops.h, a_ready); the dgrad's cast is the one the pair would have made first */
-    const void *dy_ready = NULL;
-    if (d_in && d_w && q && q->mode == VLA_PREC_BF16 && q->casts) {
+     * both (ops.h, a_ready); the dgrad's cast is the one the pair would have made first — unless the
+     * op that wrote dy wrote its copy too (dy_ready) */
+    if (!dy_ready && d_in && d_w && q && q->mode == VLA_PREC_BF16 && q->casts) {
         vla_gemm_q gd = {q->mode, {0}, q->dy, NULL, NULL};
         dy_ready = cast_into(ops, &q->casts->dy, &gd, true, n, out_dim, d_out, out_dim);
     }
@@ -174,8 +189,8 @@ void vla_linear_backward_x(const vla_ops *ops, const vla_linear_prec *q, const v
         gq = q ? gemm_q(q, &g, &q->dy, &q->w) : NULL;
         if (gq) gq->b_ready = weight_ready(ops, q, gq, true, false, in_dim, out_dim, w, in_dim);
         if (gq) gq->a_ready = dy_ready;
-        if (gq) ops->sgemm_q(gq, false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, 1.0f, d_in, in_dim);
-        else ops->sgemm(false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, 1.0f, d_in, in_dim);
+        if (gq) ops->sgemm_q(gq, false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, beta_in, d_in, in_dim);
+        else ops->sgemm(false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, beta_in, d_in, in_dim);
     }
     if (d_w) { /* wgrad: dyᵀ (E5M2) · x (E4M3) */
         gq = q ? gemm_q(q, &g, &q->dy, &q->x) : NULL;

@@ -151,9 +151,25 @@ void vla_linear_backward(const vla_ops *ops, float *d_in, float *d_w, float *d_b
 void vla_linear_backward_q(const vla_ops *ops, const vla_linear_prec *q, float *d_in, float *d_w, float *d_b,
                            const float *d_out, const float *in, const float *w, int64_t n, int64_t in_dim,
                            int64_t out_dim);
+/* The same for a linear's output gradient dy [n, out_dim], written by the op that makes it (glu_backward,
+ * act_backward: ops.h), read by the linear's dgrad and wgrad (vla_linear_bwd.dy_ready); second:
+ * a second buffer, for the other of two such gradients made by one op (GLU: dgate, dup). */
+void *vla_linear_dy_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t out_dim,
+                                 bool second);
+
 /* vla_linear_backward_q whose wgrad reads in_ready (vla_linear_share_input(…, true, in, …), or NULL) for in */
 void vla_linear_backward_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *d_in,
                            float *d_w, float *d_b, const float *d_out, const float *in, const float *w, int64_t n,
                            int64_t in_dim, int64_t out_dim);
+/* How a linear's backward reads and writes (vla_linear_backward_ex). */
+typedef struct {
+    const void *in_ready; /* in's bf16 copy for the wgrad (vla_linear_share_input(…, true, …)), or NULL */
+    const void *dy_ready; /* d_out's bf16 copy, written by the op that made d_out (vla_linear_dy_ready_buffer), or NULL */
+    bool d_in_fresh;      /* d_in holds nothing yet: the dgrad writes it (its GEMM's beta 0) instead of adding
+                           * into it — the zero fill before it is saved (the same values: 0 + x is x) */
+} vla_linear_bwd;
+void vla_linear_backward_ex(const vla_ops *ops, const vla_linear_prec *q, const vla_linear_bwd *o, float *d_in,
+                            float *d_w, float *d_b, const float *d_out, const float *in, const float *w, int64_t n,
+                            int64_t in_dim, int64_t out_dim);
 
 #endif

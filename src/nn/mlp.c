@@ -32,26 +32,36 @@ void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, 
     vla_linear_forward_x(ops, w->q_down, hr, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
 }
 
-void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in, const vla_mlp_grads *g,
-                      float *scratch, const float *d_out, const float *in, const float *acts,
+void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in, bool d_in_fresh,
+                      const vla_mlp_grads *g, float *scratch, const float *d_out, const float *in, const float *acts,
                       const vla_mlp_weights *w, int64_t n) {
     int64_t d = cfg->dim, hd = cfg->hidden, nh = n * hd;
     float *dh = scratch;
-    ops->fill(dh, 0.0f, nh);
+    /* down's dgrad writes dh (no fill first); the first linear's dgrad writes d_in when it is fresh */
+    const vla_linear_bwd down = {NULL, NULL, true};
     if (!cfg->gated) {
         const float *pre = acts, *h = acts + nh;
         float *dpre = scratch + nh;
-        vla_linear_backward_q(ops, w->q_down, dh, g->w_down, g->b_down, d_out, h, w->w_down, n, hd, out_dim_of(cfg));
+        vla_linear_backward_ex(ops, w->q_down, &down, dh, g->w_down, g->b_down, d_out, h, w->w_down, n, hd,
+                               out_dim_of(cfg));
         ops->fill(dpre, 0.0f, nh);
-        ops->act_backward(cfg->act, dpre, dh, pre, nh);
-        vla_linear_backward_q(ops, w->q_up, d_in, g->w_up, g->b_up, dpre, in, w->w_up, n, d, hd);
+        /* the activation's backward writes dpre's copy, up's dy (after down's GEMMs read theirs: issue order) */
+        void *rp = vla_linear_dy_ready_buffer(ops, w->q_up, n, hd, false);
+        ops->act_backward(cfg->act, dpre, dh, pre, n, hd, rp);
+        const vla_linear_bwd bu = {NULL, rp, d_in_fresh};
+        vla_linear_backward_ex(ops, w->q_up, &bu, d_in, g->w_up, g->b_up, dpre, in, w->w_up, n, d, hd);
         return;
     }
     const float *gate = acts, *up = acts + nh, *h = acts + 2 * nh;
     float *dgate = scratch + nh, *dup = scratch + 2 * nh;
-    vla_linear_backward_q(ops, w->q_down, dh, g->w_down, g->b_down, d_out, h, w->w_down, n, hd, out_dim_of(cfg));
-    ops->glu_backward(cfg->act, dgate, dup, dh, gate, up, nh);
+    vla_linear_backward_ex(ops, w->q_down, &down, dh, g->w_down, g->b_down, d_out, h, w->w_down, n, hd,
+                           out_dim_of(cfg));
+    /* the GLU's backward writes dgate's and dup's copies: the gate and up linears' dy */
+    void *rg = vla_linear_dy_ready_buffer(ops, w->q_gate, n, hd, false);
+    void *ru = vla_linear_dy_ready_buffer(ops, w->q_up, n, hd, true);
+    ops->glu_backward(cfg->act, dgate, dup, dh, gate, up, n, hd, rg, ru);
     const void *inr = g->w_gate || g->w_up ? vla_linear_share_input(ops, w->q_gate, true, in, n, d) : NULL;
-    vla_linear_backward_x(ops, w->q_gate, inr, d_in, g->w_gate, g->b_gate, dgate, in, w->w_gate, n, d, hd);
-    vla_linear_backward_x(ops, w->q_up, inr, d_in, g->w_up, g->b_up, dup, in, w->w_up, n, d, hd);
+    const vla_linear_bwd bg = {inr, rg, d_in_fresh}, bu = {inr, ru, false};
+    vla_linear_backward_ex(ops, w->q_gate, &bg, d_in, g->w_gate, g->b_gate, dgate, in, w->w_gate, n, d, hd);
+    vla_linear_backward_ex(ops, w->q_up, &bu, d_in, g->w_up, g->b_up, dup, in, w->w_up, n, d, hd);
 }

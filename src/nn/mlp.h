@@ -41,9 +41,10 @@ int64_t vla_mlp_scratch_floats(const vla_mlp_config *cfg, int64_t n);
  * (vla_linear_input_ready_buffer for the first linear: up, or gate when gated) */
 void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, float *acts, const float *in,
                      const void *in_ready, const vla_mlp_weights *w, int64_t n);
-/* d_in (may be NULL) and every non-NULL gradient in g are accumulated into. */
-void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in, const vla_mlp_grads *g,
-                      float *scratch, const float *d_out, const float *in, const float *acts,
+/* d_in (may be NULL) and every non-NULL gradient in g are accumulated into — d_in written instead when
+ * d_in_fresh (it holds nothing yet: no zero fill needed). */
+void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in, bool d_in_fresh,
+                      const vla_mlp_grads *g, float *scratch, const float *d_out, const float *in, const float *acts,
                       const vla_mlp_weights *w, int64_t n);
 
 #endif

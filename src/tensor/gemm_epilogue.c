@@ -9,16 +9,16 @@ void vla_gemm_epilogue_apply(const vla_ops *ops, const vla_gemm_epilogue *epi, b
         if (epi->bias && !bias_done) ops->add_row_vector(c, epi->bias, m, n);
         if (act && epi->pre) ops->copy(epi->pre, c, m * n);
         if (act) ops->act_forward(epi->act, c, c, m * n);
-        if (epi->ready) {
-            const vla_gemm_q bf = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
-            ops->prepare_operand(&bf, true, m, n, c, n, epi->ready);
+    } else {
+        for (int64_t r = 0; r < m; r++) { /* rows of a wider matrix */
+            float *row = c + r * ldc;
+            if (epi->bias && !bias_done) ops->add_row_vector(row, epi->bias, 1, n);
+            if (act && epi->pre) ops->copy(epi->pre + r * ldc, row, n);
+            if (act) ops->act_forward(epi->act, row, row, n);
         }
-        return;
     }
-    for (int64_t r = 0; r < m; r++) { /* rows of a wider matrix */
-        float *row = c + r * ldc;
-        if (epi->bias && !bias_done) ops->add_row_vector(row, epi->bias, 1, n);
-        if (act && epi->pre) ops->copy(epi->pre + r * ldc, row, n);
-        if (act) ops->act_forward(epi->act, row, row, n);
+    if (epi->ready) { /* the copy of C's m × n values, packed as prepare_operand makes it */
+        const vla_gemm_q bf = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
+        ops->prepare_operand(&bf, true, m, n, c, ldc, epi->ready);
     }
 }

@@ -8,7 +8,7 @@
 
 /* C [m, n] at stride ldc holds t = alpha·op(A)·op(B) + beta·C: add the bias
  * (add_row_vector), keep pre (copy2d), apply the activation (act_forward)
- * and make the ready copy (prepare_operand; contiguous C only), through
+ * and make the ready copy (prepare_operand), through
  * `ops`. bias_done: the bias is already in C. */
 void vla_gemm_epilogue_apply(const vla_ops *ops, const vla_gemm_epilogue *epi, bool bias_done, int64_t m, int64_t n,
                              float *c, int64_t ldc);

@@ -127,7 +127,7 @@ typedef struct {
     vla_act act;
     float *pre;        /* with act: t before the activation, or NULL */
     void *ready;       /* NULL, or C's bf16 GEMM-ready copy as a norm's (vla_norm_fuse, with n = m rows and
-                        * dim = n columns; ldc == n): the next GEMM's a_ready — a GELU MLP's h */
+                        * dim = n columns, packed whatever ldc): the next GEMM's a_ready — a GELU MLP's h */
 } vla_gemm_epilogue;
 
 /* What a norm's forward may do besides normalising (NULL: nothing), so
@@ -401,14 +401,19 @@ typedef struct vla_ops {
 
     /* ---- activations ---------------------------------------------------------- */
     void (*act_forward)(vla_act act, float *out, const float *in, int64_t n);
-    void (*act_backward)(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n);
+    /* d_in += d_out·f'(in) over rows × cols; ready: NULL, or d_in's bf16 GEMM-ready copy after the
+     * add, as a norm's (vla_norm_fuse, n = rows, dim = cols) — the next linear backward's dy */
+    void (*act_backward)(vla_act act, float *d_in, const float *d_out, const float *in, int64_t rows, int64_t cols,
+                         void *ready);
     /* gated MLP: h = act(gate)·up over rows × cols; ready: NULL, or h's
      * bf16 GEMM-ready copy as a norm's (vla_norm_fuse, with n = rows, dim
-     * = cols); backward OVERWRITES dgate and dup */
+     * = cols); backward OVERWRITES dgate and dup, and writes their copies
+     * (ready_dgate, ready_dup: NULL or as glu_forward's) — the gate and up
+     * linears' dy */
     void (*glu_forward)(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
                         void *ready);
     void (*glu_backward)(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
-                         int64_t n);
+                         int64_t rows, int64_t cols, void *ready_dgate, void *ready_dup);
 
     /* ---- norms (rows of `dim`; statistics saved for the backward) -------------
      * Every forward takes a vla_norm_fuse (NULL: none); with res, the

@@ -331,22 +331,23 @@ static void t_gemm_epi(void) {
         t_check_norm(c, TOL_GEMM, "sgemm_epi");
         t_check_norm(pre, TOL_GEMM, "sgemm_epi pre");
         t_check(c, 1e-3, "sgemm_epi (elementwise: the padding untouched)");
-        if (ldc == n) { /* the ready copy: prepare_operand's of the dut's own C, byte for byte, the pad written */
+        { /* the ready copy: prepare_operand's of the dut's own C (packed, whatever ldc), byte for byte, the pad
+           * written */
             size_t rb = ready_size(m, n);
             void *r1 = C.dut->alloc(rb), *r2 = C.dut->alloc(rb);
             C.dut->fill((float *)r1, -7.0f, (int64_t)(rb / sizeof(float)));
             C.dut->fill((float *)r2, -7.0f, (int64_t)(rb / sizeof(float)));
             vla_gemm_epilogue er = ed;
             er.ready = r2;
-            float *c2 = C.dut->alloc(sizeof(float) * (size_t)(m * n));
-            C.dut->to_device(c2, c.h, sizeof(float) * (size_t)(m * n)); /* any start: beta reads it */
-            float *c3 = C.dut->alloc(sizeof(float) * (size_t)(m * n));
-            C.dut->copy(c3, c2, m * n);
+            float *c2 = C.dut->alloc(sizeof(float) * (size_t)(m * ldc));
+            C.dut->to_device(c2, c.h, sizeof(float) * (size_t)(m * ldc)); /* any start: beta reads it */
+            float *c3 = C.dut->alloc(sizeof(float) * (size_t)(m * ldc));
+            C.dut->copy(c3, c2, m * ldc);
             C.dut->sgemm_epi(q_d, &ed, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, beta, c3, ldc);
             C.dut->sgemm_epi(q_d, &er, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, beta, c2, ldc);
             const vla_gemm_q bf = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
-            C.dut->prepare_operand(&bf, true, m, n, c2, n, r1);
-            if (dut_memcmp(c2, c3, sizeof(float) * (size_t)(m * n)))
+            C.dut->prepare_operand(&bf, true, m, n, c2, ldc, r1);
+            if (dut_memcmp(c2, c3, sizeof(float) * (size_t)(m * ldc)))
                 fail_msg("sgemm_epi [%s] trial %d: writing the ready copy changes C", C.dut->name, trial);
             if (dut_memcmp(r1, r2, rb))
                 fail_msg("sgemm_epi [%s] trial %d (n %lld): the ready copy differs from prepare_operand's", C.dut->name,
@@ -506,13 +507,13 @@ static void t_activations(void) {
     for (int a = 0; a < 4; a++) {
         C.ref->act_forward(acts[a], o.h, x.h, n), C.dut->act_forward(acts[a], o.d, x.d, n);
         t_check(o, TOL_ROW, "act_forward");
-        C.ref->act_backward(acts[a], d1.h, dy.h, x.h, n), C.dut->act_backward(acts[a], d1.d, dy.d, x.d, n);
+        C.ref->act_backward(acts[a], d1.h, dy.h, x.h, n, 1, NULL), C.dut->act_backward(acts[a], d1.d, dy.d, x.d, n, 1, NULL);
         t_check(d1, TOL_ROW, "act_backward");
         if (acts[a] == VLA_ACT_IDENTITY) continue;
         C.ref->glu_forward(acts[a], o.h, x.h, up.h, n, 1, NULL), C.dut->glu_forward(acts[a], o.d, x.d, up.d, n, 1, NULL);
         t_check(o, TOL_ROW, "glu_forward");
-        C.ref->glu_backward(acts[a], d1.h, d2.h, dy.h, x.h, up.h, n);
-        C.dut->glu_backward(acts[a], d1.d, d2.d, dy.d, x.d, up.d, n);
+        C.ref->glu_backward(acts[a], d1.h, d2.h, dy.h, x.h, up.h, n, 1, NULL, NULL);
+        C.dut->glu_backward(acts[a], d1.d, d2.d, dy.d, x.d, up.d, n, 1, NULL, NULL);
         t_check(d1, TOL_ROW, "glu_backward dgate"), t_check(d2, TOL_ROW, "glu_backward dup");
     }
     t_free(x), t_free(up), t_free(dy), t_free(o), t_free(d1), t_free(d2);
@@ -821,7 +822,7 @@ static void t_norm_fuse(void) {
                 fail_msg("%s_forward fuse [%s] trial %d (dim %lld): the ready copy differs from prepare_operand's",
                          names[kind], C.dut->name, trial, (long long)dim);
         }
-        /* the GLU's copy of h */
+        /* the GLU's copy of h, its backward's of dgate and dup, the activation backward's */
         for (int a = 0; a < 2; a++) {
             vla_act act = a ? VLA_ACT_SILU : VLA_ACT_GELU_TANH;
             C.dut->fill((float *)rd1, -7.0f, (int64_t)(rb / sizeof(float)));
@@ -834,6 +835,32 @@ static void t_norm_fuse(void) {
             if (dut_memcmp(rd1, rd2, rb))
                 fail_msg("glu_forward ready [%s] trial %d (cols %lld): the copy differs from prepare_operand's",
                          C.dut->name, trial, (long long)dim);
+            /* the backward's: dgate's and dup's copies (the gate and up linears' dy) */
+            float *dg = C.dut->alloc(sizeof(float) * (size_t)nd), *du = C.dut->alloc(sizeof(float) * (size_t)nd);
+            void *rg = C.dut->alloc(rb), *ru = C.dut->alloc(rb);
+            C.dut->fill((float *)rg, -7.0f, (int64_t)(rb / sizeof(float)));
+            C.dut->fill((float *)ru, -7.0f, (int64_t)(rb / sizeof(float)));
+            C.dut->glu_backward(act, y1, y2, r.d, x.d, r.d, n, dim, NULL, NULL);
+            C.dut->glu_backward(act, dg, du, r.d, x.d, r.d, n, dim, rg, ru);
+            if (dut_memcmp(y1, dg, sizeof(float) * (size_t)nd) || dut_memcmp(y2, du, sizeof(float) * (size_t)nd))
+                fail_msg("glu_backward ready [%s] trial %d: writing the copies changes dgate or dup", C.dut->name, trial);
+            C.dut->prepare_operand(&bf, true, n, dim, dg, dim, rd1);
+            C.dut->prepare_operand(&bf, true, n, dim, du, dim, rd2);
+            if (dut_memcmp(rd1, rg, rb) || dut_memcmp(rd2, ru, rb))
+                fail_msg("glu_backward ready [%s] trial %d (cols %lld): a copy differs from prepare_operand's",
+                         C.dut->name, trial, (long long)dim);
+            /* the activation's backward (it adds into d_in): the copy of the sum */
+            C.dut->copy(dg, x.d, nd), C.dut->copy(du, x.d, nd);
+            C.dut->fill((float *)rg, -7.0f, (int64_t)(rb / sizeof(float)));
+            C.dut->act_backward(act, dg, r.d, x.d, n, dim, NULL);
+            C.dut->act_backward(act, du, r.d, x.d, n, dim, rg);
+            C.dut->prepare_operand(&bf, true, n, dim, dg, dim, rd1);
+            if (dut_memcmp(dg, du, sizeof(float) * (size_t)nd))
+                fail_msg("act_backward ready [%s] trial %d: writing the copy changes d_in", C.dut->name, trial);
+            if (dut_memcmp(rd1, rg, rb))
+                fail_msg("act_backward ready [%s] trial %d (cols %lld): the copy differs from prepare_operand's",
+                         C.dut->name, trial, (long long)dim);
+            C.dut->free(dg), C.dut->free(du), C.dut->free(rg), C.dut->free(ru);
         }
         C.dut->free(sum1), C.dut->free(sum2), C.dut->free(y1), C.dut->free(y2), C.dut->free(rd1), C.dut->free(rd2);
         tens all[] = {x, r, w, b, mod, stats};

@@ -432,10 +432,13 @@ WRAP_VOID(softmax_rows, (float *y, const float *x, int64_t r, int64_t c), (T(y),
 WRAP_VOID(softmax_rows_backward, (float *dx, const float *y, const float *dy, int64_t r, int64_t c), (T(dx), T(y), T(dy), r, c))
 WRAP_VOID_META(attention_mask, (tr_seqs(qs), tr_seqs(ks)), (float *m, const vla_attn_seqs *qs, const vla_attn_seqs *ks), (T(m), qs, ks))
 WRAP_VOID(act_forward, (vla_act a, float *o, const float *i, int64_t n), (a, T(o), T(i), n))
-WRAP_VOID(act_backward, (vla_act a, float *di, const float *dout, const float *i, int64_t n), (a, T(di), T(dout), T(i), n))
+WRAP_VOID(act_backward, (vla_act a, float *di, const float *dout, const float *i, int64_t r, int64_t c, void *rd),
+          (a, T(di), T(dout), T(i), r, c, T(rd)))
 WRAP_VOID(glu_forward, (vla_act a, float *h, const float *g, const float *u, int64_t r, int64_t c, void *rd),
           (a, T(h), T(g), T(u), r, c, T(rd)))
-WRAP_VOID(glu_backward, (vla_act a, float *dg, float *du, const float *dh, const float *g, const float *u, int64_t n), (a, T(dg), T(du), T(dh), T(g), T(u), n))
+WRAP_VOID(glu_backward,
+          (vla_act a, float *dg, float *du, const float *dh, const float *g, const float *u, int64_t r, int64_t c,
+           void *rg, void *ru), (a, T(dg), T(du), T(dh), T(g), T(u), r, c, T(rg), T(ru)))
 /* a norm's vla_norm_fuse with its pointers translated (and traced, with which are set) into *t */
 static const vla_norm_fuse *fuse_rw(const vla_norm_fuse *f, vla_norm_fuse *t, const char *op) {
     int set = f ? 1 | (f->res ? 2 : 0) | (f->sum ? 4 : 0) | (f->ready ? 8 : 0) : 0;

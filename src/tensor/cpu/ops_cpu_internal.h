@@ -43,11 +43,12 @@ void vla_cpu_gated_residual_backward(float *d_x, float *d_y, float *d_mod, const
 
 /* ops_cpu_pointwise.c */
 void vla_cpu_act_forward(vla_act act, float *out, const float *in, int64_t n);
-void vla_cpu_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n);
+void vla_cpu_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t rows, int64_t cols,
+                          void *ready);
 void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
                          void *ready);
 void vla_cpu_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
-                          int64_t n);
+                          int64_t rows, int64_t cols, void *ready_dgate, void *ready_dup);
 void vla_cpu_rope_forward(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t head_dim,
                           double theta);
 void vla_cpu_rope_backward(float *d_in, const float *d_out, const int32_t *pos, int64_t n, int64_t heads,

@@ -81,15 +81,18 @@ void vla_cpu_act_forward(vla_act act, float *out, const float *in, int64_t n) {
     }
 }
 
-void vla_cpu_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n) {
+void vla_cpu_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t rows, int64_t cols,
+                          void *ready) {
+    int64_t n = rows * cols;
     switch (act) {
-    case VLA_ACT_GELU_TANH: gelu_tanh_backward(d_in, d_out, in, n); return;
-    case VLA_ACT_SILU: silu_backward(d_in, d_out, in, n); return;
-    case VLA_ACT_RELU: relu_backward(d_in, d_out, in, n); return;
+    case VLA_ACT_GELU_TANH: gelu_tanh_backward(d_in, d_out, in, n); break;
+    case VLA_ACT_SILU: silu_backward(d_in, d_out, in, n); break;
+    case VLA_ACT_RELU: relu_backward(d_in, d_out, in, n); break;
     default:
         for (int64_t i = 0; i < n; i++) d_in[i] += d_out[i];
-        return;
+        break;
     }
+    if (ready) vla_cpu_bf16_ready(ready, d_in, n);
 }
 
 /* ---- gated MLP ------------------------------------------------------------- */
@@ -112,7 +115,8 @@ void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *
 }
 
 void vla_cpu_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
-                         int64_t nh) {
+                          int64_t rows, int64_t cols, void *ready_dgate, void *ready_dup) {
+    int64_t nh = rows * cols;
     if (act == VLA_ACT_GELU_TANH) {
 #pragma omp parallel for simd if (parallel : nh > PAR_MIN)
         for (int64_t i = 0; i < nh; i++) {
@@ -134,6 +138,8 @@ void vla_cpu_glu_backward(vla_act act, float *dgate, float *dup, const float *dh
             dup[i] = dh[i] * act_value(act, gate[i]);
         }
     }
+    if (ready_dgate) vla_cpu_bf16_ready(ready_dgate, dgate, nh);
+    if (ready_dup) vla_cpu_bf16_ready(ready_dup, dup, nh);
 }
 
 /* ---- RoPE (rotate-half, explicit positions) ----------------------------------- */

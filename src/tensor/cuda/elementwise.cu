@@ -120,28 +120,38 @@ __device__ __forceinline__ float d_act_grad(vla_act a, float x) {
     }
 }
 
+/* Element i (of rows of cols) of a bf16 ready copy (ops.h, vla_norm_fuse): rows padded to rld, the pad zero,
+ * as prepare_operand writes it (gemm.cu); the thread of a row's column c also zeroes the pad columns
+ * congruent to c (fewer than 8) */
+__device__ __forceinline__ void d_ready_put(uint16_t *ready, int64_t i, int64_t cols, int64_t rld, float v) {
+    int64_t r = i / cols, c = i - r * cols;
+    ready[r * rld + c] = vla_nf_f32_to_bf16(v);
+    for (int64_t p = cols + c; p < rld; p += cols) ready[r * rld + p] = 0;
+}
+
 __global__ void k_act_fwd(vla_act a, float *out, const float *in, int64_t n) { GRID_STRIDE(i, n) out[i] = d_act(a, in[i]); }
-__global__ void k_act_bwd(vla_act a, float *d_in, const float *d_out, const float *in, int64_t n) {
+__global__ void k_act_bwd(vla_act a, float *d_in, const float *d_out, const float *in, int64_t n, uint16_t *ready,
+                          int64_t cols, int64_t rld) {
     GRID_STRIDE(i, n) {
-        if (a == VLA_ACT_RELU) d_in[i] += in[i] > 0.0f ? d_out[i] : 0.0f;
-        else d_in[i] += __fmul_rn(d_out[i], d_act_grad(a, in[i]));
+        float v;
+        if (a == VLA_ACT_RELU) v = d_in[i] + (in[i] > 0.0f ? d_out[i] : 0.0f);
+        else v = d_in[i] + __fmul_rn(d_out[i], d_act_grad(a, in[i]));
+        d_in[i] = v;
+        if (ready) d_ready_put(ready, i, cols, rld, v);
     }
 }
-/* with ready: h's bf16 copy, rows of cols padded to rld (the pad zero), as prepare_operand writes it */
+/* with ready: h's bf16 copy */
 __global__ void k_glu_fwd(vla_act a, float *h, const float *gate, const float *up, int64_t n, uint16_t *ready,
                           int64_t cols, int64_t rld) {
     GRID_STRIDE(i, n) {
         float v = __fmul_rn(d_act(a, gate[i]), up[i]);
         h[i] = v;
-        if (ready) {
-            int64_t r = i / cols, c = i - r * cols;
-            ready[r * rld + c] = vla_nf_f32_to_bf16(v);
-            for (int64_t p = cols + c; p < rld; p += cols) ready[r * rld + p] = 0; /* the pad: fewer than 8 */
-        }
+        if (ready) d_ready_put(ready, i, cols, rld, v);
     }
 }
+/* with rg / ru: dgate's and dup's copies */
 __global__ void k_glu_bwd(vla_act a, float *dg, float *du, const float *dh, const float *gate, const float *up,
-                          int64_t n) {
+                          int64_t n, uint16_t *rg, uint16_t *ru, int64_t cols, int64_t rld) {
     GRID_STRIDE(i, n) {
         float g = gate[i], v, gr;
         if (a == VLA_ACT_GELU_TANH) {
@@ -150,8 +160,11 @@ __global__ void k_glu_bwd(vla_act a, float *dg, float *du, const float *dh, cons
             v = d_act(a, g);
             gr = d_act_grad(a, g);
         }
-        dg[i] = __fmul_rn(__fmul_rn(dh[i], up[i]), gr);
-        du[i] = __fmul_rn(dh[i], v);
+        float xg = __fmul_rn(__fmul_rn(dh[i], up[i]), gr), xu = __fmul_rn(dh[i], v);
+        dg[i] = xg;
+        du[i] = xu;
+        if (rg) d_ready_put(rg, i, cols, rld, xg);
+        if (ru) d_ready_put(ru, i, cols, rld, xu);
     }
 }
 
@@ -161,7 +174,7 @@ __global__ void k_glu_bwd(vla_act a, float *dg, float *du, const float *dh, cons
 __global__ void k_epilogue(float *c, const float *bias, float *pre, vla_act a, uint16_t *ready, int64_t m, int64_t n,
                            int64_t rld) {
     GRID_STRIDE(i, m * n) {
-        int64_t r = i / n, col = i - r * n;
+        int64_t col = i % n;
         float t = c[i];
         if (bias) t += bias[col];
         if (a != VLA_ACT_IDENTITY) {
@@ -169,10 +182,7 @@ __global__ void k_epilogue(float *c, const float *bias, float *pre, vla_act a, u
             t = d_act(a, t);
         }
         c[i] = t;
-        if (ready) {
-            ready[r * rld + col] = vla_nf_f32_to_bf16(t);
-            for (int64_t p = n + col; p < rld; p += n) ready[r * rld + p] = 0; /* the pad */
-        }
+        if (ready) d_ready_put(ready, i, n, rld, t);
     }
 }
 
@@ -186,8 +196,10 @@ extern "C" void vla_cuda_act_forward(vla_act act, float *out, const float *in, i
     if (act == VLA_ACT_IDENTITY) return vla_cuda_copy(out, in, n);
     LAUNCH(k_act_fwd, n, act, out, in, n);
 }
-extern "C" void vla_cuda_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n) {
-    LAUNCH(k_act_bwd, n, act, d_in, d_out, in, n);
+extern "C" void vla_cuda_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t rows,
+                                      int64_t cols, void *ready) {
+    int64_t n = rows * cols;
+    LAUNCH(k_act_bwd, n, act, d_in, d_out, in, n, (uint16_t *)ready, cols, vla_q_bf16_ld(cols));
 }
 extern "C" void vla_cuda_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows,
                                      int64_t cols, void *ready) {
@@ -195,8 +207,10 @@ extern "C" void vla_cuda_glu_forward(vla_act act, float *h, const float *gate, c
     LAUNCH(k_glu_fwd, n, act, h, gate, up, n, (uint16_t *)ready, cols, vla_q_bf16_ld(cols));
 }
 extern "C" void vla_cuda_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate,
-                                      const float *up, int64_t n) {
-    LAUNCH(k_glu_bwd, n, act, dgate, dup, dh, gate, up, n);
+                                      const float *up, int64_t rows, int64_t cols, void *ready_dgate, void *ready_dup) {
+    int64_t n = rows * cols;
+    LAUNCH(k_glu_bwd, n, act, dgate, dup, dh, gate, up, n, (uint16_t *)ready_dgate, (uint16_t *)ready_dup, cols,
+           vla_q_bf16_ld(cols));
 }
 
 /* ---- RoPE (rotate-half at explicit positions) -------------------------------------- */

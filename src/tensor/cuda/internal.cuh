@@ -133,11 +133,12 @@ void vla_cuda_add_row_vector(float *y, const float *bias, int64_t rows, int64_t 
 void vla_cuda_act_forward(vla_act act, float *out, const float *in, int64_t n);
 /* a GEMM's epilogue after the GEMM, contiguous C [m][n], in one pass (bias_done: the GEMM added the bias) */
 void vla_cuda_epilogue(const vla_gemm_epilogue *epi, bool bias_done, int64_t m, int64_t n, float *c);
-void vla_cuda_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t n);
+void vla_cuda_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t rows, int64_t cols,
+                           void *ready);
 void vla_cuda_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
                           void *ready);
 void vla_cuda_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
-                           int64_t n);
+                           int64_t rows, int64_t cols, void *ready_dgate, void *ready_dup);
 void vla_cuda_rope_forward(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t hd,
                            double theta);
 void vla_cuda_rope_backward(float *d_in, const float *d_out, const int32_t *pos, int64_t n, int64_t heads,
