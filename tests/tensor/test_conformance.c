@@ -232,6 +232,26 @@ static int dut_memcmp(const void *a, const void *b, size_t bytes) {
     return r;
 }
 
+/* writing a ready copy leaves the op's own output as it was: a and b (nd floats) equal */
+static void check_unchanged(const float *a, const float *b, int64_t nd, const char *what, int trial) {
+    if (dut_memcmp(a, b, sizeof(float) * (size_t)nd))
+        fail_msg("%s [%s] trial %d: writing the ready copy changes the op's output", what, C.dut->name, trial);
+}
+
+/* a ready buffer of rb bytes filled with a value no copy has, so a pad left unwritten shows */
+static void ready_poison(void *buf, size_t rb) { C.dut->fill((float *)buf, -7.0f, (int64_t)(rb / sizeof(float))); }
+
+/* ready (rb bytes) is prepare_operand's bf16 copy of val [n][dim] (stride ld), byte for byte; scratch: rb bytes */
+static void check_ready(const void *ready, const float *val, int64_t n, int64_t dim, int64_t ld, void *scratch,
+                        size_t rb, const char *what, int trial) {
+    const vla_gemm_q bf = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
+    ready_poison(scratch, rb);
+    C.dut->prepare_operand(&bf, true, n, dim, val, ld, scratch);
+    if (dut_memcmp(scratch, ready, rb))
+        fail_msg("%s [%s] trial %d (%lld × %lld): the ready copy differs from prepare_operand's", what, C.dut->name,
+                 trial, (long long)n, (long long)dim);
+}
+
 /* GEMM-ready operands: where a backend keeps them (ready_bytes > 0), a
  * GEMM reading prepare_operand's copy of B (and of A) gives the bits of the
  * same GEMM casting them itself — and the same amaxes */
@@ -335,8 +355,7 @@ static void t_gemm_epi(void) {
            * written */
             size_t rb = ready_size(m, n);
             void *r1 = C.dut->alloc(rb), *r2 = C.dut->alloc(rb);
-            C.dut->fill((float *)r1, -7.0f, (int64_t)(rb / sizeof(float)));
-            C.dut->fill((float *)r2, -7.0f, (int64_t)(rb / sizeof(float)));
+            ready_poison(r2, rb);
             vla_gemm_epilogue er = ed;
             er.ready = r2;
             float *c2 = C.dut->alloc(sizeof(float) * (size_t)(m * ldc));
@@ -345,13 +364,8 @@ static void t_gemm_epi(void) {
             C.dut->copy(c3, c2, m * ldc);
             C.dut->sgemm_epi(q_d, &ed, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, beta, c3, ldc);
             C.dut->sgemm_epi(q_d, &er, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, beta, c2, ldc);
-            const vla_gemm_q bf = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
-            C.dut->prepare_operand(&bf, true, m, n, c2, ldc, r1);
-            if (dut_memcmp(c2, c3, sizeof(float) * (size_t)(m * ldc)))
-                fail_msg("sgemm_epi [%s] trial %d: writing the ready copy changes C", C.dut->name, trial);
-            if (dut_memcmp(r1, r2, rb))
-                fail_msg("sgemm_epi [%s] trial %d (n %lld): the ready copy differs from prepare_operand's", C.dut->name,
-                         trial, (long long)n);
+            check_unchanged(c2, c3, m * ldc, "sgemm_epi ready", trial);
+            check_ready(r2, c2, m, n, ldc, r1, rb, "sgemm_epi ready", trial);
             C.dut->free(r1), C.dut->free(r2), C.dut->free(c2), C.dut->free(c3);
         }
         t_free(a), t_free(b), t_free(c), t_free(bias), t_free(pre), t_free(sc);
@@ -770,7 +784,6 @@ static void t_norms(void) {
  * GLU's ready copy against prepare_operand of h. Rows whose width is no multiple of 8 exercise the copy's
  * pad (cuda: rows of 16 bytes). */
 static void t_norm_fuse(void) {
-    vla_gemm_q bf = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
     for (int trial = 0; trial < 8; trial++) {
         seqs s = seqs_make((int32_t)rnd(1, 4), 30, 0);
         int64_t n = s.cu[s.n_seg], dim = trial < 4 ? rnd(3, 70) : rnd(100, 700), nd = n * dim;
@@ -789,7 +802,7 @@ static void t_norm_fuse(void) {
             C.dut->copy(sum2, x.d, nd);
             vla_norm_fuse f = {r.d, sum2, rd2};
             const float *in2 = in_place ? sum2 : x.d;
-            C.dut->fill((float *)rd2, -7.0f, (int64_t)(rb / sizeof(float))); /* the pad must be written, not left */
+            ready_poison(rd2, rb); /* the pad must be written, not left */
             switch (kind) {
             case 0:
                 C.dut->layernorm_forward(y1, m1, r1, sum1, w.d, b.d, n, dim, 1e-5f, NULL);
@@ -808,58 +821,41 @@ static void t_norm_fuse(void) {
                 C.dut->adarms_forward(y2, r2, in2, mod.d, s.cu, s.n_seg, n, dim, 1e-6f, &f);
                 break;
             }
-            C.dut->fill((float *)rd1, -7.0f, (int64_t)(rb / sizeof(float)));
-            C.dut->prepare_operand(&bf, true, n, dim, y1, dim, rd1);
-            static const char *names[] = {"layernorm", "rmsnorm", "adaln", "adarms"};
+            static const char *names[] = {"layernorm_forward fuse", "rmsnorm_forward fuse", "adaln_forward fuse",
+                                          "adarms_forward fuse"};
             if (dut_memcmp(sum1, sum2, sizeof(float) * (size_t)nd))
-                fail_msg("%s_forward fuse [%s] trial %d: the sum differs from add's", names[kind], C.dut->name, trial);
+                fail_msg("%s [%s] trial %d: the sum differs from add's", names[kind], C.dut->name, trial);
             if (dut_memcmp(y1, y2, sizeof(float) * (size_t)nd))
-                fail_msg("%s_forward fuse [%s] trial %d: the output differs from add then the norm", names[kind],
-                         C.dut->name, trial);
+                fail_msg("%s [%s] trial %d: the output differs from add then the norm", names[kind], C.dut->name, trial);
             if (dut_memcmp(m1, m2, sizeof(float) * (size_t)(2 * n)))
-                fail_msg("%s_forward fuse [%s] trial %d: the statistics differ", names[kind], C.dut->name, trial);
-            if (dut_memcmp(rd1, rd2, rb))
-                fail_msg("%s_forward fuse [%s] trial %d (dim %lld): the ready copy differs from prepare_operand's",
-                         names[kind], C.dut->name, trial, (long long)dim);
+                fail_msg("%s [%s] trial %d: the statistics differ", names[kind], C.dut->name, trial);
+            check_ready(rd2, y1, n, dim, dim, rd1, rb, names[kind], trial);
         }
         /* the GLU's copy of h, its backward's of dgate and dup, the activation backward's */
         for (int a = 0; a < 2; a++) {
             vla_act act = a ? VLA_ACT_SILU : VLA_ACT_GELU_TANH;
-            C.dut->fill((float *)rd1, -7.0f, (int64_t)(rb / sizeof(float)));
-            C.dut->fill((float *)rd2, -7.0f, (int64_t)(rb / sizeof(float)));
+            ready_poison(rd2, rb);
             C.dut->glu_forward(act, y1, x.d, r.d, n, dim, NULL);
             C.dut->glu_forward(act, y2, x.d, r.d, n, dim, rd2);
-            C.dut->prepare_operand(&bf, true, n, dim, y1, dim, rd1);
-            if (dut_memcmp(y1, y2, sizeof(float) * (size_t)nd))
-                fail_msg("glu_forward ready [%s] trial %d: writing the copy changes h", C.dut->name, trial);
-            if (dut_memcmp(rd1, rd2, rb))
-                fail_msg("glu_forward ready [%s] trial %d (cols %lld): the copy differs from prepare_operand's",
-                         C.dut->name, trial, (long long)dim);
+            check_unchanged(y1, y2, nd, "glu_forward ready", trial);
+            check_ready(rd2, y1, n, dim, dim, rd1, rb, "glu_forward ready", trial);
             /* the backward's: dgate's and dup's copies (the gate and up linears' dy) */
             float *dg = C.dut->alloc(sizeof(float) * (size_t)nd), *du = C.dut->alloc(sizeof(float) * (size_t)nd);
             void *rg = C.dut->alloc(rb), *ru = C.dut->alloc(rb);
-            C.dut->fill((float *)rg, -7.0f, (int64_t)(rb / sizeof(float)));
-            C.dut->fill((float *)ru, -7.0f, (int64_t)(rb / sizeof(float)));
+            ready_poison(rg, rb), ready_poison(ru, rb);
             C.dut->glu_backward(act, y1, y2, r.d, x.d, r.d, n, dim, NULL, NULL);
             C.dut->glu_backward(act, dg, du, r.d, x.d, r.d, n, dim, rg, ru);
-            if (dut_memcmp(y1, dg, sizeof(float) * (size_t)nd) || dut_memcmp(y2, du, sizeof(float) * (size_t)nd))
-                fail_msg("glu_backward ready [%s] trial %d: writing the copies changes dgate or dup", C.dut->name, trial);
-            C.dut->prepare_operand(&bf, true, n, dim, dg, dim, rd1);
-            C.dut->prepare_operand(&bf, true, n, dim, du, dim, rd2);
-            if (dut_memcmp(rd1, rg, rb) || dut_memcmp(rd2, ru, rb))
-                fail_msg("glu_backward ready [%s] trial %d (cols %lld): a copy differs from prepare_operand's",
-                         C.dut->name, trial, (long long)dim);
+            check_unchanged(y1, dg, nd, "glu_backward ready dgate", trial);
+            check_unchanged(y2, du, nd, "glu_backward ready dup", trial);
+            check_ready(rg, dg, n, dim, dim, rd1, rb, "glu_backward ready dgate", trial);
+            check_ready(ru, du, n, dim, dim, rd1, rb, "glu_backward ready dup", trial);
             /* the activation's backward (it adds into d_in): the copy of the sum */
             C.dut->copy(dg, x.d, nd), C.dut->copy(du, x.d, nd);
-            C.dut->fill((float *)rg, -7.0f, (int64_t)(rb / sizeof(float)));
+            ready_poison(rg, rb);
             C.dut->act_backward(act, dg, r.d, x.d, n, dim, NULL);
             C.dut->act_backward(act, du, r.d, x.d, n, dim, rg);
-            C.dut->prepare_operand(&bf, true, n, dim, dg, dim, rd1);
-            if (dut_memcmp(dg, du, sizeof(float) * (size_t)nd))
-                fail_msg("act_backward ready [%s] trial %d: writing the copy changes d_in", C.dut->name, trial);
-            if (dut_memcmp(rd1, rg, rb))
-                fail_msg("act_backward ready [%s] trial %d (cols %lld): the copy differs from prepare_operand's",
-                         C.dut->name, trial, (long long)dim);
+            check_unchanged(dg, du, nd, "act_backward ready", trial);
+            check_ready(rg, dg, n, dim, dim, rd1, rb, "act_backward ready", trial);
             C.dut->free(dg), C.dut->free(du), C.dut->free(rg), C.dut->free(ru);
         }
         C.dut->free(sum1), C.dut->free(sum2), C.dut->free(y1), C.dut->free(y2), C.dut->free(rd1), C.dut->free(rd2);
