@@ -387,12 +387,14 @@ static bool sgemm_q_bias(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64
     if (p.use_lt) {
         size_t ea = p.a_type == VLA_LT_BF16 ? 2 : 1, eb = p.b_type == VLA_LT_BF16 ? 2 : 1;
         size_t a_bytes = (size_t)(p.a_rows * p.a_ld) * ea, b_bytes = (size_t)(p.b_rows * p.b_ld) * eb;
-        char *buf = (char *)vla_cuda_scratch(a_bytes + b_bytes + 512 + 256);
+        /* the casts' scratch, unless both operands come ready (a held weight and a producer's copy: most
+         * bf16 GEMMs of a step) — then no pool allocation and free per call either */
+        char *buf = q->a_ready && q->b_ready ? NULL : (char *)vla_cuda_scratch(a_bytes + b_bytes + 512 + 256);
         size_t off_b = (a_bytes + 255) / 256 * 256;
         size_t off_s = (off_b + b_bytes + 255) / 256 * 256;
-        void *aq = buf, *bq = buf + off_b;
-        float *sinv = (float *)(buf + off_s); /* [0]: 1/s of A, [1]: of B */
-        float *sinv_b = sinv + 1;
+        void *aq = NULL, *bq = NULL;
+        float *sinv = NULL, *sinv_b = NULL; /* the casts' 1/s of A and of B (FP8) */
+        if (buf) aq = buf, bq = buf + off_b, sinv = (float *)(buf + off_s), sinv_b = sinv + 1;
         if (q->a_ready) { /* prepare_operand's copy of op(A) (ops.h: B's cast seen from the other side) */
             aq = (void *)q->a_ready;
             sinv = (float *)((char *)aq + ready_sinv_offset(p.a_rows, p.a_ld, ea));
