@@ -8,9 +8,15 @@
 vla_status vla_attention_forward(const vla_ops *ops, const vla_attn_config *cfg, float *out, float *lse,
                                  const float *q, const float *k, const float *v, const vla_attn_seqs *qs,
                                  const vla_attn_seqs *ks, vla_attn_stats *stats) {
+    return vla_attention_forward_ready(ops, cfg, out, lse, q, k, v, qs, ks, stats, NULL);
+}
+
+vla_status vla_attention_forward_ready(const vla_ops *ops, const vla_attn_config *cfg, float *out, float *lse,
+                                       const float *q, const float *k, const float *v, const vla_attn_seqs *qs,
+                                       const vla_attn_seqs *ks, vla_attn_stats *stats, void *out_ready) {
     const vla_attn_seqs *src[1] = {ks};
     VLA_TRY(vla_attn_check(cfg, qs, 1, src));
-    return ops->attention_forward(cfg, out, lse, q, k, v, qs, ks, stats);
+    return ops->attention_forward(cfg, out, lse, q, k, v, qs, ks, stats, out_ready);
 }
 
 vla_status vla_attention_backward(const vla_ops *ops, const vla_attn_config *cfg, float *dq, float *dk, float *dv,

@@ -46,6 +46,12 @@ vla_status vla_attention_forward(const vla_ops *ops, const vla_attn_config *cfg,
                                  const float *q, const float *k, const float *v, const vla_attn_seqs *qs,
                                  const vla_attn_seqs *ks, vla_attn_stats *stats);
 
+/* The same, also writing out's bf16 GEMM-ready copy into out_ready (NULL: none) for the o-projection
+ * (nn/linear.h, producer casts). */
+vla_status vla_attention_forward_ready(const vla_ops *ops, const vla_attn_config *cfg, float *out, float *lse,
+                                       const float *q, const float *k, const float *v, const vla_attn_seqs *qs,
+                                       const vla_attn_seqs *ks, vla_attn_stats *stats, void *out_ready);
+
 /* dq, dk, dv accumulate (+=); none may be NULL. out and lse are the forward's. */
 vla_status vla_attention_backward(const vla_ops *ops, const vla_attn_config *cfg, float *dq, float *dk, float *dv,
                                   const float *d_out, const float *q, const float *k, const float *v,

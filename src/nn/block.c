@@ -217,9 +217,15 @@ vla_status vla_block_attn_in(const vla_ops *ops, const vla_block_config *c, cons
 
 vla_status vla_block_attn_out(const vla_ops *ops, const vla_block_config *c, const vla_block_weights *w,
                               const vla_block_io *io, const float *x, float *x_out, vla_block_acts *a) {
+    return vla_block_attn_out_x(ops, c, w, io, x, x_out, a, NULL);
+}
+
+vla_status vla_block_attn_out_x(const vla_ops *ops, const vla_block_config *c, const vla_block_weights *w,
+                                const vla_block_io *io, const float *x, float *x_out, vla_block_acts *a,
+                                const void *att_ready) {
     int64_t n = io->n, D = c->dim, Q = (int64_t)c->attn.n_heads * c->attn.head_dim;
     bool gate1 = c->norm1 == VLA_BLOCK_NORM_ADARMS, gate2 = c->norm2 == VLA_BLOCK_NORM_ADARMS;
-    vla_linear_forward_q(ops, LQ(w, O), gate1 ? a->y1 : a->xm, a->att, w->o_w.w, w->o_b.w, n, Q, D);
+    vla_linear_forward_x(ops, LQ(w, O), att_ready, gate1 ? a->y1 : a->xm, a->att, w->o_w.w, w->o_b.w, n, Q, D);
     if (gate1) VLA_TRY(vla_gated_residual_forward(ops, a->xm, x, a->y1, a->mod1, io->cu, io->n_seg, n, D));
     /* R1 in norm2's pass (x_mid = o-proj + x, in place), and h2's bf16 copy for the MLP's first GEMMs */
     void *h2p = vla_linear_input_ready_buffer(ops, c->mlp.gated ? LQ(w, GATE) : LQ(w, UP), n, D);
@@ -240,8 +246,10 @@ vla_status vla_block_forward(const vla_ops *ops, const vla_block_config *c, cons
     const float *k = c->cross && io->k_cached ? io->k_cached : a->k;
     const float *v = c->cross && io->v_cached ? io->v_cached : a->v;
     vla_attn_config ac = vla_block_attn_config(&c->attn, w);
-    VLA_TRY(vla_attention_forward(ops, &ac, a->att, a->lse, a->q, k, v, &qs, &ks, NULL));
-    return vla_block_attn_out(ops, c, w, io, x, x_out, a);
+    /* the attention writes att's bf16 copy for the o-projection (nn/linear.h, producer casts) */
+    void *attr = vla_linear_input_ready_buffer(ops, LQ(w, O), io->n, (int64_t)c->attn.n_heads * c->attn.head_dim);
+    VLA_TRY(vla_attention_forward_ready(ops, &ac, a->att, a->lse, a->q, k, v, &qs, &ks, NULL, attr));
+    return vla_block_attn_out_x(ops, c, w, io, x, x_out, a, attr);
 }
 
 /* ---- backward --------------------------------------------------------------------- */

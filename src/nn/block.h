@@ -228,6 +228,11 @@ vla_status vla_block_attn_in(const vla_ops *ops, const vla_block_config *c, cons
                              const vla_block_io *io, const float *x, vla_block_acts *a);
 vla_status vla_block_attn_out(const vla_ops *ops, const vla_block_config *c, const vla_block_weights *w,
                               const vla_block_io *io, const float *x, float *x_out, vla_block_acts *a);
+/* the same with att's bf16 GEMM-ready copy (written by the attention: vla_attention_forward_ready; or NULL)
+ * for the o-projection */
+vla_status vla_block_attn_out_x(const vla_ops *ops, const vla_block_config *c, const vla_block_weights *w,
+                                const vla_block_io *io, const float *x, float *x_out, vla_block_acts *a,
+                                const void *att_ready);
 /* d_x: ∂L/∂x_out → ∂L/∂x_mid; s->datt receives ∂L/∂att (overwritten). */
 vla_status vla_block_attn_out_backward(const vla_ops *ops, const vla_block_config *c, const vla_block_weights *w,
                                        const vla_block_io *io, const vla_block_acts *a, vla_block_scratch *s,

@@ -462,9 +462,11 @@ typedef struct vla_ops {
                                     int64_t n);
 
     /* ---- packed attention as whole ops (the op owns tiling and threads) -------- */
+    /* out_ready: NULL, or out's bf16 GEMM-ready copy as a norm's (vla_norm_fuse, with n = the query
+     * tokens and dim = n_heads·head_dim) — the o-projection's input */
     vla_status (*attention_forward)(const vla_attn_config *cfg, float *out, float *lse, const float *q,
                                     const float *k, const float *v, const vla_attn_seqs *qs, const vla_attn_seqs *ks,
-                                    vla_attn_stats *stats);
+                                    vla_attn_stats *stats, void *out_ready);
     vla_status (*attention_backward)(const vla_attn_config *cfg, float *dq, float *dk, float *dv, const float *d_out,
                                      const float *q, const float *k, const float *v, const float *out,
                                      const float *lse, const vla_attn_seqs *qs, const vla_attn_seqs *ks,

@@ -301,8 +301,8 @@ PROF_VOID(time_embedding_backward, NOV, COST(0, 4.0 * (double)n * (double)cfg->d
 /* ---- attention ------------------------------------------------------------------------------ */
 PROF_RET(vla_status, attention_forward, (int)cfg->precision, COST(attn_flops(cfg, vla_attn_pairs(qs, ks), 2), 0),
          (const vla_attn_config *cfg, float *out, float *lse, const float *q, const float *k, const float *v,
-          const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *stats),
-         (cfg, out, lse, q, k, v, qs, ks, stats))
+          const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *stats, void *out_ready),
+         (cfg, out, lse, q, k, v, qs, ks, stats, out_ready))
 PROF_RET(vla_status, attention_backward, (int)cfg->precision, COST(attn_flops(cfg, vla_attn_pairs(qs, ks), 5), 0),
          (const vla_attn_config *cfg, float *dq, float *dk, float *dv, const float *d_out, const float *q,
           const float *k, const float *v, const float *out, const float *lse, const vla_attn_seqs *qs,

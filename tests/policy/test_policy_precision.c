@@ -340,9 +340,10 @@ static void test_fp8_min_dim(void **state) {
 static vla_ops rec_ops;
 static int attn_calls[3][3]; /* [slot: forward, backward, cached][precision] */
 static vla_status rec_fwd(const vla_attn_config *c, float *o, float *lse, const float *q, const float *k,
-                          const float *v, const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *st) {
+                          const float *v, const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *st,
+                          void *ready) {
     attn_calls[0][c->precision]++;
-    return test_cpu_backend()->attention_forward(c, o, lse, q, k, v, qs, ks, st);
+    return test_cpu_backend()->attention_forward(c, o, lse, q, k, v, qs, ks, st, ready);
 }
 static vla_status rec_bwd(const vla_attn_config *c, float *dq, float *dk, float *dv, const float *dout,
                           const float *q, const float *k, const float *v, const float *o, const float *lse,

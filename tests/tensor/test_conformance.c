@@ -970,17 +970,28 @@ static void attention_case(int trial, int d, vla_precision prec) {
         assert_int_equal(C.ref->attention_forward_cached(&cfg, O.h, L.h, Q.h, &qs, K.h, V.h, &s0, K1.h, V1.h, &s1, &st1), VLA_OK);
         assert_int_equal(C.dut->attention_forward_cached(&cfg, O.d, L.d, Q.d, &qs, K.d, V.d, &s0, K1.d, V1.d, &s1, &st2), VLA_OK);
     } else {
-        assert_int_equal(C.ref->attention_forward(&cfg, O.h, L.h, Q.h, K.h, V.h, &qs, &s0, &st1), VLA_OK);
-        assert_int_equal(C.dut->attention_forward(&cfg, O.d, L.d, Q.d, K.d, V.d, &qs, &s0, &st2), VLA_OK);
+        assert_int_equal(C.ref->attention_forward(&cfg, O.h, L.h, Q.h, K.h, V.h, &qs, &s0, &st1, NULL), VLA_OK);
+        assert_int_equal(C.dut->attention_forward(&cfg, O.d, L.d, Q.d, K.d, V.d, &qs, &s0, &st2, NULL), VLA_OK);
     }
     t_check_norm(O, tol, kind == 2 ? "attention_forward_cached out" : "attention_forward out");
     if (kind != 2 && C.dut->stat && C.dut->stat(VLA_STAT_ATTN_PLAN_BUILDS) >= 0) {
         /* the same layout again: its plan comes from the backend's cache (tensor/attn_plan.h, "PLAN CACHE") */
         int64_t b0 = C.dut->stat(VLA_STAT_ATTN_PLAN_BUILDS);
-        assert_int_equal(C.dut->attention_forward(&cfg, O.d, L.d, Q.d, K.d, V.d, &qs, &s0, &st2), VLA_OK);
+        assert_int_equal(C.dut->attention_forward(&cfg, O.d, L.d, Q.d, K.d, V.d, &qs, &s0, &st2, NULL), VLA_OK);
         if (C.dut->stat(VLA_STAT_ATTN_PLAN_BUILDS) != b0) fail_msg("[%s]: a repeated attention layout rebuilt its plan", C.dut->name);
     }
     t_check(L, prec == VLA_PREC_FP32 ? TOL_ROW : 2e-2, "attention lse");
+    if (kind != 2) { /* out's bf16 copy for the o-projection (ops.h): prepare_operand's bytes, out as without it */
+        size_t rb = ready_size(nq, (int64_t)H * d);
+        void *r1 = C.dut->alloc(rb), *r2 = C.dut->alloc(rb);
+        float *O2 = C.dut->alloc(sizeof(float) * (size_t)(nq * H * d)), *L2 = C.dut->alloc(sizeof(float) * (size_t)(nq * H));
+        ready_poison(r2, rb);
+        assert_int_equal(C.dut->attention_forward(&cfg, O.d, L.d, Q.d, K.d, V.d, &qs, &s0, &st2, NULL), VLA_OK);
+        assert_int_equal(C.dut->attention_forward(&cfg, O2, L2, Q.d, K.d, V.d, &qs, &s0, &st2, r2), VLA_OK);
+        check_unchanged(O.d, O2, nq * H * d, "attention_forward ready", kind);
+        check_ready(r2, O2, nq, (int64_t)H * d, (int64_t)H * d, r1, rb, "attention_forward ready", kind);
+        C.dut->free(r1), C.dut->free(r2), C.dut->free(O2), C.dut->free(L2);
+    }
     if (C.exact) assert_memory_equal(&st1, &st2, sizeof st1);
     else assert_true(st2.tiles_computed <= st2.tiles_total && st2.tiles_unmasked <= st2.tiles_computed);
     if (kind != 2) {
@@ -1018,9 +1029,9 @@ static void t_attention(void) {
     vla_attn_seqs s = {2, cu, NULL}, s1 = {1, cu, NULL};
     vla_attn_config bad = {.n_heads = 3, .n_kv_heads = 2, .head_dim = 8};
     tens x = t_new(9 * 3 * 8);
-    assert_int_equal(C.dut->attention_forward(&bad, x.d, NULL, x.d, x.d, x.d, &s, &s, NULL), VLA_ERR_INVALID_ARG);
+    assert_int_equal(C.dut->attention_forward(&bad, x.d, NULL, x.d, x.d, x.d, &s, &s, NULL, NULL), VLA_ERR_INVALID_ARG);
     bad.n_heads = 4;
-    assert_int_equal(C.dut->attention_forward(&bad, x.d, NULL, x.d, x.d, x.d, &s, &s1, NULL), VLA_ERR_INVALID_ARG);
+    assert_int_equal(C.dut->attention_forward(&bad, x.d, NULL, x.d, x.d, x.d, &s, &s1, NULL, NULL), VLA_ERR_INVALID_ARG);
     t_free(x);
 }
 
@@ -1047,7 +1058,7 @@ static vla_status cap_body(void *vc) {
     o->to_device(r->y, r->up, 8 * sizeof(float));
     o->sgemm(false, true, 12, 8, 16, 1.0f, r->x, 16, r->w, 16, 1.0f, r->y, 8); /* y (first row uploaded) += x·wᵀ */
     o->copy_rows(r->g, 8, NULL, r->y, 8, r->rows, 6, 8, 1.0f); /* g[i] = y[rows[i]] */
-    VLA_TRY(o->attention_forward(r->ac, r->o, r->lse, r->q, r->k, r->v, r->qs, r->qs, NULL));
+    VLA_TRY(o->attention_forward(r->ac, r->o, r->lse, r->q, r->k, r->v, r->qs, r->qs, NULL, NULL));
     o->axpy(r->g, 0.5f, r->o, 48);
     return VLA_OK;
 }

@@ -241,7 +241,7 @@ static void test_attention_flops(void **state) {
     ops->fill(q, 0.1f, n * 8), ops->fill(k, 0.2f, n * 4), ops->fill(v, 0.3f, n * 4);
     ops->fill(dq, 0, n * 8), ops->fill(dk, 0, n * 4), ops->fill(dv, 0, n * 4);
     vla_profile_start();
-    assert_int_equal(ops->attention_forward(&cfg, o, lse, q, k, v, &qs, &qs, NULL), VLA_OK);
+    assert_int_equal(ops->attention_forward(&cfg, o, lse, q, k, v, &qs, &qs, NULL, NULL), VLA_OK);
     assert_int_equal(ops->attention_backward(&cfg, dq, dk, dv, o, q, k, v, o, lse, &qs, &qs, NULL), VLA_OK);
     vla_profile p;
     assert_int_equal(vla_profile_stop(&p), VLA_OK);

@@ -503,7 +503,8 @@ WRAP_VOID(time_embedding_forward, (const vla_temb_config *c, float *o, const flo
 WRAP_VOID(time_embedding_backward, (const vla_temb_config *c, float *dt, const float *dout, const float *t, int64_t n), (c, T(dt), T(dout), T(t), n))
 WRAP_RET_META(vla_status, attention_forward, (tr_attn(c), tr_seqs(qs), tr_seqs(ks)),
          (const vla_attn_config *c, float *o, float *lse, const float *q, const float *k, const float *v,
-          const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *st), (c, T(o), T(lse), T(q), T(k), T(v), qs, ks, st))
+          const vla_attn_seqs *qs, const vla_attn_seqs *ks, vla_attn_stats *st, void *rd),
+         (c, T(o), T(lse), T(q), T(k), T(v), qs, ks, st, T(rd)))
 WRAP_RET_META(vla_status, attention_backward, (tr_attn(c), tr_seqs(qs), tr_seqs(ks)),
          (const vla_attn_config *c, float *dq, float *dk, float *dv, const float *dout, const float *q,
           const float *k, const float *v, const float *o, const float *lse, const vla_attn_seqs *qs,

@@ -218,13 +218,15 @@ static vla_status attention_forward_plan(const plan *p, float *out, float *lse) 
 
 vla_status vla_cpu_attention_forward(const vla_attn_config *cfg, float *out, float *lse,
                                  const float *q, const float *k, const float *v, const vla_attn_seqs *qs,
-                                 const vla_attn_seqs *ks, vla_attn_stats *stats) {
+                                 const vla_attn_seqs *ks, vla_attn_stats *stats, void *out_ready) {
     plan p;
     const vla_attn_seqs *srcs[1] = {ks};
     const float *kk[1] = {k}, *vv[1] = {v};
     VLA_TRY(plan_make(&p, cfg, q, qs, 1, srcs, kk, vv, stats));
     vla_status st = attention_forward_plan(&p, out, lse);
     plan_free(&p);
+    if (st == VLA_OK && out_ready) /* the o-projection's copy (ops.h) */
+        vla_cpu_bf16_ready(out_ready, out, (int64_t)qs->cu_seqlens[qs->n_seg] * cfg->n_heads * cfg->head_dim);
     return st;
 }
 

@@ -16,6 +16,9 @@
 
 #include "tensor/cuda/attn_kernels.cuh"
 extern "C" {
+#include "tensor/cuda/gemm_plan.h"
+}
+extern "C" {
 #include "tensor/key_cache.h"
 }
 
@@ -151,7 +154,8 @@ static vla_status launched(cudaError_t e, const char *what) {
 
 static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *lse, const float *q,
                                  const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks,
-                                 const float *const *k, const float *const *v, vla_attn_stats *stats) {
+                                 const float *const *k, const float *const *v, vla_attn_stats *stats,
+                                 void *out_ready) {
     VLA_TRY(check_dim(cfg));
     bool mma = use_mma(cfg);
     int bq = VLA_SIMT_TILE, bk = VLA_SIMT_TILE, kbq, kbk;
@@ -164,29 +168,38 @@ static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *
     memset(&a, 0, sizeof a);
     args_plan(&a, dp);
     a.q = q, a.out = out, a.lse = lse;
+    /* the o-projection's bf16 copy in the kernels' store when its rows need no pad (n_heads·d a multiple of 8:
+     * the copy's index is out's), else cast after them */
+    int64_t width = (int64_t)cfg->n_heads * cfg->head_dim, tokens = qs->cu_seqlens[qs->n_seg];
+    bool in_kernel = out_ready && vla_q_bf16_ld(width) == width;
+    a.out_ready = in_kernel ? (uint16_t *)out_ready : NULL;
     for (int i = 0; i < n_src; i++) a.k[i] = k[i], a.v[i] = v[i];
     cudaStream_t s = vla_cuda_stream();
     vla_status st = mma ? launched(vla_attn_mma_forward(&a, s), "attention_forward (bf16 tensor cores)")
                         : launched(vla_attn_simt_forward(&a, s), "attention_forward (f32)");
     dev_plan_done(dp, owned);
+    if (st == VLA_OK && out_ready && !in_kernel) {
+        const vla_gemm_q bf = {VLA_PREC_BF16, {VLA_FP8_E4M3, NULL, NULL}, {VLA_FP8_E4M3, NULL, NULL}, NULL, NULL};
+        vla_cuda_prepare_operand(&bf, true, tokens, width, out, width, out_ready);
+    }
     return st;
 }
 
 static vla_status forward(const vla_attn_config *cfg, float *out, float *lse, const float *q, const vla_attn_seqs *qs,
                           int n_src, const vla_attn_seqs *const *ks, const float *const *k, const float *const *v,
-                          vla_attn_stats *stats) {
+                          vla_attn_stats *stats, void *out_ready) {
     pthread_mutex_lock(&plan_lock);
-    vla_status st = forward_locked(cfg, out, lse, q, qs, n_src, ks, k, v, stats);
+    vla_status st = forward_locked(cfg, out, lse, q, qs, n_src, ks, k, v, stats, out_ready);
     pthread_mutex_unlock(&plan_lock);
     return st;
 }
 
 extern "C" vla_status vla_cuda_attention_forward(const vla_attn_config *cfg, float *out, float *lse, const float *q,
                                                  const float *k, const float *v, const vla_attn_seqs *qs,
-                                                 const vla_attn_seqs *ks, vla_attn_stats *stats) {
+                                                 const vla_attn_seqs *ks, vla_attn_stats *stats, void *out_ready) {
     const vla_attn_seqs *srcs[1] = {ks};
     const float *kk[1] = {k}, *vv[1] = {v};
-    return forward(cfg, out, lse, q, qs, 1, srcs, kk, vv, stats);
+    return forward(cfg, out, lse, q, qs, 1, srcs, kk, vv, stats, out_ready);
 }
 
 extern "C" vla_status vla_cuda_attention_forward_cached(const vla_attn_config *cfg, float *out, float *lse,
@@ -196,7 +209,7 @@ extern "C" vla_status vla_cuda_attention_forward_cached(const vla_attn_config *c
                                                         const vla_attn_seqs *ns, vla_attn_stats *stats) {
     const vla_attn_seqs *srcs[2] = {cs, ns};
     const float *kk[2] = {k_cache, k_new}, *vv[2] = {v_cache, v_new};
-    return forward(cfg, out, lse, q, qs, 2, srcs, kk, vv, stats);
+    return forward(cfg, out, lse, q, qs, 2, srcs, kk, vv, stats, NULL);
 }
 
 /* dvec[row] = Σ_c dO[row, c]·O[row, c] (f32 of a double sum), one warp per (token, head) row */

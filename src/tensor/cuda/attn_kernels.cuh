@@ -17,6 +17,7 @@ typedef struct {
     /* tensors (device) */
     const float *q, *k[VLA_ATTN_MAX_SRC], *v[VLA_ATTN_MAX_SRC];
     float *out, *lse;                     /* forward */
+    uint16_t *out_ready;                  /* forward: NULL, or out's bf16 copy (n_heads·d a multiple of 8: no pad) */
     const float *d_out, *lse_in, *dvec;   /* backward: dO, the forward's lse, rowsum(dO ⊙ O) */
     float *dq, *dk, *dv;
     /* the plan (device) */

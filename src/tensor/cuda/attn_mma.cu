@@ -27,6 +27,7 @@
 #include <math.h>
 
 #include "tensor/cuda/mma_layout.h"
+#include "base/numfmt.h"
 
 #define NW 4
 #define NTH (NW * 32)
@@ -178,8 +179,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
         for (int e = 0; e < 2; e++) {
             int c = 8 * i + 2 * t + e;
             if (c >= d) continue;
-            if (in_lo) a.out[row_lo * d + c] = o[i][e] * inv_lo;
-            if (in_hi) a.out[row_hi * d + c] = o[i][2 + e] * inv_hi;
+            float vlo = o[i][e] * inv_lo, vhi = o[i][2 + e] * inv_hi;
+            if (in_lo) a.out[row_lo * d + c] = vlo;
+            if (in_hi) a.out[row_hi * d + c] = vhi;
+            if (a.out_ready && in_lo) a.out_ready[row_lo * d + c] = vla_nf_f32_to_bf16(vlo);
+            if (a.out_ready && in_hi) a.out_ready[row_hi * d + c] = vla_nf_f32_to_bf16(vhi);
         }
     if (t == 0 && a.lse) {
         if (in_lo) a.lse[row_lo] = l_lo > 0.0f ? (m_lo + log2f(l_lo)) * LN2 : -INFINITY;

@@ -20,6 +20,8 @@
 
 #include <math.h>
 
+#include "base/numfmt.h"
+
 #define TQ VLA_SIMT_TILE
 #define NTH 128
 #define LDP (TQ + 1)
@@ -108,7 +110,11 @@ __global__ void __launch_bounds__(NTH) k_simt_fwd(vla_attn_args a) {
     if (r >= qt.len) return;
     int64_t row = (int64_t)(qt.start + r) * a.H + h;
     float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    for (int c = sub; c < d; c += 4) a.out[row * d + c] = Acc[r * LD + c] * inv;
+    for (int c = sub; c < d; c += 4) {
+        float o = Acc[r * LD + c] * inv;
+        a.out[row * d + c] = o;
+        if (a.out_ready) a.out_ready[row * d + c] = vla_nf_f32_to_bf16(o);
+    }
     if (sub == 0 && a.lse) a.lse[row] = l > 0.0f ? m + logf(l) : -INFINITY;
 }
 

@@ -216,7 +216,7 @@ void vla_cuda_attention_mask(float *mask, const vla_attn_seqs *qs, const vla_att
 /* attention.cu */
 vla_status vla_cuda_attention_forward(const vla_attn_config *cfg, float *out, float *lse, const float *q,
                                       const float *k, const float *v, const vla_attn_seqs *qs,
-                                      const vla_attn_seqs *ks, vla_attn_stats *stats);
+                                      const vla_attn_seqs *ks, vla_attn_stats *stats, void *out_ready);
 vla_status vla_cuda_attention_backward(const vla_attn_config *cfg, float *dq, float *dk, float *dv,
                                        const float *d_out, const float *q, const float *k, const float *v,
                                        const float *out, const float *lse, const vla_attn_seqs *qs,
