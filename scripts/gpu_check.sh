@@ -162,7 +162,7 @@ target() {
 gemm_line() { grep '"bench":"gemm",' "$RESULTS" | grep "\"precision\":\"$1\"" | grep '"m":2048,"n":4096,"k":1024' | head -1; }
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b }'; }
 summary() {
-    local bad=0 g v l cfg p s1 s2
+    local bad=0 g v l cfg p s1 s2 nc
     MISSED=0
     echo
     echo "=== gpu_check: results in $RESULTS ==="
@@ -197,8 +197,8 @@ summary() {
     s1=$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" samples_per_s)
     s2=$(num "$(stage_line torch_groot-n1.5 policy_train_peer)" samples_per_s)
     [ -n "$s2" ] && echo "    PyTorch bf16 peer groot-n1.5 (autocast, SDPA), same batch and GPU: $s2 samples/s; vla.c / PyTorch = $(ratio "$s1" "$s2")"
-    s2=$(num "$(stage_line train_bf16_groot-n1.5_nocopy policy_train)" samples_per_s)
-    [ -n "$s1" ] && [ -n "$s2" ] && echo "    producer copies (docs/precision.md): groot-n1.5 bf16 $s1 samples/s with them, $s2 without (VLA_PRODUCER_CASTS=0): $(ratio "$s1" "$s2")×"
+    nc=$(num "$(stage_line train_bf16_groot-n1.5_nocopy policy_train)" samples_per_s)
+    [ -n "$s1" ] && [ -n "$nc" ] && echo "    producer copies (docs/precision.md): groot-n1.5 bf16 $s1 samples/s with them, $nc without (VLA_PRODUCER_CASTS=0): $(ratio "$s1" "$nc")×"
     # where the time goes: each profiled stage's five largest ops (tensor/profile.h; the full rows are in RESULTS)
     # (a training stage also times a chunk: its profile is the infer stages' business, left out here)
     grep '"bench":"policy_profile"' "$RESULTS" | grep -v '"stage":"train_[^"]*",.*"what":"chunk[^"]*"' | while IFS= read -r l; do
