@@ -254,6 +254,10 @@ static double last_waits_per_step = -1;
 static double last_launches_per_step = -1;
 /* cuda: attention plans built and uploaded per step of the last timing (the rest came from its cache; -1: n/a) */
 static double last_plans_per_step = -1;
+/* bf16/FP8 operand casts per step of the last timing (ops.h, VLA_STAT_OPERAND_CASTS; -1: not counted) */
+static double last_casts_per_step = -1;
+
+static int64_t operand_casts(const vla_ops *ops) { return ops->stat ? ops->stat(VLA_STAT_OPERAND_CASTS) : -1; }
 
 static int64_t attn_plan_builds(const vla_ops *ops) {
     return ops->stat ? ops->stat(VLA_STAT_ATTN_PLAN_BUILDS) : -1;
@@ -264,6 +268,7 @@ static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *o
                              vla_loss_info *info) {
     int64_t steps = 0, w0 = p->tops->host_waits ? p->tops->host_waits() : 0;
     int64_t l0 = p->tops->launches ? p->tops->launches() : 0, b0 = attn_plan_builds(p->tops);
+    int64_t c0 = operand_casts(p->tops);
     double t0 = vla_now_s(), el = 0;
     while (steps < 2 || el < seconds) {
         VLA_TRY(train_step(p, b, opt, info));
@@ -275,6 +280,7 @@ static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *o
     last_waits_per_step = p->tops->host_waits ? (double)(p->tops->host_waits() - w0) / (double)steps : -1;
     last_launches_per_step = p->tops->launches ? (double)(p->tops->launches() - l0) / (double)steps : -1;
     last_plans_per_step = b0 >= 0 ? (double)(attn_plan_builds(p->tops) - b0) / (double)steps : -1;
+    last_casts_per_step = c0 >= 0 ? (double)(operand_casts(p->tops) - c0) / (double)steps : -1;
     return VLA_OK;
 }
 
@@ -400,6 +406,7 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
     if (last_waits_per_step >= 0) printf(",\"host_waits_per_step\":%.2f", last_waits_per_step);
     if (last_launches_per_step >= 0) printf(",\"launches_per_step\":%.1f", last_launches_per_step);
     if (last_plans_per_step >= 0) printf(",\"attn_plans_built_per_step\":%.1f", last_plans_per_step);
+    if (last_casts_per_step >= 0) printf(",\"operand_casts_per_step\":%.1f", last_casts_per_step);
     if (o->prec == VLA_PREC_FP8 && p->prec) /* which block linears read FP8 (the rest bf16: --fp8.min_dim) */
         printf(",\"fp8_min_dim\":%lld,\"fp8_linears\":%lld,\"block_linears\":%lld", (long long)o->fp8.min_dim,
                (long long)p->prec->n_fp8, (long long)p->prec->n_linears);

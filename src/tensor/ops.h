@@ -201,8 +201,12 @@ typedef enum {
     VLA_STAT_ATTN_PLAN_BUILDS,   /* packed-attention plans built and uploaded so far (the rest were cached) */
     VLA_STAT_GEMM_EMULATED,      /* bf16/FP8 GEMMs that found no tensor-core algorithm and ran emulated */
     VLA_STAT_ATTN_LAST_KV_SPLITS, /* the parts the last attention backward cut its dK/dV walk into (0: none ran) */
-    VLA_STAT_CAPTURED_REPLAYS     /* captured regions replayed so far (run_captured; checked: compared;
+    VLA_STAT_CAPTURED_REPLAYS,    /* captured regions replayed so far (run_captured; checked: compared;
                                    * -1 where none are: cuda with VLA_CUDA_GRAPHS=0) */
+    VLA_STAT_OPERAND_CASTS        /* bf16/FP8 operand casts so far: prepare_operand's, and a quantized GEMM's
+                                   * of each operand that did not arrive ready — the passes turning f32 into a
+                                   * GEMM's input (a copy its producer wrote is none; cpu and checked count
+                                   * together: checked runs the cpu's kernels) */
 } vla_ops_stat;
 
 typedef struct vla_ops {

@@ -212,6 +212,9 @@ static void small_batch_free(small_batch *b) {
 }
 
 /* min_dim: FP8's recipe.min_dim (policy/precision.h): 32 mixes FP8 and bf16 linears in one block */
+/* checked's operand casts (ops.h, VLA_STAT_OPERAND_CASTS) in the last same_numbers' loss and backward */
+static int64_t last_step_casts;
+
 /* cpu and checked give the same loss, gradients and actions; returns the bf16 copies checked's producers
  * were handed (nn/linear.h, producer casts) */
 static int64_t same_numbers(const char *preset, vla_precision mode, int64_t min_dim) {
@@ -235,7 +238,7 @@ static int64_t same_numbers(const char *preset, vla_precision mode, int64_t min_
         small_batch b;
         small_batch_make(p[k], S, &b);
         vla_loss_info info;
-        int64_t c0 = vla_linear_producer_copies();
+        int64_t c0 = vla_linear_producer_copies(), k0 = p[k]->tops->stat(VLA_STAT_OPERAND_CASTS);
         vla_policy_zero_grad(p[k]);
         /* held as a training step holds them: checked casts each weight once (ops.h, ready_bytes), cpu at
          * every GEMM — the same bits */
@@ -243,6 +246,7 @@ static int64_t same_numbers(const char *preset, vla_precision mode, int64_t min_
         if (vla_policy_loss(p[k], &b.pack.b, true, &info) != VLA_OK) fail_msg("%s: %s", preset, vla_error_message());
         assert_int_equal(vla_policy_backward(p[k]), VLA_OK);
         vla_policy_weights_release(p[k]);
+        if (k == 1) last_step_casts = p[k]->tops->stat(VLA_STAT_OPERAND_CASTS) - k0;
         loss[k] = info.loss;
         g[k] = test_grads_get(p[k]);
         a[k] = calloc((size_t)na, sizeof(float));
@@ -264,16 +268,29 @@ static int64_t same_numbers(const char *preset, vla_precision mode, int64_t min_
 
 static void test_checked_equals_cpu_policies(void **state) {
     (void)state;
+    int64_t casts_on[2] = {0, 0}, casts_off[2] = {0, 0};
+    const char *presets[2] = {"pi05-nano", "groot-nano"};
     for (int m = VLA_PREC_FP32; m <= VLA_PREC_FP8; m++) {
-        int64_t c = same_numbers("pi05-nano", (vla_precision)m, 0) + same_numbers("groot-nano", (vla_precision)m, 0);
+        int64_t c = 0;
+        for (int i = 0; i < 2; i++) {
+            c += same_numbers(presets[i], (vla_precision)m, 0);
+            if (m == VLA_PREC_FP32) assert_int_equal(last_step_casts, 0); /* f32 GEMMs cast nothing */
+            if (m == VLA_PREC_BF16) casts_on[i] = last_step_casts;
+        }
         /* bf16: the norms, the GLU and GELU's epilogue wrote the GEMMs' copies (at least the norms' two and
          * the MLP hidden's one per block) — and the bits above are cpu's, which casts at every GEMM */
         if (m == VLA_PREC_BF16) assert_true(c >= 3 * 4);
         else assert_int_equal(c, 0);
     }
-    /* the producers' copies off: the GEMMs cast again, the same bits */
+    /* the producers' copies off: the GEMMs cast again, the same bits — and more casts (ops.h, OPERAND_CASTS) */
     vla_linear_set_producer_casts(false);
-    assert_int_equal(same_numbers("pi05-nano", VLA_PREC_BF16, 0) + same_numbers("groot-nano", VLA_PREC_BF16, 0), 0);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(same_numbers(presets[i], VLA_PREC_BF16, 0), 0);
+        casts_off[i] = last_step_casts;
+        print_message("%s bf16 loss + backward on checked: %lld operand casts with the producers' copies, %lld "
+                      "without\n", presets[i], (long long)casts_on[i], (long long)casts_off[i]);
+        assert_true(casts_on[i] > 0 && casts_on[i] < casts_off[i]);
+    }
     vla_linear_set_producer_casts(true);
     same_numbers("pi05-nano", VLA_PREC_FP8, 32);
     same_numbers("groot-nano", VLA_PREC_FP8, 32);

@@ -579,7 +579,10 @@ static chk_capture *capture_of(const void *key, size_t key_bytes, bool *made) {
 }
 
 static _Atomic int64_t replays; /* calls compared with a recording */
-static int64_t chk_stat(vla_ops_stat what) { return what == VLA_STAT_CAPTURED_REPLAYS ? replays : -1; }
+static int64_t chk_stat(vla_ops_stat what) {
+    if (what == VLA_STAT_OPERAND_CASTS) return cpu()->stat(what); /* the cpu kernels it runs count them */
+    return what == VLA_STAT_CAPTURED_REPLAYS ? replays : -1;
+}
 
 static vla_status traced_call(const void *key, size_t key_bytes, vla_status (*body)(void *ctx), void *ctx);
 

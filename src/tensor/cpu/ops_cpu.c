@@ -448,6 +448,9 @@ static void cpu_ema_multi(int count, float *const *e, const float *const *w, con
     for (int i = 0; i < count; i++) cpu_ema(e[i], w[i], d, omd, n[i], guard);
 }
 
+/* the cpu's own figures (ops.h, vla_ops_stat): its operand casts; nothing else applies */
+static int64_t cpu_stat(vla_ops_stat what) { return what == VLA_STAT_OPERAND_CASTS ? vla_cpu_operand_casts() : -1; }
+
 static const vla_ops cpu_ops = {
     .name = "cpu",
     .device = VLA_DEVICE_CPU,
@@ -464,6 +467,7 @@ static const vla_ops cpu_ops = {
     .sgemm_epi = vla_cpu_sgemm_epi,
     .ready_bytes = vla_cpu_ready_bytes,
     .prepare_operand = vla_cpu_prepare_operand,
+    .stat = cpu_stat,
     .fp8_scale_update = vla_cpu_fp8_scale_update,
     .fill = cpu_fill,
     .copy = cpu_copy,

@@ -15,6 +15,8 @@ const vla_ops *vla_cpu_backend_table(void);
 void vla_cpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t *a,
                        int64_t lda, const uint16_t *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* ops_cpu_precision.c: the operand casts so far (ops.h, VLA_STAT_OPERAND_CASTS) */
+int64_t vla_cpu_operand_casts(void);
 /* ops_cpu_precision.c: the bf16 ready copy of count packed values (prepare_operand's, for a producer's ready) */
 void vla_cpu_bf16_ready(void *ready, const float *x, int64_t count);
 

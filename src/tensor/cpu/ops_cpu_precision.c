@@ -84,6 +84,10 @@ static void quantize(float *dst, const float *src, int64_t rows, int64_t cols, i
     if (op->amax && amax > *op->amax) *op->amax = amax;
 }
 
+static int64_t operand_casts; /* ops.h, VLA_STAT_OPERAND_CASTS */
+
+int64_t vla_cpu_operand_casts(void) { return __atomic_load_n(&operand_casts, __ATOMIC_RELAXED); }
+
 void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                      const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
     const vla_ops *cpu = vla_cpu_backend_table();
@@ -97,6 +101,7 @@ void vla_cpu_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n
     const float *rb = q->b_ready, *ra = q->a_ready;
     if (rb) b = rb, ldb = bc;
     if (ra) a = ra, lda = ac; /* a ready A: the rounded copy in A's stored shape (ops.h) */
+    __atomic_fetch_add(&operand_casts, (ra ? 0 : 1) + (rb ? 0 : 1), __ATOMIC_RELAXED);
     /* natively from 128³ multiply-adds up: below, oneDNN's bf16 primitive costs more per call than it saves
      * (0.8× f32 at 64³, 1.4× at 128³: docs/benchmarks.md). A function of the shape, as the split is. */
     if (q->mode == VLA_PREC_BF16 && m * n * k >= BF16_NATIVE_MIN_MACS && vla_gemm_lib_active() == VLA_GEMM_ONEDNN &&
@@ -133,6 +138,7 @@ void vla_cpu_bf16_ready(void *ready, const float *x, int64_t count) {
 void vla_cpu_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb,
                              void *dst) {
     if (!q || q->mode == VLA_PREC_FP32) return;
+    __atomic_fetch_add(&operand_casts, 1, __ATOMIC_RELAXED);
     quantize((float *)dst, b, tb ? n : k, tb ? k : n, ldb, q->mode, &q->b);
 }
 

@@ -211,6 +211,7 @@ static int64_t cu_stat(vla_ops_stat what) {
     case VLA_STAT_GEMM_EMULATED: return vla_cuda_gemm_emulated();
     case VLA_STAT_ATTN_LAST_KV_SPLITS: return vla_cuda_attn_last_kv_splits();
     case VLA_STAT_CAPTURED_REPLAYS: return vla_cuda_graph_replays();
+    case VLA_STAT_OPERAND_CASTS: return vla_cuda_operand_casts();
     }
     return -1;
 }

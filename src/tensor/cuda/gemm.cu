@@ -311,21 +311,32 @@ static size_t out_size(int kind) {
     return kind == OUT_BF16 ? 2 : kind == OUT_E4M3 || kind == OUT_E5M2 ? 1 : 4;
 }
 
-static void cast_operand(void *dst, const float *src, int64_t ld, int64_t rows, int64_t K, int64_t kp, bool transpose,
-                         int kind, const vla_fp8_operand *op, float *sinv_out) {
+/* cast_operand's kernel, in slabs of rows the grid can address */
+static void cast_slabs(void *dst, const float *src, int64_t ld, int64_t rows, int64_t K, int64_t kp, bool transpose,
+                       int kind, const vla_fp8_operand *op, float *sinv_out) {
     dim3 grid((unsigned)((kp + 31) / 32), (unsigned)((rows + 31) / 32)), block(32, 8);
     if (grid.y > 65535) { /* rows beyond 2M: in slabs */
         for (int64_t r = 0; r < rows; r += 65535LL * 32) {
             int64_t nr = rows - r < 65535LL * 32 ? rows - r : 65535LL * 32;
             const float *s = transpose ? src + r : src + r * ld;
-            cast_operand((char *)dst + (size_t)(r * kp) * out_size(kind), s, ld, nr, K, kp, transpose, kind, op,
-                         r == 0 ? sinv_out : NULL);
+            cast_slabs((char *)dst + (size_t)(r * kp) * out_size(kind), s, ld, nr, K, kp, transpose, kind, op,
+                       r == 0 ? sinv_out : NULL);
         }
         return;
     }
     k_cast_operand<<<grid, block, 0, vla_cuda_stream()>>>(dst, src, ld, rows, K, kp, transpose ? 1 : 0, kind,
                                                           op ? op->scale : NULL, op ? op->amax : NULL, sinv_out);
     vla_cuda_check("sgemm_q: operand cast");
+}
+
+static int64_t operand_casts; /* ops.h, VLA_STAT_OPERAND_CASTS */
+
+extern "C" int64_t vla_cuda_operand_casts(void) { return __atomic_load_n(&operand_casts, __ATOMIC_RELAXED); }
+
+static void cast_operand(void *dst, const float *src, int64_t ld, int64_t rows, int64_t K, int64_t kp, bool transpose,
+                         int kind, const vla_fp8_operand *op, float *sinv_out) {
+    __atomic_fetch_add(&operand_casts, 1, __ATOMIC_RELAXED);
+    cast_slabs(dst, src, ld, rows, K, kp, transpose, kind, op, sinv_out);
 }
 
 static int kind_of(const vla_gemm_q *q, const vla_fp8_operand *op, bool emulate) {

@@ -44,6 +44,8 @@ vla_status vla_cuda_gemm_peak(vla_dtype dtype, int64_t n, int iters, int reps, d
 /* How many bf16/FP8 GEMMs so far found no cuBLASLt algorithm and ran the
  * f32 emulation instead (the first says so on stderr). */
 int64_t vla_cuda_gemm_emulated(void);
+/* operand casts so far (ops.h, VLA_STAT_OPERAND_CASTS) */
+int64_t vla_cuda_operand_casts(void);
 
 /* How many packed-attention plans have been built and uploaded so far: the
  * rest of the attention calls found theirs in the plan cache
