@@ -76,33 +76,35 @@ const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q,
 static int producer_casts = -1; /* -1: VLA_PRODUCER_CASTS decides, at the first use */
 static int64_t producer_copies;  /* buffers handed to producers so far */
 
-/* cb grown to hold in [n, in_dim]'s forward copy (op(B) of trans_b, n rows: share_input's), or NULL */
-static void *ready_buffer(const vla_ops *ops, const vla_linear_prec *q, vla_cast_buf *(*which)(vla_input_casts *),
-                          int64_t n, int64_t in_dim) {
-    if (!vla_linear_input_ready_on() || !q || q->mode != VLA_PREC_BF16 || !q->casts || n <= 0 || in_dim <= 0)
-        return NULL;
+/* the shared buffers producers may write into: a bf16 linear's, with the copies on */
+static vla_input_casts *producer_bufs(const vla_linear_prec *q) {
+    return vla_linear_input_ready_on() && q && q->mode == VLA_PREC_BF16 ? q->casts : NULL;
+}
+
+/* cb grown to hold [n, cols]'s bf16 copy (op(B) of trans_b, n rows: share_input's layout), or NULL */
+static void *ready_buffer(const vla_ops *ops, const vla_linear_prec *q, vla_cast_buf *cb, int64_t n, int64_t cols) {
+    if (!cb || n <= 0 || cols <= 0) return NULL;
     vla_gemm_q g = {q->mode, {0}, q->x, NULL, NULL};
-    size_t need = ops->ready_bytes(&g, n, in_dim);
-    vla_cast_buf *cb = which(q->casts);
+    size_t need = ops->ready_bytes(&g, n, cols);
     void *buf = need ? grown(ops, &cb->buf, &cb->bytes, need) : NULL;
     if (buf) __atomic_fetch_add(&producer_copies, 1, __ATOMIC_RELAXED);
     return buf;
 }
-static vla_cast_buf *fwd_buf(vla_input_casts *c) { return &c->fwd; }
-static vla_cast_buf *out_buf(vla_input_casts *c) { return &c->out; }
-static vla_cast_buf *dy_buf(vla_input_casts *c) { return &c->dy; }
 
 void *vla_linear_input_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim) {
-    return ready_buffer(ops, q, fwd_buf, n, in_dim);
+    vla_input_casts *c = producer_bufs(q);
+    return ready_buffer(ops, q, c ? &c->fwd : NULL, n, in_dim);
 }
 
 void *vla_linear_epilogue_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim) {
-    return ready_buffer(ops, q, out_buf, n, in_dim);
+    vla_input_casts *c = producer_bufs(q);
+    return ready_buffer(ops, q, c ? &c->out : NULL, n, in_dim);
 }
 
 void *vla_linear_dy_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t out_dim,
                                  bool second) {
-    return ready_buffer(ops, q, second ? out_buf : dy_buf, n, out_dim);
+    vla_input_casts *c = producer_bufs(q);
+    return ready_buffer(ops, q, c ? (second ? &c->out : &c->dy) : NULL, n, out_dim);
 }
 
 bool vla_linear_input_ready_on(void) {
