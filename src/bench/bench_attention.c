@@ -345,7 +345,7 @@ int vla_bench_attention(int argc, char **argv) {
                HEADS, KV_HEADS, HEAD_DIM, ms[0], ms[1], ms[2], ms[3], ms[3] / ms[1], ms[2] / ms[0],
                stats.tiles_total ? (double)stats.tiles_computed / (double)stats.tiles_total : 0.0);
         /* the backward's dK/dV parts (cuda; VLA_CUDA_ATTN_KV_SPLITS overrides) */
-        int64_t kv_splits = dev->stat ? dev->stat(VLA_STAT_ATTN_LAST_KV_SPLITS) : -1;
+        int64_t kv_splits = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_KV_SPLITS);
         if (kv_splits >= 0) printf(",\"kv_splits\":%lld", (long long)kv_splits);
         if (!no_peer && !quick) device_peer(python, c, &d, precision, ms[1]);
         printf("}\n");

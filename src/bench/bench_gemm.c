@@ -310,7 +310,7 @@ static int bench_device(const vla_ops *ops, const char *precision, vla_precision
                     (long long)s->k);
             return 1;
         }
-        int64_t emu0 = ops->stat ? ops->stat(VLA_STAT_GEMM_EMULATED) : -1;
+        int64_t emu0 = vla_ops_stat_of(ops, VLA_STAT_GEMM_EMULATED);
         double sec = time_calls(call_sgemm_q, s, &o, t);
         double gflops = 2.0 * s->m * s->n * s->k / sec * 1e-9;
         if (gflops > peak) peak = gflops, peak_m = s->m;

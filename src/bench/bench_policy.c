@@ -257,11 +257,8 @@ static double last_plans_per_step = -1;
 /* bf16/FP8 operand casts per step of the last timing (ops.h, VLA_STAT_OPERAND_CASTS; -1: not counted) */
 static double last_casts_per_step = -1;
 
-static int64_t operand_casts(const vla_ops *ops) { return ops->stat ? ops->stat(VLA_STAT_OPERAND_CASTS) : -1; }
-
-static int64_t attn_plan_builds(const vla_ops *ops) {
-    return ops->stat ? ops->stat(VLA_STAT_ATTN_PLAN_BUILDS) : -1;
-}
+static int64_t attn_plan_builds(const vla_ops *ops) { return vla_ops_stat_of(ops, VLA_STAT_ATTN_PLAN_BUILDS); }
+static int64_t operand_casts(const vla_ops *ops) { return vla_ops_stat_of(ops, VLA_STAT_OPERAND_CASTS); }
 
 /* Seconds per training step over at least `seconds` (and two steps). */
 static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds, double *per_step,
@@ -486,7 +483,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     double best = 1e30, sum = 0;
     int64_t w0 = p->tops->host_waits ? p->tops->host_waits() : 0, l0 = p->tops->launches ? p->tops->launches() : 0;
     int64_t b0 = attn_plan_builds(p->tops);
-    int64_t r0 = p->tops->stat ? p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) : -1;
+    int64_t r0 = vla_ops_stat_of(p->tops, VLA_STAT_CAPTURED_REPLAYS);
     for (int64_t i = 0; i < o->infer_reps && st == VLA_OK; i++) {
         double a = vla_now_s();
         st = vla_policy_sample_actions(p, &ob, act);
@@ -498,7 +495,7 @@ static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts 
     double launches = p->tops->launches ? (double)(p->tops->launches() - l0) / (double)o->infer_reps : -1;
     double plans = b0 >= 0 ? (double)(attn_plan_builds(p->tops) - b0) / (double)o->infer_reps : -1;
     /* chunks whose flow steps ran as one recorded graph (policy/flow.h; VLA_CUDA_GRAPHS=0: none) */
-    double replayed = r0 >= 0 ? (double)(p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0) / (double)o->infer_reps : -1;
+    double replayed = r0 >= 0 ? (double)(vla_ops_stat_of(p->tops, VLA_STAT_CAPTURED_REPLAYS) - r0) / (double)o->infer_reps : -1;
     vla_profile prof = {0}, whole = {0};
     if (st == VLA_OK && o->profile > 0) { /* the same chunks again, op by op (graphs off while profiled) */
         vla_profile_start();

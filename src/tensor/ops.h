@@ -535,6 +535,11 @@ static inline void vla_ops_sync(const vla_ops *ops) {
     if (ops->sync) ops->sync();
 }
 
+/* a backend's figure (vla_ops_stat), -1 where it has none (or no stat slot) */
+static inline int64_t vla_ops_stat_of(const vla_ops *ops, vla_ops_stat what) {
+    return ops->stat ? ops->stat(what) : -1;
+}
+
 /* body(ctx) as a captured region where the backend has them (ops.h, run_captured), else called directly */
 static inline vla_status vla_ops_run_captured(const vla_ops *ops, const void *key, size_t key_bytes,
                                               vla_status (*body)(void *ctx), void *ctx) {
