@@ -4,12 +4,7 @@
 # a stage passes and the binary no longer takes, a figure line the summary no longer reads, or a stage
 # that fails shows here, not in the next 15 minutes of a GPU. Then a rehearsal with a stage made to
 # fail (a planted vla that fails every run) must say so and exit 1.
-set -uo pipefail
-SRC=${VLA_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-BUILD=$(cd "${1:?usage: gpu_check_rehearse.sh BUILD_DIR}" && pwd)
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/rehearse_setup.sh" "$@" # SRC, BUILD, T, fail
 out=$(bash "$SRC/scripts/gpu_check.sh" --rehearse --prebuilt="$BUILD" --out="$T/ok" 2>&1)
 rc=$?
 [ $rc = 0 ] || { echo "$out" | tail -40; fail "the rehearsal exited $rc"; }

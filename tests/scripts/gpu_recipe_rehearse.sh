@@ -3,12 +3,7 @@
 # it, label slow): 2 PushT expert episodes, a few CPU training steps, 2 eval episodes; then the staged
 # directory holds data.tar.xz (a shard set that unpacks), train.sh and sizes.txt, the checkpoint loads
 # as JSON with the recipe's random shift recorded, and the assess row and the eval JSON parse.
-set -uo pipefail
-SRC=${VLA_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-BUILD=$(cd "${1:?usage: gpu_recipe_rehearse.sh BUILD_DIR}" && pwd)
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/rehearse_setup.sh" "$@" # SRC, BUILD, T, fail
 BUILD=$BUILD RECIPE_REHEARSE_DIR=$T RECIPE_EPISODES=2 RECIPE_BUDGET_S=5 CAL_STEPS=2 RECIPE_BATCH=4 \
     RECIPE_EVAL_EPISODES=2 bash "$SRC/scripts/gpu_recipe.sh" pusht-pixels rehearse >"$T/log" 2>&1 ||
     { tail -20 "$T/log"; fail "the rehearsal exited $?"; }
