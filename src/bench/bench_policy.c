@@ -257,6 +257,9 @@ static double last_plans_per_step = -1;
 /* bf16/FP8 operand casts per step of the last timing (ops.h, VLA_STAT_OPERAND_CASTS; -1: not counted) */
 static double last_casts_per_step = -1;
 
+/* captured regions replayed per step of the last timing (a training step's, policy/groot.c; -1: not counted) */
+static double last_replays_per_step = -1;
+
 static int64_t attn_plan_builds(const vla_ops *ops) { return vla_ops_stat_of(ops, VLA_STAT_ATTN_PLAN_BUILDS); }
 static int64_t operand_casts(const vla_ops *ops) { return vla_ops_stat_of(ops, VLA_STAT_OPERAND_CASTS); }
 
@@ -265,7 +268,7 @@ static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *o
                              vla_loss_info *info) {
     int64_t steps = 0, w0 = p->tops->host_waits ? p->tops->host_waits() : 0;
     int64_t l0 = p->tops->launches ? p->tops->launches() : 0, b0 = attn_plan_builds(p->tops);
-    int64_t c0 = operand_casts(p->tops);
+    int64_t c0 = operand_casts(p->tops), r0 = vla_ops_stat_of(p->tops, VLA_STAT_CAPTURED_REPLAYS);
     double t0 = vla_now_s(), el = 0;
     while (steps < 2 || el < seconds) {
         VLA_TRY(train_step(p, b, opt, info));
@@ -278,6 +281,8 @@ static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *o
     last_launches_per_step = p->tops->launches ? (double)(p->tops->launches() - l0) / (double)steps : -1;
     last_plans_per_step = b0 >= 0 ? (double)(attn_plan_builds(p->tops) - b0) / (double)steps : -1;
     last_casts_per_step = c0 >= 0 ? (double)(operand_casts(p->tops) - c0) / (double)steps : -1;
+    last_replays_per_step =
+        r0 >= 0 ? (double)(vla_ops_stat_of(p->tops, VLA_STAT_CAPTURED_REPLAYS) - r0) / (double)steps : -1;
     return VLA_OK;
 }
 
@@ -404,6 +409,7 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
     if (last_launches_per_step >= 0) printf(",\"launches_per_step\":%.1f", last_launches_per_step);
     if (last_plans_per_step >= 0) printf(",\"attn_plans_built_per_step\":%.1f", last_plans_per_step);
     if (last_casts_per_step >= 0) printf(",\"operand_casts_per_step\":%.1f", last_casts_per_step);
+    if (last_replays_per_step >= 0) printf(",\"graph_replays_per_step\":%.2f", last_replays_per_step);
     if (o->prec == VLA_PREC_FP8 && p->prec) /* which block linears read FP8 (the rest bf16: --fp8.min_dim) */
         printf(",\"fp8_min_dim\":%lld,\"fp8_linears\":%lld,\"block_linears\":%lld", (long long)o->fp8.min_dim,
                (long long)p->prec->n_fp8, (long long)p->prec->n_linears);

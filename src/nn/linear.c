@@ -35,21 +35,36 @@ static const void *weight_ready(const vla_ops *ops, const vla_linear_prec *q, co
     /* bf16: W's copy is one stored layout for the forward (Wᵀ as B) and the dgrad (W as B) alike
      * (ops.h, a_ready): the dgrad reads the forward's, half the copies' memory. FP8 keeps two
      * (K-major per role). */
-    if (g->mode == VLA_PREC_BF16) dgrad = false;
+    bool bf16 = g->mode == VLA_PREC_BF16;
+    if (bf16) dgrad = false;
     void **buf = dgrad ? &r->dgrad : &r->fwd;
-    size_t *have = dgrad ? &r->dgrad_bytes : &r->fwd_bytes;
-    uint64_t *gen = dgrad ? &r->dgrad_gen : &r->fwd_gen;
-    /* a frozen weight's bf16 copy lasts until a write other than the optimizer's (vla_weight_scope) */
-    bool lasting = r->frozen && g->mode == VLA_PREC_BF16;
-    if (*buf && (lasting ? r->fwd_frozen_gen == r->scope->frozen_gen : *gen == r->scope->gen)) return *buf;
+    if (vla_weight_ready_fresh(r, dgrad, bf16)) return *buf;
     size_t need = ops->ready_bytes(g, n, k);
     if (need == 0) return NULL;
-    if (!grown(ops, buf, have, need)) return NULL;
+    if (!grown(ops, buf, dgrad ? &r->dgrad_bytes : &r->fwd_bytes, need)) return NULL;
     ops->prepare_operand(g, trans_b, n, k, w, ldw, *buf);
-    *gen = r->scope->gen;
+    *(dgrad ? &r->dgrad_gen : &r->fwd_gen) = r->scope->gen;
     if (!dgrad) r->fwd_frozen_gen = r->scope->frozen_gen;
     r->scope->casts++;
+    if (bf16) {
+        r->cast.set = true, r->cast.g = *g, r->cast.trans_b = trans_b;
+        r->cast.g.a_ready = r->cast.g.b_ready = NULL;
+        r->cast.n = n, r->cast.k = k, r->cast.ldw = ldw, r->cast.w = w;
+    }
     return *buf;
+}
+
+bool vla_weight_ready_fresh(const vla_weight_ready *r, bool dgrad, bool bf16) {
+    if (!r->scope || !r->scope->holding || !(dgrad ? r->dgrad : r->fwd)) return false;
+    /* a frozen weight's bf16 copy lasts until a write other than the optimizer's (vla_weight_scope) */
+    if (r->frozen && bf16 && !dgrad) return r->fwd_frozen_gen == r->scope->frozen_gen;
+    return (dgrad ? r->dgrad_gen : r->fwd_gen) == r->scope->gen;
+}
+
+void vla_weight_ready_refresh(const vla_ops *ops, vla_weight_ready *r) {
+    if (!r->cast.set || vla_weight_ready_fresh(r, false, true)) return;
+    weight_ready(ops, &(vla_linear_prec){.ready = r}, &r->cast.g, false, r->cast.trans_b, r->cast.n, r->cast.k,
+                 r->cast.w, r->cast.ldw);
 }
 
 /* x [n][cols] cast into cb as the B operand op(B) = x (trans_b false: k = n

@@ -43,7 +43,6 @@ typedef struct {
      * vla_policy_trainable_changed does not). FP8 copies carry the step's
      * scale and record the weight's amax: recast every hold. */
     uint64_t frozen_gen;
-    bool all_frozen; /* every weight frozen (set at each outermost hold, with each weight's `frozen`) */
     int64_t casts; /* weight copies made so far (tests count them) */
 } vla_weight_scope;
 
@@ -55,7 +54,25 @@ typedef struct {
     bool frozen;                  /* the weight has no gradient (set at each outermost hold) */
     uint64_t fwd_frozen_gen;      /* scope->frozen_gen when the forward copy was made */
     int64_t param;                /* the weight's parameter index in its policy */
+    /* the bf16 forward copy's cast as its first use made it (the weight, its shape and layout), so a
+     * hold can bring the copy up to date ahead of the ops that read it (vla_weight_ready_refresh) */
+    struct {
+        bool set;
+        vla_gemm_q g;
+        bool trans_b;
+        int64_t n, k, ldw;
+        const float *w;
+    } cast;
 } vla_weight_ready;
+
+/* Whether r's copy for the forward (dgrad false) or the input gradient is current — the GEMM reads it
+ * as it is, without a cast — for a linear lowered to bf16 (bf16 true) or FP8. */
+bool vla_weight_ready_fresh(const vla_weight_ready *r, bool dgrad, bool bf16);
+/* Cast r's bf16 forward copy now if a hold is open, it was made before and is not current: the same
+ * op its next use would issue (prepare_operand, the same bits), issued before instead of inside
+ * whatever runs next — a training step's captured regions (train/step.c) then find every copy
+ * current, so their ops do not depend on which step they run in. */
+void vla_weight_ready_refresh(const vla_ops *ops, vla_weight_ready *r);
 
 /* SHARED INPUT CASTS (bf16). Several lowered linears read one input in a
  * row — q, k and v of a self-attention block its normed input, k and v of

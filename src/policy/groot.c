@@ -256,6 +256,8 @@ static void groot_destroy(vla_policy *p) {
         vla_arena_free(&g->sharena);
         vla_arena_free(&g->params_arena);
         vla_region_outs_free(g->prefix_outs);
+        vla_region_outs_free(g->train_fwd_outs);
+        vla_region_outs_free(g->train_bwd_outs);
         free(g);
     }
     vla_policy_free_params(p);
@@ -325,6 +327,89 @@ static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **
     return VLA_OK;
 }
 
+/* ---- a training step's captured regions ----------------------------------------------------
+ * The trainable part of a loss call — the VL adapter, the prefix rows' spread and the action head —
+ * and of its backward run as two captured regions (tensor/ops.h, run_captured; cuda: two graphs per
+ * micro-batch where there were ~40 launches per DiT layer). What varies from batch to batch stays
+ * outside them: the uploads and the flow draws (make_pack, flow_draws), the frozen backbone (its
+ * ops follow from the prompt's token ids), the loss (its pad masks) and the optimizer (its step's
+ * learning rate). Inside, the ops follow from what the key holds: the packs' sizes and index maps,
+ * the addresses they read and write (the features, the flow's buffers, the arena's next block, the
+ * gradient buffers), which stages train and keep what, and the weight copies' state — which the
+ * step brings up to date before its regions (vla_policy_weights_refresh, train/step.c), so the key
+ * is the same step after step and a device replays its recordings. FP8 runs plainly: its scales
+ * and amaxes move every step. A step with a gradient-ready hook (the all-reduce buckets of several
+ * ranks) runs the backward plainly: its hooks are host calls. */
+
+/* k with what both training regions depend on (see above); the key of `tag` */
+static void train_key(vla_policy *p, const groot_impl *g, const char *tag, const void *const *ptrs, int n_ptrs,
+                      vla_key *k) {
+    const groot_pack *pk = &g->pk, *u = g->ppk;
+    if (vla_policy_precision_mode(p) == VLA_PREC_FP8 || !vla_train_regions_on() || g->train_trial.stopped) {
+        k->failed = true;
+        return;
+    }
+    const int64_t S = pk->S, F = pk->A > 0 && S > 0 ? (pk->N - pk->A) / S - 1 : 0;
+    struct {
+        char tag[16];
+        int64_t S, P, N, A, F, US, UP, need_vl, need_lm, recompute;
+        const void *at;
+    } head;
+    memset(&head, 0, sizeof head);
+    snprintf(head.tag, sizeof head.tag, "%s", tag);
+    head.S = S, head.P = pk->P, head.N = pk->N, head.A = pk->A, head.F = F, head.US = u->S, head.UP = u->P;
+    head.need_vl = g->need_vl, head.need_lm = g->need_lm, head.recompute = p->recompute_layers;
+    head.at = vla_arena_next_block((vla_arena *)&g->arena, 64); /* where the body's blocks start */
+    vla_key_add(k, &head, sizeof head);
+    vla_key_add(k, ptrs, (size_t)n_ptrs * sizeof *ptrs);
+    vla_policy_precision_key_add(p, k);
+    const struct {
+        const int32_t *a;
+        int64_t n;
+    } maps[] = {{pk->cu_pre, S + 1},      {pk->cu_dit, S + 1},    {pk->cu_act, S + 1},  {pk->cu_one, S + 1},
+                {pk->pre_pos, pk->P},     {pk->pre_group, pk->P}, {pk->act_pos, pk->A}, {pk->emb, S},
+                {pk->act_rows, pk->A},    {pk->state_rows, S},    {pk->fut_rows, S * F}, {pk->fut_src, S * F},
+                {pk->act_sample, pk->A},  {u->cu_pre, u->S + 1},  {u->pre_pos, u->P},   {u->pre_group, u->P},
+                {g->spread_src, u == pk ? 0 : pk->P}};
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(k, maps[i].a, maps[i].n);
+}
+
+typedef struct {
+    vla_policy *p;
+    groot_impl *g;
+    const float *feats, *bucket, *x_t;
+    struct {
+        groot_vl_acts vla;
+        groot_head_acts ha;
+    } out;
+} train_fwd;
+
+static vla_status train_fwd_body(void *v) {
+    train_fwd *r = v;
+    vla_policy *p = r->p;
+    groot_impl *g = r->g;
+    VLA_TRY(vla_groot_vl_forward(p, &g->arena, g->ppk, r->feats, g->need_vl ? train_keep(p) : VLA_STACK_NONE,
+                                 &r->out.vla));
+    const float *vl = r->out.vla.out;
+    VLA_TRY(spread_prefix_rows(g, p->cfg.language.width, &vl));
+    return vla_groot_head_forward(p, &g->arena, &g->pk, vl, r->bucket, r->x_t, NULL, NULL, &r->out.ha);
+}
+
+/* The loss call's VL adapter and action head: g->vla, g->ha. */
+static vla_status train_forward(vla_policy *p, groot_impl *g, const float *feats, const float *bucket,
+                                const float *x_t) {
+    train_fwd r = {.p = p, .g = g, .feats = feats, .bucket = bucket, .x_t = x_t};
+    memset(&r.out, 0, sizeof r.out); /* padding too: the outputs are kept and keyed as bytes */
+    const void *ptrs[] = {feats, bucket, x_t, g->pk.state, g->target};
+    vla_key key = {0};
+    train_key(p, g, "groot train fwd", ptrs, (int)(sizeof ptrs / sizeof ptrs[0]), &key);
+    vla_region_trial_check(&g->train_trial, g->train_fwd_outs, &key, "groot"); /* layouts that do not repeat */
+    g->dit_recompute = p->recompute_layers; /* the head forward's host setting, also on a replay */
+    VLA_TRY(vla_region_run(p->tops, &g->train_fwd_outs, &key, &g->arena, train_fwd_body, &r, &r.out, sizeof r.out));
+    g->vla = r.out.vla, g->ha = r.out.ha;
+    return VLA_OK;
+}
+
 static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, vla_loss_info *info) {
     groot_impl *g = groot_of(p);
     const vla_policy_config *c = &p->cfg;
@@ -340,12 +425,9 @@ static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, v
     double tsum;
     VLA_TRY(flow_draws(p, g, b, &bucket, &x_t, &tsum));
     VLA_TRY(share_prefixes(g, &g->harena));
-    const float *feats, *vl;
+    const float *feats;
     VLA_TRY(backbone_features(p, g, &feats));
-    VLA_TRY(vla_groot_vl_forward(p, &g->arena, g->ppk, feats, g->need_vl ? train_keep(p) : VLA_STACK_NONE, &g->vla));
-    vl = g->vla.out;
-    VLA_TRY(spread_prefix_rows(g, c->language.width, &vl));
-    VLA_TRY(vla_groot_head_forward(p, &g->arena, pk, vl, bucket, x_t, NULL, NULL, &g->ha));
+    VLA_TRY(train_forward(p, g, feats, bucket, x_t));
     double loss = vla_flow_masked_mse(p->tops, g->ha.pred, g->target, pk->S, c->action.horizon, c->action.action_dim,
                                       b->action_is_pad, b->real_action_dim, VLA_MSE_MEAN_REAL, b->loss_divisor,
                                       g->d_pred, p->loss_sum);
@@ -363,6 +445,31 @@ static vla_status groot_loss(vla_policy *p, const vla_batch *b, bool training, v
     return VLA_OK;
 }
 
+/* The backward's region (a training step's captured regions, above): the head's, the prefix rows'
+ * sum and the VL adapter's backward, into d_feats. */
+typedef struct {
+    vla_policy *p;
+    groot_impl *g;
+    float *d_vl, *d_shared, *d_feats;
+} train_bwd;
+
+static vla_status train_bwd_body(void *v) {
+    train_bwd *r = v;
+    vla_policy *p = r->p;
+    groot_impl *g = r->g;
+    int64_t L = p->cfg.language.width;
+    float *d_vl = r->d_vl;
+    if (d_vl) p->tops->fill(d_vl, 0.0f, g->pk.P * L);
+    if (r->d_feats) p->tops->fill(r->d_feats, 0.0f, g->ppk->P * L);
+    VLA_TRY(vla_groot_head_backward(p, &g->arena, &g->pk, &g->ha, g->d_pred, d_vl));
+    if (g->need_vl && g->ppk != &g->pk) {
+        gather_prefix_grads(g, p->tops, L, d_vl, r->d_shared);
+        d_vl = r->d_shared;
+    }
+    if (g->need_vl) VLA_TRY(vla_groot_vl_backward(p, &g->arena, g->ppk, &g->vla, d_vl, r->d_feats));
+    return VLA_OK;
+}
+
 static vla_status backward_in(vla_policy *p, groot_impl *g) {
     vla_arena *a = &g->arena;
     const groot_pack *pk = &g->pk, *ppk = g->ppk;
@@ -371,17 +478,16 @@ static vla_status backward_in(vla_policy *p, groot_impl *g) {
     const int64_t sizes[] = {g->need_vl ? PL : 0, g->need_vl && shared ? UL : 0, g->need_lm ? UL : 0};
     float *d[3];
     VLA_TRY(vla_acts_from_arena(a, sizes, 3, d));
-    float *d_vl = d[0], *d_feats = d[2];
-    if (d_vl) p->tops->fill(d_vl, 0.0f, PL);
-    if (d_feats) p->tops->fill(d_feats, 0.0f, UL);
+    train_bwd r = {p, g, d[0], d[1], d[2]};
     vla_policy_ready_begin(p);
-    VLA_TRY(vla_groot_head_backward(p, a, pk, &g->ha, g->d_pred, d_vl));
-    if (g->need_vl && shared) {
-        gather_prefix_grads(g, p->tops, L, d_vl, d[1]);
-        d_vl = d[1];
-    }
-    if (g->need_vl) VLA_TRY(vla_groot_vl_backward(p, a, ppk, &g->vla, d_vl, d_feats));
-    if (g->need_lm) VLA_TRY(vla_groot_backbone_backward(p, a, ppk, &g->bb, d_feats));
+    const void *ptrs[] = {d[0], d[1], d[2], g->d_pred, p->grads, g->ha.pred};
+    vla_key key = {0};
+    if (p->grad_ready) key.failed = true;
+    else train_key(p, g, "groot train bwd", ptrs, (int)(sizeof ptrs / sizeof ptrs[0]), &key);
+    vla_key_add(&key, &g->ha, sizeof g->ha); /* the forward's activations it reads, by address */
+    vla_key_add(&key, &g->vla, sizeof g->vla);
+    VLA_TRY(vla_region_run(p->tops, &g->train_bwd_outs, &key, a, train_bwd_body, &r, NULL, 0));
+    if (g->need_lm) VLA_TRY(vla_groot_backbone_backward(p, a, ppk, &g->bb, d[2]));
     vla_policy_ready_rest(p); /* frozen stages, and what the batch did not reach */
     return VLA_OK;
 }
@@ -464,8 +570,6 @@ static vla_status field_vjp(void *vctx, const float *cot, float *out, int64_t n)
 static vla_status euler_captured(vla_policy *p, sample_ctx *sc, float *x, float *v, int64_t n) {
     groot_impl *g = groot_of(p);
     const groot_pack *pk = &sc->pk;
-    vla_precision_key prec;
-    vla_policy_precision_key(p, &prec);
     const void *at = vla_arena_next_block(&g->sarena, 64); /* where each step's activations start */
     const int64_t S = pk->S, F = pk->A > 0 && S > 0 ? (pk->N - pk->A) / S - 1 : 0;
     struct {
@@ -483,7 +587,7 @@ static vla_status euler_captured(vla_policy *p, sample_ctx *sc, float *x, float 
                 {pk->state_rows, S},    {pk->fut_rows, S * F},  {pk->fut_src, S * F}, {pk->act_sample, pk->A}};
     vla_key key = {0};
     vla_key_add(&key, &head, sizeof head);
-    vla_key_add(&key, &prec, sizeof prec);
+    vla_policy_precision_key_add(p, &key);
     vla_key_add(&key, &at, sizeof at);
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(&key, maps[i].a, maps[i].n);
     vla_flow_chunk chunk = {x, v, n};
@@ -517,8 +621,6 @@ static vla_status prefix_body(void *vr) {
 static vla_status prefix_captured(vla_policy *p, sample_ctx *sc, vla_arena *a, bool kv) {
     groot_impl *g = groot_of(p);
     const groot_pack *pk = &sc->pk;
-    vla_precision_key prec;
-    vla_policy_precision_key(p, &prec);
     struct {
         int64_t S, P, n_img, n_img_tok, n_txt, N, A, kv;
         const void *images, *at;
@@ -537,7 +639,7 @@ static vla_status prefix_captured(vla_policy *p, sample_ctx *sc, vla_arena *a, b
     vla_key key = {0};
     vla_key_add(&key, "groot prefix", 12);
     vla_key_add(&key, &head, sizeof head);
-    vla_key_add(&key, &prec, sizeof prec);
+    vla_policy_precision_key_add(p, &key);
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(&key, maps[i].a, maps[i].n);
     prefix_region r = {p, a, pk, kv, {NULL, NULL, NULL}};
     VLA_TRY(vla_region_run(p->tops, &g->prefix_outs, &key, a, prefix_body, &r, &r.out, sizeof r.out));

@@ -24,6 +24,7 @@
 #include "policy/flow.h"
 #include "policy/groot.h"
 #include "policy/policy.h"
+#include "policy/region.h"
 #include "policy/vit.h"
 
 typedef struct {
@@ -125,6 +126,9 @@ typedef struct {
     float *target, *d_pred;             /* backend: [A, ad] ×2 */
     size_t saved_bytes;                 /* arena use after the last loss */
     struct vla_region_outs *prefix_outs; /* sampling's prefix region: each key's VL tokens and cross K/V (region.h) */
+    /* a training step's regions (groot.c): each key's VL adapter and head activations; nothing */
+    struct vla_region_outs *train_fwd_outs, *train_bwd_outs;
+    vla_region_trial train_trial; /* whether the batches' layouts repeat (region.h) */
 } groot_impl;
 
 static inline groot_impl *groot_of(vla_policy *p) { return (groot_impl *)p->impl; }

@@ -268,14 +268,12 @@ static vla_status prefix_captured(vla_policy *p, pi05_impl *I) {
     struct {
         char magic[8];
         int64_t S, T, Np, n_img, n_imgrow, n_txt, keep;
-        vla_precision_key prec;
         fwd_acts acts;
     } head;
     memset(&head, 0, sizeof head);
     memcpy(head.magic, "prefix1", 7);
     head.S = f->S, head.T = f->T, head.Np = f->Np, head.n_img = f->n_img, head.n_imgrow = f->n_imgrow;
     head.n_txt = f->n_txt, head.keep = I->W.vit.keep;
-    vla_policy_precision_key(p, &head.prec);
     head.acts = f->a;
     const struct {
         const int32_t *a;
@@ -286,6 +284,7 @@ static vla_status prefix_captured(vla_policy *p, pi05_impl *I) {
                 {f->m.txt_dst, f->n_txt},  {f->m.txt_id, f->n_txt}};
     vla_key key = {0};
     vla_key_add(&key, &head, sizeof head);
+    vla_policy_precision_key_add(p, &key);
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(&key, maps[i].a, maps[i].n);
     vla_status st = key.failed ? prefix_body(p) : vla_ops_run_captured(p->tops, key.b, key.n, prefix_body, p);
     vla_key_release(&key);

@@ -325,6 +325,12 @@ void vla_policy_weights_changed(vla_policy *p);
  * bf16 copies stay good across holds (nn/linear.h, vla_weight_scope). Any
  * other writer calls vla_policy_weights_changed. */
 void vla_policy_trainable_changed(vla_policy *p);
+/* Inside a hold: cast now every bf16 weight copy an earlier hold made and
+ * that is stale (nn/linear.h, vla_weight_ready_refresh) — the casts the
+ * copies' next uses would make, the same bits, made first. A training step
+ * calls it after its hold, so its captured regions find every copy current
+ * and issue the same ops step after step (train/step.c). */
+void vla_policy_weights_refresh(vla_policy *p);
 /* GEMM-ready weight copies made so far (0 without mixed precision). */
 int64_t vla_policy_weight_casts(const vla_policy *p);
 

@@ -219,11 +219,9 @@ void vla_policy_weights_hold(vla_policy *p) {
     s->gen++;                   /* copies of an earlier hold are stale (frozen bf16 ones excepted) */
     s->holding = true;
     /* which weights are frozen now (nn/linear.h: their bf16 copies outlive holds) */
-    s->all_frozen = true;
     for (int64_t l = 0; l < p->prec->n_linears; l++) {
         vla_weight_ready *r = &p->prec->ready[l];
         r->frozen = r->param >= 0 && !p->params[r->param].grad;
-        s->all_frozen = s->all_frozen && r->frozen;
     }
 }
 
@@ -242,17 +240,37 @@ void vla_policy_trainable_changed(vla_policy *p) {
     if (p->prec) p->prec->scope.gen++; /* the optimizer wrote trainable weights only: frozen copies stay */
 }
 
-void vla_policy_precision_key(const vla_policy *p, vla_precision_key *k) {
-    memset(k, 0, sizeof *k);
+void vla_policy_weights_refresh(vla_policy *p) {
+    vla_policy_precision *q = p->prec;
+    if (!q || q->mode != VLA_PREC_BF16 || !q->scope.holding) return;
+    for (int64_t l = 0; l < q->n_linears; l++) vla_weight_ready_refresh(p->tops, &q->ready[l]);
+}
+
+void vla_policy_precision_key_add(const vla_policy *p, vla_key *key) {
     const vla_policy_precision *q = p->prec;
     if (!q) return;
-    k->serial = q->serial, k->gen = q->scope.gen, k->frozen_gen = q->scope.frozen_gen, k->holding = q->scope.holding;
-    /* every lowered weight frozen (an inference policy) in bf16: their copies outlive holds, so the hold's
-     * generation says nothing about them — keys of successive holds match, and chunks sampled without an
-     * outer hold replay too */
-    if (q->mode == VLA_PREC_BF16 && q->scope.holding && q->scope.all_frozen) k->gen = 0;
+    const struct {
+        uint64_t serial, holding, mode;
+    } head = {q->serial, q->scope.holding, (uint64_t)q->mode};
+    vla_key_add(key, &head, sizeof head);
+    bool bf16 = q->mode == VLA_PREC_BF16;
+    for (int64_t l = 0; l < q->n_linears; l++) {
+        const vla_weight_ready *r = &q->ready[l];
+        const struct {
+            const void *fwd, *dgrad;
+            uint64_t fresh;
+        } c = {r->fwd, r->dgrad,
+               (uint64_t)vla_weight_ready_fresh(r, false, bf16) | (uint64_t)vla_weight_ready_fresh(r, true, bf16) << 1};
+        vla_key_add(key, &c, sizeof c);
+    }
     const vla_cast_buf *b[4] = {&q->casts.fwd, &q->casts.wgrad, &q->casts.dy, &q->casts.out};
-    for (int i = 0; i < 4; i++) k->cast_buf[i] = b[i]->buf, k->cast_bytes[i] = b[i]->bytes;
+    for (int i = 0; i < 4; i++) {
+        const struct {
+            const void *buf;
+            uint64_t bytes;
+        } c = {b[i]->buf, b[i]->bytes};
+        vla_key_add(key, &c, sizeof c);
+    }
 }
 
 int64_t vla_policy_weight_casts(const vla_policy *p) { return p->prec ? p->prec->scope.casts : 0; }

@@ -44,6 +44,7 @@
 #include "io/safetensors.h"
 #include "nn/block.h"
 #include "policy/policy.h"
+#include "tensor/key_cache.h"
 
 /* TransformerEngine's DelayedScaling knobs; vla_fp8_recipe_default gives
  * TE's defaults (amax_history_len 1024, margin 0, amax_compute_algo "max")
@@ -80,19 +81,17 @@ typedef struct vla_policy_precision {
     uint64_t serial;         /* which vla_policy_set_precision made it (process-wide, from 1) */
 } vla_policy_precision;
 
-/* What a captured region's ops (tensor/ops.h, run_captured) read of the
- * precision state besides the weights themselves: which copies exist and
- * whether they are current (the hold and its generations — the hold's own
- * left out when every lowered weight is frozen in bf16, whose copies
- * outlive holds), and the shared cast buffers. Two equal keys: the region's GEMMs read the same copies at
- * the same addresses, or cast the same way. Zeros without a precision. */
-typedef struct {
-    uint64_t serial, gen, frozen_gen;
-    uint64_t holding;
-    const void *cast_buf[4];
-    uint64_t cast_bytes[4];
-} vla_precision_key;
-void vla_policy_precision_key(const vla_policy *p, vla_precision_key *k);
+/* Adds to a captured region's key (tensor/ops.h, run_captured) what its ops
+ * read of the precision state besides the weights themselves: the mode,
+ * whether a hold is open, each weight copy's address and whether it is
+ * current (a current copy is read as it is; a stale one is cast first, an
+ * op of its own) and the shared cast buffers. Two equal keys: the region's
+ * GEMMs read the same copies at the same addresses, or cast the same way.
+ * Currency rather than the hold's generation, so a training step whose
+ * copies were brought up to date before its regions
+ * (vla_policy_weights_refresh) has the same key as the step before it.
+ * Nothing without a precision. */
+void vla_policy_precision_key_add(const vla_policy *p, vla_key *key);
 
 /* "fp32" | "bf16" | "fp8" */
 const char *vla_precision_name(vla_precision m);

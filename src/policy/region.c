@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
+
 /* More than a device keeps recordings (cuda: 64, graph.cu), so a replayed key's outputs are still here. */
 #define REGION_OUTS_KEPT 128
 
@@ -29,6 +31,19 @@ typedef struct {
 
 static atomic_bool emulate;
 static atomic_long restored;
+
+static atomic_int train_regions = -1; /* -1: VLA_TRAIN_GRAPHS decides at the first use */
+
+bool vla_train_regions_on(void) {
+    int on = atomic_load(&train_regions);
+    if (on < 0) {
+        const char *e = getenv("VLA_TRAIN_GRAPHS");
+        on = !(e && e[0] == '0' && !e[1]);
+        atomic_store(&train_regions, on);
+    }
+    return on;
+}
+void vla_train_regions_set(bool on) { atomic_store(&train_regions, on); }
 
 void vla_region_emulate_replays(bool on) { atomic_store(&emulate, on); }
 long vla_region_restored(void) { return atomic_load(&restored); }
@@ -110,6 +125,22 @@ vla_status vla_region_run(const vla_ops *ops, vla_region_outs **outs, vla_key *k
     if (st == VLA_OK && w.ran) keep(o, key, arena, from, out, out_bytes);
     vla_key_release(key);
     return st;
+}
+
+void vla_region_trial_check(vla_region_trial *t, vla_region_outs *outs, vla_key *key, const char *who) {
+    if (!t->stopped && !key->failed) {
+        t->new_keys += !(outs && vla_key_cache_get(outs->c, key->b, key->n));
+        if (++t->calls >= VLA_REGION_TRIAL_CALLS && 2 * t->new_keys > t->calls) {
+            t->stopped = true;
+            VLA_INFO("%s: a training step's captured regions off — %lld of %lld batches had a layout of their own "
+                     "(prompt lengths, packing), so no recording would be replayed",
+                     who, (long long)t->new_keys, (long long)t->calls);
+        }
+    }
+    if (t->stopped && !key->failed) {
+        vla_key_release(key);
+        key->failed = true;
+    }
 }
 
 void vla_region_outs_free(vla_region_outs *o) {

@@ -38,6 +38,26 @@ typedef struct vla_region_outs vla_region_outs; /* each key's kept outputs (crea
 vla_status vla_region_run(const vla_ops *ops, vla_region_outs **outs, vla_key *key, vla_arena *arena,
                           vla_status (*body)(void *ctx), void *ctx, void *out, size_t out_bytes);
 void vla_region_outs_free(vla_region_outs *o);
+/* A training step's regions see a new batch every call, and where the
+ * batches' layouts do not repeat (prompts of many lengths, packing to a
+ * token budget) every call is a key of its own: three plain calls before a
+ * recording, and a device's recordings holding memory, for nothing. A
+ * trial counts the calls and the new keys among them; after
+ * VLA_REGION_TRIAL_CALLS calls with more than half of them new it stops for
+ * good, said once, naming `who`. */
+#define VLA_REGION_TRIAL_CALLS 16
+typedef struct {
+    int64_t calls, new_keys;
+    bool stopped;
+} vla_region_trial;
+/* Counts key (new when outs has no entry for it); a stopped trial releases it and marks it failed,
+ * so the caller's region runs its body plainly. */
+void vla_region_trial_check(vla_region_trial *t, vla_region_outs *outs, vla_key *key, const char *who);
+
+/* Whether a training step runs its captured regions (GR00T's, policy/groot.c): on unless
+ * VLA_TRAIN_GRAPHS=0 (gpu_check's comparison on a device; the kill switch); tests set it. */
+bool vla_train_regions_on(void);
+void vla_train_regions_set(bool on);
 
 /* Tests: restore the host state of every call that can be, as a replay
  * would (above). Off by default. */

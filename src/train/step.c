@@ -207,6 +207,9 @@ static vla_status step(const vla_train_step_in *in, vla_train_step_out *out) {
     double sums[3] = {0, 0, 0}; /* Σ err², Σ real entries, ranks interrupted */
     in->policy->loss_sum = sums_dev;
     vla_policy_weights_hold(in->policy); /* released before the update changes them */
+    /* the copies the update made stale, cast now: the step's captured regions find them current
+     * (policy/groot.c, "a training step's captured regions") */
+    vla_policy_weights_refresh(in->policy);
     vla_status st = forward_backward(in, src, &ready, sums, out);
     vla_profile_phase("update");
     vla_policy_weights_release(in->policy);

@@ -44,6 +44,7 @@ figures() { # MFU FP8_SPS INFER_MS PACKING
 {"stage":"gemm_fp8","bench":"gemm","backend":"cuda","precision":"fp8","m":2048,"n":4096,"k":1024,"shape":"expert mlp","threads":1,"ms":0.05,"gflops":300000.0,"emulated_calls":0,"b_ready_gflops":900000.0,"ab_ready_gflops":1100000.0}
 {"stage":"train_bf16_groot-n1.5_b64","bench":"policy_train","config":"groot-n1.5","precision":"bf16","batch":64,"samples_per_s":180.0,"mfu":0.47,"peak_tflops":800.0,"peak_precision":"bf16","act_gib":16.6}
 {"stage":"train_bf16_groot-n1.5_nocopy","bench":"policy_train","config":"groot-n1.5","precision":"bf16","batch":32,"samples_per_s":80.0,"mfu":0.36,"peak_tflops":800.0,"peak_precision":"bf16"}
+{"stage":"train_bf16_groot-n1.5_nograph","bench":"policy_train","config":"groot-n1.5","precision":"bf16","batch":32,"samples_per_s":64.0,"mfu":0.30,"peak_tflops":800.0,"peak_precision":"bf16","graph_replays_per_step":0.00}
 {"stage":"serve","bench":"serve","policy":"groot-pusht","device":"cpu","precision":"fp32","mode":"batching","clients":8,"p50_ms":9.0,"p99_ms":12.0,"throughput_rps":800.0,"single_chunk_ms":2.0,"p99_vs_single_chunk":6.0}
 {"stage":"serve","bench":"serve","policy":"groot-pusht","device":"cuda","precision":"bf16","mode":"batching","clients":8,"p50_ms":2.5,"p99_ms":3.2,"throughput_rps":3000.0,"single_chunk_ms":2.0,"p99_vs_single_chunk":1.6,"base_device":"cpu","throughput_vs_base_device":3.75,"p99_vs_base_device":0.267}
 {"stage":"attention","bench":"attention","case":"pi05_packed","device":"cuda","fwd_bwd_ms":1.0,"dense_fwd_bwd_ms":2.9,"vs_dense":2.9,"kv_splits":7,"torch_dense_fwd_bwd_ms":5.0,"torch_best":"sdpa_cudnn","torch_best_fwd_ms":0.4,"torch_best_fwd_bwd_ms":1.1,"vs_torch_best":1.1}
@@ -63,7 +64,9 @@ check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'groot-n1.5 bf16 trainin
     'groot-n1.5 bf16 training MFU +0.45 ' 'GEMM 2048x4096x1024 fp8: 300000.0 GFLOP/s with both operands cast per call, 900000.0 with B held, 1100000.0 with A held too' \
     'GEMM 2048x4096x1024, FP8 / bf16 .B held. +1.800 x +>= 1.5 +MET' 'serve p99 at 8 robots / one robot.s chunk +1.6 x +<= 2 +MET' \
     'serve .* on cuda bf16: p50 2.5 ms, p99 3.2 ms, one robot.s chunk 2.0 ms, 3000.0 replies/s = 3.75× the CPU server' \
-    'producer copies .*: groot-n1.5 bf16 100.0 samples/s with them, 80.0 without .*: 1.250×'
+    'producer copies .*: groot-n1.5 bf16 100.0 samples/s with them, 80.0 without .*: 1.250×' \
+    'training graphs .*: groot-n1.5 bf16 100.0 samples/s with them, 64.0 without .VLA_TRAIN_GRAPHS=0.: 1.56[0-9]×' \
+    'train groot-n1.5_nograph bf16, batch 32: 64.0 samples/s.*graph replays per step 0.00'
 # where the time goes: a profile line as `vla bench policy --profile` prints it (the real command on
 # the cpu backend when the build's vla is at hand, VLA_BIN; else a line of that format)
 prof_line='{"bench":"policy_profile","config":"pi05-nano","policy":"pi05","backend":"cpu","precision":"fp32","what":"chunk","batch":1,"per":2,"clock":"host","calls_per":501.00,"op_ms_per":0.74,"between_ops_ms_per":0.05,"span_ms_per":0.79,"unmarked":0,"dropped":0,"launches_per":501.00,"ops":[{"op":"sgemm_epi.fp32","calls":248.00,"ms":0.25,"share":0.34,"launches":248.00,"tflops":0.010},{"op":"rope_forward","calls":44.00,"ms":0.13,"share":0.18,"launches":44.00,"gbps":12.50}],"phases":[{"phase":"prefix","calls":100.00,"ms":0.30,"launches":100.00},{"phase":"flow","calls":400.00,"ms":0.44,"launches":400.00}]}'

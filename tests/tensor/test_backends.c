@@ -39,9 +39,11 @@
 #include "policy/config.h"
 #include "policy/policy.h"
 #include "policy/precision.h"
+#include "policy/region.h"
 #include "tensor/backend.h"
 #include "tensor/checked/ops_checked.h"
 #include "test_util.h"
+#include "train/step.h"
 #include "train/trainer.h"
 #include "train/trainer_opt.h"
 
@@ -578,6 +580,185 @@ static void test_frozen_copies_last(void **state) {
     vla_comm_finalize(comm);
 }
 
+/* ---- a training step's captured regions (policy/groot.c) ---------------------------------------
+ * GR00T's loss and backward run their trainable part as two captured regions per micro-batch, which a
+ * device replays once recorded. On checked every call after a key's first two is traced and compared
+ * with the recording (the op names, addresses, scalars, uploads and index maps), so a key that misses
+ * something the batch changes fails here; emulating replays (policy/region.h) forgets and restores the
+ * host state the forward region leaves (its activations' addresses). */
+
+typedef struct {
+    double loss[12];
+    float *weights;
+    int64_t replays, weight_casts;
+} region_run;
+
+/* `steps` steps of groot-nano (all stages trained when `all`) on checked in mode m, regions on or off;
+ * the batches change every step — actions, flow draws, padding — and two embodiment layouts alternate */
+static region_run region_steps(vla_precision m, bool all, bool regions, int steps) {
+    region_run out = {{0}, NULL, 0, 0};
+    vla_policy_config c;
+    assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
+    if (all) memset(c.frozen, 0, sizeof c.frozen);
+    vla_policy *p;
+    assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
+    assert_int_equal(vla_policy_init_weights(p, 12), VLA_OK);
+    assert_int_equal(vla_policy_set_precision(p, m, NULL), VLA_OK);
+    vla_comm *comm = NULL;
+    assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, &comm), VLA_OK);
+    vla_train_opt *opt = make_opt(p, comm);
+    small_batch b[2];
+    for (int k = 0; k < 2; k++) {
+        small_batch_make(p, 3, &b[k]);
+        int32_t *emb = (int32_t *)b[k].pack.b.embodiment;
+        if (k == 1 && emb) emb[0] = emb[2] = 1;
+    }
+    assert_non_null(b[1].pack.b.embodiment);
+    vla_train_regions_set(regions);
+    vla_region_emulate_replays(regions);
+    int64_t r0 = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS), w0 = vla_policy_weight_casts(p);
+    int64_t H = c.action.horizon, A = c.action.action_dim;
+    for (int step = 0; step < steps; step++) {
+        small_batch *sb = &b[step % 2];
+        for (int64_t i = 0; i < 3 * H * A; i++) sb->actions[i] += 0.01f * (float)(step + 1) * (float)(i % 7 - 3);
+        for (int64_t h = 0; h < H; h++) sb->pad[2 * H + h] = step % 3 == 0 && h >= H - 2;
+        sb->pack.b.seed = 9 + (uint64_t)step;
+        vla_train_step_in in = {.policy = p, .opt = opt, .batches = &sb->pack.b, .n_batches = 1, .lr = 1e-3,
+                                .step = step};
+        vla_train_step_out o;
+        if (vla_train_step(&in, &o) != VLA_OK) fail_msg("step %d: %s", step, vla_error_message());
+        out.loss[step] = o.loss;
+    }
+    out.replays = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0;
+    out.weight_casts = vla_policy_weight_casts(p) - w0;
+    out.weights = test_weights_get(p);
+    vla_train_regions_set(true);
+    vla_region_emulate_replays(false);
+    for (int k = 0; k < 2; k++) small_batch_free(&b[k]);
+    vla_train_opt_free(opt);
+    vla_policy_free(p);
+    vla_comm_finalize(comm);
+    return out;
+}
+
+/* vla_policy_weights_refresh casts the stale copies ahead of the ops that read them: the casts the
+ * uses would have made (as many, the same bits), after which a loss and backward make none. */
+static void test_weight_refresh(void **state) {
+    (void)state;
+    vla_policy_config c;
+    assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
+    vla_policy *p[2];
+    vla_train_opt *opt[2];
+    small_batch b[2];
+    vla_comm *comm = NULL;
+    assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, &comm), VLA_OK);
+    double loss[2];
+    float *g[2];
+    int64_t lazy = 0;
+    for (int k = 0; k < 2; k++) {
+        assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p[k]), VLA_OK);
+        assert_int_equal(vla_policy_init_weights(p[k], 12), VLA_OK);
+        assert_int_equal(vla_policy_set_precision(p[k], VLA_PREC_BF16, NULL), VLA_OK);
+        small_batch_make(p[k], 3, &b[k]);
+        opt[k] = make_opt(p[k], comm);
+        vla_train_step_in in = {.policy = p[k], .opt = opt[k], .batches = &b[k].pack.b, .n_batches = 1, .lr = 1e-3};
+        vla_train_step_out o;
+        assert_int_equal(vla_train_step(&in, &o), VLA_OK); /* the copies exist, the update made them stale */
+        vla_policy_zero_grad(p[k]);
+        vla_policy_weights_hold(p[k]);
+        int64_t c0 = vla_policy_weight_casts(p[k]);
+        if (k == 1) vla_policy_weights_refresh(p[k]);
+        int64_t c1 = vla_policy_weight_casts(p[k]);
+        vla_loss_info info;
+        assert_int_equal(vla_policy_loss(p[k], &b[k].pack.b, true, &info), VLA_OK);
+        assert_int_equal(vla_policy_backward(p[k]), VLA_OK);
+        int64_t c2 = vla_policy_weight_casts(p[k]);
+        vla_policy_weights_release(p[k]);
+        if (k == 0) lazy = c2 - c1;
+        else assert_int_equal(c2, c1), assert_int_equal(c1 - c0, lazy); /* all ahead, as many */
+        loss[k] = info.loss;
+        g[k] = test_grads_get(p[k]);
+    }
+    assert_true(lazy > 0);
+    assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
+    assert_memory_equal(g[0], g[1], (size_t)p[0]->n_grad_floats * sizeof(float));
+    for (int k = 0; k < 2; k++) free(g[k]), vla_train_opt_free(opt[k]), small_batch_free(&b[k]), vla_policy_free(p[k]);
+    vla_comm_finalize(comm);
+}
+
+/* Layouts that do not repeat give the regions up: sixteen batches of sixteen embodiment layouts, then
+ * one layout again and again — no recording is replayed, and the bits are those without regions. */
+static void test_training_regions_give_up(void **state) {
+    (void)state;
+    double loss[2][22];
+    for (int on = 0; on < 2; on++) {
+        vla_policy_config c;
+        assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
+        vla_policy *p;
+        assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
+        assert_int_equal(vla_policy_init_weights(p, 12), VLA_OK);
+        vla_comm *comm = NULL;
+        assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, &comm), VLA_OK);
+        vla_train_opt *opt = make_opt(p, comm);
+        small_batch b;
+        small_batch_make(p, 4, &b);
+        int32_t *emb = (int32_t *)b.pack.b.embodiment;
+        assert_non_null(emb);
+        vla_train_regions_set(on);
+        int64_t r0 = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS);
+        for (int step = 0; step < 22; step++) {
+            for (int s = 0; s < 4; s++) emb[s] = step < 16 ? (step >> s) & 1 : 0;
+            vla_train_step_in in = {.policy = p, .opt = opt, .batches = &b.pack.b, .n_batches = 1, .lr = 1e-3,
+                                    .step = step};
+            vla_train_step_out o;
+            if (vla_train_step(&in, &o) != VLA_OK) fail_msg("step %d: %s", step, vla_error_message());
+            loss[on][step] = o.loss;
+        }
+        assert_int_equal(p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0, 0);
+        vla_train_regions_set(true);
+        small_batch_free(&b);
+        vla_train_opt_free(opt);
+        vla_policy_free(p);
+        vla_comm_finalize(comm);
+    }
+    assert_memory_equal(loss[0], loss[1], sizeof loss[0]);
+}
+
+static void test_training_regions_replay(void **state) {
+    (void)state;
+    const int steps = 10;
+    const struct {
+        vla_precision m;
+        bool all;
+    } runs[] = {{VLA_PREC_FP32, false}, {VLA_PREC_BF16, false}, {VLA_PREC_BF16, true}, {VLA_PREC_FP8, false}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        region_run off = region_steps(runs[i].m, runs[i].all, false, steps);
+        region_run on = region_steps(runs[i].m, runs[i].all, true, steps);
+        print_message("groot-nano %s%s: %lld regions compared with their recordings over %d steps, %lld weight "
+                      "casts\n", vla_precision_name(runs[i].m), runs[i].all ? " (every stage trained)" : "",
+                      (long long)on.replays, steps, (long long)on.weight_casts);
+        assert_memory_equal(on.loss, off.loss, sizeof on.loss);
+        int64_t n = 0;
+        {
+            vla_policy_config c;
+            assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
+            vla_policy *p;
+            assert_int_equal(vla_policy_create(&c, vla_backend_find("cpu"), &p), VLA_OK);
+            n = p->n_weight_floats;
+            vla_policy_free(p);
+        }
+        assert_memory_equal(on.weights, off.weights, (size_t)n * sizeof(float));
+        assert_int_equal(off.replays, 0);
+        assert_int_equal(on.weight_casts, off.weight_casts); /* the refresh casts what the uses would have */
+        /* two keys (the embodiment layouts), five calls each: the first plain, the second the device's
+         * warm-up, the third the recording, two compared — per region, forward and backward. In bf16 the
+         * very first step's key is its own (no weight copies exist yet): one compare fewer per region. */
+        if (runs[i].m == VLA_PREC_FP8) assert_int_equal(on.replays, 0); /* FP8 runs plainly */
+        else assert_int_equal(on.replays, runs[i].m == VLA_PREC_FP32 ? 2 * 2 * 2 : 2 * 3);
+        free(on.weights), free(off.weights);
+    }
+}
+
 static void test_device_training_step(void **state) {
     (void)state;
     const char *device = getenv("VLA_EQUIV_DEVICE"), *configs = getenv("VLA_EQUIV_CONFIGS");
@@ -789,6 +970,9 @@ int main(void) {
         cmocka_unit_test(test_checked_equals_cpu_training),
         cmocka_unit_test(test_frozen_copies_last),
         cmocka_unit_test(test_checked_holds_captured_regions),
+        cmocka_unit_test(test_weight_refresh),
+        cmocka_unit_test(test_training_regions_replay),
+        cmocka_unit_test(test_training_regions_give_up),
         cmocka_unit_test(test_device_training_step),
         cmocka_unit_test(test_equiv_criterion),
     };
