@@ -162,7 +162,7 @@ target() {
 gemm_line() { grep '"bench":"gemm",' "$RESULTS" | grep "\"precision\":\"$1\"" | grep '"m":2048,"n":4096,"k":1024' | head -1; }
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b }'; }
 summary() {
-    local bad=0 g v l cfg p s1 s2 nc ng
+    local bad=0 g v l cfg p s1 s2 nc ng g1
     MISSED=0
     echo
     echo "=== gpu_check: results in $RESULTS ==="
@@ -175,7 +175,7 @@ summary() {
         case "$v" in FAILED | "NOT RUN") bad=1 ;; esac
     done
     echo "  figures:"
-    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 groot-n1.5_nograph groot-n1.5_nocopy pi05 nograph_pi05; do
+    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 groot-n1.5_nograph groot-n1.5_nocopy pi05 pi05_nograph nograph_pi05; do
         for p in bf16 fp8; do
             l=$(stage_line "train_${p}_$cfg" policy_train)
             [ -n "$l" ] && echo "    train $cfg $p$([ -n "$(num "$l" fp8_linears)" ] && echo " ($(num "$l" fp8_linears) of $(num "$l" block_linears) block linears in FP8)"), batch $(num "$l" batch)$(grep -q '"gradient_checkpointing":true' <<<"$l" && echo ", gradient checkpointing"): $(num "$l" samples_per_s) samples/s, activations $(num "$l" act_gib) GiB, MFU $(num "$l" mfu) of the $(sed -n 's/.*"peak_precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l") peak ($(num "$l" peak_tflops) TFLOP/s), host waits per step $(num "$l" host_waits_per_step), launches per step $(num "$l" launches_per_step), operand casts per step $(num "$l" operand_casts_per_step), attention plans built per step $(num "$l" attn_plans_built_per_step), graph replays per step $(num "$l" graph_replays_per_step)"
@@ -199,6 +199,9 @@ summary() {
     [ -n "$s2" ] && echo "    PyTorch bf16 peer groot-n1.5 (autocast, SDPA), same batch and GPU: $s2 samples/s; vla.c / PyTorch = $(ratio "$s1" "$s2")"
     ng=$(num "$(stage_line train_bf16_groot-n1.5_nograph policy_train)" samples_per_s)
     [ -n "$s1" ] && [ -n "$ng" ] && echo "    training graphs (docs/cuda.md): groot-n1.5 bf16 $s1 samples/s with them, $ng without (VLA_TRAIN_GRAPHS=0): $(ratio "$s1" "$ng")×"
+    g1=$(num "$(stage_line train_bf16_pi05 policy_train)" samples_per_s)
+    ng=$(num "$(stage_line train_bf16_pi05_nograph policy_train)" samples_per_s)
+    [ -n "$g1" ] && [ -n "$ng" ] && echo "    training graphs (docs/cuda.md): pi05 bf16 $g1 samples/s with them, $ng without (VLA_TRAIN_GRAPHS=0): $(ratio "$g1" "$ng")×"
     nc=$(num "$(stage_line train_bf16_groot-n1.5_nocopy policy_train)" samples_per_s)
     [ -n "$s1" ] && [ -n "$nc" ] && echo "    producer copies (docs/precision.md): groot-n1.5 bf16 $s1 samples/s with them, $nc without (VLA_PRODUCER_CASTS=0): $(ratio "$s1" "$nc")×"
     # where the time goes: each profiled stage's five largest ops (tensor/profile.h; the full rows are in RESULTS)
@@ -499,6 +502,7 @@ if wanted train_bf16 && have "$VLA" train_bf16; then # issue 40 asks for batch 3
     # the same batch-32 step with the GEMMs casting their inputs again instead of the norms, GLU and
     # epilogues writing the copies (docs/precision.md, "The producer writes the copy"): what those save
     if [ "$p" = bf16 ]; then VLA_PRODUCER_CASTS=0 policy_train train_$p groot-n1.5 32 $p nocopy; fi
+    VLA_TRAIN_GRAPHS=0 policy_train train_$p pi05 8 $p nograph # π0.5's step without its two graphs
 fi
 
 # ---- summary --------------------------------------------------------------------------------

@@ -34,6 +34,7 @@
 #include "nn/time_embedding.h"
 #include "policy/flow.h"
 #include "policy/pi05_internal.h"
+#include "policy/region.h"
 #include "tensor/attn_plan.h"
 
 /* Row copies between the merged token order and one stream's rows (index
@@ -132,14 +133,14 @@ void vla_pi05_lin(pi05_impl *I, const vla_ops *ops, float *out, const float *in,
 }
 
 /* The time condition of S samples: cond = swish(out(swish(in(sincos(t))))).
- * t [S] is host; tdev receives it. */
+ * t [S] is host, and tdev receives it; t NULL: tdev holds the times already. */
 void vla_pi05_time_forward(vla_policy *p, pi05_impl *I, const float *t, float *tdev, int32_t S, float *temb, float *tm1,
                          float *tm1s, float *tm2, float *cond) {
     const vla_policy_config *c = &p->cfg;
     const vla_ops *ops = p->tops;
     int64_t We = c->expert.width;
     vla_temb_config tc = {VLA_TEMB_PERIODS, We, c->flow.time_min_period, c->flow.time_max_period, 0, false};
-    ops->to_device(tdev, t, (size_t)S * sizeof(float));
+    if (t) ops->to_device(tdev, t, (size_t)S * sizeof(float));
     vla_time_embedding_forward(ops, &tc, temb, tdev, S);
     vla_pi05_lin(I, ops, tm1, temb, I->W.tin_w, I->W.tin_b, S, We, We);
     vla_silu_forward(ops, tm1s, tm1, S * We);
@@ -291,9 +292,99 @@ static vla_status prefix_captured(vla_policy *p, pi05_impl *I) {
     return st;
 }
 
+/* The forward with action rows from the uploaded inputs: the prefix embeddings, the time condition
+ * (t on the host, or NULL: already in f->a.tdev), the action embeddings, every layer, the velocity. */
+static vla_status act_forward(vla_policy *p, pi05_impl *I, const float *x_t, const float *t) {
+    fwd_state *f = &I->f;
+    const vla_policy_config *c = &p->cfg;
+    PI05_DIMS(I, c, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
+    VLA_TRY(embed_prefix(p, I));
+    /* action side: time condition and action embeddings (rows s·H + k: checked in build_maps) */
+    vla_pi05_time_forward(p, I, t, f->a.tdev, f->S, f->a.temb, f->a.tm1, f->a.tm1s, f->a.tm2, f->a.cond);
+    p->tops->copy(f->a.xin, x_t, Na * A);
+    vla_pi05_lin(I, p->tops, f->a.xa, f->a.xin, I->W.ain_w, I->W.ain_b, Na, A, We);
+    for (int64_t li = 0; li < L; li++) VLA_TRY(layer_forward(p, I, li));
+    float *xL = f->a.xa + L * Na * We;
+    vla_pi05_lin(I, p->tops, f->a.mod_f, f->a.cond, I->W.fin_w, I->W.fin_b, S, We, 3 * We);
+    VLA_TRY(vla_adarmsnorm_forward(p->tops, f->a.af, f->a.arstd_f, xL, f->a.mod_f, f->m.acu, f->S, Na, We,
+                                   (float)c->language.norm_eps, NULL));
+    vla_pi05_lin(I, p->tops, f->a.vpred, f->a.af, I->W.aout_w, I->W.aout_b, Na, We, A);
+    I->have_fwd = true;
+    return VLA_OK;
+}
+
+/* ---- a training step's captured regions -----------------------------------------------------
+ * As GR00T's (policy/groot.c has the reasons): a loss call's forward from its uploaded inputs — the
+ * prefix embeddings, the time condition, every layer of both streams, the velocity head — and its
+ * backward are captured regions (cuda: one graph each). Outside them: the flow draws and times
+ * (uploaded to tdev first), the images' upload, the loss (its pad mask) and the optimizer. The
+ * prefix trains here, so the prompt's token ids are in the key: a dataset of many prompts makes new
+ * keys, and the trial (policy/region.h) then gives the regions up. FP8 runs plainly, and so does
+ * the backward of a step with gradient-ready hooks. */
+
+/* k with what both regions depend on: the batch's sizes and index maps, the activations' addresses
+ * (f->a: the arena's layout), extra (the region's own addresses), the weight copies' state */
+static void train_key(vla_policy *p, pi05_impl *I, const char *tag, const void *extra, size_t extra_bytes,
+                      vla_key *k) {
+    const fwd_state *f = &I->f;
+    if (vla_policy_precision_mode(p) == VLA_PREC_FP8 || !vla_train_regions_on() || I->train_trial.stopped) {
+        k->failed = true;
+        return;
+    }
+    struct {
+        char tag[16];
+        int64_t S, T, Np, Na, n_img, n_imgrow, n_txt, recompute, keep;
+        fwd_acts acts;
+    } head;
+    memset(&head, 0, sizeof head);
+    snprintf(head.tag, sizeof head.tag, "%s", tag);
+    head.S = f->S, head.T = f->T, head.Np = f->Np, head.Na = f->Na, head.n_img = f->n_img;
+    head.n_imgrow = f->n_imgrow, head.n_txt = f->n_txt, head.recompute = f->recompute, head.keep = I->W.vit.keep;
+    head.acts = f->a;
+    vla_key_add(k, &head, sizeof head);
+    vla_key_add(k, extra, extra_bytes);
+    vla_policy_precision_key_add(p, k);
+    const struct {
+        const int32_t *a;
+        int64_t n;
+    } maps[] = {{f->m.cu, f->S + 1},   {f->m.pcu, f->S + 1},      {f->m.acu, f->S + 1},       {f->m.pos, f->T},
+                {f->m.grp, f->T},      {f->m.pre_idx, f->Np},     {f->m.pre_pos, f->Np},      {f->m.pre_img, f->Np},
+                {f->m.act_idx, f->Na}, {f->m.act_pos, f->Na},     {f->m.img_dst, f->n_imgrow}, {f->m.img_src, f->n_imgrow},
+                {f->m.txt_dst, f->n_txt}, {f->m.txt_id, f->n_txt}};
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(k, maps[i].a, maps[i].n);
+}
+
+typedef struct {
+    vla_policy *p;
+    pi05_impl *I;
+    const float *x_t;
+    double flops; /* the body's host output: the forward's model FLOPs */
+} train_fwd;
+
+static vla_status train_fwd_body(void *v) {
+    train_fwd *r = v;
+    r->I->flops = 0;
+    VLA_TRY(act_forward(r->p, r->I, r->x_t, NULL));
+    r->flops = r->I->flops;
+    return VLA_OK;
+}
+
+static vla_status train_forward(vla_policy *p, pi05_impl *I, const float *x_t) {
+    train_fwd r = {p, I, x_t, 0};
+    vla_key key = {0};
+    train_key(p, I, "pi05 train fwd", &x_t, sizeof x_t, &key);
+    vla_region_trial_check(&I->train_trial, I->train_fwd_outs, &key, "pi05"); /* layouts that do not repeat */
+    VLA_TRY(vla_region_run(p->tops, &I->train_fwd_outs, &key, &I->arena, train_fwd_body, &r, &r.flops,
+                           sizeof r.flops));
+    I->flops = r.flops, I->have_fwd = true; /* what the body leaves on the host, also after a replay */
+    return VLA_OK;
+}
+
 /* Forward of a packed batch (see vla_pi05_forward); `recompute`: keep one
- * layer's activations (the backward recomputes each layer's). */
-static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, const float *t, bool recompute) {
+ * layer's activations (the backward recomputes each layer's); `train`: a loss call's, whose action
+ * side runs as a captured region. */
+static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, const float *t, bool recompute,
+                          bool train) {
     pi05_impl *I = pi05_of(p);
     fwd_state *f = &I->f;
     const vla_policy_config *c = &p->cfg;
@@ -309,22 +400,9 @@ static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, c
     VLA_TRY(embed_inputs(p, I, b));
     f->pairs = vla_attn_pairs(&(vla_attn_seqs){f->S, f->m.cu, f->m.grp}, &(vla_attn_seqs){f->S, f->m.cu, f->m.grp});
     if (!act) return prefix_captured(p, I); /* sampling's prefix: one region */
-    VLA_TRY(embed_prefix(p, I));
-    if (act) { /* action side: time condition and action embeddings (rows s·H + k: checked in build_maps) */
-        vla_pi05_time_forward(p, I, t, f->a.tdev, f->S, f->a.temb, f->a.tm1, f->a.tm1s, f->a.tm2, f->a.cond);
-        p->tops->copy(f->a.xin, x_t, Na * A);
-        vla_pi05_lin(I, p->tops, f->a.xa, f->a.xin, I->W.ain_w, I->W.ain_b, Na, A, We);
-    }
-    for (int64_t li = 0; li < L; li++) VLA_TRY(layer_forward(p, I, li));
-    if (act) {
-        float *xL = f->a.xa + L * Na * We;
-        vla_pi05_lin(I, p->tops, f->a.mod_f, f->a.cond, I->W.fin_w, I->W.fin_b, S, We, 3 * We);
-        VLA_TRY(vla_adarmsnorm_forward(p->tops, f->a.af, f->a.arstd_f, xL, f->a.mod_f, f->m.acu, f->S, Na, We,
-                                       (float)c->language.norm_eps, NULL));
-        vla_pi05_lin(I, p->tops, f->a.vpred, f->a.af, I->W.aout_w, I->W.aout_b, Na, We, A);
-        I->have_fwd = true;
-    }
-    return VLA_OK;
+    if (!train) return act_forward(p, I, x_t, t);
+    p->tops->to_device(f->a.tdev, t, (size_t)f->S * sizeof(float)); /* the step's flow times: outside the region */
+    return train_forward(p, I, x_t);
 }
 
 /* x_t [S, H, A] (backend) and t [S] (host) are the action side's input (both
@@ -332,7 +410,7 @@ static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, c
  * of the prefix stay in the arena as the sampling cache). The velocity lands
  * in f->a.vpred [Na, A] (= [S, H, A]). Every layer's activations are kept. */
 vla_status vla_pi05_forward(vla_policy *p, const vla_batch *b, const float *x_t, const float *t) {
-    return forward(p, b, x_t, t, false);
+    return forward(p, b, x_t, t, false, false);
 }
 
 /* ---- loss ------------------------------------------------------------------------------------- */
@@ -371,7 +449,7 @@ static vla_status pi05_loss(vla_policy *p, const vla_batch *b, bool training, vl
     ops->to_device(ls.actions, b->actions, (size_t)(S * n) * sizeof(float));
     ops->to_device(ls.noise, noise, (size_t)(S * n) * sizeof(float));
     ops->flow_interpolate(VLA_FLOW_PI05, ls.x_t, ls.target, ls.actions, ls.noise, t, S, n);
-    VLA_TRY(forward(p, b, ls.x_t, t, p->recompute_layers));
+    VLA_TRY(forward(p, b, ls.x_t, t, p->recompute_layers, true));
     double loss = vla_flow_masked_mse(ops, I->f.a.vpred, ls.target, S, Hz, A, b->action_is_pad, b->real_action_dim,
                                       VLA_MSE_MEAN_REAL, b->loss_divisor, I->dpred, p->loss_sum);
     if (info) {
@@ -516,6 +594,17 @@ static vla_status backward_in(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
     return VLA_OK;
 }
 
+typedef struct {
+    vla_policy *p;
+    pi05_impl *I;
+    bwd_scratch *g;
+} train_bwd;
+
+static vla_status train_bwd_body(void *v) {
+    train_bwd *r = v;
+    return backward_in(r->p, r->I, r->g);
+}
+
 static vla_status pi05_backward(vla_policy *p) {
     pi05_impl *I = pi05_of(p);
     if (!I->have_fwd) return vla_error(VLA_ERR_INVALID_ARG, "pi05 backward: no loss computed since the last step");
@@ -525,7 +614,17 @@ static vla_status pi05_backward(vla_policy *p) {
     const int64_t sizes[] = {PI05_GRADS(VLA_ACTS_SIZE)};
     bwd_scratch g;
     vla_status st = vla_acts_from_arena(&I->arena, sizes, VLA_ACTS_COUNT(sizes), (float **)&g);
-    if (st == VLA_OK) st = backward_in(p, I, &g);
+    if (st == VLA_OK) { /* a captured region (above), but with gradient-ready hooks (host calls) */
+        const struct {
+            bwd_scratch g;
+            const void *dpred, *grads;
+        } extra = {g, I->dpred, p->grads};
+        vla_key key = {0};
+        if (p->grad_ready) key.failed = true;
+        else train_key(p, I, "pi05 train bwd", &extra, sizeof extra, &key);
+        train_bwd r = {p, I, &g};
+        st = vla_region_run(p->tops, &I->train_bwd_outs, &key, &I->arena, train_bwd_body, &r, NULL, 0);
+    }
     p->act_peak_bytes = I->arena.peak;
     vla_arena_rewind(&I->arena, mark);
     return st;
@@ -547,6 +646,8 @@ static void pi05_destroy(vla_policy *p) {
         vla_arena_free(&I->harena);
         vla_arena_free(&I->params_arena);
         vla_flow_chunk_free(p->tops, &I->chunk);
+        vla_region_outs_free(I->train_fwd_outs);
+        vla_region_outs_free(I->train_bwd_outs);
         free(I);
     }
     vla_policy_free_params(p);

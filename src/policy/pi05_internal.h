@@ -14,6 +14,7 @@
 #include "policy/flow.h"
 #include "policy/family.h"
 #include "policy/pi05.h"
+#include "policy/region.h"
 #include "policy/vit.h"
 
 typedef struct {
@@ -132,6 +133,9 @@ typedef struct {
     float *dpred;                    /* [Na, A] ∂loss/∂velocity of the last loss */
     vla_flow_chunk chunk;            /* sampling's x and v at fixed addresses (policy/flow.h) */
     double flops;
+    /* a training step's regions (pi05.c): each key's model FLOPs; nothing; whether layouts repeat */
+    struct vla_region_outs *train_fwd_outs, *train_bwd_outs;
+    vla_region_trial train_trial;
 } pi05_impl;
 
 static inline pi05_impl *pi05_of(vla_policy *p) { return (pi05_impl *)p->impl; }
@@ -176,7 +180,7 @@ typedef struct {
 /* out = in·w + b over n rows, counted in I->flops */
 void vla_pi05_lin(pi05_impl *I, const vla_ops *ops, float *out, const float *in, vla_wg w, vla_wg b, int64_t n,
                   int64_t din, int64_t dout);
-/* the time condition of S samples (t on the host; tdev receives it) */
+/* the time condition of S samples (t on the host, tdev receives it; t NULL: tdev holds them) */
 void vla_pi05_time_forward(vla_policy *p, pi05_impl *I, const float *t, float *tdev, int32_t S, float *temb,
                            float *tm1, float *tm1s, float *tm2, float *cond);
 /* layer li's saved activations in I->f */

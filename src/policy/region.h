@@ -54,7 +54,7 @@ typedef struct {
  * so the caller's region runs its body plainly. */
 void vla_region_trial_check(vla_region_trial *t, vla_region_outs *outs, vla_key *key, const char *who);
 
-/* Whether a training step runs its captured regions (GR00T's, policy/groot.c): on unless
+/* Whether a training step runs its captured regions (policy/groot.c, policy/pi05.c): on unless
  * VLA_TRAIN_GRAPHS=0 (gpu_check's comparison on a device; the kill switch); tests set it. */
 bool vla_train_regions_on(void);
 void vla_train_regions_set(bool on);

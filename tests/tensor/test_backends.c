@@ -184,7 +184,11 @@ typedef struct {
     int32_t emb[4];
 } small_batch;
 
-static void small_batch_make(const vla_policy *p, int32_t S, small_batch *b) {
+static void small_batch_make_tasks(const vla_policy *p, int32_t S, const char *const *tasks, small_batch *b);
+static void small_batch_make(const vla_policy *p, int32_t S, small_batch *b) { small_batch_make_tasks(p, S, TASKS, b); }
+
+/* with the samples' prompts from tasks[0..S) */
+static void small_batch_make_tasks(const vla_policy *p, int32_t S, const char *const *tasks, small_batch *b) {
     memset(b, 0, sizeof *b);
     const vla_policy_config *c = &p->cfg;
     int64_t cams = c->vision.cameras, img = c->vision.channels * c->vision.image_size * c->vision.image_size;
@@ -201,7 +205,7 @@ static void small_batch_make(const vla_policy *p, int32_t S, small_batch *b) {
     for (int64_t i = 0; i < S * cams; i++) b->valid[i] = i != 1; /* sample 1 lost its camera */
     for (int64_t h = 0; h < H; h++) b->pad[H + h] = h >= H - 1;
     for (int s = 0; s < S; s++) b->keys[s] = 40 + (uint64_t)s, b->emb[s] = 0;
-    b->obs = (vla_observation){.n_samples = S, .task = TASKS, .images = b->images, .image_valid = b->valid,
+    b->obs = (vla_observation){.n_samples = S, .task = tasks, .images = b->images, .image_valid = b->valid,
                                .state = b->state, .embodiment = b->emb, .seed = 3, .sample_keys = b->keys};
     assert_int_equal(vla_obs_pack_build(p, &b->obs, true, &b->pack), VLA_OK);
     b->pack.b.actions = b->actions, b->pack.b.action_is_pad = b->pad, b->pack.b.seed = 9;
@@ -580,12 +584,12 @@ static void test_frozen_copies_last(void **state) {
     vla_comm_finalize(comm);
 }
 
-/* ---- a training step's captured regions (policy/groot.c) ---------------------------------------
- * GR00T's loss and backward run their trainable part as two captured regions per micro-batch, which a
+/* ---- a training step's captured regions (policy/groot.c, policy/pi05.c) -------------------------
+ * A loss call's trainable part and its backward run as two captured regions per micro-batch, which a
  * device replays once recorded. On checked every call after a key's first two is traced and compared
  * with the recording (the op names, addresses, scalars, uploads and index maps), so a key that misses
  * something the batch changes fails here; emulating replays (policy/region.h) forgets and restores the
- * host state the forward region leaves (its activations' addresses). */
+ * host state the forward region leaves (its activations' addresses, π0.5's FLOPs). */
 
 typedef struct {
     double loss[12];
@@ -593,13 +597,16 @@ typedef struct {
     int64_t replays, weight_casts;
 } region_run;
 
-/* `steps` steps of groot-nano (all stages trained when `all`) on checked in mode m, regions on or off;
- * the batches change every step — actions, flow draws, padding — and two embodiment layouts alternate */
-static region_run region_steps(vla_precision m, bool all, bool regions, int steps) {
+/* `steps` steps of `preset` (all stages trained when `all`) on checked in mode m, regions on or off;
+ * the batches change every step — actions, flow draws, padding — and two layouts of 3 samples
+ * alternate (GR00T: two embodiment layouts; π0.5: the prompts in another order — the same sizes, other
+ * token ids and ranges) */
+static region_run region_steps(const char *preset, vla_precision m, bool all, bool regions, int steps) {
     region_run out = {{0}, NULL, 0, 0};
     vla_policy_config c;
-    assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
+    assert_int_equal(vla_policy_config_load(preset, &c), VLA_OK);
     if (all) memset(c.frozen, 0, sizeof c.frozen);
+    bool groot = strncmp(preset, "groot", 5) == 0;
     vla_policy *p;
     assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
     assert_int_equal(vla_policy_init_weights(p, 12), VLA_OK);
@@ -608,25 +615,27 @@ static region_run region_steps(vla_precision m, bool all, bool regions, int step
     assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, &comm), VLA_OK);
     vla_train_opt *opt = make_opt(p, comm);
     small_batch b[2];
-    for (int k = 0; k < 2; k++) {
-        small_batch_make(p, 3, &b[k]);
-        int32_t *emb = (int32_t *)b[k].pack.b.embodiment;
-        if (k == 1 && emb) emb[0] = emb[2] = 1;
+    static const char *const shuffled[] = {"pick it up", "push the T", ""}; /* the same sizes, other tokens */
+    for (int k = 0; k < 2; k++) small_batch_make_tasks(p, 3, k == 1 && !groot ? shuffled : TASKS, &b[k]);
+    if (groot) {
+        int32_t *emb = (int32_t *)b[1].pack.b.embodiment;
+        assert_non_null(emb);
+        emb[0] = emb[2] = 1;
     }
-    assert_non_null(b[1].pack.b.embodiment);
     vla_train_regions_set(regions);
     vla_region_emulate_replays(regions);
     int64_t r0 = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS), w0 = vla_policy_weight_casts(p);
     int64_t H = c.action.horizon, A = c.action.action_dim;
     for (int step = 0; step < steps; step++) {
         small_batch *sb = &b[step % 2];
-        for (int64_t i = 0; i < 3 * H * A; i++) sb->actions[i] += 0.01f * (float)(step + 1) * (float)(i % 7 - 3);
-        for (int64_t h = 0; h < H; h++) sb->pad[2 * H + h] = step % 3 == 0 && h >= H - 2;
+        int32_t S = sb->pack.b.n_samples;
+        for (int64_t i = 0; i < S * H * A; i++) sb->actions[i] += 0.01f * (float)(step + 1) * (float)(i % 7 - 3);
+        for (int64_t h = 0; h < H; h++) sb->pad[(S - 1) * H + h] = step % 3 == 0 && h >= H - 2;
         sb->pack.b.seed = 9 + (uint64_t)step;
         vla_train_step_in in = {.policy = p, .opt = opt, .batches = &sb->pack.b, .n_batches = 1, .lr = 1e-3,
                                 .step = step};
         vla_train_step_out o;
-        if (vla_train_step(&in, &o) != VLA_OK) fail_msg("step %d: %s", step, vla_error_message());
+        if (vla_train_step(&in, &o) != VLA_OK) fail_msg("%s step %d: %s", preset, step, vla_error_message());
         out.loss[step] = o.loss;
     }
     out.replays = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0;
@@ -728,36 +737,37 @@ static void test_training_regions_replay(void **state) {
     (void)state;
     const int steps = 10;
     const struct {
+        const char *preset;
         vla_precision m;
         bool all;
-    } runs[] = {{VLA_PREC_FP32, false}, {VLA_PREC_BF16, false}, {VLA_PREC_BF16, true}, {VLA_PREC_FP8, false}};
+    } runs[] = {{"groot-nano", VLA_PREC_FP32, false}, {"groot-nano", VLA_PREC_BF16, false},
+                {"groot-nano", VLA_PREC_BF16, true},  {"groot-nano", VLA_PREC_FP8, false},
+                {"pi05-nano", VLA_PREC_FP32, false},  {"pi05-nano", VLA_PREC_BF16, false},
+                {"pi05-nano", VLA_PREC_FP8, false}};
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
-        region_run off = region_steps(runs[i].m, runs[i].all, false, steps);
-        region_run on = region_steps(runs[i].m, runs[i].all, true, steps);
-        print_message("groot-nano %s%s: %lld regions compared with their recordings over %d steps, %lld weight "
-                      "casts\n", vla_precision_name(runs[i].m), runs[i].all ? " (every stage trained)" : "",
+        region_run off = region_steps(runs[i].preset, runs[i].m, runs[i].all, false, steps);
+        region_run on = region_steps(runs[i].preset, runs[i].m, runs[i].all, true, steps);
+        print_message("%s %s%s: %lld regions compared with their recordings over %d steps, %lld weight casts\n",
+                      runs[i].preset, vla_precision_name(runs[i].m), runs[i].all ? " (every stage trained)" : "",
                       (long long)on.replays, steps, (long long)on.weight_casts);
         assert_memory_equal(on.loss, off.loss, sizeof on.loss);
-        int64_t n = 0;
-        {
-            vla_policy_config c;
-            assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
-            vla_policy *p;
-            assert_int_equal(vla_policy_create(&c, vla_backend_find("cpu"), &p), VLA_OK);
-            n = p->n_weight_floats;
-            vla_policy_free(p);
-        }
-        assert_memory_equal(on.weights, off.weights, (size_t)n * sizeof(float));
+        vla_policy_config c;
+        assert_int_equal(vla_policy_config_load(runs[i].preset, &c), VLA_OK);
+        vla_policy *p;
+        assert_int_equal(vla_policy_create(&c, vla_backend_find("cpu"), &p), VLA_OK);
+        assert_memory_equal(on.weights, off.weights, (size_t)p->n_weight_floats * sizeof(float));
+        vla_policy_free(p);
         assert_int_equal(off.replays, 0);
         assert_int_equal(on.weight_casts, off.weight_casts); /* the refresh casts what the uses would have */
-        /* two keys (the embodiment layouts), five calls each: the first plain, the second the device's
-         * warm-up, the third the recording, two compared — per region, forward and backward. In bf16 the
-         * very first step's key is its own (no weight copies exist yet): one compare fewer per region. */
+        /* two keys (the layouts), five calls each: the first plain, the second the device's warm-up, the
+         * third the recording, two compared — per region, forward and backward. In bf16 the very first
+         * step's key is its own (no weight copies exist yet): one compare fewer per region. */
         if (runs[i].m == VLA_PREC_FP8) assert_int_equal(on.replays, 0); /* FP8 runs plainly */
         else assert_int_equal(on.replays, runs[i].m == VLA_PREC_FP32 ? 2 * 2 * 2 : 2 * 3);
         free(on.weights), free(off.weights);
     }
 }
+
 
 static void test_device_training_step(void **state) {
     (void)state;
