@@ -455,8 +455,8 @@ static void print_profile(const char *name, const vla_policy *p, const bench_opt
     fflush(stdout);
     fprintf(stderr, "%s, %s %s, %s batch %lld:\n", name, o->ops->name, vla_precision_name(o->prec), what,
             (long long)batch);
-    vla_profile_print_table(stderr, prof, o->profile, !strcmp(what, "train_step") ? "step" : "chunk", 15);
-    if (!strcmp(what, "chunk_regions_whole"))
+    vla_profile_print_table(stderr, prof, o->profile, !strncmp(what, "train_step", 10) ? "step" : "chunk", 15);
+    if (strstr(what, "regions_whole"))
         fprintf(stderr, "  (each captured region timed whole, as the backend runs it: one run_captured row per call)\n");
 }
 
@@ -471,6 +471,15 @@ static vla_status profile_training(const char *name, vla_policy *p, const vla_ba
     VLA_TRY(vla_profile_stop(&prof));
     if (st == VLA_OK) print_profile(name, p, o, "train_step", o->batch, &prof);
     vla_profile_free(&prof);
+    /* the same steps with each captured region timed whole (policy/groot.c, "a training step's captured
+     * regions"): on a device what a step costs with its graphs, and its launches */
+    if (st == VLA_OK) {
+        vla_profile_start_whole_regions();
+        for (int i = 0; i < o->profile && st == VLA_OK; i++) st = train_step(p, b, opt, &info);
+        VLA_TRY(vla_profile_stop(&prof));
+        if (st == VLA_OK) print_profile(name, p, o, "train_step_regions_whole", o->batch, &prof);
+        vla_profile_free(&prof);
+    }
     return st;
 }
 

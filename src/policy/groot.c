@@ -258,6 +258,7 @@ static void groot_destroy(vla_policy *p) {
         vla_region_outs_free(g->prefix_outs);
         vla_region_outs_free(g->train_fwd_outs);
         vla_region_outs_free(g->train_bwd_outs);
+        vla_region_outs_free(g->backbone_outs);
         free(g);
     }
     vla_policy_free_params(p);
@@ -308,6 +309,23 @@ static vla_block_keep train_keep(const vla_policy *p) {
 
 /* The backbone's output; a frozen backbone runs in the scratch arena and
  * only its output is kept. */
+static void frozen_backbone_key(vla_policy *p, groot_impl *g, const float *f, vla_key *k);
+
+typedef struct {
+    vla_policy *p;
+    groot_impl *g;
+    float *f;
+} frozen_backbone;
+
+/* the frozen backbone's forward in the scratch arena, its features copied to f */
+static vla_status frozen_backbone_body(void *v) {
+    frozen_backbone *r = v;
+    groot_bb_acts bb;
+    VLA_TRY(vla_groot_backbone_forward(r->p, &r->g->sarena, r->g->ppk, VLA_STACK_NONE, &bb));
+    r->p->tops->copy(r->f, bb.feats, r->g->ppk->P * r->p->cfg.language.width);
+    return VLA_OK;
+}
+
 static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **feats) {
     const groot_pack *pk = g->ppk;
     if (g->need_lm) {
@@ -315,12 +333,17 @@ static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **
         *feats = g->bb.feats;
         return VLA_OK;
     }
-    vla_arena_begin_call(&g->sarena);
-    VLA_TRY(vla_groot_backbone_forward(p, &g->sarena, pk, VLA_STACK_NONE, &g->bb));
     const int64_t sizes[] = {pk->P * p->cfg.language.width};
     float *f;
     VLA_TRY(vla_acts_from_arena(&g->arena, sizes, 1, &f));
-    p->tops->copy(f, g->bb.feats, sizes[0]);
+    vla_arena_begin_call(&g->sarena);
+    /* a captured region of its own (a training step's regions, below): its ops follow from the prompt's
+     * token ids too, so a dataset of many prompts gives this one up and keeps the head's */
+    vla_key key = {0};
+    frozen_backbone_key(p, g, f, &key);
+    vla_region_trial_check(&g->backbone_trial, g->backbone_outs, &key, "groot backbone");
+    frozen_backbone r = {p, g, f};
+    VLA_TRY(vla_region_run(p->tops, &g->backbone_outs, &key, &g->sarena, frozen_backbone_body, &r, NULL, 0));
     vla_arena_reset(&g->sarena);
     memset(&g->bb, 0, sizeof g->bb);
     *feats = f;
@@ -341,11 +364,45 @@ static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **
  * and amaxes move every step. A step with a gradient-ready hook (the all-reduce buckets of several
  * ranks) runs the backward plainly: its hooks are host calls. */
 
+/* whether a training step's regions run (FP8 and VLA_TRAIN_GRAPHS=0: no; a trial that gave up: no) */
+static bool train_regions(vla_policy *p, const vla_region_trial *t) {
+    return vla_policy_precision_mode(p) != VLA_PREC_FP8 && vla_train_regions_on() && !t->stopped;
+}
+
+/* The frozen backbone's key: the prefix pack's sizes and index maps (the prompt's token ids among them),
+ * the images' and the features' addresses, where its blocks start in the scratch arena, the copies. */
+static void frozen_backbone_key(vla_policy *p, groot_impl *g, const float *f, vla_key *k) {
+    const groot_pack *pk = g->ppk;
+    if (!train_regions(p, &g->backbone_trial)) {
+        k->failed = true;
+        return;
+    }
+    struct {
+        char tag[16];
+        int64_t S, P, n_img, n_img_tok, n_txt;
+        const void *images, *f, *at;
+    } head;
+    memset(&head, 0, sizeof head);
+    memcpy(head.tag, "groot frozen bb", 15);
+    head.S = pk->S, head.P = pk->P, head.n_img = pk->n_img, head.n_img_tok = pk->n_img_tok, head.n_txt = pk->n_txt;
+    head.images = pk->images, head.f = f, head.at = vla_arena_next_block(&g->sarena, 64);
+    vla_key_add(k, &head, sizeof head);
+    vla_policy_precision_key_add(p, k);
+    const int64_t S = pk->S;
+    const struct {
+        const int32_t *a;
+        int64_t n;
+    } maps[] = {{pk->cu_pre, S + 1},      {pk->cu_one, S + 1},          {pk->pre_pos, pk->P},
+                {pk->pre_group, pk->P},   {pk->img_rows, pk->n_img_tok}, {pk->txt_rows, pk->n_txt},
+                {pk->txt_ids, pk->n_txt}, {pk->emb, pk->emb ? S : 0}};
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(k, maps[i].a, maps[i].n);
+}
+
 /* k with what both training regions depend on (see above); the key of `tag` */
 static void train_key(vla_policy *p, const groot_impl *g, const char *tag, const void *const *ptrs, int n_ptrs,
                       vla_key *k) {
     const groot_pack *pk = &g->pk, *u = g->ppk;
-    if (vla_policy_precision_mode(p) == VLA_PREC_FP8 || !vla_train_regions_on() || g->train_trial.stopped) {
+    if (!train_regions(p, &g->train_trial)) {
         k->failed = true;
         return;
     }

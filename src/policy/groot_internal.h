@@ -129,6 +129,9 @@ typedef struct {
     /* a training step's regions (groot.c): each key's VL adapter and head activations; nothing */
     struct vla_region_outs *train_fwd_outs, *train_bwd_outs;
     vla_region_trial train_trial; /* whether the batches' layouts repeat (region.h) */
+    /* the frozen backbone's region in a training step (groot.c): nothing kept; its prompts' repeats */
+    struct vla_region_outs *backbone_outs;
+    vla_region_trial backbone_trial;
 } groot_impl;
 
 static inline groot_impl *groot_of(vla_policy *p) { return (groot_impl *)p->impl; }

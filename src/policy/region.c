@@ -132,8 +132,8 @@ void vla_region_trial_check(vla_region_trial *t, vla_region_outs *outs, vla_key 
         t->new_keys += !(outs && vla_key_cache_get(outs->c, key->b, key->n));
         if (++t->calls >= VLA_REGION_TRIAL_CALLS && 2 * t->new_keys > t->calls) {
             t->stopped = true;
-            VLA_INFO("%s: a training step's captured regions off — %lld of %lld batches had a layout of their own "
-                     "(prompt lengths, packing), so no recording would be replayed",
+            VLA_INFO("%s: this training step's captured region off — %lld of %lld batches were new to it (another "
+                     "layout or prompt), so few recordings would be replayed (docs/cuda.md, \"Graphs\")",
                      who, (long long)t->new_keys, (long long)t->calls);
         }
     }

@@ -733,6 +733,49 @@ static void test_training_regions_give_up(void **state) {
     assert_memory_equal(loss[0], loss[1], sizeof loss[0]);
 }
 
+/* A prompt per batch — sixteen prompts of one length, then the first again and again: the frozen
+ * backbone's region (keyed by the token ids) gives up, and the head's (keyed by the layout) replays all
+ * along; the bits are those without regions. */
+static void test_training_regions_many_prompts(void **state) {
+    (void)state;
+    double loss[2][22];
+    int64_t replays = 0;
+    for (int on = 0; on < 2; on++) {
+        vla_policy_config c;
+        assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
+        vla_policy *p;
+        assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
+        assert_int_equal(vla_policy_init_weights(p, 12), VLA_OK);
+        vla_comm *comm = NULL;
+        assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, &comm), VLA_OK);
+        vla_train_opt *opt = make_opt(p, comm);
+        vla_train_regions_set(on);
+        int64_t r0 = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS);
+        for (int step = 0; step < 22; step++) {
+            char task[32];
+            snprintf(task, sizeof task, "task %c%c", 'a' + (step < 16 ? step : 0), 'q');
+            const char *const tasks[3] = {task, task, task};
+            small_batch b;
+            small_batch_make_tasks(p, 3, tasks, &b);
+            b.pack.b.seed = 9 + (uint64_t)step;
+            vla_train_step_in in = {.policy = p, .opt = opt, .batches = &b.pack.b, .n_batches = 1, .lr = 1e-3,
+                                    .step = step};
+            vla_train_step_out o;
+            if (vla_train_step(&in, &o) != VLA_OK) fail_msg("step %d: %s", step, vla_error_message());
+            loss[on][step] = o.loss;
+            small_batch_free(&b);
+        }
+        if (on) replays = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS) - r0;
+        vla_train_regions_set(true);
+        vla_train_opt_free(opt);
+        vla_policy_free(p);
+        vla_comm_finalize(comm);
+    }
+    assert_memory_equal(loss[0], loss[1], sizeof loss[0]);
+    /* the head's forward and backward: one key, 22 calls, the first three not compared */
+    assert_int_equal(replays, 2 * (22 - 3));
+}
+
 static void test_training_regions_replay(void **state) {
     (void)state;
     const int steps = 10;
@@ -760,10 +803,12 @@ static void test_training_regions_replay(void **state) {
         assert_int_equal(off.replays, 0);
         assert_int_equal(on.weight_casts, off.weight_casts); /* the refresh casts what the uses would have */
         /* two keys (the layouts), five calls each: the first plain, the second the device's warm-up, the
-         * third the recording, two compared — per region, forward and backward. In bf16 the very first
-         * step's key is its own (no weight copies exist yet): one compare fewer per region. */
+         * third the recording, two compared — per region: forward, backward and GR00T's frozen backbone.
+         * In bf16 the very first step's key is its own (no weight copies exist yet): one compare fewer
+         * per region. */
+        int regions = !strncmp(runs[i].preset, "groot", 5) && !runs[i].all ? 3 : 2;
         if (runs[i].m == VLA_PREC_FP8) assert_int_equal(on.replays, 0); /* FP8 runs plainly */
-        else assert_int_equal(on.replays, runs[i].m == VLA_PREC_FP32 ? 2 * 2 * 2 : 2 * 3);
+        else assert_int_equal(on.replays, regions * (runs[i].m == VLA_PREC_FP32 ? 2 * 2 : 3));
         free(on.weights), free(off.weights);
     }
 }
@@ -983,6 +1028,7 @@ int main(void) {
         cmocka_unit_test(test_weight_refresh),
         cmocka_unit_test(test_training_regions_replay),
         cmocka_unit_test(test_training_regions_give_up),
+        cmocka_unit_test(test_training_regions_many_prompts),
         cmocka_unit_test(test_device_training_step),
         cmocka_unit_test(test_equiv_criterion),
     };
