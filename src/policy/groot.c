@@ -311,6 +311,19 @@ static vla_block_keep train_keep(const vla_policy *p) {
  * only its output is kept. */
 static void frozen_backbone_key(vla_policy *p, groot_impl *g, const float *f, vla_key *k);
 
+/* k with the index maps the prefix (ViT, LM, VL adapter) follows: token ranges, positions, groups, the
+ * image and text rows, the token ids, the embodiments (a NULL map keys as zeros) */
+static void prefix_maps_key(const groot_pack *pk, vla_key *k) {
+    const int64_t S = pk->S;
+    const struct {
+        const int32_t *a;
+        int64_t n;
+    } maps[] = {{pk->cu_pre, S + 1},      {pk->cu_one, S + 1},           {pk->pre_pos, pk->P},
+                {pk->pre_group, pk->P},   {pk->img_rows, pk->n_img_tok}, {pk->txt_rows, pk->n_txt},
+                {pk->txt_ids, pk->n_txt}, {pk->emb, S}};
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(k, maps[i].a, maps[i].n);
+}
+
 typedef struct {
     vla_policy *p;
     groot_impl *g;
@@ -388,14 +401,7 @@ static void frozen_backbone_key(vla_policy *p, groot_impl *g, const float *f, vl
     head.images = pk->images, head.f = f, head.at = vla_arena_next_block(&g->sarena, 64);
     vla_key_add(k, &head, sizeof head);
     vla_policy_precision_key_add(p, k);
-    const int64_t S = pk->S;
-    const struct {
-        const int32_t *a;
-        int64_t n;
-    } maps[] = {{pk->cu_pre, S + 1},      {pk->cu_one, S + 1},          {pk->pre_pos, pk->P},
-                {pk->pre_group, pk->P},   {pk->img_rows, pk->n_img_tok}, {pk->txt_rows, pk->n_txt},
-                {pk->txt_ids, pk->n_txt}, {pk->emb, pk->emb ? S : 0}};
-    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(k, maps[i].a, maps[i].n);
+    prefix_maps_key(pk, k);
 }
 
 /* k with what both training regions depend on (see above); the key of `tag` */
@@ -686,18 +692,11 @@ static vla_status prefix_captured(vla_policy *p, sample_ctx *sc, vla_arena *a, b
     head.S = pk->S, head.P = pk->P, head.n_img = pk->n_img, head.n_img_tok = pk->n_img_tok, head.n_txt = pk->n_txt;
     head.N = pk->N, head.A = pk->A, head.kv = kv, head.images = pk->images;
     head.at = vla_arena_next_block(a, 64); /* where the body's blocks start */
-    const int64_t S = pk->S;
-    const struct {
-        const int32_t *a;
-        int64_t n;
-    } maps[] = {{pk->cu_pre, S + 1},      {pk->cu_one, S + 1},      {pk->pre_pos, pk->P},
-                {pk->pre_group, pk->P},   {pk->img_rows, pk->n_img_tok}, {pk->txt_rows, pk->n_txt},
-                {pk->txt_ids, pk->n_txt}, {pk->emb, S}};
     vla_key key = {0};
     vla_key_add(&key, "groot prefix", 12);
     vla_key_add(&key, &head, sizeof head);
     vla_policy_precision_key_add(p, &key);
-    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(&key, maps[i].a, maps[i].n);
+    prefix_maps_key(pk, &key);
     prefix_region r = {p, a, pk, kv, {NULL, NULL, NULL}};
     VLA_TRY(vla_region_run(p->tops, &g->prefix_outs, &key, a, prefix_body, &r, &r.out, sizeof r.out));
     sc->vl = r.out.vl, sc->ck = r.out.ck, sc->cv = r.out.cv;

@@ -695,20 +695,28 @@ static void test_weight_refresh(void **state) {
     vla_comm_finalize(comm);
 }
 
+/* groot-nano on checked (weights from seed 12, f32), one rank, and its optimizer */
+static vla_policy *nano_trainer(vla_comm **comm, vla_train_opt **opt) {
+    vla_policy_config c;
+    assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
+    vla_policy *p;
+    assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
+    assert_int_equal(vla_policy_init_weights(p, 12), VLA_OK);
+    *comm = NULL;
+    assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, comm), VLA_OK);
+    *opt = make_opt(p, *comm);
+    return p;
+}
+
 /* Layouts that do not repeat give the regions up: sixteen batches of sixteen embodiment layouts, then
  * one layout again and again — no recording is replayed, and the bits are those without regions. */
 static void test_training_regions_give_up(void **state) {
     (void)state;
     double loss[2][22];
     for (int on = 0; on < 2; on++) {
-        vla_policy_config c;
-        assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
-        vla_policy *p;
-        assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
-        assert_int_equal(vla_policy_init_weights(p, 12), VLA_OK);
-        vla_comm *comm = NULL;
-        assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, &comm), VLA_OK);
-        vla_train_opt *opt = make_opt(p, comm);
+        vla_comm *comm;
+        vla_train_opt *opt;
+        vla_policy *p = nano_trainer(&comm, &opt);
         small_batch b;
         small_batch_make(p, 4, &b);
         int32_t *emb = (int32_t *)b.pack.b.embodiment;
@@ -741,14 +749,9 @@ static void test_training_regions_many_prompts(void **state) {
     double loss[2][22];
     int64_t replays = 0;
     for (int on = 0; on < 2; on++) {
-        vla_policy_config c;
-        assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
-        vla_policy *p;
-        assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
-        assert_int_equal(vla_policy_init_weights(p, 12), VLA_OK);
-        vla_comm *comm = NULL;
-        assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, &comm), VLA_OK);
-        vla_train_opt *opt = make_opt(p, comm);
+        vla_comm *comm;
+        vla_train_opt *opt;
+        vla_policy *p = nano_trainer(&comm, &opt);
         vla_train_regions_set(on);
         int64_t r0 = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS);
         for (int step = 0; step < 22; step++) {
