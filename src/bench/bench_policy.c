@@ -410,6 +410,8 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
     if (last_plans_per_step >= 0) printf(",\"attn_plans_built_per_step\":%.1f", last_plans_per_step);
     if (last_casts_per_step >= 0) printf(",\"operand_casts_per_step\":%.1f", last_casts_per_step);
     if (last_replays_per_step >= 0) printf(",\"graph_replays_per_step\":%.2f", last_replays_per_step);
+    int64_t used = vla_ops_stat_of(p->tops, VLA_STAT_DEVICE_USED_BYTES); /* after the timed steps: graphs' too */
+    if (used >= 0) printf(",\"device_used_gib\":%.3f", (double)used / (1 << 30));
     if (o->prec == VLA_PREC_FP8 && p->prec) /* which block linears read FP8 (the rest bf16: --fp8.min_dim) */
         printf(",\"fp8_min_dim\":%lld,\"fp8_linears\":%lld,\"block_linears\":%lld", (long long)o->fp8.min_dim,
                (long long)p->prec->n_fp8, (long long)p->prec->n_linears);

@@ -203,10 +203,12 @@ typedef enum {
     VLA_STAT_ATTN_LAST_KV_SPLITS, /* the parts the last attention backward cut its dK/dV walk into (0: none ran) */
     VLA_STAT_CAPTURED_REPLAYS,    /* captured regions replayed so far (run_captured; checked: compared;
                                    * -1 where none are: cuda with VLA_CUDA_GRAPHS=0) */
-    VLA_STAT_OPERAND_CASTS        /* bf16/FP8 operand casts so far: prepare_operand's, and a quantized GEMM's
+    VLA_STAT_OPERAND_CASTS,       /* bf16/FP8 operand casts so far: prepare_operand's, and a quantized GEMM's
                                    * of each operand that did not arrive ready — the passes turning f32 into a
                                    * GEMM's input (a copy its producer wrote is none; cpu and checked count
                                    * together: checked runs the cpu's kernels) */
+    VLA_STAT_DEVICE_USED_BYTES    /* device memory in use now (cuda: total − free, whoever holds it — the pool's
+                                   * reservations and the graphs' memory included); -1 on host backends */
 } vla_ops_stat;
 
 typedef struct vla_ops {

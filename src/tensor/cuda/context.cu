@@ -212,6 +212,10 @@ static int64_t cu_stat(vla_ops_stat what) {
     case VLA_STAT_ATTN_LAST_KV_SPLITS: return vla_cuda_attn_last_kv_splits();
     case VLA_STAT_CAPTURED_REPLAYS: return vla_cuda_graph_replays();
     case VLA_STAT_OPERAND_CASTS: return vla_cuda_operand_casts();
+    case VLA_STAT_DEVICE_USED_BYTES: {
+        size_t free_b = 0, total_b = 0;
+        return cudaMemGetInfo(&free_b, &total_b) == cudaSuccess ? (int64_t)(total_b - free_b) : -1;
+    }
     }
     return -1;
 }
