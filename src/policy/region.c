@@ -73,7 +73,7 @@ static void keep(vla_region_outs *o, const vla_key *key, const vla_arena *arena,
     k->end = vla_arena_get_mark(arena);
     k->need = k->end.used_total - from.used_total;
     k->n = n;
-    memcpy(k->out, out, n);
+    if (n) memcpy(k->out, out, n); /* (a region may leave no host output: out NULL) */
 }
 
 /* the host state of a replay from the kept entry; false when it cannot be */
@@ -81,7 +81,7 @@ static bool restore(vla_region_outs *o, const vla_key *key, vla_arena *arena, vl
                     size_t n) {
     kept *k = vla_key_cache_get(o->c, key->b, key->n);
     if (!k || k->n != n || !vla_arena_advance(arena, from, k->end)) return false;
-    memcpy(out, k->out, n);
+    if (n) memcpy(out, k->out, n);
     atomic_fetch_add(&restored, 1);
     return true;
 }
@@ -114,7 +114,7 @@ vla_status vla_region_run(const vla_ops *ops, vla_region_outs **outs, vla_key *k
     if (st == VLA_OK && w.ran && atomic_load(&emulate)) {
         /* a replay's host side: what the body left forgotten, then restored (or, failing that, run again) */
         vla_arena_rewind(arena, from);
-        memset(out, 0xa5, out_bytes);
+        if (out_bytes) memset(out, 0xa5, out_bytes);
         w.ran = false;
     }
     if (st == VLA_OK && !w.ran && !restore(o, key, arena, from, out, out_bytes)) {
