@@ -95,7 +95,7 @@ vla_status vla_flow_euler(const vla_ops *ops, const vla_flow *f, vla_velocity_fn
  * prefix's K/V read in place — as a captured region (tensor/ops.h,
  * run_captured): on cuda, recorded once per key and replayed as one CUDA
  * graph. The key is what the loop depends on: the flow (steps, direction),
- * n, the buffers' addresses, the weight copies' state (vla_policy_precision_key_add),
+ * n, the buffers' addresses, the weight copies' state (vla_policy_region_key_add),
  * where the step's activations start in the family's arena (arena_at: the
  * address of an allocation made at the step's arena mark) and the family's
  * own bytes (its token layout: whatever decides the ops and the host data
@@ -108,7 +108,7 @@ typedef struct {
 vla_status vla_flow_chunk_reserve(const vla_ops *ops, vla_flow_chunk *c, int64_t n);
 void vla_flow_chunk_free(const vla_ops *ops, vla_flow_chunk *c);
 /* vla_flow_euler(ops, f, fn, ctx, c->x, c->v, n) as a captured region: key holds the family's parts
- * (its layout, vla_policy_precision_key_add's, arena_at); the flow's are added here. Releases key. */
+ * (its layout, vla_policy_region_key_add's, arena_at); the flow's are added here. Releases key. */
 vla_status vla_flow_euler_captured(const vla_ops *ops, const vla_flow *f, vla_velocity_fn fn, void *ctx,
                                    const vla_flow_chunk *c, int64_t n, vla_key *key);
 

@@ -400,7 +400,7 @@ static void frozen_backbone_key(vla_policy *p, groot_impl *g, const float *f, vl
     head.S = pk->S, head.P = pk->P, head.n_img = pk->n_img, head.n_img_tok = pk->n_img_tok, head.n_txt = pk->n_txt;
     head.images = pk->images, head.f = f, head.at = vla_arena_next_block(&g->sarena, 64);
     vla_key_add(k, &head, sizeof head);
-    vla_policy_precision_key_add(p, k);
+    vla_policy_region_key_add(p, k);
     prefix_maps_key(pk, k);
 }
 
@@ -425,7 +425,7 @@ static void train_key(vla_policy *p, const groot_impl *g, const char *tag, const
     head.at = vla_arena_next_block((vla_arena *)&g->arena, 64); /* where the body's blocks start */
     vla_key_add(k, &head, sizeof head);
     vla_key_add(k, ptrs, (size_t)n_ptrs * sizeof *ptrs);
-    vla_policy_precision_key_add(p, k);
+    vla_policy_region_key_add(p, k);
     const struct {
         const int32_t *a;
         int64_t n;
@@ -650,7 +650,7 @@ static vla_status euler_captured(vla_policy *p, sample_ctx *sc, float *x, float 
                 {pk->state_rows, S},    {pk->fut_rows, S * F},  {pk->fut_src, S * F}, {pk->act_sample, pk->A}};
     vla_key key = {0};
     vla_key_add(&key, &head, sizeof head);
-    vla_policy_precision_key_add(p, &key);
+    vla_policy_region_key_add(p, &key);
     vla_key_add(&key, &at, sizeof at);
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(&key, maps[i].a, maps[i].n);
     vla_flow_chunk chunk = {x, v, n};
@@ -695,7 +695,7 @@ static vla_status prefix_captured(vla_policy *p, sample_ctx *sc, vla_arena *a, b
     vla_key key = {0};
     vla_key_add(&key, "groot prefix", 12);
     vla_key_add(&key, &head, sizeof head);
-    vla_policy_precision_key_add(p, &key);
+    vla_policy_region_key_add(p, &key);
     prefix_maps_key(pk, &key);
     prefix_region r = {p, a, pk, kv, {NULL, NULL, NULL}};
     VLA_TRY(vla_region_run(p->tops, &g->prefix_outs, &key, a, prefix_body, &r, &r.out, sizeof r.out));

@@ -285,7 +285,7 @@ static vla_status prefix_captured(vla_policy *p, pi05_impl *I) {
                 {f->m.txt_dst, f->n_txt},  {f->m.txt_id, f->n_txt}};
     vla_key key = {0};
     vla_key_add(&key, &head, sizeof head);
-    vla_policy_precision_key_add(p, &key);
+    vla_policy_region_key_add(p, &key);
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(&key, maps[i].a, maps[i].n);
     vla_status st = key.failed ? prefix_body(p) : vla_ops_run_captured(p->tops, key.b, key.n, prefix_body, p);
     vla_key_release(&key);
@@ -343,7 +343,7 @@ static void train_key(vla_policy *p, pi05_impl *I, const char *tag, const void *
     head.acts = f->a;
     vla_key_add(k, &head, sizeof head);
     vla_key_add(k, extra, extra_bytes);
-    vla_policy_precision_key_add(p, k);
+    vla_policy_region_key_add(p, k);
     const struct {
         const int32_t *a;
         int64_t n;

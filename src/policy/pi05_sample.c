@@ -261,7 +261,7 @@ static vla_status euler_captured(vla_policy *p, pi05_impl *I, sample_ctx *ctx, i
     vla_arena_rewind(&I->arena, ctx->mark);
     const void *at = vla_arena_next_block(&I->arena, 64); /* where each step's activations start */
     vla_key key = {0};
-    vla_policy_precision_key_add(p, &key);
+    vla_policy_region_key_add(p, &key);
     vla_key_add(&key, &at, sizeof at);
     vla_key_add_i32s(&key, f->m.cu, f->S + 1);
     vla_key_add_i32s(&key, f->m.grp, f->T);

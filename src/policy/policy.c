@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,8 @@ void vla_policy_free(vla_policy *p) {
 
 vla_status vla_policy_alloc_params(vla_policy *p) {
     if (!p->tops) return vla_error(VLA_ERR_INVALID_ARG, "policy: no op table");
+    static _Atomic uint64_t serials;
+    p->serial = atomic_fetch_add(&serials, 1) + 1;
     if (!p->specs.n) VLA_TRY(vla_param_specs(&p->cfg, &p->specs));
     int64_t nw = 0, ng = 0;
     for (int64_t i = 0; i < p->specs.n; i++) {

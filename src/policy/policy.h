@@ -233,6 +233,8 @@ struct vla_policy {
     double *loss_sum;
     uint8_t *grad_reported;          /* [specs.n] what this backward has reported (implementations' bookkeeping) */
     uint64_t init_seed;              /* the seed of the running vla_policy_default_init */
+    uint64_t serial;                 /* this instance, process-wide from 1 (vla_policy_alloc_params): captured
+                                      * regions key it, as addresses come back after a free */
     /* every transformer block (the inventory's vla_pb_blocks), and how their
      * large linears' GEMMs read operands: policy/precision.h (NULL: f32) */
     vla_block_set blocks;

@@ -246,7 +246,8 @@ void vla_policy_weights_refresh(vla_policy *p) {
     for (int64_t l = 0; l < q->n_linears; l++) vla_weight_ready_refresh(p->tops, &q->ready[l]);
 }
 
-void vla_policy_precision_key_add(const vla_policy *p, vla_key *key) {
+void vla_policy_region_key_add(const vla_policy *p, vla_key *key) {
+    vla_key_add(key, &p->serial, sizeof p->serial);
     const vla_policy_precision *q = p->prec;
     if (!q) return;
     const struct {

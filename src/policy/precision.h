@@ -81,8 +81,11 @@ typedef struct vla_policy_precision {
     uint64_t serial;         /* which vla_policy_set_precision made it (process-wide, from 1) */
 } vla_policy_precision;
 
-/* Adds to a captured region's key (tensor/ops.h, run_captured) what its ops
- * read of the precision state besides the weights themselves: the mode,
+/* Adds to a captured region's key (tensor/ops.h, run_captured) which policy
+ * instance it runs (p->serial: a freed policy's memory, arena and weights
+ * alike, may come back at the same addresses for the next, whose recording
+ * must not be another's) and what its ops read of the precision state
+ * besides the weights themselves: the mode,
  * whether a hold is open, each weight copy's address and whether it is
  * current (a current copy is read as it is; a stale one is cast first, an
  * op of its own) and the shared cast buffers. Two equal keys: the region's
@@ -91,7 +94,7 @@ typedef struct vla_policy_precision {
  * copies were brought up to date before its regions
  * (vla_policy_weights_refresh) has the same key as the step before it.
  * Nothing without a precision. */
-void vla_policy_precision_key_add(const vla_policy *p, vla_key *key);
+void vla_policy_region_key_add(const vla_policy *p, vla_key *key);
 
 /* "fp32" | "bf16" | "fp8" */
 const char *vla_precision_name(vla_precision m);

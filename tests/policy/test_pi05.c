@@ -487,7 +487,7 @@ static void test_chunks_replay(void **state) {
 }
 
 /* An inference policy (every group frozen) in bf16 sampled without an outer hold: its weight copies
- * outlive each chunk's own hold, so its chunks replay too (vla_policy_precision_key_add) — and new weights
+ * outlive each chunk's own hold, so its chunks replay too (vla_policy_region_key_add) — and new weights
  * are still cast again, never read stale. */
 static void test_frozen_chunks_replay(void **state) {
     (void)state;
