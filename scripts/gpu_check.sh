@@ -204,6 +204,10 @@ summary() {
     [ -n "$g1" ] && [ -n "$ng" ] && echo "    training graphs (docs/cuda.md): pi05 bf16 $g1 samples/s with them, $ng without (VLA_TRAIN_GRAPHS=0): $(ratio "$g1" "$ng")×"
     nc=$(num "$(stage_line train_bf16_groot-n1.5_nocopy policy_train)" samples_per_s)
     [ -n "$s1" ] && [ -n "$nc" ] && echo "    producer copies (docs/precision.md): groot-n1.5 bf16 $s1 samples/s with them, $nc without (VLA_PRODUCER_CASTS=0): $(ratio "$s1" "$nc")×"
+    # captured regions a stage's device could not record (they ran op by op: its graph figures are not graphs')
+    grep -E '"graph_refusals":[1-9]' "$RESULTS" | while IFS= read -r l; do
+        echo "    GRAPH RECORDINGS REFUSED in $(sed -n 's/.*"stage":"\([^"]*\)".*/\1/p' <<<"$l"): $(num "$l" graph_refusals) region(s), the first because $(sed -n 's/.*"graph_refused_why":"\([^"]*\)".*/\1/p' <<<"$l")"
+    done
     # where the time goes: each profiled stage's five largest ops (tensor/profile.h; the full rows are in RESULTS)
     # (a training stage also times a chunk: its profile is the infer stages' business, left out here)
     grep '"bench":"policy_profile"' "$RESULTS" | grep -v '"stage":"train_[^"]*",.*"what":"chunk[^"]*"' | while IFS= read -r l; do
@@ -273,9 +277,12 @@ run() {
     local secs=$(($(date +%s) - t1)) status=ok
     [ $rc -ne 0 ] && status=failed && FAILED=1
     [ $rc -eq 124 ] || [ $rc -eq 137 ] && status=timeout
-    local tail_
+    local tail_ refused why
     tail_=$(grep -vE '^\{' "$log" | tail -3)
-    record "{\"stage\":\"$stage\",\"status\":\"$status\",\"rc\":$rc,\"seconds\":$secs,\"tail\":\"$(json_str "$tail_")\"}"
+    # regions the device could not record as graphs (graph.cu says why, once per key): they ran op by op
+    refused=$(grep -c 'could not be recorded as a CUDA graph' "$log")
+    why=$(grep -m1 -o 'could not be recorded as a CUDA graph (.*): it runs' "$log" | sed 's/^could not be recorded as a CUDA graph (//; s/): it runs$//')
+    record "{\"stage\":\"$stage\",\"status\":\"$status\",\"rc\":$rc,\"seconds\":$secs,\"tail\":\"$(json_str "$tail_")\",\"graph_refusals\":$refused,\"graph_refused_why\":\"$(json_str "$why")\"}"
     say "$stage: $status in ${secs} s (log: $log)"
     [ "$status" != ok ] && grep -vE '^\{' "$log" | tail -5 | sed 's/^/    /'
     return $rc

@@ -28,7 +28,7 @@ check() { # NAME FILE WANT_RC PATTERN... (each an extended regex the output must
 ok_stages() {
     for s in conformance equiv nccl suites_test_pi05 gemm train_bf16_groot-n1.5 train_bf16_pi05 infer_groot-n1.5 \
         infer_pi05 serve attention packing train_fp8_groot-n1.5 train_fp8_pi05 torch_groot-n1.5; do
-        echo "{\"stage\":\"$s\",\"status\":\"ok\",\"rc\":0,\"seconds\":5,\"tail\":\"\"}"
+        echo "{\"stage\":\"$s\",\"status\":\"ok\",\"rc\":0,\"seconds\":5,\"tail\":\"\",\"graph_refusals\":0,\"graph_refused_why\":\"\"}"
     done
 }
 figures() { # MFU FP8_SPS INFER_MS PACKING
@@ -82,6 +82,10 @@ check "profile" "$T/profile.jsonl" 0 'profile infer_pi05 \(chunk, host clock\): 
 # the FP8 GEMM found no cuBLASLt algorithm: the summary says it ran emulated
 { ok_stages; figures 0.45 150 12.5 2.6 | sed '/"stage":"gemm_fp8"/s/"emulated_calls":0/"emulated_calls":40/'; } >"$T/emulated.jsonl"
 check "fp8 emulated" "$T/emulated.jsonl" 0 'GEMM 2048x4096x1024 fp8: .* with B held, .* with A held too .*— EMULATED in f32 .40 calls'
+# a stage whose device refused to record a region as a graph: said, with the first reason
+{ ok_stages | sed 's/"stage":"train_bf16_pi05","status":"ok","rc":0,"seconds":5,"tail":"","graph_refusals":0,"graph_refused_why":""/"stage":"train_bf16_pi05","status":"ok","rc":0,"seconds":5,"tail":"","graph_refusals":2,"graph_refused_why":"a wait for results (to_host)"/'; figures 0.45 150 12.5 2.6; } >"$T/refused.jsonl"
+check "graph refused" "$T/refused.jsonl" 0 'GRAPH RECORDINGS REFUSED in train_bf16_pi05: 2 region.s., the first because a wait for results .to_host.'
+
 # a missed target alone: exit 3
 { ok_stages; figures 0.31 150 12.5 2.6; } >"$T/missed.jsonl"
 check "missed MFU" "$T/missed.jsonl" 3 'groot-n1.5 bf16 training MFU +0.31 .*MISSED' 'GR00T-N1.5 action chunk, batch 1 .*MET'
