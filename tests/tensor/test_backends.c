@@ -469,7 +469,8 @@ static bool device_steps(const char *preset, const char *device, const equiv_mod
         for (int k = 0; k < 2; k++) {
             vla_loss_info info;
             vla_policy_zero_grad(p[k]);
-            vla_policy_weights_hold(p[k]); /* as vla_train_step holds them: each weight cast once */
+            vla_policy_weights_hold(p[k]); /* as vla_train_step holds them: each weight cast once, */
+            vla_policy_weights_refresh(p[k]); /* ahead of the step's captured regions (a device replays them) */
             if (vla_policy_loss(p[k], &b[k].pack.b, true, &info) != VLA_OK)
                 fail_msg("%s on %s: %s", preset, names[k], vla_error_message());
             assert_int_equal(vla_policy_backward(p[k]), VLA_OK);
