@@ -307,10 +307,6 @@ static vla_block_keep train_keep(const vla_policy *p) {
     return p->recompute_layers ? VLA_STACK_RECOMPUTE : VLA_STACK_ALL;
 }
 
-/* The backbone's output; a frozen backbone runs in the scratch arena and
- * only its output is kept. */
-static void frozen_backbone_key(vla_policy *p, groot_impl *g, const float *f, vla_key *k);
-
 /* k with the index maps the prefix (ViT, LM, VL adapter) follows: token ranges, positions, groups, the
  * image and text rows, the token ids, the embodiments (a NULL map keys as zeros) */
 static void prefix_maps_key(const groot_pack *pk, vla_key *k) {
@@ -324,52 +320,13 @@ static void prefix_maps_key(const groot_pack *pk, vla_key *k) {
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) vla_key_add_i32s(k, maps[i].a, maps[i].n);
 }
 
-typedef struct {
-    vla_policy *p;
-    groot_impl *g;
-    float *f;
-} frozen_backbone;
-
-/* the frozen backbone's forward in the scratch arena, its features copied to f */
-static vla_status frozen_backbone_body(void *v) {
-    frozen_backbone *r = v;
-    groot_bb_acts bb;
-    VLA_TRY(vla_groot_backbone_forward(r->p, &r->g->sarena, r->g->ppk, VLA_STACK_NONE, &bb));
-    r->p->tops->copy(r->f, bb.feats, r->g->ppk->P * r->p->cfg.language.width);
-    return VLA_OK;
-}
-
-static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **feats) {
-    const groot_pack *pk = g->ppk;
-    if (g->need_lm) {
-        VLA_TRY(vla_groot_backbone_forward(p, &g->arena, pk, train_keep(p), &g->bb));
-        *feats = g->bb.feats;
-        return VLA_OK;
-    }
-    const int64_t sizes[] = {pk->P * p->cfg.language.width};
-    float *f;
-    VLA_TRY(vla_acts_from_arena(&g->arena, sizes, 1, &f));
-    vla_arena_begin_call(&g->sarena);
-    /* a captured region of its own (a training step's regions, below): its ops follow from the prompt's
-     * token ids too, so a dataset of many prompts gives this one up and keeps the head's */
-    vla_key key = {0};
-    frozen_backbone_key(p, g, f, &key);
-    vla_region_trial_check(&g->backbone_trial, g->backbone_outs, &key, "groot backbone");
-    frozen_backbone r = {p, g, f};
-    VLA_TRY(vla_region_run(p->tops, &g->backbone_outs, &key, &g->sarena, frozen_backbone_body, &r, NULL, 0));
-    vla_arena_reset(&g->sarena);
-    memset(&g->bb, 0, sizeof g->bb);
-    *feats = f;
-    return VLA_OK;
-}
-
 /* ---- a training step's captured regions ----------------------------------------------------
  * The trainable part of a loss call — the VL adapter, the prefix rows' spread and the action head —
  * and of its backward run as two captured regions (tensor/ops.h, run_captured; cuda: two graphs per
  * micro-batch where there were ~40 launches per DiT layer). What varies from batch to batch stays
- * outside them: the uploads and the flow draws (make_pack, flow_draws), the frozen backbone (its
- * ops follow from the prompt's token ids), the loss (its pad masks) and the optimizer (its step's
- * learning rate). Inside, the ops follow from what the key holds: the packs' sizes and index maps,
+ * outside them: the uploads and the flow draws (make_pack, flow_draws), the loss (its pad masks)
+ * and the optimizer (its step's learning rate); the frozen backbone is a region of its own, keyed by
+ * the prompt's token ids too, with its own trial (policy/region.h). Inside, the ops follow from what the key holds: the packs' sizes and index maps,
  * the addresses they read and write (the features, the flow's buffers, the arena's next block, the
  * gradient buffers), which stages train and keep what, and the weight copies' state — which the
  * step brings up to date before its regions (vla_policy_weights_refresh, train/step.c), so the key
@@ -377,16 +334,11 @@ static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **
  * and amaxes move every step. A step with a gradient-ready hook (the all-reduce buckets of several
  * ranks) runs the backward plainly: its hooks are host calls. */
 
-/* whether a training step's regions run (FP8 and VLA_TRAIN_GRAPHS=0: no; a trial that gave up: no) */
-static bool train_regions(vla_policy *p, const vla_region_trial *t) {
-    return vla_policy_precision_mode(p) != VLA_PREC_FP8 && vla_train_regions_on() && !t->stopped;
-}
-
 /* The frozen backbone's key: the prefix pack's sizes and index maps (the prompt's token ids among them),
  * the images' and the features' addresses, where its blocks start in the scratch arena, the copies. */
 static void frozen_backbone_key(vla_policy *p, groot_impl *g, const float *f, vla_key *k) {
     const groot_pack *pk = g->ppk;
-    if (!train_regions(p, &g->backbone_trial)) {
+    if (!vla_train_regions_open(p, &g->backbone_trial)) {
         k->failed = true;
         return;
     }
@@ -404,11 +356,52 @@ static void frozen_backbone_key(vla_policy *p, groot_impl *g, const float *f, vl
     prefix_maps_key(pk, k);
 }
 
+typedef struct {
+    vla_policy *p;
+    groot_impl *g;
+    float *f;
+} frozen_backbone;
+
+/* the frozen backbone's forward in the scratch arena, its features copied to f */
+static vla_status frozen_backbone_body(void *v) {
+    frozen_backbone *r = v;
+    groot_bb_acts bb;
+    VLA_TRY(vla_groot_backbone_forward(r->p, &r->g->sarena, r->g->ppk, VLA_STACK_NONE, &bb));
+    r->p->tops->copy(r->f, bb.feats, r->g->ppk->P * r->p->cfg.language.width);
+    return VLA_OK;
+}
+
+/* The backbone's output; a frozen backbone runs in the scratch arena and
+ * only its output is kept. */
+static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **feats) {
+    const groot_pack *pk = g->ppk;
+    if (g->need_lm) {
+        VLA_TRY(vla_groot_backbone_forward(p, &g->arena, pk, train_keep(p), &g->bb));
+        *feats = g->bb.feats;
+        return VLA_OK;
+    }
+    const int64_t sizes[] = {pk->P * p->cfg.language.width};
+    float *f;
+    VLA_TRY(vla_acts_from_arena(&g->arena, sizes, 1, &f));
+    vla_arena_begin_call(&g->sarena);
+    /* a captured region of its own (above): its ops follow from the prompt's
+     * token ids too, so a dataset of many prompts gives this one up and keeps the head's */
+    vla_key key = {0};
+    frozen_backbone_key(p, g, f, &key);
+    vla_region_trial_check(&g->backbone_trial, g->backbone_outs, &key, "groot backbone");
+    frozen_backbone r = {p, g, f};
+    VLA_TRY(vla_region_run(p->tops, &g->backbone_outs, &key, &g->sarena, frozen_backbone_body, &r, NULL, 0));
+    vla_arena_reset(&g->sarena);
+    memset(&g->bb, 0, sizeof g->bb);
+    *feats = f;
+    return VLA_OK;
+}
+
 /* k with what both training regions depend on (see above); the key of `tag` */
 static void train_key(vla_policy *p, const groot_impl *g, const char *tag, const void *const *ptrs, int n_ptrs,
                       vla_key *k) {
     const groot_pack *pk = &g->pk, *u = g->ppk;
-    if (!train_regions(p, &g->train_trial)) {
+    if (!vla_train_regions_open(p, &g->train_trial)) {
         k->failed = true;
         return;
     }

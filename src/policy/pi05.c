@@ -327,7 +327,7 @@ static vla_status act_forward(vla_policy *p, pi05_impl *I, const float *x_t, con
 static void train_key(vla_policy *p, pi05_impl *I, const char *tag, const void *extra, size_t extra_bytes,
                       vla_key *k) {
     const fwd_state *f = &I->f;
-    if (vla_policy_precision_mode(p) == VLA_PREC_FP8 || !vla_train_regions_on() || I->train_trial.stopped) {
+    if (!vla_train_regions_open(p, &I->train_trial)) {
         k->failed = true;
         return;
     }

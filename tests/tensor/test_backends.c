@@ -598,23 +598,33 @@ typedef struct {
     int64_t replays, weight_casts;
 } region_run;
 
+/* preset on checked (weights from seed 12, every stage trained when `all`) in mode m, one rank, and its
+ * optimizer */
+static vla_policy *checked_trainer(const char *preset, vla_precision m, bool all, vla_comm **comm,
+                                   vla_train_opt **opt) {
+    vla_policy_config c;
+    assert_int_equal(vla_policy_config_load(preset, &c), VLA_OK);
+    if (all) memset(c.frozen, 0, sizeof c.frozen);
+    vla_policy *p;
+    assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
+    assert_int_equal(vla_policy_init_weights(p, 12), VLA_OK);
+    assert_int_equal(vla_policy_set_precision(p, m, NULL), VLA_OK);
+    *comm = NULL;
+    assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, comm), VLA_OK);
+    *opt = make_opt(p, *comm);
+    return p;
+}
+
 /* `steps` steps of `preset` (all stages trained when `all`) on checked in mode m, regions on or off;
  * the batches change every step — actions, flow draws, padding — and two layouts of 3 samples
  * alternate (GR00T: two embodiment layouts; π0.5: the prompts in another order — the same sizes, other
  * token ids and ranges) */
 static region_run region_steps(const char *preset, vla_precision m, bool all, bool regions, int steps) {
     region_run out = {{0}, NULL, 0, 0};
-    vla_policy_config c;
-    assert_int_equal(vla_policy_config_load(preset, &c), VLA_OK);
-    if (all) memset(c.frozen, 0, sizeof c.frozen);
     bool groot = strncmp(preset, "groot", 5) == 0;
-    vla_policy *p;
-    assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
-    assert_int_equal(vla_policy_init_weights(p, 12), VLA_OK);
-    assert_int_equal(vla_policy_set_precision(p, m, NULL), VLA_OK);
-    vla_comm *comm = NULL;
-    assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, &comm), VLA_OK);
-    vla_train_opt *opt = make_opt(p, comm);
+    vla_comm *comm;
+    vla_train_opt *opt;
+    vla_policy *p = checked_trainer(preset, m, all, &comm, &opt);
     small_batch b[2];
     static const char *const shuffled[] = {"pick it up", "push the T", ""}; /* the same sizes, other tokens */
     for (int k = 0; k < 2; k++) small_batch_make_tasks(p, 3, k == 1 && !groot ? shuffled : TASKS, &b[k]);
@@ -626,7 +636,7 @@ static region_run region_steps(const char *preset, vla_precision m, bool all, bo
     vla_train_regions_set(regions);
     vla_region_emulate_replays(regions);
     int64_t r0 = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS), w0 = vla_policy_weight_casts(p);
-    int64_t H = c.action.horizon, A = c.action.action_dim;
+    int64_t H = p->cfg.action.horizon, A = p->cfg.action.action_dim;
     for (int step = 0; step < steps; step++) {
         small_batch *sb = &b[step % 2];
         int32_t S = sb->pack.b.n_samples;
@@ -696,19 +706,6 @@ static void test_weight_refresh(void **state) {
     vla_comm_finalize(comm);
 }
 
-/* groot-nano on checked (weights from seed 12, f32), one rank, and its optimizer */
-static vla_policy *nano_trainer(vla_comm **comm, vla_train_opt **opt) {
-    vla_policy_config c;
-    assert_int_equal(vla_policy_config_load("groot-nano", &c), VLA_OK);
-    vla_policy *p;
-    assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
-    assert_int_equal(vla_policy_init_weights(p, 12), VLA_OK);
-    *comm = NULL;
-    assert_int_equal(vla_comm_init(&(vla_comm_options){VLA_COMM_SINGLE, 0}, comm), VLA_OK);
-    *opt = make_opt(p, *comm);
-    return p;
-}
-
 /* Layouts that do not repeat give the regions up: sixteen batches of sixteen embodiment layouts, then
  * one layout again and again — no recording is replayed, and the bits are those without regions. */
 static void test_training_regions_give_up(void **state) {
@@ -717,7 +714,7 @@ static void test_training_regions_give_up(void **state) {
     for (int on = 0; on < 2; on++) {
         vla_comm *comm;
         vla_train_opt *opt;
-        vla_policy *p = nano_trainer(&comm, &opt);
+        vla_policy *p = checked_trainer("groot-nano", VLA_PREC_FP32, false, &comm, &opt);
         small_batch b;
         small_batch_make(p, 4, &b);
         int32_t *emb = (int32_t *)b.pack.b.embodiment;
@@ -752,7 +749,7 @@ static void test_training_regions_many_prompts(void **state) {
     for (int on = 0; on < 2; on++) {
         vla_comm *comm;
         vla_train_opt *opt;
-        vla_policy *p = nano_trainer(&comm, &opt);
+        vla_policy *p = checked_trainer("groot-nano", VLA_PREC_FP32, false, &comm, &opt);
         vla_train_regions_set(on);
         int64_t r0 = p->tops->stat(VLA_STAT_CAPTURED_REPLAYS);
         for (int step = 0; step < 22; step++) {
