@@ -61,10 +61,18 @@ bool vla_weight_ready_fresh(const vla_weight_ready *r, bool dgrad, bool bf16) {
     return (dgrad ? r->dgrad_gen : r->fwd_gen) == r->scope->gen;
 }
 
-void vla_weight_ready_refresh(const vla_ops *ops, vla_weight_ready *r) {
-    if (!r->cast.set || vla_weight_ready_fresh(r, false, true)) return;
-    weight_ready(ops, &(vla_linear_prec){.ready = r}, &r->cast.g, false, r->cast.trans_b, r->cast.n, r->cast.k,
-                 r->cast.w, r->cast.ldw);
+bool vla_weight_ready_stale(const vla_weight_ready *r) {
+    return r->cast.set && r->fwd && r->scope && r->scope->holding && !vla_weight_ready_fresh(r, false, true);
+}
+
+void vla_weight_ready_recast(const vla_ops *ops, const vla_weight_ready *r) {
+    ops->prepare_operand(&r->cast.g, r->cast.trans_b, r->cast.n, r->cast.k, r->cast.w, r->cast.ldw, r->fwd);
+}
+
+void vla_weight_ready_mark_recast(vla_weight_ready *r) {
+    r->fwd_gen = r->scope->gen;
+    r->fwd_frozen_gen = r->scope->frozen_gen;
+    r->scope->casts++;
 }
 
 /* x [n][cols] cast into cb as the B operand op(B) = x (trans_b false: k = n

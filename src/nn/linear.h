@@ -55,7 +55,7 @@ typedef struct {
     uint64_t fwd_frozen_gen;      /* scope->frozen_gen when the forward copy was made */
     int64_t param;                /* the weight's parameter index in its policy */
     /* the bf16 forward copy's cast as its first use made it (the weight, its shape and layout), so a
-     * hold can bring the copy up to date ahead of the ops that read it (vla_weight_ready_refresh) */
+     * hold can bring the copy up to date ahead of the ops that read it (vla_weight_ready_recast) */
     struct {
         bool set;
         vla_gemm_q g;
@@ -68,11 +68,15 @@ typedef struct {
 /* Whether r's copy for the forward (dgrad false) or the input gradient is current — the GEMM reads it
  * as it is, without a cast — for a linear lowered to bf16 (bf16 true) or FP8. */
 bool vla_weight_ready_fresh(const vla_weight_ready *r, bool dgrad, bool bf16);
-/* Cast r's bf16 forward copy now if a hold is open, it was made before and is not current: the same
- * op its next use would issue (prepare_operand, the same bits), issued before instead of inside
- * whatever runs next — a training step's captured regions (train/step.c) then find every copy
- * current, so their ops do not depend on which step they run in. */
-void vla_weight_ready_refresh(const vla_ops *ops, vla_weight_ready *r);
+/* BRINGING A COPY UP TO DATE AHEAD (a training step, before its captured
+ * regions: vla_policy_weights_refresh). stale: r's bf16 forward copy was
+ * made before, a hold is open and the copy is not current. recast issues
+ * the cast its next use would issue (prepare_operand into the same buffer,
+ * the same bits) and nothing else, so a captured region may hold it;
+ * mark_recast then says on the host that it is current (and counts it). */
+bool vla_weight_ready_stale(const vla_weight_ready *r);
+void vla_weight_ready_recast(const vla_ops *ops, const vla_weight_ready *r);
+void vla_weight_ready_mark_recast(vla_weight_ready *r);
 
 /* SHARED INPUT CASTS (bf16). Several lowered linears read one input in a
  * row — q, k and v of a self-attention block its normed input, k and v of

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "policy/region.h"
 
 void vla_fp8_recipe_default(vla_fp8_recipe *r) {
     r->amax_history_len = 1024;
@@ -240,10 +241,60 @@ void vla_policy_trainable_changed(vla_policy *p) {
     if (p->prec) p->prec->scope.gen++; /* the optimizer wrote trainable weights only: frozen copies stay */
 }
 
+/* The stale copies' casts, the body of the refresh's captured region. */
+typedef struct {
+    const vla_policy *p;
+    const int64_t *stale;
+    int64_t n;
+} refresh_casts;
+
+static vla_status refresh_body(void *v) {
+    const refresh_casts *c = v;
+    for (int64_t i = 0; i < c->n; i++) vla_weight_ready_recast(c->p->tops, &c->p->prec->ready[c->stale[i]]);
+    return VLA_OK;
+}
+
+/* One captured region (tensor/ops.h, run_captured) for every cast: after an update the same copies are
+ * stale step after step (the trainable ones), so its key repeats and a device launches one graph where
+ * it would launch a cast per trainable linear. The key holds what the casts read and write: which
+ * linears, each one's weight, shape, layout and copy, and the policy's region key (its instance, the
+ * copies' addresses and currency). */
 void vla_policy_weights_refresh(vla_policy *p) {
     vla_policy_precision *q = p->prec;
     if (!q || q->mode != VLA_PREC_BF16 || !q->scope.holding) return;
-    for (int64_t l = 0; l < q->n_linears; l++) vla_weight_ready_refresh(p->tops, &q->ready[l]);
+    int64_t *stale = malloc((size_t)(q->n_linears > 0 ? q->n_linears : 1) * sizeof *stale), n = 0;
+    if (!stale) { /* no memory for the list: one linear at a time, plainly */
+        for (int64_t l = 0; l < q->n_linears; l++)
+            if (vla_weight_ready_stale(&q->ready[l]))
+                vla_weight_ready_recast(p->tops, &q->ready[l]), vla_weight_ready_mark_recast(&q->ready[l]);
+        return;
+    }
+    for (int64_t l = 0; l < q->n_linears; l++)
+        if (vla_weight_ready_stale(&q->ready[l])) stale[n++] = l;
+    refresh_casts c = {p, stale, n};
+    if (n > 0) {
+        vla_key key = {0};
+        if (vla_train_regions_on()) {
+            vla_key_add(&key, "refresh1", 8);
+            vla_policy_region_key_add(p, &key);
+            for (int64_t i = 0; i < n; i++) {
+                const vla_weight_ready *r = &q->ready[stale[i]];
+                const struct {
+                    int64_t linear, mode, trans_b, n, k, ldw;
+                    const float *w;
+                    const void *copy;
+                } part = {stale[i], r->cast.g.mode, r->cast.trans_b, r->cast.n, r->cast.k, r->cast.ldw, r->cast.w, r->fwd};
+                vla_key_add(&key, &part, sizeof part);
+            }
+        } else
+            key.failed = true;
+        /* the body cannot fail, and a region a device cannot record runs it plainly: the casts are issued */
+        vla_status st = key.failed ? refresh_body(&c) : vla_ops_run_captured(p->tops, key.b, key.n, refresh_body, &c);
+        (void)st;
+        vla_key_release(&key);
+    }
+    for (int64_t i = 0; i < n; i++) vla_weight_ready_mark_recast(&q->ready[stale[i]]);
+    free(stale);
 }
 
 void vla_policy_region_key_add(const vla_policy *p, vla_key *key) {
