@@ -330,15 +330,15 @@ static void prefix_maps_key(const groot_pack *pk, vla_key *k) {
  * the addresses they read and write (the features, the flow's buffers, the arena's next block, the
  * gradient buffers), which stages train and keep what, and the weight copies' state — which the
  * step brings up to date before its regions (vla_policy_weights_refresh, train/step.c), so the key
- * is the same step after step and a device replays its recordings. FP8 runs plainly: its scales
- * and amaxes move every step. A step with a gradient-ready hook (the all-reduce buckets of several
+ * is the same step after step and a device replays its recordings (FP8's too: its scales and
+ * amaxes are backend memory the ops alone read and write). A step with a gradient-ready hook (the all-reduce buckets of several
  * ranks) runs the backward plainly: its hooks are host calls. */
 
 /* The frozen backbone's key: the prefix pack's sizes and index maps (the prompt's token ids among them),
  * the images' and the features' addresses, where its blocks start in the scratch arena, the copies. */
 static void frozen_backbone_key(vla_policy *p, groot_impl *g, const float *f, vla_key *k) {
     const groot_pack *pk = g->ppk;
-    if (!vla_train_regions_open(p, &g->backbone_trial)) {
+    if (!vla_train_regions_open(&g->backbone_trial)) {
         k->failed = true;
         return;
     }
@@ -401,7 +401,7 @@ static vla_status backbone_features(vla_policy *p, groot_impl *g, const float **
 static void train_key(vla_policy *p, const groot_impl *g, const char *tag, const void *const *ptrs, int n_ptrs,
                       vla_key *k) {
     const groot_pack *pk = &g->pk, *u = g->ppk;
-    if (!vla_train_regions_open(p, &g->train_trial)) {
+    if (!vla_train_regions_open(&g->train_trial)) {
         k->failed = true;
         return;
     }

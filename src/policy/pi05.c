@@ -319,15 +319,15 @@ static vla_status act_forward(vla_policy *p, pi05_impl *I, const float *x_t, con
  * backward are captured regions (cuda: one graph each). Outside them: the flow draws and times
  * (uploaded to tdev first), the images' upload, the loss (its pad mask) and the optimizer. The
  * prefix trains here, so the prompt's token ids are in the key: a dataset of many prompts makes new
- * keys, and the trial (policy/region.h) then gives the regions up. FP8 runs plainly, and so does
- * the backward of a step with gradient-ready hooks. */
+ * keys, and the trial (policy/region.h) then gives the regions up. A step with gradient-ready hooks
+ * runs its backward plainly. */
 
 /* k with what both regions depend on: the batch's sizes and index maps, the activations' addresses
  * (f->a: the arena's layout), extra (the region's own addresses), the weight copies' state */
 static void train_key(vla_policy *p, pi05_impl *I, const char *tag, const void *extra, size_t extra_bytes,
                       vla_key *k) {
     const fwd_state *f = &I->f;
-    if (!vla_train_regions_open(p, &I->train_trial)) {
+    if (!vla_train_regions_open(&I->train_trial)) {
         k->failed = true;
         return;
     }

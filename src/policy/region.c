@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "policy/precision.h"
 
 /* More than a device keeps recordings (cuda: 64, graph.cu), so a replayed key's outputs are still here. */
 #define REGION_OUTS_KEPT 128
@@ -128,8 +127,8 @@ vla_status vla_region_run(const vla_ops *ops, vla_region_outs **outs, vla_key *k
     return st;
 }
 
-bool vla_train_regions_open(const struct vla_policy *p, const vla_region_trial *t) {
-    return vla_policy_precision_mode(p) != VLA_PREC_FP8 && vla_train_regions_on() && !t->stopped;
+bool vla_train_regions_open(const vla_region_trial *t) {
+    return vla_train_regions_on() && !t->stopped;
 }
 
 void vla_region_trial_check(vla_region_trial *t, vla_region_outs *outs, vla_key *key, const char *who) {

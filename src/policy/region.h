@@ -53,10 +53,10 @@ typedef struct {
 /* Counts key (new when outs has no entry for it); a stopped trial releases it and marks it failed,
  * so the caller's region runs its body plainly. */
 void vla_region_trial_check(vla_region_trial *t, vla_region_outs *outs, vla_key *key, const char *who);
-struct vla_policy;
-/* Whether a training step's regions run for p under trial t: not in FP8 (its scales and amaxes move
- * every step), not with VLA_TRAIN_GRAPHS=0, not once t has given up. */
-bool vla_train_regions_open(const struct vla_policy *p, const vla_region_trial *t);
+/* Whether a training step's regions run under trial t: not with VLA_TRAIN_GRAPHS=0, not once t
+ * has given up. FP8 runs them too: its scales and amaxes change every step but live in backend memory
+ * at fixed addresses, read and written by the ops alone (the scale update runs after the step). */
+bool vla_train_regions_open(const vla_region_trial *t);
 
 /* Whether a training step runs its captured regions (policy/groot.c, policy/pi05.c): on unless
  * VLA_TRAIN_GRAPHS=0 (gpu_check's comparison on a device; the kill switch); tests set it. */

@@ -812,8 +812,7 @@ static void test_training_regions_replay(void **state) {
          * trainable copies stale after every update): steps − 1 calls, the first plain, the second
          * recorded, the rest compared */
         int refresh = runs[i].m == VLA_PREC_BF16 ? steps - 1 - 2 : 0;
-        if (runs[i].m == VLA_PREC_FP8) assert_int_equal(on.replays, 0); /* FP8 runs plainly */
-        else assert_int_equal(on.replays, regions * (runs[i].m == VLA_PREC_FP32 ? 2 * 2 : 3) + refresh);
+        assert_int_equal(on.replays, regions * (runs[i].m == VLA_PREC_FP32 ? 2 * 2 : 3) + refresh);
         free(on.weights), free(off.weights);
     }
 }
