@@ -282,6 +282,12 @@ static void cu_free(void *p) {
 
 void *vla_cuda_scratch(size_t bytes) {
     void *p = pool_alloc(bytes, vla_cuda_ctx_get()->stream);
+    if (!p && vla_cuda_capturing()) { /* (a capture an earlier error invalidated refuses every call): the
+                                       * recording fails and the body runs again plainly, where a real
+                                       * shortage says so below */
+        vla_cuda_capture_fail("scratch refused while recording");
+        return NULL;
+    }
     if (!p) {
         size_t f = 0, t = 0;
         cudaMemGetInfo(&f, &t);
@@ -372,6 +378,10 @@ static int64_t cu_host_waits(void) { return __atomic_load_n(&host_waits, __ATOMI
 
 static void cu_to_host(void *dst, const void *src, size_t bytes) {
     if (!bytes) return;
+    if (vla_cuda_capturing()) { /* a copy into pageable memory would invalidate the capture itself: not issued */
+        vla_cuda_capture_fail("the region reads results back (to_host)");
+        return;
+    }
     vla_cuda_ctx *c = vla_cuda_ctx_get();
     VLA_CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->stream), "to_host");
     vla_cuda_host_wait("to_host (waiting for the ops before it)");

@@ -177,7 +177,12 @@ static bool lt_run(const vla_lt_gemm *g, vla_lt_type at, vla_lt_type bt, vla_lt_
     if (ok) {
         cublasStatus_t s = cublasLtMatmul((cublasLtHandle_t)cx->lt, e->op, &alpha, A, e->a, B, e->b, &beta, C, e->c,
                                           C, e->c, &e->algo, cx->lt_ws, cx->lt_ws_bytes, cx->stream);
-        if (s != CUBLAS_STATUS_SUCCESS) {
+        if (s != CUBLAS_STATUS_SUCCESS && vla_cuda_capturing()) {
+            /* while recording (a capture an earlier error invalidated refuses every call): the recording
+             * fails and the body runs again plainly, where this shape's own verdict is reached */
+            ok = false;
+            vla_cuda_capture_fail("cublasLtMatmul refused while recording");
+        } else if (s != CUBLAS_STATUS_SUCCESS) {
             e->ok = ok = false; /* remembered: the next call of this shape goes the other way at once */
             snprintf(e->why, sizeof e->why, "cublasLtMatmul: %s", cublasLtGetStatusName(s));
             snprintf(lt_last_refusal, sizeof lt_last_refusal, "%s", e->why);

@@ -399,6 +399,8 @@ static double masked_mse(const float *pred, const float *target, int64_t S, int6
     if (loss_sum) {
         k_mse_add<<<1, 1, 0, st>>>(rows, S * H, denom, live, loss_sum);
         vla_cuda_check("masked_mse_acc");
+    } else if (vla_cuda_capturing()) { /* a readback: no recording holds it (not issued) */
+        vla_cuda_capture_fail("masked_mse reads its loss back");
     } else {
         /* the rows' sums, in row order, on the host (S·H doubles: a few KB) */
         double *host = (double *)malloc(sizeof(double) * (size_t)(S * H));
