@@ -225,8 +225,8 @@ summary() {
         "$(ratio "$(num "$(stage_line train_fp8_groot-n1.5 policy_train)" samples_per_s)" "$s1")" ">=" 1.3 "x"
     target "  the same, FP8 only for linears >= 1024 wide" \
         "$(ratio "$(num "$(stage_line train_fp8_groot-n1.5_md1024 policy_train)" samples_per_s)" "$s1")" ">=" 1.3 "x"
-    target "groot-n1.5 bf16, host waits per step" \
-        "$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" host_waits_per_step)" "<=" 1 ""
+    target "groot-n1.5 bf16, host waits per step (not logged)" \
+        "$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" host_waits_per_step)" "<=" 0 ""
     l=$(stage_line train_bf16_pi05 policy_train) # the target is batch 8's: a halved batch misses it
     if [ -n "$l" ] && [ "$(num "$l" batch)" != 8 ]; then
         target "pi05 bf16 training MFU, batch 8 (did not fit)" 0 ">=" 0.45 ""

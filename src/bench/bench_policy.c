@@ -247,7 +247,7 @@ static vla_status train_step(vla_policy *p, const vla_batch *b, vla_train_opt *o
 }
 
 /* Host waits per step of the last timing (ops.h, host_waits; -1: the
- * backend does not count them). The bench's own sync after each step is
+ * backend does not count them). The bench's own sync at the end is
  * not one of them. Printed as host_waits_per_step. */
 static double last_waits_per_step = -1;
 /* Operations issued per step of the last timing (ops.h, launches; -1: not counted). */
@@ -263,19 +263,29 @@ static double last_replays_per_step = -1;
 static int64_t attn_plan_builds(const vla_ops *ops) { return vla_ops_stat_of(ops, VLA_STAT_ATTN_PLAN_BUILDS); }
 static int64_t operand_casts(const vla_ops *ops) { return vla_ops_stat_of(ops, VLA_STAT_OPERAND_CASTS); }
 
-/* Seconds per training step over at least `seconds` (and two steps). */
+/* Seconds per training step over at least `seconds` (and two steps), the
+ * steps run as `vla train` runs them between logged steps: each step's
+ * results read while the next one runs (train/step.h, defer_result), the
+ * device drained once, at the end. */
 static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds, double *per_step,
                              vla_loss_info *info) {
     int64_t steps = 0, w0 = p->tops->host_waits ? p->tops->host_waits() : 0;
     int64_t l0 = p->tops->launches ? p->tops->launches() : 0, b0 = attn_plan_builds(p->tops);
     int64_t c0 = operand_casts(p->tops), r0 = vla_ops_stat_of(p->tops, VLA_STAT_CAPTURED_REPLAYS);
     double t0 = vla_now_s(), el = 0;
+    vla_train_step_in in = {.policy = p, .opt = opt, .batches = b, .n_batches = 1, .lr = 1e-5, .defer_result = true};
+    vla_train_step_out out[2];
     while (steps < 2 || el < seconds) {
-        VLA_TRY(train_step(p, b, opt, info));
-        vla_ops_sync(p->tops); /* a device backend: the step's last kernels have finished */
+        VLA_TRY(vla_train_step(&in, &out[steps % 2]));
+        if (steps > 0) VLA_TRY(vla_train_step_finish(&in, &out[(steps - 1) % 2])); /* while this one runs */
         steps++;
         el = vla_now_s() - t0;
     }
+    VLA_TRY(vla_train_step_finish(&in, &out[(steps - 1) % 2]));
+    vla_ops_sync(p->tops); /* a device backend: the last step's kernels have finished */
+    el = vla_now_s() - t0;
+    const vla_train_step_out *last = &out[(steps - 1) % 2];
+    info->loss = last->loss, info->flops = last->flops, info->tokens = last->tokens;
     *per_step = el / (double)steps;
     last_waits_per_step = p->tops->host_waits ? (double)(p->tops->host_waits() - w0) / (double)steps : -1;
     last_launches_per_step = p->tops->launches ? (double)(p->tops->launches() - l0) / (double)steps : -1;

@@ -273,6 +273,19 @@ typedef struct vla_ops {
     int64_t (*mark)(void);
     double (*mark_ms)(int64_t from, int64_t to);
     void (*marks_reset)(void);
+    /* DEFERRED READS: results the host needs soon, not now (a training
+     * step's loss sum and Σg², read while the next step runs). read_later
+     * takes src's bytes (at most VLA_READ_LATER_BYTES) as they will be once
+     * every op issued before it has finished, without waiting for those ops,
+     * and returns a ticket (>= 0), or -1 when none is free (the caller reads
+     * with to_host); read_collect(ticket, host_dst) waits for that point
+     * only — ops issued after read_later go on running — and hands the bytes
+     * over, closing the ticket. At most VLA_READS_IN_FLIGHT tickets are
+     * open. Neither may be called inside a captured region. Not a host wait
+     * (host_waits): the device is not drained. NULL: to_host at once
+     * (vla_ops_read_later; cpu: its ops have finished when they return). */
+    int (*read_later)(const void *src, size_t bytes);
+    void (*read_collect)(int ticket, void *host_dst);
 
     /* ---- memory ------------------------------------------------------------ */
     /* backend memory (64-byte aligned), NULL when out of memory */
@@ -540,6 +553,19 @@ static inline void vla_ops_sync(const vla_ops *ops) {
 /* a backend's figure (vla_ops_stat), -1 where it has none (or no stat slot) */
 static inline int64_t vla_ops_stat_of(const vla_ops *ops, vla_ops_stat what) {
     return ops->stat ? ops->stat(what) : -1;
+}
+
+/* A deferred read (ops.h, read_later) where the backend has them and a ticket is free, else to_host
+ * into host_dst at once (ticket -1); vla_ops_read_collect then fills host_dst (or does nothing). */
+#define VLA_READ_LATER_BYTES 64
+#define VLA_READS_IN_FLIGHT 8
+static inline int vla_ops_read_later(const vla_ops *ops, void *host_dst, const void *src, size_t bytes) {
+    int t = ops->read_later && bytes <= VLA_READ_LATER_BYTES ? ops->read_later(src, bytes) : -1;
+    if (t < 0) ops->to_host(host_dst, src, bytes);
+    return t;
+}
+static inline void vla_ops_read_collect(const vla_ops *ops, int ticket, void *host_dst) {
+    if (ticket >= 0) ops->read_collect(ticket, host_dst);
 }
 
 /* body(ctx) as a captured region where the backend has them (ops.h, run_captured), else called directly */

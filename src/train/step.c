@@ -119,24 +119,36 @@ static vla_status update(const vla_train_step_in *in, double grad_mul, vla_train
     return verdict(in, cs, out);
 }
 
-/* The optimizer step queued on the backend (one rank): the loss sum and
- * Σg² meet the guard there, and the host reads both once, after the update
- * has been issued — the step's only wait. */
-static vla_status update_queued(const vla_train_step_in *in, double *sums_dev, double real_entries, double grad_mul,
-                                vla_train_step_out *out) {
-    vla_policy *p = in->policy;
-    VLA_TRY(poison_grads(in));
-    VLA_TRY(vla_train_opt_step_queued(in->opt, p->weights, p->grads, in->lr, grad_mul, in->buckets));
-    double h[2];
-    p->tops->to_host(h, sums_dev, sizeof h);
-    out->loss = real_entries > 0 ? h[0] / real_entries : 0;
+/* The verdict of a queued step from its sums (out->sums: Σ err², Σg²). */
+static vla_status queued_result(const vla_train_step_in *in, vla_train_step_out *out) {
+    double real_entries = out->real_entries;
+    out->loss = real_entries > 0 ? out->sums[0] / real_entries : 0;
     bool loss_ok = isfinite(out->loss);
-    vla_status cs = vla_train_opt_step_result(in->opt, h[1], loss_ok, &out->grad_norm);
+    vla_status cs = vla_train_opt_step_result(in->opt, out->sums[1], loss_ok, &out->grad_norm);
     if (!loss_ok) {
         out->grad_norm = NAN;
         cs = vla_error(VLA_ERR_NUMERIC, "loss is %g", out->loss);
     }
     return verdict(in, cs, out);
+}
+
+/* The optimizer step queued on the backend (one rank): the loss sum and
+ * Σg² meet the guard there, and the host reads both once, after the update
+ * has been issued — the step's only wait; with defer_result not even then:
+ * their read is queued and the step returns pending. */
+static vla_status update_queued(const vla_train_step_in *in, double *sums_dev, double real_entries, double grad_mul,
+                                vla_train_step_out *out) {
+    vla_policy *p = in->policy;
+    VLA_TRY(poison_grads(in));
+    VLA_TRY(vla_train_opt_step_queued(in->opt, p->weights, p->grads, in->lr, grad_mul, in->buckets));
+    out->real_entries = real_entries;
+    if (in->defer_result && !in->skip_nonfinite) { /* read later, while the next step runs */
+        out->pending = true, out->loss = NAN; /* (grad_norm is NaN already) */
+        out->ticket = vla_ops_read_later(p->tops, out->sums, sums_dev, sizeof out->sums);
+        return VLA_OK;
+    }
+    p->tops->to_host(out->sums, sums_dev, sizeof out->sums);
+    return queued_result(in, out);
 }
 
 /* After the update: every rank's amaxes of the step reduced (MAX) where
@@ -185,8 +197,16 @@ vla_status vla_train_step(const vla_train_step_in *in, vla_train_step_out *out) 
     return st;
 }
 
+vla_status vla_train_step_finish(const vla_train_step_in *in, vla_train_step_out *out) {
+    if (!out->pending) return VLA_OK;
+    out->pending = false;
+    vla_ops_read_collect(in->policy->tops, out->ticket, out->sums);
+    out->ticket = -1;
+    return queued_result(in, out);
+}
+
 static vla_status step(const vla_train_step_in *in, vla_train_step_out *out) {
-    *out = (vla_train_step_out){.grad_norm = NAN};
+    *out = (vla_train_step_out){.grad_norm = NAN, .ticket = -1};
     batch_array arr = {in->batches, in->n_batches, 0};
     vla_train_step_source src = in->source;
     if (!src.next) {

@@ -19,6 +19,11 @@
  *   step there) and the host reads the loss sum and Σg² once, after the
  *   update was issued — the step's one wait on a device backend; the bits
  *   are the host-decided path's;
+ *   with defer_result (one rank, no skip_nonfinite) not even that: the two
+ *   sums are read later (ops.h, read_later) and the step returns with its
+ *   loss, norm and verdict pending, for vla_train_step_finish — called
+ *   once the next step has been issued, the device never waits for the
+ *   host (docs/train.md, "A step without the host");
  *   FP8's amaxes all-reduced (MAX) through the comm backend — NCCL on the
  *   device for cuda, MPI on host memory — and the delayed-scaling update, so
  *   every rank computes the same scales; a skipped step's amaxes are dropped
@@ -69,6 +74,11 @@ typedef struct {
     double lr;
     int64_t step;               /* 0-based; messages and fault points say step + 1 */
     bool skip_nonfinite;
+    /* Return before the step's results are back (above), where they can be: one rank and no
+     * skip_nonfinite — whether a step is skipped decides the next step's learning rate and bias
+     * correction, so a run that skips steps reads each step's verdict before the next. Elsewhere
+     * ignored (the results are there at return). */
+    bool defer_result;
     /* NULL, or this rank's pending signal (0: none), read after the
      * micro-batches and told to every rank with the loss sums */
     const volatile sig_atomic_t *interrupt;
@@ -83,6 +93,10 @@ typedef struct {
     int64_t samples, tokens, micro_batches; /* this rank's */
     double flops;               /* model FLOPs of this rank's forwards (vla_loss_info.flops) */
     double wait_s;              /* seconds this rank waited for its micro-batches */
+    /* defer_result: loss, grad_norm and the verdict are not here yet (vla_train_step_finish) */
+    bool pending;
+    int ticket;                 /* the sums' deferred read (ops.h), -1: read already */
+    double sums[2], real_entries;
 } vla_train_step_out;
 
 /* Collective: one optimizer step (above). A non-finite step without
@@ -93,5 +107,11 @@ typedef struct {
 int64_t *vla_train_step_bucket_map(const vla_policy *p);
 
 vla_status vla_train_step(const vla_train_step_in *in, vla_train_step_out *out);
+/* A deferred step's results (out->pending): waits for its sums only (the
+ * ops issued since go on), then fills loss and grad_norm and gives the
+ * verdict vla_train_step would have given — VLA_ERR_NUMERIC for a
+ * non-finite step (its update was skipped on the backend; a step issued
+ * after it has run). in: the step's own. Nothing to do when not pending. */
+vla_status vla_train_step_finish(const vla_train_step_in *in, vla_train_step_out *out);
 
 #endif

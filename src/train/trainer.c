@@ -94,6 +94,11 @@ typedef struct {
     bool restarted;   /* resumed with no checkpoint: started over from step 0 */
     char lr_note[160];/* where the peak lr came from, for the info line */
     bool profiled;    /* --profile: the policy runs on the profiling table (tensor/profile.h) */
+    /* the last step issued whose results are not accounted yet (settle): a deferred one's arrive
+     * while the next step runs (train/step.h, defer_result) */
+    bool pend;
+    vla_train_step_in pend_in;
+    vla_train_step_out pend_out;
     int64_t prof_first, prof_end; /* the profiled steps [first, end) of this session */
 } trainer;
 
@@ -781,15 +786,36 @@ static vla_status over_time_budget(trainer *t, int64_t done_steps, bool *over) {
     return VLA_OK;
 }
 
+/* The pending step's results (train/step.h, vla_train_step_finish: its
+ * verdict, a non-finite step's error among them), into this session's
+ * record: its loss, the log window, a skipped step counted. */
+static vla_status settle(trainer *t) {
+    if (!t->pend) return VLA_OK;
+    t->pend = false;
+    const vla_train_step_out *out = &t->pend_out;
+    VLA_TRY(vla_train_step_finish(&t->pend_in, &t->pend_out));
+    if (out->skipped && t->rank == 0)
+        VLA_WARN("step %lld: non-finite loss or gradients, step skipped (%lld so far)", (long long)t->pend_in.step + 1,
+                 (long long)t->skipped + 1);
+    t->skipped += out->skipped;
+    t->losses[t->nl++] = out->loss;
+    if (isfinite(out->loss) && t->nwin < t->capwin) t->win[t->nwin++] = out->loss;
+    return VLA_OK;
+}
+
 /* One training step (step+1 of the run): gradients, update, bookkeeping,
  * eval, metrics, checkpoint. *stop is set when the run ends early (time
- * budget, or an injected stop). */
+ * budget, or an injected stop). The step's results are read while the
+ * next one runs (A STEP WITHOUT THE HOST, docs/train.md) unless this step
+ * logs, evaluates, saves or ends the run: the device never waits for the
+ * host between steps that do none of these. */
 static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bool *stop) {
     const vla_train_opts *o = t->o;
     double lr = vla_schedule_lr(&t->sched, vla_train_opt_updates(t->opt));
     vla_train_step_in in = {.policy = t->p, .opt = t->opt, .buckets = t->gb, .bucket_of = t->bucket_of, .comm = t->comm,
                             .source = {next_micro_batch, release_micro_batch, t}, .lr = lr, .step = step,
-                            .skip_nonfinite = o->skip_nonfinite, .interrupt = o->interrupt};
+                            .skip_nonfinite = o->skip_nonfinite, .interrupt = o->interrupt,
+                            .defer_result = true};
     vla_train_step_out out;
     vla_status sst = vla_train_step(&in, &out);
     if (sst == VLA_ERR_NOMEM) /* what to do about it, beside what ran out */
@@ -802,32 +828,34 @@ static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bo
                                  (long long)(o->batch_size > 1 ? o->accum * 2 : o->accum), t->p->cfg.name,
                                  (long long)o->batch_size);
     VLA_TRY(sst);
-    double loss = out.loss, norm = out.grad_norm;
+    VLA_TRY(settle(t)); /* the step before, now that this one is queued behind it */
+    t->pend = true, t->pend_in = in, t->pend_out = out;
     bool interrupted = out.interrupted;
     t->micro_batches += out.micro_batches, t->micro_tokens += out.tokens;
-    if (out.skipped && t->rank == 0)
-        VLA_WARN("step %lld: non-finite loss or gradients, step skipped (%lld so far)", (long long)step + 1,
-                 (long long)t->skipped + 1);
-    t->skipped += out.skipped;
     VLA_TRY(vla_sampler_advance(&t->track));
     int64_t done_steps = step + 1;
-    t->losses[t->nl++] = loss;
-    if (isfinite(loss) && t->nwin < t->capwin) t->win[t->nwin++] = loss;
     t->wait_total += out.wait_s;
     vla_meter_add(&t->meter, out.samples * t->world, out.wait_s);
 
     double row[NCOLS];
     for (int i = 0; i < NCOLS; i++) row[i] = NAN;
     bool log_now = o->log_freq > 0 && (done_steps % o->log_freq == 0 || done_steps == o->steps);
-    if (o->eval_freq > 0 && o->eval_fn && done_steps % o->eval_freq == 0 && !interrupted) {
+    bool eval_now = o->eval_freq > 0 && o->eval_fn && done_steps % o->eval_freq == 0 && !interrupted;
+    bool save_now = (o->save_freq > 0 && done_steps % o->save_freq == 0) || done_steps == o->steps || interrupted;
+    /* this step's results now when it is logged, evaluated or saved (a checkpoint only after its
+     * verdict) or ends the run; otherwise they arrive while the next step runs */
+    if (log_now || eval_now || save_now || !out.pending) VLA_TRY(settle(t));
+    if (eval_now) {
         VLA_TRY(evaluate(t, done_steps, row, res));
         log_now = true;
     }
-    if (log_now && t->rank == 0) VLA_TRY(log_row(t, done_steps, loss, norm, lr, row));
+    if (log_now && t->rank == 0) VLA_TRY(log_row(t, done_steps, t->pend_out.loss, t->pend_out.grad_norm, lr, row));
     bool over_time;
     VLA_TRY(over_time_budget(t, done_steps, &over_time));
-    if ((o->save_freq > 0 && done_steps % o->save_freq == 0) || done_steps == o->steps || over_time || interrupted)
+    if (save_now || over_time) {
+        VLA_TRY(settle(t));
         VLA_TRY(save_checkpoint(t, done_steps, lr, res->last_ckpt, sizeof res->last_ckpt));
+    }
     if (interrupted && done_steps < o->steps) { /* (after the last step the run is complete anyway) */
         res->interrupted = out.signal ? out.signal : SIGTERM; /* a rank stopped by another's signal */
         *stop = true;
@@ -934,6 +962,7 @@ vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
         if (st != VLA_OK) goto done;
         if (stop) break;
     }
+    if ((st = settle(&t)) != VLA_OK) goto done; /* (a run stopped by a fault point after a deferred step) */
     finish_run(&t, step - start, res);
 done:
     if (st != VLA_OK && t.made_dir && !t.opts.resume) rmdir(t.out_dir); /* only when still empty */

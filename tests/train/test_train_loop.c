@@ -5,7 +5,9 @@
  * the same losses bit for bit as an uninterrupted one; NaN gradients stop
  * the run (or are skipped and counted) and never reach a checkpoint; a
  * dataset with a NaN action is refused with a message; a corrupted
- * model.safetensors is refused. */
+ * model.safetensors is refused; a run that reads each step's loss while the
+ * next step runs (every step but the logged ones) logs and trains what a
+ * run reading every step at once does. */
 #include "test_util.h"
 
 
@@ -146,6 +148,49 @@ static void test_gradient_checkpointing_same_run(void **state) {
     free(db);
 }
 
+/* The "loss" of each row of OUT/metrics.jsonl, in order; returns the count. */
+static int logged_losses(const char *out, double *loss, int cap) {
+    char path[2048];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", out);
+    size_t n;
+    char *data = test_slurp(path, &n), *save = NULL;
+    int k = 0;
+    for (char *line = strtok_r(data, "\n", &save); line && k < cap; line = strtok_r(NULL, "\n", &save)) {
+        char *l = strstr(line, "\"loss\":");
+        assert_non_null(l);
+        loss[k++] = strtod(l + strlen("\"loss\":"), NULL);
+    }
+    free(data);
+    return k;
+}
+
+/* Logged every 4 steps, a step's loss and verdict are read while the next step runs (train/step.h,
+ * defer_result); logged every step, at once. The same weights, and each row of the first run is the
+ * mean of its window's rows of the second: no loss lost or given to another step. */
+static void test_results_read_late(void **state) {
+    (void)state;
+    const char *a = test_tmp_path("run_read_now"), *b = test_tmp_path("run_read_late");
+    test_rmrf(a), test_rmrf(b);
+    vla_train_opts o;
+    vla_train_result r;
+    base_opts(&o, a);
+    o.save_freq = 0;
+    assert_int_equal(vla_train(&o, &r), VLA_OK);
+    base_opts(&o, b);
+    o.save_freq = 0;
+    o.log_freq = 4;
+    vla_status st = vla_train(&o, &r);
+    if (st != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_same_final_weights(a, b);
+    double each[12], window[3];
+    assert_int_equal(logged_losses(a, each, 12), 12);
+    assert_int_equal(logged_losses(b, window, 3), 3);
+    for (int w = 0; w < 3; w++) {
+        double mean = (each[4 * w] + each[4 * w + 1] + each[4 * w + 2] + each[4 * w + 3]) / 4;
+        assert_true(fabs(window[w] - mean) <= 1e-7 * fabs(mean));
+    }
+}
+
 static void test_nonfinite(void **state) {
     (void)state;
     const char *out = test_tmp_path("run_nan");
@@ -153,6 +198,7 @@ static void test_nonfinite(void **state) {
     vla_train_opts o;
     vla_train_result r;
     base_opts(&o, out);
+    o.log_freq = 12; /* step 6's verdict is read while step 7 runs (train/step.h, defer_result) */
     vla_fault_set(VLA_FAULT_TRAIN_GRADS, VLA_FAULT_POISON, 6, 6);
     vla_status st = vla_train(&o, &r);
     vla_fault_clear();
@@ -255,6 +301,7 @@ int main(void) {
         cmocka_unit_test(test_loss_decreases),
         cmocka_unit_test(test_resume_bit_exact),
         cmocka_unit_test(test_gradient_checkpointing_same_run),
+        cmocka_unit_test(test_results_read_late),
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_nan_dataset_refused),
         cmocka_unit_test(test_corrupted_checkpoint_refused),

@@ -10,6 +10,11 @@
  *     gradient norm's guard stay there): the same bits as the host-decided
  *     path it replaced (loss, norm and weights of two steps), and a single
  *     host wait per step on a backend that counts them (checked);
+ *   - a deferred step (defer_result) returns pending and its results come
+ *     while the next step is queued: the same loss, norm and weights as the
+ *     host-decided path, no host wait at all on checked; a non-finite step's
+ *     verdict comes one step late and names it, its update skipped; with
+ *     skip_nonfinite nothing is deferred;
  *   - FP8: a step updates the scales from its amaxes, and the amax poison
  *     fault point (which the multi-rank tests use to make ranks diverge)
  *     moves them somewhere else. */
@@ -166,6 +171,68 @@ static void test_queued_step(void **state) {
     rig_free(&a), rig_free(&b);
 }
 
+static void test_deferred_step(void **state) {
+    (void)state;
+    rig a, b;
+    rig_make(&a, VLA_PREC_FP32);
+    rig_make(&b, VLA_PREC_FP32);
+    const vla_ops *ops = a.p->tops;
+    vla_train_step_in in[3];
+    vla_train_step_out out[3];
+    int64_t w0 = ops->host_waits ? ops->host_waits() : 0;
+    for (int64_t step = 0; step < 3; step++) {
+        in[step] = step_in(&a, 2);
+        in[step].step = step, in[step].defer_result = true;
+        if (vla_train_step(&in[step], &out[step]) != VLA_OK) fail_msg("%s", vla_error_message());
+        assert_true(out[step].pending && isnan(out[step].loss));
+        /* the step before, now that this one is queued behind it */
+        if (step > 0 && vla_train_step_finish(&in[step - 1], &out[step - 1]) != VLA_OK)
+            fail_msg("%s", vla_error_message());
+    }
+    if (vla_train_step_finish(&in[2], &out[2]) != VLA_OK) fail_msg("%s", vla_error_message());
+    if (ops->host_waits) assert_int_equal(ops->host_waits() - w0, 0); /* checked: the device never drained */
+    for (int step = 0; step < 3; step++) {
+        double lb, nb;
+        host_step(&b, 2, &lb, &nb);
+        assert_false(out[step].pending);
+        assert_memory_equal(&out[step].loss, &lb, sizeof lb);
+        assert_memory_equal(&out[step].grad_norm, &nb, sizeof nb);
+    }
+    float *wa = test_weights_get(a.p), *wb = test_weights_get(b.p);
+    assert_memory_equal(wa, wb, (size_t)a.p->n_weight_floats * sizeof *wa);
+    free(wa), free(wb);
+
+    /* a non-finite step 5: its verdict after step 6 was issued, its update skipped on the backend */
+    float *before = test_weights_get(a.p);
+    for (int64_t step = 3; step < 6; step++) {
+        in[step % 3] = step_in(&a, 2);
+        in[step % 3].step = step, in[step % 3].defer_result = true;
+    }
+    vla_fault_set(VLA_FAULT_TRAIN_GRADS, VLA_FAULT_POISON, 5, 5);
+    for (int64_t step = 3; step < 5; step++)
+        if (vla_train_step(&in[step % 3], &out[step % 3]) != VLA_OK) fail_msg("%s", vla_error_message());
+    vla_fault_clear();
+    assert_int_equal(vla_train_step_finish(&in[0], &out[0]), VLA_OK); /* step 4 */
+    if (vla_train_step(&in[2], &out[2]) != VLA_OK) fail_msg("%s", vla_error_message()); /* step 6 */
+    assert_int_equal(vla_train_step_finish(&in[1], &out[1]), VLA_ERR_NUMERIC);      /* step 5 */
+    assert_non_null(strstr(vla_error_message(), "step 5: non-finite loss or gradients"));
+    assert_int_equal(vla_train_step_finish(&in[2], &out[2]), VLA_OK);
+    assert_int_equal(vla_train_opt_updates(a.opt), 5); /* 1–4 and 6 */
+    float *after = test_weights_get(a.p);
+    for (int64_t i = 0; i < a.p->n_weight_floats; i++) assert_true(isfinite(after[i]));
+    assert_true(memcmp(before, after, (size_t)a.p->n_weight_floats * sizeof *after) != 0);
+    free(before), free(after);
+
+    /* skip_nonfinite: each verdict decides the next step's lr and bias correction, so none is deferred */
+    vla_train_step_in s = step_in(&a, 2);
+    s.defer_result = true, s.skip_nonfinite = true, s.step = 6;
+    vla_train_step_out so;
+    if (vla_train_step(&s, &so) != VLA_OK) fail_msg("%s", vla_error_message());
+    assert_false(so.pending);
+    assert_true(isfinite(so.loss));
+    rig_free(&a), rig_free(&b);
+}
+
 static void test_nonfinite_guard(void **state) {
     (void)state;
     rig r;
@@ -219,6 +286,7 @@ int main(void) {
         cmocka_unit_test(test_array_and_source),
         cmocka_unit_test_prestate(test_queued_step, "pi05-nano"),
         cmocka_unit_test_prestate(test_queued_step, "groot-nano"),
+        cmocka_unit_test(test_deferred_step),
         cmocka_unit_test(test_nonfinite_guard),
         cmocka_unit_test(test_fp8_amax),
     };

@@ -345,6 +345,46 @@ static void chk_to_host(void *d, const void *s, size_t n) {
     cpu()->to_host(d, T(s), n);
 }
 WRAP_VOID(copy_bytes, (void *d, const void *s, size_t n), (T(d), T(s), n))
+
+/* Deferred reads (ops.h, read_later): the bytes are taken at once (every op before has finished) into
+ * a ticket's slot and handed over at collect — no host wait, as on a device; the protocol held: at
+ * most VLA_READS_IN_FLIGHT open, a ticket collected once, none inside a captured region. */
+static struct {
+    bool open;
+    size_t n;
+    unsigned char b[VLA_READ_LATER_BYTES];
+} later[VLA_READS_IN_FLIGHT];
+static pthread_mutex_t later_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int chk_read_later(const void *s, size_t n) {
+    OP();
+    tr_violate(__func__, "reads results (deferred)");
+    if (n > VLA_READ_LATER_BYTES) {
+        fprintf(stderr, "checked: read_later of %zu bytes (at most %d)\n", n, VLA_READ_LATER_BYTES);
+        abort();
+    }
+    pthread_mutex_lock(&later_lock);
+    int t = 0;
+    while (t < VLA_READS_IN_FLIGHT && later[t].open) t++;
+    if (t < VLA_READS_IN_FLIGHT) {
+        later[t].open = true, later[t].n = n;
+        cpu()->to_host(later[t].b, T(s), n);
+    } else
+        t = -1;
+    pthread_mutex_unlock(&later_lock);
+    return t;
+}
+
+static void chk_read_collect(int t, void *d) {
+    pthread_mutex_lock(&later_lock);
+    if (t < 0 || t >= VLA_READS_IN_FLIGHT || !later[t].open) {
+        fprintf(stderr, "checked: read_collect of ticket %d, which is not open\n", t);
+        abort();
+    }
+    memcpy(d, later[t].b, later[t].n);
+    later[t].open = false;
+    pthread_mutex_unlock(&later_lock);
+}
 WRAP_VOID(sgemm,
           (bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al, const float *a, int64_t lda, const float *b,
            int64_t ldb, float be, float *c, int64_t ldc), (ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc))
@@ -650,7 +690,7 @@ static const vla_ops checked_ops = {
     .run_captured = chk_run_captured,
     .alloc = chk_alloc,
     .free = chk_free,
-    SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q), SLOT(sgemm_epi), SLOT(ready_bytes), SLOT(prepare_operand),
+    SLOT(to_device), SLOT(to_host), SLOT(read_later), SLOT(read_collect), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q), SLOT(sgemm_epi), SLOT(ready_bytes), SLOT(prepare_operand),
     SLOT(fp8_scale_update), SLOT(fill),
     SLOT(copy), SLOT(add), SLOT(sub), SLOT(mul), SLOT(axpy), SLOT(scale), SLOT(affine), SLOT(scale_to),
     SLOT(add_row_vector), SLOT(copy_rows), SLOT(add_rows), SLOT(copy2d), SLOT(im2col), SLOT(col2im_add), SLOT(segment_linear_forward), SLOT(segment_linear_backward), SLOT(sum),

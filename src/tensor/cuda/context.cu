@@ -387,6 +387,63 @@ static void cu_to_host(void *dst, const void *src, size_t bytes) {
     vla_cuda_host_wait("to_host (waiting for the ops before it)");
 }
 
+/* Deferred reads (ops.h, read_later): a pinned slot per ticket, copied into in stream order with an
+ * event after it; collecting waits for that event only, so the ops issued since keep the device busy.
+ * Made at first use. */
+static struct {
+    unsigned char *pinned; /* VLA_READS_IN_FLIGHT slots of VLA_READ_LATER_BYTES */
+    cudaEvent_t done[VLA_READS_IN_FLIGHT];
+    size_t n[VLA_READS_IN_FLIGHT];
+    bool open[VLA_READS_IN_FLIGHT], ready;
+} later;
+static pthread_mutex_t later_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cu_read_later(const void *src, size_t bytes) {
+    if (vla_cuda_capturing()) { /* a recording reads nothing back: it fails, the body runs again plainly */
+        vla_cuda_capture_fail("the region reads results back (read_later)");
+        return -1;
+    }
+    if (bytes > VLA_READ_LATER_BYTES) return -1;
+    vla_cuda_ctx *c = vla_cuda_ctx_get();
+    pthread_mutex_lock(&later_lock);
+    if (!later.ready) {
+        void *h = NULL;
+        if (cudaMallocHost(&h, (size_t)VLA_READS_IN_FLIGHT * VLA_READ_LATER_BYTES) != cudaSuccess) {
+            cudaGetLastError();
+            pthread_mutex_unlock(&later_lock);
+            return -1; /* no pinned memory: the caller reads with to_host */
+        }
+        later.pinned = (unsigned char *)h;
+        for (int i = 0; i < VLA_READS_IN_FLIGHT; i++)
+            VLA_CUDA_OK(cudaEventCreateWithFlags(&later.done[i], cudaEventDisableTiming), "read_later's events");
+        later.ready = true;
+    }
+    int t = 0;
+    while (t < VLA_READS_IN_FLIGHT && later.open[t]) t++;
+    if (t < VLA_READS_IN_FLIGHT) {
+        VLA_CUDA_OK(cudaMemcpyAsync(later.pinned + (size_t)t * VLA_READ_LATER_BYTES, src, bytes,
+                                    cudaMemcpyDeviceToHost, c->stream), "read_later");
+        VLA_CUDA_OK(cudaEventRecord(later.done[t], c->stream), "read_later");
+        later.open[t] = true, later.n[t] = bytes;
+    } else
+        t = -1;
+    pthread_mutex_unlock(&later_lock);
+    if (t >= 0) vla_cuda_check("read_later");
+    return t;
+}
+
+static void cu_read_collect(int t, void *host_dst) {
+    pthread_mutex_lock(&later_lock);
+    if (t < 0 || t >= VLA_READS_IN_FLIGHT || !later.open[t]) {
+        fprintf(stderr, "vla: cuda: read_collect of ticket %d, which is not open\n", t);
+        abort();
+    }
+    VLA_CUDA_OK(cudaEventSynchronize(later.done[t]), "read_collect (waiting for the ops before its read)");
+    memcpy(host_dst, later.pinned + (size_t)t * VLA_READ_LATER_BYTES, later.n[t]);
+    later.open[t] = false;
+    pthread_mutex_unlock(&later_lock);
+}
+
 static void cu_copy_bytes(void *dst, const void *src, size_t bytes) {
     if (!bytes || dst == src) return;
     vla_cuda_ctx *c = vla_cuda_ctx_get();
@@ -524,6 +581,8 @@ static void tbl_init(void) {
     tbl.free = cu_free;
     tbl.to_device = cu_to_device;
     tbl.to_host = cu_to_host;
+    tbl.read_later = cu_read_later;
+    tbl.read_collect = cu_read_collect;
     tbl.copy_bytes = cu_copy_bytes;
     SLOT(sgemm);
     SLOT(sgemm_strided_batched);
