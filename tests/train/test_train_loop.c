@@ -119,33 +119,18 @@ static void test_resume_bit_exact(void **state) {
     assert_same_final_weights(a, b);
 }
 
-/* --gradient_checkpointing through the whole trainer: 12 steps of pi05-nano
- * with every layer recomputed in backward give the losses and final weights
- * of the run that keeps them, and the checkpoint says how it was trained. */
-static void test_gradient_checkpointing_same_run(void **state) {
-    (void)state;
-    const char *a = test_tmp_path("run_kept"), *b = test_tmp_path("run_recomputed");
-    test_rmrf(a), test_rmrf(b);
+/* A 12-step run of base_opts into tmp/NAME with no checkpoint but the last, rows every log_freq steps. */
+static const char *run_unsaved(const char *name, int64_t log_freq, bool recompute) {
+    const char *out = test_tmp_path(name);
+    test_rmrf(out);
     vla_train_opts o;
     vla_train_result r;
-    base_opts(&o, a);
+    base_opts(&o, out);
     o.save_freq = 0;
-    assert_int_equal(vla_train(&o, &r), VLA_OK);
-    base_opts(&o, b);
-    o.save_freq = 0;
-    o.gradient_checkpointing = true;
-    vla_status st = vla_train(&o, &r);
-    if (st != VLA_OK) fail_msg("%s", vla_error_message());
-    char *la = test_losses_text(a), *lb = test_losses_text(b);
-    assert_string_equal(la, lb);
-    free(la), free(lb);
-    assert_same_final_weights(a, b);
-    char pb[2048], *db;
-    size_t nb;
-    snprintf(pb, sizeof pb, "%s/checkpoints/000012/pretrained_model/train_config.json", b);
-    assert_int_equal(vla_read_file(pb, &db, &nb), VLA_OK);
-    assert_non_null(strstr(db, "\"gradient_checkpointing\": true"));
-    free(db);
+    o.log_freq = log_freq;
+    o.gradient_checkpointing = recompute;
+    if (vla_train(&o, &r) != VLA_OK) fail_msg("%s: %s", name, vla_error_message());
+    return out;
 }
 
 /* The "loss" of each row of OUT/metrics.jsonl, in order; returns the count. */
@@ -164,27 +149,32 @@ static int logged_losses(const char *out, double *loss, int cap) {
     return k;
 }
 
-/* Logged every 4 steps, a step's loss and verdict are read while the next step runs (train/step.h,
- * defer_result); logged every step, at once. The same weights, and each row of the first run is the
- * mean of its window's rows of the second: no loss lost or given to another step. */
-static void test_results_read_late(void **state) {
+/* One run, trained two other ways with the same result:
+ *  - --gradient_checkpointing (every layer recomputed in backward): the same losses and final
+ *    weights, and the checkpoint says how it was trained;
+ *  - rows every 4 steps, so that a step's loss and verdict are read while the next step runs
+ *    (train/step.h, defer_result; every row, at once): the same weights, and each row is the mean
+ *    of its window's rows of the reference — no loss lost or given to another step. */
+static void test_same_run_other_ways(void **state) {
     (void)state;
-    const char *a = test_tmp_path("run_read_now"), *b = test_tmp_path("run_read_late");
-    test_rmrf(a), test_rmrf(b);
-    vla_train_opts o;
-    vla_train_result r;
-    base_opts(&o, a);
-    o.save_freq = 0;
-    assert_int_equal(vla_train(&o, &r), VLA_OK);
-    base_opts(&o, b);
-    o.save_freq = 0;
-    o.log_freq = 4;
-    vla_status st = vla_train(&o, &r);
-    if (st != VLA_OK) fail_msg("%s", vla_error_message());
+    const char *a = run_unsaved("run_reference", 1, false);
+    const char *b = run_unsaved("run_recomputed", 1, true);
+    char *la = test_losses_text(a), *lb = test_losses_text(b);
+    assert_string_equal(la, lb);
+    free(la), free(lb);
     assert_same_final_weights(a, b);
+    char pb[2048], *db;
+    size_t nb;
+    snprintf(pb, sizeof pb, "%s/checkpoints/000012/pretrained_model/train_config.json", b);
+    assert_int_equal(vla_read_file(pb, &db, &nb), VLA_OK);
+    assert_non_null(strstr(db, "\"gradient_checkpointing\": true"));
+    free(db);
+
+    const char *c = run_unsaved("run_read_late", 4, false);
+    assert_same_final_weights(a, c);
     double each[12], window[3];
     assert_int_equal(logged_losses(a, each, 12), 12);
-    assert_int_equal(logged_losses(b, window, 3), 3);
+    assert_int_equal(logged_losses(c, window, 3), 3);
     for (int w = 0; w < 3; w++) {
         double mean = (each[4 * w] + each[4 * w + 1] + each[4 * w + 2] + each[4 * w + 3]) / 4;
         assert_true(fabs(window[w] - mean) <= 1e-7 * fabs(mean));
@@ -300,8 +290,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loss_decreases),
         cmocka_unit_test(test_resume_bit_exact),
-        cmocka_unit_test(test_gradient_checkpointing_same_run),
-        cmocka_unit_test(test_results_read_late),
+        cmocka_unit_test(test_same_run_other_ways),
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_nan_dataset_refused),
         cmocka_unit_test(test_corrupted_checkpoint_refused),
