@@ -229,18 +229,20 @@ vla_status vla_devcomm_allgather(vla_devcomm *d, float *buf, int64_t block) { re
 
 #endif
 
-vla_status vla_comm_allreduce_backend(vla_comm *comm, const vla_ops *ops, float *buf, int64_t count, vla_comm_op op) {
+vla_status vla_comm_allreduce_backend(vla_comm *comm, const vla_ops *ops, void *buf, int64_t count, vla_comm_dtype t,
+                                      vla_comm_op op) {
     if (count <= 0) return VLA_OK;
     vla_devcomm *d = NULL;
     VLA_TRY(vla_devcomm_get(comm, ops, &d));
-    if (d) return vla_devcomm_allreduce(d, buf, count, VLA_COMM_F32, op);
+    if (d) return vla_devcomm_allreduce(d, buf, count, t, op);
     if (vla_comm_world(comm) == 1) return VLA_OK; /* MEAN/SUM/MAX/MIN of one rank: itself */
-    if (ops->host_memory) return vla_comm_allreduce(comm, buf, buf, count, VLA_COMM_F32, op);
-    float *h = malloc(sizeof(float) * (size_t)count);
-    if (!h) return vla_error(VLA_ERR_NOMEM, "comm: out of memory staging %lld floats", (long long)count);
-    ops->to_host(h, buf, sizeof(float) * (size_t)count);
-    vla_status st = vla_comm_allreduce(comm, h, h, count, VLA_COMM_F32, op);
-    if (st == VLA_OK) ops->to_device(buf, h, sizeof(float) * (size_t)count);
+    if (ops->host_memory) return vla_comm_allreduce(comm, buf, buf, count, t, op);
+    size_t bytes = vla_comm_dtype_size(t) * (size_t)count;
+    void *h = malloc(bytes);
+    if (!h) return vla_error(VLA_ERR_NOMEM, "comm: out of memory staging %lld values", (long long)count);
+    ops->to_host(h, buf, bytes);
+    vla_status st = vla_comm_allreduce(comm, h, h, count, t, op);
+    if (st == VLA_OK) ops->to_device(buf, h, bytes);
     free(h);
     return st;
 }

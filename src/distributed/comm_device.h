@@ -52,9 +52,11 @@ vla_status vla_devcomm_reduce_scatter(vla_devcomm *d, const float *send, float *
 /* In place: buf[world·block] with this rank's block at rank·block on entry. */
 vla_status vla_devcomm_allgather(vla_devcomm *d, float *buf, int64_t block);
 
-/* An all-reduce of n values in backend memory, whatever the backend: NCCL
- * when there is a device communicator, MPI directly on host memory, else
- * through host staging. What the FP8 recipe's amax all-reduce (MAX) calls. */
-vla_status vla_comm_allreduce_backend(vla_comm *comm, const vla_ops *ops, float *buf, int64_t count, vla_comm_op op);
+/* An all-reduce of n values of type t in backend memory, whatever the
+ * backend: NCCL when there is a device communicator, MPI directly on host
+ * memory, else through host staging. What the FP8 recipe's amax all-reduce
+ * (MAX) and a queued step's loss sum and Σg² (SUM, F64) call. */
+vla_status vla_comm_allreduce_backend(vla_comm *comm, const vla_ops *ops, void *buf, int64_t count, vla_comm_dtype t,
+                                      vla_comm_op op);
 
 #endif

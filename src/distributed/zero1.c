@@ -512,9 +512,6 @@ vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_g
 
 vla_status vla_zero1_step_queued(vla_zero1 *z, float *params, float *grads, const vla_adamw_hparams *hp,
                                  vla_grad_buckets *buckets, const double *also, double *sumsq) {
-    if (vla_comm_world(z->comm) != 1)
-        return vla_error(VLA_ERR_INVALID_ARG, "zero1: a queued step runs at one rank (this world has %d)",
-                         vla_comm_world(z->comm));
     if (!z->guard && !(z->guard = z->ops->alloc(sizeof(float))))
         return vla_error(VLA_ERR_NOMEM, "zero1: the step's guard");
     const float *g;
@@ -522,6 +519,13 @@ vla_status vla_zero1_step_queued(vla_zero1 *z, float *params, float *grads, cons
     /* step 3 on the backend: the same sums, added in the same order there */
     int count = sumsq_pieces(z, g);
     z->ops->sum_squares_total(count, z->ss_x, z->ss_n, sumsq);
+    if (vla_comm_world(z->comm) > 1) { /* the shards' sums, as vla_zero1_step adds them (one MPI_SUM of one double) */
+        vla_status st = vla_comm_allreduce_backend(z->comm, z->ops, sumsq, 1, VLA_COMM_F64, VLA_COMM_SUM);
+        if (st != VLA_OK) {
+            if (buckets) VLA_TRY(vla_grad_buckets_wait_all(buckets));
+            return st;
+        }
+    }
     z->ops->clip_coef(z->guard, sumsq, also, hp->max_grad_norm);
     return update_and_gather(z, params, g, hp, 1.0f, z->guard, buckets);
 }

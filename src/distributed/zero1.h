@@ -129,11 +129,13 @@ vla_status vla_zero1_check_finite(vla_zero1 *z);
 vla_status vla_zero1_step(vla_zero1 *z, float *params, float *grads, vla_zero1_grad_mode mode,
                           const vla_adamw_hparams *hp, vla_grad_buckets *buckets, double *grad_norm);
 
-/* The same step with nothing read back, for one rank (GRADS_AVERAGED): Σg²
- * is summed on the backend into *sumsq (backend memory, one double; the
+/* The same step with nothing read back (GRADS_AVERAGED): Σg² is summed on
+ * the backend into *sumsq (backend memory, one double; at several ranks
+ * all-reduced where it lives — NCCL on a device, MPI on host memory; the
  * same bits as vla_zero1_step's), the clip factor and the NaN/Inf check
  * become the backend's guard (ops->clip_coef, which also checks *also —
- * backend memory, NULL: nothing — for finiteness: the step's loss), and
+ * backend memory, NULL: nothing — for finiteness: the step's loss, the
+ * same value on every rank), and
  * AdamW and the EMA read the guard there, so a non-finite step changes no
  * parameter, moment or EMA value. The step count advances; the caller reads
  * *sumsq (and *also) when it reads its step's results and passes them to

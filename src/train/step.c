@@ -41,9 +41,10 @@ static vla_status array_next(void *user, const vla_batch **batch, bool *last, do
 }
 
 /* Forward and backward of every micro-batch of the step; gradients add up
- * in the policy's buffer, sums[] gets Σ err² and Σ real entries. */
+ * in the policy's buffer, the loss sums in the backend's (policy->loss_sum),
+ * *real gets Σ real entries. */
 static vla_status forward_backward(const vla_train_step_in *in, vla_train_step_source src, ready_state *ready,
-                                   double sums[2], vla_train_step_out *out) {
+                                   double *real, vla_train_step_out *out) {
     vla_policy *p = in->policy;
     vla_policy_zero_grad(p);
     if (in->buckets) VLA_TRY(vla_grad_buckets_begin(in->buckets));
@@ -69,8 +70,7 @@ static vla_status forward_backward(const vla_train_step_in *in, vla_train_step_s
         out->micro_batches++, out->tokens += mb.n_tokens;
         if (src.release) src.release(src.user, b);
         if (st != VLA_OK) return vla_error_context(st, "step %lld", (long long)in->step + 1);
-        sums[0] += info.loss;
-        sums[1] += (double)info.real_entries;
+        *real += (double)info.real_entries;
         out->flops += info.flops;
     }
     return VLA_OK;
@@ -103,22 +103,6 @@ static vla_status poison_grads(const vla_train_step_in *in) {
     return VLA_OK;
 }
 
-/* The optimizer step, the host deciding: the loss is known, the norm read back. */
-static vla_status update(const vla_train_step_in *in, double grad_mul, vla_train_step_out *out) {
-    vla_policy *p = in->policy;
-    vla_grad_buckets *gb = in->buckets;
-    VLA_TRY(poison_grads(in));
-    out->grad_norm = NAN;
-    vla_status cs;
-    if (isfinite(out->loss)) {
-        cs = vla_train_opt_step(in->opt, p->weights, p->grads, in->lr, grad_mul, gb, &out->grad_norm);
-    } else {
-        if (gb) VLA_TRY(vla_grad_buckets_wait_all(gb));
-        cs = vla_error(VLA_ERR_NUMERIC, "loss is %g", out->loss);
-    }
-    return verdict(in, cs, out);
-}
-
 /* The verdict of a queued step from its sums (out->sums: Σ err², Σg²). */
 static vla_status queued_result(const vla_train_step_in *in, vla_train_step_out *out) {
     double real_entries = out->real_entries;
@@ -132,7 +116,7 @@ static vla_status queued_result(const vla_train_step_in *in, vla_train_step_out 
     return verdict(in, cs, out);
 }
 
-/* The optimizer step queued on the backend (one rank): the loss sum and
+/* The optimizer step queued on the backend: the loss sum and
  * Σg² meet the guard there, and the host reads both once, after the update
  * has been issued — the step's only wait; with defer_result not even then:
  * their read is queued and the step returns pending. */
@@ -167,7 +151,7 @@ static vla_status fp8_after_step(const vla_train_step_in *in, bool skipped) {
         return VLA_OK;
     }
     const vla_ops *ops = p->tops;
-    if (in->comm) VLA_TRY(vla_comm_allreduce_backend(in->comm, ops, amax, n, VLA_COMM_MAX));
+    if (in->comm) VLA_TRY(vla_comm_allreduce_backend(in->comm, ops, amax, n, VLA_COMM_F32, VLA_COMM_MAX));
     int rank = in->comm ? vla_comm_rank(in->comm) : 0, world = in->comm ? vla_comm_world(in->comm) : 1;
     if (vla_fault_at(VLA_FAULT_TRAIN_FP8_AMAX, in->step + 1) == VLA_FAULT_POISON && rank == world - 1) {
         float a0; /* tests: this rank's scales go their own way */
@@ -217,36 +201,33 @@ static vla_status step(const vla_train_step_in *in, vla_train_step_out *out) {
         return vla_error(VLA_ERR_INVALID_ARG, "train step: gradient buckets without their parameter map");
     ready_state ready = {in->buckets, in->bucket_of, VLA_OK};
     int world = in->comm ? vla_comm_world(in->comm) : 1;
-    /* one rank: the loss sum stays on the backend until the update has been issued */
-    double *sums_dev = world == 1 ? vla_train_opt_step_sums(in->opt) : NULL;
-    if (world == 1 && !sums_dev) return vla_error(VLA_ERR_NOMEM, "train step: the step's sums");
-    if (sums_dev) {
-        const double zero[2] = {0, 0};
-        in->policy->tops->to_device(sums_dev, zero, sizeof zero);
-    }
-    double sums[3] = {0, 0, 0}; /* Σ err², Σ real entries, ranks interrupted */
+    /* the loss sum stays on the backend until the update has been issued (and after: defer_result) */
+    double *sums_dev = vla_train_opt_step_sums(in->opt);
+    if (!sums_dev) return vla_error(VLA_ERR_NOMEM, "train step: the step's sums");
+    const double zero[2] = {0, 0};
+    in->policy->tops->to_device(sums_dev, zero, sizeof zero);
+    double sums[2] = {0, 0}; /* Σ real entries, ranks interrupted (host values) */
     in->policy->loss_sum = sums_dev;
     vla_policy_weights_hold(in->policy); /* released before the update changes them */
     /* the copies the update made stale, cast now: the step's captured regions find them current
      * (policy/groot.c, "a training step's captured regions") */
     vla_policy_weights_refresh(in->policy);
-    vla_status st = forward_backward(in, src, &ready, sums, out);
+    vla_status st = forward_backward(in, src, &ready, &sums[0], out);
     vla_profile_phase("update");
     vla_policy_weights_release(in->policy);
     in->policy->loss_sum = NULL;
     VLA_TRY(st);
-    /* an interrupt (a per-process flag) rides on the loss all-reduce: every rank stops after the same step */
+    /* an interrupt (a per-process flag) rides on the real entries' all-reduce, host values both: every
+     * rank stops after the same step. The loss sum is all-reduced where it lives (NCCL on a device). */
     out->signal = in->interrupt ? (int)*in->interrupt : 0;
-    sums[2] = out->signal ? 1 : 0;
-    if (world > 1) VLA_TRY(vla_comm_allreduce(in->comm, sums, sums, 3, VLA_COMM_F64, VLA_COMM_SUM));
-    out->interrupted = sums[2] > 0;
-    double grad_mul = (double)world / (sums[1] > 0 ? sums[1] : 1);
-    if (sums_dev) {
-        VLA_TRY(update_queued(in, sums_dev, sums[1], grad_mul, out));
-    } else {
-        out->loss = sums[1] > 0 ? sums[0] / sums[1] : 0;
-        VLA_TRY(update(in, grad_mul, out));
+    sums[1] = out->signal ? 1 : 0;
+    if (world > 1) {
+        VLA_TRY(vla_comm_allreduce(in->comm, sums, sums, 2, VLA_COMM_F64, VLA_COMM_SUM));
+        VLA_TRY(vla_comm_allreduce_backend(in->comm, in->policy->tops, sums_dev, 1, VLA_COMM_F64, VLA_COMM_SUM));
     }
+    out->interrupted = sums[1] > 0;
+    double grad_mul = (double)world / (sums[0] > 0 ? sums[0] : 1);
+    VLA_TRY(update_queued(in, sums_dev, sums[0], grad_mul, out));
     vla_policy_trainable_changed(in->policy); /* copies a caller's outer hold made are stale now (not frozen ones) */
     return fp8_after_step(in, out->skipped);
 }

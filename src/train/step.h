@@ -7,19 +7,21 @@
  *   the last micro-batch's backward starts each gradient bucket's all-reduce
  *   as its gradients become final (the policy's gradient-ready hook);
  *   the global loss normalisation: Σ err² and Σ real entries all-reduced
- *   (with this rank's pending signal riding along), loss = their ratio, and
+ *   (Σ err² where it lives — NCCL on a device; Σ real entries on the host,
+ *   with this rank's pending signal riding along), loss = their ratio, and
  *   the gradient scaled once by world / Σ real entries (the buckets average,
  *   so this is Σ gradients / global count: N ranks at B/N equal one rank at
  *   B, and accumulation equals one big batch);
  *   the NaN/Inf guard (a non-finite loss or gradient stops before the update,
  *   or with skip_nonfinite skips the step);
- *   the update (vla_train_opt_step: ZeRO-1 AdamW, clipping, EMA);
- *   at one rank the loss sum, Σg², the clip factor and the guard stay on the
- *   backend (vla_train_opt_step_queued: AdamW and the EMA skip a non-finite
- *   step there) and the host reads the loss sum and Σg² once, after the
- *   update was issued — the step's one wait on a device backend; the bits
- *   are the host-decided path's;
- *   with defer_result (one rank, no skip_nonfinite) not even that: the two
+ *   the update (vla_train_opt_step_queued: ZeRO-1 AdamW, clipping, EMA) with
+ *   the loss sum, Σg² (all-reduced where it lives at several ranks), the
+ *   clip factor and the guard on the backend — AdamW and the EMA skip a
+ *   non-finite step there — and the host reading the loss sum and Σg² once,
+ *   after the update was issued: the step's one wait on a device backend;
+ *   the bits are the host-decided path's (vla_train_opt_step, kept as the
+ *   tests' reference);
+ *   with defer_result (no skip_nonfinite) not even that: the two
  *   sums are read later (ops.h, read_later) and the step returns with its
  *   loss, norm and verdict pending, for vla_train_step_finish — called
  *   once the next step has been issued, the device never waits for the
@@ -74,10 +76,9 @@ typedef struct {
     double lr;
     int64_t step;               /* 0-based; messages and fault points say step + 1 */
     bool skip_nonfinite;
-    /* Return before the step's results are back (above), where they can be: one rank and no
-     * skip_nonfinite — whether a step is skipped decides the next step's learning rate and bias
-     * correction, so a run that skips steps reads each step's verdict before the next. Elsewhere
-     * ignored (the results are there at return). */
+    /* Return before the step's results are back (above), unless skip_nonfinite — whether a step is
+     * skipped decides the next step's learning rate and bias correction, so a run that skips steps
+     * reads each step's verdict before the next (the results are there at return). */
     bool defer_result;
     /* NULL, or this rank's pending signal (0: none), read after the
      * micro-batches and told to every rank with the loss sums */

@@ -60,16 +60,19 @@ size_t vla_train_opt_state_bytes(const vla_train_opt *o);
  * needs (gb may be NULL when the gradients are already averaged), multiplies
  * the gradients by grad_mul, global norm before clipping into *norm,
  * clipping, AdamW + EMA on the shard, all-gather of the weights. A
- * non-finite norm is VLA_ERR_NUMERIC on every rank and changes nothing. */
+ * non-finite norm is VLA_ERR_NUMERIC on every rank and changes nothing.
+ * The host deciding (the norm read back): the reference the queued step
+ * below is tested against. */
 vla_status vla_train_opt_step(vla_train_opt *o, float *weights, float *grads, double lr, double grad_mul,
                               vla_grad_buckets *gb, double *norm);
-/* One rank: the step's two sums in backend memory — [0] Σ err² (the
+/* The step's two sums in backend memory — [0] Σ err² (the
  * policies' masked MSE adds each micro-batch's into it: vla_policy.loss_sum),
  * [1] Σg² — made at the first call; NULL when out of memory. */
 double *vla_train_opt_step_sums(vla_train_opt *o);
-/* One rank: the same update with nothing read back (vla_zero1_step_queued):
- * Σg² into sums[1], the clip factor and the NaN/Inf check (of the norm and
- * of sums[0]) on the backend. The caller reads the two sums once and hands
+/* Collective. The same update with nothing read back (vla_zero1_step_queued,
+ * what a training step runs): Σg² into sums[1] (all-reduced there at several
+ * ranks; sums[0] must hold the global loss sum already), the clip factor and
+ * the NaN/Inf check (of the norm and of sums[0]) on the backend. The caller reads the two sums once and hands
  * them to vla_train_opt_step_result, which gives the norm and, when the
  * step was not finite (its update changed nothing), VLA_ERR_NUMERIC. */
 vla_status vla_train_opt_step_queued(vla_train_opt *o, float *weights, float *grads, double lr, double grad_mul,

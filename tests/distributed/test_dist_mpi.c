@@ -338,6 +338,27 @@ static int zero1_selftest(const char *dir) {
         }
         vla_zero1_free(z2), vla_zero1_free(z1);
     }
+    {
+        /* the queued step (the guard on the backend, Σg² all-reduced where it lives: what train/step.c runs
+         * at every world size) against the host-deciding one, 2 ranks both, clipping and grad_mul on */
+        vla_zero1 *zh, *zq;
+        CHECK(vla_zero1_create_segments(c, test_cpu_backend(), ZSEG, 4, &zh) == VLA_OK);
+        CHECK(vla_zero1_create_segments(c, test_cpu_backend(), ZSEG, 4, &zq) == VLA_OK);
+        float ph[ZP], pq[ZP], gh[ZF], gq[ZF];
+        for (int i = 0; i < ZP; i++) ph[i] = pq[i] = sinf((float)i);
+        vla_adamw_hparams hp = {.lr = 0.05, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1,
+                                .max_grad_norm = 0.5f, .grad_mul = 0.75};
+        for (int k = 0; k < 4; k++) {
+            for (int i = 0; i < ZF; i++) gh[i] = gq[i] = zgrad(k, i);
+            double nh = 0, nq = 0, ss = 0, loss = 1.0;
+            CHECK(vla_zero1_step(zh, ph, gh, VLA_ZERO1_GRADS_AVERAGED, &hp, NULL, &nh) == VLA_OK);
+            CHECK(vla_zero1_step_queued(zq, pq, gq, &hp, NULL, &loss, &ss) == VLA_OK);
+            CHECK(vla_zero1_step_queued_result(zq, ss, true, &nq) == VLA_OK);
+            CHECK(memcmp(&nh, &nq, sizeof nh) == 0);
+        }
+        if (memcmp(ph, pq, sizeof ph) != 0) bad++, fprintf(stderr, "rank %d: queued and host steps differ\n", r);
+        vla_zero1_free(zh), vla_zero1_free(zq);
+    }
 #undef CHECK
     vla_comm_finalize(one);
     vla_comm_finalize(c);
