@@ -19,7 +19,7 @@ JOBS       ?= $(shell nproc)
 # what `make` builds: everything, or (make demo) only the CLI
 BUILD_TARGET ?= all
 CMAKE_FLAGS +=
-FUZZ_SECONDS ?= 10
+FUZZ_SECONDS ?= 6
 # make fuzz-long: per-target execution budget and time cap (docs/fuzzing.md)
 FUZZ_RUNS ?= 10000000
 FUZZ_MAX_TIME ?= 3600
