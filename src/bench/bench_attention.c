@@ -174,8 +174,20 @@ static void dense_sample(const dev_data *g, const attn_data *d, int s, int32_t L
     free(grp);
 }
 
+/* FNV-1a over n floats of device memory: the fused outputs' bits, so that two runs whose kernels promise the
+ * same bits (VLA_CUDA_ATTN_PREFETCH's modes: attn_mma.cu) can be compared from their lines */
+static uint64_t digest_floats(const vla_ops *ops, const float *dev, int64_t n, uint64_t h) {
+    float *host = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    if (!host) return 0;
+    if (n > 0) ops->to_host(host, dev, sizeof(float) * (size_t)n);
+    const unsigned char *b = (const unsigned char *)host;
+    for (size_t i = 0; i < sizeof(float) * (size_t)n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    free(host);
+    return h;
+}
+
 static vla_status time_device(const attn_case *c, attn_data *d, const vla_ops *ops, const vla_attn_config *cfgp,
-                              int reps, double ms[4], vla_attn_stats *stats) {
+                              int reps, double ms[4], vla_attn_stats *stats, uint64_t *digest) {
     int32_t L = 0;
     for (int s = 0; s < c->n; s++) L = d->cu[s + 1] - d->cu[s] > L ? d->cu[s + 1] - d->cu[s] : L;
     dev_data g;
@@ -205,6 +217,14 @@ static vla_status time_device(const attn_case *c, attn_data *d, const vla_ops *o
         for (int k = 0; k < 4; k++)
             if (v[k] * 1e3 < ms[k]) ms[k] = v[k] * 1e3;
     }
+    /* the fused forward's out and lse, and dq, dk, dv after reps + 1 backwards (each adds to them) */
+    int64_t nq = d->T * HEADS * HEAD_DIM, nk = d->T * KV_HEADS * HEAD_DIM;
+    uint64_t h = 0xcbf29ce484222325ull;
+    if (st == VLA_OK) {
+        h = digest_floats(ops, g.out, nq, h), h = digest_floats(ops, g.lse, d->T * HEADS, h);
+        h = digest_floats(ops, g.dq, nq, h), h = digest_floats(ops, g.dk, nk, h), h = digest_floats(ops, g.dv, nk, h);
+    }
+    *digest = h;
     dev_free(&g);
     return st;
 }
@@ -329,7 +349,8 @@ int vla_bench_attention(int argc, char **argv) {
         vla_attn_stats stats = {0};
         double ms[4];
         vla_status st = data_make(c, quick, &d);
-        if (st == VLA_OK) st = time_device(c, &d, dev, &cfg, (int)reps, ms, &stats);
+        uint64_t digest = 0;
+        if (st == VLA_OK) st = time_device(c, &d, dev, &cfg, (int)reps, ms, &stats, &digest);
         int32_t longest = 0;
         for (int s2 = 0; st == VLA_OK && s2 < c->n; s2++)
             longest = d.cu[s2 + 1] - d.cu[s2] > longest ? d.cu[s2 + 1] - d.cu[s2] : longest;
@@ -347,6 +368,11 @@ int vla_bench_attention(int argc, char **argv) {
         /* the backward's dK/dV parts (cuda; VLA_CUDA_ATTN_KV_SPLITS overrides) */
         int64_t kv_splits = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_KV_SPLITS);
         if (kv_splits >= 0) printf(",\"kv_splits\":%lld", (long long)kv_splits);
+        /* which bf16 passes fetched their tiles asynchronously: bit 0 forward, 1 dK/dV, 2 dQ (cuda;
+         * VLA_CUDA_ATTN_PREFETCH: 0 none, 1 where it costs no blocks per SM, 2 all) */
+        int64_t prefetch = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_PREFETCH);
+        if (prefetch >= 0) printf(",\"prefetch\":%lld", (long long)prefetch);
+        printf(",\"fused_digest\":\"%016llx\"", (unsigned long long)digest);
         if (!no_peer && !quick) device_peer(python, c, &d, precision, ms[1]);
         printf("}\n");
         fflush(stdout);

@@ -207,8 +207,11 @@ typedef enum {
                                    * of each operand that did not arrive ready — the passes turning f32 into a
                                    * GEMM's input (a copy its producer wrote is none; cpu and checked count
                                    * together: checked runs the cpu's kernels) */
-    VLA_STAT_DEVICE_USED_BYTES    /* device memory in use now (cuda: total − free, whoever holds it — the pool's
+    VLA_STAT_DEVICE_USED_BYTES,   /* device memory in use now (cuda: total − free, whoever holds it — the pool's
                                    * reservations and the graphs' memory included); -1 on host backends */
+    VLA_STAT_ATTN_LAST_PREFETCH   /* which passes of the bf16 tensor-core attention fetched their tiles
+                                   * asynchronously at their last launch (cuda: bit 0 forward, 1 dK/dV, 2 dQ;
+                                   * -1 where none ran or no such kernels) */
 } vla_ops_stat;
 
 typedef struct vla_ops {

@@ -1035,6 +1035,57 @@ static void t_attention(void) {
     t_free(x);
 }
 
+/* t's values on the device one float past a 16-byte boundary (off[-1] is the allocation) */
+static float *t_misaligned(tens t) {
+    float *base = C.dut->alloc(sizeof(float) * (size_t)(t.n + 1));
+    if (!base) fail_msg("out of memory for %lld floats", (long long)t.n);
+    if (t.n > 0) C.dut->to_device(base + 1, t.h, sizeof(float) * (size_t)t.n);
+    return base + 1;
+}
+
+/* what the backend wrote at off, checked as t against the cpu's t.h */
+static void t_check_misaligned(tens t, const float *off, double tol, const char *what) {
+    float *tmp = malloc(sizeof(float) * (size_t)t.n);
+    C.dut->to_host(tmp, off, sizeof(float) * (size_t)t.n);
+    C.dut->to_device(t.d, tmp, sizeof(float) * (size_t)t.n);
+    free(tmp);
+    t_check_norm(t, tol, what);
+}
+
+/* One bf16 problem with every tensor a float off a 16-byte boundary: on cuda, the tensor-core kernels'
+ * plain staging (their asynchronous fetch needs 16-byte rows: attn_mma.cu), against the cpu */
+static void t_attention_misaligned(void) {
+    const int H = 4, Hkv = 1, d = 64;
+    seqs q = seqs_make(3, 70, 1);
+    int64_t n = q.cu[3], nq = n * H * d, nk = n * Hkv * d;
+    if (n == 0) {
+        seqs_free(q);
+        return;
+    }
+    vla_attn_config cfg = {.n_heads = H, .n_kv_heads = Hkv, .head_dim = d, .precision = VLA_PREC_BF16};
+    vla_attn_seqs qs = as(q);
+    tens Q = t_rand(nq, 1), K = t_rand(nk, 1), V = t_rand(nk, 1), O = t_new(nq), L = t_new(n * H);
+    tens dO = t_rand(nq, 1), dQ = t_rand(nq, 1), dK = t_rand(nk, 1), dV = t_rand(nk, 1);
+    float *q_ = t_misaligned(Q), *k_ = t_misaligned(K), *v_ = t_misaligned(V), *o_ = t_misaligned(O);
+    float *l_ = t_misaligned(L), *do_ = t_misaligned(dO), *dq_ = t_misaligned(dQ), *dk_ = t_misaligned(dK);
+    float *dv_ = t_misaligned(dV);
+    assert_int_equal(C.ref->attention_forward(&cfg, O.h, L.h, Q.h, K.h, V.h, &qs, &qs, NULL, NULL), VLA_OK);
+    assert_int_equal(C.dut->attention_forward(&cfg, o_, l_, q_, k_, v_, &qs, &qs, NULL, NULL), VLA_OK);
+    t_check_misaligned(O, o_, TOL_BF16_ATTN, "attention_forward out (misaligned)");
+    /* the backward reads the forward's out and lse: give both backends the cpu's */
+    C.dut->to_device(o_, O.h, sizeof(float) * (size_t)nq), C.dut->to_device(l_, L.h, sizeof(float) * (size_t)(n * H));
+    assert_int_equal(C.ref->attention_backward(&cfg, dQ.h, dK.h, dV.h, dO.h, Q.h, K.h, V.h, O.h, L.h, &qs, &qs, NULL),
+                     VLA_OK);
+    assert_int_equal(C.dut->attention_backward(&cfg, dq_, dk_, dv_, do_, q_, k_, v_, o_, l_, &qs, &qs, NULL), VLA_OK);
+    t_check_misaligned(dQ, dq_, TOL_BF16_ATTN, "attention_backward dq (misaligned)");
+    t_check_misaligned(dK, dk_, TOL_BF16_ATTN, "attention_backward dk (misaligned)");
+    t_check_misaligned(dV, dv_, TOL_BF16_ATTN, "attention_backward dv (misaligned)");
+    float *offs[] = {q_, k_, v_, o_, l_, do_, dq_, dk_, dv_};
+    for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) C.dut->free(offs[i] - 1);
+    t_free(Q), t_free(K), t_free(V), t_free(O), t_free(L), t_free(dO), t_free(dQ), t_free(dK), t_free(dV);
+    seqs_free(q);
+}
+
 /* ---- the driver ----------------------------------------------------------------------------------- */
 
 /* ---- captured regions (run_captured: CUDA graphs on cuda) ------------------------------------------- */
@@ -1114,6 +1165,7 @@ static void run_suite(const char *name) {
     t_flow();
     t_attention_mask();
     t_attention();
+    t_attention_misaligned();
     t_captured();
     /* every slot from alloc to the end was run */
     const size_t first = offsetof(vla_ops, alloc) / sizeof(void (*)(void)), last = sizeof(vla_ops) / sizeof(void (*)(void));

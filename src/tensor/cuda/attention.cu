@@ -135,6 +135,19 @@ extern "C" int32_t vla_cuda_attn_last_kv_splits(void) {
     return s;
 }
 
+extern "C" int32_t vla_cuda_attn_last_prefetch(void) {
+    pthread_mutex_lock(&plan_lock);
+    int32_t s = vla_attn_mma_prefetched();
+    pthread_mutex_unlock(&plan_lock);
+    return s;
+}
+
+/* the bf16 kernels' asynchronous fetch (attn_mma.cu): VLA_CUDA_ATTN_PREFETCH's mode where the tensors allow
+ * it, else the plain staging — the same bits */
+static void choose_prefetch(vla_attn_args *a) {
+    a->prefetch = vla_attn_mma_prefetch_ok(a) ? vla_cuda_ctx_get()->attn_prefetch : 0;
+}
+
 /* the plan's parts in the kernels' arguments */
 static void args_plan(vla_attn_args *a, const dev_plan *dp) {
     const int32_t *b = (const int32_t *)dp->dev;
@@ -174,6 +187,7 @@ static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *
     bool in_kernel = out_ready && vla_q_bf16_ld(width) == width;
     a.out_ready = in_kernel ? (uint16_t *)out_ready : NULL;
     for (int i = 0; i < n_src; i++) a.k[i] = k[i], a.v[i] = v[i];
+    if (mma) choose_prefetch(&a);
     cudaStream_t s = vla_cuda_stream();
     vla_status st = mma ? launched(vla_attn_mma_forward(&a, s), "attention_forward (bf16 tensor cores)")
                         : launched(vla_attn_simt_forward(&a, s), "attention_forward (f32)");
@@ -272,6 +286,7 @@ static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *
     a.q = q, a.k[0] = k, a.v[0] = v, a.d_out = d_out, a.lse_in = lse, a.dvec = dvec, a.dq = dq, a.dk = dk, a.dv = dv;
     const dev_plan *kp = shared ? pq : pk;
     args_plan(&a, kp);
+    if (mma) choose_prefetch(&a);
     /* the dK/dV walk cut in parts when its grid is too small for the device (tensor/attn_plan.h) */
     int64_t kv_blocks = kp->p.n_kt * kp->p.Hkv * (mma ? vla_attn_mma_dkdv_col_blocks(cfg->head_dim) : 1);
     int forced = vla_cuda_ctx_get()->attn_kv_splits;

@@ -35,6 +35,10 @@ typedef struct {
     int32_t kv_splits;
     float *dk_part, *dv_part;
     int64_t part_stride;
+    /* whether the bf16 kernels fetch their walked tiles asynchronously (attn_mma.cu, "asynchronous
+     * staging"; the same bits either way): 0 never, 1 where it costs no blocks per SM, 2 always —
+     * VLA_CUDA_ATTN_PREFETCH, 0 where vla_attn_mma_prefetch_ok says the tensors do not allow it */
+    int32_t prefetch;
 } vla_attn_args;
 
 /* f32 kernels: 32×32 tiles, head_dim <= 256 (attn_simt.cu) */
@@ -52,5 +56,9 @@ cudaError_t vla_attn_mma_dkdv(const vla_attn_args *a, cudaStream_t s);
 /* the dK/dV pass's column blocks per (k-tile, kv head): 2 for head dim 256, else 1 */
 int vla_attn_mma_dkdv_col_blocks(int d);
 cudaError_t vla_attn_mma_dq(const vla_attn_args *a, cudaStream_t s);
+/* whether the tensors a names allow the asynchronous fetch: 16-byte aligned, head_dim % 4 == 0 */
+bool vla_attn_mma_prefetch_ok(const vla_attn_args *a);
+/* which passes fetched asynchronously at their last launch: bit 0 forward, 1 dK/dV, 2 dQ (-1: none ran) */
+int32_t vla_attn_mma_prefetched(void);
 
 #endif

@@ -8,10 +8,12 @@
  * 16); tiles are staged from the f32 tensors into shared memory as bf16;
  * fragments are read from shared memory with the index arithmetic of
  * tensor/cuda/mma_layout.h (tested on the CPU against the PTX layouts), with no
- * ldmatrix and no asynchronous copies — a first version whose aim is to be
- * right and reasonably fast; docs/cuda.md lists what comes next (cp.async
- * double buffering, ldmatrix, wgmma on sm_90a, MQA heads sharing one K/V
- * load).
+ * ldmatrix. Each kernel comes twice (template flag PF): staging each tile
+ * when it is needed, or fetching the walked tiles with cp.async while the
+ * block computes on the tile before ("asynchronous staging" below) — the same
+ * bits, chosen per pass by attention.cu (VLA_CUDA_ATTN_PREFETCH).
+ * docs/cuda.md lists what comes next (ldmatrix, bf16 operands from their
+ * producers, wgmma on sm_90a).
  *
  * Forward: a block of 4 warps takes 64 queries (16 per warp) of one head
  * and walks the sample's k-tiles of BK keys: S = Q·Kᵀ in registers, masked
@@ -78,20 +80,95 @@ __device__ __forceinline__ int tile_class(const vla_attn_tile &q, const vla_attn
     return VLA_TILE_PARTIAL;
 }
 
+/* ---- asynchronous staging (the PF kernels) ------------------------------------------------------
+ *
+ * The walked tiles (K/V in the forward and dQ passes, Q/dO in the dK/dV pass) are fetched with
+ * cp.async into a raw f32 tile in shared memory while the block computes on the tile before, then
+ * converted to bf16 with 16-byte reads (FlashAttention-2's schedule, one tensor in flight: the
+ * second tensor of tile j is fetched during the first GEMM of tile j, the first tensor of tile j+1
+ * during the second). The conversion is stage()'s, element for element, so a PF kernel's bits are
+ * the plain kernel's. Needs every tensor 16-byte aligned and head_dim % 4 == 0
+ * (vla_attn_mma_prefetch_ok); the plain kernels take the rest. */
+
+__device__ __forceinline__ void cp_async16(void *dst, const void *src) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async4(void *dst, const void *src) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+/* issue rows [start, start + len) of head `head` of x (row stride ld) into raw[R][D], 16 bytes a copy;
+ * rows >= len and columns >= d are not written (to_tile zeroes them); len <= R (a plan's tile) */
+template <int D, int R>
+__device__ __forceinline__ void fetch(float *raw, const float *x, int64_t ld, int32_t start, int32_t len, int head,
+                                      int d) {
+    const int q4 = d >> 2;
+    const float *base = x + (int64_t)start * ld + (int64_t)head * d;
+    for (int idx = threadIdx.x; idx < len * q4; idx += NTH) {
+        int r = idx / q4, c = (idx - r * q4) << 2;
+        cp_async16(raw + r * D + c, base + (int64_t)r * ld + c);
+    }
+}
+
+/* n 32-bit words src[i] (i < n) into dst[i], asynchronously */
+__device__ __forceinline__ void fetch_words(void *dst, const void *src, int32_t n) {
+    for (int i = threadIdx.x; i < n; i += NTH) cp_async4((uint32_t *)dst + i, (const uint32_t *)src + i);
+}
+
+/* rows < len, columns < d of src (row stride ld, 16-byte aligned rows, d % 4 == 0) into s[R][D + 8] as bf16,
+ * zeros elsewhere — stage()'s bits, four elements a read; src is a raw tile (ld = D) or global memory */
+template <int D, int R>
+__device__ __forceinline__ void to_tile(uint16_t *s, const float *src, int64_t ld, int32_t len, int d) {
+    constexpr int LDS = D + 8, C4 = D / 4;
+    for (int idx = threadIdx.x; idx < R * C4; idx += NTH) {
+        int r = idx / C4, c = (idx % C4) * 4;
+        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (r < len && c < d) v = *(const float4 *)(src + (int64_t)r * ld + c);
+        uint2 p;
+        p.x = pack_bf16(v.x, v.y), p.y = pack_bf16(v.z, v.w);
+        *(uint2 *)(s + r * LDS + c) = p;
+    }
+}
+
+/* the first k-tile from j on (before end) that the group rule does not skip for q-tile qt */
+__device__ __forceinline__ int32_t next_live_kt(const vla_attn_args &a, const vla_attn_tile &qt, int32_t j,
+                                                int32_t end) {
+    while (j < end && tile_class(qt, a.kt[j]) == VLA_TILE_SKIP) j++;
+    return j;
+}
+
 /* ---- forward ------------------------------------------------------------------------------ */
 
-template <int D, int BK>
+/* PF: the K/V tiles fetched asynchronously (above); the raw tile and the next tile's key groups come
+ * first in shared memory */
+template <int D, int BK, bool PF>
 __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     constexpr int BQ = 16 * NW, LDS = D + 8, NT = BK / 8, ND = D / 8, NKK = D / 16;
     extern __shared__ __align__(16) unsigned char smem[];
-    uint16_t *Qs = (uint16_t *)smem, *Ks = Qs + BQ * LDS, *Vs = Ks + BK * LDS;
+    float *raw = (float *)smem;
+    int32_t *kgr = (int32_t *)(raw + (PF ? BK * D : 0));
+    uint16_t *Qs = (uint16_t *)(kgr + (PF ? BK : 0)), *Ks = Qs + BQ * LDS, *Vs = Ks + BK * LDS;
     int32_t *qg = (int32_t *)(Vs + BK * LDS), *kg = qg + BQ;
     int64_t item = blockIdx.x;
     const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
     int h = (int)(item % a.H), kvh = h / a.rep, d = a.d;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     int64_t ldq = (int64_t)a.H * d, ldk = (int64_t)a.Hkv * d;
-    stage<D, BQ>(Qs, a.q, ldq, qt.start, qt.len, h, d);
+    const int32_t j_end = qt.first + qt.n;
+    int32_t j = next_live_kt(a, qt, qt.first, j_end);
+    if constexpr (PF)
+        if (j < j_end) { /* K and the key groups of the first live tile, while Q is staged */
+            const vla_attn_tile kt = a.kt[j];
+            fetch<D, BK>(raw, a.k[kt.src], ldk, kt.start, kt.len, kvh, d);
+            if (a.group_k[kt.src]) fetch_words(kgr, a.group_k[kt.src] + kt.start, kt.len);
+            cp_async_commit();
+        }
+    if constexpr (PF) to_tile<D, BQ>(Qs, a.q + (int64_t)qt.start * ldq + (int64_t)h * d, ldq, qt.len, d);
+    else stage<D, BQ>(Qs, a.q, ldq, qt.start, qt.len, h, d);
     for (int i = threadIdx.x; i < BQ; i += NTH) qg[i] = a.group_q && i < qt.len ? a.group_q[qt.start + i] : 0;
     const int r_lo = 16 * w + g, r_hi = r_lo + 8; /* this lane's two rows in the tile */
     const float sl2 = a.scale * LOG2E;
@@ -99,16 +176,26 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     float o[ND][4];
 #pragma unroll
     for (int i = 0; i < ND; i++) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-    for (int32_t j = qt.first; j < qt.first + qt.n; j++) {
+    while (j < j_end) {
         const vla_attn_tile kt = a.kt[j];
-        int cls = tile_class(qt, kt);
-        if (cls == VLA_TILE_SKIP) continue;
-        __syncthreads();
-        stage<D, BK>(Ks, a.k[kt.src], ldk, kt.start, kt.len, kvh, d);
-        stage<D, BK>(Vs, a.v[kt.src], ldk, kt.start, kt.len, kvh, d);
+        const int cls = tile_class(qt, kt);
+        const int32_t jn = next_live_kt(a, qt, j + 1, j_end);
         const int32_t *gk = a.group_k[kt.src];
-        for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
-        __syncthreads();
+        if constexpr (PF) {
+            cp_async_wait_all();
+            __syncthreads(); /* K in raw; every warp done with the last tile's Ks, Vs and kg */
+            to_tile<D, BK>(Ks, raw, D, kt.len, d);
+            for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? kgr[i] : 0;
+            __syncthreads();
+            fetch<D, BK>(raw, a.v[kt.src], ldk, kt.start, kt.len, kvh, d); /* V during Q·Kᵀ */
+            cp_async_commit();
+        } else {
+            __syncthreads();
+            stage<D, BK>(Ks, a.k[kt.src], ldk, kt.start, kt.len, kvh, d);
+            stage<D, BK>(Vs, a.v[kt.src], ldk, kt.start, kt.len, kvh, d);
+            for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
+            __syncthreads();
+        }
         float s[NT][4];
 #pragma unroll
         for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
@@ -154,6 +241,18 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
         m_lo = mn_lo, m_hi = mn_hi;
 #pragma unroll
         for (int i = 0; i < ND; i++) o[i][0] *= c_lo, o[i][1] *= c_lo, o[i][2] *= c_hi, o[i][3] *= c_hi;
+        if constexpr (PF) {
+            cp_async_wait_all();
+            __syncthreads(); /* V in raw */
+            to_tile<D, BK>(Vs, raw, D, kt.len, d);
+            __syncthreads();
+            if (jn < j_end) { /* the next live tile's K and key groups during P·V */
+                const vla_attn_tile kn = a.kt[jn];
+                fetch<D, BK>(raw, a.k[kn.src], ldk, kn.start, kn.len, kvh, d);
+                if (a.group_k[kn.src]) fetch_words(kgr, a.group_k[kn.src] + kn.start, kn.len);
+                cp_async_commit();
+            }
+        }
 #pragma unroll
         for (int jj = 0; jj < BK / 16; jj++) {
             uint32_t af[4];
@@ -165,6 +264,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
                 mma16816(o[i], af, bf);
             }
         }
+        j = jn;
     }
     l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 1);
     l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 2);
@@ -193,11 +293,13 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
 
 /* ---- backward, pass 2: dQ per (q-tile of 64, head) -------------------------------------------- */
 
-template <int D, int BK>
+template <int D, int BK, bool PF>
 __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
     constexpr int BQ = 16 * NW, LDS = D + 8, NT = BK / 8, ND = D / 8, NKK = D / 16;
     extern __shared__ __align__(16) unsigned char smem[];
-    uint16_t *Qs = (uint16_t *)smem, *Os = Qs + BQ * LDS, *Ks = Os + BQ * LDS, *Vs = Ks + BK * LDS;
+    float *raw = (float *)smem;
+    int32_t *kgr = (int32_t *)(raw + (PF ? BK * D : 0));
+    uint16_t *Qs = (uint16_t *)(kgr + (PF ? BK : 0)), *Os = Qs + BQ * LDS, *Ks = Os + BQ * LDS, *Vs = Ks + BK * LDS;
     int32_t *qg = (int32_t *)(Vs + BK * LDS), *kg = qg + BQ;
     float *lse2 = (float *)(kg + BK), *dvr = lse2 + BQ;
     int64_t item = blockIdx.x;
@@ -205,8 +307,22 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
     int h = (int)(item % a.H), kvh = h / a.rep, d = a.d;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     int64_t ldq = (int64_t)a.H * d, ldk = (int64_t)a.Hkv * d;
-    stage<D, BQ>(Qs, a.q, ldq, qt.start, qt.len, h, d);
-    stage<D, BQ>(Os, a.d_out, ldq, qt.start, qt.len, h, d);
+    const int32_t j_end = qt.first + qt.n, *gk = a.group_k[0];
+    int32_t j = next_live_kt(a, qt, qt.first, j_end);
+    if constexpr (PF)
+        if (j < j_end) { /* K and the key groups of the first live tile, while Q and dO are staged */
+            const vla_attn_tile kt = a.kt[j];
+            fetch<D, BK>(raw, a.k[0], ldk, kt.start, kt.len, kvh, d);
+            if (gk) fetch_words(kgr, gk + kt.start, kt.len);
+            cp_async_commit();
+        }
+    if constexpr (PF) {
+        to_tile<D, BQ>(Qs, a.q + (int64_t)qt.start * ldq + (int64_t)h * d, ldq, qt.len, d);
+        to_tile<D, BQ>(Os, a.d_out + (int64_t)qt.start * ldq + (int64_t)h * d, ldq, qt.len, d);
+    } else {
+        stage<D, BQ>(Qs, a.q, ldq, qt.start, qt.len, h, d);
+        stage<D, BQ>(Os, a.d_out, ldq, qt.start, qt.len, h, d);
+    }
     for (int i = threadIdx.x; i < BQ; i += NTH) {
         bool in = i < qt.len;
         int64_t row = (int64_t)(qt.start + i) * a.H + h;
@@ -219,32 +335,76 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
     float acc[ND][4];
 #pragma unroll
     for (int i = 0; i < ND; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-    for (int32_t j = qt.first; j < qt.first + qt.n; j++) {
+    while (j < j_end) {
         const vla_attn_tile kt = a.kt[j];
-        int cls = tile_class(qt, kt);
-        if (cls == VLA_TILE_SKIP) continue;
-        __syncthreads();
-        stage<D, BK>(Ks, a.k[0], ldk, kt.start, kt.len, kvh, d);
-        stage<D, BK>(Vs, a.v[0], ldk, kt.start, kt.len, kvh, d);
-        for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = a.group_k[0] && i < kt.len ? a.group_k[0][kt.start + i] : 0;
-        __syncthreads();
+        const int cls = tile_class(qt, kt);
+        const int32_t jn = next_live_kt(a, qt, j + 1, j_end);
         float s[NT][4], dp[NT][4];
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
             for (int i = 0; i < 4; i++) s[n][i] = dp[n][i] = 0.0f;
+        if constexpr (PF) {
+            /* S = Q·Kᵀ while V arrives, then dP = dO·Vᵀ while the next K does: each accumulator sums
+             * the same products in the same order as the joint loop below */
+            cp_async_wait_all();
+            __syncthreads(); /* K in raw; every warp done with the last tile */
+            to_tile<D, BK>(Ks, raw, D, kt.len, d);
+            for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? kgr[i] : 0;
+            __syncthreads();
+            fetch<D, BK>(raw, a.v[0], ldk, kt.start, kt.len, kvh, d);
+            cp_async_commit();
 #pragma unroll
-        for (int kk = 0; kk < NKK; kk++) {
-            uint32_t aq[4], ao[4];
-            vla_mma_load_a(aq, Qs, LDS, 16 * w, 16 * kk, lane);
-            vla_mma_load_a(ao, Os, LDS, 16 * w, 16 * kk, lane);
+            for (int kk = 0; kk < NKK; kk++) {
+                uint32_t aq[4];
+                vla_mma_load_a(aq, Qs, LDS, 16 * w, 16 * kk, lane);
 #pragma unroll
-            for (int n = 0; n < NT; n++) {
-                uint32_t bk[2], bv[2];
-                vla_mma_load_b_nk(bk, Ks, LDS, 8 * n, 16 * kk, lane);
-                vla_mma_load_b_nk(bv, Vs, LDS, 8 * n, 16 * kk, lane);
-                mma16816(s[n], aq, bk);
-                mma16816(dp[n], ao, bv);
+                for (int n = 0; n < NT; n++) {
+                    uint32_t bk[2];
+                    vla_mma_load_b_nk(bk, Ks, LDS, 8 * n, 16 * kk, lane);
+                    mma16816(s[n], aq, bk);
+                }
+            }
+            cp_async_wait_all();
+            __syncthreads(); /* V in raw */
+            to_tile<D, BK>(Vs, raw, D, kt.len, d);
+            __syncthreads();
+            if (jn < j_end) {
+                const vla_attn_tile kn = a.kt[jn];
+                fetch<D, BK>(raw, a.k[0], ldk, kn.start, kn.len, kvh, d);
+                if (gk) fetch_words(kgr, gk + kn.start, kn.len);
+                cp_async_commit();
+            }
+#pragma unroll
+            for (int kk = 0; kk < NKK; kk++) {
+                uint32_t ao[4];
+                vla_mma_load_a(ao, Os, LDS, 16 * w, 16 * kk, lane);
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    uint32_t bv[2];
+                    vla_mma_load_b_nk(bv, Vs, LDS, 8 * n, 16 * kk, lane);
+                    mma16816(dp[n], ao, bv);
+                }
+            }
+        } else {
+            __syncthreads();
+            stage<D, BK>(Ks, a.k[0], ldk, kt.start, kt.len, kvh, d);
+            stage<D, BK>(Vs, a.v[0], ldk, kt.start, kt.len, kvh, d);
+            for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
+            __syncthreads();
+#pragma unroll
+            for (int kk = 0; kk < NKK; kk++) {
+                uint32_t aq[4], ao[4];
+                vla_mma_load_a(aq, Qs, LDS, 16 * w, 16 * kk, lane);
+                vla_mma_load_a(ao, Os, LDS, 16 * w, 16 * kk, lane);
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    uint32_t bk[2], bv[2];
+                    vla_mma_load_b_nk(bk, Ks, LDS, 8 * n, 16 * kk, lane);
+                    vla_mma_load_b_nk(bv, Vs, LDS, 8 * n, 16 * kk, lane);
+                    mma16816(s[n], aq, bk);
+                    mma16816(dp[n], ao, bv);
+                }
             }
         }
         int32_t g_lo = qg[r_lo], g_hi = qg[r_hi];
@@ -271,6 +431,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
                 mma16816(acc[i], af, bf);
             }
         }
+        j = jn;
     }
     bool in_lo = r_lo < qt.len, in_hi = r_hi < qt.len;
     int64_t row_lo = (int64_t)(qt.start + r_lo) * a.H + h, row_hi = (int64_t)(qt.start + r_hi) * a.H + h;
@@ -287,11 +448,16 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 
 /* ---- backward, pass 1: dK, dV per (k-tile of 64 keys, kv head, DC output columns) ------------- */
 
-template <int D, int BQ, int DC>
+/* PF: the Q/dO tiles fetched asynchronously (above), with the next item's query groups, lse and
+ * rowsum(dO·O) rows; the raw tile and those rows come first in shared memory */
+template <int D, int BQ, int DC, bool PF>
 __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     constexpr int BK = 16 * NW, LDS = D + 8, NT = BQ / 8, NDC = DC / 8, NKK = D / 16;
     extern __shared__ __align__(16) unsigned char smem[];
-    uint16_t *Ks = (uint16_t *)smem, *Vs = Ks + BK * LDS, *Qs = Vs + BK * LDS, *Os = Qs + BQ * LDS;
+    float *raw = (float *)smem;
+    int32_t *qgr = (int32_t *)(raw + (PF ? BQ * D : 0));
+    float *lser = (float *)(qgr + (PF ? BQ : 0)), *dvrr = lser + (PF ? BQ : 0);
+    uint16_t *Ks = (uint16_t *)(dvrr + (PF ? BQ : 0)), *Vs = Ks + BK * LDS, *Qs = Vs + BK * LDS, *Os = Qs + BQ * LDS;
     int32_t *kg = (int32_t *)(Os + BQ * LDS), *qg = kg + BK;
     float *lse2 = (float *)(qg + BQ), *dvr = lse2 + BQ;
     int64_t item = blockIdx.x / a.kv_splits;
@@ -300,8 +466,36 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     int kvh = (int)(item % a.Hkv), d = a.d, c0 = blockIdx.y * DC;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
     int64_t ldq = (int64_t)a.H * d, ldk = (int64_t)a.Hkv * d;
-    stage<D, BK>(Ks, a.k[0], ldk, kt.start, kt.len, kvh, d);
-    stage<D, BK>(Vs, a.v[0], ldk, kt.start, kt.len, kvh, d);
+    int64_t j_lo, j_hi; /* this part's (query head, q-tile) items: head j / n, q-tile first + j % n */
+    vla_attn_split_range((int64_t)a.rep * kt.n, a.kv_splits, part, &j_lo, &j_hi);
+    /* the first item from j on (before j_hi) whose q-tile the group rule does not skip */
+    auto next_live = [&](int64_t j) {
+        while (j < j_hi && tile_class(a.qt[kt.first + (int32_t)(j % kt.n)], kt) == VLA_TILE_SKIP) j++;
+        return j;
+    };
+    /* item j's Q rows and its query rows' groups, lse and rowsum(dO·O), asynchronously */
+    auto fetch_q = [&](int64_t j) {
+        const vla_attn_tile qn = a.qt[kt.first + (int32_t)(j % kt.n)];
+        int hn = kvh * a.rep + (int)(j / kt.n);
+        fetch<D, BQ>(raw, a.q, ldq, qn.start, qn.len, hn, d);
+        if (a.group_q) fetch_words(qgr, a.group_q + qn.start, qn.len);
+        for (int i = threadIdx.x; i < qn.len; i += NTH) {
+            int64_t row = (int64_t)(qn.start + i) * a.H + hn;
+            cp_async4(lser + i, a.lse_in + row);
+            cp_async4(dvrr + i, a.dvec + row);
+        }
+        cp_async_commit();
+    };
+    int64_t j = next_live(j_lo);
+    if constexpr (PF)
+        if (j < j_hi) fetch_q(j); /* while K and V are staged */
+    if constexpr (PF) {
+        to_tile<D, BK>(Ks, a.k[0] + (int64_t)kt.start * ldk + (int64_t)kvh * d, ldk, kt.len, d);
+        to_tile<D, BK>(Vs, a.v[0] + (int64_t)kt.start * ldk + (int64_t)kvh * d, ldk, kt.len, d);
+    } else {
+        stage<D, BK>(Ks, a.k[0], ldk, kt.start, kt.len, kvh, d);
+        stage<D, BK>(Vs, a.v[0], ldk, kt.start, kt.len, kvh, d);
+    }
     for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = a.group_k[0] && i < kt.len ? a.group_k[0][kt.start + i] : 0;
     const int r_lo = 16 * w + g, r_hi = r_lo + 8; /* this lane's two key rows */
     const float sl2 = a.scale * LOG2E;
@@ -310,14 +504,59 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     for (int i = 0; i < NDC; i++)
 #pragma unroll
         for (int e = 0; e < 4; e++) dk[i][e] = dv[i][e] = 0.0f;
-    int64_t j_lo, j_hi; /* this part's (query head, q-tile) items: head j / n, q-tile first + j % n */
-    vla_attn_split_range((int64_t)a.rep * kt.n, a.kv_splits, part, &j_lo, &j_hi);
-    for (int64_t j = j_lo; j < j_hi; j++) {
+    while (j < j_hi) {
         int h = kvh * a.rep + (int)(j / kt.n);
-        {
-            const vla_attn_tile qt = a.qt[kt.first + (int32_t)(j % kt.n)];
-            int cls = tile_class(qt, kt);
-            if (cls == VLA_TILE_SKIP) continue;
+        const vla_attn_tile qt = a.qt[kt.first + (int32_t)(j % kt.n)];
+        const int cls = tile_class(qt, kt);
+        const int64_t jn = next_live(j + 1);
+        float st[NT][4], dpt[NT][4]; /* Sᵀ and dPᵀ: rows are keys, columns queries */
+#pragma unroll
+        for (int n = 0; n < NT; n++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) st[n][i] = dpt[n][i] = 0.0f;
+        if constexpr (PF) {
+            /* Sᵀ = K·Qᵀ while dO arrives, then dPᵀ = V·dOᵀ while the next item's Q does: each accumulator
+             * sums the same products in the same order as the joint loop below */
+            cp_async_wait_all();
+            __syncthreads(); /* Q and its rows in raw; every warp done with the last item */
+            to_tile<D, BQ>(Qs, raw, D, qt.len, d);
+            for (int i = threadIdx.x; i < BQ; i += NTH) {
+                bool in = i < qt.len;
+                qg[i] = a.group_q && in ? qgr[i] : 0;
+                lse2[i] = in ? lser[i] * LOG2E : -INFINITY;
+                dvr[i] = in ? dvrr[i] : 0.0f;
+            }
+            __syncthreads();
+            fetch<D, BQ>(raw, a.d_out, ldq, qt.start, qt.len, h, d);
+            cp_async_commit();
+#pragma unroll
+            for (int kk = 0; kk < NKK; kk++) {
+                uint32_t ak[4];
+                vla_mma_load_a(ak, Ks, LDS, 16 * w, 16 * kk, lane);
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    uint32_t bq[2];
+                    vla_mma_load_b_nk(bq, Qs, LDS, 8 * n, 16 * kk, lane);
+                    mma16816(st[n], ak, bq);
+                }
+            }
+            cp_async_wait_all();
+            __syncthreads(); /* dO in raw */
+            to_tile<D, BQ>(Os, raw, D, qt.len, d);
+            __syncthreads();
+            if (jn < j_hi) fetch_q(jn);
+#pragma unroll
+            for (int kk = 0; kk < NKK; kk++) {
+                uint32_t av[4];
+                vla_mma_load_a(av, Vs, LDS, 16 * w, 16 * kk, lane);
+#pragma unroll
+                for (int n = 0; n < NT; n++) {
+                    uint32_t bo[2];
+                    vla_mma_load_b_nk(bo, Os, LDS, 8 * n, 16 * kk, lane);
+                    mma16816(dpt[n], av, bo);
+                }
+            }
+        } else {
             __syncthreads();
             stage<D, BQ>(Qs, a.q, ldq, qt.start, qt.len, h, d);
             stage<D, BQ>(Os, a.d_out, ldq, qt.start, qt.len, h, d);
@@ -329,11 +568,6 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
                 dvr[i] = in ? a.dvec[row] : 0.0f;
             }
             __syncthreads();
-            float st[NT][4], dpt[NT][4]; /* Sᵀ and dPᵀ: rows are keys, columns queries */
-#pragma unroll
-            for (int n = 0; n < NT; n++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) st[n][i] = dpt[n][i] = 0.0f;
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t ak[4], av[4];
@@ -348,35 +582,36 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
                     mma16816(dpt[n], av, bo);
                 }
             }
-            int32_t gk_lo = kg[r_lo], gk_hi = kg[r_hi];
-            bool kin_lo = r_lo < kt.len, kin_hi = r_hi < kt.len;
+        }
+        int32_t gk_lo = kg[r_lo], gk_hi = kg[r_hi];
+        bool kin_lo = r_lo < kt.len, kin_hi = r_hi < kt.len;
 #pragma unroll
-            for (int n = 0; n < NT; n++)
+        for (int n = 0; n < NT; n++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    int q = 8 * n + 2 * t + (i & 1);
-                    bool lo = i < 2;
-                    bool ok = q < qt.len && (lo ? kin_lo : kin_hi) && lse2[q] != -INFINITY &&
-                              (cls == VLA_TILE_FULL || (lo ? gk_lo : gk_hi) <= qg[q]);
-                    float p = ok ? exp2f(st[n][i] * sl2 - lse2[q]) : 0.0f;
-                    st[n][i] = p;                        /* Pᵀ */
-                    dpt[n][i] = p * (dpt[n][i] - dvr[q]); /* dSᵀ */
-                }
+            for (int i = 0; i < 4; i++) {
+                int q = 8 * n + 2 * t + (i & 1);
+                bool lo = i < 2;
+                bool ok = q < qt.len && (lo ? kin_lo : kin_hi) && lse2[q] != -INFINITY &&
+                          (cls == VLA_TILE_FULL || (lo ? gk_lo : gk_hi) <= qg[q]);
+                float p = ok ? exp2f(st[n][i] * sl2 - lse2[q]) : 0.0f;
+                st[n][i] = p;                        /* Pᵀ */
+                dpt[n][i] = p * (dpt[n][i] - dvr[q]); /* dSᵀ */
+            }
 #pragma unroll
-            for (int jj = 0; jj < BQ / 16; jj++) {
-                uint32_t ap[4], as[4];
-                c_to_a(ap, st[2 * jj], st[2 * jj + 1]);
-                c_to_a(as, dpt[2 * jj], dpt[2 * jj + 1]);
+        for (int jj = 0; jj < BQ / 16; jj++) {
+            uint32_t ap[4], as[4];
+            c_to_a(ap, st[2 * jj], st[2 * jj + 1]);
+            c_to_a(as, dpt[2 * jj], dpt[2 * jj + 1]);
 #pragma unroll
-                for (int i = 0; i < NDC; i++) {
-                    uint32_t bo[2], bq[2];
-                    vla_mma_load_b_kn(bo, Os, LDS, 16 * jj, c0 + 8 * i, lane);
-                    vla_mma_load_b_kn(bq, Qs, LDS, 16 * jj, c0 + 8 * i, lane);
-                    mma16816(dv[i], ap, bo);
-                    mma16816(dk[i], as, bq);
-                }
+            for (int i = 0; i < NDC; i++) {
+                uint32_t bo[2], bq[2];
+                vla_mma_load_b_kn(bo, Os, LDS, 16 * jj, c0 + 8 * i, lane);
+                vla_mma_load_b_kn(bq, Qs, LDS, 16 * jj, c0 + 8 * i, lane);
+                mma16816(dv[i], ap, bo);
+                mma16816(dk[i], as, bq);
             }
         }
+        j = jn;
     }
     bool in_lo = r_lo < kt.len, in_hi = r_hi < kt.len;
     int64_t row_lo = (int64_t)(kt.start + r_lo) * a.Hkv + kvh, row_hi = (int64_t)(kt.start + r_hi) * a.Hkv + kvh;
@@ -428,23 +663,70 @@ static cudaError_t launch(K kernel, size_t smem, dim3 grid, const vla_attn_args 
     return cudaGetLastError();
 }
 
+/* Which of a pass's two kernels runs (attention.cu sets a->prefetch: 0 plain, 1 the prefetching one where it
+ * keeps the plain one's blocks per SM, 2 the prefetching one always). Its raw tile adds shared memory
+ * (head dim 256: 32 KB), which where registers allow two blocks per SM can leave room for one — the dQ and
+ * dK/dV passes at head dim 256 on an H100/H200; whether the prefetch is worth a block is gpu_check's
+ * measurement (VLA_CUDA_ATTN_PREFETCH=2), so by default it costs none. Decided once per kernel. */
+static int32_t prefetched = -1; /* bit 0 forward, 1 dK/dV, 2 dQ: whether the pass's last launch prefetched */
+
+template <typename KP, typename KN>
+static cudaError_t launch_pass(KP k_pf, size_t smem_pf, KN k_plain, size_t smem_plain, int *decided, int bit,
+                               dim3 grid, const vla_attn_args *a, cudaStream_t s) {
+    bool pf = a->prefetch == 2;
+    if (a->prefetch == 1) {
+        if (*decided < 0) {
+            int n_pf = 0, n_plain = 0;
+            cudaError_t e = cudaFuncSetAttribute(k_pf, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_pf);
+            if (e == cudaSuccess)
+                e = cudaFuncSetAttribute(k_plain, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_plain);
+            if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n_pf, k_pf, NTH, smem_pf);
+            if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n_plain, k_plain, NTH, smem_plain);
+            if (e != cudaSuccess) return e;
+            *decided = n_pf >= n_plain && n_pf > 0;
+        }
+        pf = *decided == 1;
+    }
+    if (prefetched < 0) prefetched = 0;
+    prefetched = pf ? prefetched | (1 << bit) : prefetched & ~(1 << bit);
+    return pf ? launch(k_pf, smem_pf, grid, a, s) : launch(k_plain, smem_plain, grid, a, s);
+}
+
+int32_t vla_attn_mma_prefetched(void) { return prefetched; }
+
 template <int D>
 static cudaError_t fwd(const vla_attn_args *a, cudaStream_t s) {
     constexpr int BK = bk_of(D), LDS = D + 8;
+    static int decided = -1;
     size_t smem = (size_t)(64 + 2 * BK) * LDS * 2 + (size_t)(64 + BK) * 4;
-    return launch(k_mma_fwd<D, BK>, smem, dim3((unsigned)(a->n_qt * a->H)), a, s);
+    return launch_pass(k_mma_fwd<D, BK, true>, smem + (size_t)BK * D * 4 + BK * 4, k_mma_fwd<D, BK, false>, smem,
+                       &decided, 0, dim3((unsigned)(a->n_qt * a->H)), a, s);
 }
 template <int D>
 static cudaError_t dq(const vla_attn_args *a, cudaStream_t s) {
     constexpr int BK = bk_of(D), LDS = D + 8;
+    static int decided = -1;
     size_t smem = (size_t)(128 + 2 * BK) * LDS * 2 + (size_t)(64 + BK) * 4 + 2 * 64 * 4;
-    return launch(k_mma_dq<D, BK>, smem, dim3((unsigned)(a->n_qt * a->H)), a, s);
+    return launch_pass(k_mma_dq<D, BK, true>, smem + (size_t)BK * D * 4 + BK * 4, k_mma_dq<D, BK, false>, smem,
+                       &decided, 2, dim3((unsigned)(a->n_qt * a->H)), a, s);
 }
 template <int D>
 static cudaError_t dkdv(const vla_attn_args *a, cudaStream_t s) {
     constexpr int BQ = kv_bq_of(D), DC = dc_of(D), LDS = D + 8;
+    static int decided = -1;
     size_t smem = (size_t)(128 + 2 * BQ) * LDS * 2 + (size_t)(64 + BQ) * 4 + 2 * (size_t)BQ * 4;
-    return launch(k_mma_dkdv<D, BQ, DC>, smem, dim3((unsigned)(a->n_kt * a->Hkv * a->kv_splits), D / DC), a, s);
+    return launch_pass(k_mma_dkdv<D, BQ, DC, true>, smem + (size_t)BQ * D * 4 + 3 * BQ * 4,
+                       k_mma_dkdv<D, BQ, DC, false>, smem, &decided, 1,
+                       dim3((unsigned)(a->n_kt * a->Hkv * a->kv_splits), D / DC), a, s);
+}
+
+static bool aligned16(const void *p) { return p == NULL || ((uintptr_t)p & 15) == 0; }
+
+bool vla_attn_mma_prefetch_ok(const vla_attn_args *a) {
+    if (a->d % 4) return false;
+    bool ok = aligned16(a->q) && aligned16(a->d_out);
+    for (int i = 0; i < VLA_ATTN_MAX_SRC; i++) ok = ok && aligned16(a->k[i]) && aligned16(a->v[i]);
+    return ok;
 }
 
 int vla_attn_mma_dkdv_col_blocks(int d) {

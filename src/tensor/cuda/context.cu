@@ -152,6 +152,8 @@ static void init_once(void) {
     ctx.attn_kv_splits = env_int("VLA_CUDA_ATTN_KV_SPLITS", 0);
     if (ctx.attn_kv_splits < 0) ctx.attn_kv_splits = 0;
     if (ctx.attn_kv_splits > VLA_ATTN_MAX_KV_SPLITS) ctx.attn_kv_splits = VLA_ATTN_MAX_KV_SPLITS;
+    ctx.attn_prefetch = env_int("VLA_CUDA_ATTN_PREFETCH", 1);
+    if (ctx.attn_prefetch < 0 || ctx.attn_prefetch > 2) ctx.attn_prefetch = 1;
     thread_bound = true;
     init_ok = true;
 }
@@ -210,6 +212,7 @@ static int64_t cu_stat(vla_ops_stat what) {
     case VLA_STAT_ATTN_PLAN_BUILDS: return vla_cuda_attn_plan_builds();
     case VLA_STAT_GEMM_EMULATED: return vla_cuda_gemm_emulated();
     case VLA_STAT_ATTN_LAST_KV_SPLITS: return vla_cuda_attn_last_kv_splits();
+    case VLA_STAT_ATTN_LAST_PREFETCH: return vla_cuda_attn_last_prefetch();
     case VLA_STAT_CAPTURED_REPLAYS: return vla_cuda_graph_replays();
     case VLA_STAT_OPERAND_CASTS: return vla_cuda_operand_casts();
     case VLA_STAT_DEVICE_USED_BYTES: {
