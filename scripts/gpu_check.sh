@@ -503,9 +503,9 @@ if wanted attention && have "$VLA" attention; then # with PyTorch on the same GP
     # the bf16 kernels' tile prefetch off, then in every pass even where it costs a block per SM: the times,
     # and the fused outputs' digest, which must not move (attn_mma.cu, "asynchronous staging")
     if [ -z "${VLA_CUDA_ATTN_PREFETCH:-}" ]; then
-        VLA_CUDA_ATTN_PREFETCH=0 run attention_noprefetch 60 "$VLA" bench attention --device=$DEV --precision=bf16 \
+        VLA_CUDA_ATTN_PREFETCH=0 run attention_noprefetch 30 "$VLA" bench attention --device=$DEV --precision=bf16 \
             --reps="$(reps 5)" --no-peer "${RQ[@]}"
-        VLA_CUDA_ATTN_PREFETCH=2 run attention_prefetch_all 60 "$VLA" bench attention --device=$DEV --precision=bf16 \
+        VLA_CUDA_ATTN_PREFETCH=2 run attention_prefetch_all 30 "$VLA" bench attention --device=$DEV --precision=bf16 \
             --reps="$(reps 5)" --no-peer "${RQ[@]}"
     fi
 fi
