@@ -39,8 +39,9 @@
 #                SDPA efficient/cuDNN/math, FlashAttention varlen:
 #                tools/bench_torch_attention.py --device cuda); then again
 #                with the dK/dV walk unsplit (VLA_CUDA_ATTN_KV_SPLITS=1), and
-#                with the bf16 kernels' asynchronous tile fetch off
-#                (VLA_CUDA_ATTN_PREFETCH=0) and in every pass (=2): the
+#                with the bf16 kernels staging from the f32 tensors
+#                (VLA_CUDA_ATTN_STAGING=f32, the kernels before bf16 copies
+#                and prefetch) and prefetching in every pass (=prefetch): the
 #                times, and the fused outputs' bits compared (same bits)
 #   packing      packed vs padded training of groot-n1.5 on a mixture, padded
 #                to the paper's fraction (+188%: --pad_fraction=1.88)
@@ -165,20 +166,21 @@ target() {
 gemm_line() { grep '"bench":"gemm",' "$RESULTS" | grep "\"precision\":\"$1\"" | grep '"m":2048,"n":4096,"k":1024' | head -1; }
 ratio() { [ -n "$1" ] && [ -n "$2" ] && awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b }'; }
 digest() { sed -n 's/.*"fused_digest":"\([0-9a-f]*\)".*/\1/p' <<<"$1"; }
-# the bf16 attention kernels' asynchronous fetch (attn_mma.cu): the default run's line ($1) against the runs
-# with it off and in every pass — times, which passes fetched (bits: 1 fwd, 2 dK/dV, 4 dQ), and the bits
-attention_prefetch_summary() {
-    local l=$1 o a
-    o=$(grep '^{"stage":"attention_noprefetch",' "$RESULTS" | grep '"pi05_packed"' | head -1)
-    a=$(grep '^{"stage":"attention_prefetch_all",' "$RESULTS" | grep '"pi05_packed"' | head -1)
-    [ -n "$l" ] && [ -n "$o" ] || return 0
-    echo "    attention tile prefetch (issue 41): fwd $(num "$l" fwd_ms) / fwd+bwd $(num "$l" fwd_bwd_ms) ms (passes $(num "$l" prefetch)); off $(num "$o" fwd_ms) / $(num "$o" fwd_bwd_ms) ms$([ -n "$a" ] && echo "; every pass $(num "$a" fwd_ms) / $(num "$a" fwd_bwd_ms) ms")"
+# how the bf16 attention kernels stage their tiles (docs/cuda.md, "Staging"): the default run's line ($1)
+# against the runs staging from the f32 tensors and prefetching in every pass — times, how each staged
+# (bits 0-2: forward, dK/dV, dQ prefetched; 8: from bf16 copies), and the outputs' bits, which must not move
+attention_staging_summary() {
+    local l=$1 f p
+    f=$(grep '^{"stage":"attention_f32staging",' "$RESULTS" | grep '"pi05_packed"' | head -1)
+    p=$(grep '^{"stage":"attention_prefetch_all",' "$RESULTS" | grep '"pi05_packed"' | head -1)
+    [ -n "$l" ] && [ -n "$f" ] || return 0
+    echo "    attention staging (issue 41): fwd $(num "$l" fwd_ms) / fwd+bwd $(num "$l" fwd_bwd_ms) ms (staging $(num "$l" staging)); from f32 $(num "$f" fwd_ms) / $(num "$f" fwd_bwd_ms) ms$([ -n "$p" ] && echo "; prefetch in every pass $(num "$p" fwd_ms) / $(num "$p" fwd_bwd_ms) ms")"
     local want got x
-    want=$(digest "$o")
-    for x in "$l" "$a"; do
+    want=$(digest "$f")
+    for x in "$l" "$p"; do
         got=$(digest "$x")
         [ -z "$x" ] || [ -z "$want" ] || [ "$got" = "$want" ] ||
-            echo "    ATTENTION PREFETCH BITS DIFFER: fused outputs $got with prefetch (passes $(num "$x" prefetch)), $want without"
+            echo "    ATTENTION STAGING BITS DIFFER: fused outputs $got staged $(num "$x" staging), $want from f32"
     done
 }
 summary() {
@@ -213,7 +215,7 @@ summary() {
     [ -n "$l" ] && echo "    attention (π0.5 packed, bf16): fused $(num "$l" fwd_bwd_ms) ms vs dense mask $(num "$l" dense_fwd_bwd_ms) ms: $(num "$l" vs_dense)×"
     u=$(grep '^{"stage":"attention_unsplit",' "$RESULTS" | grep '"pi05_packed"' | head -1)
     [ -n "$l" ] && [ -n "$u" ] && echo "    attention dK/dV split (issue 41): fwd+bwd $(num "$l" fwd_bwd_ms) ms in $(num "$l" kv_splits) parts; unsplit $(num "$u" fwd_bwd_ms) ms"
-    attention_prefetch_summary "$l"
+    attention_staging_summary "$l"
     [ -n "$l" ] && [ -n "$(num "$l" torch_best_fwd_bwd_ms)" ] && echo "    attention, PyTorch on the same GPU: fastest $(sed -n 's/.*"torch_best":"\([a-z_]*\)".*/\1/p' <<<"$l") $(num "$l" torch_best_fwd_bwd_ms) ms, eager dense mask $(num "$l" torch_dense_fwd_bwd_ms) ms; vla.c / fastest = $(num "$l" vs_torch_best)×"
     s1=$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" samples_per_s)
     s2=$(num "$(stage_line torch_groot-n1.5 policy_train_peer)" samples_per_s)
@@ -411,7 +413,7 @@ if wanted conformance && have "$BIN/tests/test_conformance" conformance; then
         # attention's plain staging (docs/cuda.md, "Prefetch"), op by op without CUDA graphs ("Graphs")
         conform_with simt VLA_CUDA_ATTN simt "bf16 tensor-core attention" ||
             conform_with unsplit VLA_CUDA_ATTN_KV_SPLITS 1 "split dK/dV" ||
-            conform_with noprefetch VLA_CUDA_ATTN_PREFETCH 0 "the attention's asynchronous tile fetch" ||
+            conform_with f32staging VLA_CUDA_ATTN_STAGING f32 "the attention's bf16 copies and prefetch" ||
             conform_with nograph VLA_CUDA_GRAPHS 0 "captured regions"
     fi
 fi
@@ -500,13 +502,13 @@ if wanted attention && have "$VLA" attention; then # with PyTorch on the same GP
     # the same with the dK/dV walk unsplit (before 2026-12-06): what the split gains, in the same run
     [ -z "${VLA_CUDA_ATTN_KV_SPLITS:-}" ] && VLA_CUDA_ATTN_KV_SPLITS=1 run attention_unsplit 60 "$VLA" bench attention \
         --device=$DEV --precision=bf16 --reps="$(reps 5)" "${RQ[@]}"
-    # the bf16 kernels' tile prefetch off, then in every pass even where it costs a block per SM: the times,
-    # and the fused outputs' digest, which must not move (attn_mma.cu, "asynchronous staging")
-    if [ -z "${VLA_CUDA_ATTN_PREFETCH:-}" ]; then
-        VLA_CUDA_ATTN_PREFETCH=0 run attention_noprefetch 30 "$VLA" bench attention --device=$DEV --precision=bf16 \
+    # the bf16 kernels staging from the f32 tensors, then prefetching in every pass even where it costs a
+    # block per SM: the times, and the fused outputs' digest, which must not move (docs/cuda.md, "Staging")
+    if [ -z "${VLA_CUDA_ATTN_STAGING:-}" ]; then
+        VLA_CUDA_ATTN_STAGING=f32 run attention_f32staging 30 "$VLA" bench attention --device=$DEV --precision=bf16 \
             --reps="$(reps 5)" --no-peer "${RQ[@]}"
-        VLA_CUDA_ATTN_PREFETCH=2 run attention_prefetch_all 30 "$VLA" bench attention --device=$DEV --precision=bf16 \
-            --reps="$(reps 5)" --no-peer "${RQ[@]}"
+        VLA_CUDA_ATTN_STAGING=prefetch run attention_prefetch_all 30 "$VLA" bench attention --device=$DEV \
+            --precision=bf16 --reps="$(reps 5)" --no-peer "${RQ[@]}"
     fi
 fi
 if wanted packing && have "$VLA" packing; then

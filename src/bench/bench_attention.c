@@ -175,7 +175,7 @@ static void dense_sample(const dev_data *g, const attn_data *d, int s, int32_t L
 }
 
 /* FNV-1a over n floats of device memory: the fused outputs' bits, so that two runs whose kernels promise the
- * same bits (VLA_CUDA_ATTN_PREFETCH's modes: attn_mma.cu) can be compared from their lines */
+ * same bits (VLA_CUDA_ATTN_STAGING's ways: attn_mma.cu) can be compared from their lines */
 static uint64_t digest_floats(const vla_ops *ops, const float *dev, int64_t n, uint64_t h) {
     float *host = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
     if (!host) return 0;
@@ -368,10 +368,10 @@ int vla_bench_attention(int argc, char **argv) {
         /* the backward's dK/dV parts (cuda; VLA_CUDA_ATTN_KV_SPLITS overrides) */
         int64_t kv_splits = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_KV_SPLITS);
         if (kv_splits >= 0) printf(",\"kv_splits\":%lld", (long long)kv_splits);
-        /* which bf16 passes fetched their tiles asynchronously: bit 0 forward, 1 dK/dV, 2 dQ (cuda;
-         * VLA_CUDA_ATTN_PREFETCH: 0 none, 1 where it costs no blocks per SM, 2 all) */
-        int64_t prefetch = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_PREFETCH);
-        if (prefetch >= 0) printf(",\"prefetch\":%lld", (long long)prefetch);
+        /* how the bf16 passes staged (cuda, VLA_CUDA_ATTN_STAGING; docs/cuda.md, "Staging"): bits 0-2 forward,
+         * dK/dV, dQ fetched asynchronously, bit 3 from bf16 copies of the operands */
+        int64_t staging = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_STAGING);
+        if (staging >= 0) printf(",\"staging\":%lld", (long long)staging);
         printf(",\"fused_digest\":\"%016llx\"", (unsigned long long)digest);
         if (!no_peer && !quick) device_peer(python, c, &d, precision, ms[1]);
         printf("}\n");

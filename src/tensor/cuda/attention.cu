@@ -10,6 +10,7 @@
  * kernels rather than cuDNN's SDPA. */
 #include "tensor/cuda/internal.cuh"
 
+#include <cuda_bf16.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -135,17 +136,78 @@ extern "C" int32_t vla_cuda_attn_last_kv_splits(void) {
     return s;
 }
 
-extern "C" int32_t vla_cuda_attn_last_prefetch(void) {
+extern "C" int32_t vla_cuda_attn_last_staging(void) {
     pthread_mutex_lock(&plan_lock);
-    int32_t s = vla_attn_mma_prefetched();
+    int32_t s = vla_attn_mma_staged();
     pthread_mutex_unlock(&plan_lock);
     return s;
 }
 
-/* the bf16 kernels' asynchronous fetch (attn_mma.cu): VLA_CUDA_ATTN_PREFETCH's mode where the tensors allow
- * it, else the plain staging — the same bits */
-static void choose_prefetch(vla_attn_args *a) {
-    a->prefetch = vla_attn_mma_prefetch_ok(a) ? vla_cuda_ctx_get()->attn_prefetch : 0;
+static vla_status launched(cudaError_t e, const char *what) {
+    if (e != cudaSuccess) vla_cuda_error(what, e);
+    vla_cuda_check(what);
+    return VLA_OK;
+}
+
+/* ---- the operands' bf16 copies (attn_mma.cu, "asynchronous staging") ----------------------------------- */
+
+#define MAX_CAST_JOBS (2 + 2 * VLA_ATTN_MAX_SRC)
+typedef struct {
+    uint16_t *dst;
+    const float *src;
+    int64_t rows; /* tokens × heads */
+} cast_job;
+typedef struct {
+    cast_job j[MAX_CAST_JOBS];
+    int d, dp;
+} cast_jobs;
+
+/* job blockIdx.y: src [rows][d] f32 → dst [rows][dp] bf16, zeros past d; eight elements a thread, rounded as
+ * the kernels' own staging rounds (__float2bfloat16_rn), so the copies hold the bits staging would make */
+__global__ void k_cast_heads(cast_jobs J) {
+    const cast_job jb = J.j[blockIdx.y];
+    const int nc = J.dp / 8;
+    const int64_t n = jb.rows * nc;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i / nc;
+        int c = (int)(i - r * nc) * 8;
+        uint32_t w[4];
+        for (int e = 0; e < 8; e += 2) {
+            __nv_bfloat16 lo = __float2bfloat16_rn(c + e < J.d ? jb.src[r * J.d + c + e] : 0.0f);
+            __nv_bfloat16 hi = __float2bfloat16_rn(c + e + 1 < J.d ? jb.src[r * J.d + c + e + 1] : 0.0f);
+            w[e / 2] = (uint32_t)*(uint16_t *)&lo | ((uint32_t)*(uint16_t *)&hi << 16);
+        }
+        *(uint4 *)(jb.dst + r * J.dp + c) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+
+/* How the bf16 kernels stage (VLA_CUDA_ATTN_STAGING), and unless from the f32 tensors, their operands' bf16
+ * copies: src[i] (rows[i] = tokens × heads) cast into one scratch allocation, *dst[i] pointed into it. The
+ * caller frees *copies (stream-ordered) once its kernels are issued. */
+static vla_status bf16_copies(vla_attn_args *a, int n, const float *const *src, const int64_t *rows,
+                              const uint16_t **const *dst, void **copies) {
+    *copies = NULL;
+    a->staging = vla_cuda_ctx_get()->attn_staging;
+    a->dp = (a->d + 7) / 8 * 8;
+    if (a->staging == VLA_ATTN_STAGE_F32) return VLA_OK;
+    cast_jobs J;
+    memset(&J, 0, sizeof J);
+    J.d = a->d, J.dp = a->dp;
+    size_t total = 0;
+    int64_t most = 0;
+    for (int i = 0; i < n; i++) total += (size_t)rows[i] * (size_t)a->dp * 2, most = rows[i] > most ? rows[i] : most;
+    uint16_t *buf = (uint16_t *)vla_cuda_scratch(total ? total : 16);
+    *copies = buf;
+    int jobs = 0;
+    for (int i = 0; i < n; i++) {
+        *dst[i] = buf;
+        if (rows[i] > 0) J.j[jobs++] = (cast_job){buf, src[i], rows[i]};
+        buf += rows[i] * a->dp;
+    }
+    if (jobs == 0) return VLA_OK;
+    dim3 grid(vla_cuda_blocks(most * (a->dp / 8), 256), (unsigned)jobs);
+    k_cast_heads<<<grid, 256, 0, vla_cuda_stream()>>>(J);
+    return launched(cudaGetLastError(), "attention: the operands' bf16 copies");
 }
 
 /* the plan's parts in the kernels' arguments */
@@ -157,12 +219,6 @@ static void args_plan(vla_attn_args *a, const dev_plan *dp) {
     for (int i = 0; i < VLA_ATTN_MAX_SRC; i++) a->group_k[i] = dp->l.group_k[i] >= 0 ? b + dp->l.group_k[i] : NULL;
     a->H = dp->p.H, a->Hkv = dp->p.Hkv, a->rep = dp->p.rep, a->d = dp->p.d, a->scale = dp->p.scale;
     a->n_qt = dp->p.n_qt, a->n_kt = dp->p.n_kt;
-}
-
-static vla_status launched(cudaError_t e, const char *what) {
-    if (e != cudaSuccess) vla_cuda_error(what, e);
-    vla_cuda_check(what);
-    return VLA_OK;
 }
 
 static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *lse, const float *q,
@@ -187,10 +243,24 @@ static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *
     bool in_kernel = out_ready && vla_q_bf16_ld(width) == width;
     a.out_ready = in_kernel ? (uint16_t *)out_ready : NULL;
     for (int i = 0; i < n_src; i++) a.k[i] = k[i], a.v[i] = v[i];
-    if (mma) choose_prefetch(&a);
+    void *copies = NULL;
+    vla_status st = VLA_OK;
+    if (mma) { /* q, then each source's k and v */
+        const float *src[MAX_CAST_JOBS] = {q};
+        const uint16_t **dst[MAX_CAST_JOBS] = {&a.qb};
+        int64_t rows[MAX_CAST_JOBS] = {tokens * cfg->n_heads};
+        for (int i = 0; i < n_src; i++) {
+            int64_t kr = (int64_t)ks[i]->cu_seqlens[ks[i]->n_seg] * cfg->n_kv_heads;
+            src[1 + 2 * i] = k[i], dst[1 + 2 * i] = &a.kb[i], rows[1 + 2 * i] = kr;
+            src[2 + 2 * i] = v[i], dst[2 + 2 * i] = &a.vb[i], rows[2 + 2 * i] = kr;
+        }
+        st = bf16_copies(&a, 1 + 2 * n_src, src, rows, dst, &copies);
+    }
     cudaStream_t s = vla_cuda_stream();
-    vla_status st = mma ? launched(vla_attn_mma_forward(&a, s), "attention_forward (bf16 tensor cores)")
-                        : launched(vla_attn_simt_forward(&a, s), "attention_forward (f32)");
+    if (st == VLA_OK)
+        st = mma ? launched(vla_attn_mma_forward(&a, s), "attention_forward (bf16 tensor cores)")
+                 : launched(vla_attn_simt_forward(&a, s), "attention_forward (f32)");
+    if (copies) vla_cuda_scratch_free(copies);
     dev_plan_done(dp, owned);
     if (st == VLA_OK && out_ready && !in_kernel) {
         const vla_gemm_q bf = {VLA_PREC_BF16, {VLA_FP8_E4M3, NULL, NULL}, {VLA_FP8_E4M3, NULL, NULL}, NULL, NULL};
@@ -286,7 +356,21 @@ static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *
     a.q = q, a.k[0] = k, a.v[0] = v, a.d_out = d_out, a.lse_in = lse, a.dvec = dvec, a.dq = dq, a.dk = dk, a.dv = dv;
     const dev_plan *kp = shared ? pq : pk;
     args_plan(&a, kp);
-    if (mma) choose_prefetch(&a);
+    void *copies = NULL;
+    if (mma) { /* q, dO, k, v */
+        int64_t qr = (int64_t)qs->cu_seqlens[qs->n_seg] * cfg->n_heads, kr = (int64_t)ks->cu_seqlens[ks->n_seg] * cfg->n_kv_heads;
+        const float *src[4] = {q, d_out, k, v};
+        const uint16_t **dst[4] = {&a.qb, &a.dob, &a.kb[0], &a.vb[0]};
+        int64_t rows[4] = {qr, qr, kr, kr};
+        vla_status st = bf16_copies(&a, 4, src, rows, dst, &copies);
+        if (st != VLA_OK) {
+            if (copies) vla_cuda_scratch_free(copies);
+            vla_cuda_scratch_free(dvec);
+            if (!shared) dev_plan_done(pk, owned_k);
+            dev_plan_done(pq, owned_q);
+            return st;
+        }
+    }
     /* the dK/dV walk cut in parts when its grid is too small for the device (tensor/attn_plan.h) */
     int64_t kv_blocks = kp->p.n_kt * kp->p.Hkv * (mma ? vla_attn_mma_dkdv_col_blocks(cfg->head_dim) : 1);
     int forced = vla_cuda_ctx_get()->attn_kv_splits;
@@ -315,6 +399,7 @@ static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *
     if (st == VLA_OK)
         st = mma ? launched(vla_attn_mma_dq(&a, s), "attention_backward dQ (bf16 tensor cores)")
                  : launched(vla_attn_simt_dq(&a, s), "attention_backward dQ (f32)");
+    if (copies) vla_cuda_scratch_free(copies);
     vla_cuda_scratch_free(dvec);
     if (!shared) dev_plan_done(pk, owned_k);
     dev_plan_done(pq, owned_q);

@@ -35,11 +35,21 @@ typedef struct {
     int32_t kv_splits;
     float *dk_part, *dv_part;
     int64_t part_stride;
-    /* whether the bf16 kernels fetch their walked tiles asynchronously (attn_mma.cu, "asynchronous
-     * staging"; the same bits either way): 0 never, 1 where it costs no blocks per SM, 2 always —
-     * VLA_CUDA_ATTN_PREFETCH, 0 where vla_attn_mma_prefetch_ok says the tensors do not allow it */
-    int32_t prefetch;
+    /* how the bf16 kernels stage their tiles (VLA_CUDA_ATTN_STAGING; the same bits in every way): from the f32
+     * tensors, or from bf16 copies of q, k, v (and dO) that attention.cu casts once per call — qb, kb, vb, dob:
+     * [rows][heads][dp], dp = d rounded up to 8, zeros past d — plainly or fetched asynchronously
+     * (attn_mma.cu, "asynchronous staging") */
+    int32_t staging; /* VLA_ATTN_STAGE_* */
+    const uint16_t *qb, *kb[VLA_ATTN_MAX_SRC], *vb[VLA_ATTN_MAX_SRC], *dob;
+    int32_t dp;
 } vla_attn_args;
+
+enum {
+    VLA_ATTN_STAGE_AUTO,     /* bf16 copies; the prefetching kernel where it costs no blocks per SM (default) */
+    VLA_ATTN_STAGE_F32,      /* from the f32 tensors, converting while staging (the kernels of 2026-12-06) */
+    VLA_ATTN_STAGE_BF16,     /* bf16 copies, staged plainly */
+    VLA_ATTN_STAGE_PREFETCH, /* bf16 copies, the prefetching kernel in every pass */
+};
 
 /* f32 kernels: 32×32 tiles, head_dim <= 256 (attn_simt.cu) */
 #define VLA_SIMT_TILE 32
@@ -56,9 +66,8 @@ cudaError_t vla_attn_mma_dkdv(const vla_attn_args *a, cudaStream_t s);
 /* the dK/dV pass's column blocks per (k-tile, kv head): 2 for head dim 256, else 1 */
 int vla_attn_mma_dkdv_col_blocks(int d);
 cudaError_t vla_attn_mma_dq(const vla_attn_args *a, cudaStream_t s);
-/* whether the tensors a names allow the asynchronous fetch: 16-byte aligned, head_dim % 4 == 0 */
-bool vla_attn_mma_prefetch_ok(const vla_attn_args *a);
-/* which passes fetched asynchronously at their last launch: bit 0 forward, 1 dK/dV, 2 dQ (-1: none ran) */
-int32_t vla_attn_mma_prefetched(void);
+/* how the passes staged at their last launch: bits 0-2 forward, dK/dV, dQ prefetched; bit 3 from bf16
+ * copies (-1: none ran) */
+int32_t vla_attn_mma_staged(void);
 
 #endif

@@ -8,12 +8,12 @@
  * 16); tiles are staged from the f32 tensors into shared memory as bf16;
  * fragments are read from shared memory with the index arithmetic of
  * tensor/cuda/mma_layout.h (tested on the CPU against the PTX layouts), with no
- * ldmatrix. Each kernel comes twice (template flag PF): staging each tile
- * when it is needed, or fetching the walked tiles with cp.async while the
- * block computes on the tile before ("asynchronous staging" below) — the same
- * bits, chosen per pass by attention.cu (VLA_CUDA_ATTN_PREFETCH).
- * docs/cuda.md lists what comes next (ldmatrix, bf16 operands from their
- * producers, wgmma on sm_90a).
+ * ldmatrix. Each kernel comes three ways ("asynchronous staging" below):
+ * staging from the f32 tensors, from bf16 copies cast once per call, or from
+ * those copies fetched with cp.async while the block computes on the tile
+ * before — the same bits, chosen per pass by attention.cu
+ * (VLA_CUDA_ATTN_STAGING). docs/cuda.md lists what comes next (ldmatrix,
+ * bf16 operands written by their producers, wgmma on sm_90a).
  *
  * Forward: a block of 4 warps takes 64 queries (16 per warp) of one head
  * and walks the sample's k-tiles of BK keys: S = Q·Kᵀ in registers, masked
@@ -82,13 +82,16 @@ __device__ __forceinline__ int tile_class(const vla_attn_tile &q, const vla_attn
 
 /* ---- asynchronous staging (the PF kernels) ------------------------------------------------------
  *
- * The walked tiles (K/V in the forward and dQ passes, Q/dO in the dK/dV pass) are fetched with
- * cp.async into a raw f32 tile in shared memory while the block computes on the tile before, then
- * converted to bf16 with 16-byte reads (FlashAttention-2's schedule, one tensor in flight: the
- * second tensor of tile j is fetched during the first GEMM of tile j, the first tensor of tile j+1
- * during the second). The conversion is stage()'s, element for element, so a PF kernel's bits are
- * the plain kernel's. Needs every tensor 16-byte aligned and head_dim % 4 == 0
- * (vla_attn_mma_prefetch_ok); the plain kernels take the rest. */
+ * The kernels read their operands (template type T) from the f32 tensors, converting each element as
+ * they stage it, or from bf16 copies attention.cu casts once per call (rows padded to a multiple of
+ * 8 elements, zeros past d: 16-byte rows, whatever the caller's alignment), copying 16 bytes at a
+ * time — the bits of the f32 staging, cast once instead of once per tile visit, half the bytes
+ * moved. The prefetching kernels (PF, bf16 copies only) fetch the walked tiles (K/V in the forward
+ * and dQ passes, Q/dO in the dK/dV pass) with cp.async into a raw tile in shared memory while the
+ * block computes on the tile before, then copy it into the padded tile (FlashAttention-2's schedule,
+ * one tensor in flight: the second tensor of tile j arrives during the first product of tile j, the
+ * first tensor of tile j+1 during the second); each accumulator sums the same products in the same
+ * order, so every kernel gives the same bits. */
 
 __device__ __forceinline__ void cp_async16(void *dst, const void *src) {
     unsigned s = (unsigned)__cvta_generic_to_shared(dst);
@@ -101,15 +104,15 @@ __device__ __forceinline__ void cp_async4(void *dst, const void *src) {
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
-/* issue rows [start, start + len) of head `head` of x (row stride ld) into raw[R][D], 16 bytes a copy;
- * rows >= len and columns >= d are not written (to_tile zeroes them); len <= R (a plan's tile) */
-template <int D, int R>
-__device__ __forceinline__ void fetch(float *raw, const float *x, int64_t ld, int32_t start, int32_t len, int head,
-                                      int d) {
-    const int q4 = d >> 2;
-    const float *base = x + (int64_t)start * ld + (int64_t)head * d;
-    for (int idx = threadIdx.x; idx < len * q4; idx += NTH) {
-        int r = idx / q4, c = (idx - r * q4) << 2;
+/* issue rows [start, start + len) of head `head` of x (row stride ld, head stride dw) into raw[R][D], 16 bytes
+ * a copy; rows >= len and columns >= dw are not written (to_tile zeroes them); len <= R (a plan's tile) */
+template <int D, int R, typename T>
+__device__ __forceinline__ void fetch(T *raw, const T *x, int64_t ld, int32_t start, int32_t len, int head, int dw) {
+    constexpr int CE = 16 / sizeof(T);
+    const int q = dw / CE;
+    const T *base = x + (int64_t)start * ld + (int64_t)head * dw;
+    for (int idx = threadIdx.x; idx < len * q; idx += NTH) {
+        int r = idx / q, c = (idx - r * q) * CE;
         cp_async16(raw + r * D + c, base + (int64_t)r * ld + c);
     }
 }
@@ -119,19 +122,42 @@ __device__ __forceinline__ void fetch_words(void *dst, const void *src, int32_t 
     for (int i = threadIdx.x; i < n; i += NTH) cp_async4((uint32_t *)dst + i, (const uint32_t *)src + i);
 }
 
-/* rows < len, columns < d of src (row stride ld, 16-byte aligned rows, d % 4 == 0) into s[R][D + 8] as bf16,
- * zeros elsewhere — stage()'s bits, four elements a read; src is a raw tile (ld = D) or global memory */
-template <int D, int R>
-__device__ __forceinline__ void to_tile(uint16_t *s, const float *src, int64_t ld, int32_t len, int d) {
-    constexpr int LDS = D + 8, C4 = D / 4;
-    for (int idx = threadIdx.x; idx < R * C4; idx += NTH) {
-        int r = idx / C4, c = (idx % C4) * 4;
-        float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        if (r < len && c < d) v = *(const float4 *)(src + (int64_t)r * ld + c);
-        uint2 p;
-        p.x = pack_bf16(v.x, v.y), p.y = pack_bf16(v.z, v.w);
-        *(uint2 *)(s + r * LDS + c) = p;
+/* rows < len, columns < dw of src (row stride ld, 16-byte aligned rows; dw a multiple of 16 bytes' elements)
+ * into s[R][D + 8] as bf16, zeros elsewhere: f32 converted (stage()'s bits), bf16 copied — 16 bytes a read;
+ * src is a raw tile (ld = D) or global memory */
+template <int D, int R, typename T>
+__device__ __forceinline__ void to_tile(uint16_t *s, const T *src, int64_t ld, int32_t len, int dw) {
+    constexpr int LDS = D + 8, CE = 16 / sizeof(T), NC = D / CE;
+    for (int idx = threadIdx.x; idx < R * NC; idx += NTH) {
+        int r = idx / NC, c = (idx % NC) * CE;
+        bool in = r < len && c < dw;
+        if constexpr (sizeof(T) == 4) {
+            float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            if (in) v = *(const float4 *)(src + (int64_t)r * ld + c);
+            uint2 p;
+            p.x = pack_bf16(v.x, v.y), p.y = pack_bf16(v.z, v.w);
+            *(uint2 *)(s + r * LDS + c) = p;
+        } else {
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (in) v = *(const uint4 *)(src + (int64_t)r * ld + c);
+            *(uint4 *)(s + r * LDS + c) = v;
+        }
     }
+}
+
+/* a tile from the tensor the kernel reads (f32, or its bf16 copy: attention.cu casts once per call) */
+template <int D, int R, typename T>
+__device__ __forceinline__ void stage_src(uint16_t *s, const T *x, int64_t ld, int32_t start, int32_t len, int head,
+                                          int dw) {
+    if constexpr (sizeof(T) == 4) stage<D, R>(s, x, ld, start, len, head, dw);
+    else to_tile<D, R, T>(s, x + (int64_t)start * ld + (int64_t)head * dw, ld, len, dw);
+}
+
+/* the tensor a kernel reading T stages from: the f32 one, or its bf16 copy */
+template <typename T>
+__device__ __forceinline__ const T *src_of(const float *f32, const uint16_t *bf16) {
+    if constexpr (sizeof(T) == 4) return f32;
+    else return bf16;
 }
 
 /* the first k-tile from j on (before end) that the group rule does not skip for q-tile qt */
@@ -145,11 +171,12 @@ __device__ __forceinline__ int32_t next_live_kt(const vla_attn_args &a, const vl
 
 /* PF: the K/V tiles fetched asynchronously (above); the raw tile and the next tile's key groups come
  * first in shared memory */
-template <int D, int BK, bool PF>
+template <int D, int BK, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     constexpr int BQ = 16 * NW, LDS = D + 8, NT = BK / 8, ND = D / 8, NKK = D / 16;
     extern __shared__ __align__(16) unsigned char smem[];
-    float *raw = (float *)smem;
+    static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
+    T *raw = (T *)smem;
     int32_t *kgr = (int32_t *)(raw + (PF ? BK * D : 0));
     uint16_t *Qs = (uint16_t *)(kgr + (PF ? BK : 0)), *Ks = Qs + BQ * LDS, *Vs = Ks + BK * LDS;
     int32_t *qg = (int32_t *)(Vs + BK * LDS), *kg = qg + BQ;
@@ -157,18 +184,25 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
     int h = (int)(item % a.H), kvh = h / a.rep, d = a.d;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
-    int64_t ldq = (int64_t)a.H * d, ldk = (int64_t)a.Hkv * d;
+    const int dw = sizeof(T) == 4 ? d : a.dp; /* a source row's head stride: d, or the bf16 copy's padded dp */
+    const T *Q = src_of<T>(a.q, a.qb), *DO = src_of<T>(a.d_out, a.dob);
+    /* a k-tile's source (0, or 1: a cached forward's new rows) picked by value, not by an index into an array
+     * (which would live in local memory) */
+    const T *K0 = src_of<T>(a.k[0], a.kb[0]), *K1 = src_of<T>(a.k[1], a.kb[1]);
+    const T *V0 = src_of<T>(a.v[0], a.vb[0]), *V1 = src_of<T>(a.v[1], a.vb[1]);
+    auto K = [&](int src) { return src ? K1 : K0; };
+    auto V = [&](int src) { return src ? V1 : V0; };
+    int64_t ldq = (int64_t)a.H * dw, ldk = (int64_t)a.Hkv * dw;
     const int32_t j_end = qt.first + qt.n;
     int32_t j = next_live_kt(a, qt, qt.first, j_end);
     if constexpr (PF)
         if (j < j_end) { /* K and the key groups of the first live tile, while Q is staged */
             const vla_attn_tile kt = a.kt[j];
-            fetch<D, BK>(raw, a.k[kt.src], ldk, kt.start, kt.len, kvh, d);
+            fetch<D, BK, T>(raw, K(kt.src), ldk, kt.start, kt.len, kvh, dw);
             if (a.group_k[kt.src]) fetch_words(kgr, a.group_k[kt.src] + kt.start, kt.len);
             cp_async_commit();
         }
-    if constexpr (PF) to_tile<D, BQ>(Qs, a.q + (int64_t)qt.start * ldq + (int64_t)h * d, ldq, qt.len, d);
-    else stage<D, BQ>(Qs, a.q, ldq, qt.start, qt.len, h, d);
+    stage_src<D, BQ, T>(Qs, Q, ldq, qt.start, qt.len, h, dw);
     for (int i = threadIdx.x; i < BQ; i += NTH) qg[i] = a.group_q && i < qt.len ? a.group_q[qt.start + i] : 0;
     const int r_lo = 16 * w + g, r_hi = r_lo + 8; /* this lane's two rows in the tile */
     const float sl2 = a.scale * LOG2E;
@@ -184,15 +218,15 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
         if constexpr (PF) {
             cp_async_wait_all();
             __syncthreads(); /* K in raw; every warp done with the last tile's Ks, Vs and kg */
-            to_tile<D, BK>(Ks, raw, D, kt.len, d);
+            to_tile<D, BK, T>(Ks, raw, D, kt.len, dw);
             for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? kgr[i] : 0;
             __syncthreads();
-            fetch<D, BK>(raw, a.v[kt.src], ldk, kt.start, kt.len, kvh, d); /* V during Q·Kᵀ */
+            fetch<D, BK, T>(raw, V(kt.src), ldk, kt.start, kt.len, kvh, dw); /* V during Q·Kᵀ */
             cp_async_commit();
         } else {
             __syncthreads();
-            stage<D, BK>(Ks, a.k[kt.src], ldk, kt.start, kt.len, kvh, d);
-            stage<D, BK>(Vs, a.v[kt.src], ldk, kt.start, kt.len, kvh, d);
+            stage_src<D, BK, T>(Ks, K(kt.src), ldk, kt.start, kt.len, kvh, dw);
+            stage_src<D, BK, T>(Vs, V(kt.src), ldk, kt.start, kt.len, kvh, dw);
             for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
             __syncthreads();
         }
@@ -244,11 +278,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
         if constexpr (PF) {
             cp_async_wait_all();
             __syncthreads(); /* V in raw */
-            to_tile<D, BK>(Vs, raw, D, kt.len, d);
+            to_tile<D, BK, T>(Vs, raw, D, kt.len, dw);
             __syncthreads();
             if (jn < j_end) { /* the next live tile's K and key groups during P·V */
                 const vla_attn_tile kn = a.kt[jn];
-                fetch<D, BK>(raw, a.k[kn.src], ldk, kn.start, kn.len, kvh, d);
+                fetch<D, BK, T>(raw, K(kn.src), ldk, kn.start, kn.len, kvh, dw);
                 if (a.group_k[kn.src]) fetch_words(kgr, a.group_k[kn.src] + kn.start, kn.len);
                 cp_async_commit();
             }
@@ -293,11 +327,12 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
 
 /* ---- backward, pass 2: dQ per (q-tile of 64, head) -------------------------------------------- */
 
-template <int D, int BK, bool PF>
+template <int D, int BK, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
     constexpr int BQ = 16 * NW, LDS = D + 8, NT = BK / 8, ND = D / 8, NKK = D / 16;
     extern __shared__ __align__(16) unsigned char smem[];
-    float *raw = (float *)smem;
+    static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
+    T *raw = (T *)smem;
     int32_t *kgr = (int32_t *)(raw + (PF ? BK * D : 0));
     uint16_t *Qs = (uint16_t *)(kgr + (PF ? BK : 0)), *Os = Qs + BQ * LDS, *Ks = Os + BQ * LDS, *Vs = Ks + BK * LDS;
     int32_t *qg = (int32_t *)(Vs + BK * LDS), *kg = qg + BQ;
@@ -306,23 +341,26 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
     const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
     int h = (int)(item % a.H), kvh = h / a.rep, d = a.d;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
-    int64_t ldq = (int64_t)a.H * d, ldk = (int64_t)a.Hkv * d;
+    const int dw = sizeof(T) == 4 ? d : a.dp; /* a source row's head stride: d, or the bf16 copy's padded dp */
+    const T *Q = src_of<T>(a.q, a.qb), *DO = src_of<T>(a.d_out, a.dob);
+    /* a k-tile's source (0, or 1: a cached forward's new rows) picked by value, not by an index into an array
+     * (which would live in local memory) */
+    const T *K0 = src_of<T>(a.k[0], a.kb[0]), *K1 = src_of<T>(a.k[1], a.kb[1]);
+    const T *V0 = src_of<T>(a.v[0], a.vb[0]), *V1 = src_of<T>(a.v[1], a.vb[1]);
+    auto K = [&](int src) { return src ? K1 : K0; };
+    auto V = [&](int src) { return src ? V1 : V0; };
+    int64_t ldq = (int64_t)a.H * dw, ldk = (int64_t)a.Hkv * dw;
     const int32_t j_end = qt.first + qt.n, *gk = a.group_k[0];
     int32_t j = next_live_kt(a, qt, qt.first, j_end);
     if constexpr (PF)
         if (j < j_end) { /* K and the key groups of the first live tile, while Q and dO are staged */
             const vla_attn_tile kt = a.kt[j];
-            fetch<D, BK>(raw, a.k[0], ldk, kt.start, kt.len, kvh, d);
+            fetch<D, BK, T>(raw, K(0), ldk, kt.start, kt.len, kvh, dw);
             if (gk) fetch_words(kgr, gk + kt.start, kt.len);
             cp_async_commit();
         }
-    if constexpr (PF) {
-        to_tile<D, BQ>(Qs, a.q + (int64_t)qt.start * ldq + (int64_t)h * d, ldq, qt.len, d);
-        to_tile<D, BQ>(Os, a.d_out + (int64_t)qt.start * ldq + (int64_t)h * d, ldq, qt.len, d);
-    } else {
-        stage<D, BQ>(Qs, a.q, ldq, qt.start, qt.len, h, d);
-        stage<D, BQ>(Os, a.d_out, ldq, qt.start, qt.len, h, d);
-    }
+    stage_src<D, BQ, T>(Qs, Q, ldq, qt.start, qt.len, h, dw);
+    stage_src<D, BQ, T>(Os, DO, ldq, qt.start, qt.len, h, dw);
     for (int i = threadIdx.x; i < BQ; i += NTH) {
         bool in = i < qt.len;
         int64_t row = (int64_t)(qt.start + i) * a.H + h;
@@ -349,10 +387,10 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
              * the same products in the same order as the joint loop below */
             cp_async_wait_all();
             __syncthreads(); /* K in raw; every warp done with the last tile */
-            to_tile<D, BK>(Ks, raw, D, kt.len, d);
+            to_tile<D, BK, T>(Ks, raw, D, kt.len, dw);
             for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? kgr[i] : 0;
             __syncthreads();
-            fetch<D, BK>(raw, a.v[0], ldk, kt.start, kt.len, kvh, d);
+            fetch<D, BK, T>(raw, V(0), ldk, kt.start, kt.len, kvh, dw);
             cp_async_commit();
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
@@ -367,11 +405,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
             }
             cp_async_wait_all();
             __syncthreads(); /* V in raw */
-            to_tile<D, BK>(Vs, raw, D, kt.len, d);
+            to_tile<D, BK, T>(Vs, raw, D, kt.len, dw);
             __syncthreads();
             if (jn < j_end) {
                 const vla_attn_tile kn = a.kt[jn];
-                fetch<D, BK>(raw, a.k[0], ldk, kn.start, kn.len, kvh, d);
+                fetch<D, BK, T>(raw, K(0), ldk, kn.start, kn.len, kvh, dw);
                 if (gk) fetch_words(kgr, gk + kn.start, kn.len);
                 cp_async_commit();
             }
@@ -388,8 +426,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
             }
         } else {
             __syncthreads();
-            stage<D, BK>(Ks, a.k[0], ldk, kt.start, kt.len, kvh, d);
-            stage<D, BK>(Vs, a.v[0], ldk, kt.start, kt.len, kvh, d);
+            stage_src<D, BK, T>(Ks, K(0), ldk, kt.start, kt.len, kvh, dw);
+            stage_src<D, BK, T>(Vs, V(0), ldk, kt.start, kt.len, kvh, dw);
             for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
             __syncthreads();
 #pragma unroll
@@ -450,11 +488,12 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 
 /* PF: the Q/dO tiles fetched asynchronously (above), with the next item's query groups, lse and
  * rowsum(dO·O) rows; the raw tile and those rows come first in shared memory */
-template <int D, int BQ, int DC, bool PF>
+template <int D, int BQ, int DC, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     constexpr int BK = 16 * NW, LDS = D + 8, NT = BQ / 8, NDC = DC / 8, NKK = D / 16;
     extern __shared__ __align__(16) unsigned char smem[];
-    float *raw = (float *)smem;
+    static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
+    T *raw = (T *)smem;
     int32_t *qgr = (int32_t *)(raw + (PF ? BQ * D : 0));
     float *lser = (float *)(qgr + (PF ? BQ : 0)), *dvrr = lser + (PF ? BQ : 0);
     uint16_t *Ks = (uint16_t *)(dvrr + (PF ? BQ : 0)), *Vs = Ks + BK * LDS, *Qs = Vs + BK * LDS, *Os = Qs + BQ * LDS;
@@ -465,7 +504,15 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     const vla_attn_tile kt = a.kt[a.k_order[item / a.Hkv]];
     int kvh = (int)(item % a.Hkv), d = a.d, c0 = blockIdx.y * DC;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
-    int64_t ldq = (int64_t)a.H * d, ldk = (int64_t)a.Hkv * d;
+    const int dw = sizeof(T) == 4 ? d : a.dp; /* a source row's head stride: d, or the bf16 copy's padded dp */
+    const T *Q = src_of<T>(a.q, a.qb), *DO = src_of<T>(a.d_out, a.dob);
+    /* a k-tile's source (0, or 1: a cached forward's new rows) picked by value, not by an index into an array
+     * (which would live in local memory) */
+    const T *K0 = src_of<T>(a.k[0], a.kb[0]), *K1 = src_of<T>(a.k[1], a.kb[1]);
+    const T *V0 = src_of<T>(a.v[0], a.vb[0]), *V1 = src_of<T>(a.v[1], a.vb[1]);
+    auto K = [&](int src) { return src ? K1 : K0; };
+    auto V = [&](int src) { return src ? V1 : V0; };
+    int64_t ldq = (int64_t)a.H * dw, ldk = (int64_t)a.Hkv * dw;
     int64_t j_lo, j_hi; /* this part's (query head, q-tile) items: head j / n, q-tile first + j % n */
     vla_attn_split_range((int64_t)a.rep * kt.n, a.kv_splits, part, &j_lo, &j_hi);
     /* the first item from j on (before j_hi) whose q-tile the group rule does not skip */
@@ -477,7 +524,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     auto fetch_q = [&](int64_t j) {
         const vla_attn_tile qn = a.qt[kt.first + (int32_t)(j % kt.n)];
         int hn = kvh * a.rep + (int)(j / kt.n);
-        fetch<D, BQ>(raw, a.q, ldq, qn.start, qn.len, hn, d);
+        fetch<D, BQ, T>(raw, Q, ldq, qn.start, qn.len, hn, dw);
         if (a.group_q) fetch_words(qgr, a.group_q + qn.start, qn.len);
         for (int i = threadIdx.x; i < qn.len; i += NTH) {
             int64_t row = (int64_t)(qn.start + i) * a.H + hn;
@@ -489,13 +536,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     int64_t j = next_live(j_lo);
     if constexpr (PF)
         if (j < j_hi) fetch_q(j); /* while K and V are staged */
-    if constexpr (PF) {
-        to_tile<D, BK>(Ks, a.k[0] + (int64_t)kt.start * ldk + (int64_t)kvh * d, ldk, kt.len, d);
-        to_tile<D, BK>(Vs, a.v[0] + (int64_t)kt.start * ldk + (int64_t)kvh * d, ldk, kt.len, d);
-    } else {
-        stage<D, BK>(Ks, a.k[0], ldk, kt.start, kt.len, kvh, d);
-        stage<D, BK>(Vs, a.v[0], ldk, kt.start, kt.len, kvh, d);
-    }
+    stage_src<D, BK, T>(Ks, K(0), ldk, kt.start, kt.len, kvh, dw);
+    stage_src<D, BK, T>(Vs, V(0), ldk, kt.start, kt.len, kvh, dw);
     for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = a.group_k[0] && i < kt.len ? a.group_k[0][kt.start + i] : 0;
     const int r_lo = 16 * w + g, r_hi = r_lo + 8; /* this lane's two key rows */
     const float sl2 = a.scale * LOG2E;
@@ -519,7 +561,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
              * sums the same products in the same order as the joint loop below */
             cp_async_wait_all();
             __syncthreads(); /* Q and its rows in raw; every warp done with the last item */
-            to_tile<D, BQ>(Qs, raw, D, qt.len, d);
+            to_tile<D, BQ, T>(Qs, raw, D, qt.len, dw);
             for (int i = threadIdx.x; i < BQ; i += NTH) {
                 bool in = i < qt.len;
                 qg[i] = a.group_q && in ? qgr[i] : 0;
@@ -527,7 +569,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
                 dvr[i] = in ? dvrr[i] : 0.0f;
             }
             __syncthreads();
-            fetch<D, BQ>(raw, a.d_out, ldq, qt.start, qt.len, h, d);
+            fetch<D, BQ, T>(raw, DO, ldq, qt.start, qt.len, h, dw);
             cp_async_commit();
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
@@ -542,7 +584,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
             }
             cp_async_wait_all();
             __syncthreads(); /* dO in raw */
-            to_tile<D, BQ>(Os, raw, D, qt.len, d);
+            to_tile<D, BQ, T>(Os, raw, D, qt.len, dw);
             __syncthreads();
             if (jn < j_hi) fetch_q(jn);
 #pragma unroll
@@ -558,8 +600,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
             }
         } else {
             __syncthreads();
-            stage<D, BQ>(Qs, a.q, ldq, qt.start, qt.len, h, d);
-            stage<D, BQ>(Os, a.d_out, ldq, qt.start, qt.len, h, d);
+            stage_src<D, BQ, T>(Qs, Q, ldq, qt.start, qt.len, h, dw);
+            stage_src<D, BQ, T>(Os, DO, ldq, qt.start, qt.len, h, dw);
             for (int i = threadIdx.x; i < BQ; i += NTH) {
                 bool in = i < qt.len;
                 int64_t row = (int64_t)(qt.start + i) * a.H + h;
@@ -663,70 +705,68 @@ static cudaError_t launch(K kernel, size_t smem, dim3 grid, const vla_attn_args 
     return cudaGetLastError();
 }
 
-/* Which of a pass's two kernels runs (attention.cu sets a->prefetch: 0 plain, 1 the prefetching one where it
- * keeps the plain one's blocks per SM, 2 the prefetching one always). Its raw tile adds shared memory
- * (head dim 256: 32 KB), which where registers allow two blocks per SM can leave room for one — the dQ and
- * dK/dV passes at head dim 256 on an H100/H200; whether the prefetch is worth a block is gpu_check's
- * measurement (VLA_CUDA_ATTN_PREFETCH=2), so by default it costs none. Decided once per kernel. */
-static int32_t prefetched = -1; /* bit 0 forward, 1 dK/dV, 2 dQ: whether the pass's last launch prefetched */
+/* Which of a pass's three kernels runs (attention.cu sets a->staging, VLA_CUDA_ATTN_STAGING): the one
+ * staging from the f32 tensors (VLA_ATTN_STAGE_F32), or — once the operands are cast to bf16 copies — the
+ * plain one staging from those (BF16), the prefetching one where it keeps the plain one's blocks per SM
+ * (AUTO), or the prefetching one always (PREFETCH). Its raw tile adds shared memory (head dim 256: 16 KB),
+ * which where registers allow two blocks per SM can leave room for one — the dQ and dK/dV passes at head
+ * dim 256 on an H100/H200; whether the prefetch is worth a block is gpu_check's measurement
+ * (VLA_CUDA_ATTN_STAGING=prefetch), so by default it costs none. Decided once per kernel. */
+static int32_t staged = -1; /* bits 0-2: forward, dK/dV, dQ prefetched at their last launch; 3: bf16 copies */
 
-template <typename KP, typename KN>
-static cudaError_t launch_pass(KP k_pf, size_t smem_pf, KN k_plain, size_t smem_plain, int *decided, int bit,
+template <typename KP, typename KB, typename KF>
+static cudaError_t launch_pass(KP k_pf, size_t smem_pf, KB k_bf16, KF k_f32, size_t smem, int *decided, int bit,
                                dim3 grid, const vla_attn_args *a, cudaStream_t s) {
-    bool pf = a->prefetch == 2;
-    if (a->prefetch == 1) {
+    bool pf = a->staging == VLA_ATTN_STAGE_PREFETCH;
+    if (a->staging == VLA_ATTN_STAGE_AUTO) {
         if (*decided < 0) {
             int n_pf = 0, n_plain = 0;
             cudaError_t e = cudaFuncSetAttribute(k_pf, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_pf);
             if (e == cudaSuccess)
-                e = cudaFuncSetAttribute(k_plain, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_plain);
+                e = cudaFuncSetAttribute(k_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
             if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n_pf, k_pf, NTH, smem_pf);
-            if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n_plain, k_plain, NTH, smem_plain);
+            if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n_plain, k_bf16, NTH, smem);
             if (e != cudaSuccess) return e;
             *decided = n_pf >= n_plain && n_pf > 0;
         }
         pf = *decided == 1;
     }
-    if (prefetched < 0) prefetched = 0;
-    prefetched = pf ? prefetched | (1 << bit) : prefetched & ~(1 << bit);
-    return pf ? launch(k_pf, smem_pf, grid, a, s) : launch(k_plain, smem_plain, grid, a, s);
+    bool bf16 = a->staging != VLA_ATTN_STAGE_F32;
+    if (staged < 0) staged = 0;
+    staged = pf ? staged | (1 << bit) : staged & ~(1 << bit);
+    staged = bf16 ? staged | 8 : staged & ~8;
+    if (pf) return launch(k_pf, smem_pf, grid, a, s);
+    return bf16 ? launch(k_bf16, smem, grid, a, s) : launch(k_f32, smem, grid, a, s);
 }
 
-int32_t vla_attn_mma_prefetched(void) { return prefetched; }
+int32_t vla_attn_mma_staged(void) { return staged; }
 
 template <int D>
 static cudaError_t fwd(const vla_attn_args *a, cudaStream_t s) {
     constexpr int BK = bk_of(D), LDS = D + 8;
     static int decided = -1;
     size_t smem = (size_t)(64 + 2 * BK) * LDS * 2 + (size_t)(64 + BK) * 4;
-    return launch_pass(k_mma_fwd<D, BK, true>, smem + (size_t)BK * D * 4 + BK * 4, k_mma_fwd<D, BK, false>, smem,
-                       &decided, 0, dim3((unsigned)(a->n_qt * a->H)), a, s);
+    return launch_pass(k_mma_fwd<D, BK, true, uint16_t>, smem + (size_t)BK * D * 2 + BK * 4,
+                       k_mma_fwd<D, BK, false, uint16_t>, k_mma_fwd<D, BK, false, float>, smem, &decided, 0,
+                       dim3((unsigned)(a->n_qt * a->H)), a, s);
 }
 template <int D>
 static cudaError_t dq(const vla_attn_args *a, cudaStream_t s) {
     constexpr int BK = bk_of(D), LDS = D + 8;
     static int decided = -1;
     size_t smem = (size_t)(128 + 2 * BK) * LDS * 2 + (size_t)(64 + BK) * 4 + 2 * 64 * 4;
-    return launch_pass(k_mma_dq<D, BK, true>, smem + (size_t)BK * D * 4 + BK * 4, k_mma_dq<D, BK, false>, smem,
-                       &decided, 2, dim3((unsigned)(a->n_qt * a->H)), a, s);
+    return launch_pass(k_mma_dq<D, BK, true, uint16_t>, smem + (size_t)BK * D * 2 + BK * 4,
+                       k_mma_dq<D, BK, false, uint16_t>, k_mma_dq<D, BK, false, float>, smem, &decided, 2,
+                       dim3((unsigned)(a->n_qt * a->H)), a, s);
 }
 template <int D>
 static cudaError_t dkdv(const vla_attn_args *a, cudaStream_t s) {
     constexpr int BQ = kv_bq_of(D), DC = dc_of(D), LDS = D + 8;
     static int decided = -1;
     size_t smem = (size_t)(128 + 2 * BQ) * LDS * 2 + (size_t)(64 + BQ) * 4 + 2 * (size_t)BQ * 4;
-    return launch_pass(k_mma_dkdv<D, BQ, DC, true>, smem + (size_t)BQ * D * 4 + 3 * BQ * 4,
-                       k_mma_dkdv<D, BQ, DC, false>, smem, &decided, 1,
-                       dim3((unsigned)(a->n_kt * a->Hkv * a->kv_splits), D / DC), a, s);
-}
-
-static bool aligned16(const void *p) { return p == NULL || ((uintptr_t)p & 15) == 0; }
-
-bool vla_attn_mma_prefetch_ok(const vla_attn_args *a) {
-    if (a->d % 4) return false;
-    bool ok = aligned16(a->q) && aligned16(a->d_out);
-    for (int i = 0; i < VLA_ATTN_MAX_SRC; i++) ok = ok && aligned16(a->k[i]) && aligned16(a->v[i]);
-    return ok;
+    return launch_pass(k_mma_dkdv<D, BQ, DC, true, uint16_t>, smem + (size_t)BQ * D * 2 + 3 * BQ * 4,
+                       k_mma_dkdv<D, BQ, DC, false, uint16_t>, k_mma_dkdv<D, BQ, DC, false, float>, smem, &decided,
+                       1, dim3((unsigned)(a->n_kt * a->Hkv * a->kv_splits), D / DC), a, s);
 }
 
 int vla_attn_mma_dkdv_col_blocks(int d) {

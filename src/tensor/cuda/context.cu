@@ -13,6 +13,7 @@
  * every op so the message names the op that faulted. Out of memory in
  * `alloc` returns NULL (the caller reports it), anywhere else it is fatal. */
 #include "tensor/cuda/internal.cuh"
+#include "tensor/cuda/attn_kernels.cuh" /* VLA_ATTN_STAGE_* */
 
 #include <cublasLt.h>
 #include <dlfcn.h>
@@ -152,8 +153,13 @@ static void init_once(void) {
     ctx.attn_kv_splits = env_int("VLA_CUDA_ATTN_KV_SPLITS", 0);
     if (ctx.attn_kv_splits < 0) ctx.attn_kv_splits = 0;
     if (ctx.attn_kv_splits > VLA_ATTN_MAX_KV_SPLITS) ctx.attn_kv_splits = VLA_ATTN_MAX_KV_SPLITS;
-    ctx.attn_prefetch = env_int("VLA_CUDA_ATTN_PREFETCH", 1);
-    if (ctx.attn_prefetch < 0 || ctx.attn_prefetch > 2) ctx.attn_prefetch = 1;
+    const char *staging = getenv("VLA_CUDA_ATTN_STAGING");
+    ctx.attn_staging = VLA_ATTN_STAGE_AUTO;
+    if (staging && !strcmp(staging, "f32")) ctx.attn_staging = VLA_ATTN_STAGE_F32;
+    else if (staging && !strcmp(staging, "bf16")) ctx.attn_staging = VLA_ATTN_STAGE_BF16;
+    else if (staging && !strcmp(staging, "prefetch")) ctx.attn_staging = VLA_ATTN_STAGE_PREFETCH;
+    else if (staging && *staging && strcmp(staging, "auto"))
+        fprintf(stderr, "vla: cuda: VLA_CUDA_ATTN_STAGING=%s is not auto, f32, bf16 or prefetch: auto it is\n", staging);
     thread_bound = true;
     init_ok = true;
 }
@@ -212,7 +218,7 @@ static int64_t cu_stat(vla_ops_stat what) {
     case VLA_STAT_ATTN_PLAN_BUILDS: return vla_cuda_attn_plan_builds();
     case VLA_STAT_GEMM_EMULATED: return vla_cuda_gemm_emulated();
     case VLA_STAT_ATTN_LAST_KV_SPLITS: return vla_cuda_attn_last_kv_splits();
-    case VLA_STAT_ATTN_LAST_PREFETCH: return vla_cuda_attn_last_prefetch();
+    case VLA_STAT_ATTN_LAST_STAGING: return vla_cuda_attn_last_staging();
     case VLA_STAT_CAPTURED_REPLAYS: return vla_cuda_graph_replays();
     case VLA_STAT_OPERAND_CASTS: return vla_cuda_operand_casts();
     case VLA_STAT_DEVICE_USED_BYTES: {

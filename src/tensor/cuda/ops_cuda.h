@@ -53,7 +53,7 @@ int64_t vla_cuda_operand_casts(void);
 int64_t vla_cuda_attn_plan_builds(void);
 /* The parts the last attention backward cut its dK/dV walk into (tensor/attn_plan.h, "SPLIT dK/dV"; 0: none ran). */
 int32_t vla_cuda_attn_last_kv_splits(void);
-int32_t vla_cuda_attn_last_prefetch(void); /* VLA_STAT_ATTN_LAST_PREFETCH */
+int32_t vla_cuda_attn_last_staging(void); /* VLA_STAT_ATTN_LAST_STAGING */
 
 #ifdef __cplusplus
 }
