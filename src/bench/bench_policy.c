@@ -276,8 +276,13 @@ static vla_status time_steps(vla_policy *p, const vla_batch *b, vla_train_opt *o
     vla_train_step_in in = {.policy = p, .opt = opt, .batches = b, .n_batches = 1, .lr = 1e-5, .defer_result = true};
     vla_train_step_out out[2];
     while (steps < 2 || el < seconds) {
-        VLA_TRY(vla_train_step(&in, &out[steps % 2]));
-        if (steps > 0) VLA_TRY(vla_train_step_finish(&in, &out[(steps - 1) % 2])); /* while this one runs */
+        vla_status st = vla_train_step(&in, &out[steps % 2]);
+        if (st == VLA_OK && steps > 0) st = vla_train_step_finish(&in, &out[(steps - 1) % 2]); /* while this one runs */
+        if (st != VLA_OK) { /* each open deferred read closed (ops.h: a few in flight per process) */
+            vla_train_step_abandon(&in, &out[steps % 2]);
+            if (steps > 0) vla_train_step_abandon(&in, &out[(steps - 1) % 2]);
+            return st;
+        }
         steps++;
         el = vla_now_s() - t0;
     }

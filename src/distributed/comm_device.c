@@ -40,7 +40,7 @@ static void devcomm_free(void *p) {
     vla_devcomm *d = p;
     if (!d) return;
     cudaStreamSynchronize(d->comm);
-    ncclCommDestroy(d->nc);
+    if (d->nc) ncclCommDestroy(d->nc); /* NULL: aborted already (async_error) */
     free(d);
 }
 
@@ -122,7 +122,8 @@ static vla_status async_error(vla_devcomm *d) {
     ncclResult_t ar = ncclSuccess;
     NCCL_TRY(ncclCommGetAsyncError(d->nc, &ar), "ncclCommGetAsyncError");
     if (ar != ncclSuccess && ar != ncclInProgress) {
-        ncclCommAbort(d->nc);
+        ncclCommAbort(d->nc); /* frees the communicator: never destroyed again */
+        d->nc = NULL;
         return vla_error(VLA_ERR_IO, "nccl: asynchronous error: %s (rank %d of %d)", ncclGetErrorString(ar), d->rank,
                          d->world);
     }

@@ -535,9 +535,11 @@ vla_status vla_zero1_step_queued_result(vla_zero1 *z, double sumsq, bool also_fi
     if (grad_norm) *grad_norm = norm;
     if (isfinite(norm) && also_finite) return VLA_OK;
     z->step--; /* the guard was not finite: AdamW and the EMA left everything as it was */
-    return isfinite(norm) ? vla_error(VLA_ERR_NUMERIC, "zero1: the step's loss is not finite at step %lld",
-                                      (long long)z->step + 1)
-                          : nonfinite_norm(z, norm, z->step + 1);
+    /* no step number: this verdict is read a step late (a later step may have counted itself already), and
+     * the caller's message names the step it belongs to */
+    return isfinite(norm) ? vla_error(VLA_ERR_NUMERIC, "zero1: the step's loss is not finite")
+                          : vla_error(VLA_ERR_NUMERIC, "zero1: gradient norm is %s: the loss or the gradients hold "
+                                      "NaN/Inf", isnan(norm) ? "NaN" : "Inf");
 }
 
 /* ---- shard files ---------------------------------------------------------- */

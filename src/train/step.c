@@ -107,7 +107,7 @@ static vla_status poison_grads(const vla_train_step_in *in) {
 static vla_status queued_result(const vla_train_step_in *in, vla_train_step_out *out) {
     double real_entries = out->real_entries;
     out->loss = real_entries > 0 ? out->sums[0] / real_entries : 0;
-    bool loss_ok = isfinite(out->loss);
+    bool loss_ok = isfinite(out->sums[0]); /* what the backend's guard checked (clip_coef's `also`) */
     vla_status cs = vla_train_opt_step_result(in->opt, out->sums[1], loss_ok, &out->grad_norm);
     if (!loss_ok) {
         out->grad_norm = NAN;
@@ -187,6 +187,13 @@ vla_status vla_train_step_finish(const vla_train_step_in *in, vla_train_step_out
     vla_ops_read_collect(in->policy->tops, out->ticket, out->sums);
     out->ticket = -1;
     return queued_result(in, out);
+}
+
+void vla_train_step_abandon(const vla_train_step_in *in, vla_train_step_out *out) {
+    if (!out->pending) return;
+    out->pending = false;
+    vla_ops_read_collect(in->policy->tops, out->ticket, out->sums);
+    out->ticket = -1;
 }
 
 static vla_status step(const vla_train_step_in *in, vla_train_step_out *out) {

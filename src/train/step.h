@@ -114,5 +114,7 @@ vla_status vla_train_step(const vla_train_step_in *in, vla_train_step_out *out);
  * non-finite step (its update was skipped on the backend; a step issued
  * after it has run). in: the step's own. Nothing to do when not pending. */
 vla_status vla_train_step_finish(const vla_train_step_in *in, vla_train_step_out *out);
+/* A pending step given up on an error path: its deferred read closed, no verdict. */
+void vla_train_step_abandon(const vla_train_step_in *in, vla_train_step_out *out);
 
 #endif

@@ -818,6 +818,11 @@ static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bo
                             .defer_result = true};
     vla_train_step_out out;
     vla_status sst = vla_train_step(&in, &out);
+    if (sst != VLA_OK) {
+        vla_train_step_abandon(&in, &out);
+        vla_status pst = settle(t); /* the step before may be why (a non-finite step, reported a step late) */
+        if (pst != VLA_OK) return pst;
+    }
     if (sst == VLA_ERR_NOMEM) /* what to do about it, beside what ran out */
         return vla_error_context(sst, "at --batch_size=%lld on %s (%s--batch_size=%lld "
                                  "--gradient_accumulation_steps=%lld trains on the same samples per update; `vla plan "
@@ -828,7 +833,11 @@ static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bo
                                  (long long)(o->batch_size > 1 ? o->accum * 2 : o->accum), t->p->cfg.name,
                                  (long long)o->batch_size);
     VLA_TRY(sst);
-    VLA_TRY(settle(t)); /* the step before, now that this one is queued behind it */
+    vla_status pst = settle(t); /* the step before, now that this one is queued behind it */
+    if (pst != VLA_OK) {
+        vla_train_step_abandon(&in, &out);
+        return pst;
+    }
     t->pend = true, t->pend_in = in, t->pend_out = out;
     bool interrupted = out.interrupted;
     t->micro_batches += out.micro_batches, t->micro_tokens += out.tokens;
@@ -965,6 +974,10 @@ vla_status vla_train(const vla_train_opts *o, vla_train_result *res) {
     if ((st = settle(&t)) != VLA_OK) goto done; /* (a run stopped by a fault point after a deferred step) */
     finish_run(&t, step - start, res);
 done:
+    if (t.pend) { /* an error after a deferred step: its read closed (ops.h, at most VLA_READS_IN_FLIGHT open) */
+        t.pend = false;
+        vla_train_step_abandon(&t.pend_in, &t.pend_out);
+    }
     if (st != VLA_OK && t.made_dir && !t.opts.resume) rmdir(t.out_dir); /* only when still empty */
     snprintf(res->output_dir, sizeof res->output_dir, "%s", t.out_dir);
     snprintf(res->moved_aside, sizeof res->moved_aside, "%s", t.moved_aside);

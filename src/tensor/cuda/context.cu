@@ -424,7 +424,8 @@ static int cu_read_later(const void *src, size_t bytes) {
         }
         later.pinned = (unsigned char *)h;
         for (int i = 0; i < VLA_READS_IN_FLIGHT; i++)
-            VLA_CUDA_OK(cudaEventCreateWithFlags(&later.done[i], cudaEventDisableTiming), "read_later's events");
+            VLA_CUDA_OK(cudaEventCreateWithFlags(&later.done[i], cudaEventDisableTiming | cudaEventBlockingSync),
+                        "read_later's events");
         later.ready = true;
     }
     int t = 0;
