@@ -152,8 +152,66 @@ static void test_offsets(void **state) {
         }
 }
 
+/* ldmatrix .m8n8 .b16 as the PTX ISA describes it, for `nmat` matrices: lane l supplies (offs[l]) the
+ * address of row l % 8 of matrix l / 8; register m of lane l receives matrix m's row l / 4, columns
+ * 2(l % 4) and 2(l % 4) + 1 (with trans: column l / 4, rows 2(l % 4) and 2(l % 4) + 1), the lower
+ * index in the low 16 bits. Written from that description, not from the header's offsets. */
+static void emulate_ldmatrix(uint32_t out[32][4], const uint16_t *s, const int offs[32], int nmat, int trans) {
+    for (int lane = 0; lane < 32; lane++)
+        for (int m = 0; m < nmat; m++) {
+            int e0, e1; /* the two elements' (row, column) in matrix m, rows being the supplied addresses */
+            int row0, col0, row1, col1;
+            if (!trans) row0 = row1 = lane / 4, col0 = 2 * (lane % 4), col1 = col0 + 1;
+            else col0 = col1 = lane / 4, row0 = 2 * (lane % 4), row1 = row0 + 1;
+            e0 = offs[8 * m + row0] + col0, e1 = offs[8 * m + row1] + col1;
+            out[lane][m] = vla_mma_pack2(s[e0], s[e1]);
+        }
+}
+
+/* The ldmatrix offsets (mma_layout.h) give, through the emulated instruction, the very fragments the
+ * element-wise loads give: A (.x4), B from [n][k] (.x2) and from [k][n] (.x2.trans), at every block
+ * offset the kernels use and at two row strides (the padded D + 8 of head dims 32 and 256) */
+static void test_ldmatrix_offsets(void **state) {
+    (void)state;
+    vla_rng r = vla_rng_stream(9, 0);
+    static const int lds[2] = {LD, 264};
+    static uint16_t X[64 * 264];
+    fill_bf16(X, 64 * 264, &r);
+    for (int li = 0; li < 2; li++) {
+        int ld = lds[li], cols = ld - 8;
+        for (int r0 = 0; r0 + 16 <= 64; r0 += 16)
+            for (int c0 = 0; c0 + 16 <= cols; c0 += 8) {
+                uint32_t want[32][4], got[32][4];
+                int offs[32];
+                /* A: 16×16 at (r0, c0) */
+                for (int lane = 0; lane < 32; lane++) {
+                    vla_mma_load_a(want[lane], X, ld, r0, c0, lane);
+                    offs[lane] = vla_ldsm_a_offset(lane, ld, r0, c0);
+                    assert_int_equal(offs[lane] % 8, 0); /* 16-byte rows: ld and c0 are multiples of 8 */
+                }
+                emulate_ldmatrix(got, X, offs, 4, 0);
+                for (int lane = 0; lane < 32; lane++) assert_memory_equal(want[lane], got[lane], 4 * sizeof(uint32_t));
+                /* B from X [n][k]: rows n0 = r0.., columns k0 = c0.. */
+                for (int lane = 0; lane < 32; lane++) {
+                    vla_mma_load_b_nk(want[lane], X, ld, r0, c0, lane);
+                    offs[lane] = vla_ldsm_b_nk_offset(lane, ld, r0, c0);
+                }
+                emulate_ldmatrix(got, X, offs, 2, 0);
+                for (int lane = 0; lane < 32; lane++) assert_memory_equal(want[lane], got[lane], 2 * sizeof(uint32_t));
+                /* B from X [k][n]: rows k0 = r0.., columns n0 = c0.., transposed */
+                for (int lane = 0; lane < 32; lane++) {
+                    vla_mma_load_b_kn(want[lane], X, ld, r0, c0, lane);
+                    offs[lane] = vla_ldsm_b_kn_offset(lane, ld, r0, c0);
+                }
+                emulate_ldmatrix(got, X, offs, 2, 1);
+                for (int lane = 0; lane < 32; lane++) assert_memory_equal(want[lane], got[lane], 2 * sizeof(uint32_t));
+            }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ldmatrix_offsets),
         cmocka_unit_test(test_index_functions_match_tables),
         cmocka_unit_test(test_qk_product),
         cmocka_unit_test(test_pv_product_from_accumulators),

@@ -5,15 +5,16 @@
  * VL/DiT, 72 SigLIP, 128 Qwen3, 256 Gemma; MQA/GQA; prefix-LM groups), not
  * for a general library: the head dim is padded to the next of 16, 32, 48,
  * 64, 80, 128, 256 (zeros contribute nothing: the QKᵀ contraction's k-step is
- * 16); tiles are staged from the f32 tensors into shared memory as bf16;
- * fragments are read from shared memory with the index arithmetic of
- * tensor/cuda/mma_layout.h (tested on the CPU against the PTX layouts), with no
- * ldmatrix. Each kernel comes three ways ("asynchronous staging" below):
- * staging from the f32 tensors, from bf16 copies cast once per call, or from
- * those copies fetched with cp.async while the block computes on the tile
- * before — the same bits, chosen per pass by attention.cu
- * (VLA_CUDA_ATTN_STAGING). docs/cuda.md lists what comes next (ldmatrix,
- * bf16 operands written by their producers, wgmma on sm_90a).
+ * 16); tiles are staged into shared memory as bf16 and fragments read from
+ * them with ldmatrix, at the row addresses tensor/cuda/mma_layout.h gives
+ * (tested on the CPU: the fragments against the PTX layouts, ldmatrix's
+ * addresses against an emulation of the instruction). Each kernel comes
+ * three ways ("asynchronous staging" below): staging from the f32 tensors,
+ * from bf16 copies cast once per call, or from those copies fetched with
+ * cp.async while the block computes on the tile before — the same bits,
+ * chosen per pass by attention.cu (VLA_CUDA_ATTN_STAGING). docs/cuda.md
+ * lists what comes next (bf16 operands written by their producers, wgmma on
+ * sm_90a).
  *
  * Forward: a block of 4 warps takes 64 queries (16 per warp) of one head
  * and walks the sample's k-tiles of BK keys: S = Q·Kᵀ in registers, masked
@@ -42,6 +43,30 @@ __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], const 
         "{%0,%1,%2,%3};\n"
         : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+/* Fragments from bf16 tiles in shared memory, one ldmatrix each: the registers vla_mma_load_a, _b_nk and
+ * _b_kn (mma_layout.h) would read element by element, at the row addresses mma_layout.h's vla_ldsm_*_offset
+ * give each lane (tested on the CPU against an emulation of the instruction). Every tile's rows are
+ * 16-byte aligned (a row stride of D + 8 elements, column blocks of 8). "memory": the compiler must not
+ * move a read of shared memory across the barriers that publish it. */
+__device__ __forceinline__ void ldsm_a(uint32_t a[4], const uint16_t *s, int ld, int r0, int c0, int lane) {
+    unsigned p = (unsigned)__cvta_generic_to_shared(s + vla_ldsm_a_offset(lane, ld, r0, c0));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                 : "r"(p)
+                 : "memory");
+}
+__device__ __forceinline__ void ldsm_b_nk(uint32_t b[2], const uint16_t *s, int ld, int n0, int k0, int lane) {
+    unsigned p = (unsigned)__cvta_generic_to_shared(s + vla_ldsm_b_nk_offset(lane, ld, n0, k0));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(p) : "memory");
+}
+__device__ __forceinline__ void ldsm_b_kn(uint32_t b[2], const uint16_t *s, int ld, int k0, int n0, int lane) {
+    unsigned p = (unsigned)__cvta_generic_to_shared(s + vla_ldsm_b_kn_offset(lane, ld, k0, n0));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                 : "=r"(b[0]), "=r"(b[1])
+                 : "r"(p)
+                 : "memory");
 }
 
 /* two f32 → one register of bf16 (round to nearest even; lo in the low half) */
@@ -236,11 +261,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
 #pragma unroll
         for (int kk = 0; kk < NKK; kk++) {
             uint32_t af[4];
-            vla_mma_load_a(af, Qs, LDS, 16 * w, 16 * kk, lane);
+            ldsm_a(af, Qs, LDS, 16 * w, 16 * kk, lane);
 #pragma unroll
             for (int n = 0; n < NT; n++) {
                 uint32_t bf[2];
-                vla_mma_load_b_nk(bf, Ks, LDS, 8 * n, 16 * kk, lane);
+                ldsm_b_nk(bf, Ks, LDS, 8 * n, 16 * kk, lane);
                 mma16816(s[n], af, bf);
             }
         }
@@ -294,7 +319,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
 #pragma unroll
             for (int i = 0; i < ND; i++) {
                 uint32_t bf[2];
-                vla_mma_load_b_kn(bf, Vs, LDS, 16 * jj, 8 * i, lane);
+                ldsm_b_kn(bf, Vs, LDS, 16 * jj, 8 * i, lane);
                 mma16816(o[i], af, bf);
             }
         }
@@ -395,11 +420,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t aq[4];
-                vla_mma_load_a(aq, Qs, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(aq, Qs, LDS, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bk[2];
-                    vla_mma_load_b_nk(bk, Ks, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bk, Ks, LDS, 8 * n, 16 * kk, lane);
                     mma16816(s[n], aq, bk);
                 }
             }
@@ -416,11 +441,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t ao[4];
-                vla_mma_load_a(ao, Os, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(ao, Os, LDS, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bv[2];
-                    vla_mma_load_b_nk(bv, Vs, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bv, Vs, LDS, 8 * n, 16 * kk, lane);
                     mma16816(dp[n], ao, bv);
                 }
             }
@@ -433,13 +458,13 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t aq[4], ao[4];
-                vla_mma_load_a(aq, Qs, LDS, 16 * w, 16 * kk, lane);
-                vla_mma_load_a(ao, Os, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(aq, Qs, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(ao, Os, LDS, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bk[2], bv[2];
-                    vla_mma_load_b_nk(bk, Ks, LDS, 8 * n, 16 * kk, lane);
-                    vla_mma_load_b_nk(bv, Vs, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bk, Ks, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bv, Vs, LDS, 8 * n, 16 * kk, lane);
                     mma16816(s[n], aq, bk);
                     mma16816(dp[n], ao, bv);
                 }
@@ -465,7 +490,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 #pragma unroll
             for (int i = 0; i < ND; i++) {
                 uint32_t bf[2];
-                vla_mma_load_b_kn(bf, Ks, LDS, 16 * jj, 8 * i, lane);
+                ldsm_b_kn(bf, Ks, LDS, 16 * jj, 8 * i, lane);
                 mma16816(acc[i], af, bf);
             }
         }
@@ -574,11 +599,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t ak[4];
-                vla_mma_load_a(ak, Ks, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(ak, Ks, LDS, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bq[2];
-                    vla_mma_load_b_nk(bq, Qs, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bq, Qs, LDS, 8 * n, 16 * kk, lane);
                     mma16816(st[n], ak, bq);
                 }
             }
@@ -590,11 +615,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t av[4];
-                vla_mma_load_a(av, Vs, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(av, Vs, LDS, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bo[2];
-                    vla_mma_load_b_nk(bo, Os, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bo, Os, LDS, 8 * n, 16 * kk, lane);
                     mma16816(dpt[n], av, bo);
                 }
             }
@@ -613,13 +638,13 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t ak[4], av[4];
-                vla_mma_load_a(ak, Ks, LDS, 16 * w, 16 * kk, lane);
-                vla_mma_load_a(av, Vs, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(ak, Ks, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(av, Vs, LDS, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bq[2], bo[2];
-                    vla_mma_load_b_nk(bq, Qs, LDS, 8 * n, 16 * kk, lane);
-                    vla_mma_load_b_nk(bo, Os, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bq, Qs, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bo, Os, LDS, 8 * n, 16 * kk, lane);
                     mma16816(st[n], ak, bq);
                     mma16816(dpt[n], av, bo);
                 }
@@ -647,8 +672,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
 #pragma unroll
             for (int i = 0; i < NDC; i++) {
                 uint32_t bo[2], bq[2];
-                vla_mma_load_b_kn(bo, Os, LDS, 16 * jj, c0 + 8 * i, lane);
-                vla_mma_load_b_kn(bq, Qs, LDS, 16 * jj, c0 + 8 * i, lane);
+                ldsm_b_kn(bo, Os, LDS, 16 * jj, c0 + 8 * i, lane);
+                ldsm_b_kn(bq, Qs, LDS, 16 * jj, c0 + 8 * i, lane);
                 mma16816(dv[i], ap, bo);
                 mma16816(dk[i], as, bq);
             }

@@ -1,8 +1,9 @@
 /* mma_layout.h — where the elements of a warp's tensor-core fragments live:
  * the register layouts of PTX `mma.sync.aligned.m16n8k16.row.col.f32.bf16.
  * bf16.f32` (PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating point
- * type"), and the loads of fragments from bf16 tiles in shared memory that
- * the CUDA attention kernels (tensor/cuda/attn_mma.cu) use.
+ * type"), the element-wise loads of fragments from bf16 tiles in shared
+ * memory, and the row addresses that make ldmatrix load the same fragments —
+ * what the CUDA attention kernels (tensor/cuda/attn_mma.cu) use.
  *
  * Lane l of the warp is group g = l / 4, thread-in-group t = l % 4.
  *   A (16×16, row-major): 4 registers of 2 bf16; element i (0..7) is at
@@ -71,6 +72,32 @@ VLA_HD void vla_mma_load_b_kn(uint32_t b[2], const uint16_t *s, int ld, int k0, 
     const uint16_t *col = s + n0 + g;
     b[0] = vla_mma_pack2(col[(k0 + 2 * t) * ld], col[(k0 + 2 * t + 1) * ld]);
     b[1] = vla_mma_pack2(col[(k0 + 2 * t + 8) * ld], col[(k0 + 2 * t + 9) * ld]);
+}
+
+/* ldmatrix (PTX ISA, "ldmatrix", .m8n8 .b16): lane l supplies the address of row l % 8 of 8×8 matrix
+ * l / 8 (.x4: four matrices; .x2: two, lanes 0–15's addresses used); register m of lane l receives
+ * matrix m's row l / 4, columns 2·(l % 4) and 2·(l % 4) + 1 — with .trans its column l / 4, rows
+ * 2·(l % 4) and 2·(l % 4) + 1 — the lower index in the low half. Each address must be 16-byte
+ * aligned. The offsets below (elements from the tile's start) make the registers the fragments the
+ * loads above make, one instruction for two or four of their reads; tests/tensor/test_mma_layout.c
+ * emulates ldmatrix from that description and compares. */
+
+/* .x4 → vla_mma_load_a's fragment: matrices at (r0, c0), (r0 + 8, c0), (r0, c0 + 8), (r0 + 8, c0 + 8) */
+VLA_HD int vla_ldsm_a_offset(int lane, int ld, int r0, int c0) {
+    int m = (lane >> 3) & 3, r = lane & 7;
+    return (r0 + r + 8 * (m & 1)) * ld + c0 + 8 * (m >> 1);
+}
+
+/* .x2 → vla_mma_load_b_nk's fragment (X row-major [n][k]): matrices at (n0, k0), (n0, k0 + 8) */
+VLA_HD int vla_ldsm_b_nk_offset(int lane, int ld, int n0, int k0) {
+    int m = (lane >> 3) & 1, r = lane & 7;
+    return (n0 + r) * ld + k0 + 8 * m;
+}
+
+/* .x2.trans → vla_mma_load_b_kn's fragment (X row-major [k][n]): matrices at (k0, n0), (k0 + 8, n0) */
+VLA_HD int vla_ldsm_b_kn_offset(int lane, int ld, int k0, int n0) {
+    int m = (lane >> 3) & 1, r = lane & 7;
+    return (k0 + r + 8 * m) * ld + n0;
 }
 
 /* The A fragment (16 rows × 16 columns k) made of two accumulators side by
