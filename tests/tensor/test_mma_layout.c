@@ -169,41 +169,55 @@ static void emulate_ldmatrix(uint32_t out[32][4], const uint16_t *s, const int o
 }
 
 /* The ldmatrix offsets (mma_layout.h) give, through the emulated instruction, the very fragments the
- * element-wise loads give: A (.x4), B from [n][k] (.x2) and from [k][n] (.x2.trans), at every block
- * offset the kernels use and at two row strides (the padded D + 8 of head dims 32 and 256) */
+ * element-wise loads give of the logical matrix — A (.x4), B from [n][k] (.x2) and from [k][n]
+ * (.x2.trans) — at every block offset the kernels use, for padded tiles (D = 16, 32, 48, 80) and swizzled
+ * ones (64, 128, 256, vla_tile_off); and the eight rows of each 8×8 matrix sit in eight distinct 16-byte
+ * bank groups (no bank conflict) */
 static void test_ldmatrix_offsets(void **state) {
     (void)state;
     vla_rng r = vla_rng_stream(9, 0);
-    static const int lds[2] = {LD, 264};
-    static uint16_t X[64 * 264];
-    fill_bf16(X, 64 * 264, &r);
-    for (int li = 0; li < 2; li++) {
-        int ld = lds[li], cols = ld - 8;
+    static const int dims[] = {16, 32, 48, 64, 80, 128, 256};
+    static uint16_t X[64 * 256], T[64 * 264];
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const int D = dims[di];
+        fill_bf16(X, 64 * D, &r);
+        memset(T, 0, sizeof T);
+        for (int row = 0; row < 64; row++)
+            for (int c = 0; c < D; c++) {
+                int o = vla_tile_off(D, row, c);
+                assert_true(o >= 0 && o < 64 * VLA_TILE_LD(D));
+                T[o] = X[row * D + c];
+            }
         for (int r0 = 0; r0 + 16 <= 64; r0 += 16)
-            for (int c0 = 0; c0 + 16 <= cols; c0 += 8) {
+            for (int c0 = 0; c0 + 16 <= D; c0 += 8) {
                 uint32_t want[32][4], got[32][4];
-                int offs[32];
-                /* A: 16×16 at (r0, c0) */
+                int offs[3][32];
                 for (int lane = 0; lane < 32; lane++) {
-                    vla_mma_load_a(want[lane], X, ld, r0, c0, lane);
-                    offs[lane] = vla_ldsm_a_offset(lane, ld, r0, c0);
-                    assert_int_equal(offs[lane] % 8, 0); /* 16-byte rows: ld and c0 are multiples of 8 */
+                    offs[0][lane] = vla_ldsm_a_offset(lane, D, r0, c0);
+                    offs[1][lane] = vla_ldsm_b_nk_offset(lane, D, r0, c0);
+                    offs[2][lane] = vla_ldsm_b_kn_offset(lane, D, r0, c0);
                 }
-                emulate_ldmatrix(got, X, offs, 4, 0);
+                for (int k = 0; k < 3; k++)
+                    for (int m = 0; m < (k ? 2 : 4); m++) {
+                        int seen = 0;
+                        for (int i = 0; i < 8; i++) {
+                            int o = offs[k][8 * m + i];
+                            assert_int_equal(o % 8, 0); /* a 16-byte row */
+                            seen |= 1 << ((o / 8) % 8);
+                        }
+                        assert_int_equal(seen, 0xff); /* eight rows, eight bank groups */
+                    }
+                /* A: 16×16 at (r0, c0) */
+                for (int lane = 0; lane < 32; lane++) vla_mma_load_a(want[lane], X, D, r0, c0, lane);
+                emulate_ldmatrix(got, T, offs[0], 4, 0);
                 for (int lane = 0; lane < 32; lane++) assert_memory_equal(want[lane], got[lane], 4 * sizeof(uint32_t));
                 /* B from X [n][k]: rows n0 = r0.., columns k0 = c0.. */
-                for (int lane = 0; lane < 32; lane++) {
-                    vla_mma_load_b_nk(want[lane], X, ld, r0, c0, lane);
-                    offs[lane] = vla_ldsm_b_nk_offset(lane, ld, r0, c0);
-                }
-                emulate_ldmatrix(got, X, offs, 2, 0);
+                for (int lane = 0; lane < 32; lane++) vla_mma_load_b_nk(want[lane], X, D, r0, c0, lane);
+                emulate_ldmatrix(got, T, offs[1], 2, 0);
                 for (int lane = 0; lane < 32; lane++) assert_memory_equal(want[lane], got[lane], 2 * sizeof(uint32_t));
                 /* B from X [k][n]: rows k0 = r0.., columns n0 = c0.., transposed */
-                for (int lane = 0; lane < 32; lane++) {
-                    vla_mma_load_b_kn(want[lane], X, ld, r0, c0, lane);
-                    offs[lane] = vla_ldsm_b_kn_offset(lane, ld, r0, c0);
-                }
-                emulate_ldmatrix(got, X, offs, 2, 1);
+                for (int lane = 0; lane < 32; lane++) vla_mma_load_b_kn(want[lane], X, D, r0, c0, lane);
+                emulate_ldmatrix(got, T, offs[2], 2, 1);
                 for (int lane = 0; lane < 32; lane++) assert_memory_equal(want[lane], got[lane], 2 * sizeof(uint32_t));
             }
     }

@@ -48,21 +48,21 @@ __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], const 
 /* Fragments from bf16 tiles in shared memory, one ldmatrix each: the registers vla_mma_load_a, _b_nk and
  * _b_kn (mma_layout.h) would read element by element, at the row addresses mma_layout.h's vla_ldsm_*_offset
  * give each lane (tested on the CPU against an emulation of the instruction). Every tile's rows are
- * 16-byte aligned (a row stride of D + 8 elements, column blocks of 8). "memory": the compiler must not
+ * 16-byte aligned (vla_tile_off's layouts, column blocks of 8). "memory": the compiler must not
  * move a read of shared memory across the barriers that publish it. */
-__device__ __forceinline__ void ldsm_a(uint32_t a[4], const uint16_t *s, int ld, int r0, int c0, int lane) {
-    unsigned p = (unsigned)__cvta_generic_to_shared(s + vla_ldsm_a_offset(lane, ld, r0, c0));
+__device__ __forceinline__ void ldsm_a(uint32_t a[4], const uint16_t *s, int D, int r0, int c0, int lane) {
+    unsigned p = (unsigned)__cvta_generic_to_shared(s + vla_ldsm_a_offset(lane, D, r0, c0));
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
                  : "r"(p)
                  : "memory");
 }
-__device__ __forceinline__ void ldsm_b_nk(uint32_t b[2], const uint16_t *s, int ld, int n0, int k0, int lane) {
-    unsigned p = (unsigned)__cvta_generic_to_shared(s + vla_ldsm_b_nk_offset(lane, ld, n0, k0));
+__device__ __forceinline__ void ldsm_b_nk(uint32_t b[2], const uint16_t *s, int D, int n0, int k0, int lane) {
+    unsigned p = (unsigned)__cvta_generic_to_shared(s + vla_ldsm_b_nk_offset(lane, D, n0, k0));
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(p) : "memory");
 }
-__device__ __forceinline__ void ldsm_b_kn(uint32_t b[2], const uint16_t *s, int ld, int k0, int n0, int lane) {
-    unsigned p = (unsigned)__cvta_generic_to_shared(s + vla_ldsm_b_kn_offset(lane, ld, k0, n0));
+__device__ __forceinline__ void ldsm_b_kn(uint32_t b[2], const uint16_t *s, int D, int k0, int n0, int lane) {
+    unsigned p = (unsigned)__cvta_generic_to_shared(s + vla_ldsm_b_kn_offset(lane, D, k0, n0));
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
                  : "=r"(b[0]), "=r"(b[1])
                  : "r"(p)
@@ -87,15 +87,15 @@ __device__ __forceinline__ uint16_t to_bf16(float x) {
     return *(uint16_t *)&b;
 }
 
-/* rows [start, start + len) of head `head` of x (row stride ld) as bf16 into s[R][D + 8], zeros elsewhere */
+/* rows [start, start + len) of head `head` of x (row stride ld) as bf16 into tile s (R rows laid out as
+ * mma_layout.h's vla_tile_off says), zeros elsewhere */
 template <int D, int R>
 __device__ __forceinline__ void stage(uint16_t *s, const float *x, int64_t ld, int32_t start, int32_t len, int head,
                                       int d) {
-    constexpr int LDS = D + 8;
     for (int idx = threadIdx.x; idx < R * D; idx += NTH) {
         int r = idx / D, c = idx % D;
         float v = r < len && c < d ? x[(int64_t)(start + r) * ld + (int64_t)head * d + c] : 0.0f;
-        s[r * LDS + c] = to_bf16(v);
+        s[vla_tile_off(D, r, c)] = to_bf16(v);
     }
 }
 
@@ -148,11 +148,11 @@ __device__ __forceinline__ void fetch_words(void *dst, const void *src, int32_t 
 }
 
 /* rows < len, columns < dw of src (row stride ld, 16-byte aligned rows; dw a multiple of 16 bytes' elements)
- * into s[R][D + 8] as bf16, zeros elsewhere: f32 converted (stage()'s bits), bf16 copied — 16 bytes a read;
- * src is a raw tile (ld = D) or global memory */
+ * into tile s (vla_tile_off) as bf16, zeros elsewhere: f32 converted (stage()'s bits), bf16 copied — 16 bytes
+ * a read; src is a raw tile (ld = D) or global memory */
 template <int D, int R, typename T>
 __device__ __forceinline__ void to_tile(uint16_t *s, const T *src, int64_t ld, int32_t len, int dw) {
-    constexpr int LDS = D + 8, CE = 16 / sizeof(T), NC = D / CE;
+    constexpr int CE = 16 / sizeof(T), NC = D / CE;
     for (int idx = threadIdx.x; idx < R * NC; idx += NTH) {
         int r = idx / NC, c = (idx % NC) * CE;
         bool in = r < len && c < dw;
@@ -161,11 +161,11 @@ __device__ __forceinline__ void to_tile(uint16_t *s, const T *src, int64_t ld, i
             if (in) v = *(const float4 *)(src + (int64_t)r * ld + c);
             uint2 p;
             p.x = pack_bf16(v.x, v.y), p.y = pack_bf16(v.z, v.w);
-            *(uint2 *)(s + r * LDS + c) = p;
+            *(uint2 *)(s + vla_tile_off(D, r, c)) = p; /* 4 elements inside one 8-element chunk */
         } else {
             uint4 v = make_uint4(0u, 0u, 0u, 0u);
             if (in) v = *(const uint4 *)(src + (int64_t)r * ld + c);
-            *(uint4 *)(s + r * LDS + c) = v;
+            *(uint4 *)(s + vla_tile_off(D, r, c)) = v;
         }
     }
 }
@@ -198,7 +198,7 @@ __device__ __forceinline__ int32_t next_live_kt(const vla_attn_args &a, const vl
  * first in shared memory */
 template <int D, int BK, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
-    constexpr int BQ = 16 * NW, LDS = D + 8, NT = BK / 8, ND = D / 8, NKK = D / 16;
+    constexpr int BQ = 16 * NW, LDS = VLA_TILE_LD(D), NT = BK / 8, ND = D / 8, NKK = D / 16;
     extern __shared__ __align__(16) unsigned char smem[];
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
     T *raw = (T *)smem;
@@ -261,11 +261,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
 #pragma unroll
         for (int kk = 0; kk < NKK; kk++) {
             uint32_t af[4];
-            ldsm_a(af, Qs, LDS, 16 * w, 16 * kk, lane);
+            ldsm_a(af, Qs, D, 16 * w, 16 * kk, lane);
 #pragma unroll
             for (int n = 0; n < NT; n++) {
                 uint32_t bf[2];
-                ldsm_b_nk(bf, Ks, LDS, 8 * n, 16 * kk, lane);
+                ldsm_b_nk(bf, Ks, D, 8 * n, 16 * kk, lane);
                 mma16816(s[n], af, bf);
             }
         }
@@ -319,7 +319,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
 #pragma unroll
             for (int i = 0; i < ND; i++) {
                 uint32_t bf[2];
-                ldsm_b_kn(bf, Vs, LDS, 16 * jj, 8 * i, lane);
+                ldsm_b_kn(bf, Vs, D, 16 * jj, 8 * i, lane);
                 mma16816(o[i], af, bf);
             }
         }
@@ -354,7 +354,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
 
 template <int D, int BK, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
-    constexpr int BQ = 16 * NW, LDS = D + 8, NT = BK / 8, ND = D / 8, NKK = D / 16;
+    constexpr int BQ = 16 * NW, LDS = VLA_TILE_LD(D), NT = BK / 8, ND = D / 8, NKK = D / 16;
     extern __shared__ __align__(16) unsigned char smem[];
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
     T *raw = (T *)smem;
@@ -420,11 +420,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t aq[4];
-                ldsm_a(aq, Qs, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(aq, Qs, D, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bk[2];
-                    ldsm_b_nk(bk, Ks, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bk, Ks, D, 8 * n, 16 * kk, lane);
                     mma16816(s[n], aq, bk);
                 }
             }
@@ -441,11 +441,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t ao[4];
-                ldsm_a(ao, Os, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(ao, Os, D, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bv[2];
-                    ldsm_b_nk(bv, Vs, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bv, Vs, D, 8 * n, 16 * kk, lane);
                     mma16816(dp[n], ao, bv);
                 }
             }
@@ -458,13 +458,13 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t aq[4], ao[4];
-                ldsm_a(aq, Qs, LDS, 16 * w, 16 * kk, lane);
-                ldsm_a(ao, Os, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(aq, Qs, D, 16 * w, 16 * kk, lane);
+                ldsm_a(ao, Os, D, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bk[2], bv[2];
-                    ldsm_b_nk(bk, Ks, LDS, 8 * n, 16 * kk, lane);
-                    ldsm_b_nk(bv, Vs, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bk, Ks, D, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bv, Vs, D, 8 * n, 16 * kk, lane);
                     mma16816(s[n], aq, bk);
                     mma16816(dp[n], ao, bv);
                 }
@@ -490,7 +490,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 #pragma unroll
             for (int i = 0; i < ND; i++) {
                 uint32_t bf[2];
-                ldsm_b_kn(bf, Ks, LDS, 16 * jj, 8 * i, lane);
+                ldsm_b_kn(bf, Ks, D, 16 * jj, 8 * i, lane);
                 mma16816(acc[i], af, bf);
             }
         }
@@ -515,7 +515,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
  * rowsum(dO·O) rows; the raw tile and those rows come first in shared memory */
 template <int D, int BQ, int DC, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
-    constexpr int BK = 16 * NW, LDS = D + 8, NT = BQ / 8, NDC = DC / 8, NKK = D / 16;
+    constexpr int BK = 16 * NW, LDS = VLA_TILE_LD(D), NT = BQ / 8, NDC = DC / 8, NKK = D / 16;
     extern __shared__ __align__(16) unsigned char smem[];
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
     T *raw = (T *)smem;
@@ -599,11 +599,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t ak[4];
-                ldsm_a(ak, Ks, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(ak, Ks, D, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bq[2];
-                    ldsm_b_nk(bq, Qs, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bq, Qs, D, 8 * n, 16 * kk, lane);
                     mma16816(st[n], ak, bq);
                 }
             }
@@ -615,11 +615,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t av[4];
-                ldsm_a(av, Vs, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(av, Vs, D, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bo[2];
-                    ldsm_b_nk(bo, Os, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bo, Os, D, 8 * n, 16 * kk, lane);
                     mma16816(dpt[n], av, bo);
                 }
             }
@@ -638,13 +638,13 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
 #pragma unroll
             for (int kk = 0; kk < NKK; kk++) {
                 uint32_t ak[4], av[4];
-                ldsm_a(ak, Ks, LDS, 16 * w, 16 * kk, lane);
-                ldsm_a(av, Vs, LDS, 16 * w, 16 * kk, lane);
+                ldsm_a(ak, Ks, D, 16 * w, 16 * kk, lane);
+                ldsm_a(av, Vs, D, 16 * w, 16 * kk, lane);
 #pragma unroll
                 for (int n = 0; n < NT; n++) {
                     uint32_t bq[2], bo[2];
-                    ldsm_b_nk(bq, Qs, LDS, 8 * n, 16 * kk, lane);
-                    ldsm_b_nk(bo, Os, LDS, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bq, Qs, D, 8 * n, 16 * kk, lane);
+                    ldsm_b_nk(bo, Os, D, 8 * n, 16 * kk, lane);
                     mma16816(st[n], ak, bq);
                     mma16816(dpt[n], av, bo);
                 }
@@ -672,8 +672,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
 #pragma unroll
             for (int i = 0; i < NDC; i++) {
                 uint32_t bo[2], bq[2];
-                ldsm_b_kn(bo, Os, LDS, 16 * jj, c0 + 8 * i, lane);
-                ldsm_b_kn(bq, Qs, LDS, 16 * jj, c0 + 8 * i, lane);
+                ldsm_b_kn(bo, Os, D, 16 * jj, c0 + 8 * i, lane);
+                ldsm_b_kn(bq, Qs, D, 16 * jj, c0 + 8 * i, lane);
                 mma16816(dv[i], ap, bo);
                 mma16816(dk[i], as, bq);
             }
@@ -768,7 +768,7 @@ int32_t vla_attn_mma_staged(void) { return staged; }
 
 template <int D>
 static cudaError_t fwd(const vla_attn_args *a, cudaStream_t s) {
-    constexpr int BK = bk_of(D), LDS = D + 8;
+    constexpr int BK = bk_of(D), LDS = VLA_TILE_LD(D);
     static int decided = -1;
     size_t smem = (size_t)(64 + 2 * BK) * LDS * 2 + (size_t)(64 + BK) * 4;
     return launch_pass(k_mma_fwd<D, BK, true, uint16_t>, smem + (size_t)BK * D * 2 + BK * 4,
@@ -777,7 +777,7 @@ static cudaError_t fwd(const vla_attn_args *a, cudaStream_t s) {
 }
 template <int D>
 static cudaError_t dq(const vla_attn_args *a, cudaStream_t s) {
-    constexpr int BK = bk_of(D), LDS = D + 8;
+    constexpr int BK = bk_of(D), LDS = VLA_TILE_LD(D);
     static int decided = -1;
     size_t smem = (size_t)(128 + 2 * BK) * LDS * 2 + (size_t)(64 + BK) * 4 + 2 * 64 * 4;
     return launch_pass(k_mma_dq<D, BK, true, uint16_t>, smem + (size_t)BK * D * 2 + BK * 4,
@@ -786,7 +786,7 @@ static cudaError_t dq(const vla_attn_args *a, cudaStream_t s) {
 }
 template <int D>
 static cudaError_t dkdv(const vla_attn_args *a, cudaStream_t s) {
-    constexpr int BQ = kv_bq_of(D), DC = dc_of(D), LDS = D + 8;
+    constexpr int BQ = kv_bq_of(D), DC = dc_of(D), LDS = VLA_TILE_LD(D);
     static int decided = -1;
     size_t smem = (size_t)(128 + 2 * BQ) * LDS * 2 + (size_t)(64 + BQ) * 4 + 2 * (size_t)BQ * 4;
     return launch_pass(k_mma_dkdv<D, BQ, DC, true, uint16_t>, smem + (size_t)BQ * D * 2 + 3 * BQ * 4,

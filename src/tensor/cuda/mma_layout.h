@@ -82,22 +82,36 @@ VLA_HD void vla_mma_load_b_kn(uint32_t b[2], const uint16_t *s, int ld, int k0, 
  * loads above make, one instruction for two or four of their reads; tests/tensor/test_mma_layout.c
  * emulates ldmatrix from that description and compares. */
 
-/* .x4 → vla_mma_load_a's fragment: matrices at (r0, c0), (r0 + 8, c0), (r0, c0 + 8), (r0 + 8, c0 + 8) */
-VLA_HD int vla_ldsm_a_offset(int lane, int ld, int r0, int c0) {
+/* Where element (r, c) of a bf16 tile of D columns lives in shared memory (elements from the tile's
+ * start). Rows of a multiple of 64 elements (D = 64, 128, 256: eight or more 16-byte chunks) are stored
+ * unpadded and swizzled — chunk c / 8 of row r at chunk (c / 8) ^ (r % 8) — so the eight consecutive rows
+ * an ldmatrix matrix reads, at one logical chunk, sit in eight distinct chunks of a 128-byte span: all 32
+ * banks, no conflict. Other widths (16, 32, 48, 80: fewer chunks, or not a power of two's worth) are
+ * padded to D + 8 elements, whose 16-byte shift per row does the same. Eight consecutive elements of a
+ * row from a multiple of 8 stay together either way (one 16-byte store, one ldmatrix row). */
+#define VLA_TILE_LD(D) ((D) % 64 ? (D) + 8 : (D))
+VLA_HD int vla_tile_off(int D, int r, int c) {
+    if (D % 64) return r * (D + 8) + c;
+    return r * D + ((((c >> 3) ^ (r & 7)) << 3) | (c & 7));
+}
+
+/* .x4 → vla_mma_load_a's fragment of the tile (D columns, vla_tile_off's layout): matrices at (r0, c0),
+ * (r0 + 8, c0), (r0, c0 + 8), (r0 + 8, c0 + 8); r0, c0 multiples of 8 */
+VLA_HD int vla_ldsm_a_offset(int lane, int D, int r0, int c0) {
     int m = (lane >> 3) & 3, r = lane & 7;
-    return (r0 + r + 8 * (m & 1)) * ld + c0 + 8 * (m >> 1);
+    return vla_tile_off(D, r0 + r + 8 * (m & 1), c0 + 8 * (m >> 1));
 }
 
 /* .x2 → vla_mma_load_b_nk's fragment (X row-major [n][k]): matrices at (n0, k0), (n0, k0 + 8) */
-VLA_HD int vla_ldsm_b_nk_offset(int lane, int ld, int n0, int k0) {
+VLA_HD int vla_ldsm_b_nk_offset(int lane, int D, int n0, int k0) {
     int m = (lane >> 3) & 1, r = lane & 7;
-    return (n0 + r) * ld + k0 + 8 * m;
+    return vla_tile_off(D, n0 + r, k0 + 8 * m);
 }
 
 /* .x2.trans → vla_mma_load_b_kn's fragment (X row-major [k][n]): matrices at (k0, n0), (k0 + 8, n0) */
-VLA_HD int vla_ldsm_b_kn_offset(int lane, int ld, int k0, int n0) {
+VLA_HD int vla_ldsm_b_kn_offset(int lane, int D, int k0, int n0) {
     int m = (lane >> 3) & 1, r = lane & 7;
-    return (k0 + r + 8 * m) * ld + n0;
+    return vla_tile_off(D, k0 + r + 8 * m, n0);
 }
 
 /* The A fragment (16 rows × 16 columns k) made of two accumulators side by
