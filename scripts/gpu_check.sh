@@ -184,7 +184,7 @@ attention_staging_summary() {
     done
 }
 summary() {
-    local bad=0 g v l cfg p s1 s2 nc ng g1
+    local bad=0 g v l cfg p s1 s2 nc ng g1 rk
     MISSED=0
     echo
     echo "=== gpu_check: results in $RESULTS ==="
@@ -216,6 +216,12 @@ summary() {
     u=$(grep '^{"stage":"attention_unsplit",' "$RESULTS" | grep '"pi05_packed"' | head -1)
     [ -n "$l" ] && [ -n "$u" ] && echo "    attention dK/dV split (issue 41): fwd+bwd $(num "$l" fwd_bwd_ms) ms in $(num "$l" kv_splits) parts; unsplit $(num "$u" fwd_bwd_ms) ms"
     attention_staging_summary "$l"
+    rk=$(grep '^{"stage":"racecheck",' "$RESULTS" | head -1)
+    if [ -n "$rk" ]; then
+        v=$(sed -n 's/.*"summary":"\([^"]*\)".*/\1/p' <<<"$rk" | sed 's/^=* *//')
+        echo "    racecheck of the prefetching attention kernels: ${v:-no summary, see logs/racecheck.log}"
+        grep -qE 'SUMMARY: [1-9][0-9]* hazard' <<<"$v" && echo "    ATTENTION RACECHECK FOUND HAZARDS: logs/racecheck.log names them"
+    fi
     [ -n "$l" ] && [ -n "$(num "$l" torch_best_fwd_bwd_ms)" ] && echo "    attention, PyTorch on the same GPU: fastest $(sed -n 's/.*"torch_best":"\([a-z_]*\)".*/\1/p' <<<"$l") $(num "$l" torch_best_fwd_bwd_ms) ms, eager dense mask $(num "$l" torch_dense_fwd_bwd_ms) ms; vla.c / fastest = $(num "$l" vs_torch_best)×"
     s1=$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" samples_per_s)
     s2=$(num "$(stage_line torch_groot-n1.5 policy_train_peer)" samples_per_s)
@@ -509,6 +515,18 @@ if wanted attention && have "$VLA" attention; then # with PyTorch on the same GP
             --reps="$(reps 5)" --no-peer "${RQ[@]}"
         VLA_CUDA_ATTN_STAGING=prefetch run attention_prefetch_all 30 "$VLA" bench attention --device=$DEV \
             --precision=bf16 --reps="$(reps 5)" --no-peer "${RQ[@]}"
+    fi
+    # the prefetching kernels (cp.async, ldmatrix, swizzled tiles) under compute-sanitizer's racecheck, where
+    # the machine has the tool and it works (Firecracker; KINDS.md): a shared-memory hazard named by line.
+    # The short form (64 tokens per image); its own record, no stage verdict: a tool that refuses the device
+    # says so in the log and fails nothing
+    CS=$(command -v compute-sanitizer || true)
+    if [ -n "$CS" ] && [ "$(left)" -gt 90 ]; then
+        say "racecheck: the prefetching attention kernels under compute-sanitizer (60 s at most)"
+        VLA_CUDA_ATTN_STAGING=prefetch timeout -k 5 60 "$CS" --tool racecheck "$VLA" bench attention --device=$DEV \
+            --precision=bf16 --quick --reps=1 --no-peer >"$OUT/logs/racecheck.log" 2>&1
+        rc=$?
+        record "{\"stage\":\"racecheck\",\"status\":\"rc $rc\",\"summary\":\"$(json_str "$(grep -m1 'RACECHECK SUMMARY' "$OUT/logs/racecheck.log")")\"}"
     fi
 fi
 if wanted packing && have "$VLA" packing; then

@@ -31,8 +31,8 @@ ok_stages() {
         echo "{\"stage\":\"$s\",\"status\":\"ok\",\"rc\":0,\"seconds\":5,\"tail\":\"\",\"graph_refusals\":0,\"graph_refused_why\":\"\"}"
     done
 }
-figures() { # MFU FP8_SPS INFER_MS PACKING [DIGEST of the attention run prefetching in every pass]
-    set -- "$1" "$2" "$3" "$4" "${5:-00000000000000aa}"
+figures() { # MFU FP8_SPS INFER_MS PACKING [DIGEST of the attention run prefetching in every pass] [RACECHECK HAZARDS]
+    set -- "$1" "$2" "$3" "$4" "${5:-00000000000000aa}" "${6:-0}"
     cat <<J
 {"stage":"train_bf16_groot-n1.5","bench":"policy_train","config":"groot-n1.5","precision":"bf16","batch":32,"samples_per_s":100.0,"mfu":$1,"peak_tflops":800.0,"peak_precision":"bf16","host_waits_per_step":0.00}
 {"stage":"train_bf16_pi05","bench":"policy_train","config":"pi05","precision":"bf16","batch":8,"samples_per_s":20.0,"mfu":0.5,"peak_tflops":800.0,"peak_precision":"bf16","host_waits_per_step":0.00}
@@ -52,6 +52,7 @@ figures() { # MFU FP8_SPS INFER_MS PACKING [DIGEST of the attention run prefetch
 {"stage":"attention_unsplit","bench":"attention","case":"pi05_packed","device":"cuda","fwd_bwd_ms":6.0,"dense_fwd_bwd_ms":2.9,"vs_dense":0.48}
 {"stage":"attention_f32staging","bench":"attention","case":"pi05_packed","device":"cuda","fwd_ms":0.5,"fwd_bwd_ms":1.4,"dense_fwd_bwd_ms":2.9,"vs_dense":2.07,"staging":0,"fused_digest":"00000000000000aa"}
 {"stage":"attention_prefetch_all","bench":"attention","case":"pi05_packed","device":"cuda","fwd_ms":0.3,"fwd_bwd_ms":0.9,"dense_fwd_bwd_ms":2.9,"vs_dense":3.2,"staging":15,"fused_digest":"$5"}
+{"stage":"racecheck","status":"rc 0","summary":"========= RACECHECK SUMMARY: $6 hazards displayed ($6 errors, 0 warnings)"}
 {"stage":"torch_groot-n1.5","bench":"policy_train_peer","config":"groot-n1.5","samples_per_s":50.0}
 J
 }
@@ -70,10 +71,15 @@ check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'groot-n1.5 bf16 trainin
     'producer copies .*: groot-n1.5 bf16 100.0 samples/s with them, 80.0 without .*: 1.250×' \
     'training graphs .*: groot-n1.5 bf16 100.0 samples/s with them, 64.0 without .VLA_TRAIN_GRAPHS=0.: 1.56[0-9]×' \
     'train groot-n1.5_nograph bf16, batch 32: 64.0 samples/s.*graph replays per step 0.00' \
-    'attention staging .issue 41.: fwd 0.3 / fwd.bwd 1.0 ms .staging 13.; from f32 0.5 / 1.4 ms; prefetch in every pass 0.3 / 0.9 ms'
-if grep -q 'STAGING BITS DIFFER' <<<"$(bash "$SRC/scripts/gpu_check.sh" --summary="$T/good.jsonl" 2>&1)"; then
-    echo "FAIL all met: the staging runs' equal digests were called different"; fails=$((fails + 1))
+    'attention staging .issue 41.: fwd 0.3 / fwd.bwd 1.0 ms .staging 13.; from f32 0.5 / 1.4 ms; prefetch in every pass 0.3 / 0.9 ms' \
+    'racecheck of the prefetching attention kernels: RACECHECK SUMMARY: 0 hazards displayed'
+if grep -qE 'STAGING BITS DIFFER|RACECHECK FOUND' <<<"$(bash "$SRC/scripts/gpu_check.sh" --summary="$T/good.jsonl" 2>&1)"; then
+    echo "FAIL all met: equal digests called different, or no hazard called one"; fails=$((fails + 1))
 fi
+# a hazard racecheck found is said, and fails nothing by itself
+{ ok_stages; figures 0.45 150 12.5 2.6 00000000000000aa 2; } >"$T/race.jsonl"
+check "racecheck hazards" "$T/race.jsonl" 0 'ATTENTION RACECHECK FOUND HAZARDS: logs/racecheck.log names them' \
+    'racecheck of the prefetching attention kernels: RACECHECK SUMMARY: 2 hazards displayed .2 errors'
 # every way of staging promises the same bits: a digest that moved is said
 { ok_stages; figures 0.45 150 12.5 2.6 00000000000000bb; } >"$T/bits.jsonl"
 check "staging bits differ" "$T/bits.jsonl" 0 'ATTENTION STAGING BITS DIFFER: fused outputs 00000000000000bb staged 15, 00000000000000aa from f32'
