@@ -42,7 +42,9 @@
 #                with the bf16 kernels staging from the f32 tensors
 #                (VLA_CUDA_ATTN_STAGING=f32, the kernels before bf16 copies
 #                and prefetch) and prefetching in every pass (=prefetch): the
-#                times, and the fused outputs' bits compared (same bits)
+#                times, and the fused outputs' bits compared (same bits);
+#                then, where compute-sanitizer works, the prefetching
+#                kernels under its racecheck (the short form)
 #   packing      packed vs padded training of groot-n1.5 on a mixture, padded
 #                to the paper's fraction (+188%: --pad_fraction=1.88)
 #   train_fp8    as train_bf16 in FP8
