@@ -199,7 +199,8 @@ summary() {
         case "$v" in FAILED | "NOT RUN") bad=1 ;; esac
     done
     echo "  figures:"
-    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 groot-n1.5_nograph groot-n1.5_nocopy pi05 pi05_nograph nograph_pi05; do
+    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 groot-n1.5_nograph groot-n1.5_nocopy pi05 pi05_nograph nograph_pi05 \
+        qunsplit_pi05; do
         for p in bf16 fp8; do
             l=$(stage_line "train_${p}_$cfg" policy_train)
             [ -n "$l" ] && echo "    train $cfg $p$([ -n "$(num "$l" fp8_linears)" ] && echo " ($(num "$l" fp8_linears) of $(num "$l" block_linears) block linears in FP8)"), batch $(num "$l" batch)$(grep -q '"gradient_checkpointing":true' <<<"$l" && echo ", gradient checkpointing"): $(num "$l" samples_per_s) samples/s, activations $(num "$l" act_gib) GiB, MFU $(num "$l" mfu) of the $(sed -n 's/.*"peak_precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l") peak ($(num "$l" peak_tflops) TFLOP/s), host waits per step $(num "$l" host_waits_per_step), launches per step $(num "$l" launches_per_step), operand casts per step $(num "$l" operand_casts_per_step), attention plans built per step $(num "$l" attn_plans_built_per_step), graph replays per step $(num "$l" graph_replays_per_step), device memory in use $(num "$l" device_used_gib) GiB"
@@ -218,6 +219,9 @@ summary() {
     u=$(grep '^{"stage":"attention_unsplit",' "$RESULTS" | grep '"pi05_packed"' | head -1)
     [ -n "$l" ] && [ -n "$u" ] && echo "    attention dK/dV split (issue 41): fwd+bwd $(num "$l" fwd_bwd_ms) ms in $(num "$l" kv_splits) parts; unsplit $(num "$u" fwd_bwd_ms) ms"
     attention_staging_summary "$l"
+    s1=$(num "$(stage_line infer_pi05 policy_infer)" best_ms)
+    s2=$(num "$(stage_line infer_qunsplit_pi05 policy_infer)" best_ms)
+    [ -n "$s1" ] && [ -n "$s2" ] && echo "    split keys (issue 41): pi05 chunk $s1 ms with the forward's key walk split, $s2 ms unsplit (VLA_CUDA_ATTN_Q_SPLITS=1): $(ratio "$s2" "$s1")×"
     rk=$(grep '^{"stage":"racecheck",' "$RESULTS" | head -1)
     if [ -n "$rk" ]; then
         v=$(sed -n 's/.*"summary":"\([^"]*\)".*/\1/p' <<<"$rk" | sed 's/^=* *//')
@@ -422,6 +426,7 @@ if wanted conformance && have "$BIN/tests/test_conformance" conformance; then
         conform_with simt VLA_CUDA_ATTN simt "bf16 tensor-core attention" ||
             conform_with unsplit VLA_CUDA_ATTN_KV_SPLITS 1 "split dK/dV" ||
             conform_with f32staging VLA_CUDA_ATTN_STAGING f32 "the attention's bf16 copies and prefetch" ||
+            conform_with qunsplit VLA_CUDA_ATTN_Q_SPLITS 1 "the attention forward's split key walk" ||
             conform_with nograph VLA_CUDA_GRAPHS 0 "captured regions"
     fi
 fi
@@ -498,6 +503,9 @@ if wanted infer && have "$VLA" infer; then
     # the same chunk op by op (no CUDA graph): what recording the flow steps saves (docs/cuda.md, "Graphs")
     VLA_CUDA_GRAPHS=0 run infer_nograph_pi05 90 "$VLA" bench policy --device=$DEV --config="$(cfg pi05)" --infer_only --reps="$(reps 5)" \
         --no-peer --precision=bf16 "${RQ[@]}"
+    # the same chunk with the attention forward's key walk unsplit (attn_plan.h, SPLIT KEYS): what the split saves
+    [ -z "${VLA_CUDA_ATTN_Q_SPLITS:-}" ] && VLA_CUDA_ATTN_Q_SPLITS=1 run infer_qunsplit_pi05 90 "$VLA" bench policy \
+        --device=$DEV --config="$(cfg pi05)" --infer_only --reps="$(reps 5)" --no-peer --precision=bf16 "${RQ[@]}"
 fi
 if wanted serve && have "$VLA" serve; then # groot-pusht with random weights: the serving path, not a model's FLOPs
     run serve 60 "$VLA" bench serve --device=cpu,$DEV --clients=8 --seconds="$(secs 2)" --rounds=1

@@ -368,6 +368,9 @@ int vla_bench_attention(int argc, char **argv) {
         /* the backward's dK/dV parts (cuda; VLA_CUDA_ATTN_KV_SPLITS overrides) */
         int64_t kv_splits = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_KV_SPLITS);
         if (kv_splits >= 0) printf(",\"kv_splits\":%lld", (long long)kv_splits);
+        /* the forward's key walk in parts (cuda; VLA_CUDA_ATTN_Q_SPLITS overrides) */
+        int64_t q_splits = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_Q_SPLITS);
+        if (q_splits >= 0) printf(",\"q_splits\":%lld", (long long)q_splits);
         /* how the bf16 passes staged (cuda, VLA_CUDA_ATTN_STAGING; docs/cuda.md, "Staging"): bits 0-2 forward,
          * dK/dV, dQ fetched asynchronously, bit 3 from bf16 copies of the operands */
         int64_t staging = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_STAGING);

@@ -242,6 +242,13 @@ int64_t vla_attn_plan_max_kv_walk(const vla_attn_plan *p) {
     return m;
 }
 
+int64_t vla_attn_plan_max_q_walk(const vla_attn_plan *p) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < p->n_qt; i++)
+        if (p->qt[i].n > m) m = p->qt[i].n;
+    return m;
+}
+
 void vla_attn_plan_stats(const vla_attn_plan *p, vla_attn_stats *st) {
     if (!st) return;
     memset(st, 0, sizeof *st);

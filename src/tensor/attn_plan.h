@@ -135,6 +135,20 @@ void vla_attn_plan_stats(const vla_attn_plan *p, vla_attn_stats *st);
 int32_t vla_attn_kv_splits(int64_t blocks, int64_t max_walk, int64_t target_blocks);
 /* the longest dK/dV walk of the plan: max over k-tiles of rep · (its sample's q-tiles) */
 int64_t vla_attn_plan_max_kv_walk(const vla_attn_plan *p);
+
+/* SPLIT KEYS (the forward; FlashDecoding's split-KV). The forward runs one
+ * block per (q-tile, head), each walking its q-tile's k-tiles. An action
+ * chunk's attention at batch 1 is a few q-tiles over a long key side (π0.5:
+ * 50 action tokens × 8 heads folded into 7 q-tiles, each walking ~27 k-tiles
+ * of the prefix cache): 7 blocks on 132 SMs. So the walk is cut into S parts
+ * of consecutive k-tiles (part s of q-tile i: its tiles first + [lo, hi) of
+ * vla_attn_split_range(n, S, s)), one block each; each part writes its
+ * unnormalised output, running max and sum (the log2 domain the kernels
+ * keep), and one pass combines the parts in part order: m = max m_s,
+ * l = Σ l_s·2^(m_s − m), out = Σ o_s·2^(m_s − m) / l — deterministic. S
+ * from vla_attn_kv_splits(blocks, this, target) with the walk below: the
+ * shapes alone decide it, as for dK/dV. */
+int64_t vla_attn_plan_max_q_walk(const vla_attn_plan *p); /* max over q-tiles of its k-tiles */
 /* the split's range is computed by the host tests and the cuda kernels alike: one definition for both */
 #ifdef __CUDACC__
 #define VLA_ATTN_HOST_DEVICE __host__ __device__

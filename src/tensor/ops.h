@@ -209,9 +209,11 @@ typedef enum {
                                    * together: checked runs the cpu's kernels) */
     VLA_STAT_DEVICE_USED_BYTES,   /* device memory in use now (cuda: total − free, whoever holds it — the pool's
                                    * reservations and the graphs' memory included); -1 on host backends */
-    VLA_STAT_ATTN_LAST_STAGING    /* how the bf16 tensor-core attention's passes staged their tiles at their last
+    VLA_STAT_ATTN_LAST_STAGING,   /* how the bf16 tensor-core attention's passes staged their tiles at their last
                                    * launch (cuda: bits 0-2 forward, dK/dV, dQ fetched asynchronously; bit 3
                                    * from bf16 copies of the operands; -1 where none ran or no such kernels) */
+    VLA_STAT_ATTN_LAST_Q_SPLITS   /* the parts the last bf16 attention forward cut its key walk into (0: none ran;
+                                   * tensor/attn_plan.h, SPLIT KEYS) */
 } vla_ops_stat;
 
 typedef struct vla_ops {

@@ -40,6 +40,7 @@ figures() { # MFU FP8_SPS INFER_MS PACKING [DIGEST of the attention run prefetch
 {"stage":"train_fp8_groot-n1.5","bench":"policy_train","config":"groot-n1.5","precision":"fp8","batch":32,"samples_per_s":$2,"mfu":0.3,"peak_tflops":1600.0,"peak_precision":"fp8"}
 {"stage":"infer_groot-n1.5","bench":"policy_infer","config":"groot-n1.5","precision":"bf16","flow_steps":4,"best_ms":$3,"mean_ms":25.0,"host_waits_per_chunk":1.00}
 {"stage":"infer_pi05","bench":"policy_infer","config":"pi05","precision":"bf16","flow_steps":10,"best_ms":35.0,"mean_ms":36.0,"host_waits_per_chunk":1.00}
+{"stage":"infer_qunsplit_pi05","bench":"policy_infer","config":"pi05","precision":"bf16","flow_steps":10,"best_ms":42.0,"mean_ms":43.0,"host_waits_per_chunk":1.00}
 {"stage":"packing","bench":"packing","config":"groot-n1.5","packing_speedup":$4}
 {"stage":"gemm","bench":"gemm","backend":"cuda","precision":"bf16","m":2048,"n":4096,"k":1024,"shape":"expert mlp","threads":1,"ms":0.07,"gflops":245000.0,"b_ready_gflops":500000.0}
 {"stage":"gemm_fp8","bench":"gemm","backend":"cuda","precision":"fp8","m":2048,"n":4096,"k":1024,"shape":"expert mlp","threads":1,"ms":0.05,"gflops":300000.0,"emulated_calls":0,"b_ready_gflops":900000.0,"ab_ready_gflops":1100000.0}
@@ -72,7 +73,9 @@ check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'groot-n1.5 bf16 trainin
     'training graphs .*: groot-n1.5 bf16 100.0 samples/s with them, 64.0 without .VLA_TRAIN_GRAPHS=0.: 1.56[0-9]×' \
     'train groot-n1.5_nograph bf16, batch 32: 64.0 samples/s.*graph replays per step 0.00' \
     'attention staging .issue 41.: fwd 0.3 / fwd.bwd 1.0 ms .staging 13.; from f32 0.5 / 1.4 ms; prefetch in every pass 0.3 / 0.9 ms' \
-    'racecheck of the prefetching attention kernels: RACECHECK SUMMARY: 0 hazards displayed'
+    'racecheck of the prefetching attention kernels: RACECHECK SUMMARY: 0 hazards displayed' \
+    'split keys .issue 41.: pi05 chunk 35.0 ms with the forward.s key walk split, 42.0 ms unsplit .VLA_CUDA_ATTN_Q_SPLITS=1.: 1.200×' \
+    'action chunk, batch 1 +35.0 ms .*<= 40 +MET'
 if grep -qE 'STAGING BITS DIFFER|RACECHECK FOUND' <<<"$(bash "$SRC/scripts/gpu_check.sh" --summary="$T/good.jsonl" 2>&1)"; then
     echo "FAIL all met: equal digests called different, or no hazard called one"; fails=$((fails + 1))
 fi

@@ -223,35 +223,56 @@ static void dense_forward(const tensors *T, const side *q, const keys *k, double
             }
 }
 
-/* the forward kernel's walk: per q-tile and head, the plan's k-tiles in order, online softmax */
+/* the forward kernel's walk: per q-tile and head, the plan's k-tiles in order, online softmax; with S > 1
+ * the walk cut in S parts (attn_plan.h, SPLIT KEYS), each part's unnormalised output, max and sum kept,
+ * then combined in part order as the device's combine pass does */
 static void walk_forward(const vla_attn_plan *p, const tensors *T, const side *q, const keys *k, double *out,
-                         double *lse) {
+                         double *lse, int32_t S) {
+    double *po = malloc(sizeof(double) * (size_t)(S * T->d)), *pm = malloc(sizeof(double) * (size_t)S);
+    double *pl = malloc(sizeof(double) * (size_t)S);
     for (int64_t it = 0; it < p->n_qt * p->H; it++) {
         const vla_attn_tile *qt = &p->qt[p->q_order[it / p->H]];
         int h = (int)(it % p->H), kvh = h / p->rep;
         for (int32_t r = 0; r < qt->len; r++) {
             int32_t i = qt->start + r;
             const double *qi = T->q + ((int64_t)i * T->H + h) * T->d;
-            double m = -INFINITY, l = 0, *o = out + ((int64_t)i * T->H + h) * T->d;
-            memset(o, 0, sizeof(double) * (size_t)T->d);
-            for (int32_t j = qt->first; j < qt->first + qt->n; j++) {
-                const vla_attn_tile *kt = &p->kt[j];
-                int cls = vla_attn_tile_class(qt, kt);
-                if (cls == VLA_TILE_SKIP) continue;
-                for (int32_t b = 0; b < kt->len; b++) {
-                    int32_t key = kt->start + b;
-                    if (cls == VLA_TILE_PARTIAL && grp(k->src[kt->src], key) > grp(q, i)) continue;
-                    double sc = T->scale * dotd(qi, krow(T, kt->src, key, kvh, 0), T->d), mn = fmax(m, sc);
-                    double corr = exp(m - mn), pe = exp(sc - mn);
-                    l = l * corr + pe;
-                    for (int c = 0; c < T->d; c++) o[c] = o[c] * corr + pe * krow(T, kt->src, key, kvh, 1)[c];
-                    m = mn;
+            for (int32_t s = 0; s < S; s++) {
+                int64_t lo, hi;
+                vla_attn_split_range(qt->n, S, s, &lo, &hi);
+                double m = -INFINITY, l = 0, *o = po + (int64_t)s * T->d;
+                memset(o, 0, sizeof(double) * (size_t)T->d);
+                for (int32_t j = qt->first + (int32_t)lo; j < qt->first + (int32_t)hi; j++) {
+                    const vla_attn_tile *kt = &p->kt[j];
+                    int cls = vla_attn_tile_class(qt, kt);
+                    if (cls == VLA_TILE_SKIP) continue;
+                    for (int32_t b = 0; b < kt->len; b++) {
+                        int32_t key = kt->start + b;
+                        if (cls == VLA_TILE_PARTIAL && grp(k->src[kt->src], key) > grp(q, i)) continue;
+                        double sc = T->scale * dotd(qi, krow(T, kt->src, key, kvh, 0), T->d), mn = fmax(m, sc);
+                        double corr = exp(m - mn), pe = exp(sc - mn);
+                        l = l * corr + pe;
+                        for (int c = 0; c < T->d; c++) o[c] = o[c] * corr + pe * krow(T, kt->src, key, kvh, 1)[c];
+                        m = mn;
+                    }
                 }
+                pm[s] = m, pl[s] = l;
             }
-            for (int c = 0; c < T->d && l > 0; c++) o[c] /= l;
-            lse[(int64_t)i * T->H + h] = l > 0 ? m + log(l) : -INFINITY;
+            /* the combine: parts that saw no key (l = 0) add nothing */
+            double M = -INFINITY, L = 0, *o = out + ((int64_t)i * T->H + h) * T->d;
+            for (int32_t s = 0; s < S; s++)
+                if (pl[s] > 0) M = fmax(M, pm[s]);
+            memset(o, 0, sizeof(double) * (size_t)T->d);
+            for (int32_t s = 0; s < S; s++) {
+                if (!(pl[s] > 0)) continue;
+                double f = exp(pm[s] - M);
+                L += pl[s] * f;
+                for (int c = 0; c < T->d; c++) o[c] += po[(int64_t)s * T->d + c] * f;
+            }
+            for (int c = 0; c < T->d && L > 0; c++) o[c] /= L;
+            lse[(int64_t)i * T->H + h] = L > 0 ? M + log(L) : -INFINITY;
         }
     }
+    free(po), free(pm), free(pl);
 }
 
 /* dense gradients (one key source) */
@@ -405,9 +426,15 @@ static void run_case(vla_rng *r, int trial) {
     double *o1 = calloc((size_t)(nq * H * d + 1), 8), *o2 = calloc((size_t)(nq * H * d + 1), 8);
     double *l1 = calloc((size_t)(nq * H + 1), 8), *l2 = calloc((size_t)(nq * H + 1), 8);
     dense_forward(&T, &q, &k, o1, l1);
-    walk_forward(&p, &T, &q, &k, o2, l2);
-    assert_close(o2, o1, nq * H * d, "out");
-    assert_close(l2, l1, nq * H, "lse");
+    /* unsplit, the split the device would choose (a small grid: few q-tiles), and arbitrary ones, empty parts
+     * included */
+    int32_t fsplits[4] = {1, vla_attn_kv_splits(p.n_qt * p.H, vla_attn_plan_max_q_walk(&p), 528), 3, 16};
+    for (int v = 0; v < 4; v++) {
+        memset(o2, 0, sizeof(double) * (size_t)(nq * H * d + 1)), memset(l2, 0, sizeof(double) * (size_t)(nq * H + 1));
+        walk_forward(&p, &T, &q, &k, o2, l2, fsplits[v]);
+        assert_close(o2, o1, nq * H * d, "out");
+        assert_close(l2, l1, nq * H, "lse");
+    }
     if (kind != 2) {
         int64_t nk = nk0 * Hkv * d;
         double *g[6];

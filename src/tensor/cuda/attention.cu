@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "tensor/cuda/attn_kernels.cuh"
+#include "base/numfmt.h"
 extern "C" {
 #include "tensor/cuda/gemm_plan.h"
 }
@@ -52,6 +53,7 @@ static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 static vla_key_cache *plan_cache;
 static int64_t plan_builds; /* cache misses so far (plans built and uploaded) */
 static int32_t last_kv_splits = 0; /* the parts of the last backward's dK/dV walk (bench attention prints it) */
+static int32_t last_q_splits = 0;  /* the parts of the last bf16 forward's key walk (SPLIT KEYS) */
 
 static void dev_plan_destroy(void *v) {
     dev_plan *dp = (dev_plan *)v;
@@ -132,6 +134,13 @@ extern "C" int64_t vla_cuda_attn_plan_builds(void) { return __atomic_load_n(&pla
 extern "C" int32_t vla_cuda_attn_last_kv_splits(void) {
     pthread_mutex_lock(&plan_lock);
     int32_t s = last_kv_splits;
+    pthread_mutex_unlock(&plan_lock);
+    return s;
+}
+
+extern "C" int32_t vla_cuda_attn_last_q_splits(void) {
+    pthread_mutex_lock(&plan_lock);
+    int32_t s = last_q_splits;
     pthread_mutex_unlock(&plan_lock);
     return s;
 }
@@ -221,6 +230,35 @@ static void args_plan(vla_attn_args *a, const dev_plan *dp) {
     a->n_qt = dp->p.n_qt, a->n_kt = dp->p.n_kt;
 }
 
+/* The grid a split forward aims at, as the dK/dV split's (KV_TARGET_BLOCKS, below): a constant, so the split
+ * — and the bits — depend on the shapes alone */
+#define FWD_TARGET_BLOCKS 528
+
+/* out, lse (and out's bf16 copy) from the forward's parts (attn_plan.h, "SPLIT KEYS"), in part order:
+ * m = max m_s, l = Σ l_s·2^(m_s − m), out = Σ o_s·2^(m_s − m) / l; a part that saw no key (l_s = 0) adds
+ * nothing. One thread per output element; lse by each row's column 0. */
+__global__ void k_combine_parts(float *out, float *lse, uint16_t *out_ready, const float *po, const float *pm,
+                                const float *pl, int64_t rows, int d, int S) {
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < rows * d; e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t row = e / d;
+        int c = (int)(e - row * d);
+        float M = -INFINITY, L = 0.0f, O = 0.0f;
+        for (int p = 0; p < S; p++)
+            if (pl[p * rows + row] > 0.0f) M = fmaxf(M, pm[p * rows + row]);
+        for (int p = 0; p < S; p++) {
+            float l = pl[p * rows + row];
+            if (!(l > 0.0f)) continue;
+            float f = exp2f(pm[p * rows + row] - M);
+            L += l * f;
+            O += po[(p * rows + row) * d + c] * f;
+        }
+        float v = L > 0.0f ? O / L : 0.0f;
+        out[e] = v;
+        if (out_ready) out_ready[e] = vla_nf_f32_to_bf16(v);
+        if (c == 0 && lse) lse[row] = L > 0.0f ? (M + log2f(L)) * 0.6931471805599453f : -INFINITY;
+    }
+}
+
 static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *lse, const float *q,
                                  const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks,
                                  const float *const *k, const float *const *v, vla_attn_stats *stats,
@@ -256,10 +294,34 @@ static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *
         }
         st = bf16_copies(&a, 1 + 2 * n_src, src, rows, dst, &copies);
     }
+    /* the key walk cut in parts when the grid is small for the device (attn_plan.h, "SPLIT KEYS") */
+    float *parts = NULL;
+    a.q_splits = 1;
+    if (mma && st == VLA_OK) {
+        int forced = vla_cuda_ctx_get()->attn_q_splits;
+        a.q_splits = forced ? forced
+                            : vla_attn_kv_splits(dp->p.n_qt * dp->p.H, vla_attn_plan_max_q_walk(&dp->p), FWD_TARGET_BLOCKS);
+        a.q_rows = dp->p.nq * dp->p.H;
+        if (a.q_splits > 1 && a.q_rows > 0) {
+            int64_t S = a.q_splits, n = a.q_rows;
+            parts = (float *)vla_cuda_scratch(sizeof(float) * (size_t)(S * n * (cfg->head_dim + 2)));
+            a.o_part = parts, a.m_part = parts + S * n * cfg->head_dim, a.l_part = a.m_part + S * n;
+        } else {
+            a.q_splits = 1;
+        }
+        last_q_splits = a.q_splits;
+    }
     cudaStream_t s = vla_cuda_stream();
     if (st == VLA_OK)
         st = mma ? launched(vla_attn_mma_forward(&a, s), "attention_forward (bf16 tensor cores)")
                  : launched(vla_attn_simt_forward(&a, s), "attention_forward (f32)");
+    if (st == VLA_OK && parts) {
+        int64_t n = a.q_rows * cfg->head_dim;
+        k_combine_parts<<<vla_cuda_blocks(n, 256), 256, 0, s>>>(out, lse, a.out_ready, a.o_part, a.m_part, a.l_part,
+                                                             a.q_rows, cfg->head_dim, a.q_splits);
+        st = launched(cudaGetLastError(), "attention_forward: the key walk's parts combined");
+    }
+    if (parts) vla_cuda_scratch_free(parts);
     if (copies) vla_cuda_scratch_free(copies);
     dev_plan_done(dp, owned);
     if (st == VLA_OK && out_ready && !in_kernel) {

@@ -35,6 +35,13 @@ typedef struct {
     int32_t kv_splits;
     float *dk_part, *dv_part;
     int64_t part_stride;
+    /* the forward's walk cut in q_splits parts (tensor/attn_plan.h, "SPLIT KEYS"; bf16 kernels): block x
+     * takes part x % q_splits of (q-tile, head) x / q_splits; with more than one part each writes its
+     * unnormalised output, running max (log2 domain) and sum into o_part / m_part / l_part + part · (rows ·
+     * d, rows, rows), rows = q_rows (the plan's query rows × heads), and attention.cu combines them */
+    int32_t q_splits;
+    float *o_part, *m_part, *l_part;
+    int64_t q_rows;
     /* how the bf16 kernels stage their tiles (VLA_CUDA_ATTN_STAGING; the same bits in every way): from the f32
      * tensors, or from bf16 copies of q, k, v (and dO) that attention.cu casts once per call — qb, kb, vb, dob:
      * [rows][heads][dp], dp = d rounded up to 8, zeros past d — plainly or fetched asynchronously

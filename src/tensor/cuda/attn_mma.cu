@@ -205,7 +205,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     int32_t *kgr = (int32_t *)(raw + (PF ? BK * D : 0));
     uint16_t *Qs = (uint16_t *)(kgr + (PF ? BK : 0)), *Ks = Qs + BQ * LDS, *Vs = Ks + BK * LDS;
     int32_t *qg = (int32_t *)(Vs + BK * LDS), *kg = qg + BQ;
-    int64_t item = blockIdx.x;
+    const int32_t S = a.q_splits > 1 ? a.q_splits : 1, part = (int32_t)(blockIdx.x % S);
+    int64_t item = blockIdx.x / S;
     const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
     int h = (int)(item % a.H), kvh = h / a.rep, d = a.d;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
@@ -218,8 +219,10 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     auto K = [&](int src) { return src ? K1 : K0; };
     auto V = [&](int src) { return src ? V1 : V0; };
     int64_t ldq = (int64_t)a.H * dw, ldk = (int64_t)a.Hkv * dw;
-    const int32_t j_end = qt.first + qt.n;
-    int32_t j = next_live_kt(a, qt, qt.first, j_end);
+    int64_t lo, hi; /* this part's k-tiles: first + [lo, hi) (the whole walk unsplit) */
+    vla_attn_split_range(qt.n, S, part, &lo, &hi);
+    const int32_t j_end = qt.first + (int32_t)hi;
+    int32_t j = next_live_kt(a, qt, qt.first + (int32_t)lo, j_end);
     if constexpr (PF)
         if (j < j_end) { /* K and the key groups of the first live tile, while Q is staged */
             const vla_attn_tile kt = a.kt[j];
@@ -329,9 +332,27 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 2);
     l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 1);
     l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 2);
-    float inv_lo = l_lo > 0.0f ? 1.0f / l_lo : 0.0f, inv_hi = l_hi > 0.0f ? 1.0f / l_hi : 0.0f;
     bool in_lo = r_lo < qt.len, in_hi = r_hi < qt.len;
     int64_t row_lo = (int64_t)(qt.start + r_lo) * a.H + h, row_hi = (int64_t)(qt.start + r_hi) * a.H + h;
+    if (S > 1) { /* this part's unnormalised output, max and sum, for attention.cu's combine */
+        float *po = a.o_part + (int64_t)part * a.q_rows * d;
+#pragma unroll
+        for (int i = 0; i < ND; i++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                int c = 8 * i + 2 * t + e;
+                if (c >= d) continue;
+                if (in_lo) po[row_lo * d + c] = o[i][e];
+                if (in_hi) po[row_hi * d + c] = o[i][2 + e];
+            }
+        if (t == 0) {
+            float *pm = a.m_part + (int64_t)part * a.q_rows, *pl = a.l_part + (int64_t)part * a.q_rows;
+            if (in_lo) pm[row_lo] = m_lo, pl[row_lo] = l_lo;
+            if (in_hi) pm[row_hi] = m_hi, pl[row_hi] = l_hi;
+        }
+        return;
+    }
+    float inv_lo = l_lo > 0.0f ? 1.0f / l_lo : 0.0f, inv_hi = l_hi > 0.0f ? 1.0f / l_hi : 0.0f;
 #pragma unroll
     for (int i = 0; i < ND; i++)
 #pragma unroll
@@ -773,7 +794,7 @@ static cudaError_t fwd(const vla_attn_args *a, cudaStream_t s) {
     size_t smem = (size_t)(64 + 2 * BK) * LDS * 2 + (size_t)(64 + BK) * 4;
     return launch_pass(k_mma_fwd<D, BK, true, uint16_t>, smem + (size_t)BK * D * 2 + BK * 4,
                        k_mma_fwd<D, BK, false, uint16_t>, k_mma_fwd<D, BK, false, float>, smem, &decided, 0,
-                       dim3((unsigned)(a->n_qt * a->H)), a, s);
+                       dim3((unsigned)(a->n_qt * a->H * (a->q_splits > 1 ? a->q_splits : 1))), a, s);
 }
 template <int D>
 static cudaError_t dq(const vla_attn_args *a, cudaStream_t s) {

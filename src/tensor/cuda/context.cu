@@ -150,6 +150,9 @@ static void init_once(void) {
     ctx.sync_each = env_int("VLA_CUDA_SYNC", 0) != 0;
     const char *attn = getenv("VLA_CUDA_ATTN");
     ctx.attn_impl = attn && !strcmp(attn, "simt") ? 1 : 0;
+    ctx.attn_q_splits = env_int("VLA_CUDA_ATTN_Q_SPLITS", 0);
+    if (ctx.attn_q_splits < 0) ctx.attn_q_splits = 0;
+    if (ctx.attn_q_splits > VLA_ATTN_MAX_KV_SPLITS) ctx.attn_q_splits = VLA_ATTN_MAX_KV_SPLITS;
     ctx.attn_kv_splits = env_int("VLA_CUDA_ATTN_KV_SPLITS", 0);
     if (ctx.attn_kv_splits < 0) ctx.attn_kv_splits = 0;
     if (ctx.attn_kv_splits > VLA_ATTN_MAX_KV_SPLITS) ctx.attn_kv_splits = VLA_ATTN_MAX_KV_SPLITS;
@@ -219,6 +222,7 @@ static int64_t cu_stat(vla_ops_stat what) {
     case VLA_STAT_GEMM_EMULATED: return vla_cuda_gemm_emulated();
     case VLA_STAT_ATTN_LAST_KV_SPLITS: return vla_cuda_attn_last_kv_splits();
     case VLA_STAT_ATTN_LAST_STAGING: return vla_cuda_attn_last_staging();
+    case VLA_STAT_ATTN_LAST_Q_SPLITS: return vla_cuda_attn_last_q_splits();
     case VLA_STAT_CAPTURED_REPLAYS: return vla_cuda_graph_replays();
     case VLA_STAT_OPERAND_CASTS: return vla_cuda_operand_casts();
     case VLA_STAT_DEVICE_USED_BYTES: {
