@@ -16,7 +16,10 @@
 #   build        CMake with -DVLA_CUDA=ON for sm_90a (-gencode, gpu-notes §2),
 #                the CLI and the two test programs below (skipped with --prebuilt)
 #   conformance  every slot of the op table against cpu on random shapes and
-#                ragged packed batches (tests/tensor/test_conformance.c)
+#                ragged packed batches (tests/tensor/test_conformance.c); then
+#                its attention problems again with the bf16 kernels staging
+#                plainly and prefetching in every pass (VLA_CUDA_ATTN_STAGING
+#                bf16, prefetch), so every attention kernel has conformed
 #   equiv        20 training steps of pi05-small and groot-small on cuda and
 #                cpu from the same weights and batch in fp32, bf16 and fp8: the
 #                loss curve, every gradient tensor against max(rtol·|g_t|,
@@ -43,8 +46,9 @@
 #                (VLA_CUDA_ATTN_STAGING=f32, the kernels before bf16 copies
 #                and prefetch) and prefetching in every pass (=prefetch): the
 #                times, and the fused outputs' bits compared (same bits);
-#                then, where compute-sanitizer works, the prefetching
-#                kernels under its racecheck (the short form)
+#                last of all, as time allows and where compute-sanitizer
+#                works, the prefetching kernels under its racecheck (the
+#                conformance suite's attention problems)
 #   packing      packed vs padded training of groot-n1.5 on a mixture, padded
 #                to the paper's fraction (+188%: --pad_fraction=1.88)
 #   train_fp8    as train_bf16 in FP8
@@ -227,6 +231,7 @@ summary() {
         v=$(sed -n 's/.*"summary":"\([^"]*\)".*/\1/p' <<<"$rk" | sed 's/^=* *//')
         echo "    racecheck of the prefetching attention kernels: ${v:-no summary, see logs/racecheck.log}"
         grep -qE 'SUMMARY: [1-9][0-9]* hazard' <<<"$v" && echo "    ATTENTION RACECHECK FOUND HAZARDS: logs/racecheck.log names them"
+        grep -q 'TIMED OUT' <<<"$v" && echo "    ATTENTION RACECHECK TIMED OUT: no verdict on hazards"
     fi
     [ -n "$l" ] && [ -n "$(num "$l" torch_best_fwd_bwd_ms)" ] && echo "    attention, PyTorch on the same GPU: fastest $(sed -n 's/.*"torch_best":"\([a-z_]*\)".*/\1/p' <<<"$l") $(num "$l" torch_best_fwd_bwd_ms) ms, eager dense mask $(num "$l" torch_dense_fwd_bwd_ms) ms; vla.c / fastest = $(num "$l" vs_torch_best)×"
     s1=$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" samples_per_s)
@@ -420,14 +425,22 @@ if wanted conformance && have "$BIN/tests/test_conformance" conformance; then
         record '{"stage":"conformance","status":"failed","why":"the cuda backend did not conform (or was skipped): see logs/conformance.log"}'
         # name the op that faulted: every op synchronised and checked
         VLA_CONFORMANCE=$DEV VLA_CUDA_SYNC=1 run conformance_sync 60 "$BIN/tests/test_conformance"
-        # one setting changed at a time, the first that conforms kept for the stages below: the f32
-        # attention kernels, the unsplit dK/dV pass (tensor/attn_plan.h, "SPLIT dK/dV"), the bf16
-        # attention's plain staging (docs/cuda.md, "Prefetch"), op by op without CUDA graphs ("Graphs")
-        conform_with simt VLA_CUDA_ATTN simt "bf16 tensor-core attention" ||
-            conform_with unsplit VLA_CUDA_ATTN_KV_SPLITS 1 "split dK/dV" ||
-            conform_with f32staging VLA_CUDA_ATTN_STAGING f32 "the attention's bf16 copies and prefetch" ||
+        # one setting changed at a time, the newest first, the first that conforms kept for the stages
+        # below: the bf16 attention staging from f32 (docs/cuda.md, "Staging"), its forward's key walk
+        # unsplit ("Split keys"), the unsplit dK/dV pass (tensor/attn_plan.h, "SPLIT dK/dV"), the f32
+        # attention kernels, op by op without CUDA graphs ("Graphs")
+        conform_with f32staging VLA_CUDA_ATTN_STAGING f32 "the attention's bf16 copies and prefetch" ||
             conform_with qunsplit VLA_CUDA_ATTN_Q_SPLITS 1 "the attention forward's split key walk" ||
+            conform_with unsplit VLA_CUDA_ATTN_KV_SPLITS 1 "split dK/dV" ||
+            conform_with simt VLA_CUDA_ATTN simt "bf16 tensor-core attention" ||
             conform_with nograph VLA_CUDA_GRAPHS 0 "captured regions"
+    elif [ -z "${VLA_CUDA_ATTN_STAGING:-}" ]; then
+        # the default runs the prefetching kernels nearly everywhere: the attention slots again with the
+        # plain bf16 kernels and with prefetch in every pass, so every kernel of attn_mma.cu has conformed
+        for way in bf16 prefetch; do
+            VLA_CUDA_ATTN_STAGING=$way VLA_CONFORMANCE=$DEV VLA_CONFORMANCE_ONLY=attention run conformance_$way 60 \
+                "$BIN/tests/test_conformance"
+        done
     fi
 fi
 if wanted equiv && have "$BIN/tests/test_backends" equiv; then
@@ -526,18 +539,6 @@ if wanted attention && have "$VLA" attention; then # with PyTorch on the same GP
         VLA_CUDA_ATTN_STAGING=prefetch run attention_prefetch_all 30 "$VLA" bench attention --device=$DEV \
             --precision=bf16 --reps="$(reps 5)" --no-peer "${RQ[@]}"
     fi
-    # the prefetching kernels (cp.async, ldmatrix, swizzled tiles) under compute-sanitizer's racecheck, where
-    # the machine has the tool and it works (Firecracker; KINDS.md): a shared-memory hazard named by line.
-    # The short form (64 tokens per image); its own record, no stage verdict: a tool that refuses the device
-    # says so in the log and fails nothing
-    CS=$(command -v compute-sanitizer || true)
-    if [ -n "$CS" ] && [ "$(left)" -gt 90 ]; then
-        say "racecheck: the prefetching attention kernels under compute-sanitizer (60 s at most)"
-        VLA_CUDA_ATTN_STAGING=prefetch timeout -k 5 60 "$CS" --tool racecheck "$VLA" bench attention --device=$DEV \
-            --precision=bf16 --quick --reps=1 --no-peer >"$OUT/logs/racecheck.log" 2>&1
-        rc=$?
-        record "{\"stage\":\"racecheck\",\"status\":\"rc $rc\",\"summary\":\"$(json_str "$(grep -m1 'RACECHECK SUMMARY' "$OUT/logs/racecheck.log")")\"}"
-    fi
 fi
 if wanted packing && have "$VLA" packing; then
     run packing 120 "$VLA" bench packing --device=$DEV --config="$(cfg groot-n1.5)" --batch="$(bat 16)" --seconds="$(secs 2)" --rounds=2 \
@@ -575,6 +576,21 @@ fi
 # ---- summary --------------------------------------------------------------------------------
 echo
 echo "gpu_check: $(($(date +%s) - T0)) s"
+# last, as time allows: the prefetching attention kernels (cp.async, ldmatrix, swizzled tiles) under
+# compute-sanitizer's racecheck, where
+# the machine has the tool and it works (Firecracker; KINDS.md): a shared-memory hazard named by line.
+# The conformance suite's attention problems (every head dim, GQA/MQA, the cached forward's two
+# sources); its own record, no stage verdict: a tool that refuses the device says so in the log
+CS=$(command -v compute-sanitizer || true)
+if wanted attention && [ -n "$CS" ] && [ -x "$BIN/tests/test_conformance" ] && [ "$(left)" -gt 100 ]; then
+    say "racecheck: the prefetching attention kernels under compute-sanitizer (90 s at most)"
+    VLA_CUDA_ATTN_STAGING=prefetch VLA_CONFORMANCE=$DEV VLA_CONFORMANCE_ONLY=attention timeout -k 5 90 "$CS" \
+        --tool racecheck "$BIN/tests/test_conformance" >"$OUT/logs/racecheck.log" 2>&1
+    rc=$?
+    sm=$(grep -m1 'RACECHECK SUMMARY' "$OUT/logs/racecheck.log")
+    { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && sm="TIMED OUT after 90 s: no summary"
+    record "{\"stage\":\"racecheck\",\"status\":\"rc $rc\",\"summary\":\"$(json_str "$sm")\"}"
+fi
 summary
 verdict=$?
 [ "$FAILED" = 1 ] && [ "$verdict" != 1 ] && verdict=1 # a failure outside the stage table (build, device)

@@ -188,7 +188,8 @@ static void test_ldmatrix_offsets(void **state) {
                 assert_true(o >= 0 && o < 64 * VLA_TILE_LD(D));
                 T[o] = X[row * D + c];
             }
-        for (int r0 = 0; r0 + 16 <= 64; r0 += 16)
+        /* r0 in steps of 8: the kernels read B from [n][k] at n0 = 8n (ldsm_b_nk(.., 8 * n, ..)) */
+        for (int r0 = 0; r0 + 16 <= 64; r0 += 8)
             for (int c0 = 0; c0 + 16 <= D; c0 += 8) {
                 uint32_t want[32][4], got[32][4];
                 int offs[3][32];
@@ -223,9 +224,35 @@ static void test_ldmatrix_offsets(void **state) {
     }
 }
 
+/* The tile writers (attn_mma.cu: to_tile's 16-byte stores of 8 elements from a column that is a multiple of 8,
+ * stage()'s element stores) agree with the readers: vla_tile_off is a bijection of the R x D tile onto
+ * [0, R * VLA_TILE_LD(D)) minus the pad, and the 8 elements of a chunk stay consecutive and 16-byte aligned */
+static void test_tile_writers(void **state) {
+    (void)state;
+    static const int dims[] = {16, 32, 48, 64, 80, 128, 256};
+    static unsigned char hit[64 * 264];
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const int D = dims[di], LDS = VLA_TILE_LD(D);
+        assert_int_equal(LDS % 8, 0); /* every row starts 16-byte aligned */
+        memset(hit, 0, sizeof hit);
+        for (int row = 0; row < 64; row++)
+            for (int c = 0; c < D; c += 8) {
+                int o = vla_tile_off(D, row, c);
+                assert_int_equal(o % 8, 0);                             /* a uint4 store / an ldmatrix row */
+                assert_true(o >= row * LDS && o + 8 <= row * LDS + D); /* inside the row, never the pad */
+                for (int i = 0; i < 8; i++) {
+                    assert_int_equal(vla_tile_off(D, row, c + i), o + i); /* stage()'s element stores agree */
+                    assert_int_equal(hit[o + i], 0);
+                    hit[o + i] = 1;
+                }
+            }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ldmatrix_offsets),
+        cmocka_unit_test(test_tile_writers),
         cmocka_unit_test(test_index_functions_match_tables),
         cmocka_unit_test(test_qk_product),
         cmocka_unit_test(test_pv_product_from_accumulators),

@@ -207,6 +207,10 @@ static vla_status bf16_copies(vla_attn_args *a, int n, const float *const *src, 
     for (int i = 0; i < n; i++) total += (size_t)rows[i] * (size_t)a->dp * 2, most = rows[i] > most ? rows[i] : most;
     uint16_t *buf = (uint16_t *)vla_cuda_scratch(total ? total : 16);
     *copies = buf;
+    if ((uintptr_t)buf & 15) { /* the kernels' 16-byte copies need it (the pool hands out 256-byte blocks) */
+        a->staging = VLA_ATTN_STAGE_F32;
+        return VLA_OK;
+    }
     int jobs = 0;
     for (int i = 0; i < n; i++) {
         *dst[i] = buf;
