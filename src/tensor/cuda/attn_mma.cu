@@ -69,6 +69,25 @@ __device__ __forceinline__ void ldsm_b_kn(uint32_t b[2], const uint16_t *s, int 
                  : "memory");
 }
 
+/* acc[n] += X[16w + (0..15), :] · Y[8n + (0..7), :]ᵀ over the head dim, n < NT: one warp's 16 rows of a
+ * product of two tiles (vla_tile_off's layout), k-steps of 16 in order — each accumulator sums the same
+ * products in the same order however the products of a tile are grouped around it */
+template <int D, int NT>
+__device__ __forceinline__ void warp_product_nk(float acc[NT][4], const uint16_t *X, const uint16_t *Y, int w,
+                                                int lane) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        uint32_t a[4];
+        ldsm_a(a, X, D, 16 * w, 16 * kk, lane);
+#pragma unroll
+        for (int n = 0; n < NT; n++) {
+            uint32_t b[2];
+            ldsm_b_nk(b, Y, D, 8 * n, 16 * kk, lane);
+            mma16816(acc[n], a, b);
+        }
+    }
+}
+
 /* two f32 → one register of bf16 (round to nearest even; lo in the low half) */
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
@@ -198,7 +217,7 @@ __device__ __forceinline__ int32_t next_live_kt(const vla_attn_args &a, const vl
  * first in shared memory */
 template <int D, int BK, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
-    constexpr int BQ = 16 * NW, LDS = VLA_TILE_LD(D), NT = BK / 8, ND = D / 8, NKK = D / 16;
+    constexpr int BQ = 16 * NW, LDS = VLA_TILE_LD(D), NT = BK / 8, ND = D / 8;
     extern __shared__ __align__(16) unsigned char smem[];
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
     T *raw = (T *)smem;
@@ -261,17 +280,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
         float s[NT][4];
 #pragma unroll
         for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < NKK; kk++) {
-            uint32_t af[4];
-            ldsm_a(af, Qs, D, 16 * w, 16 * kk, lane);
-#pragma unroll
-            for (int n = 0; n < NT; n++) {
-                uint32_t bf[2];
-                ldsm_b_nk(bf, Ks, D, 8 * n, 16 * kk, lane);
-                mma16816(s[n], af, bf);
-            }
-        }
+        warp_product_nk<D, NT>(s, Qs, Ks, w, lane);
         float mx_lo = -INFINITY, mx_hi = -INFINITY;
         int32_t g_lo = qg[r_lo], g_hi = qg[r_hi];
 #pragma unroll
@@ -375,7 +384,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
 
 template <int D, int BK, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
-    constexpr int BQ = 16 * NW, LDS = VLA_TILE_LD(D), NT = BK / 8, ND = D / 8, NKK = D / 16;
+    constexpr int BQ = 16 * NW, LDS = VLA_TILE_LD(D), NT = BK / 8, ND = D / 8;
     extern __shared__ __align__(16) unsigned char smem[];
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
     T *raw = (T *)smem;
@@ -438,17 +447,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
             __syncthreads();
             fetch<D, BK, T>(raw, V(0), ldk, kt.start, kt.len, kvh, dw);
             cp_async_commit();
-#pragma unroll
-            for (int kk = 0; kk < NKK; kk++) {
-                uint32_t aq[4];
-                ldsm_a(aq, Qs, D, 16 * w, 16 * kk, lane);
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    uint32_t bk[2];
-                    ldsm_b_nk(bk, Ks, D, 8 * n, 16 * kk, lane);
-                    mma16816(s[n], aq, bk);
-                }
-            }
+            warp_product_nk<D, NT>(s, Qs, Ks, w, lane);
             cp_async_wait_all();
             __syncthreads(); /* V in raw */
             to_tile<D, BK, T>(Vs, raw, D, kt.len, dw);
@@ -459,37 +458,15 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
                 if (gk) fetch_words(kgr, gk + kn.start, kn.len);
                 cp_async_commit();
             }
-#pragma unroll
-            for (int kk = 0; kk < NKK; kk++) {
-                uint32_t ao[4];
-                ldsm_a(ao, Os, D, 16 * w, 16 * kk, lane);
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    uint32_t bv[2];
-                    ldsm_b_nk(bv, Vs, D, 8 * n, 16 * kk, lane);
-                    mma16816(dp[n], ao, bv);
-                }
-            }
+            warp_product_nk<D, NT>(dp, Os, Vs, w, lane);
         } else {
             __syncthreads();
             stage_src<D, BK, T>(Ks, K(0), ldk, kt.start, kt.len, kvh, dw);
             stage_src<D, BK, T>(Vs, V(0), ldk, kt.start, kt.len, kvh, dw);
             for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
             __syncthreads();
-#pragma unroll
-            for (int kk = 0; kk < NKK; kk++) {
-                uint32_t aq[4], ao[4];
-                ldsm_a(aq, Qs, D, 16 * w, 16 * kk, lane);
-                ldsm_a(ao, Os, D, 16 * w, 16 * kk, lane);
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    uint32_t bk[2], bv[2];
-                    ldsm_b_nk(bk, Ks, D, 8 * n, 16 * kk, lane);
-                    ldsm_b_nk(bv, Vs, D, 8 * n, 16 * kk, lane);
-                    mma16816(s[n], aq, bk);
-                    mma16816(dp[n], ao, bv);
-                }
-            }
+            warp_product_nk<D, NT>(s, Qs, Ks, w, lane);
+            warp_product_nk<D, NT>(dp, Os, Vs, w, lane);
         }
         int32_t g_lo = qg[r_lo], g_hi = qg[r_hi];
         float L_lo = lse2[r_lo], L_hi = lse2[r_hi], D_lo = dvr[r_lo], D_hi = dvr[r_hi];
@@ -536,7 +513,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
  * rowsum(dO·O) rows; the raw tile and those rows come first in shared memory */
 template <int D, int BQ, int DC, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
-    constexpr int BK = 16 * NW, LDS = VLA_TILE_LD(D), NT = BQ / 8, NDC = DC / 8, NKK = D / 16;
+    constexpr int BK = 16 * NW, LDS = VLA_TILE_LD(D), NT = BQ / 8, NDC = DC / 8;
     extern __shared__ __align__(16) unsigned char smem[];
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
     T *raw = (T *)smem;
@@ -617,33 +594,13 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
             __syncthreads();
             fetch<D, BQ, T>(raw, DO, ldq, qt.start, qt.len, h, dw);
             cp_async_commit();
-#pragma unroll
-            for (int kk = 0; kk < NKK; kk++) {
-                uint32_t ak[4];
-                ldsm_a(ak, Ks, D, 16 * w, 16 * kk, lane);
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    uint32_t bq[2];
-                    ldsm_b_nk(bq, Qs, D, 8 * n, 16 * kk, lane);
-                    mma16816(st[n], ak, bq);
-                }
-            }
+            warp_product_nk<D, NT>(st, Ks, Qs, w, lane);
             cp_async_wait_all();
             __syncthreads(); /* dO in raw */
             to_tile<D, BQ, T>(Os, raw, D, qt.len, dw);
             __syncthreads();
             if (jn < j_hi) fetch_q(jn);
-#pragma unroll
-            for (int kk = 0; kk < NKK; kk++) {
-                uint32_t av[4];
-                ldsm_a(av, Vs, D, 16 * w, 16 * kk, lane);
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    uint32_t bo[2];
-                    ldsm_b_nk(bo, Os, D, 8 * n, 16 * kk, lane);
-                    mma16816(dpt[n], av, bo);
-                }
-            }
+            warp_product_nk<D, NT>(dpt, Vs, Os, w, lane);
         } else {
             __syncthreads();
             stage_src<D, BQ, T>(Qs, Q, ldq, qt.start, qt.len, h, dw);
@@ -656,20 +613,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
                 dvr[i] = in ? a.dvec[row] : 0.0f;
             }
             __syncthreads();
-#pragma unroll
-            for (int kk = 0; kk < NKK; kk++) {
-                uint32_t ak[4], av[4];
-                ldsm_a(ak, Ks, D, 16 * w, 16 * kk, lane);
-                ldsm_a(av, Vs, D, 16 * w, 16 * kk, lane);
-#pragma unroll
-                for (int n = 0; n < NT; n++) {
-                    uint32_t bq[2], bo[2];
-                    ldsm_b_nk(bq, Qs, D, 8 * n, 16 * kk, lane);
-                    ldsm_b_nk(bo, Os, D, 8 * n, 16 * kk, lane);
-                    mma16816(st[n], ak, bq);
-                    mma16816(dpt[n], av, bo);
-                }
-            }
+            warp_product_nk<D, NT>(st, Ks, Qs, w, lane);
+            warp_product_nk<D, NT>(dpt, Vs, Os, w, lane);
         }
         int32_t gk_lo = kg[r_lo], gk_hi = kg[r_hi];
         bool kin_lo = r_lo < kt.len, kin_hi = r_hi < kt.len;
