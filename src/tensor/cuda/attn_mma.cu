@@ -204,6 +204,23 @@ __device__ __forceinline__ const T *src_of(const float *f32, const uint16_t *bf1
     else return bf16;
 }
 
+/* The tensors a kernel stages from — the f32 ones (T = float) or their bf16 copies (T = uint16_t) — and
+ * their strides: a row's head stride dw (d, or the copies' padded dp), q's and k's row strides. A k-tile's
+ * source (0, or 1: a cached forward's new rows) is picked by value, not by indexing an array (which would
+ * live in local memory). */
+template <typename T>
+struct sources {
+    const T *q, *dout, *k0, *k1, *v0, *v1;
+    int dw;
+    int64_t ldq, ldk;
+    __device__ explicit sources(const vla_attn_args &a)
+        : q(src_of<T>(a.q, a.qb)), dout(src_of<T>(a.d_out, a.dob)), k0(src_of<T>(a.k[0], a.kb[0])),
+          k1(src_of<T>(a.k[1], a.kb[1])), v0(src_of<T>(a.v[0], a.vb[0])), v1(src_of<T>(a.v[1], a.vb[1])),
+          dw(sizeof(T) == 4 ? a.d : a.dp), ldq((int64_t)a.H * dw), ldk((int64_t)a.Hkv * dw) {}
+    __device__ const T *k(int src) const { return src ? k1 : k0; }
+    __device__ const T *v(int src) const { return src ? v1 : v0; }
+};
+
 /* the first k-tile from j on (before end) that the group rule does not skip for q-tile qt */
 __device__ __forceinline__ int32_t next_live_kt(const vla_attn_args &a, const vla_attn_tile &qt, int32_t j,
                                                 int32_t end) {
@@ -229,15 +246,9 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
     int h = (int)(item % a.H), kvh = h / a.rep, d = a.d;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
-    const int dw = sizeof(T) == 4 ? d : a.dp; /* a source row's head stride: d, or the bf16 copy's padded dp */
-    const T *Q = src_of<T>(a.q, a.qb), *DO = src_of<T>(a.d_out, a.dob);
-    /* a k-tile's source (0, or 1: a cached forward's new rows) picked by value, not by an index into an array
-     * (which would live in local memory) */
-    const T *K0 = src_of<T>(a.k[0], a.kb[0]), *K1 = src_of<T>(a.k[1], a.kb[1]);
-    const T *V0 = src_of<T>(a.v[0], a.vb[0]), *V1 = src_of<T>(a.v[1], a.vb[1]);
-    auto K = [&](int src) { return src ? K1 : K0; };
-    auto V = [&](int src) { return src ? V1 : V0; };
-    int64_t ldq = (int64_t)a.H * dw, ldk = (int64_t)a.Hkv * dw;
+    const sources<T> in(a);
+    const int dw = in.dw;
+    const int64_t ldq = in.ldq, ldk = in.ldk;
     int64_t lo, hi; /* this part's k-tiles: first + [lo, hi) (the whole walk unsplit) */
     vla_attn_split_range(qt.n, S, part, &lo, &hi);
     const int32_t j_end = qt.first + (int32_t)hi;
@@ -245,11 +256,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     if constexpr (PF)
         if (j < j_end) { /* K and the key groups of the first live tile, while Q is staged */
             const vla_attn_tile kt = a.kt[j];
-            fetch<D, BK, T>(raw, K(kt.src), ldk, kt.start, kt.len, kvh, dw);
+            fetch<D, BK, T>(raw, in.k(kt.src), ldk, kt.start, kt.len, kvh, dw);
             if (a.group_k[kt.src]) fetch_words(kgr, a.group_k[kt.src] + kt.start, kt.len);
             cp_async_commit();
         }
-    stage_src<D, BQ, T>(Qs, Q, ldq, qt.start, qt.len, h, dw);
+    stage_src<D, BQ, T>(Qs, in.q, ldq, qt.start, qt.len, h, dw);
     for (int i = threadIdx.x; i < BQ; i += NTH) qg[i] = a.group_q && i < qt.len ? a.group_q[qt.start + i] : 0;
     const int r_lo = 16 * w + g, r_hi = r_lo + 8; /* this lane's two rows in the tile */
     const float sl2 = a.scale * LOG2E;
@@ -268,12 +279,12 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
             to_tile<D, BK, T>(Ks, raw, D, kt.len, dw);
             for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? kgr[i] : 0;
             __syncthreads();
-            fetch<D, BK, T>(raw, V(kt.src), ldk, kt.start, kt.len, kvh, dw); /* V during Q·Kᵀ */
+            fetch<D, BK, T>(raw, in.v(kt.src), ldk, kt.start, kt.len, kvh, dw); /* V during Q·Kᵀ */
             cp_async_commit();
         } else {
             __syncthreads();
-            stage_src<D, BK, T>(Ks, K(kt.src), ldk, kt.start, kt.len, kvh, dw);
-            stage_src<D, BK, T>(Vs, V(kt.src), ldk, kt.start, kt.len, kvh, dw);
+            stage_src<D, BK, T>(Ks, in.k(kt.src), ldk, kt.start, kt.len, kvh, dw);
+            stage_src<D, BK, T>(Vs, in.v(kt.src), ldk, kt.start, kt.len, kvh, dw);
             for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
             __syncthreads();
         }
@@ -319,7 +330,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
             __syncthreads();
             if (jn < j_end) { /* the next live tile's K and key groups during P·V */
                 const vla_attn_tile kn = a.kt[jn];
-                fetch<D, BK, T>(raw, K(kn.src), ldk, kn.start, kn.len, kvh, dw);
+                fetch<D, BK, T>(raw, in.k(kn.src), ldk, kn.start, kn.len, kvh, dw);
                 if (a.group_k[kn.src]) fetch_words(kgr, a.group_k[kn.src] + kn.start, kn.len);
                 cp_async_commit();
             }
@@ -396,26 +407,20 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
     const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
     int h = (int)(item % a.H), kvh = h / a.rep, d = a.d;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
-    const int dw = sizeof(T) == 4 ? d : a.dp; /* a source row's head stride: d, or the bf16 copy's padded dp */
-    const T *Q = src_of<T>(a.q, a.qb), *DO = src_of<T>(a.d_out, a.dob);
-    /* a k-tile's source (0, or 1: a cached forward's new rows) picked by value, not by an index into an array
-     * (which would live in local memory) */
-    const T *K0 = src_of<T>(a.k[0], a.kb[0]), *K1 = src_of<T>(a.k[1], a.kb[1]);
-    const T *V0 = src_of<T>(a.v[0], a.vb[0]), *V1 = src_of<T>(a.v[1], a.vb[1]);
-    auto K = [&](int src) { return src ? K1 : K0; };
-    auto V = [&](int src) { return src ? V1 : V0; };
-    int64_t ldq = (int64_t)a.H * dw, ldk = (int64_t)a.Hkv * dw;
+    const sources<T> in(a);
+    const int dw = in.dw;
+    const int64_t ldq = in.ldq, ldk = in.ldk;
     const int32_t j_end = qt.first + qt.n, *gk = a.group_k[0];
     int32_t j = next_live_kt(a, qt, qt.first, j_end);
     if constexpr (PF)
         if (j < j_end) { /* K and the key groups of the first live tile, while Q and dO are staged */
             const vla_attn_tile kt = a.kt[j];
-            fetch<D, BK, T>(raw, K(0), ldk, kt.start, kt.len, kvh, dw);
+            fetch<D, BK, T>(raw, in.k(0), ldk, kt.start, kt.len, kvh, dw);
             if (gk) fetch_words(kgr, gk + kt.start, kt.len);
             cp_async_commit();
         }
-    stage_src<D, BQ, T>(Qs, Q, ldq, qt.start, qt.len, h, dw);
-    stage_src<D, BQ, T>(Os, DO, ldq, qt.start, qt.len, h, dw);
+    stage_src<D, BQ, T>(Qs, in.q, ldq, qt.start, qt.len, h, dw);
+    stage_src<D, BQ, T>(Os, in.dout, ldq, qt.start, qt.len, h, dw);
     for (int i = threadIdx.x; i < BQ; i += NTH) {
         bool in = i < qt.len;
         int64_t row = (int64_t)(qt.start + i) * a.H + h;
@@ -438,14 +443,14 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 #pragma unroll
             for (int i = 0; i < 4; i++) s[n][i] = dp[n][i] = 0.0f;
         if constexpr (PF) {
-            /* S = Q·Kᵀ while V arrives, then dP = dO·Vᵀ while the next K does: each accumulator sums
-             * the same products in the same order as the joint loop below */
+            /* S = Q·Kᵀ while V arrives, then dP = dO·Vᵀ while the next K does (the plain kernel below
+             * computes the same two products once both tiles are staged) */
             cp_async_wait_all();
             __syncthreads(); /* K in raw; every warp done with the last tile */
             to_tile<D, BK, T>(Ks, raw, D, kt.len, dw);
             for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? kgr[i] : 0;
             __syncthreads();
-            fetch<D, BK, T>(raw, V(0), ldk, kt.start, kt.len, kvh, dw);
+            fetch<D, BK, T>(raw, in.v(0), ldk, kt.start, kt.len, kvh, dw);
             cp_async_commit();
             warp_product_nk<D, NT>(s, Qs, Ks, w, lane);
             cp_async_wait_all();
@@ -454,15 +459,15 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
             __syncthreads();
             if (jn < j_end) {
                 const vla_attn_tile kn = a.kt[jn];
-                fetch<D, BK, T>(raw, K(0), ldk, kn.start, kn.len, kvh, dw);
+                fetch<D, BK, T>(raw, in.k(0), ldk, kn.start, kn.len, kvh, dw);
                 if (gk) fetch_words(kgr, gk + kn.start, kn.len);
                 cp_async_commit();
             }
             warp_product_nk<D, NT>(dp, Os, Vs, w, lane);
         } else {
             __syncthreads();
-            stage_src<D, BK, T>(Ks, K(0), ldk, kt.start, kt.len, kvh, dw);
-            stage_src<D, BK, T>(Vs, V(0), ldk, kt.start, kt.len, kvh, dw);
+            stage_src<D, BK, T>(Ks, in.k(0), ldk, kt.start, kt.len, kvh, dw);
+            stage_src<D, BK, T>(Vs, in.v(0), ldk, kt.start, kt.len, kvh, dw);
             for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
             __syncthreads();
             warp_product_nk<D, NT>(s, Qs, Ks, w, lane);
@@ -527,15 +532,9 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     const vla_attn_tile kt = a.kt[a.k_order[item / a.Hkv]];
     int kvh = (int)(item % a.Hkv), d = a.d, c0 = blockIdx.y * DC;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
-    const int dw = sizeof(T) == 4 ? d : a.dp; /* a source row's head stride: d, or the bf16 copy's padded dp */
-    const T *Q = src_of<T>(a.q, a.qb), *DO = src_of<T>(a.d_out, a.dob);
-    /* a k-tile's source (0, or 1: a cached forward's new rows) picked by value, not by an index into an array
-     * (which would live in local memory) */
-    const T *K0 = src_of<T>(a.k[0], a.kb[0]), *K1 = src_of<T>(a.k[1], a.kb[1]);
-    const T *V0 = src_of<T>(a.v[0], a.vb[0]), *V1 = src_of<T>(a.v[1], a.vb[1]);
-    auto K = [&](int src) { return src ? K1 : K0; };
-    auto V = [&](int src) { return src ? V1 : V0; };
-    int64_t ldq = (int64_t)a.H * dw, ldk = (int64_t)a.Hkv * dw;
+    const sources<T> in(a);
+    const int dw = in.dw;
+    const int64_t ldq = in.ldq, ldk = in.ldk;
     int64_t j_lo, j_hi; /* this part's (query head, q-tile) items: head j / n, q-tile first + j % n */
     vla_attn_split_range((int64_t)a.rep * kt.n, a.kv_splits, part, &j_lo, &j_hi);
     /* the first item from j on (before j_hi) whose q-tile the group rule does not skip */
@@ -547,7 +546,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     auto fetch_q = [&](int64_t j) {
         const vla_attn_tile qn = a.qt[kt.first + (int32_t)(j % kt.n)];
         int hn = kvh * a.rep + (int)(j / kt.n);
-        fetch<D, BQ, T>(raw, Q, ldq, qn.start, qn.len, hn, dw);
+        fetch<D, BQ, T>(raw, in.q, ldq, qn.start, qn.len, hn, dw);
         if (a.group_q) fetch_words(qgr, a.group_q + qn.start, qn.len);
         for (int i = threadIdx.x; i < qn.len; i += NTH) {
             int64_t row = (int64_t)(qn.start + i) * a.H + hn;
@@ -559,8 +558,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     int64_t j = next_live(j_lo);
     if constexpr (PF)
         if (j < j_hi) fetch_q(j); /* while K and V are staged */
-    stage_src<D, BK, T>(Ks, K(0), ldk, kt.start, kt.len, kvh, dw);
-    stage_src<D, BK, T>(Vs, V(0), ldk, kt.start, kt.len, kvh, dw);
+    stage_src<D, BK, T>(Ks, in.k(0), ldk, kt.start, kt.len, kvh, dw);
+    stage_src<D, BK, T>(Vs, in.v(0), ldk, kt.start, kt.len, kvh, dw);
     for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = a.group_k[0] && i < kt.len ? a.group_k[0][kt.start + i] : 0;
     const int r_lo = 16 * w + g, r_hi = r_lo + 8; /* this lane's two key rows */
     const float sl2 = a.scale * LOG2E;
@@ -580,8 +579,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
 #pragma unroll
             for (int i = 0; i < 4; i++) st[n][i] = dpt[n][i] = 0.0f;
         if constexpr (PF) {
-            /* Sᵀ = K·Qᵀ while dO arrives, then dPᵀ = V·dOᵀ while the next item's Q does: each accumulator
-             * sums the same products in the same order as the joint loop below */
+            /* Sᵀ = K·Qᵀ while dO arrives, then dPᵀ = V·dOᵀ while the next item's Q does (the plain kernel
+             * below computes the same two products once both tiles are staged) */
             cp_async_wait_all();
             __syncthreads(); /* Q and its rows in raw; every warp done with the last item */
             to_tile<D, BQ, T>(Qs, raw, D, qt.len, dw);
@@ -592,7 +591,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
                 dvr[i] = in ? dvrr[i] : 0.0f;
             }
             __syncthreads();
-            fetch<D, BQ, T>(raw, DO, ldq, qt.start, qt.len, h, dw);
+            fetch<D, BQ, T>(raw, in.dout, ldq, qt.start, qt.len, h, dw);
             cp_async_commit();
             warp_product_nk<D, NT>(st, Ks, Qs, w, lane);
             cp_async_wait_all();
@@ -603,8 +602,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
             warp_product_nk<D, NT>(dpt, Vs, Os, w, lane);
         } else {
             __syncthreads();
-            stage_src<D, BQ, T>(Qs, Q, ldq, qt.start, qt.len, h, dw);
-            stage_src<D, BQ, T>(Os, DO, ldq, qt.start, qt.len, h, dw);
+            stage_src<D, BQ, T>(Qs, in.q, ldq, qt.start, qt.len, h, dw);
+            stage_src<D, BQ, T>(Os, in.dout, ldq, qt.start, qt.len, h, dw);
             for (int i = threadIdx.x; i < BQ; i += NTH) {
                 bool in = i < qt.len;
                 int64_t row = (int64_t)(qt.start + i) * a.H + h;
