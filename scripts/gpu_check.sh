@@ -221,7 +221,10 @@ summary() {
     l=$(grep '^{"stage":"attention","bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
     [ -n "$l" ] && echo "    attention (π0.5 packed, bf16): fused $(num "$l" fwd_bwd_ms) ms vs dense mask $(num "$l" dense_fwd_bwd_ms) ms: $(num "$l" vs_dense)×"
     u=$(grep '^{"stage":"attention_unsplit",' "$RESULTS" | grep '"pi05_packed"' | head -1)
-    [ -n "$l" ] && [ -n "$u" ] && echo "    attention dK/dV split (issue 41): fwd+bwd $(num "$l" fwd_bwd_ms) ms in $(num "$l" kv_splits) parts; unsplit $(num "$u" fwd_bwd_ms) ms"
+    [ -n "$l" ] && [ -n "$u" ] && echo "    attention dK/dV split (issue 41): fwd+bwd $(num "$l" fwd_bwd_ms) ms in $(num "$l" kv_splits) parts (forward $(num "$l" q_splits)); both walks unsplit $(num "$u" fwd_bwd_ms) ms"
+    s1=$(grep '^{"stage":"attention","bench":"attention_chunk"' "$RESULTS" | head -1)
+    s2=$(grep '^{"stage":"attention_unsplit","bench":"attention_chunk"' "$RESULTS" | head -1)
+    [ -n "$s1" ] && echo "    attention at a chunk's shape (batch 1: $(num "$s1" queries) action tokens on $(num "$s1" cached_keys) cached keys and themselves): $(num "$s1" us_per_call) µs per call in $(num "$s1" q_splits) parts$([ -n "$s2" ] && echo ", unsplit $(num "$s2" us_per_call) µs: $(ratio "$(num "$s2" us_per_call)" "$(num "$s1" us_per_call)")×")"
     attention_staging_summary "$l"
     s1=$(num "$(stage_line infer_pi05 policy_infer)" best_ms)
     s2=$(num "$(stage_line infer_qunsplit_pi05 policy_infer)" best_ms)
@@ -528,9 +531,11 @@ if wanted attention && have "$VLA" attention; then # with PyTorch on the same GP
     PEER=(--python="$PY") # --rehearse: no peer (no torch with CUDA here)
     [ "$REHEARSE" = 1 ] && PEER=(--no-peer)
     run attention 120 "$VLA" bench attention --device=$DEV --precision=bf16 --reps="$(reps 5)" "${PEER[@]}" "${RQ[@]}"
-    # the same with the dK/dV walk unsplit (before 2026-12-06): what the split gains, in the same run
-    [ -z "${VLA_CUDA_ATTN_KV_SPLITS:-}" ] && VLA_CUDA_ATTN_KV_SPLITS=1 run attention_unsplit 60 "$VLA" bench attention \
-        --device=$DEV --precision=bf16 --reps="$(reps 5)" "${RQ[@]}"
+    # the same with the dK/dV walk and the forward's key walk unsplit (before 2026-12-06 and 12-07): what the
+    # splits gain, in the same run (the packed case's fwd+bwd; the chunk line's microseconds per call)
+    [ -z "${VLA_CUDA_ATTN_KV_SPLITS:-}" ] && [ -z "${VLA_CUDA_ATTN_Q_SPLITS:-}" ] && VLA_CUDA_ATTN_KV_SPLITS=1 \
+        VLA_CUDA_ATTN_Q_SPLITS=1 run attention_unsplit 60 "$VLA" bench attention --device=$DEV --precision=bf16 \
+        --reps="$(reps 5)" --no-peer "${RQ[@]}"
     # the bf16 kernels staging from the f32 tensors, then prefetching in every pass even where it costs a
     # block per SM: the times, and the fused outputs' digest, which must not move (docs/cuda.md, "Staging")
     if [ -z "${VLA_CUDA_ATTN_STAGING:-}" ]; then

@@ -229,6 +229,44 @@ static vla_status time_device(const attn_case *c, attn_data *d, const vla_ops *o
     return st;
 }
 
+/* The attention of one flow step of an action chunk at batch 1 (π0.5's expert layers: 50 action tokens on
+ * the prefix's KV cache — 3 cameras and 200 text tokens — and on themselves, the cached entry point, no
+ * concatenation): the shape the forward's split key walk is for (tensor/attn_plan.h, SPLIT KEYS). The
+ * microseconds per call of `calls` back-to-back calls, best of `reps`. */
+static vla_status time_chunk(const vla_ops *ops, const vla_attn_config *cfg, bool quick, int reps, int calls,
+                             double *us, int32_t *prefix_out) {
+    const int32_t prefix = (quick ? 64 : 256) * 3 + 200;
+    int32_t cuq[2] = {0, ACTIONS}, cuc[2] = {0, prefix}, gq[ACTIONS], *gc = calloc((size_t)prefix, sizeof *gc);
+    if (!gc) return vla_error(VLA_ERR_NOMEM, "bench attention: out of memory");
+    for (int i = 0; i < ACTIONS; i++) gq[i] = 1; /* the suffix sees the prefix (0) and itself (1) */
+    vla_attn_seqs qs = {1, cuq, gq}, cs = {1, cuc, gc}, ns = {1, cuq, gq};
+    vla_rng r = vla_rng_stream(11, 0);
+    int64_t nq = (int64_t)ACTIONS * HEADS * HEAD_DIM, nc = (int64_t)prefix * KV_HEADS * HEAD_DIM;
+    int64_t nn = (int64_t)ACTIONS * KV_HEADS * HEAD_DIM;
+    float *h = randn(nq > nc ? nq : nc, &r, 0.5f);
+    float *q = h ? dev_up(ops, h, nq) : NULL, *kc = h ? dev_up(ops, h, nc) : NULL, *vc = h ? dev_up(ops, h, nc) : NULL;
+    float *kn = h ? dev_up(ops, h, nn) : NULL, *vn = h ? dev_up(ops, h, nn) : NULL;
+    float *out = dev_up(ops, NULL, nq), *lse = dev_up(ops, NULL, (int64_t)ACTIONS * HEADS);
+    vla_status st = q && kc && vc && kn && vn && out && lse ? VLA_OK
+                                                            : vla_error(VLA_ERR_NOMEM, "bench attention: out of %s memory", ops->name);
+    *us = 1e30;
+    for (int rep = 0; st == VLA_OK && rep <= reps; rep++) {
+        vla_ops_sync(ops);
+        double t0 = vla_now_s();
+        for (int c = 0; st == VLA_OK && c < calls; c++)
+            st = vla_attention_forward_cached(ops, cfg, out, lse, q, &qs, kc, vc, &cs, kn, vn, &ns, NULL);
+        vla_ops_sync(ops);
+        double t = (vla_now_s() - t0) * 1e6 / calls;
+        if (rep > 0 && t < *us) *us = t; /* rep 0 warms up (plans built, kernels chosen) */
+    }
+    float *all[] = {q, kc, vc, kn, vn, out, lse};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (all[i]) ops->free(all[i]);
+    free(h), free(gc);
+    *prefix_out = prefix;
+    return st;
+}
+
 /* Best forward and forward+backward milliseconds over `reps` (after a warm-up). */
 static vla_status time_vla(const attn_case *c, attn_data *d, const vla_attn_config *cfgp, int reps, double *fwd_ms,
                            double *fb_ms, vla_attn_stats *stats) {
@@ -321,7 +359,9 @@ int vla_bench_attention(int argc, char **argv) {
         "vla bench attention", NULL,
         "π0.5's prefix-LM attention, fused and packed, vs PyTorch's dense-mask attention (forward + backward).",
         "One JSON line per case ({\"bench\":\"attention\"}): vla.c's forward and forward+backward ms, the tiles the "
-        "mask let it skip, the peer's ms and the ratio vs_torch (peer time / vla.c time).",
+        "mask let it skip, the peer's ms and the ratio vs_torch (peer time / vla.c time). On a device, then one "
+        "{\"bench\":\"attention_chunk\"} line: microseconds per call of one flow step's attention at batch 1 (50 "
+        "action tokens on a 3-camera prefix's KV cache and themselves).",
         flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);
@@ -378,6 +418,23 @@ int vla_bench_attention(int argc, char **argv) {
         printf(",\"fused_digest\":\"%016llx\"", (unsigned long long)digest);
         if (!no_peer && !quick) device_peer(python, c, &d, precision, ms[1]);
         printf("}\n");
+        if (ci == sizeof cases / sizeof cases[0] - 1) { /* then one flow step's attention at a chunk's shape */
+            double us = 0;
+            int32_t prefix = 0;
+            const int calls = quick ? 5 : 100;
+            vla_status cst = time_chunk(dev, &cfg, quick, (int)reps, calls, &us, &prefix);
+            if (cst != VLA_OK) {
+                data_free(&d);
+                return vla_cli_fail(cst);
+            }
+            printf("{\"bench\":\"attention_chunk\",\"device\":\"%s\",\"precision\":\"%s\",\"queries\":%d,"
+                   "\"cached_keys\":%d,\"new_keys\":%d,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,\"calls\":%d,"
+                   "\"us_per_call\":%.2f",
+                   dev->name, precision, ACTIONS, prefix, ACTIONS, HEADS, KV_HEADS, HEAD_DIM, calls, us);
+            int64_t qs2 = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_Q_SPLITS);
+            if (qs2 >= 0) printf(",\"q_splits\":%lld", (long long)qs2);
+            printf("}\n");
+        }
         fflush(stdout);
         data_free(&d);
     }

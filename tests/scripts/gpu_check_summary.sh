@@ -51,6 +51,8 @@ figures() { # MFU FP8_SPS INFER_MS PACKING [DIGEST of the attention run prefetch
 {"stage":"serve","bench":"serve","policy":"groot-pusht","device":"cuda","precision":"bf16","mode":"batching","clients":8,"p50_ms":2.5,"p99_ms":3.2,"throughput_rps":3000.0,"single_chunk_ms":2.0,"p99_vs_single_chunk":1.6,"base_device":"cpu","throughput_vs_base_device":3.75,"p99_vs_base_device":0.267}
 {"stage":"attention","bench":"attention","case":"pi05_packed","device":"cuda","fwd_ms":0.3,"fwd_bwd_ms":1.0,"dense_fwd_bwd_ms":2.9,"vs_dense":2.9,"kv_splits":7,"staging":13,"fused_digest":"00000000000000aa","torch_dense_fwd_bwd_ms":5.0,"torch_best":"sdpa_cudnn","torch_best_fwd_ms":0.4,"torch_best_fwd_bwd_ms":1.1,"vs_torch_best":1.1}
 {"stage":"attention_unsplit","bench":"attention","case":"pi05_packed","device":"cuda","fwd_bwd_ms":6.0,"dense_fwd_bwd_ms":2.9,"vs_dense":0.48}
+{"stage":"attention","bench":"attention_chunk","device":"cuda","precision":"bf16","queries":50,"cached_keys":968,"new_keys":50,"heads":8,"kv_heads":1,"head_dim":256,"calls":100,"us_per_call":20.00,"q_splits":13}
+{"stage":"attention_unsplit","bench":"attention_chunk","device":"cuda","precision":"bf16","queries":50,"cached_keys":968,"new_keys":50,"heads":8,"kv_heads":1,"head_dim":256,"calls":100,"us_per_call":80.00,"q_splits":1}
 {"stage":"attention_f32staging","bench":"attention","case":"pi05_packed","device":"cuda","fwd_ms":0.5,"fwd_bwd_ms":1.4,"dense_fwd_bwd_ms":2.9,"vs_dense":2.07,"staging":0,"fused_digest":"00000000000000aa"}
 {"stage":"attention_prefetch_all","bench":"attention","case":"pi05_packed","device":"cuda","fwd_ms":0.3,"fwd_bwd_ms":0.9,"dense_fwd_bwd_ms":2.9,"vs_dense":3.2,"staging":15,"fused_digest":"$5"}
 {"stage":"racecheck","status":"rc 0","summary":"========= RACECHECK SUMMARY: $6 hazards displayed ($6 errors, 0 warnings)"}
@@ -65,7 +67,8 @@ check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'groot-n1.5 bf16 trainin
     'pi05 bf16 training MFU, batch 8 +0.5 .*MET' 'packed / padded.* 2.6 .*MET' 'GR00T-N1.5 action chunk, batch 1 +12.5 ms .*<= 15 +MET' \
     'action chunk, batch 1 +35.0 ms .*<= 40 +MET' 'inference groot-n1.5, batch 1, bf16.*best 12.5 ms.*host waits per chunk 1.00' \
     'vla.c / PyTorch = 2.000' 'dense / fused +2.9 .*>= 2.65 +MET' 'PyTorch / fused +1.1 .*>= 1.0 +MET' \
-    'fastest sdpa_cudnn 1.1 ms' 'dK/dV split .issue 41.: fwd.bwd 1.0 ms in 7 parts; unsplit 6.0 ms' 'train groot-n1.5_b64 bf16, batch 64: 180.0 samples/s, activations 16.6 GiB, MFU 0.47' \
+    'fastest sdpa_cudnn 1.1 ms' 'dK/dV split .issue 41.: fwd.bwd 1.0 ms in 7 parts .forward .; both walks unsplit 6.0 ms' \
+    'attention at a chunk.s shape .batch 1: 50 action tokens on 968 cached keys and themselves.: 20.00 µs per call in 13 parts, unsplit 80.00 µs: 4.000×' 'train groot-n1.5_b64 bf16, batch 64: 180.0 samples/s, activations 16.6 GiB, MFU 0.47' \
     'groot-n1.5 bf16 training MFU +0.45 ' 'GEMM 2048x4096x1024 fp8: 300000.0 GFLOP/s with both operands cast per call, 900000.0 with B held, 1100000.0 with A held too' \
     'GEMM 2048x4096x1024, FP8 / bf16 .B held. +1.800 x +>= 1.5 +MET' 'serve p99 at 8 robots / one robot.s chunk +1.6 x +<= 2 +MET' \
     'serve .* on cuda bf16: p50 2.5 ms, p99 3.2 ms, one robot.s chunk 2.0 ms, 3000.0 replies/s = 3.75× the CPU server' \
