@@ -205,8 +205,9 @@ typedef enum {
                                    * -1 where none are: cuda with VLA_CUDA_GRAPHS=0) */
     VLA_STAT_OPERAND_CASTS,       /* bf16/FP8 operand casts so far: prepare_operand's, and a quantized GEMM's
                                    * of each operand that did not arrive ready — the passes turning f32 into a
-                                   * GEMM's input (a copy its producer wrote is none; cpu and checked count
-                                   * together: checked runs the cpu's kernels) */
+                                   * GEMM's input, and on cuda the bf16 attention's copies of its operands (a
+                                   * copy its producer wrote is none; cpu and checked count together: checked
+                                   * runs the cpu's kernels) */
     VLA_STAT_DEVICE_USED_BYTES,   /* device memory in use now (cuda: total − free, whoever holds it — the pool's
                                    * reservations and the graphs' memory included); -1 on host backends */
     VLA_STAT_ATTN_LAST_STAGING,   /* how the bf16 tensor-core attention's passes staged their tiles at their last

@@ -10,7 +10,6 @@
  * kernels rather than cuDNN's SDPA. */
 #include "tensor/cuda/internal.cuh"
 
-#include <cuda_bf16.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -160,67 +159,33 @@ static vla_status launched(cudaError_t e, const char *what) {
 
 /* ---- the operands' bf16 copies (attn_mma.cu, "asynchronous staging") ----------------------------------- */
 
-#define MAX_CAST_JOBS (2 + 2 * VLA_ATTN_MAX_SRC)
-typedef struct {
-    uint16_t *dst;
-    const float *src;
-    int64_t rows; /* tokens × heads */
-} cast_job;
-typedef struct {
-    cast_job j[MAX_CAST_JOBS];
-    int d, dp;
-} cast_jobs;
-
-/* job blockIdx.y: src [rows][d] f32 → dst [rows][dp] bf16, zeros past d; eight elements a thread, rounded as
- * the kernels' own staging rounds (__float2bfloat16_rn), so the copies hold the bits staging would make */
-__global__ void k_cast_heads(cast_jobs J) {
-    const cast_job jb = J.j[blockIdx.y];
-    const int nc = J.dp / 8;
-    const int64_t n = jb.rows * nc;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i / nc;
-        int c = (int)(i - r * nc) * 8;
-        uint32_t w[4];
-        for (int e = 0; e < 8; e += 2) {
-            __nv_bfloat16 lo = __float2bfloat16_rn(c + e < J.d ? jb.src[r * J.d + c + e] : 0.0f);
-            __nv_bfloat16 hi = __float2bfloat16_rn(c + e + 1 < J.d ? jb.src[r * J.d + c + e + 1] : 0.0f);
-            w[e / 2] = (uint32_t)*(uint16_t *)&lo | ((uint32_t)*(uint16_t *)&hi << 16);
-        }
-        *(uint4 *)(jb.dst + r * J.dp + c) = make_uint4(w[0], w[1], w[2], w[3]);
-    }
-}
+/* a GEMM operand's bf16 cast (gemm.cu, prepare_operand): [rows][k] f32 → [rows][vla_q_bf16_ld(k)] bf16 */
+static const vla_gemm_q BF16_CAST = {VLA_PREC_BF16, {VLA_FP8_E4M3, NULL, NULL}, {VLA_FP8_E4M3, NULL, NULL}, NULL, NULL};
 
 /* How the bf16 kernels stage (VLA_CUDA_ATTN_STAGING), and unless from the f32 tensors, their operands' bf16
- * copies: src[i] (rows[i] = tokens × heads) cast into one scratch allocation, *dst[i] pointed into it. The
- * caller frees *copies (stream-ordered) once its kernels are issued. */
-static vla_status bf16_copies(vla_attn_args *a, int n, const float *const *src, const int64_t *rows,
-                              const uint16_t **const *dst, void **copies) {
-    *copies = NULL;
+ * copies: each src[i] ([rows[i]][d], rows = tokens × heads) cast as a GEMM operand is — [rows][dp] bf16, dp =
+ * d rounded up to 8, zeros past d, the rounding the kernels' own staging does, so every way gives the same
+ * bits — into one scratch allocation, *dst[i] pointed into it. Returns that allocation for the caller to
+ * free (stream-ordered) once its kernels are issued; NULL when staging from f32. */
+static void *bf16_copies(vla_attn_args *a, int n, const float *const *src, const int64_t *rows,
+                         const uint16_t **const *dst) {
     a->staging = vla_cuda_ctx_get()->attn_staging;
-    a->dp = (a->d + 7) / 8 * 8;
-    if (a->staging == VLA_ATTN_STAGE_F32) return VLA_OK;
-    cast_jobs J;
-    memset(&J, 0, sizeof J);
-    J.d = a->d, J.dp = a->dp;
+    a->dp = (int32_t)vla_q_bf16_ld(a->d);
+    if (a->staging == VLA_ATTN_STAGE_F32) return NULL;
     size_t total = 0;
-    int64_t most = 0;
-    for (int i = 0; i < n; i++) total += (size_t)rows[i] * (size_t)a->dp * 2, most = rows[i] > most ? rows[i] : most;
+    for (int i = 0; i < n; i++) total += (size_t)rows[i] * (size_t)a->dp * 2;
     uint16_t *buf = (uint16_t *)vla_cuda_scratch(total ? total : 16);
-    *copies = buf;
     if ((uintptr_t)buf & 15) { /* the kernels' 16-byte copies need it (the pool hands out 256-byte blocks) */
         a->staging = VLA_ATTN_STAGE_F32;
-        return VLA_OK;
+        return buf;
     }
-    int jobs = 0;
+    uint16_t *at = buf;
     for (int i = 0; i < n; i++) {
-        *dst[i] = buf;
-        if (rows[i] > 0) J.j[jobs++] = (cast_job){buf, src[i], rows[i]};
-        buf += rows[i] * a->dp;
+        *dst[i] = at;
+        vla_cuda_prepare_operand(&BF16_CAST, true, rows[i], a->d, src[i], a->d, at);
+        at += rows[i] * a->dp;
     }
-    if (jobs == 0) return VLA_OK;
-    dim3 grid(vla_cuda_blocks(most * (a->dp / 8), 256), (unsigned)jobs);
-    k_cast_heads<<<grid, 256, 0, vla_cuda_stream()>>>(J);
-    return launched(cudaGetLastError(), "attention: the operands' bf16 copies");
+    return buf;
 }
 
 /* the plan's parts in the kernels' arguments */
@@ -234,9 +199,12 @@ static void args_plan(vla_attn_args *a, const dev_plan *dp) {
     a->n_qt = dp->p.n_qt, a->n_kt = dp->p.n_kt;
 }
 
-/* The grid a split forward aims at, as the dK/dV split's (KV_TARGET_BLOCKS, below): a constant, so the split
- * — and the bits — depend on the shapes alone */
-#define FWD_TARGET_BLOCKS 528
+/* The grid a split walk aims at (the forward's keys, the backward's dK/dV): four blocks per SM of an
+ * H100/H200 (132 SMs; two resident at a time for head dim 256, so two waves, whose tails even out). More
+ * parts cost little: the work is the same, each part stages its fixed tile once more and writes a partial
+ * that one pass combines. A constant, not the device's count, so that the split — and the bits — depend on
+ * the shapes alone. */
+#define SPLIT_TARGET_BLOCKS 528
 
 /* out, lse (and out's bf16 copy) from the forward's parts (attn_plan.h, "SPLIT KEYS"), in part order:
  * m = max m_s, l = Σ l_s·2^(m_s − m), out = Σ o_s·2^(m_s − m) / l; a part that saw no key (l_s = 0) adds
@@ -286,25 +254,24 @@ static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *
     a.out_ready = in_kernel ? (uint16_t *)out_ready : NULL;
     for (int i = 0; i < n_src; i++) a.k[i] = k[i], a.v[i] = v[i];
     void *copies = NULL;
-    vla_status st = VLA_OK;
     if (mma) { /* q, then each source's k and v */
-        const float *src[MAX_CAST_JOBS] = {q};
-        const uint16_t **dst[MAX_CAST_JOBS] = {&a.qb};
-        int64_t rows[MAX_CAST_JOBS] = {tokens * cfg->n_heads};
+        const float *src[1 + 2 * VLA_ATTN_MAX_SRC] = {q};
+        const uint16_t **dst[1 + 2 * VLA_ATTN_MAX_SRC] = {&a.qb};
+        int64_t rows[1 + 2 * VLA_ATTN_MAX_SRC] = {tokens * cfg->n_heads};
         for (int i = 0; i < n_src; i++) {
             int64_t kr = (int64_t)ks[i]->cu_seqlens[ks[i]->n_seg] * cfg->n_kv_heads;
             src[1 + 2 * i] = k[i], dst[1 + 2 * i] = &a.kb[i], rows[1 + 2 * i] = kr;
             src[2 + 2 * i] = v[i], dst[2 + 2 * i] = &a.vb[i], rows[2 + 2 * i] = kr;
         }
-        st = bf16_copies(&a, 1 + 2 * n_src, src, rows, dst, &copies);
+        copies = bf16_copies(&a, 1 + 2 * n_src, src, rows, dst);
     }
     /* the key walk cut in parts when the grid is small for the device (attn_plan.h, "SPLIT KEYS") */
     float *parts = NULL;
     a.q_splits = 1;
-    if (mma && st == VLA_OK) {
+    if (mma) {
         int forced = vla_cuda_ctx_get()->attn_q_splits;
         a.q_splits = forced ? forced
-                            : vla_attn_kv_splits(dp->p.n_qt * dp->p.H, vla_attn_plan_max_q_walk(&dp->p), FWD_TARGET_BLOCKS);
+                            : vla_attn_kv_splits(dp->p.n_qt * dp->p.H, vla_attn_plan_max_q_walk(&dp->p), SPLIT_TARGET_BLOCKS);
         a.q_rows = dp->p.nq * dp->p.H;
         if (a.q_splits > 1 && a.q_rows > 0) {
             int64_t S = a.q_splits, n = a.q_rows;
@@ -316,9 +283,8 @@ static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *
         last_q_splits = a.q_splits;
     }
     cudaStream_t s = vla_cuda_stream();
-    if (st == VLA_OK)
-        st = mma ? launched(vla_attn_mma_forward(&a, s), "attention_forward (bf16 tensor cores)")
-                 : launched(vla_attn_simt_forward(&a, s), "attention_forward (f32)");
+    vla_status st = mma ? launched(vla_attn_mma_forward(&a, s), "attention_forward (bf16 tensor cores)")
+                        : launched(vla_attn_simt_forward(&a, s), "attention_forward (f32)");
     if (st == VLA_OK && parts) {
         int64_t n = a.q_rows * cfg->head_dim;
         k_combine_parts<<<vla_cuda_blocks(n, 256), 256, 0, s>>>(out, lse, a.out_ready, a.o_part, a.m_part, a.l_part,
@@ -328,10 +294,7 @@ static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *
     if (parts) vla_cuda_scratch_free(parts);
     if (copies) vla_cuda_scratch_free(copies);
     dev_plan_done(dp, owned);
-    if (st == VLA_OK && out_ready && !in_kernel) {
-        const vla_gemm_q bf = {VLA_PREC_BF16, {VLA_FP8_E4M3, NULL, NULL}, {VLA_FP8_E4M3, NULL, NULL}, NULL, NULL};
-        vla_cuda_prepare_operand(&bf, true, tokens, width, out, width, out_ready);
-    }
+    if (st == VLA_OK && out_ready && !in_kernel) vla_cuda_prepare_operand(&BF16_CAST, true, tokens, width, out, width, out_ready);
     return st;
 }
 
@@ -373,13 +336,6 @@ __global__ void k_rowdot(float *dvec, const float *dout, const float *o, int64_t
     if (lane == 0) dvec[row] = (float)s;
 }
 
-/* The dK/dV grid a split aims at: four blocks per SM of an H100/H200 (132
- * SMs; two resident at a time for head dim 256, so two waves, whose tails
- * even out). More parts cost little: the work is the same, each part
- * stages its K/V tile once more and writes a partial that one pass sums.
- * A constant, not the device's count, so that the split — and the bits —
- * depend on the shapes alone. */
-#define KV_TARGET_BLOCKS 528
 
 /* dk[e] += Σ_p dk_part[p][e] (and dv), the parts in order: deterministic */
 __global__ void k_sum_parts(float *dk, float *dv, const float *pk, const float *pv, int64_t n, int parts) {
@@ -428,19 +384,12 @@ static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *
         const float *src[4] = {q, d_out, k, v};
         const uint16_t **dst[4] = {&a.qb, &a.dob, &a.kb[0], &a.vb[0]};
         int64_t rows[4] = {qr, qr, kr, kr};
-        vla_status st = bf16_copies(&a, 4, src, rows, dst, &copies);
-        if (st != VLA_OK) {
-            if (copies) vla_cuda_scratch_free(copies);
-            vla_cuda_scratch_free(dvec);
-            if (!shared) dev_plan_done(pk, owned_k);
-            dev_plan_done(pq, owned_q);
-            return st;
-        }
+        copies = bf16_copies(&a, 4, src, rows, dst);
     }
     /* the dK/dV walk cut in parts when its grid is too small for the device (tensor/attn_plan.h) */
     int64_t kv_blocks = kp->p.n_kt * kp->p.Hkv * (mma ? vla_attn_mma_dkdv_col_blocks(cfg->head_dim) : 1);
     int forced = vla_cuda_ctx_get()->attn_kv_splits;
-    a.kv_splits = forced ? forced : vla_attn_kv_splits(kv_blocks, vla_attn_plan_max_kv_walk(&kp->p), KV_TARGET_BLOCKS);
+    a.kv_splits = forced ? forced : vla_attn_kv_splits(kv_blocks, vla_attn_plan_max_kv_walk(&kp->p), SPLIT_TARGET_BLOCKS);
     int64_t n_kv = kp->p.nk[0] * kp->p.Hkv * kp->p.d;
     float *parts = NULL;
     if (a.kv_splits > 1 && n_kv > 0) {
