@@ -101,20 +101,17 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float lo[4], const f
     a[3] = pack_bf16(hi[2], hi[3]);
 }
 
-__device__ __forceinline__ uint16_t to_bf16(float x) {
-    __nv_bfloat16 b = __float2bfloat16_rn(x);
-    return *(uint16_t *)&b;
-}
-
 /* rows [start, start + len) of head `head` of x (row stride ld) as bf16 into tile s (R rows laid out as
- * mma_layout.h's vla_tile_off says), zeros elsewhere */
+ * mma_layout.h's vla_tile_off says), zeros elsewhere. Every operand's f32 → bf16 here, in to_tile and in the
+ * operands' copies (attention.cu, the GEMMs' operand cast) is numfmt.h's vla_nf_f32_to_bf16 — one rounding,
+ * NaNs included, so every staging way gives the same bits */
 template <int D, int R>
 __device__ __forceinline__ void stage(uint16_t *s, const float *x, int64_t ld, int32_t start, int32_t len, int head,
                                       int d) {
     for (int idx = threadIdx.x; idx < R * D; idx += NTH) {
         int r = idx / D, c = idx % D;
         float v = r < len && c < d ? x[(int64_t)(start + r) * ld + (int64_t)head * d + c] : 0.0f;
-        s[vla_tile_off(D, r, c)] = to_bf16(v);
+        s[vla_tile_off(D, r, c)] = vla_nf_f32_to_bf16(v);
     }
 }
 
@@ -179,7 +176,7 @@ __device__ __forceinline__ void to_tile(uint16_t *s, const T *src, int64_t ld, i
             float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (in) v = *(const float4 *)(src + (int64_t)r * ld + c);
             uint2 p;
-            p.x = pack_bf16(v.x, v.y), p.y = pack_bf16(v.z, v.w);
+            p.x = vla_mma_pack_f32(v.x, v.y), p.y = vla_mma_pack_f32(v.z, v.w);
             *(uint2 *)(s + vla_tile_off(D, r, c)) = p; /* 4 elements inside one 8-element chunk */
         } else {
             uint4 v = make_uint4(0u, 0u, 0u, 0u);
