@@ -227,11 +227,11 @@ int64_t vla_attn_plan_key(const vla_attn_config *cfg, int32_t bq, int32_t bk, vl
     return w;
 }
 
-int32_t vla_attn_kv_splits(int64_t blocks, int64_t max_walk, int64_t target_blocks) {
+int32_t vla_attn_walk_splits(int64_t blocks, int64_t max_walk, int64_t target_blocks) {
     if (blocks <= 0 || max_walk < 4 || blocks >= target_blocks) return 1;
     int64_t s = (target_blocks + blocks - 1) / blocks, by_walk = max_walk / 2;
     if (s > by_walk) s = by_walk;
-    if (s > VLA_ATTN_MAX_KV_SPLITS) s = VLA_ATTN_MAX_KV_SPLITS;
+    if (s > VLA_ATTN_MAX_SPLITS) s = VLA_ATTN_MAX_SPLITS;
     return s < 1 ? 1 : (int32_t)s;
 }
 

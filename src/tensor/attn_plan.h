@@ -127,12 +127,13 @@ void vla_attn_plan_stats(const vla_attn_plan *p, vla_attn_stats *st);
  * atomics. S comes from the shapes alone (never the device), so a run is
  * reproducible everywhere; S = 1 is the unsplit pass.
  *
- * vla_attn_kv_splits: the S that brings `blocks` (the unsplit grid) up to
+ * vla_attn_walk_splits: the S that brings `blocks` (the unsplit grid) up to
  * `target_blocks`, leaving at least two items per part of the longest walk
- * (max_walk = max over k-tiles of rep·n), at most VLA_ATTN_MAX_KV_SPLITS;
- * 1 when the grid is already large enough. */
-#define VLA_ATTN_MAX_KV_SPLITS 16
-int32_t vla_attn_kv_splits(int64_t blocks, int64_t max_walk, int64_t target_blocks);
+ * (max_walk: here max over k-tiles of rep·n; for the forward's split keys
+ * below, its longest k-tile walk), at most VLA_ATTN_MAX_SPLITS; 1 when the
+ * grid is already large enough. */
+#define VLA_ATTN_MAX_SPLITS 16
+int32_t vla_attn_walk_splits(int64_t blocks, int64_t max_walk, int64_t target_blocks);
 /* the longest dK/dV walk of the plan: max over k-tiles of rep · (its sample's q-tiles) */
 int64_t vla_attn_plan_max_kv_walk(const vla_attn_plan *p);
 
@@ -146,7 +147,7 @@ int64_t vla_attn_plan_max_kv_walk(const vla_attn_plan *p);
  * unnormalised output, running max and sum (the log2 domain the kernels
  * keep), and one pass combines the parts in part order: m = max m_s,
  * l = Σ l_s·2^(m_s − m), out = Σ o_s·2^(m_s − m) / l — deterministic. S
- * from vla_attn_kv_splits(blocks, this, target) with the walk below: the
+ * from vla_attn_walk_splits(blocks, this, target) with the walk below: the
  * shapes alone decide it, as for dK/dV. */
 int64_t vla_attn_plan_max_q_walk(const vla_attn_plan *p); /* max over q-tiles of its k-tiles */
 /* the split's range is computed by the host tests and the cuda kernels alike: one definition for both */

@@ -428,7 +428,7 @@ static void run_case(vla_rng *r, int trial) {
     dense_forward(&T, &q, &k, o1, l1);
     /* unsplit, the split the device would choose (a small grid: few q-tiles), and arbitrary ones, empty parts
      * included */
-    int32_t fsplits[4] = {1, vla_attn_kv_splits(p.n_qt * p.H, vla_attn_plan_max_q_walk(&p), 528), 3, 16};
+    int32_t fsplits[4] = {1, vla_attn_walk_splits(p.n_qt * p.H, vla_attn_plan_max_q_walk(&p), 528), 3, 16};
     for (int v = 0; v < 4; v++) {
         memset(o2, 0, sizeof(double) * (size_t)(nq * H * d + 1)), memset(l2, 0, sizeof(double) * (size_t)(nq * H + 1));
         walk_forward(&p, &T, &q, &k, o2, l2, fsplits[v]);
@@ -441,7 +441,7 @@ static void run_case(vla_rng *r, int trial) {
         for (int i = 0; i < 6; i++) g[i] = calloc((size_t)((i % 3 == 0 ? nq * H * d : nk) + 1), 8);
         dense_backward(&T, &q, &k0, o1, l1, g[0], g[1], g[2]);
         /* unsplit, the split the device would choose, and an arbitrary one (empty parts included) */
-        int32_t splits[3] = {1, vla_attn_kv_splits(p.n_kt * p.Hkv, vla_attn_plan_max_kv_walk(&p), 528), 7};
+        int32_t splits[3] = {1, vla_attn_walk_splits(p.n_kt * p.Hkv, vla_attn_plan_max_kv_walk(&p), 528), 7};
         for (int v = 0; v < 3; v++) {
             for (int i = 3; i < 6; i++) memset(g[i], 0, sizeof(double) * (size_t)((i % 3 == 0 ? nq * H * d : nk) + 1));
             walk_backward(&p, &T, &q, &k0, o1, l1, g[3], g[4], g[5], splits[v]);
@@ -513,7 +513,7 @@ static void test_fold_one_plan(void **state) {
 static void test_kv_splits(void **state) {
     (void)state;
     for (int64_t n = 0; n < 40; n++)
-        for (int32_t S = 1; S <= VLA_ATTN_MAX_KV_SPLITS + 3; S++) {
+        for (int32_t S = 1; S <= VLA_ATTN_MAX_SPLITS + 3; S++) {
             int64_t next = 0;
             for (int32_t s = 0; s < S; s++) {
                 int64_t lo, hi;
@@ -524,12 +524,12 @@ static void test_kv_splits(void **state) {
             }
             assert_int_equal(next, n);
         }
-    assert_int_equal(vla_attn_kv_splits(600, 1000, 528), 1); /* the grid fills the device already */
-    assert_int_equal(vla_attn_kv_splits(80, 152, 528), 7);   /* pi05 (one KV head, d 256): 40 k-tiles x 2 halves */
-    assert_int_equal(vla_attn_kv_splits(1, 1000, 528), VLA_ATTN_MAX_KV_SPLITS);
-    assert_int_equal(vla_attn_kv_splits(1, 6, 528), 3);      /* at least two items per part */
-    assert_int_equal(vla_attn_kv_splits(1, 3, 528), 1);      /* too short a walk to cut */
-    assert_int_equal(vla_attn_kv_splits(0, 100, 528), 1);
+    assert_int_equal(vla_attn_walk_splits(600, 1000, 528), 1); /* the grid fills the device already */
+    assert_int_equal(vla_attn_walk_splits(80, 152, 528), 7);   /* pi05 (one KV head, d 256): 40 k-tiles x 2 halves */
+    assert_int_equal(vla_attn_walk_splits(1, 1000, 528), VLA_ATTN_MAX_SPLITS);
+    assert_int_equal(vla_attn_walk_splits(1, 6, 528), 3);      /* at least two items per part */
+    assert_int_equal(vla_attn_walk_splits(1, 3, 528), 1);      /* too short a walk to cut */
+    assert_int_equal(vla_attn_walk_splits(0, 100, 528), 1);
 }
 
 /* plan keys: equal exactly when everything a plan is made from is equal */

@@ -1005,7 +1005,7 @@ static void attention_case(int trial, int d, vla_precision prec) {
         t_check_norm(dK, tol, "attention_backward dk");
         t_check_norm(dV, tol, "attention_backward dv");
         int64_t parts = C.dut->stat ? C.dut->stat(VLA_STAT_ATTN_LAST_KV_SPLITS) : -1;
-        if (parts != -1 && (parts < 1 || parts > VLA_ATTN_MAX_KV_SPLITS))
+        if (parts != -1 && (parts < 1 || parts > VLA_ATTN_MAX_SPLITS))
             fail_msg("[%s]: the backward reports %lld dK/dV parts", C.dut->name, (long long)parts);
         t_free(dO), t_free(dQ), t_free(dK), t_free(dV);
     }

@@ -271,7 +271,7 @@ static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *
     if (mma) {
         int forced = vla_cuda_ctx_get()->attn_q_splits;
         a.q_splits = forced ? forced
-                            : vla_attn_kv_splits(dp->p.n_qt * dp->p.H, vla_attn_plan_max_q_walk(&dp->p), SPLIT_TARGET_BLOCKS);
+                            : vla_attn_walk_splits(dp->p.n_qt * dp->p.H, vla_attn_plan_max_q_walk(&dp->p), SPLIT_TARGET_BLOCKS);
         a.q_rows = dp->p.nq * dp->p.H;
         if (a.q_splits > 1 && a.q_rows > 0) {
             int64_t S = a.q_splits, n = a.q_rows;
@@ -389,7 +389,7 @@ static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *
     /* the dK/dV walk cut in parts when its grid is too small for the device (tensor/attn_plan.h) */
     int64_t kv_blocks = kp->p.n_kt * kp->p.Hkv * (mma ? vla_attn_mma_dkdv_col_blocks(cfg->head_dim) : 1);
     int forced = vla_cuda_ctx_get()->attn_kv_splits;
-    a.kv_splits = forced ? forced : vla_attn_kv_splits(kv_blocks, vla_attn_plan_max_kv_walk(&kp->p), SPLIT_TARGET_BLOCKS);
+    a.kv_splits = forced ? forced : vla_attn_walk_splits(kv_blocks, vla_attn_plan_max_kv_walk(&kp->p), SPLIT_TARGET_BLOCKS);
     int64_t n_kv = kp->p.nk[0] * kp->p.Hkv * kp->p.d;
     float *parts = NULL;
     if (a.kv_splits > 1 && n_kv > 0) {

@@ -152,10 +152,10 @@ static void init_once(void) {
     ctx.attn_impl = attn && !strcmp(attn, "simt") ? 1 : 0;
     ctx.attn_q_splits = env_int("VLA_CUDA_ATTN_Q_SPLITS", 0);
     if (ctx.attn_q_splits < 0) ctx.attn_q_splits = 0;
-    if (ctx.attn_q_splits > VLA_ATTN_MAX_KV_SPLITS) ctx.attn_q_splits = VLA_ATTN_MAX_KV_SPLITS;
+    if (ctx.attn_q_splits > VLA_ATTN_MAX_SPLITS) ctx.attn_q_splits = VLA_ATTN_MAX_SPLITS;
     ctx.attn_kv_splits = env_int("VLA_CUDA_ATTN_KV_SPLITS", 0);
     if (ctx.attn_kv_splits < 0) ctx.attn_kv_splits = 0;
-    if (ctx.attn_kv_splits > VLA_ATTN_MAX_KV_SPLITS) ctx.attn_kv_splits = VLA_ATTN_MAX_KV_SPLITS;
+    if (ctx.attn_kv_splits > VLA_ATTN_MAX_SPLITS) ctx.attn_kv_splits = VLA_ATTN_MAX_SPLITS;
     const char *staging = getenv("VLA_CUDA_ATTN_STAGING");
     ctx.attn_staging = VLA_ATTN_STAGE_AUTO;
     if (staging && !strcmp(staging, "f32")) ctx.attn_staging = VLA_ATTN_STAGE_F32;
