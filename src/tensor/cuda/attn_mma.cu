@@ -69,12 +69,14 @@ __device__ __forceinline__ void ldsm_b_kn(uint32_t b[2], const uint16_t *s, int 
                  : "memory");
 }
 
-/* acc[n] += X[16w + (0..15), :] · Y[8n + (0..7), :]ᵀ over the head dim, n < NT: one warp's 16 rows of a
- * product of two tiles (vla_tile_off's layout), k-steps of 16 in order — each accumulator sums the same
- * products in the same order however the products of a tile are grouped around it */
+/* acc[n] = X[16w + (0..15), :] · Y[8n + (0..7), :]ᵀ over the head dim, n < NT: one warp's 16 rows of a
+ * product of two tiles (vla_tile_off's layout), k-steps of 16 in order from zero — each accumulator sums the
+ * same products in the same order however the products of a tile are grouped around it */
 template <int D, int NT>
 __device__ __forceinline__ void warp_product_nk(float acc[NT][4], const uint16_t *X, const uint16_t *Y, int w,
                                                 int lane) {
+#pragma unroll
+    for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 #pragma unroll
     for (int kk = 0; kk < D / 16; kk++) {
         uint32_t a[4];
@@ -218,6 +220,17 @@ struct sources {
     __device__ const T *v(int src) const { return src ? v1 : v0; }
 };
 
+/* K tile j of the plan and its key groups fetched asynchronously into raw and kgr (the PF forward's and dQ
+ * pass's next tile) */
+template <int D, int BK, typename T>
+__device__ __forceinline__ void fetch_k_tile(T *raw, int32_t *kgr, const vla_attn_args &a, const sources<T> &in,
+                                             int32_t j, int kvh) {
+    const vla_attn_tile kt = a.kt[j];
+    fetch<D, BK, T>(raw, in.k(kt.src), in.ldk, kt.start, kt.len, kvh, in.dw);
+    if (a.group_k[kt.src]) fetch_words(kgr, a.group_k[kt.src] + kt.start, kt.len);
+    cp_async_commit();
+}
+
 /* the first k-tile from j on (before end) that the group rule does not skip for q-tile qt */
 __device__ __forceinline__ int32_t next_live_kt(const vla_attn_args &a, const vla_attn_tile &qt, int32_t j,
                                                 int32_t end) {
@@ -251,12 +264,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     const int32_t j_end = qt.first + (int32_t)hi;
     int32_t j = next_live_kt(a, qt, qt.first + (int32_t)lo, j_end);
     if constexpr (PF)
-        if (j < j_end) { /* K and the key groups of the first live tile, while Q is staged */
-            const vla_attn_tile kt = a.kt[j];
-            fetch<D, BK, T>(raw, in.k(kt.src), ldk, kt.start, kt.len, kvh, dw);
-            if (a.group_k[kt.src]) fetch_words(kgr, a.group_k[kt.src] + kt.start, kt.len);
-            cp_async_commit();
-        }
+        if (j < j_end) fetch_k_tile<D, BK, T>(raw, kgr, a, in, j, kvh); /* the first live tile, while Q is staged */
     stage_src<D, BQ, T>(Qs, in.q, ldq, qt.start, qt.len, h, dw);
     for (int i = threadIdx.x; i < BQ; i += NTH) qg[i] = a.group_q && i < qt.len ? a.group_q[qt.start + i] : 0;
     const int r_lo = 16 * w + g, r_hi = r_lo + 8; /* this lane's two rows in the tile */
@@ -286,8 +294,6 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
             __syncthreads();
         }
         float s[NT][4];
-#pragma unroll
-        for (int n = 0; n < NT; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
         warp_product_nk<D, NT>(s, Qs, Ks, w, lane);
         float mx_lo = -INFINITY, mx_hi = -INFINITY;
         int32_t g_lo = qg[r_lo], g_hi = qg[r_hi];
@@ -325,12 +331,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
             __syncthreads(); /* V in raw */
             to_tile<D, BK, T>(Vs, raw, D, kt.len, dw);
             __syncthreads();
-            if (jn < j_end) { /* the next live tile's K and key groups during P·V */
-                const vla_attn_tile kn = a.kt[jn];
-                fetch<D, BK, T>(raw, in.k(kn.src), ldk, kn.start, kn.len, kvh, dw);
-                if (a.group_k[kn.src]) fetch_words(kgr, a.group_k[kn.src] + kn.start, kn.len);
-                cp_async_commit();
-            }
+            if (jn < j_end) fetch_k_tile<D, BK, T>(raw, kgr, a, in, jn, kvh); /* the next live tile's, during P·V */
         }
 #pragma unroll
         for (int jj = 0; jj < BK / 16; jj++) {
@@ -351,38 +352,30 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     l_hi += __shfl_xor_sync(0xffffffffu, l_hi, 2);
     bool in_lo = r_lo < qt.len, in_hi = r_hi < qt.len;
     int64_t row_lo = (int64_t)(qt.start + r_lo) * a.H + h, row_hi = (int64_t)(qt.start + r_hi) * a.H + h;
-    if (S > 1) { /* this part's unnormalised output, max and sum, for attention.cu's combine */
-        float *po = a.o_part + (int64_t)part * a.q_rows * d;
-#pragma unroll
-        for (int i = 0; i < ND; i++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                int c = 8 * i + 2 * t + e;
-                if (c >= d) continue;
-                if (in_lo) po[row_lo * d + c] = o[i][e];
-                if (in_hi) po[row_hi * d + c] = o[i][2 + e];
-            }
-        if (t == 0) {
-            float *pm = a.m_part + (int64_t)part * a.q_rows, *pl = a.l_part + (int64_t)part * a.q_rows;
-            if (in_lo) pm[row_lo] = m_lo, pl[row_lo] = l_lo;
-            if (in_hi) pm[row_hi] = m_hi, pl[row_hi] = l_hi;
-        }
-        return;
-    }
-    float inv_lo = l_lo > 0.0f ? 1.0f / l_lo : 0.0f, inv_hi = l_hi > 0.0f ? 1.0f / l_hi : 0.0f;
+    /* unsplit: out = o / l (and its bf16 copy), lse; a part of a split walk (attn_plan.h, SPLIT KEYS): its
+     * unnormalised o, running max and sum, for attention.cu's combine */
+    const bool split = S > 1;
+    float *dst = split ? a.o_part + (int64_t)part * a.q_rows * d : a.out;
+    uint16_t *ready = split ? NULL : a.out_ready;
+    float f_lo = split ? 1.0f : l_lo > 0.0f ? 1.0f / l_lo : 0.0f, f_hi = split ? 1.0f : l_hi > 0.0f ? 1.0f / l_hi : 0.0f;
 #pragma unroll
     for (int i = 0; i < ND; i++)
 #pragma unroll
         for (int e = 0; e < 2; e++) {
             int c = 8 * i + 2 * t + e;
             if (c >= d) continue;
-            float vlo = o[i][e] * inv_lo, vhi = o[i][2 + e] * inv_hi;
-            if (in_lo) a.out[row_lo * d + c] = vlo;
-            if (in_hi) a.out[row_hi * d + c] = vhi;
-            if (a.out_ready && in_lo) a.out_ready[row_lo * d + c] = vla_nf_f32_to_bf16(vlo);
-            if (a.out_ready && in_hi) a.out_ready[row_hi * d + c] = vla_nf_f32_to_bf16(vhi);
+            float vlo = o[i][e] * f_lo, vhi = o[i][2 + e] * f_hi;
+            if (in_lo) dst[row_lo * d + c] = vlo;
+            if (in_hi) dst[row_hi * d + c] = vhi;
+            if (ready && in_lo) ready[row_lo * d + c] = vla_nf_f32_to_bf16(vlo);
+            if (ready && in_hi) ready[row_hi * d + c] = vla_nf_f32_to_bf16(vhi);
         }
-    if (t == 0 && a.lse) {
+    if (t != 0) return;
+    if (split) {
+        float *pm = a.m_part + (int64_t)part * a.q_rows, *pl = a.l_part + (int64_t)part * a.q_rows;
+        if (in_lo) pm[row_lo] = m_lo, pl[row_lo] = l_lo;
+        if (in_hi) pm[row_hi] = m_hi, pl[row_hi] = l_hi;
+    } else if (a.lse) {
         if (in_lo) a.lse[row_lo] = l_lo > 0.0f ? (m_lo + log2f(l_lo)) * LN2 : -INFINITY;
         if (in_hi) a.lse[row_hi] = l_hi > 0.0f ? (m_hi + log2f(l_hi)) * LN2 : -INFINITY;
     }
@@ -410,12 +403,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
     const int32_t j_end = qt.first + qt.n, *gk = a.group_k[0];
     int32_t j = next_live_kt(a, qt, qt.first, j_end);
     if constexpr (PF)
-        if (j < j_end) { /* K and the key groups of the first live tile, while Q and dO are staged */
-            const vla_attn_tile kt = a.kt[j];
-            fetch<D, BK, T>(raw, in.k(0), ldk, kt.start, kt.len, kvh, dw);
-            if (gk) fetch_words(kgr, gk + kt.start, kt.len);
-            cp_async_commit();
-        }
+        if (j < j_end) fetch_k_tile<D, BK, T>(raw, kgr, a, in, j, kvh); /* the first live tile, while Q, dO are staged */
     stage_src<D, BQ, T>(Qs, in.q, ldq, qt.start, qt.len, h, dw);
     stage_src<D, BQ, T>(Os, in.dout, ldq, qt.start, qt.len, h, dw);
     for (int i = threadIdx.x; i < BQ; i += NTH) {
@@ -435,10 +423,6 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
         const int cls = tile_class(qt, kt);
         const int32_t jn = next_live_kt(a, qt, j + 1, j_end);
         float s[NT][4], dp[NT][4];
-#pragma unroll
-        for (int n = 0; n < NT; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) s[n][i] = dp[n][i] = 0.0f;
         if constexpr (PF) {
             /* S = Q·Kᵀ while V arrives, then dP = dO·Vᵀ while the next K does (the plain kernel below
              * computes the same two products once both tiles are staged) */
@@ -454,12 +438,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
             __syncthreads(); /* V in raw */
             to_tile<D, BK, T>(Vs, raw, D, kt.len, dw);
             __syncthreads();
-            if (jn < j_end) {
-                const vla_attn_tile kn = a.kt[jn];
-                fetch<D, BK, T>(raw, in.k(0), ldk, kn.start, kn.len, kvh, dw);
-                if (gk) fetch_words(kgr, gk + kn.start, kn.len);
-                cp_async_commit();
-            }
+            if (jn < j_end) fetch_k_tile<D, BK, T>(raw, kgr, a, in, jn, kvh); /* the next live tile's, during dP */
             warp_product_nk<D, NT>(dp, Os, Vs, w, lane);
         } else {
             __syncthreads();
@@ -571,10 +550,6 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
         const int cls = tile_class(qt, kt);
         const int64_t jn = next_live(j + 1);
         float st[NT][4], dpt[NT][4]; /* Sᵀ and dPᵀ: rows are keys, columns queries */
-#pragma unroll
-        for (int n = 0; n < NT; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) st[n][i] = dpt[n][i] = 0.0f;
         if constexpr (PF) {
             /* Sᵀ = K·Qᵀ while dO arrives, then dPᵀ = V·dOᵀ while the next item's Q does (the plain kernel
              * below computes the same two products once both tiles are staged) */
