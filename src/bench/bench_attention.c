@@ -418,27 +418,24 @@ int vla_bench_attention(int argc, char **argv) {
         printf(",\"fused_digest\":\"%016llx\"", (unsigned long long)digest);
         if (!no_peer && !quick) device_peer(python, c, &d, precision, ms[1]);
         printf("}\n");
-        if (ci == sizeof cases / sizeof cases[0] - 1) { /* then one flow step's attention at a chunk's shape */
-            double us = 0;
-            int32_t prefix = 0;
-            const int calls = quick ? 5 : 100;
-            vla_status cst = time_chunk(dev, &cfg, quick, (int)reps, calls, &us, &prefix);
-            if (cst != VLA_OK) {
-                data_free(&d);
-                return vla_cli_fail(cst);
-            }
-            printf("{\"bench\":\"attention_chunk\",\"device\":\"%s\",\"precision\":\"%s\",\"queries\":%d,"
-                   "\"cached_keys\":%d,\"new_keys\":%d,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,\"calls\":%d,"
-                   "\"us_per_call\":%.2f",
-                   dev->name, precision, ACTIONS, prefix, ACTIONS, HEADS, KV_HEADS, HEAD_DIM, calls, us);
-            int64_t qs2 = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_Q_SPLITS);
-            if (qs2 >= 0) printf(",\"q_splits\":%lld", (long long)qs2);
-            printf("}\n");
-        }
         fflush(stdout);
         data_free(&d);
     }
-    if (dev) return 0;
+    if (dev) { /* then one flow step's attention at a chunk's shape */
+        double us = 0;
+        int32_t prefix = 0;
+        const int calls = quick ? 5 : 100;
+        vla_status cst = time_chunk(dev, &cfg, quick, (int)reps, calls, &us, &prefix);
+        if (cst != VLA_OK) return vla_cli_fail(cst);
+        printf("{\"bench\":\"attention_chunk\",\"device\":\"%s\",\"precision\":\"%s\",\"queries\":%d,"
+               "\"cached_keys\":%d,\"new_keys\":%d,\"heads\":%d,\"kv_heads\":%d,\"head_dim\":%d,\"calls\":%d,"
+               "\"us_per_call\":%.2f",
+               dev->name, precision, ACTIONS, prefix, ACTIONS, HEADS, KV_HEADS, HEAD_DIM, calls, us);
+        int64_t q_splits = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_Q_SPLITS);
+        if (q_splits >= 0) printf(",\"q_splits\":%lld", (long long)q_splits);
+        printf("}\n");
+        return 0;
+    }
     if (!strcmp(bwd, "fused")) cfg.bwd_mode = VLA_ATTN_BWD_FUSED;
     else if (!strcmp(bwd, "two_pass")) cfg.bwd_mode = VLA_ATTN_BWD_TWO_PASS;
     else if (strcmp(bwd, "auto")) {
