@@ -41,7 +41,8 @@
 #                and vs PyTorch on the same GPU and layout (eager dense mask,
 #                SDPA efficient/cuDNN/math, FlashAttention varlen:
 #                tools/bench_torch_attention.py --device cuda); then again
-#                with the dK/dV walk unsplit (VLA_CUDA_ATTN_KV_SPLITS=1), and
+#                with the dK/dV walk and the forward's key walk unsplit
+#                (VLA_CUDA_ATTN_KV_SPLITS=1, VLA_CUDA_ATTN_Q_SPLITS=1), and
 #                with the bf16 kernels staging from the f32 tensors
 #                (VLA_CUDA_ATTN_STAGING=f32, the kernels before bf16 copies
 #                and prefetch) and prefetching in every pass (=prefetch): the
@@ -190,7 +191,7 @@ attention_staging_summary() {
     done
 }
 summary() {
-    local bad=0 g v l cfg p s1 s2 nc ng g1 rk
+    local bad=0 g v l cfg p s1 s2 nc ng g1 rk c1 c2
     MISSED=0
     echo
     echo "=== gpu_check: results in $RESULTS ==="
@@ -222,9 +223,9 @@ summary() {
     [ -n "$l" ] && echo "    attention (π0.5 packed, bf16): fused $(num "$l" fwd_bwd_ms) ms vs dense mask $(num "$l" dense_fwd_bwd_ms) ms: $(num "$l" vs_dense)×"
     u=$(grep '^{"stage":"attention_unsplit",' "$RESULTS" | grep '"pi05_packed"' | head -1)
     [ -n "$l" ] && [ -n "$u" ] && echo "    attention dK/dV split (issue 41): fwd+bwd $(num "$l" fwd_bwd_ms) ms in $(num "$l" kv_splits) parts (forward $(num "$l" q_splits)); both walks unsplit $(num "$u" fwd_bwd_ms) ms"
-    s1=$(grep '^{"stage":"attention","bench":"attention_chunk"' "$RESULTS" | head -1)
-    s2=$(grep '^{"stage":"attention_unsplit","bench":"attention_chunk"' "$RESULTS" | head -1)
-    [ -n "$s1" ] && echo "    attention at a chunk's shape (batch 1: $(num "$s1" queries) action tokens on $(num "$s1" cached_keys) cached keys and themselves): $(num "$s1" us_per_call) µs per call in $(num "$s1" q_splits) parts$([ -n "$s2" ] && echo ", unsplit $(num "$s2" us_per_call) µs: $(ratio "$(num "$s2" us_per_call)" "$(num "$s1" us_per_call)")×")"
+    c1=$(grep '^{"stage":"attention","bench":"attention_chunk"' "$RESULTS" | head -1)
+    c2=$(grep '^{"stage":"attention_unsplit","bench":"attention_chunk"' "$RESULTS" | head -1)
+    [ -n "$c1" ] && echo "    attention at a chunk's shape (batch 1: $(num "$c1" queries) action tokens on $(num "$c1" cached_keys) cached keys and themselves): $(num "$c1" us_per_call) µs per call in $(num "$c1" q_splits) parts$([ -n "$c2" ] && echo ", unsplit $(num "$c2" us_per_call) µs: $(ratio "$(num "$c2" us_per_call)" "$(num "$c1" us_per_call)")×")"
     attention_staging_summary "$l"
     s1=$(num "$(stage_line infer_pi05 policy_infer)" best_ms)
     s2=$(num "$(stage_line infer_qunsplit_pi05 policy_infer)" best_ms)
@@ -582,10 +583,10 @@ fi
 echo
 echo "gpu_check: $(($(date +%s) - T0)) s"
 # last, as time allows: the prefetching attention kernels (cp.async, ldmatrix, swizzled tiles) under
-# compute-sanitizer's racecheck, where
-# the machine has the tool and it works (Firecracker; KINDS.md): a shared-memory hazard named by line.
-# The conformance suite's attention problems (every head dim, GQA/MQA, the cached forward's two
-# sources); its own record, no stage verdict: a tool that refuses the device says so in the log
+# compute-sanitizer's racecheck, where the machine has the tool and it works (Firecracker; KINDS.md): a
+# shared-memory hazard named by line. The conformance suite's attention problems (every head dim, GQA/MQA,
+# the cached forward's two sources); its own record, no stage verdict: a tool that refuses the device says
+# so in the log
 CS=$(command -v compute-sanitizer || true)
 if wanted attention && [ -n "$CS" ] && [ -x "$BIN/tests/test_conformance" ] && [ "$(left)" -gt 100 ]; then
     say "racecheck: the prefetching attention kernels under compute-sanitizer (90 s at most)"
