@@ -1149,19 +1149,20 @@ static void t_captured(void) {
     t_free(x), t_free(w), t_free(y), t_free(g), t_free(q), t_free(k), t_free(v), t_free(o), t_free(lse);
 }
 
-/* VLA_CONFORMANCE_ONLY=attention: the attention slots alone (scripts/gpu_check.sh runs them once per way the
- * cuda kernels stage their tiles, and under compute-sanitizer's racecheck) */
-static void run_attention_only(const char *name) {
+/* the attention slots: alone with VLA_CONFORMANCE_ONLY=attention (scripts/gpu_check.sh runs them once per
+ * way the cuda kernels stage their tiles, and under compute-sanitizer's racecheck) */
+static void t_attention_slots(void) {
     t_attention_mask();
     t_attention();
     t_attention_misaligned();
-    fprintf(stderr, "test_conformance: backend %s conforms in attention (%s)\n", name, C.exact ? "bit for bit" : "within tolerance");
 }
 
 static void run_suite(const char *name) {
     const char *part = getenv("VLA_CONFORMANCE_ONLY");
     if (part && !strcmp(part, "attention")) {
-        run_attention_only(name);
+        t_attention_slots();
+        fprintf(stderr, "test_conformance: backend %s conforms in attention (%s)\n", name,
+                C.exact ? "bit for bit" : "within tolerance");
         return;
     }
     t_memory();
@@ -1178,9 +1179,7 @@ static void run_suite(const char *name) {
     t_norm_fuse();
     t_positions();
     t_flow();
-    t_attention_mask();
-    t_attention();
-    t_attention_misaligned();
+    t_attention_slots();
     t_captured();
     /* every slot from alloc to the end was run */
     const size_t first = offsetof(vla_ops, alloc) / sizeof(void (*)(void)), last = sizeof(vla_ops) / sizeof(void (*)(void));
