@@ -29,11 +29,13 @@
 #include <cuda_bf16.h>
 #include <math.h>
 
+#include "tensor/cuda/attn_smem.h"
 #include "tensor/cuda/mma_layout.h"
 #include "base/numfmt.h"
 
 #define NW 4
 #define NTH (NW * 32)
+static_assert(16 * NW == VLA_ATTN_MMA_ROWS, "attn_smem.h carves a block of four 16-row warps");
 #define LOG2E 1.4426950408889634f
 #define LN2 0.6931471805599453f
 
@@ -244,13 +246,15 @@ __device__ __forceinline__ int32_t next_live_kt(const vla_attn_args &a, const vl
  * first in shared memory */
 template <int D, int BK, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
-    constexpr int BQ = 16 * NW, LDS = VLA_TILE_LD(D), NT = BK / 8, ND = D / 8;
+    constexpr int BQ = 16 * NW, NT = BK / 8, ND = D / 8;
+    static_assert(BK == VLA_ATTN_MMA_BK(D), "attn_smem.h carves the tiles of VLA_ATTN_MMA_BK");
     extern __shared__ __align__(16) unsigned char smem[];
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
-    T *raw = (T *)smem;
-    int32_t *kgr = (int32_t *)(raw + (PF ? BK * D : 0));
-    uint16_t *Qs = (uint16_t *)(kgr + (PF ? BK : 0)), *Ks = Qs + BQ * LDS, *Vs = Ks + BK * LDS;
-    int32_t *qg = (int32_t *)(Vs + BK * LDS), *kg = qg + BQ;
+    const vla_attn_smem L = vla_attn_smem_fwd(D, PF);
+    T *raw = (T *)(smem + L.raw);
+    int32_t *kgr = (int32_t *)(smem + L.raw_groups);
+    uint16_t *Qs = (uint16_t *)(smem + L.q), *Ks = (uint16_t *)(smem + L.k), *Vs = (uint16_t *)(smem + L.v);
+    int32_t *qg = (int32_t *)(smem + L.q_groups), *kg = (int32_t *)(smem + L.k_groups);
     const int32_t S = a.q_splits > 1 ? a.q_splits : 1, part = (int32_t)(blockIdx.x % S);
     int64_t item = blockIdx.x / S;
     const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
@@ -385,14 +389,17 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
 
 template <int D, int BK, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
-    constexpr int BQ = 16 * NW, LDS = VLA_TILE_LD(D), NT = BK / 8, ND = D / 8;
+    constexpr int BQ = 16 * NW, NT = BK / 8, ND = D / 8;
+    static_assert(BK == VLA_ATTN_MMA_BK(D), "attn_smem.h carves the tiles of VLA_ATTN_MMA_BK");
     extern __shared__ __align__(16) unsigned char smem[];
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
-    T *raw = (T *)smem;
-    int32_t *kgr = (int32_t *)(raw + (PF ? BK * D : 0));
-    uint16_t *Qs = (uint16_t *)(kgr + (PF ? BK : 0)), *Os = Qs + BQ * LDS, *Ks = Os + BQ * LDS, *Vs = Ks + BK * LDS;
-    int32_t *qg = (int32_t *)(Vs + BK * LDS), *kg = qg + BQ;
-    float *lse2 = (float *)(kg + BK), *dvr = lse2 + BQ;
+    const vla_attn_smem L = vla_attn_smem_dq(D, PF);
+    T *raw = (T *)(smem + L.raw);
+    int32_t *kgr = (int32_t *)(smem + L.raw_groups);
+    uint16_t *Qs = (uint16_t *)(smem + L.q), *Os = (uint16_t *)(smem + L.dout), *Ks = (uint16_t *)(smem + L.k),
+             *Vs = (uint16_t *)(smem + L.v);
+    int32_t *qg = (int32_t *)(smem + L.q_groups), *kg = (int32_t *)(smem + L.k_groups);
+    float *lse2 = (float *)(smem + L.lse), *dvr = (float *)(smem + L.dvec);
     int64_t item = blockIdx.x;
     const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
     int h = (int)(item % a.H), kvh = h / a.rep, d = a.d;
@@ -494,15 +501,18 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
  * rowsum(dO·O) rows; the raw tile and those rows come first in shared memory */
 template <int D, int BQ, int DC, bool PF, typename T>
 __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
-    constexpr int BK = 16 * NW, LDS = VLA_TILE_LD(D), NT = BQ / 8, NDC = DC / 8;
+    constexpr int BK = 16 * NW, NT = BQ / 8, NDC = DC / 8;
+    static_assert(BQ == VLA_ATTN_MMA_KV_BQ(D), "attn_smem.h carves the tiles of VLA_ATTN_MMA_KV_BQ");
     extern __shared__ __align__(16) unsigned char smem[];
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
-    T *raw = (T *)smem;
-    int32_t *qgr = (int32_t *)(raw + (PF ? BQ * D : 0));
-    float *lser = (float *)(qgr + (PF ? BQ : 0)), *dvrr = lser + (PF ? BQ : 0);
-    uint16_t *Ks = (uint16_t *)(dvrr + (PF ? BQ : 0)), *Vs = Ks + BK * LDS, *Qs = Vs + BK * LDS, *Os = Qs + BQ * LDS;
-    int32_t *kg = (int32_t *)(Os + BQ * LDS), *qg = kg + BK;
-    float *lse2 = (float *)(qg + BQ), *dvr = lse2 + BQ;
+    const vla_attn_smem L = vla_attn_smem_dkdv(D, PF);
+    T *raw = (T *)(smem + L.raw);
+    int32_t *qgr = (int32_t *)(smem + L.raw_groups);
+    float *lser = (float *)(smem + L.raw_lse), *dvrr = (float *)(smem + L.raw_dvec);
+    uint16_t *Ks = (uint16_t *)(smem + L.k), *Vs = (uint16_t *)(smem + L.v), *Qs = (uint16_t *)(smem + L.q),
+             *Os = (uint16_t *)(smem + L.dout);
+    int32_t *kg = (int32_t *)(smem + L.k_groups), *qg = (int32_t *)(smem + L.q_groups);
+    float *lse2 = (float *)(smem + L.lse), *dvr = (float *)(smem + L.dvec);
     int64_t item = blockIdx.x / a.kv_splits;
     int32_t part = (int32_t)(blockIdx.x % a.kv_splits);
     const vla_attn_tile kt = a.kt[a.k_order[item / a.Hkv]];
@@ -642,9 +652,9 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
 
 /* ---- launch ------------------------------------------------------------------------------------ */
 
-static constexpr int bk_of(int D) { return D <= 128 ? 64 : 32; }
-static constexpr int kv_bq_of(int D) { return D <= 64 ? 64 : 32; }
-static constexpr int dc_of(int D) { return D <= 128 ? D : 128; }
+static constexpr int bk_of(int D) { return VLA_ATTN_MMA_BK(D); }
+static constexpr int kv_bq_of(int D) { return VLA_ATTN_MMA_KV_BQ(D); }
+static constexpr int dc_of(int D) { return VLA_ATTN_MMA_KV_DC(D); }
 
 int vla_attn_mma_dpad(int d) {
     static const int pads[] = {16, 32, 48, 64, 80, 128, 256};
@@ -705,29 +715,29 @@ int32_t vla_attn_mma_staged(void) { return staged; }
 
 template <int D>
 static cudaError_t fwd(const vla_attn_args *a, cudaStream_t s) {
-    constexpr int BK = bk_of(D), LDS = VLA_TILE_LD(D);
+    constexpr int BK = bk_of(D);
     static int decided = -1;
-    size_t smem = (size_t)(64 + 2 * BK) * LDS * 2 + (size_t)(64 + BK) * 4;
-    return launch_pass(k_mma_fwd<D, BK, true, uint16_t>, smem + (size_t)BK * D * 2 + BK * 4,
-                       k_mma_fwd<D, BK, false, uint16_t>, k_mma_fwd<D, BK, false, float>, smem, &decided, 0,
+    return launch_pass(k_mma_fwd<D, BK, true, uint16_t>, vla_attn_smem_fwd(D, 1).bytes,
+                       k_mma_fwd<D, BK, false, uint16_t>, k_mma_fwd<D, BK, false, float>, vla_attn_smem_fwd(D, 0).bytes,
+                       &decided, 0,
                        dim3((unsigned)(a->n_qt * a->H * (a->q_splits > 1 ? a->q_splits : 1))), a, s);
 }
 template <int D>
 static cudaError_t dq(const vla_attn_args *a, cudaStream_t s) {
-    constexpr int BK = bk_of(D), LDS = VLA_TILE_LD(D);
+    constexpr int BK = bk_of(D);
     static int decided = -1;
-    size_t smem = (size_t)(128 + 2 * BK) * LDS * 2 + (size_t)(64 + BK) * 4 + 2 * 64 * 4;
-    return launch_pass(k_mma_dq<D, BK, true, uint16_t>, smem + (size_t)BK * D * 2 + BK * 4,
-                       k_mma_dq<D, BK, false, uint16_t>, k_mma_dq<D, BK, false, float>, smem, &decided, 2,
+    return launch_pass(k_mma_dq<D, BK, true, uint16_t>, vla_attn_smem_dq(D, 1).bytes,
+                       k_mma_dq<D, BK, false, uint16_t>, k_mma_dq<D, BK, false, float>, vla_attn_smem_dq(D, 0).bytes,
+                       &decided, 2,
                        dim3((unsigned)(a->n_qt * a->H)), a, s);
 }
 template <int D>
 static cudaError_t dkdv(const vla_attn_args *a, cudaStream_t s) {
-    constexpr int BQ = kv_bq_of(D), DC = dc_of(D), LDS = VLA_TILE_LD(D);
+    constexpr int BQ = kv_bq_of(D), DC = dc_of(D);
     static int decided = -1;
-    size_t smem = (size_t)(128 + 2 * BQ) * LDS * 2 + (size_t)(64 + BQ) * 4 + 2 * (size_t)BQ * 4;
-    return launch_pass(k_mma_dkdv<D, BQ, DC, true, uint16_t>, smem + (size_t)BQ * D * 2 + 3 * BQ * 4,
-                       k_mma_dkdv<D, BQ, DC, false, uint16_t>, k_mma_dkdv<D, BQ, DC, false, float>, smem, &decided,
+    return launch_pass(k_mma_dkdv<D, BQ, DC, true, uint16_t>, vla_attn_smem_dkdv(D, 1).bytes,
+                       k_mma_dkdv<D, BQ, DC, false, uint16_t>, k_mma_dkdv<D, BQ, DC, false, float>,
+                       vla_attn_smem_dkdv(D, 0).bytes, &decided,
                        1, dim3((unsigned)(a->n_kt * a->Hkv * a->kv_splits), D / DC), a, s);
 }
 
