@@ -5,13 +5,18 @@
  * header's formulas), and the header's loads from shared-memory tiles —
  * A from row-major tiles, B from [n][k] (Kᵀ) and [k][n] (V) tiles — and its
  * accumulator-to-A reuse (P of S = QKᵀ fed to P·V) must give the exact
- * matrix products of bf16 inputs. */
+ * matrix products of bf16 inputs. Also the kernels' shared memory as
+ * tensor/cuda/attn_smem.h carves it (test_smem_carve), and their operands'
+ * bf16 copies as tensor/cuda/cast_rows.h's kernel makes them (test_cast_rows). */
 #include "test_util.h"
 #include "base/rng.h"
+#include "tensor/cuda/attn_smem.h"
+#include "tensor/cuda/cast_rows.h"
 #include "tensor/cuda/mma_layout.h"
 #include "base/numfmt.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* PTX ISA, mma.m16n8k16 (.bf16): (row offset, column offset) of each element
@@ -249,10 +254,149 @@ static void test_tile_writers(void **state) {
     }
 }
 
+/* The kernels' shared memory as attn_smem.h carves it, for every head dim and pass, prefetching or not:
+ * each region the size the kernel addresses (a tile: every (row, column) vla_tile_off places; the raw
+ * tile: rows × D unswizzled, as cp.async lands it), 16-byte aligned where ldmatrix or cp.async reads or
+ * writes it, no two overlapping, all inside the block's bytes, and the bytes within sm_90's 227 KB a
+ * block. The sizes docs/cuda.md's occupancy table quotes are pinned: the dQ and dK/dV passes at head dim
+ * 256 prefetching take 115,712 B, so that two blocks and their 1 KB reserve fill the SM's 228 KB exactly. */
+typedef struct {
+    const char *name;
+    int off, bytes, align;
+} smem_region;
+
+static int tile_extent_bytes(int D, int rows) { /* one past the last element vla_tile_off places, in bytes */
+    int end = 0;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < D; c++) {
+            int o = vla_tile_off(D, r, c) + 1;
+            end = o > end ? o : end;
+        }
+    return 2 * end;
+}
+
+static void check_carve(const vla_attn_smem *L, int D, int rows_q, int rows_k, int pass, int pf) {
+    /* pass 0 forward (Q K V), 1 dQ (Q dO K V), 2 dK/dV (K V Q dO, raw rows are queries) */
+    int raw_rows = pass == 2 ? rows_q : rows_k;
+    smem_region reg[] = {
+        {"raw", L->raw, pf ? raw_rows * D * 2 : 0, 16},
+        {"raw_groups", L->raw_groups, pf ? raw_rows * 4 : 0, 4},
+        {"raw_lse", L->raw_lse, pf && pass == 2 ? rows_q * 4 : 0, 4},
+        {"raw_dvec", L->raw_dvec, pf && pass == 2 ? rows_q * 4 : 0, 4},
+        {"q", L->q, tile_extent_bytes(D, rows_q), 16},
+        {"dout", L->dout, pass ? tile_extent_bytes(D, rows_q) : 0, 16},
+        {"k", L->k, tile_extent_bytes(D, rows_k), 16},
+        {"v", L->v, tile_extent_bytes(D, rows_k), 16},
+        {"q_groups", L->q_groups, rows_q * 4, 4},
+        {"k_groups", L->k_groups, rows_k * 4, 4},
+        {"lse", L->lse, pass ? rows_q * 4 : 0, 4},
+        {"dvec", L->dvec, pass ? rows_q * 4 : 0, 4},
+    };
+    const int n = (int)(sizeof reg / sizeof reg[0]);
+    for (int i = 0; i < n; i++) {
+        if (reg[i].off % reg[i].align || reg[i].off < 0 || reg[i].off + reg[i].bytes > L->bytes)
+            fail_msg("D %d pass %d pf %d: region %s at %d (%d bytes) misaligned or past the block's %d", D, pass,
+                     pf, reg[i].name, reg[i].off, reg[i].bytes, L->bytes);
+        for (int j = 0; j < i; j++)
+            if (reg[i].bytes && reg[j].bytes && reg[i].off < reg[j].off + reg[j].bytes &&
+                reg[j].off < reg[i].off + reg[i].bytes)
+                fail_msg("D %d pass %d pf %d: %s [%d, +%d) overlaps %s [%d, +%d)", D, pass, pf, reg[i].name,
+                         reg[i].off, reg[i].bytes, reg[j].name, reg[j].off, reg[j].bytes);
+    }
+    assert_true(L->bytes <= 227 * 1024);
+}
+
+static void test_smem_carve(void **state) {
+    (void)state;
+    static const int dims[] = {16, 32, 48, 64, 80, 128, 256};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const int D = dims[di];
+        for (int pf = 0; pf < 2; pf++) {
+            vla_attn_smem f = vla_attn_smem_fwd(D, pf), q = vla_attn_smem_dq(D, pf), kv = vla_attn_smem_dkdv(D, pf);
+            check_carve(&f, D, VLA_ATTN_MMA_ROWS, VLA_ATTN_MMA_BK(D), 0, pf);
+            check_carve(&q, D, VLA_ATTN_MMA_ROWS, VLA_ATTN_MMA_BK(D), 1, pf);
+            check_carve(&kv, D, VLA_ATTN_MMA_KV_BQ(D), VLA_ATTN_MMA_ROWS, 2, pf);
+        }
+        assert_int_equal(D % VLA_ATTN_MMA_KV_DC(D), 0);
+    }
+    /* head dim 256 (π0.5's Gemma): the sizes docs/cuda.md's table gives */
+    assert_int_equal(vla_attn_smem_dq(256, 1).bytes, 115712);
+    assert_int_equal(vla_attn_smem_dkdv(256, 1).bytes, 115712);
+    assert_int_equal(2 * (vla_attn_smem_dq(256, 1).bytes + 1024), 228 * 1024);
+    assert_int_equal(vla_attn_smem_fwd(256, 1).bytes, vla_attn_smem_fwd(256, 0).bytes + 32 * 256 * 2 + 32 * 4);
+}
+
+/* cast_rows.h: every chunk of every tensor, stepped as the kernel steps them (one thread per chunk), writes
+ * the copy prepare_operand's bf16 cast makes — each element vla_nf_f32_to_bf16 of its source (NaN, ±Inf,
+ * subnormals and rounding ties included), zeros in columns K..kp — each element once, nothing past a
+ * tensor's rows × kp; tensors of no rows, row strides past K, and K not a multiple of 8 included. */
+static void test_cast_rows(void **state) {
+    (void)state;
+    static const int64_t Ks[] = {13, 72, 256};
+    static const int64_t rows[] = {3, 0, 17, 1, 64};
+    const int n = 5;
+    vla_rng r = vla_rng_stream(7, 0);
+    for (size_t ki = 0; ki < sizeof Ks / sizeof Ks[0]; ki++) {
+        const int64_t K = Ks[ki], kp = (K + 7) / 8 * 8, pad = 8;
+        vla_cast_rows c;
+        memset(&c, 0, sizeof c);
+        c.n = n, c.K = K, c.kp = kp;
+        float *src[5];
+        uint16_t *dst[5];
+        unsigned char *hit[5];
+        for (int i = 0; i < n; i++) {
+            int64_t ld = K + (i % 2 ? 5 : 0);
+            src[i] = malloc(sizeof(float) * (size_t)(rows[i] * ld + 1));
+            dst[i] = malloc(sizeof(uint16_t) * (size_t)(rows[i] * kp + pad));
+            hit[i] = calloc((size_t)(rows[i] * kp + pad), 1);
+            for (int64_t e = 0; e < rows[i] * ld; e++) {
+                uint32_t u = vla_rng_u32(&r);
+                float v;
+                switch (e % 7) {
+                case 0: v = vla_hd_bits_f32(u); break;                       /* any bits: NaN, Inf, subnormals */
+                case 1: v = vla_hd_bits_f32((u & 0xffff0000u) | 0x8000u); break; /* a tie */
+                default: v = (float)(vla_rng_u32(&r) % 2001) / 1000.0f - 1.0f; break;
+                }
+                src[i][e] = v;
+            }
+            for (int64_t e = 0; e < rows[i] * kp + pad; e++) dst[i][e] = 0xaaaa;
+            c.src[i] = src[i], c.dst[i] = dst[i], c.ld[i] = ld, c.rows[i] = rows[i];
+        }
+        int64_t total = vla_cast_rows_plan(&c), expect = 0;
+        for (int i = 0; i < n; i++) expect += rows[i] * kp / 8;
+        assert_int_equal(total, expect);
+        for (int64_t ch = 0; ch < total; ch++) {
+            int t;
+            int64_t at;
+            uint16_t v[8];
+            vla_cast_rows_chunk(&c, ch, &t, &at, v);
+            assert_true(t >= 0 && t < n && at >= 0 && at % 8 == 0 && at + 8 <= rows[t] * kp);
+            for (int e = 0; e < 8; e++) {
+                assert_int_equal(hit[t][at + e], 0);
+                hit[t][at + e] = 1;
+                dst[t][at + e] = v[e];
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            for (int64_t row = 0; row < rows[i]; row++)
+                for (int64_t col = 0; col < kp; col++) {
+                    uint16_t want = col < K ? vla_nf_f32_to_bf16(src[i][row * c.ld[i] + col]) : 0;
+                    if (dst[i][row * kp + col] != want || !hit[i][row * kp + col])
+                        fail_msg("K %lld tensor %d (%lld, %lld): 0x%04x, want 0x%04x", (long long)K, i,
+                                 (long long)row, (long long)col, dst[i][row * kp + col], want);
+                }
+            for (int64_t e = rows[i] * kp; e < rows[i] * kp + pad; e++) assert_int_equal(dst[i][e], 0xaaaa);
+            free(src[i]), free(dst[i]), free(hit[i]);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ldmatrix_offsets),
         cmocka_unit_test(test_tile_writers),
+        cmocka_unit_test(test_smem_carve),
+        cmocka_unit_test(test_cast_rows),
         cmocka_unit_test(test_index_functions_match_tables),
         cmocka_unit_test(test_qk_product),
         cmocka_unit_test(test_pv_product_from_accumulators),

@@ -165,13 +165,18 @@ static const vla_gemm_q BF16_CAST = {VLA_PREC_BF16, {VLA_FP8_E4M3, NULL, NULL}, 
 /* How the bf16 kernels stage (VLA_CUDA_ATTN_STAGING), and unless from the f32 tensors, their operands' bf16
  * copies: each src[i] ([rows[i]][d], rows = tokens × heads) cast as a GEMM operand is — [rows][dp] bf16, dp =
  * d rounded up to 8, zeros past d, the rounding the kernels' own staging does, so every way gives the same
- * bits — into one scratch allocation, *dst[i] pointed into it. Returns that allocation for the caller to
- * free (stream-ordered) once its kernels are issued; NULL when staging from f32. */
+ * bits — into one scratch allocation, *dst[i] pointed into it, all of them by one launch (cast_rows.h).
+ * Returns that allocation for the caller to free (stream-ordered) once its kernels are issued; NULL when
+ * staging from f32. */
 static void *bf16_copies(vla_attn_args *a, int n, const float *const *src, const int64_t *rows,
                          const uint16_t **const *dst) {
     a->staging = vla_cuda_ctx_get()->attn_staging;
     a->dp = (int32_t)vla_q_bf16_ld(a->d);
     if (a->staging == VLA_ATTN_STAGE_F32) return NULL;
+    if (n > VLA_CAST_ROWS_MAX) { /* not in these ops (at most q and two sources' k, v); f32 staging if ever */
+        a->staging = VLA_ATTN_STAGE_F32;
+        return NULL;
+    }
     size_t total = 0;
     for (int i = 0; i < n; i++) total += (size_t)rows[i] * (size_t)a->dp * 2;
     uint16_t *buf = (uint16_t *)vla_cuda_scratch(total ? total : 16);
@@ -179,12 +184,16 @@ static void *bf16_copies(vla_attn_args *a, int n, const float *const *src, const
         a->staging = VLA_ATTN_STAGE_F32;
         return buf;
     }
+    vla_cast_rows c;
+    memset(&c, 0, sizeof c);
+    c.n = n, c.K = a->d, c.kp = a->dp;
     uint16_t *at = buf;
     for (int i = 0; i < n; i++) {
         *dst[i] = at;
-        vla_cuda_prepare_operand(&BF16_CAST, true, rows[i], a->d, src[i], a->d, at);
+        c.src[i] = src[i], c.dst[i] = at, c.ld[i] = a->d, c.rows[i] = rows[i];
         at += rows[i] * a->dp;
     }
+    vla_cuda_cast_rows_bf16(&c); /* one launch for the call's operands */
     return buf;
 }
 

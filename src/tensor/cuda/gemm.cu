@@ -344,6 +344,31 @@ static void cast_operand(void *dst, const float *src, int64_t ld, int64_t rows, 
     cast_slabs(dst, src, ld, rows, K, kp, transpose, kind, op, sinv_out);
 }
 
+/* cast_rows.h's copies, all of them in one launch (the attention's operands): the bytes prepare_operand's
+ * bf16 cast writes, 8 elements and one 16-byte store per step; counted as that many operand casts. The
+ * GEMMs' own casts keep k_cast_operand until a device has run this kernel's conformance. */
+__global__ void k_cast_rows_bf16(vla_cast_rows c) {
+    const int64_t total = c.first[c.n];
+    for (int64_t ch = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; ch < total; ch += (int64_t)gridDim.x * blockDim.x) {
+        int i;
+        int64_t at;
+        uint16_t v[8];
+        vla_cast_rows_chunk(&c, ch, &i, &at, v);
+        uint4 w;
+        w.x = v[0] | (uint32_t)v[1] << 16, w.y = v[2] | (uint32_t)v[3] << 16;
+        w.z = v[4] | (uint32_t)v[5] << 16, w.w = v[6] | (uint32_t)v[7] << 16;
+        *(uint4 *)(c.dst[i] + at) = w;
+    }
+}
+
+extern "C" void vla_cuda_cast_rows_bf16(vla_cast_rows *c) {
+    int64_t total = vla_cast_rows_plan(c);
+    __atomic_fetch_add(&operand_casts, c->n, __ATOMIC_RELAXED);
+    if (total <= 0) return;
+    k_cast_rows_bf16<<<vla_cuda_blocks(total, 256), 256, 0, vla_cuda_stream()>>>(*c);
+    vla_cuda_check("operand copies (bf16 rows)");
+}
+
 static int kind_of(const vla_gemm_q *q, const vla_fp8_operand *op, bool emulate) {
     if (q->mode == VLA_PREC_BF16) return emulate ? OUT_F32_BF16 : OUT_BF16;
     bool e4 = op->fmt == VLA_FP8_E4M3;
