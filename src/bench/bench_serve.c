@@ -15,6 +15,8 @@
 #include "base/fsutil.h"
 #include "serve/loadgen.h"
 #include "serve/server.h"
+#include "tensor/backend.h"
+#include "tensor/ops.h"
 
 typedef struct {
     vla_server *s;
@@ -34,19 +36,23 @@ typedef struct {
 /* One configuration: a server in this process, the robots on threads. single:
  * the same device's one-robot chunk (p99 relative to it); base: the first
  * device's figures for this mode (ratios to it); both NULL when not known. */
-static vla_status measure(vla_engine *e, int clients, double seconds, int max_batch, double window, const char *name,
+static vla_status measure(vla_engine *e, int clients, int tasks, double seconds, int max_batch, double window, const char *name,
                           const char *config, const served *single, const served *base, const char *base_device,
                           served *got) {
     vla_server_opts so;
     vla_server_opts_default(&so);
     so.port = 0, so.max_batch = max_batch, so.batch_window_ms = window, so.max_queue = clients + 8;
+    const vla_engine_info *in = vla_engine_get_info(e);
+    /* captured regions replayed per batch (cuda: CUDA graphs; checked: compared): whether the batches a
+     * server forms repeat their layouts, as a graph needs; -1 where the backend has no regions */
+    const vla_ops *bops = NULL;
+    int64_t r0 = vla_backend_get(in->device, &bops) == VLA_OK ? vla_ops_stat_of(bops, VLA_STAT_CAPTURED_REPLAYS) : -1;
     vla_server *s;
     VLA_TRY(vla_server_create(&so, e, &s));
     run_arg ra = {s};
     pthread_t th;
     pthread_create(&th, NULL, serve_main, &ra);
-    const vla_engine_info *in = vla_engine_get_info(e);
-    vla_loadgen_opts lo = {"127.0.0.1", vla_server_port(s), clients, seconds, 0, 0};
+    vla_loadgen_opts lo = {"127.0.0.1", vla_server_port(s), clients, seconds, 0, 0, tasks};
     lo.state_dim = (int)(in->n_state_keys > 1 ? 2 : in->state_frame);
     lo.env_state_dim = (int)(in->state_frame - lo.state_dim);
     vla_loadgen_result r;
@@ -59,12 +65,15 @@ static vla_status measure(vla_engine *e, int clients, double seconds, int max_ba
     if (st != VLA_OK) return st;
     *got = (served){r.p50_ms, r.p99_ms, r.throughput};
     printf("{\"bench\":\"serve\",\"policy\":\"%s\",\"device\":\"%s\",\"precision\":\"%s\",\"mode\":\"%s\","
-           "\"clients\":%d,\"max_batch\":%d,\"window_ms\":%.1f,"
+           "\"clients\":%d,\"tasks\":%d,\"max_batch\":%d,\"window_ms\":%.1f,"
            "\"seconds\":%.2f,\"requests\":%lld,\"throughput_rps\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"mean_ms\":%.3f,"
            "\"max_ms\":%.3f,\"mean_batch\":%.2f,\"batches\":%llu,\"errors\":%lld",
-           config, in->device, in->precision, name, clients, max_batch, window, r.seconds, (long long)r.requests,
+           config, in->device, in->precision, name, clients, tasks, max_batch, window, r.seconds, (long long)r.requests,
            r.throughput, r.p50_ms, r.p99_ms, r.mean_ms, r.max_ms, r.mean_batch, (unsigned long long)ss.batches,
            (long long)r.errors);
+    if (r0 >= 0 && ss.batches > 0)
+        printf(",\"graph_replays_per_batch\":%.2f",
+               (double)(vla_ops_stat_of(bops, VLA_STAT_CAPTURED_REPLAYS) - r0) / (double)ss.batches);
     if (single && single->p50 > 0) /* issue 41: p99 at N robots against one robot's chunk */
         printf(",\"single_chunk_ms\":%.3f,\"p99_vs_single_chunk\":%.3f", single->p50, r.p99_ms / single->p50);
     if (base && base->rps > 0 && r.throughput > 0)
@@ -77,13 +86,16 @@ static vla_status measure(vla_engine *e, int clients, double seconds, int max_ba
 
 int vla_bench_serve(int argc, char **argv) {
     const char *path = NULL, *config = "groot-pusht", *devices = NULL, *precision = NULL;
-    int64_t clients = 8, max_batch = 8, rounds = 2;
+    int64_t clients = 8, max_batch = 8, rounds = 2, tasks = 0;
     double seconds = 5, window = 2;
     bool quick = false;
     const vla_flag flags[] = {
         {"policy.path", VLA_FLAG_STRING, &path, "DIR", "checkpoint to serve (none: --policy.config with random weights)"},
         {"policy.config", VLA_FLAG_STRING, &config, "NAME", "preset for the random-weight checkpoint"},
         {"clients", VLA_FLAG_INT, &clients, "N", "robots asking at once"},
+        {"tasks", VLA_FLAG_INT, &tasks, "N",
+         "robot i sends instruction i % N of a fixed list of different lengths (a fleet on several jobs: each "
+         "batch then mixes prompt layouts); 0: none, the checkpoint's task"},
         {"seconds", VLA_FLAG_FLOAT, &seconds, "S", "per configuration and round; the machine is shared, so rounds alternate"},
         {"serve.max_batch", VLA_FLAG_INT, &max_batch, "N", "largest batch in the batching configuration"},
         {"serve.batch_window_ms", VLA_FLAG_FLOAT, &window, "MS", "batch window in the batching configuration"},
@@ -105,8 +117,8 @@ int vla_bench_serve(int argc, char **argv) {
     int rc = vla_cli_parse(&spec, argc, argv, &res);
     if (rc >= 0) return rc;
     if (quick) seconds = 0.3, clients = 2, rounds = 1;
-    if (clients < 1 || clients > 1024 || max_batch < 1 || !(seconds > 0) || rounds < 1) {
-        fprintf(stderr, "vla: error: vla bench serve: --clients 1..1024, --serve.max_batch >= 1, --seconds > 0, --rounds >= 1\n");
+    if (clients < 1 || clients > 1024 || max_batch < 1 || !(seconds > 0) || rounds < 1 || tasks < 0 || tasks > 1024) {
+        fprintf(stderr, "vla: error: vla bench serve: --clients 1..1024, --tasks 0..1024, --serve.max_batch >= 1, --seconds > 0, --rounds >= 1\n");
         return 2;
     }
     char tmp[] = "/tmp/vla_bench_serve_XXXXXX";
@@ -142,7 +154,7 @@ int vla_bench_serve(int argc, char **argv) {
         for (int d = 0; st == VLA_OK && d < nd; d++)
             for (int m = 0; st == VLA_OK && m < 3; m++) {
                 int c = m == 0 ? 1 : (int)clients, mb = m == 2 ? (int)max_batch : 1;
-                st = measure(e[d], c, seconds, mb, m == 2 ? window : 0, modes[m], shown, m ? &got[d][0] : NULL,
+                st = measure(e[d], c, (int)tasks, seconds, mb, m == 2 ? window : 0, modes[m], shown, m ? &got[d][0] : NULL,
                              d ? &got[0][m] : NULL, vla_engine_get_info(e[0])->device, &got[d][m]);
             }
     for (int d = 0; d < nd; d++) vla_engine_free(e[d]);

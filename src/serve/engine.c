@@ -469,8 +469,34 @@ vla_status vla_request_prepare(const vla_engine *e, vla_session *s, const vla_np
     return VLA_OK;
 }
 
-vla_status vla_engine_run(vla_engine *e, vla_request *const *reqs, int n) {
+/* A batch's requests in a canonical order: by instruction, then by arrival. The policy's captured regions
+ * (CUDA graphs on a GPU) are keyed by the batch's layout, which follows its samples' prompts in order; robots
+ * on several tasks reach the server in a different order every time, and sorted the same set of tasks
+ * makes the same layout, so the recorded chunk replays (vla bench serve --tasks). A sample's actions do not
+ * depend on its place in the batch: its noise is keyed by the request (sample_keys). */
+typedef struct {
+    const char *task;
+    int at;
+} batch_slot;
+
+static int cmp_slots(const void *a, const void *b) {
+    const batch_slot *x = a, *y = b;
+    int c = strcmp(x->task, y->task);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+vla_status vla_engine_run(vla_engine *e, vla_request *const *reqs_in, int n) {
     if (n < 1) return VLA_OK;
+    batch_slot *slot = malloc((size_t)n * sizeof *slot);
+    vla_request **reqs = malloc((size_t)n * sizeof *reqs);
+    if (!slot || !reqs) {
+        free(slot), free(reqs);
+        return vla_error(VLA_ERR_NOMEM, "serve: out of memory");
+    }
+    for (int i = 0; i < n; i++) slot[i] = (batch_slot){reqs_in[i]->task, i};
+    qsort(slot, (size_t)n, sizeof *slot, cmp_slots);
+    for (int i = 0; i < n; i++) reqs[i] = reqs_in[slot[i].at];
+    free(slot);
     const vla_engine_info *in = &e->info;
     const int64_t H = in->horizon, Ad = e->Ad, Sd = e->Sd, img = in->image_size, A = in->action_dim;
     const int64_t imgf = e->pcams * 3 * img * img;
@@ -515,6 +541,6 @@ vla_status vla_engine_run(vla_engine *e, vla_request *const *reqs, int n) {
                 reqs[i]->actions[h * A + d] = a[h * Ad + d] + (in->relative_actions ? (float)reqs[i]->ref[d] : 0.0f);
     }
     free(state), free(images), free(acts), free(target), free(weights), free(valid), free(keys), free(emb), free(rd);
-    free(tasks);
+    free(tasks), free(reqs);
     return st;
 }

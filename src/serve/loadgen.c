@@ -23,14 +23,35 @@ typedef struct {
     char err[256];
 } robot_thread;
 
+const char *vla_loadgen_task(int i, char *buf, size_t cap) {
+    static const char *const jobs[] = {
+        "Push the T-shaped block onto the T-shaped target.",
+        "pick up the red cube",
+        "open the top drawer and put the bowl inside it",
+        "stack the green block on the blue block",
+        "wipe the table",
+        "put the spoon in the cup, then move the cup to the left of the plate",
+        "close the microwave door",
+        "fold the towel in half and place it on the shelf next to the basket",
+    };
+    const int n = (int)(sizeof jobs / sizeof jobs[0]);
+    if (i < n) snprintf(buf, cap, "%s", jobs[i]);
+    else snprintf(buf, cap, "%s (station %d)", jobs[i % n], i / n);
+    return buf;
+}
+
 static size_t build_request(const vla_loadgen_opts *o, int id, vla_np_writer *w) {
     float st[64], env[64];
     for (int i = 0; i < o->state_dim && i < 64; i++) st[i] = 100.0f + (float)((37 * id + 11 * i) % 300);
     for (int i = 0; i < o->env_state_dim && i < 64; i++) env[i] = (float)((53 * i + 97 * id) % 512);
     int64_t sd = o->state_dim, ed = o->env_state_dim;
-    vla_np_put_map(w, 1 + (ed > 0));
+    vla_np_put_map(w, 1 + (ed > 0) + (o->tasks > 0));
     vla_np_put_str(w, "observation.state"), vla_np_put_f32_array(w, st, &sd, 1);
     if (ed > 0) vla_np_put_str(w, "observation.environment_state"), vla_np_put_f32_array(w, env, &ed, 1);
+    if (o->tasks > 0) {
+        char task[160];
+        vla_np_put_str(w, "prompt"), vla_np_put_str(w, vla_loadgen_task(id % o->tasks, task, sizeof task));
+    }
     size_t n;
     vla_np_writer_data(w, &n);
     return n;

@@ -5,6 +5,7 @@
 #ifndef VLA_SERVE_LOADGEN_H
 #define VLA_SERVE_LOADGEN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/status.h"
@@ -15,7 +16,13 @@ typedef struct {
     int clients;
     double seconds;
     int state_dim, env_state_dim; /* the observation's widths (observation.state, observation.environment_state; 0: none) */
+    int tasks; /* robot i asks under instruction i % tasks of a fixed list, each a different length (a fleet doing
+                  several jobs); 0: no instruction sent (the server's default) */
 } vla_loadgen_opts;
+
+/* The instruction loadgen's robots send under task index i (any i >= 0; lengths differ across the first
+ * eight), into buf */
+const char *vla_loadgen_task(int i, char *buf, size_t cap);
 
 typedef struct {
     int64_t requests, errors;

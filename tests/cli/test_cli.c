@@ -6,6 +6,7 @@
  * timing a list of thread counts and of GEMM libraries, running the peer
  * with a forced OpenBLAS core type, and counting a frozen group's FLOPs once. */
 #include "test_util.h"
+#include "serve/loadgen.h"
 
 #include <cblas.h>
 #include <jansson.h>
@@ -352,6 +353,13 @@ static void test_bench_serve_devices(void **state) {
             double r = num(v, "p99_ms") / num(single, "p50_ms");
             assert_true(fabs(num(v, "p99_vs_single_chunk") - r) < 0.002 * r + 2e-3);
         }
+        /* regions replayed per batch: checked has them (compared, counted), cpu none */
+        if (i < 3) {
+            assert_null(json_object_get(v, "graph_replays_per_batch"));
+        } else {
+            double g = num(v, "graph_replays_per_batch");
+            assert_true(g >= 0.0 && g <= 4.0);
+        }
         if (i < 3) {
             assert_null(json_object_get(v, "base_device"));
         } else {
@@ -363,6 +371,28 @@ static void test_bench_serve_devices(void **state) {
     for (int i = 0; i < 6; i++) json_decref(l[i]);
     assert_int_equal(run("bench serve --quick --device=cpu,nosuch"), 2);
     assert_non_null(strstr(out, "nosuch"));
+}
+
+/* bench serve --tasks=N: the robots ask under N instructions of different lengths, which the server takes
+ * (no request refused); the count is in every line; a negative count is refused. */
+static void test_bench_serve_tasks(void **state) {
+    (void)state;
+    char a[160], b[160];
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < i; j++)
+            assert_int_not_equal(strlen(vla_loadgen_task(i, a, sizeof a)), strlen(vla_loadgen_task(j, b, sizeof b)));
+    assert_non_null(strstr(vla_loadgen_task(9, a, sizeof a), "station 1"));
+    assert_int_equal(run("bench serve --quick --device=checked --tasks=3"), 0);
+    json_t *l[4];
+    assert_int_equal(json_lines("serve", l, 4), 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal((int)num(l[i], "tasks"), 3);
+        assert_int_equal((int)num(l[i], "errors"), 0);
+        assert_true(num(l[i], "requests") > 0);
+        json_decref(l[i]);
+    }
+    assert_int_equal(run("bench serve --quick --device=checked --tasks=-1"), 2);
+    assert_non_null(strstr(out, "--tasks"));
 }
 
 /* Model FLOPs count a frozen group's forward once, a training group's three
@@ -407,6 +437,7 @@ int main(void) {
         cmocka_unit_test(test_bench_policy_thread_list),
         cmocka_unit_test(test_bench_policy_gemm_list_and_forced_peer),
         cmocka_unit_test(test_bench_policy_frozen_flops), cmocka_unit_test(test_bench_serve_devices),
+        cmocka_unit_test(test_bench_serve_tasks),
         cmocka_unit_test(test_bench_gemm_b_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

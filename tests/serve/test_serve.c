@@ -499,6 +499,66 @@ static void test_batching_and_queue(void **state) {
     assert_int_equal(st.largest_batch, 1);
 }
 
+/* A batch of robots on several tasks, handed to the engine in a mixed order (it orders a batch by
+ * instruction, so that a captured region's layout repeats): each request gets the actions it gets alone —
+ * a permutation not undone, or undone wrongly, would hand robots each other's chunks (their states, seeds
+ * and tasks differ). */
+static size_t task_request(int i, const char *task, uint8_t *out, size_t cap) {
+    float st[2] = {120.0f + 31.0f * (float)i, 380.0f - 17.0f * (float)i}, env[16];
+    for (int k = 0; k < 16; k++) env[k] = (float)((41 * k + 89 * i) % 512);
+    vla_np_writer w;
+    assert_int_equal(vla_np_writer_init(&w), VLA_OK);
+    int64_t s2 = 2, s16 = 16;
+    vla_np_put_map(&w, 4);
+    vla_np_put_str(&w, "observation.state"), vla_np_put_f32_array(&w, st, &s2, 1);
+    vla_np_put_str(&w, "observation.environment_state"), vla_np_put_f32_array(&w, env, &s16, 1);
+    vla_np_put_str(&w, "seed"), vla_np_put_int(&w, 500 + i);
+    vla_np_put_str(&w, "prompt"), vla_np_put_str(&w, task);
+    size_t n;
+    const uint8_t *d = vla_np_writer_data(&w, &n);
+    assert_true(n <= cap);
+    memcpy(out, d, n);
+    vla_np_writer_free(&w);
+    return n;
+}
+
+static void test_batch_of_tasks(void **state) {
+    (void)state;
+    static const char *const tasks[5] = {"wipe the table", "push the T into the target", "wipe the table",
+                                         "a", "push the T into the target"};
+    enum { N = 5 };
+    uint8_t req[N][1024];
+    size_t len[N];
+    float alone[N][16];
+    for (int i = 0; i < N; i++) {
+        len[i] = task_request(i, tasks[i], req[i], sizeof req[i]);
+        expected_actions(req[i], len[i], alone[i]);
+    }
+    vla_engine_opts eo;
+    vla_engine_opts_default(&eo);
+    eo.policy_path = g_ckpt, eo.seed = 21;
+    vla_engine *e;
+    assert_int_equal(vla_engine_open(&eo, &e), VLA_OK);
+    vla_session *s[N];
+    vla_request *r[N];
+    vla_np_map m[N];
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(vla_session_create(e, 99, &s[i]), VLA_OK);
+        assert_int_equal(vla_np_parse(req[i], len[i], &m[i]), VLA_OK);
+        if (vla_request_prepare(e, s[i], &m[i], &r[i]) != VLA_OK) fail_msg("%s", vla_error_message());
+    }
+    assert_int_equal(vla_engine_run(e, r, N), VLA_OK);
+    for (int i = 0; i < N; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "request %d (%s) in a batch", i, tasks[i]);
+        assert_close_actions(vla_request_actions(r[i]), alone[i], what);
+        for (int j = 0; j < N; j++) /* and not another robot's chunk */
+            if (j != i && !memcmp(alone[j], alone[i], sizeof alone[i])) fail_msg("requests %d and %d alike", i, j);
+        vla_request_free(r[i]), vla_np_map_free(&m[i]), vla_session_free(s[i]);
+    }
+    vla_engine_free(e);
+}
+
 /* ---- the CLI under load, as a process ---- */
 
 static long rss_kb(pid_t pid) {
@@ -593,6 +653,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reply_and_timing), cmocka_unit_test(test_faults),
         cmocka_unit_test(test_api_key),          cmocka_unit_test(test_batching_and_queue),
+        cmocka_unit_test(test_batch_of_tasks),
         cmocka_unit_test(test_cli_load),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
