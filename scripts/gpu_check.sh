@@ -58,9 +58,10 @@
 #   suites       the policy suites of `ctest -L cuda` with VLA_DEVICE=cuda
 #                (BIN/cuda_suites.txt, written by CMake's one list; each program run
 #                directly: a bundle has no ctest tree)
-#   torch        the PyTorch bf16 peer of groot-n1.5 at the same batch on the
-#                same GPU (tools/bench_torch_policy.py --device=cuda), its
-#                ratio to train_bf16's samples/s
+#   torch        the PyTorch bf16 peers of groot-n1.5 (batch 32) and pi05
+#                (batch 8, 3 cameras) on the same GPU
+#                (tools/bench_torch_policy.py --device=cuda), their ratios to
+#                train_bf16's samples/s
 #
 # Every stage has its own timeout inside a global budget (--budget, default
 # 530 s); its log is kept in OUT/logs/STAGE.log, its figures are appended to
@@ -245,6 +246,12 @@ summary() {
     s1=$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" samples_per_s)
     s2=$(num "$(stage_line torch_groot-n1.5 policy_train_peer)" samples_per_s)
     [ -n "$s2" ] && echo "    PyTorch bf16 peer groot-n1.5 (autocast, SDPA), same batch and GPU: $s2 samples/s; vla.c / PyTorch = $(ratio "$s1" "$s2")"
+    p1=$(num "$(stage_line train_bf16_pi05 policy_train)" samples_per_s)
+    p2=$(num "$(stage_line torch_pi05 policy_train_peer)" samples_per_s)
+    [ -n "$p2" ] && echo "    PyTorch bf16 peer pi05 (autocast, SDPA, 3 cameras), batch 8, same GPU: $p2 samples/s; vla.c / PyTorch = $(ratio "$p1" "$p2")"
+    grep '^{"stage":"torch_' "$RESULTS" | grep '"out_of_memory":true' | while IFS= read -r l; do
+        echo "    PyTorch bf16 peer $(sed -n 's/.*"config":"\([^"]*\)".*/\1/p' <<<"$l") ran out of GPU memory at batch $(num "$l" batch)"
+    done
     ng=$(num "$(stage_line train_bf16_groot-n1.5_nograph policy_train)" samples_per_s)
     [ -n "$s1" ] && [ -n "$ng" ] && echo "    training graphs (docs/cuda.md): groot-n1.5 bf16 $s1 samples/s with them, $ng without (VLA_TRAIN_GRAPHS=0): $(ratio "$s1" "$ng")×"
     g1=$(num "$(stage_line train_bf16_pi05 policy_train)" samples_per_s)
@@ -602,6 +609,13 @@ if wanted attention && [ -n "$CS" ] && [ -x "$BIN/tests/test_conformance" ] && [
     sm=$(grep -m1 'RACECHECK SUMMARY' "$OUT/logs/racecheck.log")
     { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && sm="TIMED OUT after 90 s: no summary"
     record "{\"stage\":\"racecheck\",\"status\":\"rc $rc\",\"summary\":\"$(json_str "$sm")\"}"
+fi
+# and after it, as time allows, the PyTorch peer of π0.5 (3 cameras, batch 8) as train_bf16 runs it: the
+# peer keeps every activation (no checkpointing), so on an 80 GB card it may run out of memory — a failed
+# stage, said as one
+if wanted torch && [ "$(left)" -gt 60 ] && "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    run torch_pi05 90 "$PY" tools/bench_torch_policy.py --config configs/pi05.json --batch 8 \
+        --seconds 8 --device cuda --precision bf16
 fi
 summary
 verdict=$?

@@ -318,9 +318,21 @@ def main():
         USE_SDPA = hasattr(F, "scaled_dot_product_attention")
     with open(args.config) as f:
         c = json.load(f)
+    try:
+        run(args, c)
+    except torch.cuda.OutOfMemoryError as e:  # a figure too: the peer cannot train this batch on this card
+        print(json.dumps(dict(bench="policy_train_peer", config=c.get("name", args.config), threads=args.threads,
+                              device=args.device, precision=args.precision, batch=args.batch, out_of_memory=True,
+                              why=str(e).splitlines()[0][:200], torch=torch.__version__)), flush=True)
+
+
+def run(args, c):
     model = Pi05(c) if c["policy"] == "pi05" else Groot(c)
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=1e-4)
+    # on a GPU the optimizer users pick: fused AdamW (one kernel for all tensors; the argument is torch >= 2's,
+    # Debian 12's CPU torch 1.13 has no fused AdamW)
+    fused = dict(fused=True) if args.device != "cpu" else {}
+    opt = torch.optim.AdamW(params, lr=1e-4, **fused)
     b = make_batch(c, args.batch)
 
     amp = args.precision == "bf16"

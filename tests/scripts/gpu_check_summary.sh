@@ -27,7 +27,7 @@ check() { # NAME FILE WANT_RC PATTERN... (each an extended regex the output must
 }
 ok_stages() {
     for s in conformance equiv nccl suites_test_pi05 gemm train_bf16_groot-n1.5 train_bf16_pi05 infer_groot-n1.5 \
-        infer_pi05 serve attention packing train_fp8_groot-n1.5 train_fp8_pi05 torch_groot-n1.5; do
+        infer_pi05 serve serve_tasks attention packing train_fp8_groot-n1.5 train_fp8_pi05 torch_groot-n1.5 torch_pi05; do
         echo "{\"stage\":\"$s\",\"status\":\"ok\",\"rc\":0,\"seconds\":5,\"tail\":\"\",\"graph_refusals\":0,\"graph_refused_why\":\"\"}"
     done
 }
@@ -58,6 +58,7 @@ figures() { # MFU FP8_SPS INFER_MS PACKING [DIGEST of the attention run prefetch
 {"stage":"attention_prefetch_all","bench":"attention","case":"pi05_packed","device":"cuda","fwd_ms":0.3,"fwd_bwd_ms":0.9,"dense_fwd_bwd_ms":2.9,"vs_dense":3.2,"staging":15,"fused_digest":"$5"}
 {"stage":"racecheck","status":"rc 0","summary":"========= RACECHECK SUMMARY: $6 hazards displayed ($6 errors, 0 warnings)"}
 {"stage":"torch_groot-n1.5","bench":"policy_train_peer","config":"groot-n1.5","samples_per_s":50.0}
+{"stage":"torch_pi05","bench":"policy_train_peer","config":"pi05","samples_per_s":8.0}
 J
 }
 
@@ -67,7 +68,7 @@ check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'groot-n1.5 bf16 trainin
     'FP8 / bf16.* 1.500 .*>= 1.3 +MET' 'vla.c / PyTorch samples/s +2.000 .*>= 1.4 +MET' 'host waits per step \(not logged\) +0.00 .*<= 0 +MET' \
     'pi05 bf16 training MFU, batch 8 +0.5 .*MET' 'packed / padded.* 2.6 .*MET' 'GR00T-N1.5 action chunk, batch 1 +12.5 ms .*<= 15 +MET' \
     'action chunk, batch 1 +35.0 ms .*<= 40 +MET' 'inference groot-n1.5, batch 1, bf16.*best 12.5 ms.*host waits per chunk 1.00' \
-    'vla.c / PyTorch = 2.000' 'dense / fused +2.9 .*>= 2.65 +MET' 'PyTorch / fused +1.1 .*>= 1.0 +MET' \
+    'vla.c / PyTorch = 2.000' 'PyTorch bf16 peer pi05 .autocast, SDPA, 3 cameras., batch 8, same GPU: 8.0 samples/s; vla.c / PyTorch = 2.500' 'dense / fused +2.9 .*>= 2.65 +MET' 'PyTorch / fused +1.1 .*>= 1.0 +MET' \
     'fastest sdpa_cudnn 1.1 ms' 'dK/dV split .issue 41.: fwd.bwd 1.0 ms in 7 parts .forward .; both walks unsplit 6.0 ms' \
     'attention at a chunk.s shape .batch 1: 50 action tokens on 968 cached keys and themselves.: 20.00 µs per call in 13 parts, unsplit 80.00 µs: 4.000×' 'train groot-n1.5_b64 bf16, batch 64: 180.0 samples/s, activations 16.6 GiB, MFU 0.47' \
     'groot-n1.5 bf16 training MFU +0.45 ' 'GEMM 2048x4096x1024 fp8: 300000.0 GFLOP/s with both operands cast per call, 900000.0 with B held, 1100000.0 with A held too' \
@@ -118,8 +119,12 @@ check "missed MFU" "$T/missed.jsonl" 3 'groot-n1.5 bf16 training MFU +0.31 .*MIS
   figures 0.45 150 12.5 2.6 | grep -v '"bench":"packing"'; } >"$T/budget.jsonl"
 check "budget skip" "$T/budget.jsonl" 1 'packing +NOT RUN' 'packed / padded.* - .*NOT RUN' 'groot-n1.5 bf16 training MFU .*MET'
 # a stage with no record at all is NOT RUN too
-{ ok_stages | grep -v '"torch_groot'; figures 0.45 150 12.5 2.6 | grep -v policy_train_peer; } >"$T/missing.jsonl"
+{ ok_stages | grep -v '"torch_'; figures 0.45 150 12.5 2.6 | grep -v policy_train_peer; } >"$T/missing.jsonl"
 check "no record" "$T/missing.jsonl" 1 'torch +NOT RUN'
+# the π0.5 peer ran out of memory: said, and no ratio
+{ ok_stages; figures 0.45 150 12.5 2.6 | grep -v '"torch_pi05"'
+  echo '{"stage":"torch_pi05","bench":"policy_train_peer","config":"pi05","batch":8,"out_of_memory":true}'; } >"$T/peer_oom.jsonl"
+check "peer out of memory" "$T/peer_oom.jsonl" 0 'PyTorch bf16 peer pi05 ran out of GPU memory at batch 8'
 # a failed stage: FAILED, exit 1 even with every target met
 { ok_stages | sed 's/"stage":"equiv","status":"ok","rc":0/"stage":"equiv","status":"failed","rc":1/'
   figures 0.45 150 12.5 2.6; } >"$T/failed.jsonl"
