@@ -362,6 +362,16 @@ static void test_cast_rows(void **state) {
             for (int64_t e = 0; e < rows[i] * kp + pad; e++) dst[i][e] = 0xaaaa;
             c.src[i] = src[i], c.dst[i] = dst[i], c.ld[i] = ld, c.rows[i] = rows[i];
         }
+        /* descriptions the kernel cannot honour are refused */
+        vla_cast_rows bad = c;
+        bad.kp = K + 1;
+        assert_int_equal(vla_cast_rows_plan(&bad), -1); /* kp not a multiple of 8 */
+        bad = c, bad.K = kp + 1;
+        assert_int_equal(vla_cast_rows_plan(&bad), -1); /* K past the row */
+        bad = c, bad.n = VLA_CAST_ROWS_MAX + 1;
+        assert_int_equal(vla_cast_rows_plan(&bad), -1);
+        bad = c, bad.ld[0] = K - 1;
+        assert_int_equal(vla_cast_rows_plan(&bad), -1); /* rows overlapping */
         int64_t total = vla_cast_rows_plan(&c), expect = 0;
         for (int i = 0; i < n; i++) expect += rows[i] * kp / 8;
         assert_int_equal(total, expect);

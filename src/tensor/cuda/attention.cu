@@ -173,14 +173,13 @@ static void *bf16_copies(vla_attn_args *a, int n, const float *const *src, const
     a->staging = vla_cuda_ctx_get()->attn_staging;
     a->dp = (int32_t)vla_q_bf16_ld(a->d);
     if (a->staging == VLA_ATTN_STAGE_F32) return NULL;
-    if (n > VLA_CAST_ROWS_MAX) { /* not in these ops (at most q and two sources' k, v); f32 staging if ever */
-        a->staging = VLA_ATTN_STAGE_F32;
-        return NULL;
-    }
+    static_assert(1 + 2 * VLA_ATTN_MAX_SRC <= VLA_CAST_ROWS_MAX, "one launch casts a forward's q and every k, v");
     size_t total = 0;
     for (int i = 0; i < n; i++) total += (size_t)rows[i] * (size_t)a->dp * 2;
     uint16_t *buf = (uint16_t *)vla_cuda_scratch(total ? total : 16);
-    if ((uintptr_t)buf & 15) { /* the kernels' 16-byte copies need it (the pool hands out 256-byte blocks) */
+    /* the kernels' 16-byte copies need it (the pool hands out 256-byte blocks); NULL: a recording that has
+     * already failed (it is thrown away and the body runs again plainly) */
+    if (!buf || (uintptr_t)buf & 15) {
         a->staging = VLA_ATTN_STAGE_F32;
         return buf;
     }
@@ -193,7 +192,7 @@ static void *bf16_copies(vla_attn_args *a, int n, const float *const *src, const
         c.src[i] = src[i], c.dst[i] = at, c.ld[i] = a->d, c.rows[i] = rows[i];
         at += rows[i] * a->dp;
     }
-    vla_cuda_cast_rows_bf16(&c); /* one launch for the call's operands */
+    if (!vla_cuda_cast_rows_bf16(&c)) a->staging = VLA_ATTN_STAGE_F32; /* one launch for the call's operands */
     return buf;
 }
 

@@ -25,8 +25,13 @@ typedef struct {
     int64_t first[VLA_CAST_ROWS_MAX + 1];   /* the chunk tensor i starts at; first[n]: all chunks */
 } vla_cast_rows;
 
-/* first[] from rows[] and kp (kp / 8 chunks a row); returns the chunks in all */
+/* first[] from rows[] and kp (kp / 8 chunks a row); returns the chunks in all, or -1 for a description the
+ * kernel cannot honour (more than VLA_CAST_ROWS_MAX tensors, kp not a multiple of 8, K past kp, a negative
+ * count): its rows would be left partly unwritten, or pads read from the source */
 VLA_HD int64_t vla_cast_rows_plan(vla_cast_rows *c) {
+    if (c->n < 0 || c->n > VLA_CAST_ROWS_MAX || c->kp < 0 || c->kp % 8 || c->K < 0 || c->K > c->kp) return -1;
+    for (int i = 0; i < c->n; i++)
+        if (c->rows[i] < 0 || c->ld[i] < c->K) return -1;
     c->first[0] = 0;
     for (int i = 0; i < c->n; i++) c->first[i + 1] = c->first[i] + c->rows[i] * (c->kp / 8);
     return c->first[c->n];

@@ -361,12 +361,15 @@ __global__ void k_cast_rows_bf16(vla_cast_rows c) {
     }
 }
 
-extern "C" void vla_cuda_cast_rows_bf16(vla_cast_rows *c) {
+extern "C" bool vla_cuda_cast_rows_bf16(vla_cast_rows *c) {
     int64_t total = vla_cast_rows_plan(c);
-    __atomic_fetch_add(&operand_casts, c->n, __ATOMIC_RELAXED);
-    if (total <= 0) return;
+    if (total < 0) return false;
+    for (int i = 0; i < c->n; i++) /* as prepare_operand counts: a tensor with elements */
+        if (c->rows[i] > 0 && c->K > 0) __atomic_fetch_add(&operand_casts, 1, __ATOMIC_RELAXED);
+    if (total == 0) return true;
     k_cast_rows_bf16<<<vla_cuda_blocks(total, 256), 256, 0, vla_cuda_stream()>>>(*c);
     vla_cuda_check("operand copies (bf16 rows)");
+    return true;
 }
 
 static int kind_of(const vla_gemm_q *q, const vla_fp8_operand *op, bool emulate) {
