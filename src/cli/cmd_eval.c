@@ -135,17 +135,19 @@ int vla_cmd_eval(int argc, char **argv) {
     char dir[4096], moved[4200], job[256];
     vla_status cst;
     if (out) {
-        snprintf(dir, sizeof dir, "%s", out);
+        if (snprintf(dir, sizeof dir, "%s", out) >= (int)sizeof dir) /* cut, it would name another directory */
+            return vla_cli_fail(vla_error(VLA_ERR_INVALID_ARG, "eval: --output_dir is %zu bytes long (at most %zu)",
+                                          strlen(out), sizeof dir - 1));
         cst = vla_run_dir_claim(dir, overwrite, "", moved, sizeof moved);
         if (cst == VLA_OK && moved[0]) fprintf(stderr, "vla eval: moved the previous %s aside to %s\n", out, moved);
     } else {
         if (!job_name) { /* LeRobot's <env>_<policy>: the checkpoint's directory names the policy */
-            char pol[256];
-            snprintf(pol, sizeof pol, "%s", o.policy_path);
-            size_t l = strlen(pol);
-            while (l > 1 && pol[l - 1] == '/') pol[--l] = 0;
-            const char *base = strrchr(pol, '/');
-            snprintf(job, sizeof job, "%s_%s", o.env, base ? base + 1 : pol);
+            const char *p = o.policy_path;
+            size_t l = strlen(p), b;
+            while (l > 1 && p[l - 1] == '/') l--;
+            for (b = l; b > 0 && p[b - 1] != '/'; b--) {}
+            int len = (int)(l - b < 200 ? l - b : 200); /* a longer name is cut: it only names the directory */
+            if (snprintf(job, sizeof job, "%s_%.*s", o.env, len, p + b) < 0) job[0] = 0;
             job_name = job;
         }
         cst = vla_run_dir_default("eval", job_name, dir, sizeof dir);

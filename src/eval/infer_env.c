@@ -164,7 +164,8 @@ vla_status vla_eval_infer_env(const char *policy_path, const char *embodiment, c
                 break;
             }
         }
-        if (st == VLA_OK && !*env) snprintf(seen, sizeof seen, "a mixture of %s", list);
+        if (st == VLA_OK && !*env && snprintf(seen, sizeof seen, "a mixture of %s", list) >= (int)sizeof seen)
+            memcpy(seen + sizeof seen - 4, "...", 4); /* a long list, cut where the message says so */
     }
     json_decref(root);
     if (st != VLA_OK) return *env = NULL, st;

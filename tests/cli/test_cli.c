@@ -395,6 +395,19 @@ static void test_bench_serve_tasks(void **state) {
     assert_non_null(strstr(out, "--tasks"));
 }
 
+/* vla eval --output_dir longer than the run directory's path holds: refused, naming the flag (it used to be
+ * cut silently, which names another directory) */
+static void test_eval_output_dir_too_long(void **state) {
+    (void)state;
+    static char cmd[8192], dir[4300];
+    memset(dir, 'd', sizeof dir - 1);
+    dir[sizeof dir - 1] = 0;
+    snprintf(cmd, sizeof cmd, "%s eval --policy.path=/nonexistent --env.type=reach --output_dir=/tmp/%s 2>&1",
+             test_cli_path(), dir);
+    assert_int_not_equal(test_run(cmd, out, sizeof out), 0);
+    assert_non_null(strstr(out, "--output_dir is 4304 bytes long"));
+}
+
 /* Model FLOPs count a frozen group's forward once, a training group's three
  * times: groot-nano as published (VLM frozen) must count fewer FLOPs per
  * step than the same model with everything training, in the proportion the
@@ -438,6 +451,7 @@ int main(void) {
         cmocka_unit_test(test_bench_policy_gemm_list_and_forced_peer),
         cmocka_unit_test(test_bench_policy_frozen_flops), cmocka_unit_test(test_bench_serve_devices),
         cmocka_unit_test(test_bench_serve_tasks),
+        cmocka_unit_test(test_eval_output_dir_too_long),
         cmocka_unit_test(test_bench_gemm_b_ready),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
