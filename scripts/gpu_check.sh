@@ -37,7 +37,8 @@
 #                weights cast once): one robot's chunk, 8 robots without and
 #                with batching (vla bench serve --device=cpu,cuda); then the
 #                GPU server's robots on eight tasks (--tasks=8: each batch
-#                mixes prompt layouts) with its graph replays per batch
+#                mixes prompt layouts) with its graph replays per batch, and
+#                again in arrival order (VLA_SERVE_BATCH_ORDER=arrival)
 #   attention    the packed prefix-LM attention vs the same computed with a
 #                dense mask, on the GPU (vla bench attention --device=cuda),
 #                and vs PyTorch on the same GPU and layout (eager dense mask,
@@ -224,6 +225,8 @@ summary() {
     [ -n "$l" ] && echo "    serve (groot-pusht, 8 robots, batching) on $DEV $(sed -n 's/.*"precision":"\([a-z0-9]*\)".*/\1/p' <<<"$l"): p50 $(num "$l" p50_ms) ms, p99 $(num "$l" p99_ms) ms, one robot's chunk $(num "$l" single_chunk_ms) ms, $(num "$l" throughput_rps) replies/s = $(num "$l" throughput_vs_base_device)× the CPU server"
     l=$(grep '^{"stage":"serve_tasks","bench":"serve"' "$RESULTS" | grep '"mode":"batching"' | head -1)
     [ -n "$l" ] && echo "    serve, 8 robots on $(num "$l" tasks) tasks (a batch mixes prompt layouts): p99 $(num "$l" p99_ms) ms = $(num "$l" p99_vs_single_chunk)× one robot's chunk, mean batch $(num "$l" mean_batch), graph replays per batch $(num "$l" graph_replays_per_batch)"
+    u=$(grep '^{"stage":"serve_tasks_arrival","bench":"serve"' "$RESULTS" | grep '"mode":"batching"' | head -1)
+    [ -n "$u" ] && echo "    the same in arrival order (VLA_SERVE_BATCH_ORDER=arrival): p99 $(num "$u" p99_ms) ms = $(num "$u" p99_vs_single_chunk)× one robot's chunk, graph replays per batch $(num "$u" graph_replays_per_batch)"
     l=$(grep '^{"stage":"attention","bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
     [ -n "$l" ] && echo "    attention (π0.5 packed, bf16): fused $(num "$l" fwd_bwd_ms) ms vs dense mask $(num "$l" dense_fwd_bwd_ms) ms: $(num "$l" vs_dense)×"
     u=$(grep '^{"stage":"attention_unsplit",' "$RESULTS" | grep '"pi05_packed"' | head -1)
@@ -539,6 +542,9 @@ if wanted serve && have "$VLA" serve; then # groot-pusht with random weights: th
     run serve 60 "$VLA" bench serve --device=cpu,$DEV --clients=8 --seconds="$(secs 2)" --rounds=1
     # robots on eight jobs: each batch mixes prompt layouts, which a captured region keys by (docs/cuda.md, "Graphs")
     run serve_tasks 40 "$VLA" bench serve --device=$DEV --clients=8 --tasks=8 --seconds="$(secs 2)" --rounds=1
+    # the same with each batch in arrival order (before 2026-12-07): what ordering by instruction saves
+    VLA_SERVE_BATCH_ORDER=arrival run serve_tasks_arrival 40 "$VLA" bench serve --device=$DEV --clients=8 --tasks=8 \
+        --seconds="$(secs 2)" --rounds=1
 fi
 PY=${VLA_PEER_PYTHON:-python3}
 if wanted attention && have "$VLA" attention; then # with PyTorch on the same GPU (every SDPA way) when it is there

@@ -25,6 +25,7 @@ struct vla_engine {
     int64_t action_norm_width; /* channels per step of the action normaliser */
     int n_map;
     char map_from[MAX_MAPPINGS][VLA_NP_MAX_KEY], map_to[MAX_MAPPINGS][64];
+    bool arrival_order; /* VLA_SERVE_BATCH_ORDER=arrival: a batch as it came (A/B runs; vla_engine_run) */
 };
 
 struct vla_session {
@@ -86,6 +87,8 @@ vla_status vla_engine_open(const vla_engine_opts *o, vla_engine **out) {
     if (!e) return vla_error(VLA_ERR_NOMEM, "serve: out of memory");
     e->o = *o;
     if (!(e->o.rtc_beta > 0)) e->o.rtc_beta = 5.0;
+    const char *order = getenv("VLA_SERVE_BATCH_ORDER");
+    e->arrival_order = order && !strcmp(order, "arrival");
     const vla_ops *ops = NULL;
     vla_status st = parse_keys(e, o->keys);
     if (st == VLA_OK) st = vla_backend_get(o->device ? o->device : vla_backend_default_name(), &ops);
@@ -473,7 +476,8 @@ vla_status vla_request_prepare(const vla_engine *e, vla_session *s, const vla_np
  * (CUDA graphs on a GPU) are keyed by the batch's layout, which follows its samples' prompts in order; robots
  * on several tasks reach the server in a different order every time, and sorted the same set of tasks
  * makes the same layout, so the recorded chunk replays (vla bench serve --tasks). A sample's actions do not
- * depend on its place in the batch: its noise is keyed by the request (sample_keys). */
+ * depend on its place in the batch: its noise is keyed by the request (sample_keys).
+ * VLA_SERVE_BATCH_ORDER=arrival keeps the arrival order (gpu_check's A/B run). */
 typedef struct {
     const char *task;
     int at;
@@ -494,7 +498,7 @@ vla_status vla_engine_run(vla_engine *e, vla_request *const *reqs_in, int n) {
         return vla_error(VLA_ERR_NOMEM, "serve: out of memory");
     }
     for (int i = 0; i < n; i++) slot[i] = (batch_slot){reqs_in[i]->task, i};
-    qsort(slot, (size_t)n, sizeof *slot, cmp_slots);
+    if (!e->arrival_order) qsort(slot, (size_t)n, sizeof *slot, cmp_slots);
     for (int i = 0; i < n; i++) reqs[i] = reqs_in[slot[i].at];
     free(slot);
     const vla_engine_info *in = &e->info;
