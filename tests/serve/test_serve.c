@@ -70,14 +70,17 @@ static void live_stop(live *L, vla_server_stats *stats) {
 
 /* ---- requests ---- */
 
-static size_t make_request(uint8_t *out, size_t cap, const float *state2, const float *env16, int64_t seed) {
+/* a request frame: the state, the keypoints, a seed and (task not NULL) an instruction */
+static size_t make_request(uint8_t *out, size_t cap, const float *state2, const float *env16, int64_t seed,
+                           const char *task) {
     vla_np_writer w;
     assert_int_equal(vla_np_writer_init(&w), VLA_OK);
     int64_t s2 = 2, s16 = 16;
-    vla_np_put_map(&w, 3);
+    vla_np_put_map(&w, 3 + (task != NULL));
     vla_np_put_str(&w, "observation.state"), vla_np_put_f32_array(&w, state2, &s2, 1);
     vla_np_put_str(&w, "observation.environment_state"), vla_np_put_f32_array(&w, env16, &s16, 1);
     vla_np_put_str(&w, "seed"), vla_np_put_int(&w, seed);
+    if (task) vla_np_put_str(&w, "prompt"), vla_np_put_str(&w, task);
     size_t n;
     const uint8_t *d = vla_np_writer_data(&w, &n);
     assert_true(n <= cap);
@@ -90,7 +93,7 @@ static size_t make_request(uint8_t *out, size_t cap, const float *state2, const 
 static size_t client_request(int i, uint8_t *out, size_t cap) {
     float st[2] = {100.0f + 37.0f * (float)i, 400.0f - 23.0f * (float)i}, env[16];
     for (int k = 0; k < 16; k++) env[k] = (float)((53 * k + 97 * i) % 512);
-    return make_request(out, cap, st, env, 1000 + i);
+    return make_request(out, cap, st, env, 1000 + i, NULL);
 }
 
 /* What the engine answers to a request frame in a fresh session. */
@@ -506,20 +509,7 @@ static void test_batching_and_queue(void **state) {
 static size_t task_request(int i, const char *task, uint8_t *out, size_t cap) {
     float st[2] = {120.0f + 31.0f * (float)i, 380.0f - 17.0f * (float)i}, env[16];
     for (int k = 0; k < 16; k++) env[k] = (float)((41 * k + 89 * i) % 512);
-    vla_np_writer w;
-    assert_int_equal(vla_np_writer_init(&w), VLA_OK);
-    int64_t s2 = 2, s16 = 16;
-    vla_np_put_map(&w, 4);
-    vla_np_put_str(&w, "observation.state"), vla_np_put_f32_array(&w, st, &s2, 1);
-    vla_np_put_str(&w, "observation.environment_state"), vla_np_put_f32_array(&w, env, &s16, 1);
-    vla_np_put_str(&w, "seed"), vla_np_put_int(&w, 500 + i);
-    vla_np_put_str(&w, "prompt"), vla_np_put_str(&w, task);
-    size_t n;
-    const uint8_t *d = vla_np_writer_data(&w, &n);
-    assert_true(n <= cap);
-    memcpy(out, d, n);
-    vla_np_writer_free(&w);
-    return n;
+    return make_request(out, cap, st, env, 500 + i, task);
 }
 
 static void test_batch_of_tasks(void **state) {

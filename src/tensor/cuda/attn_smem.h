@@ -42,44 +42,29 @@ VLA_HD int vla_attn_smem_take(int *at, int bytes) {
 
 VLA_HD int vla_attn_smem_tile_bytes(int D, int rows) { return rows * VLA_TILE_LD(D) * 2; }
 
-/* Forward: [raw K or V tile, its key groups]? Q K V, query groups, key groups */
-VLA_HD vla_attn_smem vla_attn_smem_fwd(int D, int prefetch) {
-    const int BQ = VLA_ATTN_MMA_ROWS, BK = VLA_ATTN_MMA_BK(D), pf = prefetch ? 1 : 0;
+/* The passes whose block owns 64 query rows and walks K/V tiles — the forward, and dQ (backward) with dO,
+ * the rows' lse and rowsum(dO·O) too: [raw K or V tile, its key groups]? Q [dO] K V, query groups, key
+ * groups[, lse, rowsum(dO·O)] */
+VLA_HD vla_attn_smem vla_attn_smem_q_walk(int D, int prefetch, int backward) {
+    const int BQ = VLA_ATTN_MMA_ROWS, BK = VLA_ATTN_MMA_BK(D), pf = prefetch ? 1 : 0, bw = backward ? 1 : 0;
     vla_attn_smem L;
     int at = 0;
     L.raw = vla_attn_smem_take(&at, pf * BK * D * 2);
     L.raw_groups = vla_attn_smem_take(&at, pf * BK * 4);
     L.raw_lse = L.raw_dvec = vla_attn_smem_take(&at, 0);
     L.q = vla_attn_smem_take(&at, vla_attn_smem_tile_bytes(D, BQ));
-    L.k = vla_attn_smem_take(&at, vla_attn_smem_tile_bytes(D, BK));
-    L.v = vla_attn_smem_take(&at, vla_attn_smem_tile_bytes(D, BK));
-    L.dout = vla_attn_smem_take(&at, 0);
-    L.q_groups = vla_attn_smem_take(&at, BQ * 4);
-    L.k_groups = vla_attn_smem_take(&at, BK * 4);
-    L.lse = L.dvec = vla_attn_smem_take(&at, 0);
-    L.bytes = at;
-    return L;
-}
-
-/* dQ: [raw K or V tile, its key groups]? Q dO K V, query groups, key groups, lse, rowsum(dO·O) */
-VLA_HD vla_attn_smem vla_attn_smem_dq(int D, int prefetch) {
-    const int BQ = VLA_ATTN_MMA_ROWS, BK = VLA_ATTN_MMA_BK(D), pf = prefetch ? 1 : 0;
-    vla_attn_smem L;
-    int at = 0;
-    L.raw = vla_attn_smem_take(&at, pf * BK * D * 2);
-    L.raw_groups = vla_attn_smem_take(&at, pf * BK * 4);
-    L.raw_lse = L.raw_dvec = vla_attn_smem_take(&at, 0);
-    L.q = vla_attn_smem_take(&at, vla_attn_smem_tile_bytes(D, BQ));
-    L.dout = vla_attn_smem_take(&at, vla_attn_smem_tile_bytes(D, BQ));
+    L.dout = vla_attn_smem_take(&at, bw * vla_attn_smem_tile_bytes(D, BQ));
     L.k = vla_attn_smem_take(&at, vla_attn_smem_tile_bytes(D, BK));
     L.v = vla_attn_smem_take(&at, vla_attn_smem_tile_bytes(D, BK));
     L.q_groups = vla_attn_smem_take(&at, BQ * 4);
     L.k_groups = vla_attn_smem_take(&at, BK * 4);
-    L.lse = vla_attn_smem_take(&at, BQ * 4);
-    L.dvec = vla_attn_smem_take(&at, BQ * 4);
+    L.lse = vla_attn_smem_take(&at, bw * BQ * 4);
+    L.dvec = vla_attn_smem_take(&at, bw * BQ * 4);
     L.bytes = at;
     return L;
 }
+VLA_HD vla_attn_smem vla_attn_smem_fwd(int D, int prefetch) { return vla_attn_smem_q_walk(D, prefetch, 0); }
+VLA_HD vla_attn_smem vla_attn_smem_dq(int D, int prefetch) { return vla_attn_smem_q_walk(D, prefetch, 1); }
 
 /* dK/dV: [raw Q or dO tile, its query groups, lse, rowsum(dO·O)]? K V Q dO, key groups, query groups,
  * lse, rowsum(dO·O) */
