@@ -52,7 +52,10 @@
 #                times, and the fused outputs' bits compared (same bits);
 #                last of all, as time allows and where compute-sanitizer
 #                works, the prefetching kernels under its racecheck (the
-#                conformance suite's attention problems)
+#                conformance suite's attention problems), then where ncu
+#                reads the counters one bench attention pass with every
+#                attention kernel's launches timed (ncu_attention: totals by
+#                kernel and grid, scripts/ncu_kernels.sh)
 #   packing      packed vs padded training of groot-n1.5 on a mixture, padded
 #                to the paper's fraction (+188%: --pad_fraction=1.88)
 #   train_fp8    as train_bf16 in FP8
@@ -244,6 +247,11 @@ summary() {
         echo "    racecheck of the prefetching attention kernels: ${v:-no summary, see logs/racecheck.log}"
         grep -qE 'SUMMARY: [1-9][0-9]* hazard' <<<"$v" && echo "    ATTENTION RACECHECK FOUND HAZARDS: logs/racecheck.log names them"
         grep -q 'TIMED OUT' <<<"$v" && echo "    ATTENTION RACECHECK TIMED OUT: no verdict on hazards"
+    fi
+    l2=$(grep '^{"stage":"ncu_attention",' "$RESULTS" | head -1)
+    if [ -n "$l2" ]; then
+        v=$(sed -n 's/.*"kernels":"\([^"]*\)".*/\1/p' <<<"$l2")
+        echo "    attention kernels under ncu (µs summed over launches, largest first): ${v:-none timed, see logs/ncu_attention.log}"
     fi
     [ -n "$l" ] && [ -n "$(num "$l" torch_best_fwd_bwd_ms)" ] && echo "    attention, PyTorch on the same GPU: fastest $(sed -n 's/.*"torch_best":"\([a-z_]*\)".*/\1/p' <<<"$l") $(num "$l" torch_best_fwd_bwd_ms) ms, eager dense mask $(num "$l" torch_dense_fwd_bwd_ms) ms; vla.c / fastest = $(num "$l" vs_torch_best)×"
     s1=$(num "$(stage_line train_bf16_groot-n1.5 policy_train)" samples_per_s)
@@ -615,6 +623,24 @@ if wanted attention && [ -n "$CS" ] && [ -x "$BIN/tests/test_conformance" ] && [
     sm=$(grep -m1 'RACECHECK SUMMARY' "$OUT/logs/racecheck.log")
     { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && sm="TIMED OUT after 90 s: no summary"
     record "{\"stage\":\"racecheck\",\"status\":\"rc $rc\",\"summary\":\"$(json_str "$sm")\"}"
+fi
+# then, where the machine has Nsight Compute and it reads the counters (Firecracker; KINDS.md), one bench
+# attention pass with each attention kernel's launches timed on the device (ncu, the clocks left alone):
+# which pass the time goes to — forward, dK/dV, dQ, the operand copies, the split parts' combine and sum —
+# what the next kernel work (a one-pass backward, wgmma) waits on. The per-launch log stays in logs/; the
+# record keeps each kernel's total (scripts/ncu_kernels.sh)
+NCU=$(command -v ncu || true)
+if wanted attention && [ -n "$NCU" ] && [ "$REHEARSE" != 1 ] && [ "$(left)" -gt 90 ]; then
+    say "ncu: the attention kernels of one bench attention pass, each launch timed (60 s at most)"
+    timeout -k 5 60 "$NCU" --clock-control none --csv --print-units base --metrics gpu__time_duration.sum \
+        --kernel-name regex:'k_(mma|cast_rows|combine|rowdot|sum_parts)' --launch-count 400 \
+        --log-file "$OUT/logs/ncu_attention.csv" "$VLA" bench attention --device=$DEV --precision=bf16 --reps=1 \
+        --no-peer >"$OUT/logs/ncu_attention.log" 2>&1
+    rc=$?
+    k=""
+    [ -s "$OUT/logs/ncu_attention.csv" ] && k=$(bash "$ROOT/scripts/ncu_kernels.sh" "$OUT/logs/ncu_attention.csv" 8 |
+        awk '{printf "%s%s %s us/%s", (NR > 1 ? "; " : ""), $1, $2, $3}')
+    record "{\"stage\":\"ncu_attention\",\"status\":\"rc $rc\",\"kernels\":\"$(json_str "$k")\"}"
 fi
 # and after it, as time allows, the PyTorch peer of π0.5 (3 cameras, batch 8) as train_bf16 runs it: the
 # peer keeps every activation (no checkpointing), so on an 80 GB card it may run out of memory — a failed

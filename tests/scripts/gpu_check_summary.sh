@@ -147,5 +147,14 @@ check "half batch" "$T/half.jsonl" 3 'train pi05 bf16, batch 4:' 'pi05 bf16 trai
   for g in conformance equiv nccl suites gemm train_bf16 infer serve attention packing train_fp8 torch; do
       echo "{\"stage\":\"$g\",\"status\":\"skipped\",\"why\":\"no usable GPU\"}"; done; } >"$T/nogpu.jsonl"
 check "no GPU" "$T/nogpu.jsonl" 1 'NO USABLE GPU' 'equiv +NOT RUN' 'groot-n1.5 bf16 training MFU +- .*NOT RUN'
+# the attention kernels under ncu: scripts/ncu_kernels.sh sums each kernel's launches of a recorded log
+# (columns found by name, quoted fields with commas, other metrics and ==PROF== lines skipped, template
+# launches of one kernel on one grid added up) and the summary prints the record gpu_check makes of it
+got=$(bash "$SRC/scripts/ncu_kernels.sh" "$SRC/tests/scripts/data/ncu_attention.csv" 4)
+want=$'k_mma_dq[304x1x1] 1400.0 2\nk_mma_dkdv[152x2x1] 1205.0 1\nk_mma_fwd[304x1x1] 301.5 1\nk_mma_fwd[40x1x1] 98.5 1'
+if [ "$got" = "$want" ]; then echo "ok   ncu kernels"; else echo "FAIL ncu kernels: got"; echo "$got"; fails=$((fails + 1)); fi
+{ ok_stages; figures 0.45 150 12.5 2.6
+  echo '{"stage":"ncu_attention","status":"rc 0","kernels":"k_mma_dq 1400.0 us/2; k_mma_dkdv 1205.0 us/1"}'; } >"$T/ncu.jsonl"
+check "ncu record" "$T/ncu.jsonl" 0 'attention kernels under ncu .*: k_mma_dq 1400.0 us/2; k_mma_dkdv 1205.0 us/1'
 [ "$fails" = 0 ] || { echo "$fails case(s) failed"; exit 1; }
 echo "gpu_check_summary: every case judged as expected"
