@@ -268,6 +268,9 @@ summary() {
     g1=$(num "$(stage_line train_bf16_pi05 policy_train)" samples_per_s)
     ng=$(num "$(stage_line train_bf16_pi05_nograph policy_train)" samples_per_s)
     [ -n "$g1" ] && [ -n "$ng" ] && echo "    training graphs (docs/cuda.md): pi05 bf16 $g1 samples/s with them, $ng without (VLA_TRAIN_GRAPHS=0): $(ratio "$g1" "$ng")×"
+    f1=$(num "$(stage_line train_fp8_groot-n1.5 policy_train)" samples_per_s)
+    fn=$(num "$(stage_line train_fp8_groot-n1.5_noshare policy_train)" samples_per_s)
+    [ -n "$f1" ] && [ -n "$fn" ] && echo "    shared FP8 casts (nn/linear.h): groot-n1.5 fp8 $f1 samples/s sharing each input's forward cast, $fn with a cast per linear (VLA_FP8_SHARED_CASTS=0): $(ratio "$f1" "$fn")×"
     nc=$(num "$(stage_line train_bf16_groot-n1.5_nocopy policy_train)" samples_per_s)
     [ -n "$s1" ] && [ -n "$nc" ] && echo "    producer copies (docs/precision.md): groot-n1.5 bf16 $s1 samples/s with them, $nc without (VLA_PRODUCER_CASTS=0): $(ratio "$s1" "$nc")×"
     # captured regions a stage's device could not record (they ran op by op: its graph figures are not graphs')
@@ -604,6 +607,10 @@ if wanted train_bf16 && have "$VLA" train_bf16; then # issue 40 asks for batch 3
     # epilogues writing the copies (docs/precision.md, "The producer writes the copy"): what those save
     if [ "$p" = bf16 ]; then VLA_PRODUCER_CASTS=0 policy_train train_$p groot-n1.5 32 $p nocopy; fi
     VLA_TRAIN_GRAPHS=0 policy_train train_$p pi05 8 $p nograph # π0.5's step without its two graphs
+fi
+if wanted train_fp8 && have "$VLA" train_fp8; then # as the budget allows: FP8 with each linear casting its
+    # own input again (VLA_FP8_SHARED_CASTS=0; nn/linear.h, the shared FP8 casts): what the sharing saves
+    VLA_FP8_SHARED_CASTS=0 policy_train train_fp8 groot-n1.5 32 fp8 noshare
 fi
 
 # ---- summary --------------------------------------------------------------------------------

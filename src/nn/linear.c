@@ -89,7 +89,16 @@ static const void *cast_into(const vla_ops *ops, vla_cast_buf *cb, const vla_gem
 
 const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q, bool wgrad, const float *in,
                                    int64_t n, int64_t in_dim) {
-    if (!q || q->mode != VLA_PREC_BF16 || !q->casts || n <= 0 || in_dim <= 0) return NULL;
+    if (!q || !q->casts || n <= 0 || in_dim <= 0) return NULL;
+    if (q->mode == VLA_PREC_FP8 && !wgrad) { /* linear.h: one cast with the first reader's scale */
+        if (!vla_linear_fp8_shared_casts_on()) return NULL;
+        vla_gemm_q g = {q->mode, {0}, q->x, NULL, NULL};
+        const void *r = cast_into(ops, &q->casts->fwd, &g, true, n, in_dim, in, in_dim);
+        q->casts->fwd_mode = r ? VLA_PREC_FP8 : VLA_PREC_FP32, q->casts->fwd_x = q->x;
+        return r;
+    }
+    if (q->mode != VLA_PREC_BF16) return NULL;
+    if (!wgrad) q->casts->fwd_mode = VLA_PREC_BF16;
     vla_gemm_q g = {q->mode, {0}, q->x, NULL, NULL}; /* the input as a B operand (ops.h, a_ready) */
     /* forward: op(A) = in (n×in_dim) is op(B) of trans_b with n rows; wgrad: op(B) = in, k = n */
     return wgrad ? cast_into(ops, &q->casts->wgrad, &g, false, in_dim, n, in, in_dim)
@@ -111,6 +120,7 @@ static void *ready_buffer(const vla_ops *ops, const vla_linear_prec *q, vla_cast
     size_t need = ops->ready_bytes(&g, n, cols);
     void *buf = need ? grown(ops, &cb->buf, &cb->bytes, need) : NULL;
     if (buf) __atomic_fetch_add(&producer_copies, 1, __ATOMIC_RELAXED);
+    if (buf && cb == &q->casts->fwd) q->casts->fwd_mode = VLA_PREC_BF16; /* a producer writes a bf16 copy */
     return buf;
 }
 
@@ -140,6 +150,19 @@ bool vla_linear_input_ready_on(void) {
 }
 
 void vla_linear_set_producer_casts(bool on) { producer_casts = on; }
+
+static int fp8_shared = -1; /* -1: VLA_FP8_SHARED_CASTS decides, at the first use */
+
+bool vla_linear_fp8_shared_casts_on(void) {
+    /* VLA_FP8_SHARED_CASTS=0: each FP8 linear casts its own input (A/B runs on a device; the same bits) */
+    if (fp8_shared < 0) {
+        const char *e = getenv("VLA_FP8_SHARED_CASTS");
+        fp8_shared = !(e && e[0] == '0' && !e[1]);
+    }
+    return fp8_shared;
+}
+
+void vla_linear_set_fp8_shared_casts(bool on) { fp8_shared = on; }
 int64_t vla_linear_producer_copies(void) { return __atomic_load_n(&producer_copies, __ATOMIC_RELAXED); }
 
 static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, void *out_ready, float *out,
@@ -149,7 +172,15 @@ static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in
     vla_gemm_q g;
     vla_gemm_q *gq = q ? gemm_q(q, &g, &q->x, &q->w) : NULL;
     if (gq) gq->b_ready = weight_ready(ops, q, gq, false, true, out_dim, in_dim, w, in_dim);
+    /* a shared copy of another mode or format is not this linear's (bf16 under --fp8.min_dim beside FP8) */
+    const vla_input_casts *sc = in_ready && q && q->casts && in_ready == q->casts->fwd.buf ? q->casts : NULL;
+    if (sc && (sc->fwd_mode != q->mode || (q->mode == VLA_PREC_FP8 && sc->fwd_x.fmt != q->x.fmt))) in_ready = NULL;
     if (gq && q->mode == VLA_PREC_BF16) gq->a_ready = in_ready;
+    /* linear.h: the shared FP8 cast, its amax into this linear's slot (none to take: cast as before) */
+    if (gq && q->mode == VLA_PREC_FP8 && in_ready && sc && (!q->x.amax || sc->fwd_x.amax)) {
+        gq->a_ready = in_ready;
+        if (q->x.amax && q->x.amax != sc->fwd_x.amax) ops->copy_bytes(q->x.amax, sc->fwd_x.amax, sizeof(float));
+    }
     const vla_gemm_epilogue epi = {b, act, pre, out_ready};
     /* the bias (and activation) in the GEMM's epilogue: a device folds the bias into the product */
     ops->sgemm_epi(gq, &epi, false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);

@@ -89,9 +89,19 @@ void vla_weight_ready_mark_recast(vla_weight_ready *r);
  * b_ready): q/k/v's six activation casts of x become two, gate/up's four
  * two. Likewise each lowered linear's output gradient dy, read by its dgrad
  * (as A) and its wgrad (as Aᵀ): one bf16 copy serves both (ops.h, a_ready),
- * two casts become one. The same bits: the copy is the cast the GEMMs would make. FP8 does
- * not share — each linear has its own input scale — nor does a backend
- * that keeps no copies (cpu: ready_bytes 0). */
+ * two casts become one. The same bits: the copy is the cast the GEMMs would make. A backend
+ * that keeps no copies (cpu: ready_bytes 0) shares nothing.
+ *
+ * FP8 shares the forward's cast (2026-12-07): each linear keeps its own
+ * input scale and amax, as TE's unfused linears do, but linears that read
+ * one tensor record the same amax every step, so from equal histories
+ * (every scale starts at 1) their scales stay equal and one cast, with the
+ * first one's scale, is each one's cast. The copy carries its 1/s, so a
+ * GEMM reading it is right whatever its own scale; the others' amax slots
+ * take the cast's (copy_bytes: each keeps its history and its place in the
+ * checkpoint). q/k/v's three forward casts of x become one, gate/up's two
+ * one; the wgrad's (transposed) casts stay each linear's. A linear of
+ * another mode or format (bf16 under --fp8.min_dim) does not read it. */
 typedef struct {
     void *buf; /* backend memory */
     size_t bytes;
@@ -100,6 +110,10 @@ typedef struct {
     vla_cast_buf fwd, wgrad;
     vla_cast_buf dy;  /* a linear's output gradient, cast once for its dgrad and wgrad (bf16) */
     vla_cast_buf out; /* a GEMM's output copy its epilogue writes while the GEMM reads fwd (producer casts) */
+    /* what fwd holds: bf16 (a share or a producer's copy), or FP8 cast with fwd_x's scale into fwd_x's
+     * amax (its first reader's input operand) */
+    vla_precision fwd_mode;
+    vla_fp8_operand fwd_x;
 } vla_input_casts;
 
 /* One linear layer's precision: the mode, and in FP8 the scaling state of
@@ -117,10 +131,14 @@ typedef struct {
 /* in [n, in_dim] cast once as the forward GEMMs (wgrad false: op(A) of
  * in·Wᵀ) or the wgrad GEMMs (wgrad true: op(B) of dyᵀ·in) of linears of
  * precision q read it; valid until the next share of the same kind. NULL:
- * not shared (f32, FP8, no buffers, a backend without copies, memory
- * short) — the GEMMs then cast it themselves. */
+ * not shared (f32, FP8's wgrad, no buffers, a backend without copies,
+ * memory short) — the GEMMs then cast it themselves. */
 const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q, bool wgrad, const float *in,
                                    int64_t n, int64_t in_dim);
+/* Whether FP8 shares the forward's input cast (VLA_FP8_SHARED_CASTS=0: no, for A/B runs; the same bits
+ * either way), and the tests' switch. */
+bool vla_linear_fp8_shared_casts_on(void);
+void vla_linear_set_fp8_shared_casts(bool on);
 
 /* PRODUCER CASTS (bf16 between ops, first step). Where the op that makes
  * a linear's input can write its bf16 GEMM-ready copy itself — a norm

@@ -45,6 +45,7 @@ figures() { # MFU FP8_SPS INFER_MS PACKING [DIGEST of the attention run prefetch
 {"stage":"gemm","bench":"gemm","backend":"cuda","precision":"bf16","m":2048,"n":4096,"k":1024,"shape":"expert mlp","threads":1,"ms":0.07,"gflops":245000.0,"b_ready_gflops":500000.0}
 {"stage":"gemm_fp8","bench":"gemm","backend":"cuda","precision":"fp8","m":2048,"n":4096,"k":1024,"shape":"expert mlp","threads":1,"ms":0.05,"gflops":300000.0,"emulated_calls":0,"b_ready_gflops":900000.0,"ab_ready_gflops":1100000.0}
 {"stage":"train_bf16_groot-n1.5_b64","bench":"policy_train","config":"groot-n1.5","precision":"bf16","batch":64,"samples_per_s":180.0,"mfu":0.47,"peak_tflops":800.0,"peak_precision":"bf16","act_gib":16.6}
+{"stage":"train_fp8_groot-n1.5_noshare","bench":"policy_train","config":"groot-n1.5","precision":"fp8","batch":32,"samples_per_s":120.0,"mfu":0.3,"peak_tflops":1600.0,"peak_precision":"fp8"}
 {"stage":"train_bf16_groot-n1.5_nocopy","bench":"policy_train","config":"groot-n1.5","precision":"bf16","batch":32,"samples_per_s":80.0,"mfu":0.36,"peak_tflops":800.0,"peak_precision":"bf16"}
 {"stage":"train_bf16_groot-n1.5_nograph","bench":"policy_train","config":"groot-n1.5","precision":"bf16","batch":32,"samples_per_s":64.0,"mfu":0.30,"peak_tflops":800.0,"peak_precision":"bf16","graph_replays_per_step":0.00}
 {"stage":"serve","bench":"serve","policy":"groot-pusht","device":"cpu","precision":"fp32","mode":"batching","clients":8,"p50_ms":9.0,"p99_ms":12.0,"throughput_rps":800.0,"single_chunk_ms":2.0,"p99_vs_single_chunk":6.0}
@@ -78,6 +79,7 @@ check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'groot-n1.5 bf16 trainin
     'serve, 8 robots on 8 tasks .a batch mixes prompt layouts.: p99 9.9 ms = 4.95× one robot.s chunk, mean batch 6.50, graph replays per batch 0.25' \
     'the same in arrival order .VLA_SERVE_BATCH_ORDER=arrival.: p99 14.0 ms = 7.00× one robot.s chunk, graph replays per batch 0.10' \
     'producer copies .*: groot-n1.5 bf16 100.0 samples/s with them, 80.0 without .*: 1.250×' \
+    'shared FP8 casts .*: groot-n1.5 fp8 150 samples/s sharing each input.s forward cast, 120.0 with a cast per linear .VLA_FP8_SHARED_CASTS=0.: 1.250×' \
     'training graphs .*: groot-n1.5 bf16 100.0 samples/s with them, 64.0 without .VLA_TRAIN_GRAPHS=0.: 1.56[0-9]×' \
     'train groot-n1.5_nograph bf16, batch 32: 64.0 samples/s.*graph replays per step 0.00' \
     'attention staging .issue 41.: fwd 0.3 / fwd.bwd 1.0 ms .staging 13.; from f32 0.5 / 1.4 ms; prefetch in every pass 0.3 / 0.9 ms' \

@@ -300,6 +300,18 @@ static void test_checked_equals_cpu_policies(void **state) {
     vla_linear_set_producer_casts(true);
     same_numbers("pi05-nano", VLA_PREC_FP8, 32);
     same_numbers("groot-nano", VLA_PREC_FP8, 32);
+    /* FP8's shared forward casts (nn/linear.h): off, each linear casts its own input — the same bits, and
+     * more casts; on, with --fp8.min_dim mixing FP8 and bf16 readers of one input, cpu's bits too */
+    for (int i = 0; i < 2; i++) {
+        same_numbers(presets[i], VLA_PREC_FP8, 0);
+        int64_t shared = last_step_casts;
+        vla_linear_set_fp8_shared_casts(false);
+        same_numbers(presets[i], VLA_PREC_FP8, 0);
+        vla_linear_set_fp8_shared_casts(true);
+        print_message("%s fp8 loss + backward on checked: %lld operand casts sharing the forward's input "
+                      "casts, %lld without\n", presets[i], (long long)shared, (long long)last_step_casts);
+        assert_true(shared > 0 && shared < last_step_casts);
+    }
 }
 
 static void test_checked_equals_cpu_training(void **state) {
@@ -505,6 +517,22 @@ static bool device_steps(const char *preset, const char *device, const equiv_mod
             snprintf(msg, cap, "%s %s step %d on %s: gradient %s off by %.3g of its norm, %.3g times what is allowed "
                      "(rtol %g, floor %g of the global norm)", preset, m->name, step, device, v.worst_name,
                      v.worst_rel, v.worst, m->grad_rtol, m->grad_floor);
+        }
+        /* an exact backend's FP8 scaling state is cpu's too, every scale and amax history byte for byte:
+         * what a checkpoint keeps, and what a resume elsewhere continues from (a linear reading a shared
+         * FP8 cast takes its amax: nn/linear.h) */
+        if (ok && m->loss_rtol == 0 && m->mode == VLA_PREC_FP8) {
+            int64_t n0 = 0, n1 = 0;
+            float *s0 = vla_policy_fp8_state_to_host(p[0], &n0), *s1 = vla_policy_fp8_state_to_host(p[1], &n1);
+            assert_non_null(s0), assert_non_null(s1);
+            assert_int_equal(n0, n1);
+            for (int64_t t = 0; t < n0 && ok; t++)
+                if (memcmp(&s0[t], &s1[t], sizeof(float))) {
+                    ok = false;
+                    snprintf(msg, cap, "%s fp8 step %d on %s: scaling state float %lld is %.9g, cpu's %.9g", preset,
+                             step, device, (long long)t, s1[t], s0[t]);
+                }
+            free(s0), free(s1);
         }
         free(g[0]), free(g[1]);
     }
