@@ -270,7 +270,7 @@ summary() {
     [ -n "$g1" ] && [ -n "$ng" ] && echo "    training graphs (docs/cuda.md): pi05 bf16 $g1 samples/s with them, $ng without (VLA_TRAIN_GRAPHS=0): $(ratio "$g1" "$ng")×"
     f1=$(num "$(stage_line train_fp8_groot-n1.5 policy_train)" samples_per_s)
     fn=$(num "$(stage_line train_fp8_groot-n1.5_noshare policy_train)" samples_per_s)
-    [ -n "$f1" ] && [ -n "$fn" ] && echo "    shared FP8 casts (nn/linear.h): groot-n1.5 fp8 $f1 samples/s sharing each input's forward cast, $fn with a cast per linear (VLA_FP8_SHARED_CASTS=0): $(ratio "$f1" "$fn")×"
+    [ -n "$f1" ] && [ -n "$fn" ] && echo "    shared FP8 casts (nn/linear.h): groot-n1.5 fp8 $f1 samples/s sharing each input's casts, $fn with a cast per linear (VLA_FP8_SHARED_CASTS=0): $(ratio "$f1" "$fn")×"
     nc=$(num "$(stage_line train_bf16_groot-n1.5_nocopy policy_train)" samples_per_s)
     [ -n "$s1" ] && [ -n "$nc" ] && echo "    producer copies (docs/precision.md): groot-n1.5 bf16 $s1 samples/s with them, $nc without (VLA_PRODUCER_CASTS=0): $(ratio "$s1" "$nc")×"
     # captured regions a stage's device could not record (they ran op by op: its graph figures are not graphs')

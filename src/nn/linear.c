@@ -90,19 +90,31 @@ static const void *cast_into(const vla_ops *ops, vla_cast_buf *cb, const vla_gem
 const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q, bool wgrad, const float *in,
                                    int64_t n, int64_t in_dim) {
     if (!q || !q->casts || n <= 0 || in_dim <= 0) return NULL;
-    if (q->mode == VLA_PREC_FP8 && !wgrad) { /* linear.h: one cast with the first reader's scale */
-        if (!vla_linear_fp8_shared_casts_on()) return NULL;
-        vla_gemm_q g = {q->mode, {0}, q->x, NULL, NULL};
-        const void *r = cast_into(ops, &q->casts->fwd, &g, true, n, in_dim, in, in_dim);
-        q->casts->fwd_mode = r ? VLA_PREC_FP8 : VLA_PREC_FP32, q->casts->fwd_x = q->x;
-        return r;
-    }
-    if (q->mode != VLA_PREC_BF16) return NULL;
-    if (!wgrad) q->casts->fwd_mode = VLA_PREC_BF16;
+    if (q->mode != VLA_PREC_BF16 && !(q->mode == VLA_PREC_FP8 && vla_linear_fp8_shared_casts_on())) return NULL;
+    /* FP8: one cast with the first reader's scale (linear.h), the others take its amax (shared_ready) */
     vla_gemm_q g = {q->mode, {0}, q->x, NULL, NULL}; /* the input as a B operand (ops.h, a_ready) */
     /* forward: op(A) = in (n×in_dim) is op(B) of trans_b with n rows; wgrad: op(B) = in, k = n */
-    return wgrad ? cast_into(ops, &q->casts->wgrad, &g, false, in_dim, n, in, in_dim)
-                 : cast_into(ops, &q->casts->fwd, &g, true, n, in_dim, in, in_dim);
+    const void *r = wgrad ? cast_into(ops, &q->casts->wgrad, &g, false, in_dim, n, in, in_dim)
+                          : cast_into(ops, &q->casts->fwd, &g, true, n, in_dim, in, in_dim);
+    struct vla_cast_tag *t = wgrad ? &q->casts->wgrad_tag : &q->casts->fwd_tag;
+    t->mode = r ? q->mode : VLA_PREC_FP32, t->x = q->x;
+    return r;
+}
+
+/* The ready copy q's GEMM may read for its input (a_ready forward, b_ready wgrad): a share of q's mode and
+ * format (or any other copy handed to it: a producer's, bf16), NULL otherwise — a bf16 linear under
+ * --fp8.min_dim beside FP8 readers of one input casts its own. An FP8 reader other than the cast's first
+ * takes its amax into its own slot (linear.h); with no amax to take from, it casts as before. */
+static const void *shared_ready(const vla_ops *ops, const vla_linear_prec *q, const void *ready, bool wgrad) {
+    if (!ready || !q) return ready;
+    const vla_cast_buf *cb = q->casts ? (wgrad ? &q->casts->wgrad : &q->casts->fwd) : NULL;
+    if (!cb || ready != cb->buf) return q->mode == VLA_PREC_BF16 ? ready : NULL;
+    const struct vla_cast_tag *t = wgrad ? &q->casts->wgrad_tag : &q->casts->fwd_tag;
+    if (t->mode != q->mode) return NULL;
+    if (q->mode != VLA_PREC_FP8) return ready;
+    if (t->x.fmt != q->x.fmt || (q->x.amax && !t->x.amax)) return NULL;
+    if (q->x.amax && q->x.amax != t->x.amax) ops->copy_bytes(q->x.amax, t->x.amax, sizeof(float));
+    return ready;
 }
 
 static int producer_casts = -1; /* -1: VLA_PRODUCER_CASTS decides, at the first use */
@@ -120,7 +132,7 @@ static void *ready_buffer(const vla_ops *ops, const vla_linear_prec *q, vla_cast
     size_t need = ops->ready_bytes(&g, n, cols);
     void *buf = need ? grown(ops, &cb->buf, &cb->bytes, need) : NULL;
     if (buf) __atomic_fetch_add(&producer_copies, 1, __ATOMIC_RELAXED);
-    if (buf && cb == &q->casts->fwd) q->casts->fwd_mode = VLA_PREC_BF16; /* a producer writes a bf16 copy */
+    if (buf && cb == &q->casts->fwd) q->casts->fwd_tag.mode = VLA_PREC_BF16; /* a producer writes a bf16 copy */
     return buf;
 }
 
@@ -172,15 +184,7 @@ static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in
     vla_gemm_q g;
     vla_gemm_q *gq = q ? gemm_q(q, &g, &q->x, &q->w) : NULL;
     if (gq) gq->b_ready = weight_ready(ops, q, gq, false, true, out_dim, in_dim, w, in_dim);
-    /* a shared copy of another mode or format is not this linear's (bf16 under --fp8.min_dim beside FP8) */
-    const vla_input_casts *sc = in_ready && q && q->casts && in_ready == q->casts->fwd.buf ? q->casts : NULL;
-    if (sc && (sc->fwd_mode != q->mode || (q->mode == VLA_PREC_FP8 && sc->fwd_x.fmt != q->x.fmt))) in_ready = NULL;
-    if (gq && q->mode == VLA_PREC_BF16) gq->a_ready = in_ready;
-    /* linear.h: the shared FP8 cast, its amax into this linear's slot (none to take: cast as before) */
-    if (gq && q->mode == VLA_PREC_FP8 && in_ready && sc && (!q->x.amax || sc->fwd_x.amax)) {
-        gq->a_ready = in_ready;
-        if (q->x.amax && q->x.amax != sc->fwd_x.amax) ops->copy_bytes(q->x.amax, sc->fwd_x.amax, sizeof(float));
-    }
+    if (gq) gq->a_ready = shared_ready(ops, q, in_ready, false);
     const vla_gemm_epilogue epi = {b, act, pre, out_ready};
     /* the bias (and activation) in the GEMM's epilogue: a device folds the bias into the product */
     ops->sgemm_epi(gq, &epi, false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);
@@ -250,7 +254,8 @@ void vla_linear_backward_ex(const vla_ops *ops, const vla_linear_prec *q, const 
     }
     if (d_w) { /* wgrad: dyᵀ (E5M2) · x (E4M3) */
         gq = q ? gemm_q(q, &g, &q->dy, &q->x) : NULL;
-        if (gq && q->mode == VLA_PREC_BF16) gq->b_ready = in_ready, gq->a_ready = dy_ready;
+        if (gq) gq->b_ready = shared_ready(ops, q, in_ready, true);
+        if (gq && q->mode == VLA_PREC_BF16) gq->a_ready = dy_ready;
         if (gq) ops->sgemm_q(gq, true, false, out_dim, in_dim, n, 1.0f, d_out, out_dim, in, in_dim, 1.0f, d_w, in_dim);
         else ops->sgemm(true, false, out_dim, in_dim, n, 1.0f, d_out, out_dim, in, in_dim, 1.0f, d_w, in_dim);
     }

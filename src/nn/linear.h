@@ -99,9 +99,9 @@ void vla_weight_ready_mark_recast(vla_weight_ready *r);
  * first one's scale, is each one's cast. The copy carries its 1/s, so a
  * GEMM reading it is right whatever its own scale; the others' amax slots
  * take the cast's (copy_bytes: each keeps its history and its place in the
- * checkpoint). q/k/v's three forward casts of x become one, gate/up's two
- * one; the wgrad's (transposed) casts stay each linear's. A linear of
- * another mode or format (bf16 under --fp8.min_dim) does not read it. */
+ * checkpoint). q/k/v's three casts of x become one, gate/up's two one, in
+ * the forward (op(A)) and in the wgrad (op(B), transposed) alike. A linear
+ * of another mode or format (bf16 under --fp8.min_dim) does not read it. */
 typedef struct {
     void *buf; /* backend memory */
     size_t bytes;
@@ -110,10 +110,12 @@ typedef struct {
     vla_cast_buf fwd, wgrad;
     vla_cast_buf dy;  /* a linear's output gradient, cast once for its dgrad and wgrad (bf16) */
     vla_cast_buf out; /* a GEMM's output copy its epilogue writes while the GEMM reads fwd (producer casts) */
-    /* what fwd holds: bf16 (a share or a producer's copy), or FP8 cast with fwd_x's scale into fwd_x's
-     * amax (its first reader's input operand) */
-    vla_precision fwd_mode;
-    vla_fp8_operand fwd_x;
+    /* what fwd and wgrad hold: bf16 (a share, or a producer's copy), or FP8 cast with x's scale into x's
+     * amax (the first reader's input operand) */
+    struct vla_cast_tag {
+        vla_precision mode;
+        vla_fp8_operand x;
+    } fwd_tag, wgrad_tag;
 } vla_input_casts;
 
 /* One linear layer's precision: the mode, and in FP8 the scaling state of
@@ -131,8 +133,8 @@ typedef struct {
 /* in [n, in_dim] cast once as the forward GEMMs (wgrad false: op(A) of
  * in·Wᵀ) or the wgrad GEMMs (wgrad true: op(B) of dyᵀ·in) of linears of
  * precision q read it; valid until the next share of the same kind. NULL:
- * not shared (f32, FP8's wgrad, no buffers, a backend without copies,
- * memory short) — the GEMMs then cast it themselves. */
+ * not shared (f32, no buffers, a backend without copies, memory short,
+ * VLA_FP8_SHARED_CASTS=0 in FP8) — the GEMMs then cast it themselves. */
 const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q, bool wgrad, const float *in,
                                    int64_t n, int64_t in_dim);
 /* Whether FP8 shares the forward's input cast (VLA_FP8_SHARED_CASTS=0: no, for A/B runs; the same bits

@@ -79,7 +79,7 @@ check "all met" "$T/good.jsonl" 0 'conformance +PASSED' 'groot-n1.5 bf16 trainin
     'serve, 8 robots on 8 tasks .a batch mixes prompt layouts.: p99 9.9 ms = 4.95× one robot.s chunk, mean batch 6.50, graph replays per batch 0.25' \
     'the same in arrival order .VLA_SERVE_BATCH_ORDER=arrival.: p99 14.0 ms = 7.00× one robot.s chunk, graph replays per batch 0.10' \
     'producer copies .*: groot-n1.5 bf16 100.0 samples/s with them, 80.0 without .*: 1.250×' \
-    'shared FP8 casts .*: groot-n1.5 fp8 150 samples/s sharing each input.s forward cast, 120.0 with a cast per linear .VLA_FP8_SHARED_CASTS=0.: 1.250×' \
+    'shared FP8 casts .*: groot-n1.5 fp8 150 samples/s sharing each input.s casts, 120.0 with a cast per linear .VLA_FP8_SHARED_CASTS=0.: 1.250×' \
     'training graphs .*: groot-n1.5 bf16 100.0 samples/s with them, 64.0 without .VLA_TRAIN_GRAPHS=0.: 1.56[0-9]×' \
     'train groot-n1.5_nograph bf16, batch 32: 64.0 samples/s.*graph replays per step 0.00' \
     'attention staging .issue 41.: fwd 0.3 / fwd.bwd 1.0 ms .staging 13.; from f32 0.5 / 1.4 ms; prefetch in every pass 0.3 / 0.9 ms' \

@@ -300,7 +300,7 @@ static void test_checked_equals_cpu_policies(void **state) {
     vla_linear_set_producer_casts(true);
     same_numbers("pi05-nano", VLA_PREC_FP8, 32);
     same_numbers("groot-nano", VLA_PREC_FP8, 32);
-    /* FP8's shared forward casts (nn/linear.h): off, each linear casts its own input — the same bits, and
+    /* FP8's shared input casts (nn/linear.h): off, each linear casts its own input — the same bits, and
      * more casts; on, with --fp8.min_dim mixing FP8 and bf16 readers of one input, cpu's bits too */
     for (int i = 0; i < 2; i++) {
         same_numbers(presets[i], VLA_PREC_FP8, 0);
@@ -308,8 +308,8 @@ static void test_checked_equals_cpu_policies(void **state) {
         vla_linear_set_fp8_shared_casts(false);
         same_numbers(presets[i], VLA_PREC_FP8, 0);
         vla_linear_set_fp8_shared_casts(true);
-        print_message("%s fp8 loss + backward on checked: %lld operand casts sharing the forward's input "
-                      "casts, %lld without\n", presets[i], (long long)shared, (long long)last_step_casts);
+        print_message("%s fp8 loss + backward on checked: %lld operand casts sharing input casts, %lld "
+                      "without\n", presets[i], (long long)shared, (long long)last_step_casts);
         assert_true(shared > 0 && shared < last_step_casts);
     }
 }
