@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "base/env_switch.h"
+
 /* The GEMM's view of two roles: a and b as op(A), op(B) read them. */
 static vla_gemm_q *gemm_q(const vla_linear_prec *q, vla_gemm_q *g, const vla_fp8_operand *a,
                           const vla_fp8_operand *b) {
@@ -117,7 +119,7 @@ static const void *shared_ready(const vla_ops *ops, const vla_linear_prec *q, co
     return ready;
 }
 
-static int producer_casts = -1; /* -1: VLA_PRODUCER_CASTS decides, at the first use */
+static atomic_int producer_casts = -1; /* -1: VLA_PRODUCER_CASTS decides, at the first use */
 static int64_t producer_copies;  /* buffers handed to producers so far */
 
 /* the shared buffers producers may write into: a bf16 linear's, with the copies on */
@@ -152,29 +154,15 @@ void *vla_linear_dy_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, i
     return ready_buffer(ops, q, c ? (second ? &c->out : &c->dy) : NULL, n, out_dim);
 }
 
-bool vla_linear_input_ready_on(void) {
-    /* VLA_PRODUCER_CASTS=0: every GEMM input cast by the GEMM side, as before (A/B runs on a device) */
-    if (producer_casts < 0) {
-        const char *e = getenv("VLA_PRODUCER_CASTS");
-        producer_casts = !(e && e[0] == '0' && !e[1]);
-    }
-    return producer_casts;
-}
+/* VLA_PRODUCER_CASTS=0: every GEMM input cast by the GEMM side, as before (A/B runs on a device) */
+bool vla_linear_input_ready_on(void) { return vla_env_switch(&producer_casts, "VLA_PRODUCER_CASTS"); }
+void vla_linear_set_producer_casts(bool on) { atomic_store(&producer_casts, on); }
 
-void vla_linear_set_producer_casts(bool on) { producer_casts = on; }
+/* VLA_FP8_SHARED_CASTS=0: each FP8 linear casts its own input (A/B runs on a device; the same bits) */
+static atomic_int fp8_shared = -1;
+bool vla_linear_fp8_shared_casts_on(void) { return vla_env_switch(&fp8_shared, "VLA_FP8_SHARED_CASTS"); }
+void vla_linear_set_fp8_shared_casts(bool on) { atomic_store(&fp8_shared, on); }
 
-static int fp8_shared = -1; /* -1: VLA_FP8_SHARED_CASTS decides, at the first use */
-
-bool vla_linear_fp8_shared_casts_on(void) {
-    /* VLA_FP8_SHARED_CASTS=0: each FP8 linear casts its own input (A/B runs on a device; the same bits) */
-    if (fp8_shared < 0) {
-        const char *e = getenv("VLA_FP8_SHARED_CASTS");
-        fp8_shared = !(e && e[0] == '0' && !e[1]);
-    }
-    return fp8_shared;
-}
-
-void vla_linear_set_fp8_shared_casts(bool on) { fp8_shared = on; }
 int64_t vla_linear_producer_copies(void) { return __atomic_load_n(&producer_copies, __ATOMIC_RELAXED); }
 
 static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, void *out_ready, float *out,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/dtype.h"
+#include "base/env_switch.h"
 #include "policy/region.h"
 
 void vla_fp8_recipe_default(vla_fp8_recipe *r) {
@@ -189,12 +190,8 @@ vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla
  * serves the forward and the dgrad), ~6 GB for the full π0.5, which a run
  * at the edge of memory may need; FP8 keeps 1 byte per weight per layout. */
 static bool weight_copies_wanted(void) {
-    static int wanted = -1;
-    if (wanted < 0) {
-        const char *e = getenv("VLA_WEIGHT_COPIES");
-        wanted = !(e && !strcmp(e, "0"));
-    }
-    return wanted;
+    static atomic_int wanted = -1;
+    return vla_env_switch(&wanted, "VLA_WEIGHT_COPIES");
 }
 
 vla_status vla_inference_precision(const char *want, const vla_ops *ops, vla_precision *out) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/env_switch.h"
 #include "base/log.h"
 
 /* More than a device keeps recordings (cuda: 64, graph.cu), so a replayed key's outputs are still here. */
@@ -34,15 +35,7 @@ static atomic_long restored;
 
 static atomic_int train_regions = -1; /* -1: VLA_TRAIN_GRAPHS decides at the first use */
 
-bool vla_train_regions_on(void) {
-    int on = atomic_load(&train_regions);
-    if (on < 0) {
-        const char *e = getenv("VLA_TRAIN_GRAPHS");
-        on = !(e && e[0] == '0' && !e[1]);
-        atomic_store(&train_regions, on);
-    }
-    return on;
-}
+bool vla_train_regions_on(void) { return vla_env_switch(&train_regions, "VLA_TRAIN_GRAPHS"); }
 void vla_train_regions_set(bool on) { atomic_store(&train_regions, on); }
 
 void vla_region_emulate_replays(bool on) { atomic_store(&emulate, on); }
