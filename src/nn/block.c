@@ -186,10 +186,11 @@ vla_status vla_block_attn_in(const vla_ops *ops, const vla_block_config *c, cons
                              const vla_block_io *io, const float *x, vla_block_acts *a) {
     int64_t n = io->n, D = c->dim, hd = c->attn.head_dim, Hq = c->attn.n_heads, Hk = c->attn.n_kv_heads;
     int64_t Q = Hq * hd, K = Hk * hd, nk = c->cross ? io->n_ctx : n;
-    /* the norm writes h1's bf16 copy that q (k, v) read (nn/linear.h, producer casts); else q, k and v
-     * read one input: cast once for the three (shared input casts) */
-    void *h1p = vla_linear_input_ready_buffer(ops, LQ(w, Q), n, D);
-    const vla_norm_fuse f1 = {NULL, NULL, h1p};
+    /* the norm writes h1's bf16 (or FP8) copy that q (k, v) read (nn/linear.h, producer casts); else q, k
+     * and v read one input: cast once for the three (shared input casts) */
+    const vla_fp8_operand *h1f8;
+    void *h1p = vla_linear_input_ready_fp8(ops, LQ(w, Q), n, D, &h1f8);
+    const vla_norm_fuse f1 = {NULL, NULL, h1p, h1f8};
     VLA_TRY(norm_forward(ops, c, c->norm1, w->norm1_w, w->norm1_b, io, x, a->h1, a->mean1, a->rstd1, a->mod1,
                          h1p ? &f1 : NULL));
     float *q = c->qk_norm ? a->qp : a->q, *k = c->qk_norm ? a->kp : a->k;
@@ -227,9 +228,11 @@ vla_status vla_block_attn_out_x(const vla_ops *ops, const vla_block_config *c, c
     bool gate1 = c->norm1 == VLA_BLOCK_NORM_ADARMS, gate2 = c->norm2 == VLA_BLOCK_NORM_ADARMS;
     vla_linear_forward_x(ops, LQ(w, O), att_ready, gate1 ? a->y1 : a->xm, a->att, w->o_w.w, w->o_b.w, n, Q, D);
     if (gate1) VLA_TRY(vla_gated_residual_forward(ops, a->xm, x, a->y1, a->mod1, io->cu, io->n_seg, n, D));
-    /* R1 in norm2's pass (x_mid = o-proj + x, in place), and h2's bf16 copy for the MLP's first GEMMs */
-    void *h2p = vla_linear_input_ready_buffer(ops, c->mlp.gated ? LQ(w, GATE) : LQ(w, UP), n, D);
-    const vla_norm_fuse f2 = {gate1 ? NULL : x, gate1 ? NULL : a->xm, h2p};
+    /* R1 in norm2's pass (x_mid = o-proj + x, in place), and h2's bf16 (or FP8) copy for the MLP's first
+     * GEMMs */
+    const vla_fp8_operand *h2f8;
+    void *h2p = vla_linear_input_ready_fp8(ops, c->mlp.gated ? LQ(w, GATE) : LQ(w, UP), n, D, &h2f8);
+    const vla_norm_fuse f2 = {gate1 ? NULL : x, gate1 ? NULL : a->xm, h2p, h2f8};
     VLA_TRY(norm_forward(ops, c, c->norm2, w->norm2_w, w->norm2_b, io, a->xm, a->h2, a->mean2, a->rstd2, a->mod2,
                          &f2));
     vla_mlp_weights mw = mlp_weights(w);

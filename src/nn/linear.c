@@ -109,9 +109,15 @@ const void *vla_linear_share_input(const vla_ops *ops, const vla_linear_prec *q,
  * takes its amax into its own slot (linear.h); with no amax to take from, it casts as before. */
 static const void *shared_ready(const vla_ops *ops, const vla_linear_prec *q, const void *ready, bool wgrad) {
     if (!ready || !q) return ready;
-    const vla_cast_buf *cb = q->casts ? (wgrad ? &q->casts->wgrad : &q->casts->fwd) : NULL;
-    if (!cb || ready != cb->buf) return q->mode == VLA_PREC_BF16 ? ready : NULL;
-    const struct vla_cast_tag *t = wgrad ? &q->casts->wgrad_tag : &q->casts->fwd_tag;
+    /* what the buffer holding it holds: the shared cast (forward or wgrad), or a producer's copy (the
+     * forward buffer: a norm's, the GLU's; the second: a GEMM epilogue's) */
+    const vla_input_casts *c = q->casts;
+    const struct vla_cast_tag *t = !c                      ? NULL
+                                   : wgrad                 ? (ready == c->wgrad.buf ? &c->wgrad_tag : NULL)
+                                   : ready == c->fwd.buf   ? &c->fwd_tag
+                                   : ready == c->out.buf   ? &c->out_tag
+                                                           : NULL;
+    if (!t) return q->mode == VLA_PREC_BF16 ? ready : NULL;
     if (t->mode != q->mode) return NULL;
     if (q->mode != VLA_PREC_FP8) return ready;
     if (t->x.fmt != q->x.fmt || (q->x.amax && !t->x.amax)) return NULL;
@@ -122,36 +128,58 @@ static const void *shared_ready(const vla_ops *ops, const vla_linear_prec *q, co
 static atomic_int producer_casts = -1; /* -1: VLA_PRODUCER_CASTS decides, at the first use */
 static int64_t producer_copies;  /* buffers handed to producers so far */
 
-/* the shared buffers producers may write into: a bf16 linear's, with the copies on */
-static vla_input_casts *producer_bufs(const vla_linear_prec *q) {
-    return vla_linear_input_ready_on() && q && q->mode == VLA_PREC_BF16 ? q->casts : NULL;
+/* the shared buffers producers may write into: a bf16 linear's, with the copies on; with fp8_ok (a
+ * producer that writes FP8 copies too: a norm, the GLU, a GEMM's epilogue) an FP8 linear's where its
+ * forward input cast is shared — the copy is that cast */
+static vla_input_casts *producer_bufs(const vla_linear_prec *q, bool fp8_ok) {
+    if (!vla_linear_input_ready_on() || !q) return NULL;
+    if (q->mode == VLA_PREC_BF16) return q->casts;
+    return fp8_ok && q->mode == VLA_PREC_FP8 && vla_linear_fp8_shared_casts_on() ? q->casts : NULL;
 }
 
-/* cb grown to hold [n, cols]'s bf16 copy (op(B) of trans_b, n rows: share_input's layout), or NULL */
-static void *ready_buffer(const vla_ops *ops, const vla_linear_prec *q, vla_cast_buf *cb, int64_t n, int64_t cols) {
+/* cb grown to hold [n, cols]'s copy in q's mode (op(B) of trans_b, n rows: share_input's layout), or NULL;
+ * *tag (when given) says what it will hold: a copy in q's mode, FP8 with q's input scale into its amax */
+static void *ready_buffer(const vla_ops *ops, const vla_linear_prec *q, vla_cast_buf *cb, struct vla_cast_tag *tag,
+                          int64_t n, int64_t cols) {
     if (!cb || n <= 0 || cols <= 0) return NULL;
     vla_gemm_q g = {q->mode, {0}, q->x, NULL, NULL};
     size_t need = ops->ready_bytes(&g, n, cols);
     void *buf = need ? grown(ops, &cb->buf, &cb->bytes, need) : NULL;
     if (buf) __atomic_fetch_add(&producer_copies, 1, __ATOMIC_RELAXED);
-    if (buf && cb == &q->casts->fwd) q->casts->fwd_tag.mode = VLA_PREC_BF16; /* a producer writes a bf16 copy */
+    if (buf && tag) *tag = (struct vla_cast_tag){q->mode, q->x};
+    return buf;
+}
+
+/* the forward buffer (fp8 NULL: bf16 producers only), or the second (epilogue), for [n, in_dim] */
+static void *producer_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim, bool second,
+                             const vla_fp8_operand **fp8) {
+    if (fp8) *fp8 = NULL;
+    vla_input_casts *c = producer_bufs(q, fp8 != NULL);
+    if (!c) return NULL;
+    void *buf = second ? ready_buffer(ops, q, &c->out, &c->out_tag, n, in_dim)
+                       : ready_buffer(ops, q, &c->fwd, &c->fwd_tag, n, in_dim);
+    if (buf && fp8 && q->mode == VLA_PREC_FP8) *fp8 = &q->x;
     return buf;
 }
 
 void *vla_linear_input_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim) {
-    vla_input_casts *c = producer_bufs(q);
-    return ready_buffer(ops, q, c ? &c->fwd : NULL, n, in_dim);
+    return producer_buffer(ops, q, n, in_dim, false, NULL);
 }
 
-void *vla_linear_epilogue_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim) {
-    vla_input_casts *c = producer_bufs(q);
-    return ready_buffer(ops, q, c ? &c->out : NULL, n, in_dim);
+void *vla_linear_input_ready_fp8(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim,
+                                 const vla_fp8_operand **fp8) {
+    return producer_buffer(ops, q, n, in_dim, false, fp8);
+}
+
+void *vla_linear_epilogue_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim,
+                                       const vla_fp8_operand **fp8) {
+    return producer_buffer(ops, q, n, in_dim, true, fp8);
 }
 
 void *vla_linear_dy_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t out_dim,
                                  bool second) {
-    vla_input_casts *c = producer_bufs(q);
-    return ready_buffer(ops, q, c ? (second ? &c->out : &c->dy) : NULL, n, out_dim);
+    vla_input_casts *c = producer_bufs(q, false);
+    return ready_buffer(ops, q, c ? (second ? &c->out : &c->dy) : NULL, c && second ? &c->out_tag : NULL, n, out_dim);
 }
 
 /* VLA_PRODUCER_CASTS=0: every GEMM input cast by the GEMM side, as before (A/B runs on a device) */
@@ -165,7 +193,8 @@ void vla_linear_set_fp8_shared_casts(bool on) { atomic_store(&fp8_shared, on); }
 
 int64_t vla_linear_producer_copies(void) { return __atomic_load_n(&producer_copies, __ATOMIC_RELAXED); }
 
-static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, void *out_ready, float *out,
+static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, void *out_ready,
+                    const vla_fp8_operand *out_fp8, float *out,
                     float *pre, const float *in, const float *w, const float *b, vla_act act, int64_t n,
                     int64_t in_dim, int64_t out_dim) {
     if (n <= 0) return;
@@ -173,26 +202,26 @@ static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in
     vla_gemm_q *gq = q ? gemm_q(q, &g, &q->x, &q->w) : NULL;
     if (gq) gq->b_ready = weight_ready(ops, q, gq, false, true, out_dim, in_dim, w, in_dim);
     if (gq) gq->a_ready = shared_ready(ops, q, in_ready, false);
-    const vla_gemm_epilogue epi = {b, act, pre, out_ready};
+    const vla_gemm_epilogue epi = {b, act, pre, out_ready, out_fp8};
     /* the bias (and activation) in the GEMM's epilogue: a device folds the bias into the product */
     ops->sgemm_epi(gq, &epi, false, true, n, out_dim, in_dim, 1.0f, in, in_dim, w, in_dim, 0.0f, out, out_dim);
 }
 
 void vla_linear_forward_act(const vla_ops *ops, const vla_linear_prec *q, float *out, float *pre, const float *in,
                             const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim) {
-    forward(ops, q, NULL, NULL, out, pre, in, w, b, act, n, in_dim, out_dim);
+    forward(ops, q, NULL, NULL, NULL, out, pre, in, w, b, act, n, in_dim, out_dim);
 }
 
 void vla_linear_forward_act_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, void *out_ready,
-                              float *out, float *pre, const float *in, const float *w, const float *b, vla_act act,
-                              int64_t n, int64_t in_dim, int64_t out_dim) {
-    forward(ops, q, in_ready, out_ready, out, pre, in, w, b, act, n, in_dim, out_dim);
+                              const vla_fp8_operand *out_fp8, float *out, float *pre, const float *in, const float *w,
+                              const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim) {
+    forward(ops, q, in_ready, out_ready, out_fp8, out, pre, in, w, b, act, n, in_dim, out_dim);
 }
 
 void vla_linear_forward_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *out,
                           const float *in, const float *w, const float *b, int64_t n, int64_t in_dim,
                           int64_t out_dim) {
-    forward(ops, q, in_ready, NULL, out, NULL, in, w, b, VLA_ACT_IDENTITY, n, in_dim, out_dim);
+    forward(ops, q, in_ready, NULL, NULL, out, NULL, in, w, b, VLA_ACT_IDENTITY, n, in_dim, out_dim);
 }
 
 void vla_linear_forward_q(const vla_ops *ops, const vla_linear_prec *q, float *out, const float *in, const float *w,

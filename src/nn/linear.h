@@ -110,12 +110,12 @@ typedef struct {
     vla_cast_buf fwd, wgrad;
     vla_cast_buf dy;  /* a linear's output gradient, cast once for its dgrad and wgrad (bf16) */
     vla_cast_buf out; /* a GEMM's output copy its epilogue writes while the GEMM reads fwd (producer casts) */
-    /* what fwd and wgrad hold: bf16 (a share, or a producer's copy), or FP8 cast with x's scale into x's
-     * amax (the first reader's input operand) */
+    /* what fwd, wgrad and out hold: bf16 (a share, or a producer's copy), or FP8 cast with x's scale into
+     * x's amax (the first reader's input operand: a share, or a producer's copy) */
     struct vla_cast_tag {
         vla_precision mode;
         vla_fp8_operand x;
-    } fwd_tag, wgrad_tag;
+    } fwd_tag, wgrad_tag, out_tag;
 } vla_input_casts;
 
 /* One linear layer's precision: the mode, and in FP8 the scaling state of
@@ -154,9 +154,22 @@ void vla_linear_set_fp8_shared_casts(bool on);
  * writes no copy and the GEMMs cast as before. The same bits either way:
  * the copy is prepare_operand's. */
 void *vla_linear_input_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim);
+/* FP8 PRODUCER CASTS (2026-12-07, TransformerEngine's LayerNormLinear for
+ * every producer that can): the same for a producer that writes FP8
+ * copies too — a norm (ops.h, vla_norm_fuse.fp8), the GLU (glu_forward's
+ * ready_fp8). In FP8, where the forward's input cast is shared
+ * (VLA_FP8_SHARED_CASTS, and VLA_PRODUCER_CASTS), the buffer of that
+ * shared cast, and *fp8 = &q->x: the producer writes the cast itself with
+ * q's input scale, its amax into q's slot (q is the first reader; the
+ * others take its amax: shared_ready) — the bytes share_input's cast of
+ * the output would write. bf16 as above, with *fp8 = NULL. */
+void *vla_linear_input_ready_fp8(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim,
+                                 const vla_fp8_operand **fp8);
 /* The same in a second buffer, for a copy a GEMM's epilogue writes of its output (ops.h,
- * vla_gemm_epilogue.ready: a GELU MLP's h) while that GEMM reads the first. */
-void *vla_linear_epilogue_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim);
+ * vla_gemm_epilogue.ready and ready_fp8: a GELU MLP's h) while that GEMM reads the first; bf16, or FP8
+ * as vla_linear_input_ready_fp8's. */
+void *vla_linear_epilogue_ready_buffer(const vla_ops *ops, const vla_linear_prec *q, int64_t n, int64_t in_dim,
+                                       const vla_fp8_operand **fp8);
 bool vla_linear_input_ready_on(void);
 /* Tests: turn the producer copies on or off (overrides VLA_PRODUCER_CASTS), and count the buffers handed
  * to producers so far. */
@@ -176,10 +189,11 @@ void vla_linear_forward_act(const vla_ops *ops, const vla_linear_prec *q, float 
                             const float *w, const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim);
 
 /* vla_linear_forward_act reading in_ready (as below) for in, and writing out's bf16 GEMM-ready copy into
- * out_ready (NULL: none; vla_linear_epilogue_ready_buffer) in the GEMM's epilogue */
+ * out_ready (NULL: none; vla_linear_epilogue_ready_buffer, FP8 when it gave out_fp8) in the GEMM's
+ * epilogue */
 void vla_linear_forward_act_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, void *out_ready,
-                              float *out, float *pre, const float *in, const float *w, const float *b, vla_act act,
-                              int64_t n, int64_t in_dim, int64_t out_dim);
+                              const vla_fp8_operand *out_fp8, float *out, float *pre, const float *in, const float *w,
+                              const float *b, vla_act act, int64_t n, int64_t in_dim, int64_t out_dim);
 
 /* vla_linear_forward_q reading in_ready (vla_linear_share_input(…, false, in, …), or NULL) for in */
 void vla_linear_forward_x(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, float *out,

@@ -16,8 +16,9 @@ void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, 
     if (!cfg->gated) {
         float *pre = acts, *h = acts + nh;
         /* up's epilogue writes h's copy for the down projection, into a second buffer: up reads in_ready */
-        void *hr = vla_linear_epilogue_ready_buffer(ops, w->q_down, n, hd);
-        vla_linear_forward_act_x(ops, w->q_up, in_ready, hr, h, pre, in, w->w_up, w->b_up, cfg->act, n, d, hd);
+        const vla_fp8_operand *h8;
+        void *hr = vla_linear_epilogue_ready_buffer(ops, w->q_down, n, hd, &h8);
+        vla_linear_forward_act_x(ops, w->q_up, in_ready, hr, h8, h, pre, in, w->w_up, w->b_up, cfg->act, n, d, hd);
         vla_linear_forward_x(ops, w->q_down, hr, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
         return;
     }
@@ -26,9 +27,11 @@ void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, 
     const void *inr = in_ready ? in_ready : vla_linear_share_input(ops, w->q_gate, false, in, n, d);
     vla_linear_forward_x(ops, w->q_gate, inr, gate, in, w->w_gate, w->b_gate, n, d, hd);
     vla_linear_forward_x(ops, w->q_up, inr, up, in, w->w_up, w->b_up, n, d, hd);
-    /* the GLU writes h's copy for the down projection (after gate's and up's GEMMs have read inr: issue order) */
-    void *hr = vla_linear_input_ready_buffer(ops, w->q_down, n, hd);
-    ops->glu_forward(cfg->act, h, gate, up, n, hd, hr);
+    /* the GLU writes h's copy (bf16, or FP8: the down projection's input cast) for the down projection
+     * (after gate's and up's GEMMs have read inr: issue order) */
+    const vla_fp8_operand *h8;
+    void *hr = vla_linear_input_ready_fp8(ops, w->q_down, n, hd, &h8);
+    ops->glu_forward(cfg->act, h, gate, up, n, hd, hr, h8);
     vla_linear_forward_x(ops, w->q_down, hr, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
 }
 

@@ -17,8 +17,9 @@ void vla_gemm_epilogue_apply(const vla_ops *ops, const vla_gemm_epilogue *epi, b
             if (act) ops->act_forward(epi->act, row, row, n);
         }
     }
-    if (epi->ready) { /* the copy of C's m × n values, packed as prepare_operand makes it */
-        const vla_gemm_q bf = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
-        ops->prepare_operand(&bf, true, m, n, c, ldc, epi->ready);
+    if (epi->ready) { /* the copy of C's m × n values, packed as prepare_operand makes it: bf16, or FP8 */
+        vla_gemm_q g = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
+        if (epi->ready_fp8) g.mode = VLA_PREC_FP8, g.b = *epi->ready_fp8;
+        ops->prepare_operand(&g, true, m, n, c, ldc, epi->ready);
     }
 }

@@ -128,6 +128,7 @@ typedef struct {
     float *pre;        /* with act: t before the activation, or NULL */
     void *ready;       /* NULL, or C's bf16 GEMM-ready copy as a norm's (vla_norm_fuse, with n = m rows and
                         * dim = n columns, packed whatever ldc): the next GEMM's a_ready — a GELU MLP's h */
+    const vla_fp8_operand *ready_fp8; /* NULL, or the copy is FP8 with this scale and amax (vla_norm_fuse.fp8) */
 } vla_gemm_epilogue;
 
 /* What a norm's forward may do besides normalising (NULL: nothing), so
@@ -145,6 +146,11 @@ typedef struct {
     const float *res; /* [n, dim] or NULL */
     float *sum;       /* [n, dim], with res */
     void *ready;      /* NULL, or the output's bf16 GEMM-ready copy */
+    /* NULL (the copy is bf16), or the copy is FP8: the bytes prepare_operand({FP8, b = *fp8}, trans_b =
+     * true, n, dim, out, dim, ready) writes — out quantised with *fp8->scale, max |out| max-accumulated
+     * into fp8->amax (when set) — the forward GEMMs' a_ready in FP8: the cast in the norm's pass, as
+     * TransformerEngine's LayerNormLinear makes it (nn/linear.h, producer casts) */
+    const vla_fp8_operand *fp8;
 } vla_norm_fuse;
 
 /* ---- packed attention (nn/attention.h has the whole contract) -------------- */
@@ -432,11 +438,12 @@ typedef struct vla_ops {
                          void *ready);
     /* gated MLP: h = act(gate)·up over rows × cols; ready: NULL, or h's
      * bf16 GEMM-ready copy as a norm's (vla_norm_fuse, with n = rows, dim
-     * = cols); backward OVERWRITES dgate and dup, and writes their copies
-     * (ready_dgate, ready_dup: NULL or as glu_forward's) — the gate and up
-     * linears' dy */
+     * = cols), FP8 with ready_fp8's scale and amax when that is set (as
+     * vla_norm_fuse.fp8: the down projection's input cast); backward
+     * OVERWRITES dgate and dup, and writes their bf16 copies (ready_dgate,
+     * ready_dup: NULL or as glu_forward's) — the gate and up linears' dy */
     void (*glu_forward)(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
-                        void *ready);
+                        void *ready, const vla_fp8_operand *ready_fp8);
     void (*glu_backward)(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
                          int64_t rows, int64_t cols, void *ready_dgate, void *ready_dup);
 

@@ -230,17 +230,19 @@ PROF_VOID(act_forward, NOV, COST(0, 8.0 * n), (vla_act act, float *out, const fl
 PROF_VOID(act_backward, NOV, COST(0, (12.0 + (ready ? 2.0 : 0.0)) * (double)rows * (double)cols),
           (vla_act act, float *d_in, const float *d_out, const float *in, int64_t rows, int64_t cols, void *ready),
           (act, d_in, d_out, in, rows, cols, ready))
-PROF_VOID(glu_forward, NOV, COST(0, (12.0 + (ready ? 2.0 : 0.0)) * (double)rows * (double)cols),
-          (vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols, void *ready),
-          (act, h, gate, up, rows, cols, ready))
+PROF_VOID(glu_forward, NOV, COST(0, (12.0 + (ready ? (ready_fp8 ? 1.0 : 2.0) : 0.0)) * (double)rows * (double)cols),
+          (vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols, void *ready,
+           const vla_fp8_operand *ready_fp8),
+          (act, h, gate, up, rows, cols, ready, ready_fp8))
 PROF_VOID(glu_backward, NOV,
           COST(0, (20.0 + (ready_dgate ? 2.0 : 0.0) + (ready_dup ? 2.0 : 0.0)) * (double)rows * (double)cols),
           (vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up, int64_t rows,
            int64_t cols, void *ready_dgate, void *ready_dup),
           (act, dgate, dup, dh, gate, up, rows, cols, ready_dgate, ready_dup))
-/* a norm's bytes per element: x in, y out, and what vla_norm_fuse adds (res in, the sum out; the bf16 copy) */
+/* a norm's bytes per element: x in, y out, and what vla_norm_fuse adds (res in, the sum out; the bf16 or
+ * FP8 copy) */
 static double norm_bytes(const vla_norm_fuse *f) {
-    return 8.0 + (f && f->res ? 8.0 : 0.0) + (f && f->ready ? 2.0 : 0.0);
+    return 8.0 + (f && f->res ? 8.0 : 0.0) + (f && f->ready ? (f->fp8 ? 1.0 : 2.0) : 0.0);
 }
 PROF_VOID(layernorm_forward, NOV, COST(0, norm_bytes(fuse) * (double)n * (double)dim),
           (float *out, float *mean, float *rstd, const float *in, const float *w, const float *b, int64_t n,

@@ -274,29 +274,33 @@ static int64_t same_numbers(const char *preset, vla_precision mode, int64_t min_
 
 static void test_checked_equals_cpu_policies(void **state) {
     (void)state;
-    int64_t casts_on[2] = {0, 0}, casts_off[2] = {0, 0};
+    int64_t casts_on[2][2] = {{0}}, casts_off[2][2] = {{0}}; /* [bf16, fp8][preset] */
     const char *presets[2] = {"pi05-nano", "groot-nano"};
     for (int m = VLA_PREC_FP32; m <= VLA_PREC_FP8; m++) {
         int64_t c = 0;
         for (int i = 0; i < 2; i++) {
             c += same_numbers(presets[i], (vla_precision)m, 0);
             if (m == VLA_PREC_FP32) assert_int_equal(last_step_casts, 0); /* f32 GEMMs cast nothing */
-            if (m == VLA_PREC_BF16) casts_on[i] = last_step_casts;
+            else casts_on[m - VLA_PREC_BF16][i] = last_step_casts;
         }
         /* bf16: the norms, the GLU and GELU's epilogue wrote the GEMMs' copies (at least the norms' two and
-         * the MLP hidden's one per block) — and the bits above are cpu's, which casts at every GEMM */
+         * the MLP hidden's one per block); FP8: the norms (two per block, TE's LayerNormLinear) — and the
+         * bits above are cpu's, which casts at every GEMM */
         if (m == VLA_PREC_BF16) assert_true(c >= 3 * 4);
+        else if (m == VLA_PREC_FP8) assert_true(c >= 2 * 4);
         else assert_int_equal(c, 0);
     }
     /* the producers' copies off: the GEMMs cast again, the same bits — and more casts (ops.h, OPERAND_CASTS) */
     vla_linear_set_producer_casts(false);
-    for (int i = 0; i < 2; i++) {
-        assert_int_equal(same_numbers(presets[i], VLA_PREC_BF16, 0), 0);
-        casts_off[i] = last_step_casts;
-        print_message("%s bf16 loss + backward on checked: %lld operand casts with the producers' copies, %lld "
-                      "without\n", presets[i], (long long)casts_on[i], (long long)casts_off[i]);
-        assert_true(casts_on[i] > 0 && casts_on[i] < casts_off[i]);
-    }
+    for (int m = VLA_PREC_BF16; m <= VLA_PREC_FP8; m++)
+        for (int i = 0; i < 2; i++) {
+            assert_int_equal(same_numbers(presets[i], (vla_precision)m, 0), 0);
+            int64_t on = casts_on[m - VLA_PREC_BF16][i], off = casts_off[m - VLA_PREC_BF16][i] = last_step_casts;
+            print_message("%s %s loss + backward on checked: %lld operand casts with the producers' copies, %lld "
+                          "without\n", presets[i], vla_precision_name((vla_precision)m), (long long)on,
+                          (long long)off);
+            assert_true(on > 0 && on < off);
+        }
     vla_linear_set_producer_casts(true);
     same_numbers("pi05-nano", VLA_PREC_FP8, 32);
     same_numbers("groot-nano", VLA_PREC_FP8, 32);

@@ -252,6 +252,39 @@ static void check_ready(const void *ready, const float *val, int64_t n, int64_t 
                  trial, (long long)n, (long long)dim);
 }
 
+/* an FP8 ready copy's size on the dut for [n][dim] (cpu: its cast's f32 layout) */
+static size_t ready_size_fp8(int64_t n, int64_t dim) {
+    vla_gemm_q q = {VLA_PREC_FP8, {0}, {VLA_FP8_E4M3, NULL, NULL}, NULL, NULL};
+    size_t b = C.dut->ready_bytes(&q, n, dim);
+    return b ? b : sizeof(float) * (size_t)(n * dim);
+}
+
+/* ready (rb bytes, poisoned before the op wrote it) is the FP8 copy prepare_operand makes of val [n][dim]
+ * (stride ld) with op8's format and scale, byte for byte (1/s included), and *op8->amax (0 before the op)
+ * is that cast's amax */
+static void check_ready_fp8(const void *ready, size_t rb, const float *val, int64_t n, int64_t dim, int64_t ld,
+                            const vla_fp8_operand *op8, const char *what, int trial) {
+    float *am = C.dut->alloc(sizeof(float));
+    void *ref = C.dut->alloc(rb);
+    C.dut->fill(am, 0.0f, 1);
+    ready_poison(ref, rb);
+    const vla_gemm_q q8 = {VLA_PREC_FP8, {0}, {op8->fmt, op8->scale, am}, NULL, NULL};
+    C.dut->prepare_operand(&q8, true, n, dim, val, ld, ref);
+    if (dut_memcmp(ref, ready, rb))
+        fail_msg("%s [%s] trial %d (%lld × %lld, %s): the FP8 copy differs from prepare_operand's", what, C.dut->name,
+                 trial, (long long)n, (long long)dim, op8->fmt == VLA_FP8_E5M2 ? "E5M2" : "E4M3");
+    if (dut_memcmp(am, op8->amax, sizeof(float)))
+        fail_msg("%s [%s] trial %d: the FP8 copy's amax differs from prepare_operand's", what, C.dut->name, trial);
+    C.dut->free(am), C.dut->free(ref);
+}
+
+/* an FP8 copy's operand for a test: a scale that is no power of two (the product rounds), the amax zeroed */
+static vla_fp8_operand fp8_for_test(float *scale_amax, int trial) {
+    const float s[2] = {37.3f + (float)trial, 0.0f};
+    C.dut->to_device(scale_amax, s, sizeof s);
+    return (vla_fp8_operand){trial % 3 == 2 ? VLA_FP8_E5M2 : VLA_FP8_E4M3, scale_amax, scale_amax + 1};
+}
+
 /* GEMM-ready operands: where a backend keeps them (ready_bytes > 0), a
  * GEMM reading prepare_operand's copy of B (and of A) gives the bits of the
  * same GEMM casting them itself — and the same amaxes */
@@ -330,8 +363,8 @@ static void t_gemm_epi(void) {
         qd = qh;
         qd.a.scale = sc.d, qd.a.amax = sc.d + 2, qd.b.scale = sc.d + 1, qd.b.amax = sc.d + 3;
         const vla_gemm_q *q_h = mode == VLA_PREC_FP32 && trial % 2 ? NULL : &qh, *q_d = q_h ? &qd : NULL;
-        vla_gemm_epilogue eh = {with_bias ? bias.h : NULL, act, with_pre ? pre.h : NULL, NULL};
-        vla_gemm_epilogue ed = {with_bias ? bias.d : NULL, act, with_pre ? pre.d : NULL, NULL};
+        vla_gemm_epilogue eh = {with_bias ? bias.h : NULL, act, with_pre ? pre.h : NULL, NULL, NULL};
+        vla_gemm_epilogue ed = {with_bias ? bias.d : NULL, act, with_pre ? pre.d : NULL, NULL, NULL};
         /* the cpu's own, then the reference's steps one by one on copies */
         float *c0 = malloc(sizeof(float) * (size_t)(m * ldc)), *p0 = malloc(sizeof(float) * (size_t)(m * ldc));
         memcpy(c0, c.h, sizeof(float) * (size_t)(m * ldc)), memcpy(p0, pre.h, sizeof(float) * (size_t)(m * ldc));
@@ -366,6 +399,18 @@ static void t_gemm_epi(void) {
             C.dut->sgemm_epi(q_d, &er, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, beta, c2, ldc);
             check_unchanged(c2, c3, m * ldc, "sgemm_epi ready", trial);
             check_ready(r2, c2, m, n, ldc, r1, rb, "sgemm_epi ready", trial);
+            /* the FP8 copy (ready_fp8): the down projection's input cast of a GELU MLP */
+            size_t rb8 = ready_size_fp8(m, n);
+            float *sc8 = C.dut->alloc(2 * sizeof(float));
+            void *r8 = C.dut->alloc(rb8);
+            vla_fp8_operand op8 = fp8_for_test(sc8, trial);
+            ready_poison(r8, rb8);
+            er.ready = r8, er.ready_fp8 = &op8;
+            C.dut->to_device(c2, c.h, sizeof(float) * (size_t)(m * ldc)); /* the start c3 had */
+            C.dut->sgemm_epi(q_d, &er, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, beta, c2, ldc);
+            check_unchanged(c2, c3, m * ldc, "sgemm_epi ready_fp8", trial);
+            check_ready_fp8(r8, rb8, c2, m, n, ldc, &op8, "sgemm_epi ready_fp8", trial);
+            C.dut->free(sc8), C.dut->free(r8);
             C.dut->free(r1), C.dut->free(r2), C.dut->free(c2), C.dut->free(c3);
         }
         t_free(a), t_free(b), t_free(c), t_free(bias), t_free(pre), t_free(sc);
@@ -524,7 +569,7 @@ static void t_activations(void) {
         C.ref->act_backward(acts[a], d1.h, dy.h, x.h, n, 1, NULL), C.dut->act_backward(acts[a], d1.d, dy.d, x.d, n, 1, NULL);
         t_check(d1, TOL_ROW, "act_backward");
         if (acts[a] == VLA_ACT_IDENTITY) continue;
-        C.ref->glu_forward(acts[a], o.h, x.h, up.h, n, 1, NULL), C.dut->glu_forward(acts[a], o.d, x.d, up.d, n, 1, NULL);
+        C.ref->glu_forward(acts[a], o.h, x.h, up.h, n, 1, NULL, NULL), C.dut->glu_forward(acts[a], o.d, x.d, up.d, n, 1, NULL, NULL);
         t_check(o, TOL_ROW, "glu_forward");
         C.ref->glu_backward(acts[a], d1.h, d2.h, dy.h, x.h, up.h, n, 1, NULL, NULL);
         C.dut->glu_backward(acts[a], d1.d, d2.d, dy.d, x.d, up.d, n, 1, NULL, NULL);
@@ -793,6 +838,9 @@ static void t_norm_fuse(void) {
         float *sum1 = C.dut->alloc(sizeof(float) * (size_t)nd), *sum2 = C.dut->alloc(sizeof(float) * (size_t)nd);
         float *y1 = C.dut->alloc(sizeof(float) * (size_t)nd), *y2 = C.dut->alloc(sizeof(float) * (size_t)nd);
         void *rd1 = C.dut->alloc(rb), *rd2 = C.dut->alloc(rb);
+        size_t rb8 = ready_size_fp8(n, dim);
+        float *sc8 = C.dut->alloc(2 * sizeof(float)); /* an FP8 copy's scale and amax */
+        void *r8 = C.dut->alloc(rb8);
         for (int kind = 0; kind < 4; kind++) {
             bool in_place = (trial + kind) % 2;
             float *m1 = stats.d, *r1 = stats.d + n, *m2 = stats.d + 2 * n, *r2 = stats.d + 3 * n;
@@ -800,7 +848,7 @@ static void t_norm_fuse(void) {
             C.dut->add(sum1, x.d, r.d, nd);
             /* the fused: the sum over the input itself, or apart */
             C.dut->copy(sum2, x.d, nd);
-            vla_norm_fuse f = {r.d, sum2, rd2};
+            vla_norm_fuse f = {r.d, sum2, rd2, NULL};
             const float *in2 = in_place ? sum2 : x.d;
             ready_poison(rd2, rb); /* the pad must be written, not left */
             switch (kind) {
@@ -830,15 +878,32 @@ static void t_norm_fuse(void) {
             if (dut_memcmp(m1, m2, sizeof(float) * (size_t)(2 * n)))
                 fail_msg("%s [%s] trial %d: the statistics differ", names[kind], C.dut->name, trial);
             check_ready(rd2, y1, n, dim, dim, rd1, rb, names[kind], trial);
+            /* the FP8 copy (vla_norm_fuse.fp8) of the same output: prepare_operand's, and its amax */
+            vla_fp8_operand op8 = fp8_for_test(sc8, trial + kind);
+            ready_poison(r8, rb8);
+            vla_norm_fuse f8 = {NULL, NULL, r8, &op8};
+            switch (kind) {
+            case 0: C.dut->layernorm_forward(y2, m2, r2, sum1, w.d, b.d, n, dim, 1e-5f, &f8); break;
+            case 1: C.dut->rmsnorm_forward(y2, r2, sum1, w.d, trial % 2, n, dim, 1e-6f, &f8); break;
+            case 2: C.dut->adaln_forward(y2, m2, r2, sum1, mod.d, s.cu, s.n_seg, n, dim, 1e-6f, &f8); break;
+            default: C.dut->adarms_forward(y2, r2, sum1, mod.d, s.cu, s.n_seg, n, dim, 1e-6f, &f8); break;
+            }
+            check_unchanged(y1, y2, nd, names[kind], trial);
+            check_ready_fp8(r8, rb8, y1, n, dim, dim, &op8, names[kind], trial);
         }
         /* the GLU's copy of h, its backward's of dgate and dup, the activation backward's */
         for (int a = 0; a < 2; a++) {
             vla_act act = a ? VLA_ACT_SILU : VLA_ACT_GELU_TANH;
             ready_poison(rd2, rb);
-            C.dut->glu_forward(act, y1, x.d, r.d, n, dim, NULL);
-            C.dut->glu_forward(act, y2, x.d, r.d, n, dim, rd2);
+            C.dut->glu_forward(act, y1, x.d, r.d, n, dim, NULL, NULL);
+            C.dut->glu_forward(act, y2, x.d, r.d, n, dim, rd2, NULL);
             check_unchanged(y1, y2, nd, "glu_forward ready", trial);
             check_ready(rd2, y1, n, dim, dim, rd1, rb, "glu_forward ready", trial);
+            vla_fp8_operand op8 = fp8_for_test(sc8, trial + a);
+            ready_poison(r8, rb8);
+            C.dut->glu_forward(act, y2, x.d, r.d, n, dim, r8, &op8);
+            check_unchanged(y1, y2, nd, "glu_forward ready_fp8", trial);
+            check_ready_fp8(r8, rb8, y1, n, dim, dim, &op8, "glu_forward ready_fp8", trial);
             /* the backward's: dgate's and dup's copies (the gate and up linears' dy) */
             float *dg = C.dut->alloc(sizeof(float) * (size_t)nd), *du = C.dut->alloc(sizeof(float) * (size_t)nd);
             void *rg = C.dut->alloc(rb), *ru = C.dut->alloc(rb);
@@ -859,6 +924,7 @@ static void t_norm_fuse(void) {
             C.dut->free(dg), C.dut->free(du), C.dut->free(rg), C.dut->free(ru);
         }
         C.dut->free(sum1), C.dut->free(sum2), C.dut->free(y1), C.dut->free(y2), C.dut->free(rd1), C.dut->free(rd2);
+        C.dut->free(sc8), C.dut->free(r8);
         tens all[] = {x, r, w, b, mod, stats};
         for (unsigned i = 0; i < sizeof all / sizeof all[0]; i++) t_free(all[i]);
         seqs_free(s);

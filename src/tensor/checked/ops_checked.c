@@ -391,6 +391,13 @@ WRAP_VOID(sgemm,
 WRAP_VOID(sgemm_strided_batched,
           (bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al, const float *a, int64_t lda, int64_t sa,
            const float *b, int64_t ldb, int64_t sb, float be, float *c, int64_t ldc, int64_t sc, int64_t bt), (ta, tb, m, n, k, al, T(a), lda, sa, T(b), ldb, sb, be, T(c), ldc, sc, bt))
+/* an FP8 operand's pointers translated into *t (NULL stays NULL), traced with its format */
+static const vla_fp8_operand *fp8_rw(const vla_fp8_operand *o, vla_fp8_operand *t, const char *op) {
+    if (tr.on) tr_i32(o ? 1 + (int)o->fmt + (o->amax ? 16 : 0) : 0);
+    if (!o) return NULL;
+    *t = (vla_fp8_operand){o->fmt, rw_of(o->scale, op), rw_of(o->amax, op)};
+    return t;
+}
 /* a quantised GEMM's description with its backend pointers translated */
 static vla_gemm_q q_rw(const vla_gemm_q *q) {
     return (vla_gemm_q){q->mode, {q->a.fmt, T(q->a.scale), T(q->a.amax)}, {q->b.fmt, T(q->b.scale), T(q->b.amax)},
@@ -418,7 +425,9 @@ static void chk_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *e, bool 
                           float *c, int64_t ldc) {
     OP();
     vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
-    vla_gemm_epilogue te = e ? (vla_gemm_epilogue){T(e->bias), e->act, T(e->pre), T(e->ready)} : (vla_gemm_epilogue){0};
+    vla_gemm_epilogue te = e ? (vla_gemm_epilogue){T(e->bias), e->act, T(e->pre), T(e->ready),
+                                                   fp8_rw(e->ready_fp8, &(vla_fp8_operand){0}, __func__)}
+                             : (vla_gemm_epilogue){0};
     cpu()->sgemm_epi(q ? &tq : NULL, e ? &te : NULL, ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc);
 }
 WRAP_VOID(fp8_scale_update, (float *h, float *sc, int64_t n, int64_t L, const float *fm, float mg, bool mr),
@@ -474,20 +483,26 @@ WRAP_VOID_META(attention_mask, (tr_seqs(qs), tr_seqs(ks)), (float *m, const vla_
 WRAP_VOID(act_forward, (vla_act a, float *o, const float *i, int64_t n), (a, T(o), T(i), n))
 WRAP_VOID(act_backward, (vla_act a, float *di, const float *dout, const float *i, int64_t r, int64_t c, void *rd),
           (a, T(di), T(dout), T(i), r, c, T(rd)))
-WRAP_VOID(glu_forward, (vla_act a, float *h, const float *g, const float *u, int64_t r, int64_t c, void *rd),
-          (a, T(h), T(g), T(u), r, c, T(rd)))
+static void chk_glu_forward(vla_act a, float *h, const float *g, const float *u, int64_t r, int64_t c, void *rd,
+                            const vla_fp8_operand *r8) {
+    OP();
+    TR_EACH(a, T(h), T(g), T(u), r, c, T(rd));
+    const vla_fp8_operand *t8 = fp8_rw(r8, &(vla_fp8_operand){0}, __func__);
+    cpu()->glu_forward(a, T(h), T(g), T(u), r, c, T(rd), t8);
+}
 WRAP_VOID(glu_backward,
           (vla_act a, float *dg, float *du, const float *dh, const float *g, const float *u, int64_t r, int64_t c,
            void *rg, void *ru), (a, T(dg), T(du), T(dh), T(g), T(u), r, c, T(rg), T(ru)))
-/* a norm's vla_norm_fuse with its pointers translated (and traced, with which are set) into *t */
-static const vla_norm_fuse *fuse_rw(const vla_norm_fuse *f, vla_norm_fuse *t, const char *op) {
+/* a norm's vla_norm_fuse with its pointers translated (and traced, with which are set and the FP8
+ * copy's format) into *t, its FP8 operand into *t8 */
+static const vla_norm_fuse *fuse_rw(const vla_norm_fuse *f, vla_norm_fuse *t, vla_fp8_operand *t8, const char *op) {
     int set = f ? 1 | (f->res ? 2 : 0) | (f->sum ? 4 : 0) | (f->ready ? 8 : 0) : 0;
     if (tr.on) tr_i32(set);
     if (!f) return NULL;
-    *t = (vla_norm_fuse){rw_of(f->res, op), rw_of(f->sum, op), rw_of(f->ready, op)};
+    *t = (vla_norm_fuse){rw_of(f->res, op), rw_of(f->sum, op), rw_of(f->ready, op), fp8_rw(f->fp8, t8, op)};
     return t;
 }
-#define FUSE(f) fuse_rw(f, &(vla_norm_fuse){0}, __func__)
+#define FUSE(f) fuse_rw(f, &(vla_norm_fuse){0}, &(vla_fp8_operand){0}, __func__)
 static void chk_layernorm_forward(float *o, float *mean, float *rstd, const float *i, const float *w, const float *b,
                                   int64_t n, int64_t d, float eps, const vla_norm_fuse *f) {
     OP();

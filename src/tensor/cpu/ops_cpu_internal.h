@@ -19,6 +19,7 @@ void vla_cpu_gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 int64_t vla_cpu_operand_casts(void);
 /* ops_cpu_precision.c: the bf16 ready copy of count packed values (prepare_operand's, for a producer's ready) */
 void vla_cpu_bf16_ready(void *ready, const float *x, int64_t count);
+void vla_cpu_fp8_ready(void *ready, const float *x, int64_t count, const vla_fp8_operand *op);
 
 /* ops_cpu_norm.c */
 void vla_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
@@ -48,7 +49,7 @@ void vla_cpu_act_forward(vla_act act, float *out, const float *in, int64_t n);
 void vla_cpu_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t rows, int64_t cols,
                           void *ready);
 void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
-                         void *ready);
+                         void *ready, const vla_fp8_operand *ready_fp8);
 void vla_cpu_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
                           int64_t rows, int64_t cols, void *ready_dgate, void *ready_dup);
 void vla_cpu_rope_forward(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t head_dim,

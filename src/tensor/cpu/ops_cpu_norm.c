@@ -29,9 +29,11 @@ static const float *fuse_input(const vla_norm_fuse *f, const float *in, int64_t 
     return f->sum;
 }
 
-/* the cpu's bf16 ready copy: the rounded values as f32, in the stored layout (ops_cpu_precision.c) */
+/* the cpu's ready copy: the rounded (bf16) or scaled and rounded (FP8) values as f32, in the stored
+ * layout (ops_cpu_precision.c) */
 static void fuse_output(const vla_norm_fuse *f, const float *out, int64_t count) {
-    if (f && f->ready) vla_cpu_bf16_ready(f->ready, out, count);
+    if (f && f->ready && f->fp8) vla_cpu_fp8_ready(f->ready, out, count, f->fp8);
+    else if (f && f->ready) vla_cpu_bf16_ready(f->ready, out, count);
 }
 
 static void layernorm_forward_plain(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,

@@ -99,7 +99,7 @@ void vla_cpu_act_backward(vla_act act, float *d_in, const float *d_out, const fl
 
 /* h = act(gate)·up, the activation resolved outside the loop so it vectorises; then h's ready copy */
 void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
-                         void *ready) {
+                         void *ready, const vla_fp8_operand *ready_fp8) {
     int64_t nh = rows * cols;
     if (act == VLA_ACT_GELU_TANH) {
 #pragma omp parallel for simd if (parallel : nh > PAR_MIN)
@@ -111,7 +111,8 @@ void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *
 #pragma omp parallel for if (nh > PAR_MIN)
         for (int64_t i = 0; i < nh; i++) h[i] = act_value(act, gate[i]) * up[i];
     }
-    if (ready) vla_cpu_bf16_ready(ready, h, nh);
+    if (ready && ready_fp8) vla_cpu_fp8_ready(ready, h, nh, ready_fp8);
+    else if (ready) vla_cpu_bf16_ready(ready, h, nh);
 }
 
 void vla_cpu_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,

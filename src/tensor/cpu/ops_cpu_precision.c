@@ -134,6 +134,12 @@ void vla_cpu_bf16_ready(void *ready, const float *x, int64_t count) {
     quantize((float *)ready, x, 1, count, count, VLA_PREC_BF16, NULL);
 }
 
+/* prepare_operand's FP8 copy of x (trans_b: the stored layout), made by the op that wrote x: not a cast
+ * of its own (VLA_STAT_OPERAND_CASTS), the same values and amax */
+void vla_cpu_fp8_ready(void *ready, const float *x, int64_t count, const vla_fp8_operand *op) {
+    quantize((float *)ready, x, 1, count, count, VLA_PREC_FP8, op);
+}
+
 /* op(B) rounded as sgemm_q would round it, in B's stored shape (k×n, or n×k when transposed) */
 void vla_cpu_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb,
                              void *dst) {

@@ -16,9 +16,7 @@
 #include <math.h>
 
 #include "base/numfmt.h"
-extern "C" {
-#include "tensor/cuda/gemm_plan.h"
-}
+#include "tensor/cuda/ready_copy.cuh"
 
 #define THREADS 256
 #define GRID_STRIDE(i, n) \
@@ -120,38 +118,32 @@ __device__ __forceinline__ float d_act_grad(vla_act a, float x) {
     }
 }
 
-/* Element i (of rows of cols) of a bf16 ready copy (ops.h, vla_norm_fuse): rows padded to rld, the pad zero,
- * as prepare_operand writes it (gemm.cu); the thread of a row's column c also zeroes the pad columns
- * congruent to c (fewer than 8) */
-__device__ __forceinline__ void d_ready_put(uint16_t *ready, int64_t i, int64_t cols, int64_t rld, float v) {
-    int64_t r = i / cols, c = i - r * cols;
-    ready[r * rld + c] = vla_nf_f32_to_bf16(v);
-    for (int64_t p = cols + c; p < rld; p += cols) ready[r * rld + p] = 0;
-}
-
 __global__ void k_act_fwd(vla_act a, float *out, const float *in, int64_t n) { GRID_STRIDE(i, n) out[i] = d_act(a, in[i]); }
-__global__ void k_act_bwd(vla_act a, float *d_in, const float *d_out, const float *in, int64_t n, uint16_t *ready,
-                          int64_t cols, int64_t rld) {
+/* with rd.p: d_in's bf16 copy (ready_copy.cuh) */
+__global__ void k_act_bwd(vla_act a, float *d_in, const float *d_out, const float *in, int64_t n, vla_cuda_ready rd) {
+    float mx = 0.0f;
     GRID_STRIDE(i, n) {
         float v;
         if (a == VLA_ACT_RELU) v = d_in[i] + (in[i] > 0.0f ? d_out[i] : 0.0f);
         else v = d_in[i] + __fmul_rn(d_out[i], d_act_grad(a, in[i]));
         d_in[i] = v;
-        if (ready) d_ready_put(ready, i, cols, rld, v);
+        vla_ready_put_flat(rd, i, v, 1.0f, &mx);
     }
 }
-/* with ready: h's bf16 copy */
-__global__ void k_glu_fwd(vla_act a, float *h, const float *gate, const float *up, int64_t n, uint16_t *ready,
-                          int64_t cols, int64_t rld) {
+/* with rd.p: h's bf16 or FP8 copy (ready_copy.cuh) */
+__global__ void k_glu_fwd(vla_act a, float *h, const float *gate, const float *up, int64_t n, vla_cuda_ready rd) {
+    float s = vla_ready_scale(rd), mx = 0.0f;
     GRID_STRIDE(i, n) {
         float v = __fmul_rn(d_act(a, gate[i]), up[i]);
         h[i] = v;
-        if (ready) d_ready_put(ready, i, cols, rld, v);
+        vla_ready_put_flat(rd, i, v, s, &mx);
     }
+    vla_ready_finish(rd, mx, s);
 }
-/* with rg / ru: dgate's and dup's copies */
+/* with rg.p / ru.p: dgate's and dup's bf16 copies */
 __global__ void k_glu_bwd(vla_act a, float *dg, float *du, const float *dh, const float *gate, const float *up,
-                          int64_t n, uint16_t *rg, uint16_t *ru, int64_t cols, int64_t rld) {
+                          int64_t n, vla_cuda_ready rg, vla_cuda_ready ru) {
+    float mx = 0.0f;
     GRID_STRIDE(i, n) {
         float g = gate[i], v, gr;
         if (a == VLA_ACT_GELU_TANH) {
@@ -163,16 +155,17 @@ __global__ void k_glu_bwd(vla_act a, float *dg, float *du, const float *dh, cons
         float xg = __fmul_rn(__fmul_rn(dh[i], up[i]), gr), xu = __fmul_rn(dh[i], v);
         dg[i] = xg;
         du[i] = xu;
-        if (rg) d_ready_put(rg, i, cols, rld, xg);
-        if (ru) d_ready_put(ru, i, cols, rld, xu);
+        vla_ready_put_flat(rg, i, xg, 1.0f, &mx);
+        vla_ready_put_flat(ru, i, xu, 1.0f, &mx);
     }
 }
 
 /* A GEMM's epilogue in one pass (ops.h, vla_gemm_epilogue; contiguous C [m][n]): the bias unless the GEMM
  * folded it, pre, the activation and the ready copy — add_row_vector, copy, act_forward and
  * prepare_operand's arithmetic, element by element, without their three or four launches. */
-__global__ void k_epilogue(float *c, const float *bias, float *pre, vla_act a, uint16_t *ready, int64_t m, int64_t n,
-                           int64_t rld) {
+__global__ void k_epilogue(float *c, const float *bias, float *pre, vla_act a, vla_cuda_ready rd, int64_t m,
+                           int64_t n) {
+    float s = vla_ready_scale(rd), mx = 0.0f;
     GRID_STRIDE(i, m * n) {
         int64_t col = i % n;
         float t = c[i];
@@ -182,14 +175,15 @@ __global__ void k_epilogue(float *c, const float *bias, float *pre, vla_act a, u
             t = d_act(a, t);
         }
         c[i] = t;
-        if (ready) d_ready_put(ready, i, n, rld, t);
+        vla_ready_put_flat(rd, i, t, s, &mx);
     }
+    vla_ready_finish(rd, mx, s);
 }
 
 extern "C" void vla_cuda_epilogue(const vla_gemm_epilogue *epi, bool bias_done, int64_t m, int64_t n, float *c) {
     const float *bias = bias_done ? NULL : epi->bias;
     if (m <= 0 || n <= 0 || (!bias && epi->act == VLA_ACT_IDENTITY && !epi->ready)) return;
-    LAUNCH(k_epilogue, m * n, c, bias, epi->pre, epi->act, (uint16_t *)epi->ready, m, n, vla_q_bf16_ld(n));
+    LAUNCH(k_epilogue, m * n, c, bias, epi->pre, epi->act, vla_cuda_ready_of(epi->ready, epi->ready_fp8, m, n), m, n);
 }
 
 extern "C" void vla_cuda_act_forward(vla_act act, float *out, const float *in, int64_t n) {
@@ -199,18 +193,18 @@ extern "C" void vla_cuda_act_forward(vla_act act, float *out, const float *in, i
 extern "C" void vla_cuda_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t rows,
                                       int64_t cols, void *ready) {
     int64_t n = rows * cols;
-    LAUNCH(k_act_bwd, n, act, d_in, d_out, in, n, (uint16_t *)ready, cols, vla_q_bf16_ld(cols));
+    LAUNCH(k_act_bwd, n, act, d_in, d_out, in, n, vla_cuda_ready_of(ready, NULL, rows, cols));
 }
 extern "C" void vla_cuda_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows,
-                                     int64_t cols, void *ready) {
+                                     int64_t cols, void *ready, const vla_fp8_operand *ready_fp8) {
     int64_t n = rows * cols;
-    LAUNCH(k_glu_fwd, n, act, h, gate, up, n, (uint16_t *)ready, cols, vla_q_bf16_ld(cols));
+    LAUNCH(k_glu_fwd, n, act, h, gate, up, n, vla_cuda_ready_of(ready, ready_fp8, rows, cols));
 }
 extern "C" void vla_cuda_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate,
                                       const float *up, int64_t rows, int64_t cols, void *ready_dgate, void *ready_dup) {
     int64_t n = rows * cols;
-    LAUNCH(k_glu_bwd, n, act, dgate, dup, dh, gate, up, n, (uint16_t *)ready_dgate, (uint16_t *)ready_dup, cols,
-           vla_q_bf16_ld(cols));
+    LAUNCH(k_glu_bwd, n, act, dgate, dup, dh, gate, up, n, vla_cuda_ready_of(ready_dgate, NULL, rows, cols),
+           vla_cuda_ready_of(ready_dup, NULL, rows, cols));
 }
 
 /* ---- RoPE (rotate-half at explicit positions) -------------------------------------- */

@@ -395,7 +395,7 @@ static const char *lt_type_name(vla_lt_type t) {
 /* A ready operand (prepare_operand): the copy sgemm_q's cast writes
  * ([b_rows][b_ld] of the plan: K-major for FP8, the stored layout for bf16),
  * then (FP8) the 1/s it was cast with, 256-byte aligned. */
-static size_t ready_sinv_offset(int64_t rows, int64_t ld, size_t es) { return ((size_t)(rows * ld) * es + 255) / 256 * 256; }
+static size_t ready_sinv_offset(int64_t rows, int64_t ld, size_t es) { return vla_q_ready_sinv_offset(rows, ld, es); }
 
 static size_t ready_size(const vla_q_plan *p) {
     return ready_sinv_offset(p->b_rows, p->b_ld, p->b_type == VLA_LT_BF16 ? 2 : 1) + 256;

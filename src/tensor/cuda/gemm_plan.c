@@ -21,8 +21,6 @@ vla_lt_gemm vla_lt_from_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t
     return g;
 }
 
-static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
-
 static vla_lt_type fp8_type(vla_fp8_format f) { return f == VLA_FP8_E5M2 ? VLA_LT_E5M2 : VLA_LT_E4M3; }
 
 vla_q_plan vla_q_plan_make(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t ldc,
@@ -41,7 +39,7 @@ vla_q_plan vla_q_plan_make(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int
     /* FP8: K-major copies, TN */
     p.a_transpose = ta, p.b_transpose = !tb;
     p.a_type = fp8_type(q->a.fmt), p.b_type = fp8_type(q->b.fmt);
-    p.kp = round_up(k, 16);
+    p.kp = vla_q_fp8_ld(k);
     bool types_ok = !(p.a_type == VLA_LT_E5M2 && p.b_type == VLA_LT_E5M2);
     /* column-major D is n×m f32: n·4 and ldc·4 multiples of 16, pointer 16-byte aligned */
     bool c_ok = n % 4 == 0 && ldc % 4 == 0 && c_addr % 16 == 0;

@@ -42,6 +42,13 @@
  * the pad zero — prepare_operand's layout, which the ops that write a ready copy themselves
  * (vla_norm_fuse, glu_forward) follow. */
 static inline int64_t vla_q_bf16_ld(int64_t cols) { return (cols + 7) / 8 * 8; }
+/* An FP8 copy's row stride (elements = bytes): K padded to 16, the pad zero (the plan's kp). */
+static inline int64_t vla_q_fp8_ld(int64_t k) { return (k + 15) / 16 * 16; }
+/* Where a ready copy of rows × ld elements of es bytes keeps the 1/s it was cast with (FP8; gemm.cu
+ * reads it as the GEMM's dequantisation scale): the first 256-byte boundary after the elements. */
+static inline size_t vla_q_ready_sinv_offset(int64_t rows, int64_t ld, size_t es) {
+    return ((size_t)(rows * ld) * es + 255) / 256 * 256;
+}
 
 typedef enum { VLA_LT_F32, VLA_LT_BF16, VLA_LT_E4M3, VLA_LT_E5M2 } vla_lt_type;
 

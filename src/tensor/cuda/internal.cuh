@@ -141,7 +141,7 @@ void vla_cuda_epilogue(const vla_gemm_epilogue *epi, bool bias_done, int64_t m, 
 void vla_cuda_act_backward(vla_act act, float *d_in, const float *d_out, const float *in, int64_t rows, int64_t cols,
                            void *ready);
 void vla_cuda_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
-                          void *ready);
+                          void *ready, const vla_fp8_operand *ready_fp8);
 void vla_cuda_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,
                            int64_t rows, int64_t cols, void *ready_dgate, void *ready_dup);
 void vla_cuda_rope_forward(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t hd,

@@ -20,6 +20,7 @@ extern "C" {
 #include "tensor/cuda/gemm_plan.h"
 }
 #include "base/numfmt.h"
+#include "tensor/cuda/ready_copy.cuh"
 
 #define NT 128
 
@@ -44,11 +45,11 @@ __device__ __forceinline__ float d_gain(const float *w, bool one_plus, int64_t c
 /* ---- row kernels ------------------------------------------------------------------------
  * mode: 0 LayerNorm (w, b), 1 RMSNorm (w, one_plus), 2 AdaLN (mod, k = 2), 3 AdaRMS (mod, k = 3) */
 /* vla_norm_fuse: with res, x = in + res is written to sum first and normalised (each thread reads back
- * only the columns it wrote); with ready, y's bf16 copy too, [n][rld] with the pad zero, as
+ * only the columns it wrote); with rd.p, y's bf16 or FP8 copy too, [n][rld] with the pad zero, as
  * prepare_operand writes it (gemm.cu) */
 __global__ void k_norm_fwd(int mode, float *out, float *mean, float *rstd, const float *in, const float *w,
                            const float *b, bool one_plus, const float *mod, const int32_t *cu, int32_t n_seg,
-                           int64_t dim, float eps, const float *res, float *sum, uint16_t *ready, int64_t rld) {
+                           int64_t dim, float eps, const float *res, float *sum, vla_cuda_ready rd) {
     __shared__ double sh[NT];
     int64_t t = blockIdx.x;
     const float *x = in + t * dim;
@@ -79,6 +80,7 @@ __global__ void k_norm_fwd(int mode, float *out, float *mean, float *rstd, const
         scale = mod + (int64_t)vla_cuda_seg_of(cu, n_seg, t) * k * dim;
         shift = scale + dim;
     }
+    float s8 = vla_ready_scale(rd), mx = 0.0f; /* an FP8 copy's scale, the row's amax */
     for (int64_t c = threadIdx.x; c < dim; c += NT) {
         float xv = x[c], o;
         switch (mode) {
@@ -88,10 +90,10 @@ __global__ void k_norm_fwd(int mode, float *out, float *mean, float *rstd, const
         default: o = __fmul_rn(__fmul_rn(xv, r), 1.0f + scale[c]) + shift[c]; break;
         }
         y[c] = o;
-        if (ready) ready[t * rld + c] = vla_nf_f32_to_bf16(o);
+        vla_ready_put(rd, t, c, o, s8, &mx);
     }
-    if (ready)
-        for (int64_t c = dim + threadIdx.x; c < rld; c += NT) ready[t * rld + c] = 0;
+    vla_ready_pad(rd, t, dim + threadIdx.x, NT);
+    vla_ready_finish(rd, mx, s8);
     if (threadIdx.x == 0) {
         if (mean) mean[t] = mf;
         if (rstd) rstd[t] = r;
@@ -203,10 +205,9 @@ static void fwd(int mode, float *out, float *mean, float *rstd, const float *in,
     vla_cuda_upload_t u = vla_cuda_upload(cu, sizeof(int32_t) * (size_t)(n_seg + 1));
     const float *res = f ? f->res : NULL;
     float *sum = res ? f->sum : NULL;
-    uint16_t *ready = f ? (uint16_t *)f->ready : NULL;
+    vla_cuda_ready rd = vla_cuda_ready_of(f ? f->ready : NULL, f ? f->fp8 : NULL, n, dim);
     k_norm_fwd<<<(unsigned)n, NT, 0, vla_cuda_stream()>>>(mode, out, mean, rstd, in, w, b, one_plus, mod,
-                                                          (const int32_t *)u.dev, n_seg, dim, eps, res, sum, ready,
-                                                          vla_q_bf16_ld(dim));
+                                                          (const int32_t *)u.dev, n_seg, dim, eps, res, sum, rd);
     vla_cuda_check(what);
     vla_cuda_upload_release(&u);
 }
