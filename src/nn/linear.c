@@ -247,6 +247,19 @@ void vla_linear_backward_x(const vla_ops *ops, const vla_linear_prec *q, const v
     vla_linear_backward_ex(ops, q, &o, d_in, d_w, d_b, d_out, in, w, n, in_dim, out_dim);
 }
 
+/* dy [n][out_dim]'s two FP8 copies (ops.h, prepare_operand_pair) into the shared dy buffers; both NULL
+ * where the backend keeps no copies or memory is short (the GEMMs then cast dy themselves) */
+static void dy_fp8_pair(const vla_ops *ops, const vla_linear_prec *q, const float *dy, int64_t n, int64_t out_dim,
+                        const void **dn, const void **dt) {
+    vla_input_casts *c = q->casts;
+    vla_gemm_q g = {VLA_PREC_FP8, {0}, q->dy, NULL, NULL};
+    size_t bn = ops->ready_bytes(&g, n, out_dim), bt = ops->ready_bytes(&g, out_dim, n);
+    if (!bn || !bt || !grown(ops, &c->dy.buf, &c->dy.bytes, bn) || !grown(ops, &c->dy_t.buf, &c->dy_t.bytes, bt))
+        return;
+    ops->prepare_operand_pair(&g, n, out_dim, dy, out_dim, c->dy.buf, c->dy_t.buf);
+    *dn = c->dy.buf, *dt = c->dy_t.buf;
+}
+
 void vla_linear_backward_ex(const vla_ops *ops, const vla_linear_prec *q, const vla_linear_bwd *o, float *d_in,
                             float *d_w, float *d_b, const float *d_out, const float *in, const float *w, int64_t n,
                             int64_t in_dim, int64_t out_dim) {
@@ -255,6 +268,11 @@ void vla_linear_backward_ex(const vla_ops *ops, const vla_linear_prec *q, const 
     vla_gemm_q *gq;
     const void *in_ready = o->in_ready, *dy_ready = q && q->mode == VLA_PREC_BF16 ? o->dy_ready : NULL;
     const float beta_in = o->d_in_fresh ? 0.0f : 1.0f; /* a fresh d_in is written, not added to */
+    /* FP8: dy cast once into both copies its GEMMs read, the dgrad's (as stored) and the wgrad's (dyᵀ),
+     * in one pass (TransformerEngine's cast_transpose) */
+    const void *dy8_n = NULL, *dy8_t = NULL;
+    if (d_in && d_w && q && q->mode == VLA_PREC_FP8 && q->casts && vla_linear_fp8_shared_casts_on())
+        dy_fp8_pair(ops, q, d_out, n, out_dim, &dy8_n, &dy8_t);
     /* bf16: dy cast once for the dgrad (A = dy) and the wgrad (A = dyᵀ): one stored layout serves
      * both (ops.h, a_ready); the dgrad's cast is the one the pair would have made first — unless the
      * op that wrote dy wrote its copy too (dy_ready) */
@@ -265,14 +283,14 @@ void vla_linear_backward_ex(const vla_ops *ops, const vla_linear_prec *q, const 
     if (d_in) { /* dgrad: dy (E5M2) · W (E4M3) */
         gq = q ? gemm_q(q, &g, &q->dy, &q->w) : NULL;
         if (gq) gq->b_ready = weight_ready(ops, q, gq, true, false, in_dim, out_dim, w, in_dim);
-        if (gq) gq->a_ready = dy_ready;
+        if (gq) gq->a_ready = q->mode == VLA_PREC_FP8 ? dy8_n : dy_ready;
         if (gq) ops->sgemm_q(gq, false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, beta_in, d_in, in_dim);
         else ops->sgemm(false, false, n, in_dim, out_dim, 1.0f, d_out, out_dim, w, in_dim, beta_in, d_in, in_dim);
     }
     if (d_w) { /* wgrad: dyᵀ (E5M2) · x (E4M3) */
         gq = q ? gemm_q(q, &g, &q->dy, &q->x) : NULL;
         if (gq) gq->b_ready = shared_ready(ops, q, in_ready, true);
-        if (gq && q->mode == VLA_PREC_BF16) gq->a_ready = dy_ready;
+        if (gq) gq->a_ready = q->mode == VLA_PREC_FP8 ? dy8_t : dy_ready;
         if (gq) ops->sgemm_q(gq, true, false, out_dim, in_dim, n, 1.0f, d_out, out_dim, in, in_dim, 1.0f, d_w, in_dim);
         else ops->sgemm(true, false, out_dim, in_dim, n, 1.0f, d_out, out_dim, in, in_dim, 1.0f, d_w, in_dim);
     }

@@ -108,7 +108,8 @@ typedef struct {
 } vla_cast_buf;
 typedef struct {
     vla_cast_buf fwd, wgrad;
-    vla_cast_buf dy;  /* a linear's output gradient, cast once for its dgrad and wgrad (bf16) */
+    vla_cast_buf dy;  /* a linear's output gradient, cast once for its dgrad and wgrad (bf16; FP8: the dgrad's) */
+    vla_cast_buf dy_t; /* FP8: the wgrad's (transposed) copy of it, made in the same pass (prepare_operand_pair) */
     vla_cast_buf out; /* a GEMM's output copy its epilogue writes while the GEMM reads fwd (producer casts) */
     /* what fwd, wgrad and out hold: bf16 (a share, or a producer's copy), or FP8 cast with x's scale into
      * x's amax (the first reader's input operand: a share, or a producer's copy) */

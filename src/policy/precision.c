@@ -62,6 +62,7 @@ void vla_policy_precision_free(vla_policy *p) {
     if (q->casts.fwd.buf) p->tops->free(q->casts.fwd.buf);
     if (q->casts.wgrad.buf) p->tops->free(q->casts.wgrad.buf);
     if (q->casts.dy.buf) p->tops->free(q->casts.dy.buf);
+    if (q->casts.dy_t.buf) p->tops->free(q->casts.dy_t.buf);
     if (q->casts.out.buf) p->tops->free(q->casts.out.buf);
     free(q->fmt_max), free(q->names), free(q->bp), free(q->fp8_index), free(q->fp8_linear);
     free(q);
@@ -312,8 +313,8 @@ void vla_policy_region_key_add(const vla_policy *p, vla_key *key) {
                (uint64_t)vla_weight_ready_fresh(r, false, bf16) | (uint64_t)vla_weight_ready_fresh(r, true, bf16) << 1};
         vla_key_add(key, &c, sizeof c);
     }
-    const vla_cast_buf *b[4] = {&q->casts.fwd, &q->casts.wgrad, &q->casts.dy, &q->casts.out};
-    for (int i = 0; i < 4; i++) {
+    const vla_cast_buf *b[] = {&q->casts.fwd, &q->casts.wgrad, &q->casts.dy, &q->casts.dy_t, &q->casts.out};
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
         const struct {
             const void *buf;
             uint64_t bytes;

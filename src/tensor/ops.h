@@ -333,6 +333,14 @@ typedef struct vla_ops {
     size_t (*ready_bytes)(const vla_gemm_q *q, int64_t n, int64_t k);
     void (*prepare_operand)(const vla_gemm_q *q, bool trans_b, int64_t n, int64_t k, const float *b, int64_t ldb,
                             void *dst);
+    /* Both FP8 copies a matrix b [rows][cols] (stride ldb) is read as, made in one pass over it
+     * (TransformerEngine's cast_transpose: a linear's output gradient dy, read untransposed by its dgrad
+     * and transposed by its wgrad): dst_n gets prepare_operand(q, true, rows, cols, b, ldb)'s bytes (b as
+     * op(A) of a GEMM reading it as stored), dst_t prepare_operand(q, false, cols, rows, b, ldb)'s (bᵀ as
+     * op(A)), q->b's amax max-accumulated as either would. FP8 only (q->mode FP8: a bf16 copy serves
+     * both reads already); a backend whose ready_bytes is 0 is never called. */
+    void (*prepare_operand_pair)(const vla_gemm_q *q, int64_t rows, int64_t cols, const float *b, int64_t ldb,
+                                 void *dst_n, void *dst_t);
     /* sgemm_q followed by its epilogue (epi NULL: sgemm_q). C may not alias
      * A, B, the bias or pre. */
     void (*sgemm_epi)(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool trans_a, bool trans_b, int64_t m,

@@ -148,6 +148,10 @@ PROF_VOID(sgemm_q, qmode(q), COST(mnk2(m, n, k), 0),
 PROF_VOID(prepare_operand, qmode(q), COST(0, 6.0 * (double)n * (double)k),
           (const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb, void *dst),
           (q, tb, n, k, b, ldb, dst))
+/* f32 in, two FP8 copies out */
+PROF_VOID(prepare_operand_pair, qmode(q), COST(0, 6.0 * (double)rows * (double)cols),
+          (const vla_gemm_q *q, int64_t rows, int64_t cols, const float *b, int64_t ldb, void *dst_n, void *dst_t),
+          (q, rows, cols, b, ldb, dst_n, dst_t))
 PROF_VOID(sgemm_epi, qmode(q), COST(mnk2(m, n, k), 0),
           (const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
            float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc),
@@ -387,6 +391,7 @@ vla_status vla_profile_wrap(const vla_ops *inner, const vla_ops **out) {
     WRAP(sgemm_strided_batched);
     WRAP(sgemm_q);
     WRAP(prepare_operand);
+    WRAP(prepare_operand_pair);
     WRAP(sgemm_epi);
     WRAP(fp8_scale_update);
     WRAP(fill);

@@ -285,6 +285,40 @@ static vla_fp8_operand fp8_for_test(float *scale_amax, int trial) {
     return (vla_fp8_operand){trial % 3 == 2 ? VLA_FP8_E5M2 : VLA_FP8_E4M3, scale_amax, scale_amax + 1};
 }
 
+/* prepare_operand_pair (ops.h): both FP8 copies of one stored matrix in one pass — byte for byte what the two
+ * prepare_operand casts write (1/s and both pads included), and their amax; ragged shapes cross the tile
+ * and pad edges, a huge value saturates, a NaN reads as an infinite amax */
+static void t_cast_pair(void) {
+    COVER(prepare_operand_pair);
+    for (int trial = 0; trial < 12; trial++) {
+        int64_t rows = trial == 11 ? rnd(600, 700) : rnd(1, 90), cols = rnd(1, 90), ld = cols + rnd(0, 5);
+        tens b = t_rand(rows * ld, 3);
+        if (trial % 4 == 1) b.h[rnd(0, rows * ld - 1)] = 1e6f;
+        if (trial % 4 == 3) b.h[rnd(0, rows * ld - 1)] = NAN;
+        C.dut->to_device(b.d, b.h, sizeof(float) * (size_t)(rows * ld));
+        float *sc = C.dut->alloc(3 * sizeof(float)); /* the scale, the pair's amax, the two casts' */
+        vla_fp8_operand op = fp8_for_test(sc, trial);
+        C.dut->fill(sc + 2, 0.0f, 1);
+        vla_gemm_q q = {VLA_PREC_FP8, {0}, op, NULL, NULL}, q2 = q;
+        q2.b.amax = sc + 2;
+        size_t bn = C.dut->ready_bytes(&q, rows, cols), bt = C.dut->ready_bytes(&q, cols, rows);
+        if (!bn) bn = bt = sizeof(float) * (size_t)(rows * cols); /* cpu: its casts' f32 layout */
+        void *pn = C.dut->alloc(bn), *pt = C.dut->alloc(bt), *rn = C.dut->alloc(bn), *rt = C.dut->alloc(bt);
+        ready_poison(pn, bn), ready_poison(rn, bn), ready_poison(pt, bt), ready_poison(rt, bt);
+        C.dut->prepare_operand_pair(&q, rows, cols, b.d, ld, pn, pt);
+        C.dut->prepare_operand(&q2, true, rows, cols, b.d, ld, rn);
+        C.dut->prepare_operand(&q2, false, cols, rows, b.d, ld, rt);
+        if (dut_memcmp(pn, rn, bn) || dut_memcmp(pt, rt, bt))
+            fail_msg("prepare_operand_pair [%s] trial %d (%lld × %lld, ld %lld, %s): a copy differs from "
+                     "prepare_operand's (%s)", C.dut->name, trial, (long long)rows, (long long)cols, (long long)ld,
+                     op.fmt == VLA_FP8_E5M2 ? "E5M2" : "E4M3", dut_memcmp(pn, rn, bn) ? "as stored" : "transposed");
+        if (dut_memcmp(sc + 1, sc + 2, sizeof(float)))
+            fail_msg("prepare_operand_pair [%s] trial %d: the amax differs from the casts'", C.dut->name, trial);
+        C.dut->free(sc), C.dut->free(pn), C.dut->free(pt), C.dut->free(rn), C.dut->free(rt);
+        t_free(b);
+    }
+}
+
 /* GEMM-ready operands: where a backend keeps them (ready_bytes > 0), a
  * GEMM reading prepare_operand's copy of B (and of A) gives the bits of the
  * same GEMM casting them itself — and the same amaxes */
@@ -1236,6 +1270,7 @@ static void run_suite(const char *name) {
     t_gemm_q();
     t_gemm_epi();
     t_gemm_ready();
+    t_cast_pair();
     t_segment_linear();
     t_elementwise();
     t_activations();

@@ -420,6 +420,13 @@ static void chk_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t
     vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
     cpu()->prepare_operand(q ? &tq : NULL, tb, n, k, T(b), ldb, T(dst));
 }
+static void chk_prepare_operand_pair(const vla_gemm_q *q, int64_t rows, int64_t cols, const float *b, int64_t ldb,
+                                     void *dn, void *dt) {
+    OP();
+    TR_EACH(rows, cols, ldb);
+    vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
+    cpu()->prepare_operand_pair(q ? &tq : NULL, rows, cols, T(b), ldb, T(dn), T(dt));
+}
 static void chk_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *e, bool ta, bool tb, int64_t m, int64_t n,
                           int64_t k, float al, const float *a, int64_t lda, const float *b, int64_t ldb, float be,
                           float *c, int64_t ldc) {
@@ -705,7 +712,7 @@ static const vla_ops checked_ops = {
     .run_captured = chk_run_captured,
     .alloc = chk_alloc,
     .free = chk_free,
-    SLOT(to_device), SLOT(to_host), SLOT(read_later), SLOT(read_collect), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q), SLOT(sgemm_epi), SLOT(ready_bytes), SLOT(prepare_operand),
+    SLOT(to_device), SLOT(to_host), SLOT(read_later), SLOT(read_collect), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q), SLOT(sgemm_epi), SLOT(ready_bytes), SLOT(prepare_operand), SLOT(prepare_operand_pair),
     SLOT(fp8_scale_update), SLOT(fill),
     SLOT(copy), SLOT(add), SLOT(sub), SLOT(mul), SLOT(axpy), SLOT(scale), SLOT(affine), SLOT(scale_to),
     SLOT(add_row_vector), SLOT(copy_rows), SLOT(add_rows), SLOT(copy2d), SLOT(im2col), SLOT(col2im_add), SLOT(segment_linear_forward), SLOT(segment_linear_backward), SLOT(sum),

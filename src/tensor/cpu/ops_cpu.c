@@ -467,6 +467,7 @@ static const vla_ops cpu_ops = {
     .sgemm_epi = vla_cpu_sgemm_epi,
     .ready_bytes = vla_cpu_ready_bytes,
     .prepare_operand = vla_cpu_prepare_operand,
+    .prepare_operand_pair = vla_cpu_prepare_operand_pair,
     .stat = cpu_stat,
     .fp8_scale_update = vla_cpu_fp8_scale_update,
     .fill = cpu_fill,

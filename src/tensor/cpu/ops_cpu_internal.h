@@ -91,6 +91,8 @@ void vla_cpu_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool t
                        int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                        float *c, int64_t ldc);
 size_t vla_cpu_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k);
+void vla_cpu_prepare_operand_pair(const vla_gemm_q *q, int64_t rows, int64_t cols, const float *b, int64_t ldb,
+                                  void *dst_n, void *dst_t);
 void vla_cpu_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb,
                              void *dst);
 void vla_cpu_segment_linear_forward(float *y, const float *x, const float *w, const float *b, const int32_t *ids,

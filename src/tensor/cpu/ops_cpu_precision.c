@@ -148,6 +148,16 @@ void vla_cpu_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k,
     quantize((float *)dst, b, tb ? n : k, tb ? k : n, ldb, q->mode, &q->b);
 }
 
+/* the cpu's copies are the rounded matrix in its stored layout whatever the read (above): one cast, the
+ * same bytes in both */
+void vla_cpu_prepare_operand_pair(const vla_gemm_q *q, int64_t rows, int64_t cols, const float *b, int64_t ldb,
+                                  void *dst_n, void *dst_t) {
+    if (!q || q->mode == VLA_PREC_FP32 || rows <= 0 || cols <= 0) return;
+    __atomic_fetch_add(&operand_casts, 1, __ATOMIC_RELAXED);
+    quantize((float *)dst_n, b, rows, cols, ldb, q->mode, &q->b);
+    memcpy(dst_t, dst_n, sizeof(float) * (size_t)(rows * cols));
+}
+
 void vla_cpu_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m, int64_t n,
                        int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                        float *c, int64_t ldc) {

@@ -604,6 +604,7 @@ static void tbl_init(void) {
     SLOT(sgemm_epi);
     SLOT(ready_bytes);
     SLOT(prepare_operand);
+    SLOT(prepare_operand_pair);
     SLOT(fp8_scale_update);
     SLOT(fill);
     SLOT(copy);

@@ -114,6 +114,8 @@ void vla_cuda_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool 
 size_t vla_cuda_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k);
 void vla_cuda_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b, int64_t ldb,
                               void *dst);
+void vla_cuda_prepare_operand_pair(const vla_gemm_q *q, int64_t rows, int64_t cols, const float *b, int64_t ldb,
+                                   void *dst_n, void *dst_t);
 bool vla_cuda_cast_rows_bf16(vla_cast_rows *c); /* tensor/cuda/cast_rows.h, one launch; false: c refused */
 void vla_cuda_segment_linear_forward(float *y, const float *x, const float *w, const float *b, const int32_t *ids,
                                      const int32_t *cu, int32_t n_seg, int64_t in_dim, int64_t out_dim);
