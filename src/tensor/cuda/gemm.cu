@@ -27,6 +27,7 @@ extern "C" {
 #include "tensor/gemm_epilogue.h"
 }
 #include "base/numfmt.h"
+#include "tensor/cuda/cast_kernels.cuh"
 
 #define LT_CACHE_ENTRIES 1024
 
@@ -258,68 +259,7 @@ extern "C" void vla_cuda_sgemm_strided_batched(bool ta, bool tb, int64_t m, int6
 
 /* ---- quantized GEMMs ---------------------------------------------------------------- */
 
-enum { OUT_BF16, OUT_E4M3, OUT_E5M2, OUT_F32_BF16, OUT_F32_E4M3, OUT_F32_E5M2 };
-
-/* The end of a 32 × 8 cast block (k_cast_operand, k_cast_pair), called by every thread: the block's max
- * of mx, one atomic max on its bits into *amax (non-negative floats order as integers, so the blocks'
- * order changes no bit), and by block (0, 0) sinv into *s1 and *s2 (NULL: not wanted). */
-__device__ __forceinline__ void cast_block_end(float mx, float *amax, float sinv, float *s1, float *s2) {
-    __shared__ float red[8];
-    int tx = threadIdx.x, ty = threadIdx.y;
-    for (int off = 16; off > 0; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-    if (tx == 0) red[ty] = mx;
-    __syncthreads();
-    if (ty == 0 && tx == 0) {
-        float m = red[0];
-        for (int i = 1; i < 8; i++) m = fmaxf(m, red[i]);
-        if (amax) atomicMax((unsigned int *)amax, __float_as_uint(m));
-        if (blockIdx.x == 0 && blockIdx.y == 0) {
-            if (s1) *s1 = sinv;
-            if (s2) *s2 = sinv;
-        }
-    }
-}
-
-/* dst [rows][kp] ← the operand as the plan copies it: stored [rows][K]
- * (transpose 0) or [K][rows] (transpose 1) with row stride ld; columns
- * K..kp are zero. 32×32 tiles through shared memory so that both
- * the read and the write are coalesced. FP8 kinds multiply by *scale and
- * max-accumulate |x| into *amax; OUT_F32_* write the rounded value back as
- * f32 (times 1/s for FP8): the emulation, the cpu backend's computation. */
-__global__ void k_cast_operand(void *dst, const float *src, int64_t ld, int64_t rows, int64_t K, int64_t kp,
-                               int transpose, int kind, const float *scale, float *amax, float *sinv_out) {
-    __shared__ float tile[32][33];
-    int64_t r0 = (int64_t)blockIdx.y * 32, c0 = (int64_t)blockIdx.x * 32;
-    int tx = threadIdx.x, ty = threadIdx.y; /* 32 × 8 */
-    for (int i = ty; i < 32; i += 8) {
-        if (!transpose) {
-            int64_t r = r0 + i, c = c0 + tx;
-            tile[i][tx] = r < rows && c < K ? src[r * ld + c] : 0.0f;
-        } else {
-            int64_t c = c0 + i, r = r0 + tx;
-            tile[tx][i] = r < rows && c < K ? src[c * ld + r] : 0.0f;
-        }
-    }
-    __syncthreads();
-    bool fp8 = kind == OUT_E4M3 || kind == OUT_E5M2 || kind == OUT_F32_E4M3 || kind == OUT_F32_E5M2;
-    bool e4m3 = kind == OUT_E4M3 || kind == OUT_F32_E4M3;
-    float s = fp8 ? *scale : 1.0f, sinv = 1.0f / s, mx = 0.0f;
-    for (int i = ty; i < 32; i += 8) {
-        int64_t r = r0 + i, c = c0 + tx;
-        if (r >= rows || c >= kp) continue;
-        float v = tile[i][tx];
-        int64_t o = r * kp + c;
-        if (fp8) mx = fmaxf(mx, vla_nf_amax_of(v));
-        switch (kind) {
-        case OUT_BF16: ((uint16_t *)dst)[o] = vla_nf_f32_to_bf16(v); break;
-        case OUT_E4M3: ((uint8_t *)dst)[o] = vla_nf_f32_to_e4m3(v * s); break;
-        case OUT_E5M2: ((uint8_t *)dst)[o] = vla_nf_f32_to_e5m2(v * s); break;
-        case OUT_F32_BF16: ((float *)dst)[o] = vla_nf_bf16_to_f32(vla_nf_f32_to_bf16(v)); break;
-        default: ((float *)dst)[o] = vla_nf_fp8_round(v * s, e4m3) * sinv; break;
-        }
-    }
-    if (fp8) cast_block_end(mx, amax, sinv, sinv_out, NULL);
-}
+/* the cast kernels (k_cast_operand, k_cast_pair) and their output kinds: cast_kernels.cuh */
 
 static size_t out_size(int kind) {
     return kind == OUT_BF16 ? 2 : kind == OUT_E4M3 || kind == OUT_E5M2 ? 1 : 4;
@@ -328,7 +268,7 @@ static size_t out_size(int kind) {
 /* cast_operand's kernel, in slabs of rows the grid can address */
 static void cast_slabs(void *dst, const float *src, int64_t ld, int64_t rows, int64_t K, int64_t kp, bool transpose,
                        int kind, const vla_fp8_operand *op, float *sinv_out) {
-    dim3 grid((unsigned)((kp + 31) / 32), (unsigned)((rows + 31) / 32)), block(32, 8);
+    dim3 grid = vla_cast_operand_grid(rows, kp), block(32, 8);
     if (grid.y > 65535) { /* rows beyond 2M: in slabs */
         for (int64_t r = 0; r < rows; r += 65535LL * 32) {
             int64_t nr = rows - r < 65535LL * 32 ? rows - r : 65535LL * 32;
@@ -383,7 +323,7 @@ extern "C" bool vla_cuda_cast_rows_bf16(vla_cast_rows *c) {
 
 static int kind_of(const vla_gemm_q *q, const vla_fp8_operand *op, bool emulate) {
     if (q->mode == VLA_PREC_BF16) return emulate ? OUT_F32_BF16 : OUT_BF16;
-    bool e4 = op->fmt == VLA_FP8_E4M3;
+    bool e4 = op->fmt != VLA_FP8_E5M2; /* as everywhere: E5M2 named, E4M3 otherwise */
     if (emulate) return e4 ? OUT_F32_E4M3 : OUT_F32_E5M2;
     return e4 ? OUT_E4M3 : OUT_E5M2;
 }
@@ -428,35 +368,6 @@ extern "C" void vla_cuda_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n
                  fp8 ? &q->b : NULL, (float *)((char *)dst + ready_sinv_offset(p.b_rows, p.b_ld, es)));
 }
 
-/* prepare_operand_pair (ops.h; TransformerEngine's cast_transpose): both K-major FP8 copies of a stored
- * b [rows][cols] from one read of it, 32×32 tiles through shared memory as k_cast_operand's. dst_n is
- * [rows][kpn] (kpn = cols padded to 16), dst_t [cols][kpt] (kpt = rows padded): the grid covers the
- * stored index space padded both ways, a tile's elements past rows or cols read as 0 and written as 0
- * wherever a copy's row has them (its pad); the rows past a copy's own are not written. Then the
- * block's max (the real elements': the pad is 0), one atomic max, and each copy's 1/s by block (0, 0). */
-__global__ void k_cast_pair(uint8_t *dst_n, uint8_t *dst_t, const float *src, int64_t ld, int64_t rows, int64_t cols,
-                            int64_t kpn, int64_t kpt, bool e4m3, const float *scale, float *amax, float *sinv_n,
-                            float *sinv_t) {
-    __shared__ float tile[32][33];
-    int64_t r0 = (int64_t)blockIdx.y * 32, c0 = (int64_t)blockIdx.x * 32;
-    int tx = threadIdx.x, ty = threadIdx.y; /* 32 × 8 */
-    float s = *scale, mx = 0.0f;
-    for (int i = ty; i < 32; i += 8) { /* stored row r0 + i, column c0 + tx: coalesced reads */
-        int64_t r = r0 + i, c = c0 + tx;
-        float v = r < rows && c < cols ? src[r * ld + c] : 0.0f;
-        tile[i][tx] = v;
-        mx = fmaxf(mx, vla_nf_amax_of(v));
-        if (r < rows && c < kpn) dst_n[r * kpn + c] = e4m3 ? vla_nf_f32_to_e4m3(v * s) : vla_nf_f32_to_e5m2(v * s);
-    }
-    __syncthreads();
-    for (int i = ty; i < 32; i += 8) { /* dst_t row c0 + i (a stored column), column r0 + tx: coalesced writes */
-        int64_t c = c0 + i, r = r0 + tx;
-        float v = tile[tx][i];
-        if (c < cols && r < kpt) dst_t[c * kpt + r] = e4m3 ? vla_nf_f32_to_e4m3(v * s) : vla_nf_f32_to_e5m2(v * s);
-    }
-    cast_block_end(mx, amax, 1.0f / s, sinv_n, sinv_t);
-}
-
 extern "C" void vla_cuda_prepare_operand_pair(const vla_gemm_q *q, int64_t rows, int64_t cols, const float *b,
                                               int64_t ldb, void *dst_n, void *dst_t) {
     if (!q || q->mode != VLA_PREC_FP8 || rows <= 0 || cols <= 0) return;
@@ -468,8 +379,8 @@ extern "C" void vla_cuda_prepare_operand_pair(const vla_gemm_q *q, int64_t rows,
         fprintf(stderr, "vla: cuda: prepare_operand_pair: the FP8 copies' layout is not [n][kp]\n");
         abort(); /* gemm_plan.c and this kernel disagree: a programming error, not an input */
     }
-    int64_t gx = (kpn + 31) / 32, gy = (kpt + 31) / 32; /* the stored index space, padded both ways */
-    if (gy > 65535) { /* rows beyond 2M: two plain casts (as cast_slabs would cut them) */
+    dim3 grid = vla_cast_pair_grid(rows, cols), block(32, 8); /* the stored index space, padded both ways */
+    if (grid.y > 65535) { /* rows beyond 2M: two plain casts (as cast_slabs would cut them) */
         vla_cuda_prepare_operand(q, true, rows, cols, b, ldb, dst_n);
         vla_cuda_prepare_operand(q, false, cols, rows, b, ldb, dst_t);
         return;
@@ -477,9 +388,8 @@ extern "C" void vla_cuda_prepare_operand_pair(const vla_gemm_q *q, int64_t rows,
     __atomic_fetch_add(&operand_casts, 1, __ATOMIC_RELAXED);
     float *sn = (float *)((char *)dst_n + ready_sinv_offset(rows, kpn, 1));
     float *st = (float *)((char *)dst_t + ready_sinv_offset(cols, kpt, 1));
-    dim3 grid((unsigned)gx, (unsigned)gy), block(32, 8);
     k_cast_pair<<<grid, block, 0, vla_cuda_stream()>>>((uint8_t *)dst_n, (uint8_t *)dst_t, b, ldb, rows, cols, kpn, kpt,
-                                                       q->b.fmt == VLA_FP8_E4M3, q->b.scale, q->b.amax, sn, st);
+                                                       q->b.fmt != VLA_FP8_E5M2, q->b.scale, q->b.amax, sn, st);
     vla_cuda_check("prepare_operand_pair");
 }
 

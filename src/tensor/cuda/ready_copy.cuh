@@ -86,7 +86,8 @@ __device__ __forceinline__ void vla_ready_put_flat(const vla_cuda_ready &r, int6
     vla_ready_pad(r, row, r.cols + col, r.cols);
 }
 
-/* every thread of a 1-D block (a multiple of 32 threads, at most 1024), after its elements */
+/* every thread of a 1-D block (a multiple of 32 threads, at most 1024), after its elements; mx is the
+ * thread's max over this copy's elements only (a second copy keeps its own) */
 __device__ __forceinline__ void vla_ready_finish(const vla_cuda_ready &r, float mx, float s) {
     if (!r.p || r.kind == VLA_READY_BF16) return; /* the same for the whole block */
     __shared__ float red[32];
@@ -99,6 +100,7 @@ __device__ __forceinline__ void vla_ready_finish(const vla_cuda_ready &r, float 
         if (r.amax) atomicMax((unsigned int *)r.amax, __float_as_uint(m));
         if (blockIdx.x == 0) *r.sinv = 1.0f / s;
     }
+    __syncthreads(); /* red is read: a second call in the same kernel may write it */
 }
 
 #endif

@@ -1,0 +1,279 @@
+/* test_cuda_emu.cpp — the cuda backend's cast, norm and activation kernels run on the CPU under an
+ * emulation of CUDA's execution model (cuda_emu.h): the very kernels nvcc compiles (tensor/cuda/
+ * cast_kernels.cuh, norm_kernels.cuh, act_kernels.cuh, ready_copy.cuh), each thread a host thread.
+ *
+ * What it holds them to, without a GPU:
+ *  - k_cast_operand (run on an H200 on 2026-12-04) gives the cpu backend's own casts: every value of
+ *    its bf16/FP8 copies, decoded and times its 1/s, equals cpu prepare_operand's (an independent
+ *    rounding, tensor/cpu/ops_cpu_precision.c), the pad is zero, the amax is the cpu's — which also
+ *    vouches for the emulation;
+ *  - k_cast_pair's two copies are k_cast_operand's two casts, byte for byte (1/s, pads, saturation, a
+ *    NaN's infinite amax), over ragged shapes and a grid of many blocks;
+ *  - every producer's GEMM-ready copy (the norms', the GLU's, a GEMM epilogue's, the activation's and
+ *    the GLU's backward's) is k_cast_operand's cast of that producer's own output, byte for byte and
+ *    amax for amax, bf16 and FP8, with the grid-stride kernels on a grid far smaller than their
+ *    elements as well as a full one — and writing the copy changes no output.
+ * On a GPU the conformance suite (test_conformance, run by scripts/gpu_check.sh) holds the same
+ * contracts; this test is what can be run before a device is lent. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+
+extern "C" {
+#include <cmocka.h>
+}
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#include "cuda_emu.h"
+/* the kernels, as nvcc sees them */
+#include "tensor/cuda/act_kernels.cuh"
+#include "tensor/cuda/cast_kernels.cuh"
+#include "tensor/cuda/norm_kernels.cuh"
+
+extern "C" {
+#include "base/rng.h"
+#include "tensor/backend.h"
+}
+
+static vla_rng rng;
+static int64_t rnd(int64_t lo, int64_t hi) { return lo + (int64_t)(vla_rng_uniform(&rng) * (double)(hi - lo + 1)); }
+static std::vector<float> rand_vec(int64_t n, float scale) {
+    std::vector<float> v((size_t)n);
+    for (auto &x : v) x = (float)((2 * vla_rng_uniform(&rng) - 1) * scale);
+    return v;
+}
+static bool same_bits(float a, float b) { return (isnan(a) && isnan(b)) || __float_as_uint(a) == __float_as_uint(b); }
+
+/* ---- k_cast_operand: one copy as gemm.cu's cast_slabs launches it --------------------------------- */
+
+struct copy8 {
+    std::vector<uint8_t> bytes; /* [rows][kp] elements of es bytes, then (FP8) the 1/s at its offset */
+    int64_t rows, kp;
+    size_t es;
+    float sinv() const {
+        float s;
+        memcpy(&s, bytes.data() + vla_q_ready_sinv_offset(rows, kp, 1), 4);
+        return s;
+    }
+};
+
+/* src's operand as k_cast_operand copies it: rows × K (transpose: src stored [K][ld]), kp per row */
+static copy8 cast_operand(const float *src, int64_t ld, int64_t rows, int64_t K, int64_t kp, bool transpose, int kind,
+                          const float *scale, float *amax) {
+    size_t es = kind == OUT_BF16 ? 2 : 1;
+    copy8 c{std::vector<uint8_t>(vla_q_ready_sinv_offset(rows, kp, es) + 256, 0xA5), rows, kp, es};
+    float *sinv = kind == OUT_BF16 ? NULL : (float *)(c.bytes.data() + vla_q_ready_sinv_offset(rows, kp, 1));
+    uint8_t *dst = c.bytes.data();
+    emu_launch(vla_cast_operand_grid(rows, kp), dim3(32, 8),
+               [&] { k_cast_operand(dst, src, ld, rows, K, kp, transpose, kind, scale, amax, sinv); });
+    return c;
+}
+
+static float decoded(const copy8 &c, int kind, int64_t r, int64_t k) {
+    if (kind == OUT_BF16) {
+        uint16_t h;
+        memcpy(&h, c.bytes.data() + 2 * (size_t)(r * c.kp + k), 2);
+        return vla_nf_bf16_to_f32(h);
+    }
+    uint8_t b = c.bytes[(size_t)(r * c.kp + k)];
+    return (kind == OUT_E4M3 ? vla_nf_e4m3_to_f32(b) : vla_nf_e5m2_to_f32(b)) * c.sinv();
+}
+
+/* k_cast_operand against the cpu backend's prepare_operand (its copy: the stored operand's rounded values
+ * as f32), for bf16 and both FP8 formats, stored and transposed */
+static void test_cast_operand_is_cpu_cast(void **state) {
+    (void)state;
+    const vla_ops *cpu = vla_backend_find("cpu");
+    assert_non_null(cpu);
+    for (int trial = 0; trial < 24; trial++) {
+        int kind = trial % 3 == 0 ? OUT_BF16 : trial % 3 == 1 ? OUT_E4M3 : OUT_E5M2;
+        bool transpose = (trial / 3) % 2;
+        int64_t rows = rnd(1, 70), K = rnd(1, 70), extra = rnd(0, 4);
+        int64_t kp = kind == OUT_BF16 ? vla_q_bf16_ld(K) : vla_q_fp8_ld(K);
+        int64_t ld = (transpose ? rows : K) + extra, stored_rows = transpose ? K : rows;
+        std::vector<float> src = rand_vec(stored_rows * ld, 4.0f);
+        if (trial % 4 == 1) src[(size_t)rnd(0, stored_rows * ld - 1)] = 3e5f; /* saturates E4M3 after the scale */
+        if (trial % 8 == 3) src[(size_t)rnd(0, stored_rows * ld - 1)] = NAN;
+        float scale = 21.7f + (float)trial, amax = 0.0f, cpu_amax = 0.0f;
+        copy8 c = cast_operand(src.data(), ld, rows, K, kp, transpose, kind, &scale, &amax);
+        /* the cpu's: op(B) of trans_b = !transpose, n = rows, k = K — the stored matrix rounded, [stored_rows][?] */
+        vla_gemm_q q = {kind == OUT_BF16 ? VLA_PREC_BF16 : VLA_PREC_FP8, {}, {kind == OUT_E5M2 ? VLA_FP8_E5M2 : VLA_FP8_E4M3, &scale, &cpu_amax}, NULL, NULL};
+        int64_t scols = transpose ? rows : K; /* the stored operand's columns */
+        std::vector<float> ref((size_t)(stored_rows * scols));
+        cpu->prepare_operand(&q, !transpose, rows, K, src.data(), ld, ref.data());
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t k = 0; k < kp; k++) {
+                float got = decoded(c, kind, r, k);
+                float want = k >= K ? 0.0f : transpose ? ref[(size_t)(k * scols + r)] : ref[(size_t)(r * scols + k)];
+                if (!same_bits(got, want))
+                    fail_msg("k_cast_operand trial %d (kind %d, %s, %lld × %lld): element (%lld, %lld) is %a, the "
+                             "cpu's %a",
+                             trial, kind, transpose ? "transposed" : "stored", (long long)rows, (long long)K,
+                             (long long)r, (long long)k, (double)got, (double)want);
+            }
+        if (kind != OUT_BF16) {
+            assert_true(same_bits(amax, cpu_amax));
+            assert_true(same_bits(c.sinv(), 1.0f / scale));
+        }
+    }
+}
+
+/* ---- k_cast_pair ------------------------------------------------------------------------------------ */
+
+static void test_cast_pair_is_two_casts(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 14; trial++) {
+        int64_t rows = trial == 13 ? rnd(600, 700) : rnd(1, 90), cols = trial == 12 ? rnd(100, 140) : rnd(1, 90);
+        int64_t ld = cols + rnd(0, 5);
+        bool e4m3 = trial % 3 != 2;
+        std::vector<float> b = rand_vec(rows * ld, 3.0f);
+        if (trial % 4 == 1) b[(size_t)rnd(0, rows * ld - 1)] = 1e6f;
+        if (trial % 4 == 3) b[(size_t)rnd(0, rows * ld - 1)] = NAN;
+        float scale = 37.3f + (float)trial, amax_pair = 0.0f, amax_casts = 0.0f;
+        int64_t kpn = vla_q_fp8_ld(cols), kpt = vla_q_fp8_ld(rows);
+        /* the pair, launched as vla_cuda_prepare_operand_pair does */
+        std::vector<uint8_t> dn(vla_q_ready_sinv_offset(rows, kpn, 1) + 256, 0xA5), dt(vla_q_ready_sinv_offset(cols, kpt, 1) + 256, 0xA5);
+        float *sn = (float *)(dn.data() + vla_q_ready_sinv_offset(rows, kpn, 1));
+        float *st = (float *)(dt.data() + vla_q_ready_sinv_offset(cols, kpt, 1));
+        emu_launch(vla_cast_pair_grid(rows, cols), dim3(32, 8), [&] {
+            k_cast_pair(dn.data(), dt.data(), b.data(), ld, rows, cols, kpn, kpt, e4m3, &scale, &amax_pair, sn, st);
+        });
+        /* the two casts prepare_operand makes (gemm_plan.c: [rows][kpn] as stored, [cols][kpt] transposed) */
+        int kind = e4m3 ? OUT_E4M3 : OUT_E5M2;
+        copy8 cn = cast_operand(b.data(), ld, rows, cols, kpn, false, kind, &scale, &amax_casts);
+        copy8 ct = cast_operand(b.data(), ld, cols, rows, kpt, true, kind, &scale, &amax_casts);
+        if (dn != cn.bytes || dt != ct.bytes)
+            fail_msg("k_cast_pair trial %d (%lld × %lld, ld %lld, %s): the %s copy differs from k_cast_operand's", trial,
+                     (long long)rows, (long long)cols, (long long)ld, e4m3 ? "E4M3" : "E5M2",
+                     dn != cn.bytes ? "stored" : "transposed");
+        assert_true(same_bits(amax_pair, amax_casts));
+    }
+}
+
+/* ---- the producers' copies: each is k_cast_operand's cast of the producer's own output -------------- */
+
+/* a ready copy of rows × cols, bf16 (fp8 NULL) or FP8, as the backend makes one (vla_cuda_ready_of) */
+struct ready_buf {
+    std::vector<uint8_t> mem;
+    vla_cuda_ready rd;
+    ready_buf(int64_t rows, int64_t cols, const vla_fp8_operand *fp8) {
+        size_t es = fp8 ? 1 : 2;
+        int64_t ld = fp8 ? vla_q_fp8_ld(cols) : vla_q_bf16_ld(cols);
+        mem.assign(vla_q_ready_sinv_offset(rows, ld, es) + 256, 0xA5);
+        rd = vla_cuda_ready_of(mem.data(), fp8, rows, cols);
+    }
+};
+
+/* ready (written by a producer of val [rows][cols] with fp8's scale into fp8's amax, which was 0) is
+ * k_cast_operand's copy of val, byte for byte, and the amax is the cast's */
+static void check_copy(const ready_buf &got, const float *val, int64_t rows, int64_t cols, const vla_fp8_operand *fp8,
+                       const char *what, int trial) {
+    int kind = !fp8 ? OUT_BF16 : fp8->fmt == VLA_FP8_E5M2 ? OUT_E5M2 : OUT_E4M3;
+    float amax = 0.0f;
+    copy8 ref = cast_operand(val, cols, rows, cols, got.rd.rld, false, kind, fp8 ? fp8->scale : NULL, &amax);
+    size_t n = fp8 ? got.mem.size() : (size_t)(rows * got.rd.rld) * 2; /* bf16 copies keep no 1/s */
+    if (memcmp(got.mem.data(), ref.bytes.data(), n))
+        fail_msg("%s trial %d (%lld × %lld, %s): the ready copy differs from k_cast_operand's", what, trial,
+                 (long long)rows, (long long)cols, !fp8 ? "bf16" : kind == OUT_E4M3 ? "E4M3" : "E5M2");
+    if (fp8 && !same_bits(*fp8->amax, amax))
+        fail_msg("%s trial %d: the copy's amax %a, the cast's %a", what, trial, (double)*fp8->amax, (double)amax);
+}
+
+static void test_norm_copies(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 6; trial++) {
+        int32_t n_seg = (int32_t)rnd(1, 3);
+        std::vector<int32_t> cu((size_t)n_seg + 1, 0);
+        for (int32_t s = 0; s < n_seg; s++) cu[(size_t)s + 1] = cu[(size_t)s] + (int32_t)rnd(1, 6);
+        int64_t n = cu[(size_t)n_seg], dim = trial < 3 ? rnd(3, 40) : rnd(100, 400);
+        std::vector<float> x = rand_vec(n * dim, 2), res = rand_vec(n * dim, 1), w = rand_vec(dim, 1), b = rand_vec(dim, 1);
+        std::vector<float> mod = rand_vec(n_seg * 3 * dim, 0.3f);
+        for (int mode = 0; mode < 4; mode++) {
+            bool with_res = (trial + mode) % 2;
+            std::vector<float> y0((size_t)(n * dim)), s0((size_t)(n * dim)), st0((size_t)(2 * n));
+            std::vector<float> y1 = y0, s1 = s0, st1 = st0;
+            /* plain, then with each copy: the same output */
+            emu_launch(dim3((unsigned)n), dim3(NT), [&] {
+                k_norm_fwd(mode, y0.data(), st0.data(), st0.data() + n, x.data(), w.data(), b.data(), trial % 2, mod.data(),
+                           cu.data(), n_seg, dim, 1e-5f, with_res ? res.data() : NULL, s0.data(),
+                           vla_cuda_ready_of(NULL, NULL, n, dim));
+            });
+            float scale = 41.9f + (float)trial, amax = 0.0f;
+            vla_fp8_operand op = {(trial + mode) % 3 == 2 ? VLA_FP8_E5M2 : VLA_FP8_E4M3, &scale, &amax};
+            for (int f8 = 0; f8 < 2; f8++) {
+                amax = 0.0f;
+                ready_buf rb(n, dim, f8 ? &op : NULL);
+                emu_launch(dim3((unsigned)n), dim3(NT), [&] {
+                    k_norm_fwd(mode, y1.data(), st1.data(), st1.data() + n, x.data(), w.data(), b.data(), trial % 2,
+                               mod.data(), cu.data(), n_seg, dim, 1e-5f, with_res ? res.data() : NULL, s1.data(), rb.rd);
+                });
+                assert_memory_equal(y0.data(), y1.data(), sizeof(float) * y0.size());
+                assert_memory_equal(st0.data(), st1.data(), sizeof(float) * st0.size());
+                check_copy(rb, y1.data(), n, dim, f8 ? &op : NULL, "k_norm_fwd", trial * 4 + mode);
+            }
+        }
+    }
+}
+
+/* the elementwise producers on a grid of `blocks` blocks of 256 (grid-stride: any grid covers any size) */
+static void test_elementwise_copies(void **state) {
+    (void)state;
+    const vla_act acts[] = {VLA_ACT_GELU_TANH, VLA_ACT_SILU, VLA_ACT_RELU};
+    for (int trial = 0; trial < 9; trial++) {
+        int64_t rows = rnd(1, 40), cols = trial % 3 == 0 ? rnd(1, 7) : rnd(8, 90), n = rows * cols;
+        unsigned full = (unsigned)((n + 255) / 256), blocks = trial % 2 ? 1 + (unsigned)(full / 4) : full;
+        vla_act act = acts[trial % 3];
+        std::vector<float> gate = rand_vec(n, 3), up = rand_vec(n, 2), dh = rand_vec(n, 1), bias = rand_vec(cols, 1);
+        float scale = 13.1f + (float)trial, amax = 0.0f;
+        vla_fp8_operand op = {trial % 4 == 3 ? VLA_FP8_E5M2 : VLA_FP8_E4M3, &scale, &amax};
+        dim3 grid(blocks), block(256);
+        for (int f8 = 0; f8 < 2; f8++) {
+            const vla_fp8_operand *o = f8 ? &op : NULL;
+            /* the GLU forward */
+            std::vector<float> h0((size_t)n), h1((size_t)n);
+            emu_launch(grid, block, [&] { k_glu_fwd(act, h0.data(), gate.data(), up.data(), n, vla_cuda_ready_of(NULL, NULL, rows, cols)); });
+            amax = 0.0f;
+            ready_buf rg(rows, cols, o);
+            emu_launch(grid, block, [&] { k_glu_fwd(act, h1.data(), gate.data(), up.data(), n, rg.rd); });
+            assert_memory_equal(h0.data(), h1.data(), sizeof(float) * (size_t)n);
+            check_copy(rg, h1.data(), rows, cols, o, "k_glu_fwd", trial);
+            /* a GEMM's epilogue: the bias, pre, the activation, the copy */
+            std::vector<float> c0 = gate, c1 = gate, pre((size_t)n);
+            emu_launch(grid, block, [&] { k_epilogue(c0.data(), bias.data(), pre.data(), act, vla_cuda_ready_of(NULL, NULL, rows, cols), rows, cols); });
+            amax = 0.0f;
+            ready_buf re(rows, cols, o);
+            emu_launch(grid, block, [&] { k_epilogue(c1.data(), bias.data(), pre.data(), act, re.rd, rows, cols); });
+            assert_memory_equal(c0.data(), c1.data(), sizeof(float) * (size_t)n);
+            check_copy(re, c1.data(), rows, cols, o, "k_epilogue", trial);
+        }
+        /* the backward's bf16 copies: the activation's (d_in after the add), the GLU's dgate and dup */
+        std::vector<float> d0 = up, d1 = up;
+        emu_launch(grid, block, [&] { k_act_bwd(act, d0.data(), dh.data(), gate.data(), n, vla_cuda_ready_of(NULL, NULL, rows, cols)); });
+        ready_buf ra(rows, cols, NULL);
+        emu_launch(grid, block, [&] { k_act_bwd(act, d1.data(), dh.data(), gate.data(), n, ra.rd); });
+        assert_memory_equal(d0.data(), d1.data(), sizeof(float) * (size_t)n);
+        check_copy(ra, d1.data(), rows, cols, NULL, "k_act_bwd", trial);
+        std::vector<float> dg((size_t)n), du((size_t)n);
+        ready_buf rdg(rows, cols, NULL), rdu(rows, cols, NULL);
+        emu_launch(grid, block, [&] { k_glu_bwd(act, dg.data(), du.data(), dh.data(), gate.data(), up.data(), n, rdg.rd, rdu.rd); });
+        check_copy(rdg, dg.data(), rows, cols, NULL, "k_glu_bwd dgate", trial);
+        check_copy(rdu, du.data(), rows, cols, NULL, "k_glu_bwd dup", trial);
+    }
+}
+
+int main(void) {
+    rng = vla_rng_stream(77, 0);
+    if (getenv("VLA_EMU_TEST")) cmocka_set_test_filter(getenv("VLA_EMU_TEST")); /* one test, by name */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cast_operand_is_cpu_cast),
+        cmocka_unit_test(test_cast_pair_is_two_casts),
+        cmocka_unit_test(test_norm_copies),
+        cmocka_unit_test(test_elementwise_copies),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
