@@ -1,5 +1,6 @@
 /* cuda_emu.h — runs the cuda backend's simple kernels on the CPU, for tests: those without inline PTX
- * (tensor/cuda/cast_kernels.cuh, norm_kernels.cuh, act_kernels.cuh with ready_copy.cuh), compiled by the
+ * (tensor/cuda/cast_kernels.cuh, norm_kernels.cuh, act_kernels.cuh with ready_copy.cuh,
+ * optim_kernels.cuh, reduce_kernels.cuh), compiled by the
  * host's C++ compiler from the very headers nvcc compiles.
  *
  * The model: a launch runs its blocks one after another; a block's threads are host threads (one per
@@ -87,6 +88,7 @@ inline float __uint_as_float(unsigned u) {
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float a) { return sqrtf(a); }
 /* expf, fmaxf: the C library's (math.h) */
 
 /* kernel(args…) over grid × block: the block's threads are host threads, made once per launch, that run

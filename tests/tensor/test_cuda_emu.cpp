@@ -12,7 +12,12 @@
  *  - every producer's GEMM-ready copy (the norms', the GLU's, a GEMM epilogue's, the activation's and
  *    the GLU's backward's) is k_cast_operand's cast of that producer's own output, byte for byte and
  *    amax for amax, bf16 and FP8, with the grid-stride kernels on a grid far smaller than their
- *    elements as well as a full one — and writing the copy changes no output.
+ *    elements as well as a full one — and writing the copy changes no output;
+ *  - the optimizer over many tensors in one launch (k_adamw_multi, k_ema_multi) equals the cpu backend's
+ *    bit for bit — tensors of one element, of exactly a chunk, across chunks, without decay, the step
+ *    skipped by a non-finite guard;
+ *  - many vectors' Σx² in two launches (k_sumsq_multi_*) give each vector the single reduction's bits
+ *    (k_reduce_partial + k_reduce_final) across block cuts, and the total is their sum in order.
  * On a GPU the conformance suite (test_conformance, run by scripts/gpu_check.sh) holds the same
  * contracts; this test is what can be run before a device is lent. */
 #include <stdarg.h>
@@ -34,6 +39,8 @@ extern "C" {
 #include "tensor/cuda/act_kernels.cuh"
 #include "tensor/cuda/cast_kernels.cuh"
 #include "tensor/cuda/norm_kernels.cuh"
+#include "tensor/cuda/optim_kernels.cuh"
+#include "tensor/cuda/reduce_kernels.cuh"
 
 extern "C" {
 #include "base/rng.h"
@@ -266,6 +273,102 @@ static void test_elementwise_copies(void **state) {
     }
 }
 
+/* ---- the optimizer and the reductions ---------------------------------------------------------------- */
+
+static void test_optimizer_many_tensors(void **state) {
+    (void)state;
+    const vla_ops *cpu = vla_backend_find("cpu");
+    const int64_t sizes[] = {1, 5, MULTI_CHUNK, MULTI_CHUNK + 3, 2 * MULTI_CHUNK + 700, 257};
+    const int count = (int)(sizeof sizes / sizeof sizes[0]);
+    for (int trial = 0; trial < 3; trial++) { /* 0: no guard (grad_scale), 1: a finite guard, 2: a NaN guard */
+        std::vector<std::vector<float>> W[2], G, M[2], V[2], E[2];
+        for (int i = 0; i < count; i++) {
+            std::vector<float> w = rand_vec(sizes[i], 1), m = rand_vec(sizes[i], 0.1f), v = rand_vec(sizes[i], 0.01f);
+            for (auto &x : v) x = fabsf(x);
+            G.push_back(rand_vec(sizes[i], 2));
+            std::vector<float> e = rand_vec(sizes[i], 1);
+            for (int k = 0; k < 2; k++) W[k].push_back(w), M[k].push_back(m), V[k].push_back(v), E[k].push_back(e);
+        }
+        float guard = trial == 2 ? NAN : 0.37f;
+        vla_adamw_scalars sc = {0.9f, 0.1f, 0.999f, 0.001f, 0.0447f, 1e-8f, -1e-3f, 0.9999f, 0.81f,
+                                trial ? &guard : NULL};
+        bool decay[6];
+        std::vector<float *> w[2], m[2], v[2], e[2];
+        std::vector<const float *> g, ew[2];
+        for (int i = 0; i < count; i++) {
+            decay[i] = i % 2 == 0;
+            g.push_back(G[(size_t)i].data());
+            for (int k = 0; k < 2; k++) {
+                w[k].push_back(W[k][(size_t)i].data()), m[k].push_back(M[k][(size_t)i].data());
+                v[k].push_back(V[k][(size_t)i].data()), e[k].push_back(E[k][(size_t)i].data());
+                ew[k].push_back(W[k][(size_t)i].data());
+            }
+        }
+        /* cpu, then the kernels as vla_cuda_adamw_multi / _ema_multi launch them */
+        cpu->adamw_multi(count, w[0].data(), g.data(), m[0].data(), v[0].data(), sizes, decay, &sc);
+        cpu->ema_multi(count, e[0].data(), ew[0].data(), sizes, 0.99f, 0.01f, trial ? &guard : NULL);
+        std::vector<multi_adamw_t> t((size_t)count);
+        std::vector<multi_ema_t> te((size_t)count);
+        std::vector<int64_t> first((size_t)count + 1);
+        int64_t chunks = adamw_multi_plan(count, w[1].data(), g.data(), m[1].data(), v[1].data(), sizes, decay, &sc,
+                                          t.data(), first.data());
+        emu_launch(dim3((unsigned)chunks), dim3(256), [&] { k_adamw_multi(t.data(), first.data(), count, sc); });
+        chunks = ema_multi_plan(count, e[1].data(), ew[1].data(), sizes, te.data(), first.data());
+        emu_launch(dim3((unsigned)chunks), dim3(256),
+                   [&] { k_ema_multi(te.data(), first.data(), count, 0.99f, 0.01f, trial ? &guard : NULL); });
+        for (int i = 0; i < count; i++) {
+            size_t bytes = sizeof(float) * (size_t)sizes[i];
+            if (memcmp(W[0][(size_t)i].data(), W[1][(size_t)i].data(), bytes) ||
+                memcmp(M[0][(size_t)i].data(), M[1][(size_t)i].data(), bytes) ||
+                memcmp(V[0][(size_t)i].data(), V[1][(size_t)i].data(), bytes))
+                fail_msg("k_adamw_multi trial %d: tensor %d (%lld elements) differs from the cpu's", trial, i,
+                         (long long)sizes[i]);
+            if (memcmp(E[0][(size_t)i].data(), E[1][(size_t)i].data(), bytes))
+                fail_msg("k_ema_multi trial %d: tensor %d differs from the cpu's", trial, i);
+        }
+    }
+}
+
+/* Σx² of one vector as vla_cuda_sum_squares queues it: k_reduce_partial over reduce_cut's blocks, then
+ * k_reduce_final */
+static double sum_squares_single(const float *x, int64_t n) {
+    int64_t nb, per;
+    reduce_cut(n, &nb, &per);
+    std::vector<double> partial((size_t)nb);
+    double out = 0;
+    emu_launch(dim3((unsigned)nb), dim3(RT), [&] { k_reduce_partial(R_SUMSQ, x, NULL, n, per, partial.data()); });
+    emu_launch(dim3(1), dim3(RT), [&] { k_reduce_final(R_SUMSQ, partial.data(), nb, &out); });
+    return out;
+}
+
+static void test_sum_squares_many_vectors(void **state) {
+    (void)state;
+    const int64_t sizes[] = {1, 4095, 4096, 4097, 0, 300001, 17};
+    const int count = (int)(sizeof sizes / sizeof sizes[0]);
+    std::vector<std::vector<float>> X;
+    std::vector<const float *> x;
+    for (int i = 0; i < count; i++) X.push_back(rand_vec(sizes[i] > 0 ? sizes[i] : 1, 3)), x.push_back(X.back().data());
+    std::vector<sumsq_vec> v((size_t)count);
+    int64_t blocks = sumsq_plan(count, x.data(), sizes, v.data());
+    std::vector<double> part((size_t)(blocks > 0 ? blocks : 1)), sums((size_t)count);
+    double total = -1;
+    emu_launch(dim3((unsigned)blocks), dim3(RT), [&] { k_sumsq_multi_partial(v.data(), count, part.data()); });
+    emu_launch(dim3((unsigned)count), dim3(RT), [&] { k_sumsq_multi_final(v.data(), count, part.data(), blocks, sums.data()); });
+    emu_launch(dim3(1), dim3(1), [&] { k_sum_in_order(sums.data(), count, &total); });
+    double in_order = 0;
+    for (int i = 0; i < count; i++) {
+        double one = sizes[i] > 0 ? sum_squares_single(x[(size_t)i], sizes[i]) : 0.0;
+        long double ref = 0;
+        for (int64_t k = 0; k < sizes[i]; k++) ref += (long double)x[(size_t)i][k] * x[(size_t)i][k];
+        if (memcmp(&one, &sums[(size_t)i], sizeof one))
+            fail_msg("k_sumsq_multi: vector %d (%lld elements) is %.17g, the single reduction's %.17g", i,
+                     (long long)sizes[i], sums[(size_t)i], one);
+        assert_true(fabsl(ref - (long double)one) <= 1e-12L * (ref + 1)); /* and it is the sum */
+        in_order += sums[(size_t)i];
+    }
+    assert_memory_equal(&total, &in_order, sizeof total);
+}
+
 int main(void) {
     rng = vla_rng_stream(77, 0);
     if (getenv("VLA_EMU_TEST")) cmocka_set_test_filter(getenv("VLA_EMU_TEST")); /* one test, by name */
@@ -274,6 +377,8 @@ int main(void) {
         cmocka_unit_test(test_cast_pair_is_two_casts),
         cmocka_unit_test(test_norm_copies),
         cmocka_unit_test(test_elementwise_copies),
+        cmocka_unit_test(test_optimizer_many_tensors),
+        cmocka_unit_test(test_sum_squares_many_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

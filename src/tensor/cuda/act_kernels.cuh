@@ -10,11 +10,9 @@
 #include <stdint.h>
 
 #include "base/numfmt.h"
+#include "tensor/cuda/grid_stride.cuh"
 #include "tensor/cuda/ready_copy.cuh"
 #include "tensor/ops.h"
-
-#define VLA_GRID_STRIDE(i, n) \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
 
 /* ---- activations (tensor/cpu/vecmath.h's formulas) ------------------------------------ */
 

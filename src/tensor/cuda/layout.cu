@@ -20,8 +20,8 @@ extern "C" {
 #include "tensor/cuda/dev_index.h"
 }
 
-#define GRID_STRIDE(i, n) \
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+#include "tensor/cuda/grid_stride.cuh"
+#define GRID_STRIDE(i, n) VLA_GRID_STRIDE(i, n)
 
 __global__ void k_copy_rows(float *dst, int64_t ldd, const int32_t *di, const float *src, int64_t lds, const int32_t *si,
                             int64_t n, int64_t w, float alpha, int add) {

@@ -20,81 +20,11 @@
 extern "C" {
 #include "tensor/cuda/dev_index.h"
 }
+#include "tensor/cuda/reduce_kernels.cuh"
 
-#define RT 256          /* threads of a reduction block */
-#define RED_MAX_BLOCKS 1024
-#define RED_PER_BLOCK 4096
-
-enum { R_SUM, R_DOT, R_SUMSQ, R_MAXABS, R_COUNT_NF, R_FIND_NF };
-
-__device__ __forceinline__ bool d_nonfinite(float x) { return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u; }
-
-/* sh[0] = Σ sh[0..RT) in a fixed tree */
-__device__ __forceinline__ void tree_sum(double *sh) {
-    __syncthreads();
-    for (int s = RT / 2; s > 0; s >>= 1) {
-        if ((int)threadIdx.x < s) sh[threadIdx.x] += sh[threadIdx.x + s];
-        __syncthreads();
-    }
-}
-
-/* combine two partials of a reduction */
-__device__ __forceinline__ double combine(int kind, double a, double b) {
-    if (kind == R_MAXABS) return b > a ? b : a;
-    if (kind == R_FIND_NF) return b < a ? b : a;
-    return a + b;
-}
-
-/* sh[0] = the block's values combined in a fixed tree */
-__device__ __forceinline__ double block_reduce(int kind, double acc, double *sh) {
-    sh[threadIdx.x] = acc;
-    __syncthreads();
-    for (int s = RT / 2; s > 0; s >>= 1) {
-        if ((int)threadIdx.x < s) sh[threadIdx.x] = combine(kind, sh[threadIdx.x], sh[threadIdx.x + s]);
-        __syncthreads();
-    }
-    return sh[0];
-}
-
-/* one partial (as a double; max |x| and indices are exact in double) per block over [lo, hi) */
-__global__ void k_reduce_partial(int kind, const float *a, const float *b, int64_t n, int64_t per, double *partial) {
-    __shared__ double sh[RT];
-    int64_t lo = blockIdx.x * per, hi = lo + per < n ? lo + per : n;
-    double acc = kind == R_FIND_NF ? 9.0e18 : 0.0;
-    for (int64_t i = lo + threadIdx.x; i < hi; i += RT) {
-        float x = a[i];
-        double v;
-        switch (kind) {
-        case R_SUM: v = (double)x; break;
-        case R_DOT: v = (double)x * (double)b[i]; break;
-        case R_SUMSQ: v = (double)x * (double)x; break;
-        case R_MAXABS: v = x != x ? INFINITY : fabs((double)x); break;
-        case R_COUNT_NF: v = d_nonfinite(x) ? 1.0 : 0.0; break;
-        default: v = d_nonfinite(x) ? (double)i : 9.0e18; break;
-        }
-        acc = combine(kind, acc, v);
-    }
-    double r = block_reduce(kind, acc, sh);
-    if (threadIdx.x == 0) partial[blockIdx.x] = r;
-}
-
-__global__ void k_reduce_final(int kind, const double *partial, int64_t nb, double *out) {
-    __shared__ double sh[RT];
-    double acc = kind == R_FIND_NF ? 9.0e18 : 0.0;
-    for (int64_t i = threadIdx.x; i < nb; i += RT) acc = combine(kind, acc, partial[i]);
-    double r = block_reduce(kind, acc, sh);
-    if (threadIdx.x == 0) *out = r;
-}
+/* RT, the reductions' kernels and how a vector is cut (reduce_cut): reduce_kernels.cuh */
 
 /* Queue the reduction of a[0..n) (and b) into *dst, device memory; no wait. */
-/* How a vector of n > 0 elements is cut: nb blocks of per elements (the last shorter), from n alone. */
-static void reduce_cut(int64_t n, int64_t *nb_out, int64_t *per_out) {
-    int64_t nb = (n + RED_PER_BLOCK - 1) / RED_PER_BLOCK;
-    if (nb > RED_MAX_BLOCKS) nb = RED_MAX_BLOCKS;
-    int64_t per = (n + nb - 1) / nb;
-    *nb_out = (n + per - 1) / per, *per_out = per;
-}
-
 static void reduce_into(int kind, const float *a, const float *b, int64_t n, double *dst, cudaStream_t st) {
     int64_t nb, per;
     reduce_cut(n, &nb, &per);
@@ -116,57 +46,12 @@ static double reduce(int kind, const float *a, const float *b, int64_t n, const 
     return r;
 }
 
-/* Many vectors' Σx² in two launches: vector i is cut into the blocks
- * reduce_into would cut it into (nb[i] blocks of per[i], a function of its
- * length alone), block b of the grid is block b − first[i] of vector i (found
- * by binary search), with k_reduce_partial's loop and tree; then one block
- * per vector combines its partials with k_reduce_final's tree. So each sum
- * has sum_squares's bits (the conformance suite checks it). */
-typedef struct {
-    const float *x;
-    int64_t n, per, first; /* first: the vector's first block in the grid (and in the partials) */
-} sumsq_vec;
-
-__global__ void k_sumsq_multi_partial(const sumsq_vec *v, int count, double *partial) {
-    __shared__ double sh[RT];
-    int64_t b = blockIdx.x;
-    int lo_i = 0, hi_i = count - 1;
-    while (lo_i < hi_i) {
-        int mid = (lo_i + hi_i + 1) / 2;
-        if (v[mid].first <= b) lo_i = mid;
-        else hi_i = mid - 1;
-    }
-    const sumsq_vec x = v[lo_i];
-    int64_t lo = (b - x.first) * x.per, hi = lo + x.per < x.n ? lo + x.per : x.n;
-    double acc = 0.0;
-    for (int64_t i = lo + threadIdx.x; i < hi; i += RT) acc = combine(R_SUMSQ, acc, (double)x.x[i] * (double)x.x[i]);
-    double r = block_reduce(R_SUMSQ, acc, sh);
-    if (threadIdx.x == 0) partial[b] = r;
-}
-
-__global__ void k_sumsq_multi_final(const sumsq_vec *v, int count, const double *partial, int64_t total_blocks,
-                                    double *out) {
-    __shared__ double sh[RT];
-    int i = blockIdx.x;
-    int64_t a = v[i].first, e = i + 1 < count ? v[i + 1].first : total_blocks;
-    double acc = 0.0;
-    for (int64_t t = a + threadIdx.x; t < e; t += RT) acc = combine(R_SUMSQ, acc, partial[t]);
-    double r = block_reduce(R_SUMSQ, acc, sh);
-    if (threadIdx.x == 0) out[i] = r;
-}
-
 /* Queue every vector's Σx² into sums[0..count) (device memory): the two
  * launches above, no wait. */
 static void sumsq_queue(int count, const float *const *x, const int64_t *n, double *sums, cudaStream_t st) {
     sumsq_vec *v = (sumsq_vec *)malloc(sizeof *v * (size_t)count);
     if (!v) abort();
-    int64_t blocks = 0;
-    for (int i = 0; i < count; i++) {
-        int64_t nb = 0, per = 1;
-        if (n[i] > 0) reduce_cut(n[i], &nb, &per);
-        v[i] = (sumsq_vec){x[i], n[i] > 0 ? n[i] : 0, per, blocks};
-        blocks += nb;
-    }
+    int64_t blocks = sumsq_plan(count, x, n, v);
     double *part = (double *)vla_cuda_scratch(sizeof(double) * (size_t)(blocks > 0 ? blocks : 1));
     vla_cuda_upload_t uv = vla_cuda_upload(v, sizeof *v * (size_t)count);
     const sumsq_vec *dv = (const sumsq_vec *)uv.dev;
@@ -190,13 +75,6 @@ extern "C" void vla_cuda_sum_squares_multi(int count, const float *const *x, con
         memcpy(out + c0, vla_cuda_result_host(), sizeof(double) * (size_t)(c1 - c0));
     }
     vla_cuda_result_unlock();
-}
-
-/* *total = Σ part[0..count) in index order, one thread: the host's loop over sum_squares_multi's out[] */
-__global__ void k_sum_in_order(const double *part, int count, double *total) {
-    double t = 0.0;
-    for (int i = 0; i < count; i++) t += part[i];
-    *total = t;
 }
 
 /* Added up on the device in the host's order: no wait. */
