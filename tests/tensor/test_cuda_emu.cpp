@@ -17,7 +17,10 @@
  *    bit for bit — tensors of one element, of exactly a chunk, across chunks, without decay, the step
  *    skipped by a non-finite guard;
  *  - many vectors' Σx² in two launches (k_sumsq_multi_*) give each vector the single reduction's bits
- *    (k_reduce_partial + k_reduce_final) across block cuts, and the total is their sum in order.
+ *    (k_reduce_partial + k_reduce_final) across block cuts, and the total is their sum in order;
+ *  - the per-segment linear's own GEMM kernels (k_seg_gemm, k_seg_wgrad, k_seg_bgrad: GR00T's
+ *    per-embodiment layers) equal the cpu backend's per-segment SGEMMs within f32 summation order, empty
+ *    segments, repeated embodiments and tile edges included.
  * On a GPU the conformance suite (test_conformance, run by scripts/gpu_check.sh) holds the same
  * contracts; this test is what can be run before a device is lent. */
 #include <stdarg.h>
@@ -41,10 +44,12 @@ extern "C" {
 #include "tensor/cuda/norm_kernels.cuh"
 #include "tensor/cuda/optim_kernels.cuh"
 #include "tensor/cuda/reduce_kernels.cuh"
+#include "tensor/cuda/segment_kernels.cuh"
 
 extern "C" {
 #include "base/rng.h"
 #include "tensor/backend.h"
+#include "tensor/cuda/dev_index.h"
 }
 
 static vla_rng rng;
@@ -369,6 +374,67 @@ static void test_sum_squares_many_vectors(void **state) {
     assert_memory_equal(&total, &in_order, sizeof total);
 }
 
+/* ---- the per-segment linear ---------------------------------------------------------------------- */
+
+/* ‖a − b‖ ≤ tol·‖b‖ (2-norms), the GEMM's own summation order against the cpu's */
+static void close_norm(const std::vector<float> &a, const std::vector<float> &b, double tol, const char *what, int trial) {
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); i++) num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), den += (double)b[i] * b[i];
+    if (!(sqrt(num) <= tol * sqrt(den) + 1e-30))
+        fail_msg("%s trial %d: relative error %.3g (tolerance %.1g)", what, trial, sqrt(num / (den > 0 ? den : 1)), tol);
+}
+
+static void test_segment_linear(void **state) {
+    (void)state;
+    const vla_ops *cpu = vla_backend_find("cpu");
+    for (int trial = 0; trial < 6; trial++) {
+        int32_t n_seg = (int32_t)rnd(1, 6), n_mat = (int32_t)rnd(1, 3);
+        std::vector<int32_t> cu((size_t)n_seg + 1, 0), ids((size_t)n_seg);
+        for (int32_t s = 0; s < n_seg; s++) {
+            cu[(size_t)s + 1] = cu[(size_t)s] + (int32_t)(s == 1 ? 0 : rnd(1, 40)); /* segment 1 empty */
+            ids[(size_t)s] = (int32_t)rnd(0, n_mat - 1);
+        }
+        int64_t n = cu[(size_t)n_seg], in = rnd(1, 90), out = trial == 5 ? rnd(130, 160) : rnd(1, 90);
+        std::vector<float> x = rand_vec(n * in, 1), w = rand_vec(n_mat * in * out, 0.5f), b = rand_vec(n_mat * out, 1);
+        std::vector<float> dy = rand_vec(n * out, 1), y0((size_t)(n * out)), y1((size_t)(n * out));
+        std::vector<float> dx0 = rand_vec(n * in, 1), dw0 = rand_vec(n_mat * in * out, 1), db0 = rand_vec(n_mat * out, 1);
+        std::vector<float> dx1 = dx0, dw1 = dw0, db1 = db0;
+        cpu->segment_linear_forward(y0.data(), x.data(), w.data(), b.data(), ids.data(), cu.data(), n_seg, in, out);
+        cpu->segment_linear_backward(dx0.data(), dw0.data(), db0.data(), dy.data(), x.data(), w.data(), ids.data(),
+                                     cu.data(), n_seg, in, out);
+        /* the launches as segment.cu makes them: row tiles of one segment (dev_index.h) … */
+        vla_seg_chunks tiles;
+        assert_int_equal(vla_seg_chunks_make_rows(&tiles, cu.data(), n_seg, SEG_TM), VLA_OK);
+        unsigned nc = (unsigned)tiles.n_chunks;
+        emu_launch(dim3(nc, (unsigned)((out + SEG_TN - 1) / SEG_TN)), dim3(SEG_THREADS), [&] {
+            k_seg_gemm(y1.data(), x.data(), in, out, w.data(), in * out, out, 1, b.data(), tiles.start, tiles.end,
+                       tiles.seg, ids.data(), false);
+        });
+        emu_launch(dim3(nc, (unsigned)((in + SEG_TN - 1) / SEG_TN)), dim3(SEG_THREADS), [&] {
+            k_seg_gemm(dx1.data(), dy.data(), out, in, w.data(), in * out, 1, out, NULL, tiles.start, tiles.end,
+                       tiles.seg, ids.data(), true);
+        });
+        vla_seg_chunks_free(&tiles);
+        /* … and the rows grouped by embodiment for dW and db (vla_rows_csr_make) */
+        std::vector<int32_t> row_e((size_t)(n > 0 ? n : 1));
+        for (int32_t s = 0; s < n_seg; s++)
+            for (int32_t r = cu[(size_t)s]; r < cu[(size_t)s + 1]; r++) row_e[(size_t)r] = ids[(size_t)s];
+        vla_rows_csr csr;
+        assert_int_equal(vla_rows_csr_make(&csr, row_e.data(), n), VLA_OK);
+        int64_t i_tiles = (in + SEG_TM - 1) / SEG_TM;
+        emu_launch(dim3((unsigned)(csr.n_groups * i_tiles), (unsigned)((out + SEG_TN - 1) / SEG_TN)), dim3(SEG_THREADS), [&] {
+            k_seg_wgrad(dw1.data(), x.data(), dy.data(), in, out, csr.dst, csr.off, csr.items, i_tiles);
+        });
+        emu_launch(dim3((unsigned)((csr.n_groups * out + 255) / 256)), dim3(256),
+                   [&] { k_seg_bgrad(db1.data(), dy.data(), out, csr.dst, csr.off, csr.items, csr.n_groups); });
+        vla_rows_csr_free(&csr);
+        close_norm(y1, y0, 1e-5, "k_seg_gemm (y)", trial);
+        close_norm(dx1, dx0, 1e-5, "k_seg_gemm (dx)", trial);
+        close_norm(dw1, dw0, 1e-5, "k_seg_wgrad", trial);
+        close_norm(db1, db0, 1e-6, "k_seg_bgrad", trial);
+    }
+}
+
 int main(void) {
     rng = vla_rng_stream(77, 0);
     if (getenv("VLA_EMU_TEST")) cmocka_set_test_filter(getenv("VLA_EMU_TEST")); /* one test, by name */
@@ -379,6 +445,7 @@ int main(void) {
         cmocka_unit_test(test_elementwise_copies),
         cmocka_unit_test(test_optimizer_many_tensors),
         cmocka_unit_test(test_sum_squares_many_vectors),
+        cmocka_unit_test(test_segment_linear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
