@@ -20,7 +20,9 @@
  *    (k_reduce_partial + k_reduce_final) across block cuts, and the total is their sum in order;
  *  - the per-segment linear's own GEMM kernels (k_seg_gemm, k_seg_wgrad, k_seg_bgrad: GR00T's
  *    per-embodiment layers) equal the cpu backend's per-segment SGEMMs within f32 summation order, empty
- *    segments, repeated embodiments and tile edges included.
+ *    segments, repeated embodiments and tile edges included;
+ *  - the masked MSE on the device (k_mse_rows, k_mse_grad, k_mse_add: the loss kept on the device) gives
+ *    the cpu's gradient bit for bit and its loss to a few ulps (rows summed, then the rows in order).
  * On a GPU the conformance suite (test_conformance, run by scripts/gpu_check.sh) holds the same
  * contracts; this test is what can be run before a device is lent. */
 #include <stdarg.h>
@@ -35,6 +37,7 @@ extern "C" {
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "cuda_emu.h"
@@ -435,6 +438,41 @@ static void test_segment_linear(void **state) {
     }
 }
 
+/* ---- the masked MSE ------------------------------------------------------------------------------- */
+
+static void test_masked_mse(void **state) {
+    (void)state;
+    const vla_ops *cpu = vla_backend_find("cpu");
+    for (int trial = 0; trial < 6; trial++) {
+        int64_t S = rnd(1, 5), H = rnd(1, 20), D = rnd(1, 12);
+        std::vector<float> pred = rand_vec(S * H * D, 2), target = rand_vec(S * H * D, 2);
+        std::vector<uint8_t> pad((size_t)(S * H));
+        std::vector<int32_t> real((size_t)S);
+        for (auto &p : pad) p = rnd(0, 3) == 0;
+        for (auto &r : real) r = (int32_t)rnd(-1, D + 2); /* clamped to [0, D] */
+        if (trial == 5) std::fill(pad.begin(), pad.end(), 1); /* nothing real: loss 0, no gradient */
+        vla_mse_reduction red = trial % 2 ? VLA_MSE_MEAN_ALL : VLA_MSE_MEAN_REAL;
+        double divisor = trial == 3 ? 7.5 : 0.0;
+        std::vector<float> g0((size_t)(S * H * D)), g1((size_t)(S * H * D), -1.0f);
+        double loss0 = 0.25, loss1 = 0.25; /* accumulated into */
+        cpu->masked_mse_acc(pred.data(), target.data(), S, H, D, pad.data(), real.data(), red, divisor, g0.data(), &loss0);
+        /* as vla_cuda_masked_mse_acc launches them */
+        bool live;
+        double denom = mse_denom(S, H, D, pad.data(), real.data(), red, divisor, &live);
+        std::vector<double> rows((size_t)(S * H));
+        emu_launch(dim3((unsigned)((S * H + 127) / 128)), dim3(128), [&] {
+            k_mse_rows(pred.data(), target.data(), S, H, D, pad.data(), real.data(), rows.data());
+        });
+        emu_launch(dim3(2), dim3(256), [&] { /* a grid smaller than the elements: the grid-stride loop */
+            k_mse_grad(g1.data(), pred.data(), target.data(), S, H, D, pad.data(), real.data(), live ? 2.0 / denom : 0.0);
+        });
+        emu_launch(dim3(1), dim3(1), [&] { k_mse_add(rows.data(), S * H, denom, live, &loss1); });
+        assert_memory_equal(g0.data(), g1.data(), sizeof(float) * g0.size());
+        if (!(fabs(loss1 - loss0) <= 1e-14 * fabs(loss0)))
+            fail_msg("masked MSE trial %d: the device's loss %.17g, the cpu's %.17g", trial, loss1, loss0);
+    }
+}
+
 int main(void) {
     rng = vla_rng_stream(77, 0);
     if (getenv("VLA_EMU_TEST")) cmocka_set_test_filter(getenv("VLA_EMU_TEST")); /* one test, by name */
@@ -446,6 +484,7 @@ int main(void) {
         cmocka_unit_test(test_optimizer_many_tensors),
         cmocka_unit_test(test_sum_squares_many_vectors),
         cmocka_unit_test(test_segment_linear),
+        cmocka_unit_test(test_masked_mse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -212,37 +212,7 @@ extern "C" void vla_cuda_softmax_rows_backward(float *dx, const float *y, const 
 /* ---- masked MSE (policy/flow.h's rule; the cpu backend's ops_cpu_flow.c) ----------------- */
 
 /* per (sample, step) row: Σ over the real dims of (pred − target)² in double, or 0 when padded */
-__global__ void k_mse_rows(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
-                           const uint8_t *is_pad, const int32_t *real_dims, double *row_sum) {
-    int64_t row = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-    if (row >= S * H) return;
-    int64_t s = row / H, rd = real_dims ? real_dims[s] : D;
-    rd = rd > D ? D : rd < 0 ? 0 : rd;
-    double sum = 0.0;
-    if (!(is_pad && is_pad[row]))
-        for (int64_t d = 0; d < rd; d++) {
-            double e = (double)pred[row * D + d] - (double)target[row * D + d];
-            sum += e * e;
-        }
-    row_sum[row] = sum;
-}
-
-__global__ void k_mse_grad(float *d_pred, const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
-                           const uint8_t *is_pad, const int32_t *real_dims, double g) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < S * H * D; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t row = i / D, d = i % D, s = row / H, rd = real_dims ? real_dims[s] : D;
-        rd = rd > D ? D : rd;
-        bool live = g != 0.0 && !(is_pad && is_pad[row]) && d < rd;
-        d_pred[i] = live ? (float)(g * ((double)pred[i] - (double)target[i])) : 0.0f;
-    }
-}
-
-/* *loss_sum += (Σ row_sum in row order) / denom, or 0 without real entries: the host's arithmetic, on the device */
-__global__ void k_mse_add(const double *row_sum, int64_t rows, double denom, bool live, double *loss_sum) {
-    double sum = 0.0;
-    for (int64_t r = 0; r < rows; r++) sum += row_sum[r];
-    *loss_sum += live ? sum / denom : 0.0;
-}
+/* the masked MSE's kernels (k_mse_rows, k_mse_grad, k_mse_add) and its denominator (mse_denom): reduce_kernels.cuh */
 
 /* The loss and its gradient; the loss returned (loss_sum NULL: one wait)
  * or added to *loss_sum on the device (no wait, returns 0). */
@@ -250,16 +220,8 @@ static double masked_mse(const float *pred, const float *target, int64_t S, int6
                          const uint8_t *is_pad, const int32_t *real_dims, vla_mse_reduction red, double divisor,
                          float *d_pred, double *loss_sum) {
     if (S <= 0 || H <= 0 || D <= 0) return 0.0;
-    /* the count of real entries is host arithmetic on host metadata */
-    double count = 0;
-    for (int64_t s = 0; s < S; s++) {
-        int64_t rd = real_dims ? real_dims[s] : D;
-        rd = rd > D ? D : rd < 0 ? 0 : rd;
-        for (int64_t h = 0; h < H; h++)
-            if (!(is_pad && is_pad[s * H + h])) count += (double)rd;
-    }
-    double denom = divisor > 0 ? divisor : red == VLA_MSE_MEAN_REAL ? count : (double)(S * H * D);
-    bool live = denom > 0 && count > 0;
+    bool live;
+    double denom = mse_denom(S, H, D, is_pad, real_dims, red, divisor, &live);
     vla_cuda_upload_t up = vla_cuda_upload(is_pad, (size_t)(S * H));
     vla_cuda_upload_t ur = vla_cuda_upload(real_dims, sizeof(int32_t) * (size_t)S);
     cudaStream_t st = vla_cuda_stream();

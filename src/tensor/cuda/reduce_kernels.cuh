@@ -1,13 +1,15 @@
 /* reduce_kernels.cuh — the cuda backend's deterministic reductions (reduce.cu launches them): a vector
  * cut into blocks by its length alone (reduce_cut), each block summed with a fixed thread stride and a
  * fixed shared-memory tree in double, the partials combined the same way by one block; many vectors'
- * Σx² in two launches with each sum the single reduction's bits. A header, so the CPU tests run these
+ * Σx² in two launches with each sum the single reduction's bits; the masked MSE of flow matching. A header, so the CPU tests run these
  * very kernels under an emulation of the CUDA execution model (tests/tensor/cuda_emu.h). */
 #ifndef VLA_TENSOR_CUDA_REDUCE_KERNELS_CUH
 #define VLA_TENSOR_CUDA_REDUCE_KERNELS_CUH
 
 #include <math.h>
 #include <stdint.h>
+
+#include "tensor/ops.h"
 
 #define RT 256          /* threads of a reduction block */
 #define RED_MAX_BLOCKS 1024
@@ -139,6 +141,56 @@ static inline int64_t sumsq_plan(int count, const float *const *x, const int64_t
         blocks += nb;
     }
     return blocks;
+}
+
+/* ---- the masked MSE of flow matching (ops.h, masked_mse) ------------------------------------------- */
+
+__global__ void k_mse_rows(const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                           const uint8_t *is_pad, const int32_t *real_dims, double *row_sum) {
+    int64_t row = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (row >= S * H) return;
+    int64_t s = row / H, rd = real_dims ? real_dims[s] : D;
+    rd = rd > D ? D : rd < 0 ? 0 : rd;
+    double sum = 0.0;
+    if (!(is_pad && is_pad[row]))
+        for (int64_t d = 0; d < rd; d++) {
+            double e = (double)pred[row * D + d] - (double)target[row * D + d];
+            sum += e * e;
+        }
+    row_sum[row] = sum;
+}
+
+__global__ void k_mse_grad(float *d_pred, const float *pred, const float *target, int64_t S, int64_t H, int64_t D,
+                           const uint8_t *is_pad, const int32_t *real_dims, double g) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < S * H * D; i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t row = i / D, d = i % D, s = row / H, rd = real_dims ? real_dims[s] : D;
+        rd = rd > D ? D : rd;
+        bool live = g != 0.0 && !(is_pad && is_pad[row]) && d < rd;
+        d_pred[i] = live ? (float)(g * ((double)pred[i] - (double)target[i])) : 0.0f;
+    }
+}
+
+/* *loss_sum += (Σ row_sum in row order) / denom, or 0 without real entries: the host's arithmetic, on the device */
+__global__ void k_mse_add(const double *row_sum, int64_t rows, double denom, bool live, double *loss_sum) {
+    double sum = 0.0;
+    for (int64_t r = 0; r < rows; r++) sum += row_sum[r];
+    *loss_sum += live ? sum / denom : 0.0;
+}
+
+/* The loss's denominator from the host metadata (the count of real entries, or S·H·D, or the divisor);
+ * *live: there are real entries to average */
+static inline double mse_denom(int64_t S, int64_t H, int64_t D, const uint8_t *is_pad, const int32_t *real_dims,
+                               vla_mse_reduction red, double divisor, bool *live) {
+    double count = 0;
+    for (int64_t s = 0; s < S; s++) {
+        int64_t rd = real_dims ? real_dims[s] : D;
+        rd = rd > D ? D : rd < 0 ? 0 : rd;
+        for (int64_t h = 0; h < H; h++)
+            if (!(is_pad && is_pad[s * H + h])) count += (double)rd;
+    }
+    double denom = divisor > 0 ? divisor : red == VLA_MSE_MEAN_REAL ? count : (double)(S * H * D);
+    *live = denom > 0 && count > 0;
+    return denom;
 }
 
 #endif
