@@ -22,7 +22,11 @@
  *    per-embodiment layers) equal the cpu backend's per-segment SGEMMs within f32 summation order, empty
  *    segments, repeated embodiments and tile edges included;
  *  - the masked MSE on the device (k_mse_rows, k_mse_grad, k_mse_add: the loss kept on the device) gives
- *    the cpu's gradient bit for bit and its loss to a few ulps (rows summed, then the rows in order).
+ *    the cpu's gradient bit for bit and its loss to a few ulps (rows summed, then the rows in order);
+ *  - the f32 attention kernels (k_simt_fwd, k_simt_dkdv, k_simt_dq: precision FP32's, and the fallback),
+ *    walking the host plan (tensor/attn_plan.h) as attention.cu uploads it, equal the cpu backend's packed
+ *    attention within f32 summation order — prefix-LM groups, GQA and folded MQA, one-token samples,
+ *    and the dK/dV walk split into parts (summed in order, as attention.cu does).
  * On a GPU the conformance suite (test_conformance, run by scripts/gpu_check.sh) holds the same
  * contracts; this test is what can be run before a device is lent. */
 #include <stdarg.h>
@@ -43,6 +47,7 @@ extern "C" {
 #include "cuda_emu.h"
 /* the kernels, as nvcc sees them */
 #include "tensor/cuda/act_kernels.cuh"
+#include "tensor/cuda/attn_simt_kernels.cuh"
 #include "tensor/cuda/cast_kernels.cuh"
 #include "tensor/cuda/norm_kernels.cuh"
 #include "tensor/cuda/optim_kernels.cuh"
@@ -473,6 +478,90 @@ static void test_masked_mse(void **state) {
     }
 }
 
+/* ---- the f32 attention ------------------------------------------------------------------------------ */
+
+static void test_attention_simt(void **state) {
+    (void)state;
+    const vla_ops *cpu = vla_backend_find("cpu");
+    const struct {
+        int32_t H, Hkv, d, splits;
+    } shapes[] = {{2, 2, 16, 1}, {4, 1, 24, 3}, {4, 2, 8, 2}, {3, 3, 40, 1}};
+    int trial = 0;
+    for (const auto &sh : shapes) {
+        int32_t n_seg = (int32_t)rnd(1, 3);
+        std::vector<int32_t> cu((size_t)n_seg + 1, 0);
+        for (int32_t s = 0; s < n_seg; s++) cu[(size_t)s + 1] = cu[(size_t)s] + (int32_t)(s == 0 ? 1 : rnd(2, 70));
+        int64_t T = cu[(size_t)n_seg];
+        std::vector<int32_t> grp((size_t)T); /* prefix-LM: the last third of each sample is the suffix */
+        for (int32_t s = 0; s < n_seg; s++) {
+            int32_t len = cu[(size_t)s + 1] - cu[(size_t)s];
+            for (int32_t t = 0; t < len; t++) grp[(size_t)(cu[(size_t)s] + t)] = t >= len - len / 3 ? 1 : 0;
+        }
+        vla_attn_config cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.n_heads = sh.H, cfg.n_kv_heads = sh.Hkv, cfg.head_dim = sh.d, cfg.precision = VLA_PREC_FP32;
+        vla_attn_seqs qs = {n_seg, cu.data(), grp.data()};
+        const vla_attn_seqs *srcs[1] = {&qs};
+        int64_t nq = T * sh.H * sh.d, nk = T * sh.Hkv * sh.d;
+        std::vector<float> q = rand_vec(nq, 1), k = rand_vec(nk, 1), v = rand_vec(nk, 1), dout = rand_vec(nq, 1);
+        /* the cpu's */
+        std::vector<float> out0((size_t)nq), lse0((size_t)(T * sh.H)), dq0 = rand_vec(nq, 0.1f), dk0 = rand_vec(nk, 0.1f),
+                                                                            dv0 = rand_vec(nk, 0.1f);
+        std::vector<float> dq1 = dq0, dk1 = dk0, dv1 = dv0;
+        assert_int_equal(cpu->attention_forward(&cfg, out0.data(), lse0.data(), q.data(), k.data(), v.data(), &qs, &qs,
+                                                NULL, NULL),
+                         VLA_OK);
+        assert_int_equal(cpu->attention_backward(&cfg, dq0.data(), dk0.data(), dv0.data(), dout.data(), q.data(),
+                                                 k.data(), v.data(), out0.data(), lse0.data(), &qs, &qs, NULL),
+                         VLA_OK);
+        /* the plan as attention.cu builds and uploads it for the f32 kernels */
+        vla_attn_plan plan;
+        assert_int_equal(vla_attn_plan_make(&plan, &cfg, VLA_SIMT_TILE, VLA_SIMT_TILE, VLA_ATTN_FOLD_ROWS, &qs, 1, srcs),
+                         VLA_OK);
+        vla_attn_pack_layout lay = vla_attn_plan_pack_layout(&plan, &qs, 1, srcs);
+        std::vector<int32_t> packed((size_t)lay.words);
+        vla_attn_plan_pack(&plan, &lay, &qs, 1, srcs, packed.data());
+        vla_attn_args a;
+        memset(&a, 0, sizeof a);
+        vla_attn_args_plan(&a, packed.data(), &lay, &plan);
+        std::vector<float> out1((size_t)nq, -9.0f), lse1((size_t)(T * sh.H), -9.0f);
+        a.q = q.data(), a.k[0] = k.data(), a.v[0] = v.data(), a.out = out1.data(), a.lse = lse1.data();
+        emu_launch(dim3((unsigned)(a.n_qt * a.H)), dim3(128), [&] { k_simt_fwd(a); },
+                   vla_attn_simt_smem(a.d, VLA_SIMT_FWD_SMEM));
+        close_norm(out1, out0, 1e-5, "k_simt_fwd (out)", trial);
+        close_norm(lse1, lse0, 1e-6, "k_simt_fwd (lse)", trial);
+        /* the backward: rowsum(dO·O) (k_rowdot's), dK/dV in kv_splits parts summed in order, then dQ */
+        int64_t rows = plan.nq * plan.H;
+        std::vector<float> dvec((size_t)rows);
+        for (int64_t r = 0; r < rows; r++) {
+            double acc = 0;
+            for (int c = 0; c < sh.d; c++) acc += (double)dout[(size_t)(r * sh.d + c)] * out1[(size_t)(r * sh.d + c)];
+            dvec[(size_t)r] = (float)acc;
+        }
+        a.d_out = dout.data(), a.lse_in = lse1.data(), a.dvec = dvec.data();
+        a.dq = dq1.data(), a.dk = dk1.data(), a.dv = dv1.data();
+        int64_t n_kv = plan.nk[0] * plan.Hkv * plan.d;
+        std::vector<float> parts((size_t)(2 * sh.splits * n_kv), 0.0f);
+        a.kv_splits = sh.splits;
+        if (sh.splits > 1) a.part_stride = n_kv, a.dk_part = parts.data(), a.dv_part = parts.data() + sh.splits * n_kv;
+        emu_launch(dim3((unsigned)(a.n_kt * a.Hkv * a.kv_splits)), dim3(128), [&] { k_simt_dkdv(a); },
+                   vla_attn_simt_smem(a.d, VLA_SIMT_DKDV_SMEM));
+        if (sh.splits > 1) /* attention.cu's k_sum_parts: the parts in order */
+            for (int64_t e = 0; e < n_kv; e++) {
+                float sk = 0.0f, sv = 0.0f;
+                for (int p = 0; p < sh.splits; p++) sk += a.dk_part[p * n_kv + e], sv += a.dv_part[p * n_kv + e];
+                dk1[(size_t)e] += sk, dv1[(size_t)e] += sv;
+            }
+        emu_launch(dim3((unsigned)(a.n_qt * a.H)), dim3(128), [&] { k_simt_dq(a); },
+                   vla_attn_simt_smem(a.d, VLA_SIMT_DQ_SMEM));
+        close_norm(dq1, dq0, 1e-4, "k_simt_dq", trial);
+        close_norm(dk1, dk0, 1e-4, "k_simt_dkdv (dk)", trial);
+        close_norm(dv1, dv0, 1e-4, "k_simt_dkdv (dv)", trial);
+        vla_attn_plan_free(&plan);
+        trial++;
+    }
+}
+
 int main(void) {
     rng = vla_rng_stream(77, 0);
     if (getenv("VLA_EMU_TEST")) cmocka_set_test_filter(getenv("VLA_EMU_TEST")); /* one test, by name */
@@ -485,6 +574,7 @@ int main(void) {
         cmocka_unit_test(test_sum_squares_many_vectors),
         cmocka_unit_test(test_segment_linear),
         cmocka_unit_test(test_masked_mse),
+        cmocka_unit_test(test_attention_simt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -197,15 +197,7 @@ static void *bf16_copies(vla_attn_args *a, int n, const float *const *src, const
 }
 
 /* the plan's parts in the kernels' arguments */
-static void args_plan(vla_attn_args *a, const dev_plan *dp) {
-    const int32_t *b = (const int32_t *)dp->dev;
-    a->qt = (const vla_attn_tile *)(b + dp->l.qt), a->kt = (const vla_attn_tile *)(b + dp->l.kt);
-    a->q_order = b + dp->l.q_order, a->k_order = b + dp->l.k_order;
-    a->group_q = dp->l.group_q >= 0 ? b + dp->l.group_q : NULL;
-    for (int i = 0; i < VLA_ATTN_MAX_SRC; i++) a->group_k[i] = dp->l.group_k[i] >= 0 ? b + dp->l.group_k[i] : NULL;
-    a->H = dp->p.H, a->Hkv = dp->p.Hkv, a->rep = dp->p.rep, a->d = dp->p.d, a->scale = dp->p.scale;
-    a->n_qt = dp->p.n_qt, a->n_kt = dp->p.n_kt;
-}
+static void args_plan(vla_attn_args *a, const dev_plan *dp) { vla_attn_args_plan(a, (const int32_t *)dp->dev, &dp->l, &dp->p); }
 
 /* The grid a split walk aims at (the forward's keys, the backward's dK/dV): four blocks per SM of an
  * H100/H200 (132 SMs; two resident at a time for head dim 256, so two waves, whose tails even out). More

@@ -6,7 +6,9 @@
 #ifndef VLA_TENSOR_CUDA_ATTN_KERNELS_CUH
 #define VLA_TENSOR_CUDA_ATTN_KERNELS_CUH
 
+#ifndef VLA_CUDA_EMU /* tests/tensor/cuda_emu.h compiles the f32 kernels on the host: no runtime there */
 #include <cuda_runtime.h>
+#endif
 #include <stdint.h>
 
 extern "C" {
@@ -58,8 +60,38 @@ enum {
     VLA_ATTN_STAGE_PREFETCH, /* bf16 copies, the prefetching kernel in every pass */
 };
 
-/* f32 kernels: 32×32 tiles, head_dim <= 256 (attn_simt.cu) */
+/* A kernel's dynamic shared memory (the size its launch gives) */
+#ifdef VLA_CUDA_EMU
+#define VLA_DYN_SMEM(T, name) T *name = (T *)emu_dyn_smem()
+#else
+#define VLA_DYN_SMEM(T, name) extern __shared__ __align__(16) T name[]
+#endif
+
+/* plan p's parts (packed as attn_plan.h's layout l says, at b in device memory) and sizes in the kernels'
+ * arguments */
+static inline void vla_attn_args_plan(vla_attn_args *a, const int32_t *b, const vla_attn_pack_layout *l,
+                                      const vla_attn_plan *p) {
+    a->qt = (const vla_attn_tile *)(b + l->qt), a->kt = (const vla_attn_tile *)(b + l->kt);
+    a->q_order = b + l->q_order, a->k_order = b + l->k_order;
+    a->group_q = l->group_q >= 0 ? b + l->group_q : NULL;
+    for (int i = 0; i < VLA_ATTN_MAX_SRC; i++) a->group_k[i] = l->group_k[i] >= 0 ? b + l->group_k[i] : NULL;
+    a->H = p->H, a->Hkv = p->Hkv, a->rep = p->rep, a->d = p->d, a->scale = p->scale;
+    a->n_qt = p->n_qt, a->n_kt = p->n_kt;
+}
+
+/* f32 kernels: 32×32 tiles, head_dim <= 256 (attn_simt.cu; attn_simt_kernels.cuh). A pass's dynamic shared
+ * memory: `tiles` tiles of 32 rows × (d + 1) floats, `small` of 32 × 33, `ints` int32 rows of 32 */
 #define VLA_SIMT_TILE 32
+static inline size_t vla_attn_simt_smem(int d, int tiles, int small, int ints) {
+    return ((size_t)tiles * VLA_SIMT_TILE * (size_t)(d + 1) + (size_t)small * VLA_SIMT_TILE * (VLA_SIMT_TILE + 1)) *
+               sizeof(float) +
+           (size_t)ints * VLA_SIMT_TILE * 4;
+}
+/* the (tiles, small, ints) of each pass's shared memory */
+#define VLA_SIMT_FWD_SMEM 4, 1, 1
+#define VLA_SIMT_DKDV_SMEM 6, 2, 3
+#define VLA_SIMT_DQ_SMEM 5, 1, 1
+#ifndef VLA_CUDA_EMU
 cudaError_t vla_attn_simt_forward(const vla_attn_args *a, cudaStream_t s);
 cudaError_t vla_attn_simt_dkdv(const vla_attn_args *a, cudaStream_t s);
 cudaError_t vla_attn_simt_dq(const vla_attn_args *a, cudaStream_t s);
@@ -76,5 +108,6 @@ cudaError_t vla_attn_mma_dq(const vla_attn_args *a, cudaStream_t s);
 /* how the passes staged at their last launch: bits 0-2 forward, dK/dV, dQ prefetched; bit 3 from bf16
  * copies (-1: none ran) */
 int32_t vla_attn_mma_staged(void);
+#endif /* VLA_CUDA_EMU */
 
 #endif
