@@ -26,7 +26,12 @@
  *  - the f32 attention kernels (k_simt_fwd, k_simt_dkdv, k_simt_dq: precision FP32's, and the fallback),
  *    walking the host plan (tensor/attn_plan.h) as attention.cu uploads it, equal the cpu backend's packed
  *    attention within f32 summation order — prefix-LM groups, GQA and folded MQA, one-token samples,
- *    and the dK/dV walk split into parts (summed in order, as attention.cu does).
+ *    and the dK/dV walk split into parts (summed in order, as attention.cu does);
+ *  - the bf16 tensor-core attention (k_mma_fwd, k_mma_dkdv, k_mma_dq: mma.sync, ldmatrix and cp.async
+ *    emulated from the PTX ISA) gives the same bits staged all three ways (from the f32 tensors, from
+ *    bf16 copies, from copies prefetched with cp.async), and the cpu's attention of the bf16-rounded
+ *    operands within the rounding of P (and dS) to bf16 — swizzled (head dim 64) and padded (48) tiles,
+ *    GQA and folded MQA, the dK/dV walk whole and in parts.
  * On a GPU the conformance suite (test_conformance, run by scripts/gpu_check.sh) holds the same
  * contracts; this test is what can be run before a device is lent. */
 #include <stdarg.h>
@@ -48,6 +53,8 @@ extern "C" {
 /* the kernels, as nvcc sees them */
 #include "tensor/cuda/act_kernels.cuh"
 #include "tensor/cuda/attn_simt_kernels.cuh"
+#undef NTH /* the two attention families each name their block size NTH */
+#include "tensor/cuda/attn_mma_kernels.cuh"
 #include "tensor/cuda/cast_kernels.cuh"
 #include "tensor/cuda/norm_kernels.cuh"
 #include "tensor/cuda/optim_kernels.cuh"
@@ -384,12 +391,22 @@ static void test_sum_squares_many_vectors(void **state) {
 
 /* ---- the per-segment linear ---------------------------------------------------------------------- */
 
-/* ‖a − b‖ ≤ tol·‖b‖ (2-norms), the GEMM's own summation order against the cpu's */
-static void close_norm(const std::vector<float> &a, const std::vector<float> &b, double tol, const char *what, int trial) {
+/* ‖a − b‖ ≤ tol·max(‖b‖, floor) (2-norms), the kernel's own summation order against the cpu's; floor: a
+ * norm the error may be judged against where b's own is zero (test_backends' criterion: a gradient that
+ * is zero in exact arithmetic — one key per query, so P = 1 — comes back as rounding noise of the size of
+ * its neighbours') */
+static void close_norm(const std::vector<float> &a, const std::vector<float> &b, double tol, const char *what, int trial,
+                       double floor = 0) {
     double num = 0, den = 0;
     for (size_t i = 0; i < a.size(); i++) num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]), den += (double)b[i] * b[i];
-    if (!(sqrt(num) <= tol * sqrt(den) + 1e-30))
+    if (!(sqrt(num) <= tol * fmax(sqrt(den), floor) + 1e-30))
         fail_msg("%s trial %d: relative error %.3g (tolerance %.1g)", what, trial, sqrt(num / (den > 0 ? den : 1)), tol);
+}
+
+static double norm2(const std::vector<float> &x) {
+    double s = 0;
+    for (float e : x) s += (double)e * e;
+    return sqrt(s);
 }
 
 static void test_segment_linear(void **state) {
@@ -480,6 +497,47 @@ static void test_masked_mse(void **state) {
 
 /* ---- the f32 attention ------------------------------------------------------------------------------ */
 
+/* a packed prefix-LM batch: a one-token sample, then n_seg − 1 of 2..max_len tokens, the last third of
+ * each sample the suffix (group 1) */
+struct packed_batch {
+    std::vector<int32_t> cu, grp;
+    vla_attn_seqs seqs;
+    int64_t T;
+    packed_batch(int32_t n_seg, int32_t max_len) : cu((size_t)n_seg + 1, 0) {
+        for (int32_t s = 0; s < n_seg; s++) cu[(size_t)s + 1] = cu[(size_t)s] + (int32_t)(s == 0 ? 1 : rnd(2, max_len));
+        T = cu[(size_t)n_seg];
+        grp.assign((size_t)T, 0);
+        for (int32_t s = 0; s < n_seg; s++) {
+            int32_t len = cu[(size_t)s + 1] - cu[(size_t)s];
+            for (int32_t t = 0; t < len; t++) grp[(size_t)(cu[(size_t)s] + t)] = t >= len - len / 3 ? 1 : 0;
+        }
+        seqs = {n_seg, cu.data(), grp.data()};
+    }
+};
+
+/* the plan of bq × bk tiles as attention.cu builds and packs it (its upload is these words) */
+struct packed_plan {
+    vla_attn_plan p;
+    vla_attn_pack_layout l;
+    std::vector<int32_t> words;
+    packed_plan(const vla_attn_config *cfg, int32_t bq, int32_t bk, const vla_attn_seqs *qs) {
+        const vla_attn_seqs *srcs[1] = {qs};
+        assert_int_equal(vla_attn_plan_make(&p, cfg, bq, bk, VLA_ATTN_FOLD_ROWS, qs, 1, srcs), VLA_OK);
+        l = vla_attn_plan_pack_layout(&p, qs, 1, srcs);
+        words.assign((size_t)l.words, 0);
+        vla_attn_plan_pack(&p, &l, qs, 1, srcs, words.data());
+    }
+    ~packed_plan() { vla_attn_plan_free(&p); }
+    void into(vla_attn_args *a) const { vla_attn_args_plan(a, words.data(), &l, &p); }
+};
+
+static vla_attn_config attn_config(int32_t H, int32_t Hkv, int32_t d, vla_precision prec) {
+    vla_attn_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.n_heads = H, cfg.n_kv_heads = Hkv, cfg.head_dim = d, cfg.precision = prec;
+    return cfg;
+}
+
 static void test_attention_simt(void **state) {
     (void)state;
     const vla_ops *cpu = vla_backend_find("cpu");
@@ -488,20 +546,10 @@ static void test_attention_simt(void **state) {
     } shapes[] = {{2, 2, 16, 1}, {4, 1, 24, 3}, {4, 2, 8, 2}, {3, 3, 40, 1}};
     int trial = 0;
     for (const auto &sh : shapes) {
-        int32_t n_seg = (int32_t)rnd(1, 3);
-        std::vector<int32_t> cu((size_t)n_seg + 1, 0);
-        for (int32_t s = 0; s < n_seg; s++) cu[(size_t)s + 1] = cu[(size_t)s] + (int32_t)(s == 0 ? 1 : rnd(2, 70));
-        int64_t T = cu[(size_t)n_seg];
-        std::vector<int32_t> grp((size_t)T); /* prefix-LM: the last third of each sample is the suffix */
-        for (int32_t s = 0; s < n_seg; s++) {
-            int32_t len = cu[(size_t)s + 1] - cu[(size_t)s];
-            for (int32_t t = 0; t < len; t++) grp[(size_t)(cu[(size_t)s] + t)] = t >= len - len / 3 ? 1 : 0;
-        }
-        vla_attn_config cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cfg.n_heads = sh.H, cfg.n_kv_heads = sh.Hkv, cfg.head_dim = sh.d, cfg.precision = VLA_PREC_FP32;
-        vla_attn_seqs qs = {n_seg, cu.data(), grp.data()};
-        const vla_attn_seqs *srcs[1] = {&qs};
+        packed_batch pb((int32_t)rnd(2, 4), 70);
+        const vla_attn_seqs &qs = pb.seqs;
+        const int64_t T = pb.T;
+        vla_attn_config cfg = attn_config(sh.H, sh.Hkv, sh.d, VLA_PREC_FP32);
         int64_t nq = T * sh.H * sh.d, nk = T * sh.Hkv * sh.d;
         std::vector<float> q = rand_vec(nq, 1), k = rand_vec(nk, 1), v = rand_vec(nk, 1), dout = rand_vec(nq, 1);
         /* the cpu's */
@@ -515,15 +563,11 @@ static void test_attention_simt(void **state) {
                                                  k.data(), v.data(), out0.data(), lse0.data(), &qs, &qs, NULL),
                          VLA_OK);
         /* the plan as attention.cu builds and uploads it for the f32 kernels */
-        vla_attn_plan plan;
-        assert_int_equal(vla_attn_plan_make(&plan, &cfg, VLA_SIMT_TILE, VLA_SIMT_TILE, VLA_ATTN_FOLD_ROWS, &qs, 1, srcs),
-                         VLA_OK);
-        vla_attn_pack_layout lay = vla_attn_plan_pack_layout(&plan, &qs, 1, srcs);
-        std::vector<int32_t> packed((size_t)lay.words);
-        vla_attn_plan_pack(&plan, &lay, &qs, 1, srcs, packed.data());
+        packed_plan pp(&cfg, VLA_SIMT_TILE, VLA_SIMT_TILE, &qs);
+        const vla_attn_plan &plan = pp.p;
         vla_attn_args a;
         memset(&a, 0, sizeof a);
-        vla_attn_args_plan(&a, packed.data(), &lay, &plan);
+        pp.into(&a);
         std::vector<float> out1((size_t)nq, -9.0f), lse1((size_t)(T * sh.H), -9.0f);
         a.q = q.data(), a.k[0] = k.data(), a.v[0] = v.data(), a.out = out1.data(), a.lse = lse1.data();
         emu_launch(dim3((unsigned)(a.n_qt * a.H)), dim3(128), [&] { k_simt_fwd(a); },
@@ -557,9 +601,131 @@ static void test_attention_simt(void **state) {
         close_norm(dq1, dq0, 1e-4, "k_simt_dq", trial);
         close_norm(dk1, dk0, 1e-4, "k_simt_dkdv (dk)", trial);
         close_norm(dv1, dv0, 1e-4, "k_simt_dkdv (dv)", trial);
-        vla_attn_plan_free(&plan);
         trial++;
     }
+}
+
+/* ---- the bf16 tensor-core attention ----------------------------------------------------------------- */
+
+/* x [rows][d] as the kernels' bf16 copy: [rows][dp], dp = d rounded up to 8, zeros past d (cast_rows.h) */
+static std::vector<uint16_t> bf16_copy(const std::vector<float> &x, int64_t rows, int d, int dp) {
+    std::vector<uint16_t> c((size_t)(rows * dp), 0);
+    for (int64_t r = 0; r < rows; r++)
+        for (int j = 0; j < d; j++) c[(size_t)(r * dp + j)] = vla_nf_f32_to_bf16(x[(size_t)(r * d + j)]);
+    return c;
+}
+
+/* k_mma_fwd<D> one staging way (0: f32 tensors, 1: bf16 copies, 2: copies prefetched) */
+template <int D>
+static void mma_forward(vla_attn_args a, int way, std::vector<float> &out, std::vector<float> &lse) {
+    constexpr int BK = bk_of(D);
+    a.out = out.data(), a.lse = lse.data(), a.q_splits = 1;
+    dim3 grid((unsigned)(a.n_qt * a.H)), block(NTH);
+    if (way == 0) emu_launch(grid, block, [&] { k_mma_fwd<D, BK, false, float>(a); }, vla_attn_smem_fwd(D, 0).bytes);
+    if (way == 1) emu_launch(grid, block, [&] { k_mma_fwd<D, BK, false, uint16_t>(a); }, vla_attn_smem_fwd(D, 0).bytes);
+    if (way == 2) emu_launch(grid, block, [&] { k_mma_fwd<D, BK, true, uint16_t>(a); }, vla_attn_smem_fwd(D, 1).bytes);
+}
+
+template <int D>
+static void check_mma_forward(int32_t H, int32_t Hkv, int d, int trial) {
+    const vla_ops *cpu = vla_backend_find("cpu");
+    packed_batch pb((int32_t)rnd(2, 4), 60);
+    const vla_attn_seqs &qs = pb.seqs;
+    const int64_t T = pb.T;
+    vla_attn_config cfg = attn_config(H, Hkv, d, VLA_PREC_BF16);
+    int64_t nq = T * H * d, nk = T * Hkv * d;
+    std::vector<float> q = rand_vec(nq, 1), k = rand_vec(nk, 1), v = rand_vec(nk, 1);
+    /* the reference: the cpu's f32 attention of the operands rounded to bf16 */
+    std::vector<float> qr = q, kr = k, vr = v;
+    for (auto *x : {&qr, &kr, &vr})
+        for (auto &e : *x) e = vla_nf_bf16_to_f32(vla_nf_f32_to_bf16(e));
+    vla_attn_config cf = cfg;
+    cf.precision = VLA_PREC_FP32;
+    std::vector<float> out0((size_t)nq), lse0((size_t)(T * H));
+    assert_int_equal(cpu->attention_forward(&cf, out0.data(), lse0.data(), qr.data(), kr.data(), vr.data(), &qs, &qs,
+                                            NULL, NULL),
+                     VLA_OK);
+    /* the plan as attention.cu builds it for the bf16 kernels: 64 query rows, bk_of(D) keys */
+    packed_plan pp(&cfg, VLA_ATTN_MMA_ROWS, bk_of(D), &qs);
+    vla_attn_args a;
+    memset(&a, 0, sizeof a);
+    pp.into(&a);
+    a.q = q.data(), a.k[0] = k.data(), a.v[0] = v.data(), a.kv_splits = 1;
+    a.dp = (d + 7) / 8 * 8;
+    std::vector<uint16_t> qb = bf16_copy(q, T * H, d, a.dp), kb = bf16_copy(k, T * Hkv, d, a.dp),
+                          vb = bf16_copy(v, T * Hkv, d, a.dp);
+    a.qb = qb.data(), a.kb[0] = kb.data(), a.vb[0] = vb.data();
+    std::vector<float> out[3], lse[3];
+    for (int way = 0; way < 3; way++) {
+        out[way].assign((size_t)nq, -9.0f), lse[way].assign((size_t)(T * H), -9.0f);
+        mma_forward<D>(a, way, out[way], lse[way]);
+    }
+    for (int way = 1; way < 3; way++)
+        if (memcmp(out[way].data(), out[0].data(), sizeof(float) * (size_t)nq) ||
+            memcmp(lse[way].data(), lse[0].data(), sizeof(float) * (size_t)(T * H)))
+            fail_msg("k_mma_fwd<%d> trial %d: staging way %d gives other bits than the f32 staging", D, trial, way);
+    close_norm(out[0], out0, 4e-3, "k_mma_fwd (out)", trial); /* P rounded to bf16 for P·V */
+    close_norm(lse[0], lse0, 1e-4, "k_mma_fwd (lse)", trial);
+    /* the backward, as attention.cu runs it: rowsum(dO·O), dK/dV per (k-tile, kv head, column block, part)
+     * on a plan of kv_bq_of(D) queries × 64 keys, the parts summed in order, then dQ on the forward's plan */
+    std::vector<float> dout = rand_vec(nq, 1), dor = dout;
+    for (auto &e : dor) e = vla_nf_bf16_to_f32(vla_nf_f32_to_bf16(e));
+    std::vector<float> dq0((size_t)nq, 0.0f), dk0((size_t)nk, 0.0f), dv0((size_t)nk, 0.0f);
+    assert_int_equal(cpu->attention_backward(&cf, dq0.data(), dk0.data(), dv0.data(), dor.data(), qr.data(), kr.data(),
+                                             vr.data(), out0.data(), lse0.data(), &qs, &qs, NULL),
+                     VLA_OK);
+    int64_t rows = T * H;
+    std::vector<float> dvec((size_t)rows);
+    for (int64_t r = 0; r < rows; r++) {
+        double acc = 0;
+        for (int c = 0; c < d; c++) acc += (double)dout[(size_t)(r * d + c)] * out[0][(size_t)(r * d + c)];
+        dvec[(size_t)r] = (float)acc;
+    }
+    std::vector<uint16_t> dob = bf16_copy(dout, T * H, d, a.dp);
+    packed_plan pk(&cfg, kv_bq_of(D), VLA_ATTN_MMA_ROWS, &qs);
+    std::vector<float> dq[3], dk[3], dv[3];
+    const int splits = 1 + trial % 2;
+    for (int way = 0; way < 3; way++) {
+        dq[way].assign((size_t)nq, 0.0f), dk[way].assign((size_t)nk, 0.0f), dv[way].assign((size_t)nk, 0.0f);
+        vla_attn_args b = a;
+        b.d_out = dout.data(), b.dob = dob.data(), b.lse_in = lse[0].data(), b.dvec = dvec.data();
+        b.dq = dq[way].data(), b.dk = dk[way].data(), b.dv = dv[way].data();
+        pk.into(&b);
+        int64_t n_kv = pk.p.nk[0] * pk.p.Hkv * pk.p.d;
+        std::vector<float> parts((size_t)(2 * splits * n_kv), 0.0f);
+        b.kv_splits = splits;
+        if (splits > 1) b.part_stride = n_kv, b.dk_part = parts.data(), b.dv_part = parts.data() + splits * n_kv;
+        constexpr int BQ = kv_bq_of(D), DC = dc_of(D), BK = bk_of(D);
+        dim3 gk((unsigned)(b.n_kt * b.Hkv * b.kv_splits), D / DC), blk(NTH);
+        if (way == 0) emu_launch(gk, blk, [&] { k_mma_dkdv<D, BQ, DC, false, float>(b); }, vla_attn_smem_dkdv(D, 0).bytes);
+        if (way == 1) emu_launch(gk, blk, [&] { k_mma_dkdv<D, BQ, DC, false, uint16_t>(b); }, vla_attn_smem_dkdv(D, 0).bytes);
+        if (way == 2) emu_launch(gk, blk, [&] { k_mma_dkdv<D, BQ, DC, true, uint16_t>(b); }, vla_attn_smem_dkdv(D, 1).bytes);
+        if (splits > 1)
+            for (int64_t e = 0; e < n_kv; e++) {
+                float sk = 0.0f, sv = 0.0f;
+                for (int p = 0; p < splits; p++) sk += b.dk_part[p * n_kv + e], sv += b.dv_part[p * n_kv + e];
+                dk[way][(size_t)e] += sk, dv[way][(size_t)e] += sv;
+            }
+        pp.into(&b);
+        dim3 gq((unsigned)(b.n_qt * b.H));
+        if (way == 0) emu_launch(gq, blk, [&] { k_mma_dq<D, BK, false, float>(b); }, vla_attn_smem_dq(D, 0).bytes);
+        if (way == 1) emu_launch(gq, blk, [&] { k_mma_dq<D, BK, false, uint16_t>(b); }, vla_attn_smem_dq(D, 0).bytes);
+        if (way == 2) emu_launch(gq, blk, [&] { k_mma_dq<D, BK, true, uint16_t>(b); }, vla_attn_smem_dq(D, 1).bytes);
+    }
+    for (int way = 1; way < 3; way++)
+        if (dq[way] != dq[0] || dk[way] != dk[0] || dv[way] != dv[0])
+            fail_msg("k_mma_dkdv/dq<%d> trial %d: staging way %d gives other bits than the f32 staging", D, trial, way);
+    /* P and dS rounded to bf16 for their products; dQ and dK judged against dV's norm where theirs is 0 */
+    close_norm(dq[0], dq0, 1e-2, "k_mma_dq", trial, norm2(dv0));
+    close_norm(dk[0], dk0, 1e-2, "k_mma_dkdv (dk)", trial, norm2(dv0));
+    close_norm(dv[0], dv0, 1e-2, "k_mma_dkdv (dv)", trial);
+}
+
+static void test_attention_mma(void **state) {
+    (void)state;
+    check_mma_forward<64>(2, 2, 64, 0);
+    check_mma_forward<48>(2, 1, 40, 1);
+    check_mma_forward<64>(4, 2, 64, 2);
 }
 
 int main(void) {
@@ -575,6 +741,7 @@ int main(void) {
         cmocka_unit_test(test_segment_linear),
         cmocka_unit_test(test_masked_mse),
         cmocka_unit_test(test_attention_simt),
+        cmocka_unit_test(test_attention_mma),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -60,6 +60,19 @@ enum {
     VLA_ATTN_STAGE_PREFETCH, /* bf16 copies, the prefetching kernel in every pass */
 };
 
+/* how a (q-tile, k-tile) pair is computed under the group rule (attn_plan.h: skipped, whole, or masked
+ * element by element), from the tiles' group ranges; both kernel families ask it */
+#ifdef __CUDACC__
+__device__ __forceinline__
+#else
+static inline
+#endif
+int vla_attn_tile_class(const vla_attn_tile &q, const vla_attn_tile &k) {
+    if (k.gmin > q.gmax) return VLA_TILE_SKIP;
+    if (k.gmax <= q.gmin) return VLA_TILE_FULL;
+    return VLA_TILE_PARTIAL;
+}
+
 /* A kernel's dynamic shared memory (the size its launch gives) */
 #ifdef VLA_CUDA_EMU
 #define VLA_DYN_SMEM(T, name) T *name = (T *)emu_dyn_smem()

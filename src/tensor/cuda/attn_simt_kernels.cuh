@@ -26,12 +26,6 @@ __device__ __forceinline__ void zero_tile(float *s, int ld_s, int d) {
     for (int idx = threadIdx.x; idx < TQ * d; idx += NTH) s[(idx / d) * ld_s + idx % d] = 0.0f;
 }
 
-__device__ __forceinline__ int tile_class(const vla_attn_tile &q, const vla_attn_tile &k) {
-    if (k.gmin > q.gmax) return VLA_TILE_SKIP;
-    if (k.gmax <= q.gmin) return VLA_TILE_FULL;
-    return VLA_TILE_PARTIAL;
-}
-
 __device__ __forceinline__ float dot_rows(const float *x, const float *y, int d) {
     float acc = 0.0f;
     for (int c = 0; c < d; c++) acc += x[c] * y[c];
@@ -54,7 +48,7 @@ __global__ void __launch_bounds__(NTH) k_simt_fwd(vla_attn_args a) {
     float m = -INFINITY, l = 0.0f;
     for (int32_t j = qt.first; j < qt.first + qt.n; j++) {
         const vla_attn_tile kt = a.kt[j];
-        int cls = tile_class(qt, kt);
+        int cls = vla_attn_tile_class(qt, kt);
         if (cls == VLA_TILE_SKIP) continue;
         __syncthreads(); /* the previous tile's K, V are no longer read */
         int64_t ldk = (int64_t)a.Hkv * d;
@@ -131,7 +125,7 @@ __global__ void __launch_bounds__(NTH) k_simt_dkdv(vla_attn_args a) {
         int h = kvh * a.rep + (int)(j / kt.n);
         {
             const vla_attn_tile qt = a.qt[kt.first + (int32_t)(j % kt.n)];
-            int cls = tile_class(qt, kt);
+            int cls = vla_attn_tile_class(qt, kt);
             if (cls == VLA_TILE_SKIP) continue;
             __syncthreads();
             load_tile(Qs, LD, a.q, ldq, qt.start, qt.len, h, d);
@@ -201,7 +195,7 @@ __global__ void __launch_bounds__(NTH) k_simt_dq(vla_attn_args a) {
     float L = in ? a.lse_in[row] : -INFINITY, Dr = in ? a.dvec[row] : 0.0f;
     for (int32_t j = qt.first; j < qt.first + qt.n; j++) {
         const vla_attn_tile kt = a.kt[j];
-        int cls = tile_class(qt, kt);
+        int cls = vla_attn_tile_class(qt, kt);
         if (cls == VLA_TILE_SKIP) continue;
         __syncthreads();
         load_tile(Ks, LD, a.k[0], ldk, kt.start, kt.len, kvh, d);
