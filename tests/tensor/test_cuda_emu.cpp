@@ -31,7 +31,8 @@
  *    emulated from the PTX ISA) gives the same bits staged all three ways (from the f32 tensors, from
  *    bf16 copies, from copies prefetched with cp.async), and the cpu's attention of the bf16-rounded
  *    operands within the rounding of P (and dS) to bf16 — swizzled (head dim 64) and padded (48) tiles,
- *    GQA and folded MQA, the dK/dV walk whole and in parts.
+ *    GQA and folded MQA, the forward's key walk and the dK/dV walk whole and in parts (the parts put
+ *    together by attention.cu's own kernels, k_combine_parts and k_sum_parts).
  * On a GPU the conformance suite (test_conformance, run by scripts/gpu_check.sh) holds the same
  * contracts; this test is what can be run before a device is lent. */
 #include <stdarg.h>
@@ -55,6 +56,7 @@ extern "C" {
 #include "tensor/cuda/attn_simt_kernels.cuh"
 #undef NTH /* the two attention families each name their block size NTH */
 #include "tensor/cuda/attn_mma_kernels.cuh"
+#include "tensor/cuda/attn_parts_kernels.cuh"
 #include "tensor/cuda/cast_kernels.cuh"
 #include "tensor/cuda/norm_kernels.cuh"
 #include "tensor/cuda/optim_kernels.cuh"
@@ -590,12 +592,8 @@ static void test_attention_simt(void **state) {
         if (sh.splits > 1) a.part_stride = n_kv, a.dk_part = parts.data(), a.dv_part = parts.data() + sh.splits * n_kv;
         emu_launch(dim3((unsigned)(a.n_kt * a.Hkv * a.kv_splits)), dim3(128), [&] { k_simt_dkdv(a); },
                    vla_attn_simt_smem(a.d, VLA_SIMT_DKDV_SMEM));
-        if (sh.splits > 1) /* attention.cu's k_sum_parts: the parts in order */
-            for (int64_t e = 0; e < n_kv; e++) {
-                float sk = 0.0f, sv = 0.0f;
-                for (int p = 0; p < sh.splits; p++) sk += a.dk_part[p * n_kv + e], sv += a.dv_part[p * n_kv + e];
-                dk1[(size_t)e] += sk, dv1[(size_t)e] += sv;
-            }
+        if (sh.splits > 1) /* the parts summed in order, as attention.cu does */
+            emu_launch(dim3(2), dim3(256), [&] { k_sum_parts(dk1.data(), dv1.data(), a.dk_part, a.dv_part, n_kv, sh.splits); });
         emu_launch(dim3((unsigned)(a.n_qt * a.H)), dim3(128), [&] { k_simt_dq(a); },
                    vla_attn_simt_smem(a.d, VLA_SIMT_DQ_SMEM));
         close_norm(dq1, dq0, 1e-4, "k_simt_dq", trial);
@@ -664,6 +662,22 @@ static void check_mma_forward(int32_t H, int32_t Hkv, int d, int trial) {
         if (memcmp(out[way].data(), out[0].data(), sizeof(float) * (size_t)nq) ||
             memcmp(lse[way].data(), lse[0].data(), sizeof(float) * (size_t)(T * H)))
             fail_msg("k_mma_fwd<%d> trial %d: staging way %d gives other bits than the f32 staging", D, trial, way);
+    { /* the key walk split into parts (SPLIT KEYS), combined in part order as attention.cu does */
+        const int S = 2 + trial % 2;
+        vla_attn_args b = a;
+        b.q_splits = S, b.q_rows = pp.p.nq * pp.p.H;
+        std::vector<float> po((size_t)(S * b.q_rows * d)), pm((size_t)(S * b.q_rows)), pl((size_t)(S * b.q_rows));
+        b.o_part = po.data(), b.m_part = pm.data(), b.l_part = pl.data();
+        std::vector<float> os((size_t)nq, -9.0f), ls((size_t)(T * H), -9.0f);
+        constexpr int BK = bk_of(D);
+        emu_launch(dim3((unsigned)(b.n_qt * b.H * S)), dim3(NTH), [&] { k_mma_fwd<D, BK, true, uint16_t>(b); },
+                   vla_attn_smem_fwd(D, 1).bytes);
+        emu_launch(dim3(3), dim3(256), [&] {
+            k_combine_parts(os.data(), ls.data(), NULL, b.o_part, b.m_part, b.l_part, b.q_rows, d, S);
+        });
+        close_norm(os, out[0], 1e-6, "k_mma_fwd split keys + k_combine_parts (out)", trial);
+        close_norm(ls, lse[0], 1e-6, "k_mma_fwd split keys + k_combine_parts (lse)", trial);
+    }
     close_norm(out[0], out0, 4e-3, "k_mma_fwd (out)", trial); /* P rounded to bf16 for P·V */
     close_norm(lse[0], lse0, 1e-4, "k_mma_fwd (lse)", trial);
     /* the backward, as attention.cu runs it: rowsum(dO·O), dK/dV per (k-tile, kv head, column block, part)
@@ -701,11 +715,8 @@ static void check_mma_forward(int32_t H, int32_t Hkv, int d, int trial) {
         if (way == 1) emu_launch(gk, blk, [&] { k_mma_dkdv<D, BQ, DC, false, uint16_t>(b); }, vla_attn_smem_dkdv(D, 0).bytes);
         if (way == 2) emu_launch(gk, blk, [&] { k_mma_dkdv<D, BQ, DC, true, uint16_t>(b); }, vla_attn_smem_dkdv(D, 1).bytes);
         if (splits > 1)
-            for (int64_t e = 0; e < n_kv; e++) {
-                float sk = 0.0f, sv = 0.0f;
-                for (int p = 0; p < splits; p++) sk += b.dk_part[p * n_kv + e], sv += b.dv_part[p * n_kv + e];
-                dk[way][(size_t)e] += sk, dv[way][(size_t)e] += sv;
-            }
+            emu_launch(dim3(2), dim3(256),
+                       [&] { k_sum_parts(dk[way].data(), dv[way].data(), b.dk_part, b.dv_part, n_kv, splits); });
         pp.into(&b);
         dim3 gq((unsigned)(b.n_qt * b.H));
         if (way == 0) emu_launch(gq, blk, [&] { k_mma_dq<D, BK, false, float>(b); }, vla_attn_smem_dq(D, 0).bytes);

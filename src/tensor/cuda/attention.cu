@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include "tensor/cuda/attn_kernels.cuh"
+#include "tensor/cuda/attn_parts_kernels.cuh"
 #include "base/numfmt.h"
 extern "C" {
 #include "tensor/cuda/gemm_plan.h"
@@ -206,30 +207,7 @@ static void args_plan(vla_attn_args *a, const dev_plan *dp) { vla_attn_args_plan
  * the shapes alone. */
 #define SPLIT_TARGET_BLOCKS 528
 
-/* out, lse (and out's bf16 copy) from the forward's parts (attn_plan.h, "SPLIT KEYS"), in part order:
- * m = max m_s, l = Σ l_s·2^(m_s − m), out = Σ o_s·2^(m_s − m) / l; a part that saw no key (l_s = 0) adds
- * nothing. One thread per output element; lse by each row's column 0. */
-__global__ void k_combine_parts(float *out, float *lse, uint16_t *out_ready, const float *po, const float *pm,
-                                const float *pl, int64_t rows, int d, int S) {
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < rows * d; e += (int64_t)gridDim.x * blockDim.x) {
-        int64_t row = e / d;
-        int c = (int)(e - row * d);
-        float M = -INFINITY, L = 0.0f, O = 0.0f;
-        for (int p = 0; p < S; p++)
-            if (pl[p * rows + row] > 0.0f) M = fmaxf(M, pm[p * rows + row]);
-        for (int p = 0; p < S; p++) {
-            float l = pl[p * rows + row];
-            if (!(l > 0.0f)) continue;
-            float f = exp2f(pm[p * rows + row] - M);
-            L += l * f;
-            O += po[(p * rows + row) * d + c] * f;
-        }
-        float v = L > 0.0f ? O / L : 0.0f;
-        out[e] = v;
-        if (out_ready) out_ready[e] = vla_nf_f32_to_bf16(v);
-        if (c == 0 && lse) lse[row] = L > 0.0f ? (M + log2f(L)) * 0.6931471805599453f : -INFINITY;
-    }
-}
+/* the parts' kernels (k_combine_parts, k_sum_parts): attn_parts_kernels.cuh */
 
 static vla_status forward_locked(const vla_attn_config *cfg, float *out, float *lse, const float *q,
                                  const vla_attn_seqs *qs, int n_src, const vla_attn_seqs *const *ks,
@@ -336,15 +314,6 @@ __global__ void k_rowdot(float *dvec, const float *dout, const float *o, int64_t
     if (lane == 0) dvec[row] = (float)s;
 }
 
-
-/* dk[e] += Σ_p dk_part[p][e] (and dv), the parts in order: deterministic */
-__global__ void k_sum_parts(float *dk, float *dv, const float *pk, const float *pv, int64_t n, int parts) {
-    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n; e += (int64_t)gridDim.x * blockDim.x) {
-        float sk = 0.0f, sv = 0.0f;
-        for (int p = 0; p < parts; p++) sk += pk[p * n + e], sv += pv[p * n + e];
-        dk[e] += sk, dv[e] += sv;
-    }
-}
 
 static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *dk, float *dv, const float *d_out,
                                   const float *q, const float *k, const float *v, const float *out, const float *lse,
