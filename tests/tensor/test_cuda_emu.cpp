@@ -32,7 +32,8 @@
  *    bf16 copies, from copies prefetched with cp.async), and the cpu's attention of the bf16-rounded
  *    operands within the rounding of P (and dS) to bf16 — swizzled (head dim 64) and padded (48) tiles,
  *    GQA and folded MQA, the forward's key walk and the dK/dV walk whole and in parts (the parts put
- *    together by attention.cu's own kernels, k_combine_parts and k_sum_parts).
+ *    together by attention.cu's own kernels, k_combine_parts and k_sum_parts), and the cached forward
+ *    of sampling (two key sources per sample: the prefix's KV cache and the new rows).
  * On a GPU the conformance suite (test_conformance, run by scripts/gpu_check.sh) holds the same
  * contracts; this test is what can be run before a device is lent. */
 #include <stdarg.h>
@@ -522,12 +523,15 @@ struct packed_plan {
     vla_attn_plan p;
     vla_attn_pack_layout l;
     std::vector<int32_t> words;
-    packed_plan(const vla_attn_config *cfg, int32_t bq, int32_t bk, const vla_attn_seqs *qs) {
-        const vla_attn_seqs *srcs[1] = {qs};
-        assert_int_equal(vla_attn_plan_make(&p, cfg, bq, bk, VLA_ATTN_FOLD_ROWS, qs, 1, srcs), VLA_OK);
-        l = vla_attn_plan_pack_layout(&p, qs, 1, srcs);
+    /* keys: the queries' own (self-attention), or the n_src sides given (the cached forward: cache, new) */
+    packed_plan(const vla_attn_config *cfg, int32_t bq, int32_t bk, const vla_attn_seqs *qs, int n_src = 1,
+                const vla_attn_seqs *const *ks = NULL) {
+        const vla_attn_seqs *self[1] = {qs};
+        const vla_attn_seqs *const *srcs = ks ? ks : self;
+        assert_int_equal(vla_attn_plan_make(&p, cfg, bq, bk, VLA_ATTN_FOLD_ROWS, qs, n_src, srcs), VLA_OK);
+        l = vla_attn_plan_pack_layout(&p, qs, n_src, srcs);
         words.assign((size_t)l.words, 0);
-        vla_attn_plan_pack(&p, &l, qs, 1, srcs, words.data());
+        vla_attn_plan_pack(&p, &l, qs, n_src, srcs, words.data());
     }
     ~packed_plan() { vla_attn_plan_free(&p); }
     void into(vla_attn_args *a) const { vla_attn_args_plan(a, words.data(), &l, &p); }
@@ -732,11 +736,61 @@ static void check_mma_forward(int32_t H, int32_t Hkv, int d, int trial) {
     close_norm(dv[0], dv0, 1e-2, "k_mma_dkdv (dv)", trial);
 }
 
+/* The cached forward (sampling's flow steps: π0.5's action tokens over the prefix's KV cache and their own
+ * keys, two key sources per sample) through k_mma_fwd, the three staging ways, against the cpu's */
+template <int D>
+static void check_mma_cached(int32_t H, int32_t Hkv, int d, int trial) {
+    const vla_ops *cpu = vla_backend_find("cpu");
+    int32_t n_seg = (int32_t)rnd(1, 3);
+    std::vector<int32_t> ccu((size_t)n_seg + 1, 0), ncu((size_t)n_seg + 1, 0);
+    for (int32_t s = 0; s < n_seg; s++) {
+        ccu[(size_t)s + 1] = ccu[(size_t)s] + (int32_t)rnd(1, 80); /* the cached prefix */
+        ncu[(size_t)s + 1] = ncu[(size_t)s] + (int32_t)rnd(1, 20); /* the new rows: queries and keys */
+    }
+    int64_t Tc = ccu[(size_t)n_seg], Tn = ncu[(size_t)n_seg];
+    std::vector<int32_t> cg((size_t)Tc, 0), ng((size_t)Tn, 1);
+    vla_attn_seqs cs = {n_seg, ccu.data(), cg.data()}, ns = {n_seg, ncu.data(), ng.data()};
+    const vla_attn_seqs *srcs[2] = {&cs, &ns};
+    vla_attn_config cfg = attn_config(H, Hkv, d, VLA_PREC_BF16), cf = attn_config(H, Hkv, d, VLA_PREC_FP32);
+    int64_t nq = Tn * H * d;
+    std::vector<float> q = rand_vec(nq, 1), kc = rand_vec(Tc * Hkv * d, 1), vc = rand_vec(Tc * Hkv * d, 1),
+                       kn = rand_vec(Tn * Hkv * d, 1), vn = rand_vec(Tn * Hkv * d, 1);
+    std::vector<float> qr = q, kcr = kc, vcr = vc, knr = kn, vnr = vn;
+    for (auto *x : {&qr, &kcr, &vcr, &knr, &vnr})
+        for (auto &e : *x) e = vla_nf_bf16_to_f32(vla_nf_f32_to_bf16(e));
+    std::vector<float> out0((size_t)nq), lse0((size_t)(Tn * H));
+    assert_int_equal(cpu->attention_forward_cached(&cf, out0.data(), lse0.data(), qr.data(), &ns, kcr.data(), vcr.data(),
+                                                   &cs, knr.data(), vnr.data(), &ns, NULL),
+                     VLA_OK);
+    packed_plan pp(&cfg, VLA_ATTN_MMA_ROWS, bk_of(D), &ns, 2, srcs);
+    vla_attn_args a;
+    memset(&a, 0, sizeof a);
+    pp.into(&a);
+    a.q = q.data(), a.k[0] = kc.data(), a.v[0] = vc.data(), a.k[1] = kn.data(), a.v[1] = vn.data(), a.kv_splits = 1;
+    a.dp = (d + 7) / 8 * 8;
+    std::vector<uint16_t> qb = bf16_copy(q, Tn * H, d, a.dp), kcb = bf16_copy(kc, Tc * Hkv, d, a.dp),
+                          vcb = bf16_copy(vc, Tc * Hkv, d, a.dp), knb = bf16_copy(kn, Tn * Hkv, d, a.dp),
+                          vnb = bf16_copy(vn, Tn * Hkv, d, a.dp);
+    a.qb = qb.data(), a.kb[0] = kcb.data(), a.vb[0] = vcb.data(), a.kb[1] = knb.data(), a.vb[1] = vnb.data();
+    std::vector<float> out[3], lse[3];
+    for (int way = 0; way < 3; way++) {
+        out[way].assign((size_t)nq, -9.0f), lse[way].assign((size_t)(Tn * H), -9.0f);
+        mma_forward<D>(a, way, out[way], lse[way]);
+    }
+    for (int way = 1; way < 3; way++)
+        if (out[way] != out[0] || lse[way] != lse[0])
+            fail_msg("k_mma_fwd<%d> cached trial %d: staging way %d gives other bits than the f32 staging", D, trial, way);
+    close_norm(out[0], out0, 4e-3, "k_mma_fwd cached (out)", trial);
+    close_norm(lse[0], lse0, 1e-4, "k_mma_fwd cached (lse)", trial);
+}
+
 static void test_attention_mma(void **state) {
     (void)state;
     check_mma_forward<64>(2, 2, 64, 0);
     check_mma_forward<48>(2, 1, 40, 1);
     check_mma_forward<64>(4, 2, 64, 2);
+    check_mma_cached<64>(8, 1, 64, 3); /* π0.5's action expert: 8 heads, one KV head */
+    check_mma_cached<48>(2, 2, 48, 4);
 }
 
 int main(void) {
