@@ -23,6 +23,16 @@ static int run(const char *args) {
     return test_run(cmd, out, sizeof out);
 }
 
+/* v's string member key; a failure naming it when there is none (not a NULL for strcmp) */
+static const char *str_of(const json_t *v, const char *key) {
+    const char *s = json_string_value(json_object_get(v, key));
+    if (!s) {
+        char *dump = json_dumps(v, JSON_COMPACT);
+        fail_msg("no string \"%s\" in %s", key, dump ? dump : "(a line)");
+    }
+    return s;
+}
+
 static void test_help_and_dispatch(void **state) {
     assert_int_equal(run("--help"), 0);
     assert_non_null(strstr(out, "version"));
@@ -86,7 +96,7 @@ static void test_version_json(void **state) {
     assert_int_equal(test_run(cmd, out, sizeof out), 0);
     v = json_loads(out, 0, &err);
     assert_non_null(v);
-    assert_string_equal(json_string_value(json_object_get(v, "gemm")), "openblas");
+    assert_string_equal(str_of(v, "gemm"), "openblas");
     assert_non_null(strstr(json_string_value(json_object_get(v, "gemm_library")), "OpenBLAS"));
     json_decref(v);
     snprintf(cmd, sizeof cmd, "VLA_GEMM=mkl %s version 2>&1", test_cli_path());
@@ -173,7 +183,8 @@ static int json_lines(const char *bench, json_t **lines, int cap) {
         json_error_t err;
         json_t *v = json_loads(line, 0, &err);
         if (!v) fail_msg("not JSON: %s", line);
-        if (n < cap && !strcmp(json_string_value(json_object_get(v, "bench")), bench)) lines[n++] = v;
+        const char *name = json_string_value(json_object_get(v, "bench"));
+        if (n < cap && name && !strcmp(name, bench)) lines[n++] = v;
         else json_decref(v);
     }
     return n;
@@ -295,8 +306,8 @@ static void test_bench_policy_gemm_list_and_forced_peer(void **state) {
              test_source_path("configs/pi05-nano.json"), fake_python("py_core", py));
     json_t *l[3];
     assert_int_equal(bench_policy_train_lines(args, l, 3), 2);
-    assert_string_equal(json_string_value(json_object_get(l[0], "gemm")), "onednn");
-    assert_string_equal(json_string_value(json_object_get(l[1], "gemm")), "openblas");
+    assert_string_equal(str_of(l[0], "gemm"), "onednn");
+    assert_string_equal(str_of(l[1], "gemm"), "openblas");
     assert_null(json_object_get(l[0], "vs_gemm_base"));
     double r = num(l[0], "ms_per_step") / num(l[1], "ms_per_step");
     assert_true(fabs(num(l[1], "vs_gemm_base") - r) < 0.002 * r + 1e-3);
@@ -344,9 +355,9 @@ static void test_bench_serve_devices(void **state) {
     static const char *const modes[3] = {"single", "no_batching", "batching"};
     for (int i = 0; i < 6; i++) {
         const json_t *v = l[i], *b = l[i % 3], *single = l[i - i % 3];
-        assert_string_equal(json_string_value(json_object_get(v, "device")), i < 3 ? "cpu" : "checked");
-        assert_string_equal(json_string_value(json_object_get(v, "mode")), modes[i % 3]);
-        assert_string_equal(json_string_value(json_object_get(v, "precision")), "fp32");
+        assert_string_equal(str_of(v, "device"), i < 3 ? "cpu" : "checked");
+        assert_string_equal(str_of(v, "mode"), modes[i % 3]);
+        assert_string_equal(str_of(v, "precision"), "fp32");
         if (i % 3 == 0) {
             assert_null(json_object_get(v, "p99_vs_single_chunk"));
         } else {
@@ -363,7 +374,7 @@ static void test_bench_serve_devices(void **state) {
         if (i < 3) {
             assert_null(json_object_get(v, "base_device"));
         } else {
-            assert_string_equal(json_string_value(json_object_get(v, "base_device")), "cpu");
+            assert_string_equal(str_of(v, "base_device"), "cpu");
             double r = num(v, "throughput_rps") / num(b, "throughput_rps");
             assert_true(fabs(num(v, "throughput_vs_base_device") - r) < 0.002 * r + 2e-3);
         }
@@ -371,6 +382,22 @@ static void test_bench_serve_devices(void **state) {
     for (int i = 0; i < 6; i++) json_decref(l[i]);
     assert_int_equal(run("bench serve --quick --device=cpu,nosuch"), 2);
     assert_non_null(strstr(out, "nosuch"));
+}
+
+/* A window shorter than a robot's connection (a loaded machine, a tiny --seconds) still measures: every
+ * robot sends at least one request, so every line has a throughput and the second device its ratio to
+ * the first (before, such a run reported 0 requests and left the ratio out). */
+static void test_bench_serve_short_window(void **state) {
+    (void)state;
+    assert_int_equal(run("bench serve --device=cpu,checked --seconds=0.001 --rounds=1"), 0);
+    json_t *l[7];
+    assert_int_equal(json_lines("serve", l, 7), 6);
+    for (int i = 0; i < 6; i++) {
+        assert_true(num(l[i], "requests") >= num(l[i], "clients"));
+        assert_true(num(l[i], "throughput_rps") > 0);
+        if (i >= 3) assert_string_equal(str_of(l[i], "base_device"), "cpu");
+        json_decref(l[i]);
+    }
 }
 
 /* bench serve --tasks=N: the robots ask under N instructions of different lengths, which the server takes
@@ -451,6 +478,7 @@ int main(void) {
         cmocka_unit_test(test_bench_policy_gemm_list_and_forced_peer),
         cmocka_unit_test(test_bench_policy_frozen_flops), cmocka_unit_test(test_bench_serve_devices),
         cmocka_unit_test(test_bench_serve_tasks),
+        cmocka_unit_test(test_bench_serve_short_window),
         cmocka_unit_test(test_eval_output_dir_too_long),
         cmocka_unit_test(test_bench_gemm_b_ready),
     };
