@@ -36,6 +36,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/numfmt.h" /* and base/hd.h: the bit casts */
+
 struct dim3 {
     unsigned x, y, z;
     dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
@@ -104,16 +106,9 @@ inline unsigned atomicMax(unsigned *a, unsigned v) {
     return old;
 }
 
-inline unsigned __float_as_uint(float x) {
-    unsigned u;
-    memcpy(&u, &x, 4);
-    return u;
-}
-inline float __uint_as_float(unsigned u) {
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
+/* the bit casts: base/hd.h's, which the kernels' number formats use on the host already */
+inline unsigned __float_as_uint(float x) { return vla_hd_f32_bits(x); }
+inline float __uint_as_float(unsigned u) { return vla_hd_bits_f32(u); }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
@@ -124,12 +119,7 @@ inline float __fsqrt_rn(float a) { return sqrtf(a); }
  * Warp collectives: each lane puts its operands in the exchange, the warp meets, each lane computes its
  * own results from all 32 lanes' operands, the warp meets again before the exchange is reused. */
 inline uint64_t *emu_xch(unsigned lane_of_warp) { return &emu_cur->xch[(size_t)((emu_tid() & ~31u) + lane_of_warp) * 8]; }
-inline float emu_bf16(uint32_t reg, int hi) {
-    uint32_t u = (hi ? reg >> 16 : reg & 0xffffu) << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
+inline float emu_bf16(uint32_t reg, int hi) { return vla_nf_bf16_to_f32((uint16_t)(hi ? reg >> 16 : reg & 0xffffu)); }
 
 /* mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32, D = A·B + C: lane l (group g = l / 4, t = l % 4)
  * holds A's (g + {0, 8}, 2t + {0, 1} + {0, 8}) in a[0..3] (pairs, the lower column in the low half), B's

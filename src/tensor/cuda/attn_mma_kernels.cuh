@@ -106,6 +106,25 @@ __device__ __forceinline__ void c_to_a(uint32_t a[4], const float lo[4], const f
     a[3] = pack_bf16(hi[2], hi[3]);
 }
 
+/* acc[i] += S · Y[:, 8i + (0..7)] over a tile's K rows, i < ND: S the warp's 16 rows of K values in C
+ * fragments (s[K / 8]), reused in registers as A operands (FA2's trick: the forward's P·V, dQ's dS·K), Y a
+ * [K][D] tile (vla_tile_off's layout); k-steps of 16 in order */
+template <int D, int K, int ND>
+__device__ __forceinline__ void warp_product_ckn(float acc[ND][4], const float s[K / 8][4], const uint16_t *Y,
+                                                 int lane) {
+#pragma unroll
+    for (int jj = 0; jj < K / 16; jj++) {
+        uint32_t af[4];
+        c_to_a(af, s[2 * jj], s[2 * jj + 1]);
+#pragma unroll
+        for (int i = 0; i < ND; i++) {
+            uint32_t bf[2];
+            ldsm_b_kn(bf, Y, D, 16 * jj, 8 * i, lane);
+            mma16816(acc[i], af, bf);
+        }
+    }
+}
+
 /* rows [start, start + len) of head `head` of x (row stride ld) as bf16 into tile s (R rows laid out as
  * mma_layout.h's vla_tile_off says), zeros elsewhere. Every operand's f32 → bf16 here, in to_tile and in the
  * operands' copies (attention.cu, the GEMMs' operand cast) is numfmt.h's vla_nf_f32_to_bf16 — one rounding,
@@ -339,17 +358,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
             __syncthreads();
             if (jn < j_end) fetch_k_tile<D, BK, T>(raw, kgr, a, in, jn, kvh); /* the next live tile's, during P·V */
         }
-#pragma unroll
-        for (int jj = 0; jj < BK / 16; jj++) {
-            uint32_t af[4];
-            c_to_a(af, s[2 * jj], s[2 * jj + 1]);
-#pragma unroll
-            for (int i = 0; i < ND; i++) {
-                uint32_t bf[2];
-                ldsm_b_kn(bf, Vs, D, 16 * jj, 8 * i, lane);
-                mma16816(o[i], af, bf);
-            }
-        }
+        warp_product_ckn<D, BK, ND>(o, s, Vs, lane); /* O += P·V */
         j = jn;
     }
     l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 1);
@@ -471,17 +480,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
                 float p = ok ? exp2f(s[n][i] * sl2 - L) : 0.0f;
                 s[n][i] = p * (dp[n][i] - (lo ? D_lo : D_hi)); /* dS */
             }
-#pragma unroll
-        for (int jj = 0; jj < BK / 16; jj++) {
-            uint32_t af[4];
-            c_to_a(af, s[2 * jj], s[2 * jj + 1]);
-#pragma unroll
-            for (int i = 0; i < ND; i++) {
-                uint32_t bf[2];
-                ldsm_b_kn(bf, Ks, D, 16 * jj, 8 * i, lane);
-                mma16816(acc[i], af, bf);
-            }
-        }
+        warp_product_ckn<D, BK, ND>(acc, s, Ks, lane); /* dQ += dS·K */
         j = jn;
     }
     bool in_lo = r_lo < qt.len, in_hi = r_hi < qt.len;
