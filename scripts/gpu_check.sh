@@ -19,7 +19,8 @@
 #                ragged packed batches (tests/tensor/test_conformance.c); then
 #                its attention problems again with the bf16 kernels staging
 #                plainly and prefetching in every pass (VLA_CUDA_ATTN_STAGING
-#                bf16, prefetch), so every attention kernel has conformed
+#                bf16, prefetch), so every attention kernel has conformed,
+#                and with the fused backward (VLA_CUDA_ATTN_BACKWARD=fused)
 #   equiv        20 training steps of pi05-small and groot-small on cuda and
 #                cpu from the same weights and batch in fp32, bf16 and fp8: the
 #                loss curve, every gradient tensor against max(rtol·|g_t|,
@@ -50,6 +51,8 @@
 #                (VLA_CUDA_ATTN_STAGING=f32, the kernels before bf16 copies
 #                and prefetch) and prefetching in every pass (=prefetch): the
 #                times, and the fused outputs' bits compared (same bits);
+#                then with the fused backward (VLA_CUDA_ATTN_BACKWARD=fused:
+#                dQ added by the dK/dV pass, one pass over the tiles);
 #                last of all, as time allows and where compute-sanitizer
 #                works, the prefetching kernels under its racecheck (the
 #                conformance suite's attention problems), then where ncu
@@ -197,6 +200,17 @@ attention_staging_summary() {
             echo "    ATTENTION STAGING BITS DIFFER: fused outputs $got staged $(num "$x" staging), $want from f32"
     done
 }
+# the backward two ways (issue 41: backward ≤ 2.5× its forward, fwd+bwd ≥ 2.65× the dense mask): the default run's
+# line ($1) against the fused backward's, and whether the fused one conformed
+attention_backward_summary() {
+    local l=$1 f c
+    f=$(grep '^{"stage":"attention_fused_bwd",' "$RESULTS" | grep '"pi05_packed"' | head -1)
+    [ -n "$l" ] && echo "    attention backward (π0.5 packed): $(num "$l" backward_passes) passes $(awk -v a="$(num "$l" fwd_bwd_ms)" -v b="$(num "$l" fwd_ms)" 'BEGIN { if (b > 0) printf "%.2f", (a - b) / b }')× the forward$([ -n "$f" ] && echo "; fused ($(num "$f" backward_passes) pass) $(awk -v a="$(num "$f" fwd_bwd_ms)" -v b="$(num "$f" fwd_ms)" 'BEGIN { if (b > 0) printf "%.2f", (a - b) / b }')× the forward, fwd+bwd $(num "$f" fwd_bwd_ms) ms vs $(num "$l" fwd_bwd_ms) ms = $(num "$f" vs_dense)× the dense mask")"
+    c="$OUT/logs/conformance_fused_bwd.log"
+    [ -f "$c" ] || return 0
+    if grep -q "backend $DEV conforms" "$c"; then echo "    fused attention backward: conforms"
+    else echo "    FUSED ATTENTION BACKWARD DOES NOT CONFORM: logs/conformance_fused_bwd.log"; fi
+}
 summary() {
     local bad=0 g v l cfg p s1 s2 nc ng g1 rk c1 c2
     MISSED=0
@@ -238,6 +252,7 @@ summary() {
     c2=$(grep '^{"stage":"attention_unsplit","bench":"attention_chunk"' "$RESULTS" | head -1)
     [ -n "$c1" ] && echo "    attention at a chunk's shape (batch 1: $(num "$c1" queries) action tokens on $(num "$c1" cached_keys) cached keys and themselves): $(num "$c1" us_per_call) µs per call in $(num "$c1" q_splits) parts$([ -n "$c2" ] && echo ", unsplit $(num "$c2" us_per_call) µs: $(ratio "$(num "$c2" us_per_call)" "$(num "$c1" us_per_call)")×")"
     attention_staging_summary "$l"
+    attention_backward_summary "$l"
     s1=$(num "$(stage_line infer_pi05 policy_infer)" best_ms)
     s2=$(num "$(stage_line infer_qunsplit_pi05 policy_infer)" best_ms)
     [ -n "$s1" ] && [ -n "$s2" ] && echo "    split keys (issue 41): pi05 chunk $s1 ms with the forward's key walk split, $s2 ms unsplit (VLA_CUDA_ATTN_Q_SPLITS=1): $(ratio "$s2" "$s1")×"
@@ -470,6 +485,9 @@ if wanted conformance && have "$BIN/tests/test_conformance" conformance; then
             VLA_CUDA_ATTN_STAGING=$way VLA_CONFORMANCE=$DEV VLA_CONFORMANCE_ONLY=attention run conformance_$way 60 \
                 "$BIN/tests/test_conformance"
         done
+        # the fused backward (dQ added by the dK/dV pass, atomically; docs/cuda.md, "Fused backward")
+        VLA_CUDA_ATTN_BACKWARD=fused VLA_CONFORMANCE=$DEV VLA_CONFORMANCE_ONLY=attention run conformance_fused_bwd 60 \
+            "$BIN/tests/test_conformance"
     fi
 fi
 if wanted equiv && have "$BIN/tests/test_backends" equiv; then
@@ -575,6 +593,9 @@ if wanted attention && have "$VLA" attention; then # with PyTorch on the same GP
         VLA_CUDA_ATTN_STAGING=prefetch run attention_prefetch_all 30 "$VLA" bench attention --device=$DEV \
             --precision=bf16 --reps="$(reps 5)" --no-peer "${RQ[@]}"
     fi
+    # the fused backward (one pass, dQ by atomics; docs/cuda.md, "Fused backward") beside the two passes
+    [ -z "${VLA_CUDA_ATTN_BACKWARD:-}" ] && VLA_CUDA_ATTN_BACKWARD=fused run attention_fused_bwd 30 "$VLA" bench \
+        attention --device=$DEV --precision=bf16 --reps="$(reps 5)" --no-peer "${RQ[@]}"
 fi
 if wanted packing && have "$VLA" packing; then
     run packing 120 "$VLA" bench packing --device=$DEV --config="$(cfg groot-n1.5)" --batch="$(bat 16)" --seconds="$(secs 2)" --rounds=2 \

@@ -415,6 +415,9 @@ int vla_bench_attention(int argc, char **argv) {
          * dK/dV, dQ fetched asynchronously, bit 3 from bf16 copies of the operands */
         int64_t staging = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_STAGING);
         if (staging >= 0) printf(",\"staging\":%lld", (long long)staging);
+        /* the backward's passes (cuda, VLA_CUDA_ATTN_BACKWARD): 2, or 1 fused */
+        int64_t passes = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_BACKWARD_PASSES);
+        if (passes >= 0) printf(",\"backward_passes\":%lld", (long long)passes);
         printf(",\"fused_digest\":\"%016llx\"", (unsigned long long)digest);
         if (!no_peer && !quick) device_peer(python, c, &d, precision, ms[1]);
         printf("}\n");

@@ -219,8 +219,10 @@ typedef enum {
     VLA_STAT_ATTN_LAST_STAGING,   /* how the bf16 tensor-core attention's passes staged their tiles at their last
                                    * launch (cuda: bits 0-2 forward, dK/dV, dQ fetched asynchronously; bit 3
                                    * from bf16 copies of the operands; -1 where none ran or no such kernels) */
-    VLA_STAT_ATTN_LAST_Q_SPLITS   /* the parts the last bf16 attention forward cut its key walk into (0: none ran;
+    VLA_STAT_ATTN_LAST_Q_SPLITS,  /* the parts the last bf16 attention forward cut its key walk into (0: none ran;
                                    * tensor/attn_plan.h, SPLIT KEYS) */
+    VLA_STAT_ATTN_LAST_BACKWARD_PASSES /* the passes over the tiles the last attention backward ran: 2 (dK/dV,
+                                        * then dQ), 1 (fused: dQ added by the dK/dV pass; 0: none ran) */
 } vla_ops_stat;
 
 typedef struct vla_ops {

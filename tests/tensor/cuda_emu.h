@@ -105,6 +105,14 @@ inline unsigned atomicMax(unsigned *a, unsigned v) {
     }
     return old;
 }
+/* an f32 add as one compare-and-swap of its bits (the fused attention backward's dQ) */
+inline float atomicAdd(float *a, float v) {
+    uint32_t *w = (uint32_t *)a, old = __atomic_load_n(w, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(w, &old, vla_hd_f32_bits(vla_hd_bits_f32(old) + v), false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
+    return vla_hd_bits_f32(old);
+}
 
 /* the bit casts: base/hd.h's, which the kernels' number formats use on the host already */
 inline unsigned __float_as_uint(float x) { return vla_hd_f32_bits(x); }

@@ -275,7 +275,7 @@ static int tile_extent_bytes(int D, int rows) { /* one past the last element vla
     return 2 * end;
 }
 
-static void check_carve(const vla_attn_smem *L, int D, int rows_q, int rows_k, int pass, int pf) {
+static void check_carve(const vla_attn_smem *L, int D, int rows_q, int rows_k, int pass, int pf, int fused) {
     /* pass 0 forward (Q K V), 1 dQ (Q dO K V), 2 dK/dV (K V Q dO, raw rows are queries) */
     int raw_rows = pass == 2 ? rows_q : rows_k;
     smem_region reg[] = {
@@ -291,6 +291,8 @@ static void check_carve(const vla_attn_smem *L, int D, int rows_q, int rows_k, i
         {"k_groups", L->k_groups, rows_k * 4, 4},
         {"lse", L->lse, pass ? rows_q * 4 : 0, 4},
         {"dvec", L->dvec, pass ? rows_q * 4 : 0, 4},
+        /* the fused backward's dS [queries][64 keys]: its own region, or dO's bytes (checked below) */
+        {"ds", L->ds, fused && !VLA_ATTN_DS_IN_DOUT(D) ? tile_extent_bytes(64, rows_q) : 0, 16},
     };
     const int n = (int)(sizeof reg / sizeof reg[0]);
     for (int i = 0; i < n; i++) {
@@ -312,16 +314,25 @@ static void test_smem_carve(void **state) {
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
         const int D = dims[di];
         for (int pf = 0; pf < 2; pf++) {
-            vla_attn_smem f = vla_attn_smem_fwd(D, pf), q = vla_attn_smem_dq(D, pf), kv = vla_attn_smem_dkdv(D, pf);
-            check_carve(&f, D, VLA_ATTN_MMA_ROWS, VLA_ATTN_MMA_BK(D), 0, pf);
-            check_carve(&q, D, VLA_ATTN_MMA_ROWS, VLA_ATTN_MMA_BK(D), 1, pf);
-            check_carve(&kv, D, VLA_ATTN_MMA_KV_BQ(D), VLA_ATTN_MMA_ROWS, 2, pf);
+            vla_attn_smem f = vla_attn_smem_fwd(D, pf), q = vla_attn_smem_dq(D, pf), kv = vla_attn_smem_dkdv(D, pf, 0);
+            check_carve(&f, D, VLA_ATTN_MMA_ROWS, VLA_ATTN_MMA_BK(D), 0, pf, 0);
+            check_carve(&q, D, VLA_ATTN_MMA_ROWS, VLA_ATTN_MMA_BK(D), 1, pf, 0);
+            check_carve(&kv, D, VLA_ATTN_MMA_KV_BQ(D), VLA_ATTN_MMA_ROWS, 2, pf, 0);
+            /* fused: dS in the dO tile's bytes (that tile holds [queries][64 keys]) or a region of its own */
+            vla_attn_smem fu = vla_attn_smem_dkdv(D, pf, 1);
+            check_carve(&fu, D, VLA_ATTN_MMA_KV_BQ(D), VLA_ATTN_MMA_ROWS, 2, pf, 1);
+            if (VLA_ATTN_DS_IN_DOUT(D)) {
+                assert_int_equal(fu.ds, fu.dout);
+                assert_int_equal(fu.bytes, kv.bytes);
+                assert_true(tile_extent_bytes(64, VLA_ATTN_MMA_KV_BQ(D)) <= tile_extent_bytes(D, VLA_ATTN_MMA_KV_BQ(D)));
+            }
         }
         assert_int_equal(D % VLA_ATTN_MMA_KV_DC(D), 0);
     }
     /* head dim 256 (π0.5's Gemma): the sizes docs/cuda.md's table gives */
     assert_int_equal(vla_attn_smem_dq(256, 1).bytes, 115712);
-    assert_int_equal(vla_attn_smem_dkdv(256, 1).bytes, 115712);
+    assert_int_equal(vla_attn_smem_dkdv(256, 1, 0).bytes, 115712);
+    assert_int_equal(vla_attn_smem_dkdv(256, 1, 1).bytes, 115712); /* fused: dS in dO's bytes, two blocks per SM still */
     assert_int_equal(2 * (vla_attn_smem_dq(256, 1).bytes + 1024), 228 * 1024);
     assert_int_equal(vla_attn_smem_fwd(256, 1).bytes, vla_attn_smem_fwd(256, 0).bytes + 32 * 256 * 2 + 32 * 4);
 }

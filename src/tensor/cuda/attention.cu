@@ -53,6 +53,7 @@ static pthread_mutex_t plan_lock = PTHREAD_MUTEX_INITIALIZER;
 static vla_key_cache *plan_cache;
 static int64_t plan_builds; /* cache misses so far (plans built and uploaded) */
 static int32_t last_kv_splits = 0; /* the parts of the last backward's dK/dV walk (bench attention prints it) */
+static int32_t last_backward_passes = 0; /* the kernels over the tiles the last backward ran: 2, or 1 fused */
 static int32_t last_q_splits = 0;  /* the parts of the last bf16 forward's key walk (SPLIT KEYS) */
 
 static void dev_plan_destroy(void *v) {
@@ -134,6 +135,13 @@ extern "C" int64_t vla_cuda_attn_plan_builds(void) { return __atomic_load_n(&pla
 extern "C" int32_t vla_cuda_attn_last_kv_splits(void) {
     pthread_mutex_lock(&plan_lock);
     int32_t s = last_kv_splits;
+    pthread_mutex_unlock(&plan_lock);
+    return s;
+}
+
+extern "C" int32_t vla_cuda_attn_last_backward_passes(void) {
+    pthread_mutex_lock(&plan_lock);
+    int32_t s = last_backward_passes;
     pthread_mutex_unlock(&plan_lock);
     return s;
 }
@@ -372,7 +380,12 @@ static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *
         a.kv_splits = 1;
     }
     last_kv_splits = a.kv_splits;
-    vla_status st = mma ? launched(vla_attn_mma_dkdv(&a, s), "attention_backward dK/dV (bf16 tensor cores)")
+    /* the fused backward (bf16 kernels only): dQ added by the dK/dV pass, atomically */
+    a.fused_dq = mma && vla_cuda_ctx_get()->attn_fused_dq;
+    last_backward_passes = a.fused_dq ? 1 : 2;
+    vla_status st = mma ? launched(vla_attn_mma_dkdv(&a, s), a.fused_dq ? "attention_backward dK/dV/dQ (bf16 tensor "
+                                                                         "cores, fused)"
+                                                                       : "attention_backward dK/dV (bf16 tensor cores)")
                         : launched(vla_attn_simt_dkdv(&a, s), "attention_backward dK/dV (f32)");
     if (st == VLA_OK && parts) {
         k_sum_parts<<<vla_cuda_blocks(n_kv, 256), 256, 0, s>>>(dk, dv, a.dk_part, a.dv_part, n_kv, a.kv_splits);
@@ -380,7 +393,7 @@ static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *
     }
     if (parts) vla_cuda_scratch_free(parts);
     args_plan(&a, pq);
-    if (st == VLA_OK)
+    if (st == VLA_OK && !a.fused_dq)
         st = mma ? launched(vla_attn_mma_dq(&a, s), "attention_backward dQ (bf16 tensor cores)")
                  : launched(vla_attn_simt_dq(&a, s), "attention_backward dQ (f32)");
     if (copies) vla_cuda_scratch_free(copies);

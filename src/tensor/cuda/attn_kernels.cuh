@@ -37,6 +37,9 @@ typedef struct {
     int32_t kv_splits;
     float *dk_part, *dv_part;
     int64_t part_stride;
+    /* the fused backward (bf16 kernels; VLA_CUDA_ATTN_BACKWARD=fused): the dK/dV pass adds dQ too, atomically,
+     * and no dQ pass runs */
+    int32_t fused_dq;
     /* the forward's walk cut in q_splits parts (tensor/attn_plan.h, "SPLIT KEYS"; bf16 kernels): block x
      * takes part x % q_splits of (q-tile, head) x / q_splits; with more than one part each writes its
      * unnormalised output, running max (log2 domain) and sum into o_part / m_part / l_part + part · (rows ·
@@ -114,7 +117,7 @@ cudaError_t vla_attn_simt_dq(const vla_attn_args *a, cudaStream_t s);
 int vla_attn_mma_dpad(int d); /* 0: not supported */
 void vla_attn_mma_tiles(int d, int *fwd_bq, int *fwd_bk, int *kv_bq, int *kv_bk);
 cudaError_t vla_attn_mma_forward(const vla_attn_args *a, cudaStream_t s);
-cudaError_t vla_attn_mma_dkdv(const vla_attn_args *a, cudaStream_t s);
+cudaError_t vla_attn_mma_dkdv(const vla_attn_args *a, cudaStream_t s); /* and dQ, when a->fused_dq */
 /* the dK/dV pass's column blocks per (k-tile, kv head): 2 for head dim 256, else 1 */
 int vla_attn_mma_dkdv_col_blocks(int d);
 cudaError_t vla_attn_mma_dq(const vla_attn_args *a, cudaStream_t s);

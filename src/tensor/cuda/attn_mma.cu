@@ -23,7 +23,10 @@
  * Backward, two passes as the f32 kernels (no atomics): dK/dV per (k-tile of
  * 64 keys, kv head, column half for head dim 256, part of the walk when
  * split — tensor/attn_plan.h) recomputing Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ; dQ per
- * (q-tile, head) recomputing S and dP. */
+ * (q-tile, head) recomputing S and dP. Or fused (VLA_CUDA_ATTN_BACKWARD=fused,
+ * FlashAttention-2's backward): the dK/dV pass also adds dS·K into dQ with
+ * f32 atomics, five products per tile pair instead of seven, one pass — the
+ * bits of dQ then depend on the order the atomics land in. */
 #include "tensor/cuda/attn_mma_kernels.cuh"
 
 /* ---- launch ------------------------------------------------------------------------------------ */
@@ -104,14 +107,18 @@ static cudaError_t dq(const vla_attn_args *a, cudaStream_t s) {
                        &decided, 2,
                        dim3((unsigned)(a->n_qt * a->H)), a, s);
 }
-template <int D>
-static cudaError_t dkdv(const vla_attn_args *a, cudaStream_t s) {
+template <int D, bool DQ>
+static cudaError_t dkdv_pass(const vla_attn_args *a, cudaStream_t s) {
     constexpr int BQ = kv_bq_of(D), DC = dc_of(D);
     static int decided = -1;
-    return launch_pass(k_mma_dkdv<D, BQ, DC, true, uint16_t>, vla_attn_smem_dkdv(D, 1).bytes,
-                       k_mma_dkdv<D, BQ, DC, false, uint16_t>, k_mma_dkdv<D, BQ, DC, false, float>,
-                       vla_attn_smem_dkdv(D, 0).bytes, &decided,
+    return launch_pass(k_mma_dkdv<D, BQ, DC, true, uint16_t, DQ>, vla_attn_smem_dkdv(D, 1, DQ).bytes,
+                       k_mma_dkdv<D, BQ, DC, false, uint16_t, DQ>, k_mma_dkdv<D, BQ, DC, false, float, DQ>,
+                       vla_attn_smem_dkdv(D, 0, DQ).bytes, &decided,
                        1, dim3((unsigned)(a->n_kt * a->Hkv * a->kv_splits), D / DC), a, s);
+}
+template <int D>
+static cudaError_t dkdv(const vla_attn_args *a, cudaStream_t s) {
+    return a->fused_dq ? dkdv_pass<D, true>(a, s) : dkdv_pass<D, false>(a, s);
 }
 
 int vla_attn_mma_dkdv_col_blocks(int d) {

@@ -496,17 +496,67 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
         }
 }
 
+/* ---- the fused backward's dQ: dQ[:, c0 + DC) += scale · dS·K, atomically ------------------------- */
+
+/* One (k-tile, item) pair's contribution to dQ: dS (the block's [BQ queries][64 keys], bf16 in dss,
+ * vla_tile_off(64, ·)) times the k-tile's K rows (Ks, [64][D]) over the block's DC columns from c0, added
+ * to dq with one f32 atomic per element. The four warps share the product: warp w takes the 16 query rows
+ * w % (BQ / 16) and the w / (BQ / 16)-th share of the columns, G column tiles of 8 at a time (the
+ * accumulators of G tiles live at once beside the dK/dV ones). */
+template <int D, int BQ, int DC>
+__device__ __forceinline__ void fused_dq_add(const vla_attn_args &a, const uint16_t *dss, const uint16_t *Ks,
+                                             const vla_attn_tile &qt, int h, int c0, int w, int lane) {
+    constexpr int RB = BQ / 16, WPR = NW / RB, NPW = DC / 8 / WPR;
+    constexpr int G = NPW % 4 == 0 ? 4 : NPW % 3 == 0 ? 3 : NPW % 2 == 0 ? 2 : NPW;
+    static_assert(NW % RB == 0 && (DC / 8) % WPR == 0, "the warps split dQ's rows and columns evenly");
+    const int mb = w % RB, n0 = (w / RB) * NPW, g = lane >> 2, t = lane & 3, d = a.d;
+    const int r_lo = 16 * mb + g, r_hi = r_lo + 8;
+    const bool in_lo = r_lo < qt.len, in_hi = r_hi < qt.len;
+    const int64_t row_lo = (int64_t)(qt.start + r_lo) * a.H + h, row_hi = (int64_t)(qt.start + r_hi) * a.H + h;
+#pragma unroll
+    for (int nc = 0; nc < NPW; nc += G) {
+        float acc[G][4];
+#pragma unroll
+        for (int i = 0; i < G; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < VLA_ATTN_MMA_ROWS / 16; kk++) {
+            uint32_t af[4];
+            ldsm_a(af, dss, VLA_ATTN_MMA_ROWS, 16 * mb, 16 * kk, lane);
+#pragma unroll
+            for (int i = 0; i < G; i++) {
+                uint32_t bf[2];
+                ldsm_b_kn(bf, Ks, D, 16 * kk, c0 + 8 * (n0 + nc + i), lane);
+                mma16816(acc[i], af, bf);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < G; i++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                int c = c0 + 8 * (n0 + nc + i) + 2 * t + e;
+                if (c >= d) continue;
+                if (in_lo) atomicAdd(a.dq + row_lo * d + c, a.scale * acc[i][e]);
+                if (in_hi) atomicAdd(a.dq + row_hi * d + c, a.scale * acc[i][2 + e]);
+            }
+    }
+}
+
 /* ---- backward, pass 1: dK, dV per (k-tile of 64 keys, kv head, DC output columns) ------------- */
 
 /* PF: the Q/dO tiles fetched asynchronously (above), with the next item's query groups, lse and
- * rowsum(dO·O) rows; the raw tile and those rows come first in shared memory */
-template <int D, int BQ, int DC, bool PF, typename T>
+ * rowsum(dO·O) rows; the raw tile and those rows come first in shared memory.
+ * DQ (the fused backward, VLA_CUDA_ATTN_BACKWARD=fused): dQ too — each item's dS, which the pass has in
+ * registers for dK, goes to shared memory and fused_dq_add adds dS·K to dQ atomically, so no dQ pass
+ * recomputes S and dP: five products per (k-tile, q-tile) instead of seven (FlashAttention-2's
+ * backward), at the price of atomics whose order varies from run to run */
+template <int D, int BQ, int DC, bool PF, typename T, bool DQ = false>
 __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     constexpr int BK = 16 * NW, NT = BQ / 8, NDC = DC / 8;
     static_assert(BQ == VLA_ATTN_MMA_KV_BQ(D), "attn_smem.h carves the tiles of VLA_ATTN_MMA_KV_BQ");
+    static_assert(BK == VLA_ATTN_MMA_ROWS, "dS's tile has a block's 64 keys as columns");
     VLA_DYN_SMEM(unsigned char, smem);
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
-    const vla_attn_smem L = vla_attn_smem_dkdv(D, PF);
+    const vla_attn_smem L = vla_attn_smem_dkdv(D, PF, DQ);
     T *raw = (T *)(smem + L.raw);
     int32_t *qgr = (int32_t *)(smem + L.raw_groups);
     float *lser = (float *)(smem + L.raw_lse), *dvrr = (float *)(smem + L.raw_dvec);
@@ -625,6 +675,18 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
                 mma16816(dv[i], ap, bo);
                 mma16816(dk[i], as, bq);
             }
+        }
+        if constexpr (DQ) {
+            uint16_t *dss = (uint16_t *)(smem + L.ds);
+            if constexpr (VLA_ATTN_DS_IN_DOUT(D)) __syncthreads(); /* every warp done reading dO */
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) /* dSᵀ's (key, query) to dS's (query, key), rounded as c_to_a does */
+                    dss[vla_tile_off(VLA_ATTN_MMA_ROWS, 8 * n + 2 * t + (i & 1), i < 2 ? r_lo : r_hi)] =
+                        vla_nf_f32_to_bf16(dpt[n][i]);
+            __syncthreads();
+            fused_dq_add<D, BQ, DC>(a, dss, Ks, qt, h, c0, w, lane);
         }
         j = jn;
     }

@@ -17,6 +17,9 @@
 #define VLA_ATTN_MMA_BK(D) ((D) <= 128 ? 64 : 32)          /* keys per walked tile, forward and dQ */
 #define VLA_ATTN_MMA_KV_BQ(D) ((D) <= 64 ? 64 : 32)        /* queries per walked tile, dK/dV */
 #define VLA_ATTN_MMA_KV_DC(D) ((D) <= 128 ? (D) : 128)     /* dK/dV columns per block (D / DC blocks per tile) */
+/* the fused backward's dS tile ([queries][64 keys]) takes the dO tile's bytes once dV's product has read
+ * them: a dO tile of 64 columns or more holds it */
+#define VLA_ATTN_DS_IN_DOUT(D) ((D) >= 64)
 
 /* Byte offsets from the start of a block's dynamic shared memory. A region a kernel does not have
  * (the prefetch's when it does not prefetch, dO and the rows' statistics in the forward) is empty:
@@ -29,6 +32,8 @@ typedef struct {
     int q, dout, k, v; /* bf16 tiles, rows VLA_TILE_LD(D) elements apart (mma_layout.h) */
     int q_groups, k_groups; /* int32 per tile row */
     int lse, dvec;    /* f32 per query row (the backward passes) */
+    int ds;           /* dK/dV with dQ fused: dS, bf16 [queries][64 keys] (vla_tile_off(64, ·)); the dO tile's
+                       * bytes where those hold it (VLA_ATTN_DS_IN_DOUT), else a region of its own */
     int bytes;        /* the block's dynamic shared memory */
 } vla_attn_smem;
 
@@ -60,6 +65,7 @@ VLA_HD vla_attn_smem vla_attn_smem_q_walk(int D, int prefetch, int backward) {
     L.k_groups = vla_attn_smem_take(&at, BK * 4);
     L.lse = vla_attn_smem_take(&at, bw * BQ * 4);
     L.dvec = vla_attn_smem_take(&at, bw * BQ * 4);
+    L.ds = vla_attn_smem_take(&at, 0);
     L.bytes = at;
     return L;
 }
@@ -67,8 +73,8 @@ VLA_HD vla_attn_smem vla_attn_smem_fwd(int D, int prefetch) { return vla_attn_sm
 VLA_HD vla_attn_smem vla_attn_smem_dq(int D, int prefetch) { return vla_attn_smem_q_walk(D, prefetch, 1); }
 
 /* dK/dV: [raw Q or dO tile, its query groups, lse, rowsum(dO·O)]? K V Q dO, key groups, query groups,
- * lse, rowsum(dO·O) */
-VLA_HD vla_attn_smem vla_attn_smem_dkdv(int D, int prefetch) {
+ * lse, rowsum(dO·O)[, dS: fused_dq and a dO tile too small to hold it] */
+VLA_HD vla_attn_smem vla_attn_smem_dkdv(int D, int prefetch, int fused_dq) {
     const int BK = VLA_ATTN_MMA_ROWS, BQ = VLA_ATTN_MMA_KV_BQ(D), pf = prefetch ? 1 : 0;
     vla_attn_smem L;
     int at = 0;
@@ -84,6 +90,8 @@ VLA_HD vla_attn_smem vla_attn_smem_dkdv(int D, int prefetch) {
     L.q_groups = vla_attn_smem_take(&at, BQ * 4);
     L.lse = vla_attn_smem_take(&at, BQ * 4);
     L.dvec = vla_attn_smem_take(&at, BQ * 4);
+    L.ds = fused_dq && VLA_ATTN_DS_IN_DOUT(D) ? L.dout
+                                              : vla_attn_smem_take(&at, fused_dq ? vla_attn_smem_tile_bytes(64, BQ) : 0);
     L.bytes = at;
     return L;
 }

@@ -156,6 +156,10 @@ static void init_once(void) {
     ctx.attn_kv_splits = env_int("VLA_CUDA_ATTN_KV_SPLITS", 0);
     if (ctx.attn_kv_splits < 0) ctx.attn_kv_splits = 0;
     if (ctx.attn_kv_splits > VLA_ATTN_MAX_SPLITS) ctx.attn_kv_splits = VLA_ATTN_MAX_SPLITS;
+    const char *bwd = getenv("VLA_CUDA_ATTN_BACKWARD");
+    ctx.attn_fused_dq = bwd && !strcmp(bwd, "fused");
+    if (bwd && *bwd && strcmp(bwd, "fused") && strcmp(bwd, "two_pass"))
+        fprintf(stderr, "vla: cuda: VLA_CUDA_ATTN_BACKWARD=%s is not two_pass or fused: two_pass it is\n", bwd);
     const char *staging = getenv("VLA_CUDA_ATTN_STAGING");
     ctx.attn_staging = VLA_ATTN_STAGE_AUTO;
     if (staging && !strcmp(staging, "f32")) ctx.attn_staging = VLA_ATTN_STAGE_F32;
@@ -223,6 +227,7 @@ static int64_t cu_stat(vla_ops_stat what) {
     case VLA_STAT_ATTN_LAST_KV_SPLITS: return vla_cuda_attn_last_kv_splits();
     case VLA_STAT_ATTN_LAST_STAGING: return vla_cuda_attn_last_staging();
     case VLA_STAT_ATTN_LAST_Q_SPLITS: return vla_cuda_attn_last_q_splits();
+    case VLA_STAT_ATTN_LAST_BACKWARD_PASSES: return vla_cuda_attn_last_backward_passes();
     case VLA_STAT_CAPTURED_REPLAYS: return vla_cuda_graph_replays();
     case VLA_STAT_OPERAND_CASTS: return vla_cuda_operand_casts();
     case VLA_STAT_DEVICE_USED_BYTES: {

@@ -30,6 +30,7 @@ typedef struct {
     int attn_impl;  /* 0 auto (mma for BF16/FP8, simt for FP32), 1 simt only */
     int attn_kv_splits; /* VLA_CUDA_ATTN_KV_SPLITS: 0 chosen from the shapes, else the dK/dV parts (1: unsplit) */
     int attn_q_splits;  /* VLA_CUDA_ATTN_Q_SPLITS: the same for the bf16 forward's key walk (attn_plan.h) */
+    bool attn_fused_dq; /* VLA_CUDA_ATTN_BACKWARD=fused: the bf16 backward's dQ added by its dK/dV pass (atomics) */
     int attn_staging;   /* VLA_CUDA_ATTN_STAGING: how the bf16 attention kernels stage their tiles, a
                          * VLA_ATTN_STAGE_* of attn_kernels.cuh (auto, f32, bf16, prefetch) */
     bool comm_used;

@@ -54,6 +54,7 @@ int64_t vla_cuda_attn_plan_builds(void);
 /* The parts the last attention backward cut its dK/dV walk into (tensor/attn_plan.h, "SPLIT dK/dV"; 0: none ran). */
 int32_t vla_cuda_attn_last_kv_splits(void);
 int32_t vla_cuda_attn_last_staging(void); /* VLA_STAT_ATTN_LAST_STAGING */
+int32_t vla_cuda_attn_last_backward_passes(void); /* VLA_STAT_ATTN_LAST_BACKWARD_PASSES */
 int32_t vla_cuda_attn_last_q_splits(void); /* VLA_STAT_ATTN_LAST_Q_SPLITS */
 
 #ifdef __cplusplus
