@@ -203,9 +203,11 @@ attention_staging_summary() {
 # the backward two ways (issue 41: backward ≤ 2.5× its forward, fwd+bwd ≥ 2.65× the dense mask): the default run's
 # line ($1) against the fused backward's, and whether the fused one conformed
 attention_backward_summary() {
-    local l=$1 f c
+    local l=$1 f c n
     f=$(grep '^{"stage":"attention_fused_bwd",' "$RESULTS" | grep '"pi05_packed"' | head -1)
-    [ -n "$l" ] && echo "    attention backward (π0.5 packed): $(num "$l" backward_passes) passes $(awk -v a="$(num "$l" fwd_bwd_ms)" -v b="$(num "$l" fwd_ms)" 'BEGIN { if (b > 0) printf "%.2f", (a - b) / b }')× the forward$([ -n "$f" ] && echo "; fused ($(num "$f" backward_passes) pass) $(awk -v a="$(num "$f" fwd_bwd_ms)" -v b="$(num "$f" fwd_ms)" 'BEGIN { if (b > 0) printf "%.2f", (a - b) / b }')× the forward, fwd+bwd $(num "$f" fwd_bwd_ms) ms vs $(num "$l" fwd_bwd_ms) ms = $(num "$f" vs_dense)× the dense mask")"
+    bwd_vs_fwd() { awk -v a="$(num "$1" fwd_bwd_ms)" -v b="$(num "$1" fwd_ms)" 'BEGIN { if (b > 0) printf "%.2f", (a - b) / b }'; }
+    passes() { n=$(num "$1" backward_passes); [ -n "$n" ] && echo " ($n pass$([ "$n" != 1 ] && echo es))"; }
+    [ -n "$l" ] && echo "    attention backward (π0.5 packed)$(passes "$l"): $(bwd_vs_fwd "$l")× the forward$([ -n "$f" ] && echo "; fused$(passes "$f"): $(bwd_vs_fwd "$f")× the forward, fwd+bwd $(num "$f" fwd_bwd_ms) ms vs $(num "$l" fwd_bwd_ms) ms = $(num "$f" vs_dense)× the dense mask")"
     c="$OUT/logs/conformance_fused_bwd.log"
     [ -f "$c" ] || return 0
     if grep -q "backend $DEV conforms" "$c"; then echo "    fused attention backward: conforms"
