@@ -4,14 +4,13 @@
  * attn_mma_kernels.cuh with its PTX wrappers emulated), compiled by the
  * host's C++ compiler from the very headers nvcc compiles.
  *
- * The model: a launch runs its blocks one after another; a block's threads are host threads (one per
- * CUDA thread, the same threads for every block of the launch) meeting at a barrier for __syncthreads
- * (and each warp's lanes at a barrier of their own for __syncwarp and the shuffles), so a kernel's
- * shared-memory protocol is exercised as written — but this is no race detector: a missing barrier
- * shows as a wrong result only when the host threads happen to interleave there (one removed from the
- * f32 attention's walk went unseen, under ThreadSanitizer too); a barrier in divergent code hangs, which
- * ctest's timeout turns into a failure. __shared__ is `static`: one copy, which the blocks, run one at a
- * time, take in turn, as is the launch's dynamic shared memory (VLA_DYN_SMEM). __shfl_xor_sync
+ * The model: a launch runs its blocks one after another; a block's threads are fibers on one host
+ * thread (below, "the threads"), each running until it meets a barrier — __syncthreads, or its warp's
+ * for __syncwarp and the shuffles — so a kernel's shared-memory protocol is exercised as written, in
+ * an order chosen to expose a missing barrier: lowest-numbered thread first, or highest first
+ * (VLA_EMU_ORDER=reverse), ctest running the suite both ways. A barrier in divergent code is named and
+ * aborts. __shared__ is `static`: one copy, which the blocks, run one at a time, take in turn, as is the
+ * launch's dynamic shared memory (VLA_DYN_SMEM). __shfl_xor_sync
  * exchanges through memory between two warp barriers, so every lane of the warp must call it together,
  * as the full mask says on a GPU; the arithmetic intrinsics are the host's IEEE operations (compiled without contraction:
  * -ffp-contract=off), expf the host's — an activation's value may differ from a GPU's by an ulp, its
@@ -28,13 +27,27 @@
 #endif
 
 #include <math.h>
-#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include <functional>
-#include <thread>
 #include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define EMU_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define EMU_ASAN 1
+#endif
+#endif
+#ifdef EMU_ASAN /* AddressSanitizer told of every switch between stacks */
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #include "base/numfmt.h" /* and base/hd.h: the bit casts */
 
@@ -46,7 +59,7 @@ struct emu_uint3 {
     unsigned x, y, z;
 };
 
-inline thread_local emu_uint3 threadIdx, blockIdx;
+inline emu_uint3 threadIdx, blockIdx; /* the running thread's (set at every switch) */
 inline dim3 blockDim, gridDim;
 
 #define VLA_CUDA_EMU 1 /* the kernel headers' own switch (attn_kernels.cuh: no runtime, dynamic shared memory) */
@@ -70,24 +83,121 @@ struct float4 {
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
-/* the launch being run: the block's barrier, each warp's, the shuffle exchange, the dynamic shared memory */
+/* ---- the threads: fibers on one host thread --------------------------------------------------------
+ * Each CUDA thread is a fiber (ucontext) with a stack of its own; one runs at a time, until it reaches a
+ * barrier (__syncthreads, its warp's for __syncwarp and the warp collectives) or its end, and then the
+ * scheduler resumes the first runnable thread in the launch's order: lowest index first, or highest
+ * first (VLA_EMU_ORDER=reverse). Between two barriers a thread's reads and writes therefore all happen
+ * before the next thread's — warp 0 before warp 1 in one order, warp 3 before warp 2 in the other — so
+ * a read of shared memory that a missing barrier leaves unordered against another thread's write sees
+ * the write in one order and the old bytes in the other: a kernel must give the same results both ways
+ * (ctest runs the suite in each). A barrier that some threads never reach is named and aborts. */
+struct emu_barrier {
+    unsigned expected = 0, arrived = 0, gen = 0;
+};
+/* cp.async's copies wait in the issuing thread's queue until its cp.async.wait_all */
+struct emu_copy {
+    void *dst;
+    const void *src;
+    int bytes;
+};
+struct emu_fiber {
+    ucontext_t ctx;
+    void *stack = nullptr; /* the usable stack, above a guard page */
+    size_t stack_bytes = 0;
+    emu_uint3 tid{}, bid{};
+    const emu_barrier *wait = nullptr; /* the barrier it waits at, and that barrier's generation then */
+    unsigned wait_gen = 0;
+    bool done = false;
+    std::vector<emu_copy> copies;
+    void *asan_fake = nullptr;
+};
+/* the launch being run: its threads, the block's barrier, each warp's, the shuffle exchange, the dynamic
+ * shared memory */
 struct emu_block {
-    pthread_barrier_t bar;
-    std::vector<pthread_barrier_t> warp_bar; /* a warp's lanes (the last warp: the block's remaining threads) */
+    emu_barrier bar;
+    std::vector<emu_barrier> warp_bar; /* a warp's lanes (the last warp: the block's remaining threads) */
     std::vector<float> lanes;
     std::vector<uint64_t> xch;      /* the warp collectives' exchange: 8 words a thread */
     std::vector<unsigned char> dyn; /* the launch's dynamic shared memory, 16-byte aligned */
+    std::vector<emu_fiber> fibers;
+    unsigned cur = 0;
+    bool reverse = false;
+    const std::function<void()> *kernel = nullptr;
+    dim3 grid;
+    ucontext_t main_ctx;
+    const void *main_bottom = nullptr; /* the launching stack (for AddressSanitizer) */
+    size_t main_bytes = 0;
+    bool main_known = false;
 };
 inline emu_block *emu_cur;
 
 inline unsigned emu_tid() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
-inline void __syncthreads() { pthread_barrier_wait(&emu_cur->bar); }
+inline void *emu_dyn_smem() { return emu_cur->dyn.data(); }
+
+inline bool emu_runnable(const emu_fiber &f) { return !f.done && (!f.wait || f.wait->gen != f.wait_gen); }
+inline int emu_pick(const emu_block &b) {
+    int n = (int)b.fibers.size();
+    for (int k = 0; k < n; k++) {
+        int i = b.reverse ? n - 1 - k : k;
+        if (emu_runnable(b.fibers[(size_t)i])) return i;
+    }
+    return -1;
+}
+
+/* from the running fiber (from; NULL: the launch) to fiber `to` (-1: back to the launch); a fiber that has
+ * ended (dying) leaves for good */
+inline void emu_go(emu_fiber *from, bool dying, int to) {
+    emu_block &b = *emu_cur;
+    ucontext_t *dst = to < 0 ? &b.main_ctx : &b.fibers[(size_t)to].ctx;
+    ucontext_t *src = from ? &from->ctx : &b.main_ctx;
+#ifdef EMU_ASAN
+    const void *bottom = to < 0 ? b.main_bottom : b.fibers[(size_t)to].stack;
+    size_t bytes = to < 0 ? b.main_bytes : b.fibers[(size_t)to].stack_bytes;
+    static void *main_fake; /* the launch's own */
+    void **fake = from ? &from->asan_fake : &main_fake;
+    __sanitizer_start_switch_fiber(dying ? nullptr : fake, bottom, bytes);
+#endif
+    if (to >= 0) b.cur = (unsigned)to;
+    if (dying) {
+        setcontext(dst);
+        abort(); /* not reached */
+    }
+    swapcontext(src, dst);
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(*fake, nullptr, nullptr);
+#endif
+    if (from) threadIdx = from->tid, blockIdx = from->bid;
+}
+
+/* the running thread lets the next runnable one run (itself, if it is first in the order) */
+inline void emu_schedule() {
+    emu_block &b = *emu_cur;
+    emu_fiber &me = b.fibers[b.cur];
+    int next = emu_pick(b);
+    if (next < 0) {
+        fprintf(stderr, "cuda_emu: block (%u, %u, %u): thread %u waits at a barrier the others never reach (a "
+                        "barrier in divergent code)\n", blockIdx.x, blockIdx.y, blockIdx.z, emu_tid());
+        abort();
+    }
+    if (next != (int)b.cur) emu_go(&me, false, next);
+}
+
+inline void emu_barrier_wait(emu_barrier &br) {
+    emu_block &b = *emu_cur;
+    emu_fiber &me = b.fibers[b.cur];
+    if (++br.arrived == br.expected) br.arrived = 0, br.gen++; /* the last: every thread there runs again */
+    else me.wait = &br, me.wait_gen = br.gen;
+    emu_schedule();
+    me.wait = nullptr;
+}
+
+inline void __syncthreads() { emu_barrier_wait(emu_cur->bar); }
 /* a warp's lanes meet (what __syncwarp and the shuffles need: the warp, not the block) */
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
     (void)mask;
-    pthread_barrier_wait(&emu_cur->warp_bar[emu_tid() / 32]);
+    emu_barrier_wait(emu_cur->warp_bar[emu_tid() / 32]);
 }
-inline void *emu_dyn_smem() { return emu_cur->dyn.data(); }
 
 inline float __shfl_xor_sync(unsigned mask, float v, int lane_mask) {
     (void)mask;
@@ -176,53 +286,99 @@ inline void emu_ldmatrix(uint32_t *out, int n, bool trans, const uint16_t *row) 
     __syncwarp();
 }
 
-/* cp.async: the thread's copies wait in a queue until its cp.async.wait_all (so a kernel that reads the
+/* cp.async: the thread's copies wait in its queue until its cp.async.wait_all (so a kernel that reads the
  * destination before waiting reads the old bytes, as a GPU may) */
-struct emu_copy {
-    void *dst;
-    const void *src;
-    int bytes;
-};
-inline thread_local std::vector<emu_copy> emu_copies;
-inline void emu_cp_async(void *dst, const void *src, int bytes) { emu_copies.push_back({dst, src, bytes}); }
+inline void emu_cp_async(void *dst, const void *src, int bytes) {
+    emu_cur->fibers[emu_cur->cur].copies.push_back({dst, src, bytes});
+}
 inline void emu_cp_async_wait_all() {
-    for (const emu_copy &c : emu_copies) memcpy(c.dst, c.src, (size_t)c.bytes);
-    emu_copies.clear();
+    std::vector<emu_copy> &q = emu_cur->fibers[emu_cur->cur].copies;
+    for (const emu_copy &c : q) memcpy(c.dst, c.src, (size_t)c.bytes);
+    q.clear();
 }
 
-/* kernel(args…) over grid × block with smem bytes of dynamic shared memory: the block's threads are host
- * threads, made once per launch, that run the blocks one after another, meeting at the barrier between
- * two blocks (the blocks take the static and the dynamic "shared memory" in turn; the dynamic starts
- * filled with a pattern, as a GPU's leftover does, so a read before a write shows) */
+/* a thread: every block of the launch in turn, meeting the others at the barrier between two blocks */
+inline void emu_thread_main() {
+    emu_block &b = *emu_cur;
+    emu_fiber &me = b.fibers[b.cur];
+#ifdef EMU_ASAN
+    const void *from_bottom;
+    size_t from_bytes;
+    __sanitizer_finish_switch_fiber(nullptr, &from_bottom, &from_bytes);
+    if (!b.main_known) b.main_bottom = from_bottom, b.main_bytes = from_bytes, b.main_known = true; /* the first: from the launch */
+#endif
+    threadIdx = me.tid;
+    for (unsigned bz = 0; bz < b.grid.z; bz++)
+        for (unsigned by = 0; by < b.grid.y; by++)
+            for (unsigned bx = 0; bx < b.grid.x; bx++) {
+                me.bid = {bx, by, bz};
+                blockIdx = me.bid;
+                (*b.kernel)();
+                emu_barrier_wait(b.bar); /* the block is done before the next starts */
+            }
+    me.done = true;
+    int next = emu_pick(b);
+    bool all = true;
+    for (const emu_fiber &f : b.fibers) all = all && f.done;
+    if (next < 0 && !all) {
+        fprintf(stderr, "cuda_emu: threads wait at a barrier that thread %u, finished, never reached\n", emu_tid());
+        abort();
+    }
+    emu_go(&me, true, next); /* the next runnable thread, or (all done) back to the launch */
+}
+
+/* the scheduling order: VLA_EMU_ORDER=reverse runs the highest-numbered runnable thread first */
+inline bool emu_reverse_order() {
+    const char *o = getenv("VLA_EMU_ORDER");
+    return o && !strcmp(o, "reverse");
+}
+
+/* kernel(args…) over grid × block with smem bytes of dynamic shared memory: the block's threads are fibers,
+ * made once per launch, that run the blocks one after another, meeting at the barrier between two blocks
+ * (the blocks take the static and the dynamic "shared memory" in turn; the dynamic starts filled with a
+ * pattern, as a GPU's leftover does, so a read before a write shows) */
 inline void emu_launch(dim3 grid, dim3 block, const std::function<void()> &kernel, size_t smem = 0) {
     gridDim = grid, blockDim = block;
     unsigned nt = block.x * block.y * block.z, nw = (nt + 31) / 32;
     emu_block b;
-    pthread_barrier_init(&b.bar, NULL, nt);
+    b.bar.expected = nt;
     b.warp_bar.resize(nw);
-    for (unsigned w = 0; w < nw; w++) pthread_barrier_init(&b.warp_bar[w], NULL, w + 1 < nw ? 32 : nt - 32 * w);
+    for (unsigned w = 0; w < nw; w++) b.warp_bar[w].expected = w + 1 < nw ? 32 : nt - 32 * w;
     b.lanes.assign(nt, 0.0f);
     b.xch.assign((size_t)nt * 8, 0);
     b.dyn.assign(smem + 16, 0xA5);
-    emu_cur = &b;
-    std::vector<std::thread> ts;
-    ts.reserve(nt);
+    b.kernel = &kernel, b.grid = grid, b.reverse = emu_reverse_order();
+    b.fibers.resize(nt);
+    /* a thread's stack (reserved as touched; a kernel's frames take a few KB): AddressSanitizer clears the
+     * shadow of the stack it switches to at every switch, so there it is small */
+#ifdef EMU_ASAN
+    const size_t stack = (size_t)64 << 10;
+#else
+    const size_t stack = (size_t)256 << 10;
+#endif
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned i = 0;
     for (unsigned tz = 0; tz < block.z; tz++)
         for (unsigned ty = 0; ty < block.y; ty++)
-            for (unsigned tx = 0; tx < block.x; tx++)
-                ts.emplace_back([&kernel, &b, grid, tx, ty, tz] {
-                    threadIdx = {tx, ty, tz};
-                    for (unsigned bz = 0; bz < grid.z; bz++)
-                        for (unsigned by = 0; by < grid.y; by++)
-                            for (unsigned bx = 0; bx < grid.x; bx++) {
-                                blockIdx = {bx, by, bz};
-                                kernel();
-                                pthread_barrier_wait(&b.bar); /* the block is done before the next starts */
-                            }
-                });
-    for (auto &t : ts) t.join();
-    pthread_barrier_destroy(&b.bar);
-    for (auto &wb : b.warp_bar) pthread_barrier_destroy(&wb);
+            for (unsigned tx = 0; tx < block.x; tx++, i++) {
+                emu_fiber &f = b.fibers[i];
+                void *m = mmap(NULL, stack + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                               -1, 0);
+                if (m == MAP_FAILED) {
+                    perror("cuda_emu: a thread's stack");
+                    abort();
+                }
+                mprotect(m, page, PROT_NONE); /* a guard page below: an overflow faults */
+                f.stack = (char *)m + page, f.stack_bytes = stack;
+                f.tid = {tx, ty, tz};
+                getcontext(&f.ctx);
+                f.ctx.uc_stack.ss_sp = f.stack, f.ctx.uc_stack.ss_size = stack, f.ctx.uc_link = NULL;
+                makecontext(&f.ctx, emu_thread_main, 0);
+            }
+    emu_cur = &b;
+    int first = emu_pick(b);
+    emu_go(NULL, false, first);
+    for (emu_fiber &f : b.fibers) munmap((char *)f.stack - page, f.stack_bytes + page);
     emu_cur = NULL;
 }
 
