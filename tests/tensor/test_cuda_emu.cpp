@@ -629,11 +629,11 @@ static void mma_forward(vla_attn_args a, int way, std::vector<float> &out, std::
 }
 
 /* k_mma_dkdv<D> (DQ: with dQ fused) one staging way (0: f32 tensors, 1: bf16 copies, 2: copies prefetched),
- * on attention.cu's grid: (k-tile, kv head, part) × column blocks */
+ * on attention.cu's grid, (k-tile, kv head, part), of its blocks (head dim 256: eight warps) */
 template <int D, bool DQ>
 static void mma_dkdv(const vla_attn_args &b, int way) {
     constexpr int BQ = kv_bq_of(D), DC = dc_of(D);
-    dim3 grid((unsigned)(b.n_kt * b.Hkv * b.kv_splits), D / DC), blk(NTH);
+    dim3 grid((unsigned)(b.n_kt * b.Hkv * b.kv_splits)), blk(32 * VLA_ATTN_MMA_KV_WARPS(D));
     if (way == 0)
         emu_launch(grid, blk, [&] { k_mma_dkdv<D, BQ, DC, false, float, DQ>(b); }, vla_attn_smem_dkdv(D, 0, DQ).bytes);
     if (way == 1)
@@ -817,7 +817,8 @@ static void test_attention_mma(void **state) {
     check_mma_forward<64>(2, 2, 64, 0, 140);
     check_mma_forward<48>(2, 1, 40, 1, 60);
     check_mma_forward<64>(4, 2, 64, 2, 60);
-    /* π0.5's Gemma: 32-key tiles in the forward and dQ, 32-query tiles and two column halves in dK/dV */
+    /* π0.5's Gemma: 32-key tiles in the forward and dQ; in dK/dV 32-query tiles and blocks of two warp groups,
+     * each with half the columns, sharing Pᵀ and dSᵀ through shared memory */
     check_mma_forward<256>(2, 1, 256, 5, 60);
     check_mma_cached<64>(8, 1, 64, 3); /* π0.5's action expert: 8 heads, one KV head */
     check_mma_cached<48>(2, 2, 48, 4);

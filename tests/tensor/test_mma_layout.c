@@ -293,6 +293,9 @@ static void check_carve(const vla_attn_smem *L, int D, int rows_q, int rows_k, i
         {"dvec", L->dvec, pass ? rows_q * 4 : 0, 4},
         /* the fused backward's dS [queries][64 keys]: its own region, or dO's bytes (checked below) */
         {"ds", L->ds, fused && !VLA_ATTN_DS_IN_DOUT(D) ? tile_extent_bytes(64, rows_q) : 0, 16},
+        /* dK/dV's two warp groups share Pᵀ and dSᵀ [64 keys][queries] */
+        {"pt", L->pt, pass == 2 && VLA_ATTN_MMA_KV_WARPS(D) > 4 ? tile_extent_bytes(rows_q, rows_k) : 0, 16},
+        {"dst", L->dst, pass == 2 && VLA_ATTN_MMA_KV_WARPS(D) > 4 ? tile_extent_bytes(rows_q, rows_k) : 0, 16},
     };
     const int n = (int)(sizeof reg / sizeof reg[0]);
     for (int i = 0; i < n; i++) {
@@ -331,8 +334,11 @@ static void test_smem_carve(void **state) {
     }
     /* head dim 256 (π0.5's Gemma): the sizes docs/cuda.md's table gives */
     assert_int_equal(vla_attn_smem_dq(256, 1).bytes, 115712);
-    assert_int_equal(vla_attn_smem_dkdv(256, 1, 0).bytes, 115712);
-    assert_int_equal(vla_attn_smem_dkdv(256, 1, 1).bytes, 115712); /* fused: dS in dO's bytes, two blocks per SM still */
+    /* dK/dV at 256: one block of eight warps per SM (their registers), Pᵀ and dSᵀ (and fused, dS) beside */
+    assert_int_equal(vla_attn_smem_dkdv(256, 1, 0).bytes, 115712 + 2 * 64 * 40 * 2);
+    assert_int_equal(vla_attn_smem_dkdv(256, 1, 1).bytes, 115712 + 2 * 64 * 40 * 2 + 32 * 64 * 2);
+    assert_int_equal(VLA_ATTN_MMA_KV_WARPS(256), 8);
+    assert_int_equal(VLA_ATTN_MMA_KV_WARPS(128), 4);
     assert_int_equal(2 * (vla_attn_smem_dq(256, 1).bytes + 1024), 228 * 1024);
     assert_int_equal(vla_attn_smem_fwd(256, 1).bytes, vla_attn_smem_fwd(256, 0).bytes + 32 * 256 * 2 + 32 * 4);
 }

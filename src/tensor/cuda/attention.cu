@@ -363,8 +363,9 @@ static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *
         int64_t rows[4] = {qr, qr, kr, kr};
         copies = bf16_copies(&a, 4, src, rows, dst);
     }
-    /* the dK/dV walk cut in parts when its grid is too small for the device (tensor/attn_plan.h) */
-    int64_t kv_blocks = kp->p.n_kt * kp->p.Hkv * (mma ? vla_attn_mma_dkdv_col_blocks(cfg->head_dim) : 1);
+    /* the dK/dV walk cut in parts when its grid is too small for the device (tensor/attn_plan.h), counted in
+     * blocks of four warps (head dim 256's blocks are two such groups) */
+    int64_t kv_blocks = kp->p.n_kt * kp->p.Hkv * (mma ? vla_attn_mma_dkdv_warp_groups(cfg->head_dim) : 1);
     int forced = vla_cuda_ctx_get()->attn_kv_splits;
     a.kv_splits = forced ? forced : vla_attn_walk_splits(kv_blocks, vla_attn_plan_max_kv_walk(&kp->p), SPLIT_TARGET_BLOCKS);
     int64_t n_kv = kp->p.nk[0] * kp->p.Hkv * kp->p.d;

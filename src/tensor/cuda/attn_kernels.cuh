@@ -118,8 +118,9 @@ int vla_attn_mma_dpad(int d); /* 0: not supported */
 void vla_attn_mma_tiles(int d, int *fwd_bq, int *fwd_bk, int *kv_bq, int *kv_bk);
 cudaError_t vla_attn_mma_forward(const vla_attn_args *a, cudaStream_t s);
 cudaError_t vla_attn_mma_dkdv(const vla_attn_args *a, cudaStream_t s); /* and dQ, when a->fused_dq */
-/* the dK/dV pass's column blocks per (k-tile, kv head): 2 for head dim 256, else 1 */
-int vla_attn_mma_dkdv_col_blocks(int d);
+/* the dK/dV pass's groups of four warps per block (one block per (k-tile, kv head, part)): 2 for head dim
+ * 256, else 1 */
+int vla_attn_mma_dkdv_warp_groups(int d);
 cudaError_t vla_attn_mma_dq(const vla_attn_args *a, cudaStream_t s);
 /* how the passes staged at their last launch: bits 0-2 forward, dK/dV, dQ prefetched; bit 3 from bf16
  * copies (-1: none ran) */

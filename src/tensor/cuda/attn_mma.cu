@@ -45,11 +45,11 @@ void vla_attn_mma_tiles(int d, int *fwd_bq, int *fwd_bk, int *kv_bq, int *kv_bk)
 }
 
 template <typename K>
-static cudaError_t launch(K kernel, size_t smem, dim3 grid, const vla_attn_args *a, cudaStream_t s) {
+static cudaError_t launch(K kernel, size_t smem, dim3 grid, int threads, const vla_attn_args *a, cudaStream_t s) {
     if (grid.x == 0) return cudaSuccess;
     cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return e;
-    kernel<<<grid, NTH, smem, s>>>(*a);
+    kernel<<<grid, threads, smem, s>>>(*a);
     return cudaGetLastError();
 }
 
@@ -64,7 +64,7 @@ static int32_t staged = -1; /* bits 0-2: forward, dK/dV, dQ prefetched at their 
 
 template <typename KP, typename KB, typename KF>
 static cudaError_t launch_pass(KP k_pf, size_t smem_pf, KB k_bf16, KF k_f32, size_t smem, int *decided, int bit,
-                               dim3 grid, const vla_attn_args *a, cudaStream_t s) {
+                               dim3 grid, int threads, const vla_attn_args *a, cudaStream_t s) {
     bool pf = a->staging == VLA_ATTN_STAGE_PREFETCH;
     if (a->staging == VLA_ATTN_STAGE_AUTO) {
         if (*decided < 0) {
@@ -72,8 +72,8 @@ static cudaError_t launch_pass(KP k_pf, size_t smem_pf, KB k_bf16, KF k_f32, siz
             cudaError_t e = cudaFuncSetAttribute(k_pf, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem_pf);
             if (e == cudaSuccess)
                 e = cudaFuncSetAttribute(k_bf16, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-            if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n_pf, k_pf, NTH, smem_pf);
-            if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n_plain, k_bf16, NTH, smem);
+            if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n_pf, k_pf, threads, smem_pf);
+            if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n_plain, k_bf16, threads, smem);
             if (e != cudaSuccess) return e;
             *decided = n_pf >= n_plain && n_pf > 0;
         }
@@ -83,8 +83,8 @@ static cudaError_t launch_pass(KP k_pf, size_t smem_pf, KB k_bf16, KF k_f32, siz
     if (staged < 0) staged = 0;
     staged = pf ? staged | (1 << bit) : staged & ~(1 << bit);
     staged = bf16 ? staged | 8 : staged & ~8;
-    if (pf) return launch(k_pf, smem_pf, grid, a, s);
-    return bf16 ? launch(k_bf16, smem, grid, a, s) : launch(k_f32, smem, grid, a, s);
+    if (pf) return launch(k_pf, smem_pf, grid, threads, a, s);
+    return bf16 ? launch(k_bf16, smem, grid, threads, a, s) : launch(k_f32, smem, grid, threads, a, s);
 }
 
 int32_t vla_attn_mma_staged(void) { return staged; }
@@ -96,7 +96,7 @@ static cudaError_t fwd(const vla_attn_args *a, cudaStream_t s) {
     return launch_pass(k_mma_fwd<D, BK, true, uint16_t>, vla_attn_smem_fwd(D, 1).bytes,
                        k_mma_fwd<D, BK, false, uint16_t>, k_mma_fwd<D, BK, false, float>, vla_attn_smem_fwd(D, 0).bytes,
                        &decided, 0,
-                       dim3((unsigned)(a->n_qt * a->H * (a->q_splits > 1 ? a->q_splits : 1))), a, s);
+                       dim3((unsigned)(a->n_qt * a->H * (a->q_splits > 1 ? a->q_splits : 1))), NTH, a, s);
 }
 template <int D>
 static cudaError_t dq(const vla_attn_args *a, cudaStream_t s) {
@@ -105,7 +105,7 @@ static cudaError_t dq(const vla_attn_args *a, cudaStream_t s) {
     return launch_pass(k_mma_dq<D, BK, true, uint16_t>, vla_attn_smem_dq(D, 1).bytes,
                        k_mma_dq<D, BK, false, uint16_t>, k_mma_dq<D, BK, false, float>, vla_attn_smem_dq(D, 0).bytes,
                        &decided, 2,
-                       dim3((unsigned)(a->n_qt * a->H)), a, s);
+                       dim3((unsigned)(a->n_qt * a->H)), NTH, a, s);
 }
 template <int D, bool DQ>
 static cudaError_t dkdv_pass(const vla_attn_args *a, cudaStream_t s) {
@@ -114,16 +114,16 @@ static cudaError_t dkdv_pass(const vla_attn_args *a, cudaStream_t s) {
     return launch_pass(k_mma_dkdv<D, BQ, DC, true, uint16_t, DQ>, vla_attn_smem_dkdv(D, 1, DQ).bytes,
                        k_mma_dkdv<D, BQ, DC, false, uint16_t, DQ>, k_mma_dkdv<D, BQ, DC, false, float, DQ>,
                        vla_attn_smem_dkdv(D, 0, DQ).bytes, &decided,
-                       1, dim3((unsigned)(a->n_kt * a->Hkv * a->kv_splits), D / DC), a, s);
+                       1, dim3((unsigned)(a->n_kt * a->Hkv * a->kv_splits)), 32 * VLA_ATTN_MMA_KV_WARPS(D), a, s);
 }
 template <int D>
 static cudaError_t dkdv(const vla_attn_args *a, cudaStream_t s) {
     return a->fused_dq ? dkdv_pass<D, true>(a, s) : dkdv_pass<D, false>(a, s);
 }
 
-int vla_attn_mma_dkdv_col_blocks(int d) {
+int vla_attn_mma_dkdv_warp_groups(int d) {
     int D = vla_attn_mma_dpad(d);
-    return D ? D / dc_of(D) : 1;
+    return D ? VLA_ATTN_MMA_KV_WARPS(D) / 4 : 1;
 }
 
 #define DISPATCH(F)                                        \

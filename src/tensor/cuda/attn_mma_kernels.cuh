@@ -68,12 +68,12 @@ __device__ __forceinline__ void ldsm_b_kn(uint32_t b[2], const uint16_t *s, int 
 }
 #endif
 
-/* acc[n] = X[16w + (0..15), :] · Y[8n + (0..7), :]ᵀ over the head dim, n < NT: one warp's 16 rows of a
- * product of two tiles (vla_tile_off's layout), k-steps of 16 in order from zero — each accumulator sums the
- * same products in the same order however the products of a tile are grouped around it */
+/* acc[n] = X[16w + (0..15), :] · Y[y0 + 8n + (0..7), :]ᵀ over the head dim, n < NT: one warp's 16 rows of
+ * a product of two tiles (vla_tile_off's layout), k-steps of 16 in order from zero — each accumulator sums
+ * the same products in the same order however the products of a tile are grouped around it */
 template <int D, int NT>
 __device__ __forceinline__ void warp_product_nk(float acc[NT][4], const uint16_t *X, const uint16_t *Y, int w,
-                                                int lane) {
+                                                int lane, int y0 = 0) {
 #pragma unroll
     for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 #pragma unroll
@@ -83,7 +83,7 @@ __device__ __forceinline__ void warp_product_nk(float acc[NT][4], const uint16_t
 #pragma unroll
         for (int n = 0; n < NT; n++) {
             uint32_t b[2];
-            ldsm_b_nk(b, Y, D, 8 * n, 16 * kk, lane);
+            ldsm_b_nk(b, Y, D, y0 + 8 * n, 16 * kk, lane);
             mma16816(acc[n], a, b);
         }
     }
@@ -129,10 +129,10 @@ __device__ __forceinline__ void warp_product_ckn(float acc[ND][4], const float s
  * mma_layout.h's vla_tile_off says), zeros elsewhere. Every operand's f32 → bf16 here, in to_tile and in the
  * operands' copies (attention.cu, the GEMMs' operand cast) is numfmt.h's vla_nf_f32_to_bf16 — one rounding,
  * NaNs included, so every staging way gives the same bits */
-template <int D, int R>
+template <int D, int R, int NTHR = NTH>
 __device__ __forceinline__ void stage(uint16_t *s, const float *x, int64_t ld, int32_t start, int32_t len, int head,
                                       int d) {
-    for (int idx = threadIdx.x; idx < R * D; idx += NTH) {
+    for (int idx = threadIdx.x; idx < R * D; idx += NTHR) {
         int r = idx / D, c = idx % D;
         float v = r < len && c < d ? x[(int64_t)(start + r) * ld + (int64_t)head * d + c] : 0.0f;
         s[vla_tile_off(D, r, c)] = vla_nf_f32_to_bf16(v);
@@ -172,29 +172,30 @@ __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wai
 
 /* issue rows [start, start + len) of head `head` of x (row stride ld, head stride dw) into raw[R][D], 16 bytes
  * a copy; rows >= len and columns >= dw are not written (to_tile zeroes them); len <= R (a plan's tile) */
-template <int D, int R, typename T>
+template <int D, int R, typename T, int NTHR = NTH>
 __device__ __forceinline__ void fetch(T *raw, const T *x, int64_t ld, int32_t start, int32_t len, int head, int dw) {
     constexpr int CE = 16 / sizeof(T);
     const int q = dw / CE;
     const T *base = x + (int64_t)start * ld + (int64_t)head * dw;
-    for (int idx = threadIdx.x; idx < len * q; idx += NTH) {
+    for (int idx = threadIdx.x; idx < len * q; idx += NTHR) {
         int r = idx / q, c = (idx - r * q) * CE;
         cp_async16(raw + r * D + c, base + (int64_t)r * ld + c);
     }
 }
 
 /* n 32-bit words src[i] (i < n) into dst[i], asynchronously */
+template <int NTHR = NTH>
 __device__ __forceinline__ void fetch_words(void *dst, const void *src, int32_t n) {
-    for (int i = threadIdx.x; i < n; i += NTH) cp_async4((uint32_t *)dst + i, (const uint32_t *)src + i);
+    for (int i = threadIdx.x; i < n; i += NTHR) cp_async4((uint32_t *)dst + i, (const uint32_t *)src + i);
 }
 
 /* rows < len, columns < dw of src (row stride ld, 16-byte aligned rows; dw a multiple of 16 bytes' elements)
  * into tile s (vla_tile_off) as bf16, zeros elsewhere: f32 converted (stage()'s bits), bf16 copied — 16 bytes
  * a read; src is a raw tile (ld = D) or global memory */
-template <int D, int R, typename T>
+template <int D, int R, typename T, int NTHR = NTH>
 __device__ __forceinline__ void to_tile(uint16_t *s, const T *src, int64_t ld, int32_t len, int dw) {
     constexpr int CE = 16 / sizeof(T), NC = D / CE;
-    for (int idx = threadIdx.x; idx < R * NC; idx += NTH) {
+    for (int idx = threadIdx.x; idx < R * NC; idx += NTHR) {
         int r = idx / NC, c = (idx % NC) * CE;
         bool in = r < len && c < dw;
         if constexpr (sizeof(T) == 4) {
@@ -212,11 +213,11 @@ __device__ __forceinline__ void to_tile(uint16_t *s, const T *src, int64_t ld, i
 }
 
 /* a tile from the tensor the kernel reads (f32, or its bf16 copy: attention.cu casts once per call) */
-template <int D, int R, typename T>
+template <int D, int R, typename T, int NTHR = NTH>
 __device__ __forceinline__ void stage_src(uint16_t *s, const T *x, int64_t ld, int32_t start, int32_t len, int head,
                                           int dw) {
-    if constexpr (sizeof(T) == 4) stage<D, R>(s, x, ld, start, len, head, dw);
-    else to_tile<D, R, T>(s, x + (int64_t)start * ld + (int64_t)head * dw, ld, len, dw);
+    if constexpr (sizeof(T) == 4) stage<D, R, NTHR>(s, x, ld, start, len, head, dw);
+    else to_tile<D, R, T, NTHR>(s, x + (int64_t)start * ld + (int64_t)head * dw, ld, len, dw);
 }
 
 /* the tensor a kernel reading T stages from: the f32 one, or its bf16 copy */
@@ -496,19 +497,19 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
         }
 }
 
-/* ---- the fused backward's dQ: dQ[:, c0 + DC) += scale · dS·K, atomically ------------------------- */
+/* ---- the fused backward's dQ: dQ[:, c0 + NC) += scale · dS·K, atomically ------------------------- */
 
 /* One (k-tile, item) pair's contribution to dQ: dS (the block's [BQ queries][64 keys], bf16 in dss,
- * vla_tile_off(64, ·)) times the k-tile's K rows (Ks, [64][D]) over the block's DC columns from c0, added
- * to dq with one f32 atomic per element. The four warps share the product: warp w takes the 16 query rows
- * w % (BQ / 16) and the w / (BQ / 16)-th share of the columns, G column tiles of 8 at a time (the
- * accumulators of G tiles live at once beside the dK/dV ones). */
-template <int D, int BQ, int DC>
+ * vla_tile_off(64, ·)) times the k-tile's K rows (Ks, [64][D]) over NC columns from c0, added to dq with one
+ * f32 atomic per element. WN warps share the product (w < WN): warp w takes the 16 query rows w % (BQ / 16)
+ * and the w / (BQ / 16)-th share of the columns, G column tiles of 8 at a time (the accumulators of G tiles
+ * live at once beside the dK/dV ones). */
+template <int D, int BQ, int NC, int WN>
 __device__ __forceinline__ void fused_dq_add(const vla_attn_args &a, const uint16_t *dss, const uint16_t *Ks,
                                              const vla_attn_tile &qt, int h, int c0, int w, int lane) {
-    constexpr int RB = BQ / 16, WPR = NW / RB, NPW = DC / 8 / WPR;
+    constexpr int RB = BQ / 16, WPR = WN / RB, NPW = NC / 8 / WPR;
     constexpr int G = NPW % 4 == 0 ? 4 : NPW % 3 == 0 ? 3 : NPW % 2 == 0 ? 2 : NPW;
-    static_assert(NW % RB == 0 && (DC / 8) % WPR == 0, "the warps split dQ's rows and columns evenly");
+    static_assert(WN % RB == 0 && (NC / 8) % WPR == 0, "the warps split dQ's rows and columns evenly");
     const int mb = w % RB, n0 = (w / RB) * NPW, g = lane >> 2, t = lane & 3, d = a.d;
     const int r_lo = 16 * mb + g, r_hi = r_lo + 8;
     const bool in_lo = r_lo < qt.len, in_hi = r_hi < qt.len;
@@ -541,18 +542,26 @@ __device__ __forceinline__ void fused_dq_add(const vla_attn_args &a, const uint1
     }
 }
 
-/* ---- backward, pass 1: dK, dV per (k-tile of 64 keys, kv head, DC output columns) ------------- */
+/* ---- backward, pass 1: dK, dV per (k-tile of 64 keys, kv head) ------------------------------------ */
 
-/* PF: the Q/dO tiles fetched asynchronously (above), with the next item's query groups, lse and
+/* A block is GR = D / DC groups of four warps (attn_smem.h, VLA_ATTN_MMA_KV_WARPS): warp w owns the 16 keys
+ * 16·(w % 4) and, of dK and dV, the DC columns of its group w / 4. One group (head dims ≤ 128) computes Sᵀ
+ * and dPᵀ of all BQ queries and keeps Pᵀ and dSᵀ in registers as the A operands of dV += Pᵀ·dO and
+ * dK += dSᵀ·Q (FA2's trick); two (head dim 256, whose dK/dV accumulators fill a warp's registers at 128
+ * columns) split the queries of Sᵀ and dPᵀ between them and share Pᵀ and dSᵀ through shared memory — the
+ * same products, rounded to bf16 once either way, so the same bits.
+ * PF: the Q/dO tiles fetched asynchronously (above), with the next item's query groups, lse and
  * rowsum(dO·O) rows; the raw tile and those rows come first in shared memory.
- * DQ (the fused backward, VLA_CUDA_ATTN_BACKWARD=fused): dQ too — each item's dS, which the pass has in
- * registers for dK, goes to shared memory and fused_dq_add adds dS·K to dQ atomically, so no dQ pass
- * recomputes S and dP: five products per (k-tile, q-tile) instead of seven (FlashAttention-2's
- * backward), at the price of atomics whose order varies from run to run */
+ * DQ (the fused backward, VLA_CUDA_ATTN_BACKWARD=fused): dQ too — each item's dS goes to shared memory and
+ * fused_dq_add adds dS·K to dQ atomically, so no dQ pass recomputes S and dP: five products per (k-tile,
+ * q-tile) instead of seven (FlashAttention-2's backward), at the price of atomics whose order varies from
+ * run to run */
 template <int D, int BQ, int DC, bool PF, typename T, bool DQ = false>
-__global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
-    constexpr int BK = 16 * NW, NT = BQ / 8, NDC = DC / 8;
+__global__ void __launch_bounds__(32 * VLA_ATTN_MMA_KV_WARPS(D), 1) k_mma_dkdv(vla_attn_args a) {
+    constexpr int GR = D / DC, WN = NW * GR, THREADS = 32 * WN;
+    constexpr int BK = 16 * NW, NT = BQ / 8 / GR, NDC = DC / 8;
     static_assert(BQ == VLA_ATTN_MMA_KV_BQ(D), "attn_smem.h carves the tiles of VLA_ATTN_MMA_KV_BQ");
+    static_assert(WN == VLA_ATTN_MMA_KV_WARPS(D) && (GR == 1 || BQ % (16 * GR) == 0), "attn_smem.h's warps");
     static_assert(BK == VLA_ATTN_MMA_ROWS, "dS's tile has a block's 64 keys as columns");
     VLA_DYN_SMEM(unsigned char, smem);
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
@@ -567,8 +576,9 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     int64_t item = blockIdx.x / a.kv_splits;
     int32_t part = (int32_t)(blockIdx.x % a.kv_splits);
     const vla_attn_tile kt = a.kt[a.k_order[item / a.Hkv]];
-    int kvh = (int)(item % a.Hkv), d = a.d, c0 = blockIdx.y * DC;
+    int kvh = (int)(item % a.Hkv), d = a.d;
     int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+    const int kw = w % NW, grp = w / NW, c0 = grp * DC, q0 = grp * (BQ / GR); /* its keys, columns, queries */
     const sources<T> in(a);
     const int dw = in.dw;
     const int64_t ldq = in.ldq, ldk = in.ldk;
@@ -583,9 +593,9 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     auto fetch_q = [&](int64_t j) {
         const vla_attn_tile qn = a.qt[kt.first + (int32_t)(j % kt.n)];
         int hn = kvh * a.rep + (int)(j / kt.n);
-        fetch<D, BQ, T>(raw, in.q, ldq, qn.start, qn.len, hn, dw);
-        if (a.group_q) fetch_words(qgr, a.group_q + qn.start, qn.len);
-        for (int i = threadIdx.x; i < qn.len; i += NTH) {
+        fetch<D, BQ, T, THREADS>(raw, in.q, ldq, qn.start, qn.len, hn, dw);
+        if (a.group_q) fetch_words<THREADS>(qgr, a.group_q + qn.start, qn.len);
+        for (int i = threadIdx.x; i < qn.len; i += THREADS) {
             int64_t row = (int64_t)(qn.start + i) * a.H + hn;
             cp_async4(lser + i, a.lse_in + row);
             cp_async4(dvrr + i, a.dvec + row);
@@ -595,10 +605,10 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
     int64_t j = next_live(j_lo);
     if constexpr (PF)
         if (j < j_hi) fetch_q(j); /* while K and V are staged */
-    stage_src<D, BK, T>(Ks, in.k(0), ldk, kt.start, kt.len, kvh, dw);
-    stage_src<D, BK, T>(Vs, in.v(0), ldk, kt.start, kt.len, kvh, dw);
-    for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = a.group_k[0] && i < kt.len ? a.group_k[0][kt.start + i] : 0;
-    const int r_lo = 16 * w + g, r_hi = r_lo + 8; /* this lane's two key rows */
+    stage_src<D, BK, T, THREADS>(Ks, in.k(0), ldk, kt.start, kt.len, kvh, dw);
+    stage_src<D, BK, T, THREADS>(Vs, in.v(0), ldk, kt.start, kt.len, kvh, dw);
+    for (int i = threadIdx.x; i < BK; i += THREADS) kg[i] = a.group_k[0] && i < kt.len ? a.group_k[0][kt.start + i] : 0;
+    const int r_lo = 16 * kw + g, r_hi = r_lo + 8; /* this lane's two key rows */
     const float sl2 = a.scale * LOG2E;
     float dk[NDC][4], dv[NDC][4];
 #pragma unroll
@@ -610,34 +620,34 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
         const vla_attn_tile qt = a.qt[kt.first + (int32_t)(j % kt.n)];
         const int cls = vla_attn_tile_class(qt, kt);
         const int64_t jn = next_live(j + 1);
-        float st[NT][4], dpt[NT][4]; /* Sᵀ and dPᵀ: rows are keys, columns queries */
+        float st[NT][4], dpt[NT][4]; /* Sᵀ and dPᵀ: rows are keys, columns queries q0 + (0 .. BQ / GR) */
         if constexpr (PF) {
             /* Sᵀ = K·Qᵀ while dO arrives, then dPᵀ = V·dOᵀ while the next item's Q does (the plain kernel
              * below computes the same two products once both tiles are staged) */
             cp_async_wait_all();
             __syncthreads(); /* Q and its rows in raw; every warp done with the last item */
-            to_tile<D, BQ, T>(Qs, raw, D, qt.len, dw);
-            for (int i = threadIdx.x; i < BQ; i += NTH) {
+            to_tile<D, BQ, T, THREADS>(Qs, raw, D, qt.len, dw);
+            for (int i = threadIdx.x; i < BQ; i += THREADS) {
                 bool in = i < qt.len;
                 qg[i] = a.group_q && in ? qgr[i] : 0;
                 lse2[i] = in ? lser[i] * LOG2E : -INFINITY;
                 dvr[i] = in ? dvrr[i] : 0.0f;
             }
             __syncthreads();
-            fetch<D, BQ, T>(raw, in.dout, ldq, qt.start, qt.len, h, dw);
+            fetch<D, BQ, T, THREADS>(raw, in.dout, ldq, qt.start, qt.len, h, dw);
             cp_async_commit();
-            warp_product_nk<D, NT>(st, Ks, Qs, w, lane);
+            warp_product_nk<D, NT>(st, Ks, Qs, kw, lane, q0);
             cp_async_wait_all();
             __syncthreads(); /* dO in raw */
-            to_tile<D, BQ, T>(Os, raw, D, qt.len, dw);
+            to_tile<D, BQ, T, THREADS>(Os, raw, D, qt.len, dw);
             __syncthreads();
             if (jn < j_hi) fetch_q(jn);
-            warp_product_nk<D, NT>(dpt, Vs, Os, w, lane);
+            warp_product_nk<D, NT>(dpt, Vs, Os, kw, lane, q0);
         } else {
             __syncthreads();
-            stage_src<D, BQ, T>(Qs, in.q, ldq, qt.start, qt.len, h, dw);
-            stage_src<D, BQ, T>(Os, in.dout, ldq, qt.start, qt.len, h, dw);
-            for (int i = threadIdx.x; i < BQ; i += NTH) {
+            stage_src<D, BQ, T, THREADS>(Qs, in.q, ldq, qt.start, qt.len, h, dw);
+            stage_src<D, BQ, T, THREADS>(Os, in.dout, ldq, qt.start, qt.len, h, dw);
+            for (int i = threadIdx.x; i < BQ; i += THREADS) {
                 bool in = i < qt.len;
                 int64_t row = (int64_t)(qt.start + i) * a.H + h;
                 qg[i] = a.group_q && in ? a.group_q[qt.start + i] : 0;
@@ -645,8 +655,8 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
                 dvr[i] = in ? a.dvec[row] : 0.0f;
             }
             __syncthreads();
-            warp_product_nk<D, NT>(st, Ks, Qs, w, lane);
-            warp_product_nk<D, NT>(dpt, Vs, Os, w, lane);
+            warp_product_nk<D, NT>(st, Ks, Qs, kw, lane, q0);
+            warp_product_nk<D, NT>(dpt, Vs, Os, kw, lane, q0);
         }
         int32_t gk_lo = kg[r_lo], gk_hi = kg[r_hi];
         bool kin_lo = r_lo < kt.len, kin_hi = r_hi < kt.len;
@@ -654,7 +664,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
         for (int n = 0; n < NT; n++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                int q = 8 * n + 2 * t + (i & 1);
+                int q = q0 + 8 * n + 2 * t + (i & 1);
                 bool lo = i < 2;
                 bool ok = q < qt.len && (lo ? kin_lo : kin_hi) && lse2[q] != -INFINITY &&
                           (cls == VLA_TILE_FULL || (lo ? gk_lo : gk_hi) <= qg[q]);
@@ -662,31 +672,63 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dkdv(vla_attn_args a) {
                 st[n][i] = p;                        /* Pᵀ */
                 dpt[n][i] = p * (dpt[n][i] - dvr[q]); /* dSᵀ */
             }
+        if constexpr (GR == 1) { /* Pᵀ and dSᵀ in registers, as A operands */
 #pragma unroll
-        for (int jj = 0; jj < BQ / 16; jj++) {
-            uint32_t ap[4], as[4];
-            c_to_a(ap, st[2 * jj], st[2 * jj + 1]);
-            c_to_a(as, dpt[2 * jj], dpt[2 * jj + 1]);
+            for (int jj = 0; jj < BQ / 16; jj++) {
+                uint32_t ap[4], as[4];
+                c_to_a(ap, st[2 * jj], st[2 * jj + 1]);
+                c_to_a(as, dpt[2 * jj], dpt[2 * jj + 1]);
 #pragma unroll
-            for (int i = 0; i < NDC; i++) {
-                uint32_t bo[2], bq[2];
-                ldsm_b_kn(bo, Os, D, 16 * jj, c0 + 8 * i, lane);
-                ldsm_b_kn(bq, Qs, D, 16 * jj, c0 + 8 * i, lane);
-                mma16816(dv[i], ap, bo);
-                mma16816(dk[i], as, bq);
+                for (int i = 0; i < NDC; i++) {
+                    uint32_t bo[2], bq[2];
+                    ldsm_b_kn(bo, Os, D, 16 * jj, c0 + 8 * i, lane);
+                    ldsm_b_kn(bq, Qs, D, 16 * jj, c0 + 8 * i, lane);
+                    mma16816(dv[i], ap, bo);
+                    mma16816(dk[i], as, bq);
+                }
+            }
+        } else { /* the groups' halves of Pᵀ and dSᵀ through shared memory, bf16 as c_to_a rounds them */
+            uint16_t *pts = (uint16_t *)(smem + L.pt), *dsts = (uint16_t *)(smem + L.dst);
+#pragma unroll
+            for (int n = 0; n < NT; n++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    int off = vla_tile_off(BQ, i < 2 ? r_lo : r_hi, q0 + 8 * n + 2 * t + (i & 1));
+                    pts[off] = vla_nf_f32_to_bf16(st[n][i]);
+                    dsts[off] = vla_nf_f32_to_bf16(dpt[n][i]);
+                    if constexpr (DQ) /* and dS (query-major) for dQ, published by the same barrier */
+                        ((uint16_t *)(smem + L.ds))[vla_tile_off(VLA_ATTN_MMA_ROWS, q0 + 8 * n + 2 * t + (i & 1),
+                                                                 i < 2 ? r_lo : r_hi)] = vla_nf_f32_to_bf16(dpt[n][i]);
+                }
+            __syncthreads();
+#pragma unroll
+            for (int jj = 0; jj < BQ / 16; jj++) {
+                uint32_t ap[4], as[4];
+                ldsm_a(ap, pts, BQ, 16 * kw, 16 * jj, lane);
+                ldsm_a(as, dsts, BQ, 16 * kw, 16 * jj, lane);
+#pragma unroll
+                for (int i = 0; i < NDC; i++) {
+                    uint32_t bo[2], bq[2];
+                    ldsm_b_kn(bo, Os, D, 16 * jj, c0 + 8 * i, lane);
+                    ldsm_b_kn(bq, Qs, D, 16 * jj, c0 + 8 * i, lane);
+                    mma16816(dv[i], ap, bo);
+                    mma16816(dk[i], as, bq);
+                }
             }
         }
         if constexpr (DQ) {
             uint16_t *dss = (uint16_t *)(smem + L.ds);
-            if constexpr (VLA_ATTN_DS_IN_DOUT(D)) __syncthreads(); /* every warp done reading dO */
+            if constexpr (GR == 1) { /* (two groups wrote dS beside Pᵀ and dSᵀ) */
+                if constexpr (VLA_ATTN_DS_IN_DOUT(D)) __syncthreads(); /* every warp done reading dO */
 #pragma unroll
-            for (int n = 0; n < NT; n++)
+                for (int n = 0; n < NT; n++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) /* dSᵀ's (key, query) to dS's (query, key), rounded as c_to_a does */
-                    dss[vla_tile_off(VLA_ATTN_MMA_ROWS, 8 * n + 2 * t + (i & 1), i < 2 ? r_lo : r_hi)] =
-                        vla_nf_f32_to_bf16(dpt[n][i]);
-            __syncthreads();
-            fused_dq_add<D, BQ, DC>(a, dss, Ks, qt, h, c0, w, lane);
+                    for (int i = 0; i < 4; i++) /* dSᵀ's (key, query) to dS's (query, key), rounded as c_to_a does */
+                        dss[vla_tile_off(VLA_ATTN_MMA_ROWS, q0 + 8 * n + 2 * t + (i & 1), i < 2 ? r_lo : r_hi)] =
+                            vla_nf_f32_to_bf16(dpt[n][i]);
+                __syncthreads();
+            }
+            fused_dq_add<D, BQ, D, WN>(a, dss, Ks, qt, h, 0, w, lane);
         }
         j = jn;
     }

@@ -16,10 +16,16 @@
 #define VLA_ATTN_MMA_ROWS 64                               /* a block's own rows: queries (fwd, dQ), keys (dK/dV) */
 #define VLA_ATTN_MMA_BK(D) ((D) <= 128 ? 64 : 32)          /* keys per walked tile, forward and dQ */
 #define VLA_ATTN_MMA_KV_BQ(D) ((D) <= 64 ? 64 : 32)        /* queries per walked tile, dK/dV */
-#define VLA_ATTN_MMA_KV_DC(D) ((D) <= 128 ? (D) : 128)     /* dK/dV columns per block (D / DC blocks per tile) */
+#define VLA_ATTN_MMA_KV_DC(D) ((D) <= 128 ? (D) : 128)     /* dK/dV columns per group of four warps */
+/* A dK/dV block is D / DC groups of four warps: head dim 256 two, each owning half the columns of dK and
+ * dV (their accumulators fill the registers) and computing half the queries of Sᵀ and dPᵀ, which the
+ * groups share through shared memory as Pᵀ and dSᵀ (until 2026-12-07 two blocks each computed all of Sᵀ
+ * and dPᵀ for their half of the columns) */
+#define VLA_ATTN_MMA_KV_WARPS(D) (4 * ((D) / VLA_ATTN_MMA_KV_DC(D)))
 /* the fused backward's dS tile ([queries][64 keys]) takes the dO tile's bytes once dV's product has read
- * them: a dO tile of 64 columns or more holds it */
-#define VLA_ATTN_DS_IN_DOUT(D) ((D) >= 64)
+ * them: a dO tile of 64 columns or more holds it, in a block of one warp group (with two, the other group
+ * may still be reading dO) */
+#define VLA_ATTN_DS_IN_DOUT(D) ((D) >= 64 && VLA_ATTN_MMA_KV_WARPS(D) == 4)
 
 /* Byte offsets from the start of a block's dynamic shared memory. A region a kernel does not have
  * (the prefetch's when it does not prefetch, dO and the rows' statistics in the forward) is empty:
@@ -34,6 +40,7 @@ typedef struct {
     int lse, dvec;    /* f32 per query row (the backward passes) */
     int ds;           /* dK/dV with dQ fused: dS, bf16 [queries][64 keys] (vla_tile_off(64, ·)); the dO tile's
                        * bytes where those hold it (VLA_ATTN_DS_IN_DOUT), else a region of its own */
+    int pt, dst;      /* dK/dV with two warp groups: Pᵀ and dSᵀ, bf16 [64 keys][queries] (vla_tile_off(BQ, ·)) */
     int bytes;        /* the block's dynamic shared memory */
 } vla_attn_smem;
 
@@ -65,7 +72,7 @@ VLA_HD vla_attn_smem vla_attn_smem_q_walk(int D, int prefetch, int backward) {
     L.k_groups = vla_attn_smem_take(&at, BK * 4);
     L.lse = vla_attn_smem_take(&at, bw * BQ * 4);
     L.dvec = vla_attn_smem_take(&at, bw * BQ * 4);
-    L.ds = vla_attn_smem_take(&at, 0);
+    L.ds = L.pt = L.dst = vla_attn_smem_take(&at, 0);
     L.bytes = at;
     return L;
 }
@@ -73,7 +80,7 @@ VLA_HD vla_attn_smem vla_attn_smem_fwd(int D, int prefetch) { return vla_attn_sm
 VLA_HD vla_attn_smem vla_attn_smem_dq(int D, int prefetch) { return vla_attn_smem_q_walk(D, prefetch, 1); }
 
 /* dK/dV: [raw Q or dO tile, its query groups, lse, rowsum(dO·O)]? K V Q dO, key groups, query groups,
- * lse, rowsum(dO·O)[, dS: fused_dq and a dO tile too small to hold it] */
+ * lse, rowsum(dO·O)[, Pᵀ dSᵀ: two warp groups][, dS: fused_dq and no dO tile to hold it] */
 VLA_HD vla_attn_smem vla_attn_smem_dkdv(int D, int prefetch, int fused_dq) {
     const int BK = VLA_ATTN_MMA_ROWS, BQ = VLA_ATTN_MMA_KV_BQ(D), pf = prefetch ? 1 : 0;
     vla_attn_smem L;
@@ -90,6 +97,9 @@ VLA_HD vla_attn_smem vla_attn_smem_dkdv(int D, int prefetch, int fused_dq) {
     L.q_groups = vla_attn_smem_take(&at, BQ * 4);
     L.lse = vla_attn_smem_take(&at, BQ * 4);
     L.dvec = vla_attn_smem_take(&at, BQ * 4);
+    const int groups = VLA_ATTN_MMA_KV_WARPS(D) / 4 > 1 ? 1 : 0;
+    L.pt = vla_attn_smem_take(&at, groups * vla_attn_smem_tile_bytes(BQ, BK));
+    L.dst = vla_attn_smem_take(&at, groups * vla_attn_smem_tile_bytes(BQ, BK));
     L.ds = fused_dq && VLA_ATTN_DS_IN_DOUT(D) ? L.dout
                                               : vla_attn_smem_take(&at, fused_dq ? vla_attn_smem_tile_bytes(64, BQ) : 0);
     L.bytes = at;
