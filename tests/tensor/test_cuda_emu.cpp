@@ -815,7 +815,7 @@ static void test_attention_mma(void **state) {
     (void)state;
     /* samples up to 140 tokens: q-tiles walking two or three k-tiles, so the split walks' parts are not empty */
     check_mma_forward<64>(2, 2, 64, 0, 140);
-    check_mma_forward<48>(2, 1, 40, 1, 60);
+    check_mma_forward<48>(2, 1, 37, 1, 60); /* an odd head dim: dQ's atomics one element at a time */
     check_mma_forward<64>(4, 2, 64, 2, 60);
     /* π0.5's Gemma: 32-key tiles in the forward and dQ; in dK/dV 32-query tiles and blocks of two warp groups,
      * each with half the columns, sharing Pᵀ and dSᵀ through shared memory */

@@ -499,6 +499,16 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 
 /* ---- the fused backward's dQ: dQ[:, c0 + NC) += scale · dS·K, atomically ------------------------- */
 
+/* p[0] += x, p[1] += y, each atomically: one vector atomic on sm_90 (p 8-byte aligned), else two */
+__device__ __forceinline__ void atomic_add2(float *p, float x, float y) {
+#if !defined(VLA_CUDA_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    atomicAdd((float2 *)p, make_float2(x, y));
+#else
+    atomicAdd(p, x);
+    atomicAdd(p + 1, y);
+#endif
+}
+
 /* One (k-tile, item) pair's contribution to dQ: dS (the block's [BQ queries][64 keys], bf16 in dss,
  * vla_tile_off(64, ·)) times the k-tile's K rows (Ks, [64][D]) over NC columns from c0, added to dq with one
  * f32 atomic per element. WN warps share the product (w < WN): warp w takes the 16 query rows w % (BQ / 16)
@@ -531,14 +541,20 @@ __device__ __forceinline__ void fused_dq_add(const vla_attn_args &a, const uint1
             }
         }
 #pragma unroll
-        for (int i = 0; i < G; i++)
+        for (int i = 0; i < G; i++) {
+            const int c = c0 + 8 * (n0 + nc + i) + 2 * t; /* even: with d even, the pair is 8-byte aligned */
+            if (d % 2 == 0 && c < d) {
+                if (in_lo) atomic_add2(a.dq + row_lo * d + c, a.scale * acc[i][0], a.scale * acc[i][1]);
+                if (in_hi) atomic_add2(a.dq + row_hi * d + c, a.scale * acc[i][2], a.scale * acc[i][3]);
+                continue;
+            }
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                int c = c0 + 8 * (n0 + nc + i) + 2 * t + e;
-                if (c >= d) continue;
-                if (in_lo) atomicAdd(a.dq + row_lo * d + c, a.scale * acc[i][e]);
-                if (in_hi) atomicAdd(a.dq + row_hi * d + c, a.scale * acc[i][2 + e]);
+                if (c + e >= d) continue;
+                if (in_lo) atomicAdd(a.dq + row_lo * d + c + e, a.scale * acc[i][e]);
+                if (in_hi) atomicAdd(a.dq + row_hi * d + c + e, a.scale * acc[i][2 + e]);
             }
+        }
     }
 }
 
