@@ -500,14 +500,15 @@ static void test_masked_mse(void **state) {
 
 /* ---- the f32 attention ------------------------------------------------------------------------------ */
 
-/* a packed prefix-LM batch: a one-token sample, then n_seg − 1 of 2..max_len tokens, the last third of
- * each sample the suffix (group 1) */
+/* a packed prefix-LM batch: a one-token sample, then n_seg − 1 of min_len..max_len tokens, the last third
+ * of each sample the suffix (group 1) */
 struct packed_batch {
     std::vector<int32_t> cu, grp;
     vla_attn_seqs seqs;
     int64_t T;
-    packed_batch(int32_t n_seg, int32_t max_len) : cu((size_t)n_seg + 1, 0) {
-        for (int32_t s = 0; s < n_seg; s++) cu[(size_t)s + 1] = cu[(size_t)s] + (int32_t)(s == 0 ? 1 : rnd(2, max_len));
+    packed_batch(int32_t n_seg, int32_t max_len, int32_t min_len = 2) : cu((size_t)n_seg + 1, 0) {
+        for (int32_t s = 0; s < n_seg; s++)
+            cu[(size_t)s + 1] = cu[(size_t)s] + (int32_t)(s == 0 ? 1 : rnd(min_len, max_len));
         T = cu[(size_t)n_seg];
         grp.assign((size_t)T, 0);
         for (int32_t s = 0; s < n_seg; s++) {
@@ -643,9 +644,9 @@ static void mma_dkdv(const vla_attn_args &b, int way) {
 }
 
 template <int D>
-static void check_mma_forward(int32_t H, int32_t Hkv, int d, int trial, int32_t max_len) {
+static void check_mma_forward(int32_t H, int32_t Hkv, int d, int trial, int32_t min_len, int32_t max_len) {
     const vla_ops *cpu = vla_backend_find("cpu");
-    packed_batch pb((int32_t)rnd(2, 4), max_len);
+    packed_batch pb((int32_t)rnd(2, 4), max_len, min_len);
     const vla_attn_seqs &qs = pb.seqs;
     const int64_t T = pb.T;
     vla_attn_config cfg = attn_config(H, Hkv, d, VLA_PREC_BF16);
@@ -813,13 +814,15 @@ static void check_mma_cached(int32_t H, int32_t Hkv, int d, int trial) {
 
 static void test_attention_mma(void **state) {
     (void)state;
-    /* samples up to 140 tokens: q-tiles walking two or three k-tiles, so the split walks' parts are not empty */
-    check_mma_forward<64>(2, 2, 64, 0, 140);
-    check_mma_forward<48>(2, 1, 37, 1, 60); /* an odd head dim: dQ's atomics one element at a time */
-    check_mma_forward<64>(4, 2, 64, 2, 60);
+    /* samples of 70–140 tokens: q-tiles walking two or three k-tiles (and k-tiles two or three q-tiles), so
+     * the walks' barriers between tiles and the split walks' parts are exercised; and shorter ones */
+    check_mma_forward<64>(2, 2, 64, 0, 70, 140);
+    check_mma_forward<48>(2, 1, 37, 1, 2, 100); /* an odd head dim: dQ's atomics one element at a time */
+    check_mma_forward<64>(4, 2, 64, 2, 2, 60);
     /* π0.5's Gemma: 32-key tiles in the forward and dQ; in dK/dV 32-query tiles and blocks of two warp groups,
-     * each with half the columns, sharing Pᵀ and dSᵀ through shared memory */
-    check_mma_forward<256>(2, 1, 256, 5, 60);
+     * each with half the columns, sharing Pᵀ and dSᵀ through shared memory; 40–80 tokens: two or three
+     * tiles a walk */
+    check_mma_forward<256>(2, 1, 256, 5, 40, 80);
     check_mma_cached<64>(8, 1, 64, 3); /* π0.5's action expert: 8 heads, one KV head */
     check_mma_cached<48>(2, 2, 48, 4);
 }
