@@ -629,6 +629,29 @@ static void mma_forward(vla_attn_args a, int way, std::vector<float> &out, std::
     if (way == 2) emu_launch(grid, block, [&] { k_mma_fwd<D, BK, true, uint16_t>(a); }, vla_attn_smem_fwd(D, 1).bytes);
 }
 
+/* The forward's key walk split into S parts (SPLIT KEYS) through the prefetching k_mma_fwd<D>, combined in
+ * part order by k_combine_parts as attention.cu does, against the unsplit walk's out and lse and the cpu's
+ * out (ref); rows = the plan's query rows × heads */
+template <int D>
+static void check_split_keys(vla_attn_args b, int64_t rows, int S, const std::vector<float> &out,
+                             const std::vector<float> &lse, const std::vector<float> &ref, int trial) {
+    const int d = b.d;
+    b.q_splits = S, b.q_rows = rows;
+    std::vector<float> po((size_t)(S * rows * d)), pm((size_t)(S * rows)), pl((size_t)(S * rows));
+    b.o_part = po.data(), b.m_part = pm.data(), b.l_part = pl.data();
+    std::vector<float> os(out.size(), -9.0f), ls(lse.size(), -9.0f);
+    constexpr int BK = bk_of(D);
+    emu_launch(dim3((unsigned)(b.n_qt * b.H * S)), dim3(NTH), [&] { k_mma_fwd<D, BK, true, uint16_t>(b); },
+               vla_attn_smem_fwd(D, 1).bytes);
+    emu_launch(dim3(3), dim3(256),
+               [&] { k_combine_parts(os.data(), ls.data(), NULL, b.o_part, b.m_part, b.l_part, rows, d, S); });
+    /* not the unsplit bits: each part rounds its P to bf16 against its own running max, the unsplit walk
+     * against the max so far — P·V differs within P's rounding (2⁻⁹ relative), the sums l within f32's */
+    close_norm(os, out, 2e-3, "k_mma_fwd split keys + k_combine_parts (out)", trial);
+    close_norm(ls, lse, 1e-6, "k_mma_fwd split keys + k_combine_parts (lse)", trial);
+    close_norm(os, ref, 4e-3, "k_mma_fwd split keys + k_combine_parts (out) vs the cpu", trial);
+}
+
 /* k_mma_dkdv<D> (DQ: with dQ fused) one staging way (0: f32 tensors, 1: bf16 copies, 2: copies prefetched),
  * on attention.cu's grid, (k-tile, kv head, part), of its blocks (head dim 256: eight warps) */
 template <int D, bool DQ>
@@ -681,25 +704,7 @@ static void check_mma_forward(int32_t H, int32_t Hkv, int d, int trial, int32_t 
         if (memcmp(out[way].data(), out[0].data(), sizeof(float) * (size_t)nq) ||
             memcmp(lse[way].data(), lse[0].data(), sizeof(float) * (size_t)(T * H)))
             fail_msg("k_mma_fwd<%d> trial %d: staging way %d gives other bits than the f32 staging", D, trial, way);
-    { /* the key walk split into parts (SPLIT KEYS), combined in part order as attention.cu does */
-        const int S = 2 + trial % 2;
-        vla_attn_args b = a;
-        b.q_splits = S, b.q_rows = pp.p.nq * pp.p.H;
-        std::vector<float> po((size_t)(S * b.q_rows * d)), pm((size_t)(S * b.q_rows)), pl((size_t)(S * b.q_rows));
-        b.o_part = po.data(), b.m_part = pm.data(), b.l_part = pl.data();
-        std::vector<float> os((size_t)nq, -9.0f), ls((size_t)(T * H), -9.0f);
-        constexpr int BK = bk_of(D);
-        emu_launch(dim3((unsigned)(b.n_qt * b.H * S)), dim3(NTH), [&] { k_mma_fwd<D, BK, true, uint16_t>(b); },
-                   vla_attn_smem_fwd(D, 1).bytes);
-        emu_launch(dim3(3), dim3(256), [&] {
-            k_combine_parts(os.data(), ls.data(), NULL, b.o_part, b.m_part, b.l_part, b.q_rows, d, S);
-        });
-        /* not the unsplit bits: each part rounds its P to bf16 against its own running max, the unsplit walk
-         * against the max so far — P·V differs within P's rounding (2⁻⁹ relative), the sums l within f32's */
-        close_norm(os, out[0], 2e-3, "k_mma_fwd split keys + k_combine_parts (out)", trial);
-        close_norm(ls, lse[0], 1e-6, "k_mma_fwd split keys + k_combine_parts (lse)", trial);
-        close_norm(os, out0, 4e-3, "k_mma_fwd split keys + k_combine_parts (out) vs the cpu", trial);
-    }
+    check_split_keys<D>(a, pp.p.nq * pp.p.H, 2 + trial % 2, out[0], lse[0], out0, trial);
     close_norm(out[0], out0, 4e-3, "k_mma_fwd (out)", trial); /* P rounded to bf16 for P·V */
     close_norm(lse[0], lse0, 1e-4, "k_mma_fwd (lse)", trial);
     /* the backward, as attention.cu runs it: rowsum(dO·O), dK/dV per (k-tile, kv head, column block, part)
@@ -772,7 +777,7 @@ static void check_mma_cached(int32_t H, int32_t Hkv, int d, int trial) {
     int32_t n_seg = (int32_t)rnd(1, 3);
     std::vector<int32_t> ccu((size_t)n_seg + 1, 0), ncu((size_t)n_seg + 1, 0);
     for (int32_t s = 0; s < n_seg; s++) {
-        ccu[(size_t)s + 1] = ccu[(size_t)s] + (int32_t)rnd(1, 80); /* the cached prefix */
+        ccu[(size_t)s + 1] = ccu[(size_t)s] + (int32_t)rnd(30, 150); /* the cached prefix: walks of 1–5 k-tiles */
         ncu[(size_t)s + 1] = ncu[(size_t)s] + (int32_t)rnd(1, 20); /* the new rows: queries and keys */
     }
     int64_t Tc = ccu[(size_t)n_seg], Tn = ncu[(size_t)n_seg];
@@ -810,6 +815,7 @@ static void check_mma_cached(int32_t H, int32_t Hkv, int d, int trial) {
             fail_msg("k_mma_fwd<%d> cached trial %d: staging way %d gives other bits than the f32 staging", D, trial, way);
     close_norm(out[0], out0, 4e-3, "k_mma_fwd cached (out)", trial);
     close_norm(lse[0], lse0, 1e-4, "k_mma_fwd cached (lse)", trial);
+    check_split_keys<D>(a, pp.p.nq * pp.p.H, 3, out[0], lse[0], out0, trial); /* a chunk's walk, as sampling splits it */
 }
 
 static void test_attention_mma(void **state) {
@@ -825,6 +831,7 @@ static void test_attention_mma(void **state) {
     check_mma_forward<256>(2, 1, 256, 5, 40, 80);
     check_mma_cached<64>(8, 1, 64, 3); /* π0.5's action expert: 8 heads, one KV head */
     check_mma_cached<48>(2, 2, 48, 4);
+    check_mma_cached<256>(8, 1, 256, 6); /* π0.5's action expert as it is: head dim 256 */
 }
 
 int main(void) {
