@@ -31,7 +31,8 @@
 #                B cast once, as a step holds its weights) and the tensor
 #                cores' bf16 and FP8 peaks (vla bench gemm)
 #   train_bf16   vla bench policy: samples/s and MFU against the bf16 peak of
-#                groot-n1.5 (batch 32; batch 64 last of all, as time allows)
+#                groot-n1.5 (batch 32; batch 64 last of all, as time allows,
+#                then π0.5 with the fused attention backward)
 #                and pi05 (batch 8) at full size
 #   infer        one chunk at batch 1: GR00T-N1.5 (4 flow steps), π0.5 (10)
 #   serve        vla serve on loopback, the CPU server then the GPU one (bf16,
@@ -227,7 +228,7 @@ summary() {
         case "$v" in FAILED | "NOT RUN") bad=1 ;; esac
     done
     echo "  figures:"
-    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 groot-n1.5_nograph groot-n1.5_nocopy pi05 pi05_nograph nograph_pi05 \
+    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 groot-n1.5_nograph groot-n1.5_nocopy pi05 pi05_fusedbwd pi05_nograph nograph_pi05 \
         qunsplit_pi05; do
         for p in bf16 fp8; do
             l=$(stage_line "train_${p}_$cfg" policy_train)
@@ -623,6 +624,9 @@ if wanted train_bf16 && have "$VLA" train_bf16; then # issue 40 asks for batch 3
     p=bf16
     [ "$HAS_PRECISION" = 1 ] || p=fp32
     policy_train train_$p groot-n1.5 64 $p b64
+    # π0.5's batch-8 step with the fused attention backward (docs/cuda.md, "Fused backward"): what it gains
+    # end to end where attention weighs most (head dim 256, one KV head, a long prefix)
+    [ -z "${VLA_CUDA_ATTN_BACKWARD:-}" ] && VLA_CUDA_ATTN_BACKWARD=fused policy_train train_$p pi05 8 $p fusedbwd
     # the batch-32 step with its trainable part op by op instead of two graphs per micro-batch
     # (VLA_TRAIN_GRAPHS=0; policy/groot.c, "a training step's captured regions"): what the graphs save
     VLA_TRAIN_GRAPHS=0 policy_train train_$p groot-n1.5 32 $p nograph
