@@ -215,6 +215,15 @@ inline unsigned atomicMax(unsigned *a, unsigned v) {
     }
     return old;
 }
+/* what a GPU faults on and a CPU does not: an access the instruction needs aligned */
+inline void emu_check_aligned(const void *p, unsigned bytes, const char *what) {
+    if ((uintptr_t)p % bytes) {
+        fprintf(stderr, "cuda_emu: %s at %p, not %u-byte aligned (a misaligned address fault on a GPU)\n", what, p,
+                bytes);
+        abort();
+    }
+}
+
 /* an f32 add as one compare-and-swap of its bits (the fused attention backward's dQ) */
 inline float atomicAdd(float *a, float v) {
     uint32_t *w = (uint32_t *)a, old = __atomic_load_n(w, __ATOMIC_RELAXED);

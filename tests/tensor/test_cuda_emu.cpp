@@ -725,12 +725,17 @@ static void check_mma_forward(int32_t H, int32_t Hkv, int d, int trial, int32_t 
     std::vector<uint16_t> dob = bf16_copy(dout, T * H, d, a.dp);
     packed_plan pk(&cfg, kv_bq_of(D), VLA_ATTN_MMA_ROWS, &qs);
     const int splits = 1 + trial % 2;
-    /* one backward staged one way: two passes, or fused (dQ added by the dK/dV pass) */
-    auto backward = [&](int way, bool fused, std::vector<float> &gq, std::vector<float> &gk, std::vector<float> &gv) {
-        gq.assign((size_t)nq, 0.0f), gk.assign((size_t)nk, 0.0f), gv.assign((size_t)nk, 0.0f);
+    /* one backward staged one way: two passes, or fused (dQ added by the dK/dV pass); misaligned: dq one
+     * float into its allocation, as test_conformance's misaligned case hands it */
+    auto backward = [&](int way, bool fused, std::vector<float> &gq, std::vector<float> &gk, std::vector<float> &gv,
+                        bool misaligned = false) {
+        gk.assign((size_t)nk, 0.0f), gv.assign((size_t)nk, 0.0f);
+        std::vector<float> dq_mem((size_t)nq + 2, 0.0f);
+        float *dq_at = dq_mem.data() + ((uintptr_t)dq_mem.data() & 7u ? 1 : 0) + (misaligned ? 1 : 0);
         vla_attn_args b = a;
         b.d_out = dout.data(), b.dob = dob.data(), b.lse_in = lse[0].data(), b.dvec = dvec.data();
-        b.dq = gq.data(), b.dk = gk.data(), b.dv = gv.data();
+        b.dq = dq_at, b.dk = gk.data(), b.dv = gv.data();
+        b.dq_pairs = vla_attn_dq_pairs(b.dq, d); /* as attention.cu decides it */
         pk.into(&b);
         int64_t n_kv = pk.p.nk[0] * pk.p.Hkv * pk.p.d;
         std::vector<float> parts((size_t)(2 * splits * n_kv), 0.0f);
@@ -740,13 +745,15 @@ static void check_mma_forward(int32_t H, int32_t Hkv, int d, int trial, int32_t 
         else mma_dkdv<D, false>(b, way);
         if (splits > 1)
             emu_launch(dim3(2), dim3(256), [&] { k_sum_parts(gk.data(), gv.data(), b.dk_part, b.dv_part, n_kv, splits); });
-        if (fused) return;
-        pp.into(&b);
-        constexpr int BK = bk_of(D);
-        dim3 gq_grid((unsigned)(b.n_qt * b.H)), blk(NTH);
-        if (way == 0) emu_launch(gq_grid, blk, [&] { k_mma_dq<D, BK, false, float>(b); }, vla_attn_smem_dq(D, 0).bytes);
-        if (way == 1) emu_launch(gq_grid, blk, [&] { k_mma_dq<D, BK, false, uint16_t>(b); }, vla_attn_smem_dq(D, 0).bytes);
-        if (way == 2) emu_launch(gq_grid, blk, [&] { k_mma_dq<D, BK, true, uint16_t>(b); }, vla_attn_smem_dq(D, 1).bytes);
+        if (!fused) {
+            pp.into(&b);
+            constexpr int BK = bk_of(D);
+            dim3 grid((unsigned)(b.n_qt * b.H)), blk(NTH);
+            if (way == 0) emu_launch(grid, blk, [&] { k_mma_dq<D, BK, false, float>(b); }, vla_attn_smem_dq(D, 0).bytes);
+            if (way == 1) emu_launch(grid, blk, [&] { k_mma_dq<D, BK, false, uint16_t>(b); }, vla_attn_smem_dq(D, 0).bytes);
+            if (way == 2) emu_launch(grid, blk, [&] { k_mma_dq<D, BK, true, uint16_t>(b); }, vla_attn_smem_dq(D, 1).bytes);
+        }
+        gq.assign(dq_at, dq_at + nq);
     };
     std::vector<float> dq[3], dk[3], dv[3];
     for (int way = 0; way < 3; way++) backward(way, false, dq[way], dk[way], dv[way]);
@@ -756,9 +763,9 @@ static void check_mma_forward(int32_t H, int32_t Hkv, int d, int trial, int32_t 
     /* fused: dK/dV the two-pass bits (the same arithmetic); dQ the same dS·K products summed per k-tile and
      * added atomically, so the two-pass dQ's within f32 summation order (the emulation runs blocks in turn:
      * on a GPU the order of the atomics varies, the products do not) */
-    for (int way = 0; way < 3; way++) {
+    for (int way = 0; way < 4; way++) { /* way 3: the prefetching kernel on a dq 4 bytes off 8-byte alignment */
         std::vector<float> fq, fk, fv;
-        backward(way, true, fq, fk, fv);
+        backward(way == 3 ? 2 : way, true, fq, fk, fv, way == 3);
         if (fk != dk[0] || fv != dv[0])
             fail_msg("k_mma_dkdv<%d> fused trial %d way %d: dK/dV other bits than the two-pass backward's", D, trial, way);
         close_norm(fq, dq[0], 1e-5, "k_mma_dkdv fused (dq) vs k_mma_dq", trial, norm2(dv[0]));

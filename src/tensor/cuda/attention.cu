@@ -208,8 +208,9 @@ static void *bf16_copies(vla_attn_args *a, int n, const float *const *src, const
 /* the plan's parts in the kernels' arguments */
 static void args_plan(vla_attn_args *a, const dev_plan *dp) { vla_attn_args_plan(a, (const int32_t *)dp->dev, &dp->l, &dp->p); }
 
-/* The grid a split walk aims at (the forward's keys, the backward's dK/dV): four blocks per SM of an
- * H100/H200 (132 SMs; two resident at a time for head dim 256, so two waves, whose tails even out). More
+/* The grid a split walk aims at (the forward's keys, the backward's dK/dV): four blocks of four warps per SM
+ * of an H100/H200 (132 SMs; two resident at a time for head dim 256 — in dK/dV one block of eight warps,
+ * counted as two — so two waves, whose tails even out). More
  * parts cost little: the work is the same, each part stages its fixed tile once more and writes a partial
  * that one pass combines. A constant, not the device's count, so that the split — and the bits — depend on
  * the shapes alone. */
@@ -383,6 +384,7 @@ static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *
     last_kv_splits = a.kv_splits;
     /* the fused backward (bf16 kernels only): dQ added by the dK/dV pass, atomically */
     a.fused_dq = mma && vla_cuda_ctx_get()->attn_fused_dq;
+    a.dq_pairs = vla_attn_dq_pairs(dq, cfg->head_dim);
     last_backward_passes = a.fused_dq ? 1 : 2;
     vla_status st = mma ? launched(vla_attn_mma_dkdv(&a, s), a.fused_dq ? "attention_backward dK/dV/dQ (bf16 tensor "
                                                                          "cores, fused)"

@@ -38,8 +38,8 @@ typedef struct {
     float *dk_part, *dv_part;
     int64_t part_stride;
     /* the fused backward (bf16 kernels; VLA_CUDA_ATTN_BACKWARD=fused): the dK/dV pass adds dQ too, atomically,
-     * and no dQ pass runs */
-    int32_t fused_dq;
+     * and no dQ pass runs; dq_pairs: two elements an atomic (vla_attn_dq_pairs) */
+    int32_t fused_dq, dq_pairs;
     /* the forward's walk cut in q_splits parts (tensor/attn_plan.h, "SPLIT KEYS"; bf16 kernels): block x
      * takes part x % q_splits of (q-tile, head) x / q_splits; with more than one part each writes its
      * unnormalised output, running max (log2 domain) and sum into o_part / m_part / l_part + part · (rows ·
@@ -74,6 +74,16 @@ int vla_attn_tile_class(const vla_attn_tile &q, const vla_attn_tile &k) {
     if (k.gmin > q.gmax) return VLA_TILE_SKIP;
     if (k.gmax <= q.gmin) return VLA_TILE_FULL;
     return VLA_TILE_PARTIAL;
+}
+
+/* whether the fused backward may add dQ two elements at a time (sm_90's float2 atomic: 8-byte aligned
+ * addresses): an even head dim and dq itself 8-byte aligned (a caller's dq may sit one float into its
+ * allocation: test_conformance's misaligned case) */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+static inline int32_t vla_attn_dq_pairs(const float *dq, int d) {
+    return d % 2 == 0 && ((uintptr_t)dq & 7u) == 0;
 }
 
 /* A kernel's dynamic shared memory (the size its launch gives) */

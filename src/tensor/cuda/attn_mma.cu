@@ -21,8 +21,9 @@
  * by the group rule only in PARTIAL tiles, online softmax in the log2
  * domain (exp2), P re-used in registers as the A operand of P·V.
  * Backward, two passes as the f32 kernels (no atomics): dK/dV per (k-tile of
- * 64 keys, kv head, column half for head dim 256, part of the walk when
- * split — tensor/attn_plan.h) recomputing Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ; dQ per
+ * 64 keys, kv head, part of the walk when split — tensor/attn_plan.h; head
+ * dim 256's block eight warps, two groups each owning half the columns)
+ * recomputing Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ; dQ per
  * (q-tile, head) recomputing S and dP. Or fused (VLA_CUDA_ATTN_BACKWARD=fused,
  * FlashAttention-2's backward): the dK/dV pass also adds dS·K into dQ with
  * f32 atomics, five products per tile pair instead of seven, one pass — the
@@ -57,10 +58,12 @@ static cudaError_t launch(K kernel, size_t smem, dim3 grid, int threads, const v
  * staging from the f32 tensors (VLA_ATTN_STAGE_F32), or — once the operands are cast to bf16 copies — the
  * plain one staging from those (BF16), the prefetching one where it keeps the plain one's blocks per SM
  * (AUTO), or the prefetching one always (PREFETCH). Its raw tile adds shared memory (head dim 256: 16 KB),
- * which where registers allow two blocks per SM can leave room for one — the dQ and dK/dV passes at head
- * dim 256 on an H100/H200; whether the prefetch is worth a block is gpu_check's measurement
- * (VLA_CUDA_ATTN_STAGING=prefetch), so by default it costs none. Decided once per kernel. */
-static int32_t staged = -1; /* bits 0-2: forward, dK/dV, dQ prefetched at their last launch; 3: bf16 copies */
+ * which where registers allow two blocks per SM can leave room for one — the dQ pass at head dim 256 on an
+ * H100/H200 (the dK/dV pass there is one eight-warp block per SM whatever it stages: AUTO prefetches);
+ * whether the prefetch is worth a block is gpu_check's measurement (VLA_CUDA_ATTN_STAGING=prefetch), so by
+ * default it costs none. Decided once per kernel. */
+static int32_t staged = -1; /* bits 0-2: forward, dK/dV, dQ prefetched at their last launch (the fused backward:
+                             * dQ's bit is dK/dV's, whose pass computes it); 3: bf16 copies */
 
 template <typename KP, typename KB, typename KF>
 static cudaError_t launch_pass(KP k_pf, size_t smem_pf, KB k_bf16, KF k_f32, size_t smem, int *decided, int bit,
@@ -118,7 +121,10 @@ static cudaError_t dkdv_pass(const vla_attn_args *a, cudaStream_t s) {
 }
 template <int D>
 static cudaError_t dkdv(const vla_attn_args *a, cudaStream_t s) {
-    return a->fused_dq ? dkdv_pass<D, true>(a, s) : dkdv_pass<D, false>(a, s);
+    if (!a->fused_dq) return dkdv_pass<D, false>(a, s);
+    cudaError_t e = dkdv_pass<D, true>(a, s);
+    staged = (staged & ~4) | ((staged & 2) << 1); /* dQ staged as the pass that computed it */
+    return e;
 }
 
 int vla_attn_mma_dkdv_warp_groups(int d) {

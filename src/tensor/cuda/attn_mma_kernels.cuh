@@ -499,8 +499,12 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
 
 /* ---- the fused backward's dQ: dQ[:, c0 + NC) += scale · dS·K, atomically ------------------------- */
 
-/* p[0] += x, p[1] += y, each atomically: one vector atomic on sm_90 (p 8-byte aligned), else two */
+/* p[0] += x, p[1] += y, each atomically: one vector atomic on sm_90 (p 8-byte aligned, which it faults
+ * without: the emulation checks it), else two */
 __device__ __forceinline__ void atomic_add2(float *p, float x, float y) {
+#if defined(VLA_CUDA_EMU)
+    emu_check_aligned(p, 8, "a float2 atomicAdd");
+#endif
 #if !defined(VLA_CUDA_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     atomicAdd((float2 *)p, make_float2(x, y));
 #else
@@ -542,8 +546,8 @@ __device__ __forceinline__ void fused_dq_add(const vla_attn_args &a, const uint1
         }
 #pragma unroll
         for (int i = 0; i < G; i++) {
-            const int c = c0 + 8 * (n0 + nc + i) + 2 * t; /* even: with d even, the pair is 8-byte aligned */
-            if (d % 2 == 0 && c < d) {
+            const int c = c0 + 8 * (n0 + nc + i) + 2 * t; /* even: 8-byte aligned where dq_pairs says */
+            if (a.dq_pairs && c < d) {
                 if (in_lo) atomic_add2(a.dq + row_lo * d + c, a.scale * acc[i][0], a.scale * acc[i][1]);
                 if (in_hi) atomic_add2(a.dq + row_hi * d + c, a.scale * acc[i][2], a.scale * acc[i][3]);
                 continue;
