@@ -597,8 +597,8 @@ if wanted attention && have "$VLA" attention; then # with PyTorch on the same GP
             --precision=bf16 --reps="$(reps 5)" --no-peer "${RQ[@]}"
     fi
     # the fused backward (one pass, dQ by atomics; docs/cuda.md, "Fused backward") beside the two passes
-    [ -z "${VLA_CUDA_ATTN_BACKWARD:-}" ] && VLA_CUDA_ATTN_BACKWARD=fused run attention_fused_bwd 30 "$VLA" bench \
-        attention --device=$DEV --precision=bf16 --reps="$(reps 5)" --no-peer "${RQ[@]}"
+    run attention_fused_bwd 30 "$VLA" bench attention --device=$DEV --precision=bf16 --bwd=fused --reps="$(reps 5)" \
+        --no-peer "${RQ[@]}"
 fi
 if wanted packing && have "$VLA" packing; then
     run packing 120 "$VLA" bench packing --device=$DEV --config="$(cfg groot-n1.5)" --batch="$(bat 16)" --seconds="$(secs 2)" --rounds=2 \

@@ -346,7 +346,10 @@ int vla_bench_attention(int argc, char **argv) {
         {"no-peer", VLA_FLAG_BOOL, &no_peer, NULL, "skip the PyTorch dense-mask peer"},
         {"python", VLA_FLAG_STRING, &python, "EXE", "interpreter with python3-torch for the peer"},
         {"tile", VLA_FLAG_INT, &tile, "N", "query and key tile size (0: the library's default)"},
-        {"bwd", VLA_FLAG_STRING, &bwd, "auto|fused|two_pass", "backward work split (nn/attention.h)"},
+        {"bwd", VLA_FLAG_STRING, &bwd, "auto|fused|two_pass",
+         "backward work split (tensor/ops.h, vla_attn_bwd_mode): fused does 5 tile products where two_pass does 7 "
+         "(cpu: one work item per sample and KV head; cuda: dQ added by the dK/dV pass with atomics, FlashAttention-2's); "
+         "auto: the backend's choice (cuda: two_pass, or VLA_CUDA_ATTN_BACKWARD)"},
         {"no_mqa_fold", VLA_FLAG_BOOL, &no_fold, NULL,
          "one tile product per query head instead of all heads of the one KV head at once (tensor/cpu/ops_cpu_attention.c)"},
         {"device", VLA_FLAG_STRING, &device, "NAME",

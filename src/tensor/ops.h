@@ -155,11 +155,15 @@ typedef struct {
 
 /* ---- packed attention (nn/attention.h has the whole contract) -------------- */
 
-/* How the backward splits its work (all deterministic, no atomics):
- *  FUSED:    one work item per (sample, kv head): 5 GEMMs per tile;
+/* How the backward splits its work:
+ *  FUSED:    5 GEMMs per tile — cpu: one work item per (sample, kv head),
+ *            deterministic; cuda (bf16 kernels): the dK/dV pass adds dQ with
+ *            f32 atomics (FlashAttention-2), whose order varies run to run;
  *  TWO_PASS: dK/dV per k-tile, then dQ per q-tile: 7 GEMMs per tile, more
- *            parallelism inside one long sample;
- *  AUTO:     chosen from the shapes alone, never from the thread count. */
+ *            parallelism inside one long sample, deterministic everywhere;
+ *  AUTO:     the backend's choice — cpu: from the shapes alone, never from
+ *            the thread count; cuda: two passes (VLA_CUDA_ATTN_BACKWARD=fused
+ *            makes it fused). */
 typedef enum { VLA_ATTN_BWD_AUTO = 0, VLA_ATTN_BWD_FUSED, VLA_ATTN_BWD_TWO_PASS } vla_attn_bwd_mode;
 
 typedef struct {

@@ -382,8 +382,10 @@ static vla_status backward_locked(const vla_attn_config *cfg, float *dq, float *
         a.kv_splits = 1;
     }
     last_kv_splits = a.kv_splits;
-    /* the fused backward (bf16 kernels only): dQ added by the dK/dV pass, atomically */
-    a.fused_dq = mma && vla_cuda_ctx_get()->attn_fused_dq;
+    /* the fused backward (bf16 kernels only): dQ added by the dK/dV pass, atomically — asked by the config
+     * (bwd_mode FUSED), or for AUTO by VLA_CUDA_ATTN_BACKWARD=fused (two passes otherwise) */
+    a.fused_dq = mma && (cfg->bwd_mode == VLA_ATTN_BWD_FUSED ||
+                         (cfg->bwd_mode == VLA_ATTN_BWD_AUTO && vla_cuda_ctx_get()->attn_fused_dq));
     a.dq_pairs = vla_attn_dq_pairs(dq, cfg->head_dim);
     last_backward_passes = a.fused_dq ? 1 : 2;
     vla_status st = mma ? launched(vla_attn_mma_dkdv(&a, s), a.fused_dq ? "attention_backward dK/dV/dQ (bf16 tensor "
