@@ -68,22 +68,25 @@ __device__ __forceinline__ void ldsm_b_kn(uint32_t b[2], const uint16_t *s, int 
 }
 #endif
 
-/* acc[n] = X[16w + (0..15), :] · Y[y0 + 8n + (0..7), :]ᵀ over the head dim, n < NT: one warp's 16 rows of
- * a product of two tiles (vla_tile_off's layout), k-steps of 16 in order from zero — each accumulator sums
- * the same products in the same order however the products of a tile are grouped around it */
-template <int D, int NT>
-__device__ __forceinline__ void warp_product_nk(float acc[NT][4], const uint16_t *X, const uint16_t *Y, int w,
-                                                int lane, int y0 = 0) {
+/* acc[n] = X[16w + (0..15), 0..K) · Bₙ, n < NT: one warp's 16 rows of a product of two tiles (vla_tile_off's
+ * layouts; X's rows K elements wide), k-steps of 16 in order from zero — each accumulator sums the same
+ * products in the same order however the products of a tile are grouped around it. Bₙ is Y[y0 + 8n + (0..7),
+ * 0..K)ᵀ where Y is stored [n][k] (KN false: Q·Kᵀ and the like, Y K wide), or Y[0..K, y0 + 8n + (0..7)] where
+ * it is stored [k][n] (KN true: the fused dQ's dS·K, Y DY wide). */
+template <int K, int NT, bool KN = false, int DY = K>
+__device__ __forceinline__ void warp_product(float acc[NT][4], const uint16_t *X, const uint16_t *Y, int w, int lane,
+                                             int y0 = 0) {
 #pragma unroll
     for (int n = 0; n < NT; n++) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; kk++) {
+    for (int kk = 0; kk < K / 16; kk++) {
         uint32_t a[4];
-        ldsm_a(a, X, D, 16 * w, 16 * kk, lane);
+        ldsm_a(a, X, K, 16 * w, 16 * kk, lane);
 #pragma unroll
         for (int n = 0; n < NT; n++) {
             uint32_t b[2];
-            ldsm_b_nk(b, Y, D, y0 + 8 * n, 16 * kk, lane);
+            if constexpr (KN) ldsm_b_kn(b, Y, DY, 16 * kk, y0 + 8 * n, lane);
+            else ldsm_b_nk(b, Y, K, y0 + 8 * n, 16 * kk, lane);
             mma16816(acc[n], a, b);
         }
     }
@@ -320,7 +323,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
             __syncthreads();
         }
         float s[NT][4];
-        warp_product_nk<D, NT>(s, Qs, Ks, w, lane);
+        warp_product<D, NT>(s, Qs, Ks, w, lane);
         float mx_lo = -INFINITY, mx_hi = -INFINITY;
         int32_t g_lo = qg[r_lo], g_hi = qg[r_hi];
 #pragma unroll
@@ -452,21 +455,21 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
             __syncthreads();
             fetch<D, BK, T>(raw, in.v(0), ldk, kt.start, kt.len, kvh, dw);
             cp_async_commit();
-            warp_product_nk<D, NT>(s, Qs, Ks, w, lane);
+            warp_product<D, NT>(s, Qs, Ks, w, lane);
             cp_async_wait_all();
             __syncthreads(); /* V in raw */
             to_tile<D, BK, T>(Vs, raw, D, kt.len, dw);
             __syncthreads();
             if (jn < j_end) fetch_k_tile<D, BK, T>(raw, kgr, a, in, jn, kvh); /* the next live tile's, during dP */
-            warp_product_nk<D, NT>(dp, Os, Vs, w, lane);
+            warp_product<D, NT>(dp, Os, Vs, w, lane);
         } else {
             __syncthreads();
             stage_src<D, BK, T>(Ks, in.k(0), ldk, kt.start, kt.len, kvh, dw);
             stage_src<D, BK, T>(Vs, in.v(0), ldk, kt.start, kt.len, kvh, dw);
             for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
             __syncthreads();
-            warp_product_nk<D, NT>(s, Qs, Ks, w, lane);
-            warp_product_nk<D, NT>(dp, Os, Vs, w, lane);
+            warp_product<D, NT>(s, Qs, Ks, w, lane);
+            warp_product<D, NT>(dp, Os, Vs, w, lane);
         }
         int32_t g_lo = qg[r_lo], g_hi = qg[r_hi];
         float L_lo = lse2[r_lo], L_hi = lse2[r_hi], D_lo = dvr[r_lo], D_hi = dvr[r_hi];
@@ -531,19 +534,7 @@ __device__ __forceinline__ void fused_dq_add(const vla_attn_args &a, const uint1
 #pragma unroll
     for (int nc = 0; nc < NPW; nc += G) {
         float acc[G][4];
-#pragma unroll
-        for (int i = 0; i < G; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < VLA_ATTN_MMA_ROWS / 16; kk++) {
-            uint32_t af[4];
-            ldsm_a(af, dss, VLA_ATTN_MMA_ROWS, 16 * mb, 16 * kk, lane);
-#pragma unroll
-            for (int i = 0; i < G; i++) {
-                uint32_t bf[2];
-                ldsm_b_kn(bf, Ks, D, 16 * kk, c0 + 8 * (n0 + nc + i), lane);
-                mma16816(acc[i], af, bf);
-            }
-        }
+        warp_product<VLA_ATTN_MMA_ROWS, G, true, D>(acc, dss, Ks, mb, lane, c0 + 8 * (n0 + nc));
 #pragma unroll
         for (int i = 0; i < G; i++) {
             const int c = c0 + 8 * (n0 + nc + i) + 2 * t; /* even: 8-byte aligned where dq_pairs says */
@@ -656,13 +647,13 @@ __global__ void __launch_bounds__(32 * VLA_ATTN_MMA_KV_WARPS(D), 1) k_mma_dkdv(v
             __syncthreads();
             fetch<D, BQ, T, THREADS>(raw, in.dout, ldq, qt.start, qt.len, h, dw);
             cp_async_commit();
-            warp_product_nk<D, NT>(st, Ks, Qs, kw, lane, q0);
+            warp_product<D, NT>(st, Ks, Qs, kw, lane, q0);
             cp_async_wait_all();
             __syncthreads(); /* dO in raw */
             to_tile<D, BQ, T, THREADS>(Os, raw, D, qt.len, dw);
             __syncthreads();
             if (jn < j_hi) fetch_q(jn);
-            warp_product_nk<D, NT>(dpt, Vs, Os, kw, lane, q0);
+            warp_product<D, NT>(dpt, Vs, Os, kw, lane, q0);
         } else {
             __syncthreads();
             stage_src<D, BQ, T, THREADS>(Qs, in.q, ldq, qt.start, qt.len, h, dw);
@@ -675,8 +666,8 @@ __global__ void __launch_bounds__(32 * VLA_ATTN_MMA_KV_WARPS(D), 1) k_mma_dkdv(v
                 dvr[i] = in ? a.dvec[row] : 0.0f;
             }
             __syncthreads();
-            warp_product_nk<D, NT>(st, Ks, Qs, kw, lane, q0);
-            warp_product_nk<D, NT>(dpt, Vs, Os, kw, lane, q0);
+            warp_product<D, NT>(st, Ks, Qs, kw, lane, q0);
+            warp_product<D, NT>(dpt, Vs, Os, kw, lane, q0);
         }
         int32_t gk_lo = kg[r_lo], gk_hi = kg[r_hi];
         bool kin_lo = r_lo < kt.len, kin_hi = r_hi < kt.len;
