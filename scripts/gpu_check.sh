@@ -203,10 +203,11 @@ attention_staging_summary() {
 }
 # the backward two ways (issue 41: backward ≤ 2.5× its forward, fwd+bwd ≥ 2.65× the dense mask): the default run's
 # line ($1) against the fused backward's, and whether the fused one conformed
+# a bench attention line's backward as a multiple of its forward: (fwd+bwd − fwd) / fwd
+bwd_vs_fwd() { awk -v a="$(num "$1" fwd_bwd_ms)" -v b="$(num "$1" fwd_ms)" 'BEGIN { if (a != "" && b > 0) printf "%.2f", (a - b) / b }'; }
 attention_backward_summary() {
     local l=$1 f c n
     f=$(grep '^{"stage":"attention_fused_bwd",' "$RESULTS" | grep '"pi05_packed"' | head -1)
-    bwd_vs_fwd() { awk -v a="$(num "$1" fwd_bwd_ms)" -v b="$(num "$1" fwd_ms)" 'BEGIN { if (b > 0) printf "%.2f", (a - b) / b }'; }
     passes() { n=$(num "$1" backward_passes); [ -n "$n" ] && echo " ($n pass$([ "$n" != 1 ] && echo es))"; }
     [ -n "$l" ] && echo "    attention backward (π0.5 packed)$(passes "$l"): $(bwd_vs_fwd "$l")× the forward$([ -n "$f" ] && echo "; fused$(passes "$f"): $(bwd_vs_fwd "$f")× the forward, fwd+bwd $(num "$f" fwd_bwd_ms) ms vs $(num "$l" fwd_bwd_ms) ms = $(num "$f" vs_dense)× the dense mask")"
     c="$OUT/logs/conformance_fused_bwd.log"
@@ -215,7 +216,7 @@ attention_backward_summary() {
     else echo "    FUSED ATTENTION BACKWARD DOES NOT CONFORM: logs/conformance_fused_bwd.log"; fi
 }
 summary() {
-    local bad=0 g v l cfg p s1 s2 nc ng g1 rk c1 c2
+    local bad=0 g v l f cfg p s1 s2 nc ng g1 rk c1 c2
     MISSED=0
     echo
     echo "=== gpu_check: results in $RESULTS ==="
@@ -326,6 +327,9 @@ summary() {
     l=$(grep '^{"stage":"attention","bench":"attention"' "$RESULTS" | grep '"pi05_packed"' | head -1)
     target "π0.5 attention fwd+bwd, dense / fused" "$(num "$l" vs_dense)" ">=" 2.65 "x"
     target "π0.5 attention fwd+bwd, PyTorch / fused" "$(num "$l" vs_torch_best)" ">=" 1.0 "x"
+    target "π0.5 attention backward / forward" "$(bwd_vs_fwd "$l")" "<=" 2.5 "x"
+    f=$(grep '^{"stage":"attention_fused_bwd",' "$RESULTS" | grep '"pi05_packed"' | head -1)
+    target "π0.5 attention backward / forward, fused" "$(bwd_vs_fwd "$f")" "<=" 2.5 "x"
     target "groot-n1.5 packed / padded (+188% padding)" "$(num "$(grep '"bench":"packing"' "$RESULTS" | head -1)" packing_speedup)" ">=" 2 "x"
     target "GR00T-N1.5 action chunk, batch 1" "$(num "$(stage_line infer_groot-n1.5 policy_infer)" best_ms)" "<=" 15 "ms"
     target "π0.5 action chunk, batch 1" "$(num "$(stage_line infer_pi05 policy_infer)" best_ms)" "<=" 40 "ms"

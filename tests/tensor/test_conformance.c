@@ -1059,7 +1059,9 @@ static void attention_case(int trial, int d, vla_precision prec) {
     seqs q = seqs_make(n_seg, 70, trial % 4), k0 = kind == 0 ? q : seqs_make(n_seg, 90, (trial + 1) % 4);
     seqs k1 = kind == 2 ? seqs_make(n_seg, 30, 3) : (seqs){0};
     int64_t nq = q.cu[n_seg], nk0 = k0.cu[n_seg], nk1 = kind == 2 ? k1.cu[n_seg] : 0;
-    vla_attn_config cfg = {.n_heads = H, .n_kv_heads = Hkv, .head_dim = d, .precision = prec};
+    /* every fourth problem asks for the fused backward (cuda: dQ by atomics), the rest leave it to the backend */
+    vla_attn_config cfg = {.n_heads = H, .n_kv_heads = Hkv, .head_dim = d, .precision = prec,
+                           .bwd_mode = trial % 4 == 1 ? VLA_ATTN_BWD_FUSED : VLA_ATTN_BWD_AUTO};
     vla_attn_seqs qs = as(q), s0 = as(k0), s1 = kind == 2 ? as(k1) : (vla_attn_seqs){0};
     tens Q = t_rand(nq * H * d, 1), K = t_rand(nk0 * Hkv * d, 1), V = t_rand(nk0 * Hkv * d, 1);
     tens K1 = t_rand(nk1 * Hkv * d, 1), V1 = t_rand(nk1 * Hkv * d, 1);
@@ -1153,9 +1155,10 @@ static void t_check_misaligned(tens t, const float *off, double tol, const char 
 }
 
 /* One bf16 problem with every tensor a float off a 16-byte boundary, against the cpu: on cuda the operands'
- * bf16 copies are cast from any alignment (attention.cu), and VLA_CUDA_ATTN_STAGING=f32 stages from the
- * misaligned f32 tensors themselves */
-static void t_attention_misaligned(void) {
+ * bf16 copies are cast from any alignment (attention.cu), VLA_CUDA_ATTN_STAGING=f32 stages from the
+ * misaligned f32 tensors themselves, and the fused backward adds dQ one element an atomic (its float2
+ * atomics need dq 8-byte aligned) */
+static void attention_misaligned(vla_attn_bwd_mode mode) {
     const int H = 4, Hkv = 1, d = 64;
     seqs q = seqs_make(3, 70, 1);
     int64_t n = q.cu[3], nq = n * H * d, nk = n * Hkv * d;
@@ -1163,7 +1166,7 @@ static void t_attention_misaligned(void) {
         seqs_free(q);
         return;
     }
-    vla_attn_config cfg = {.n_heads = H, .n_kv_heads = Hkv, .head_dim = d, .precision = VLA_PREC_BF16};
+    vla_attn_config cfg = {.n_heads = H, .n_kv_heads = Hkv, .head_dim = d, .precision = VLA_PREC_BF16, .bwd_mode = mode};
     vla_attn_seqs qs = as(q);
     tens Q = t_rand(nq, 1), K = t_rand(nk, 1), V = t_rand(nk, 1), O = t_new(nq), L = t_new(n * H);
     tens dO = t_rand(nq, 1), dQ = t_rand(nq, 1), dK = t_rand(nk, 1), dV = t_rand(nk, 1);
@@ -1185,6 +1188,11 @@ static void t_attention_misaligned(void) {
     for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) C.dut->free(offs[i] - 1);
     t_free(Q), t_free(K), t_free(V), t_free(O), t_free(L), t_free(dO), t_free(dQ), t_free(dK), t_free(dV);
     seqs_free(q);
+}
+
+static void t_attention_misaligned(void) {
+    attention_misaligned(VLA_ATTN_BWD_TWO_PASS);
+    attention_misaligned(VLA_ATTN_BWD_FUSED);
 }
 
 /* ---- the driver ----------------------------------------------------------------------------------- */
