@@ -210,6 +210,14 @@ attention_backward_summary() {
     f=$(grep '^{"stage":"attention_fused_bwd",' "$RESULTS" | grep '"pi05_packed"' | head -1)
     passes() { n=$(num "$1" backward_passes); [ -n "$n" ] && echo " ($n pass$([ "$n" != 1 ] && echo es))"; }
     [ -n "$l" ] && echo "    attention backward (π0.5 packed)$(passes "$l"): $(bwd_vs_fwd "$l")× the forward$([ -n "$f" ] && echo "; fused$(passes "$f"): $(bwd_vs_fwd "$f")× the forward, fwd+bwd $(num "$f" fwd_bwd_ms) ms vs $(num "$l" fwd_bwd_ms) ms = $(num "$f" vs_dense)× the dense mask")"
+    # on cuda the fused backward computes dK and dV as the two passes do (only dQ's sum order moves): the same
+    # bits (the cpu's fused backward is another work split, with its own sum order)
+    local a b
+    a=$(sed -n 's/.*"digest_without_dq":"\([0-9a-f]*\)".*/\1/p' <<<"$l")
+    b=$(sed -n 's/.*"digest_without_dq":"\([0-9a-f]*\)".*/\1/p' <<<"$f")
+    if [ "$DEV" = cuda ] && [ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ]; then
+        echo "    FUSED BACKWARD dK/dV BITS DIFFER from the two passes' (out, lse, dK, dV digests $b vs $a)"
+    fi
     c="$OUT/logs/conformance_fused_bwd.log"
     [ -f "$c" ] || return 0
     if grep -q "backend $DEV conforms" "$c"; then echo "    fused attention backward: conforms"

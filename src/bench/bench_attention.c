@@ -187,7 +187,7 @@ static uint64_t digest_floats(const vla_ops *ops, const float *dev, int64_t n, u
 }
 
 static vla_status time_device(const attn_case *c, attn_data *d, const vla_ops *ops, const vla_attn_config *cfgp,
-                              int reps, double ms[4], vla_attn_stats *stats, uint64_t *digest) {
+                              int reps, double ms[4], vla_attn_stats *stats, uint64_t digest[2]) {
     int32_t L = 0;
     for (int s = 0; s < c->n; s++) L = d->cu[s + 1] - d->cu[s] > L ? d->cu[s + 1] - d->cu[s] : L;
     dev_data g;
@@ -217,14 +217,17 @@ static vla_status time_device(const attn_case *c, attn_data *d, const vla_ops *o
         for (int k = 0; k < 4; k++)
             if (v[k] * 1e3 < ms[k]) ms[k] = v[k] * 1e3;
     }
-    /* the fused forward's out and lse, and dq, dk, dv after reps + 1 backwards (each adds to them) */
+    /* the fused forward's out and lse, and dq, dk, dv after reps + 1 backwards (each adds to them); and the
+     * same without dq, whose bits the fused backward's atomics may move (tensor/ops.h, vla_attn_bwd_mode) */
     int64_t nq = d->T * HEADS * HEAD_DIM, nk = d->T * KV_HEADS * HEAD_DIM;
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = 0xcbf29ce484222325ull, h2 = h;
     if (st == VLA_OK) {
         h = digest_floats(ops, g.out, nq, h), h = digest_floats(ops, g.lse, d->T * HEADS, h);
+        h2 = h;
         h = digest_floats(ops, g.dq, nq, h), h = digest_floats(ops, g.dk, nk, h), h = digest_floats(ops, g.dv, nk, h);
+        h2 = digest_floats(ops, g.dk, nk, h2), h2 = digest_floats(ops, g.dv, nk, h2);
     }
-    *digest = h;
+    digest[0] = h, digest[1] = h2;
     dev_free(&g);
     return st;
 }
@@ -392,8 +395,8 @@ int vla_bench_attention(int argc, char **argv) {
         vla_attn_stats stats = {0};
         double ms[4];
         vla_status st = data_make(c, quick, &d);
-        uint64_t digest = 0;
-        if (st == VLA_OK) st = time_device(c, &d, dev, &cfg, (int)reps, ms, &stats, &digest);
+        uint64_t digest[2] = {0, 0};
+        if (st == VLA_OK) st = time_device(c, &d, dev, &cfg, (int)reps, ms, &stats, digest);
         int32_t longest = 0;
         for (int s2 = 0; st == VLA_OK && s2 < c->n; s2++)
             longest = d.cu[s2 + 1] - d.cu[s2] > longest ? d.cu[s2 + 1] - d.cu[s2] : longest;
@@ -421,7 +424,8 @@ int vla_bench_attention(int argc, char **argv) {
         /* the backward's passes (cuda, VLA_CUDA_ATTN_BACKWARD): 2, or 1 fused */
         int64_t passes = vla_ops_stat_of(dev, VLA_STAT_ATTN_LAST_BACKWARD_PASSES);
         if (passes >= 0) printf(",\"backward_passes\":%lld", (long long)passes);
-        printf(",\"fused_digest\":\"%016llx\"", (unsigned long long)digest);
+        printf(",\"fused_digest\":\"%016llx\",\"digest_without_dq\":\"%016llx\"", (unsigned long long)digest[0],
+               (unsigned long long)digest[1]);
         if (!no_peer && !quick) device_peer(python, c, &d, precision, ms[1]);
         printf("}\n");
         fflush(stdout);
