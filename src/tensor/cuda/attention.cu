@@ -132,26 +132,17 @@ static void dev_plan_done(dev_plan *dp, bool owned) {
 
 extern "C" int64_t vla_cuda_attn_plan_builds(void) { return __atomic_load_n(&plan_builds, __ATOMIC_RELAXED); }
 
-extern "C" int32_t vla_cuda_attn_last_kv_splits(void) {
+/* one of the figures above, read under the lock the calls write them under */
+static int32_t read_locked(const int32_t *v) {
     pthread_mutex_lock(&plan_lock);
-    int32_t s = last_kv_splits;
+    int32_t s = *v;
     pthread_mutex_unlock(&plan_lock);
     return s;
 }
 
-extern "C" int32_t vla_cuda_attn_last_backward_passes(void) {
-    pthread_mutex_lock(&plan_lock);
-    int32_t s = last_backward_passes;
-    pthread_mutex_unlock(&plan_lock);
-    return s;
-}
-
-extern "C" int32_t vla_cuda_attn_last_q_splits(void) {
-    pthread_mutex_lock(&plan_lock);
-    int32_t s = last_q_splits;
-    pthread_mutex_unlock(&plan_lock);
-    return s;
-}
+extern "C" int32_t vla_cuda_attn_last_kv_splits(void) { return read_locked(&last_kv_splits); }
+extern "C" int32_t vla_cuda_attn_last_backward_passes(void) { return read_locked(&last_backward_passes); }
+extern "C" int32_t vla_cuda_attn_last_q_splits(void) { return read_locked(&last_q_splits); }
 
 extern "C" int32_t vla_cuda_attn_last_staging(void) {
     pthread_mutex_lock(&plan_lock);

@@ -265,6 +265,25 @@ __device__ __forceinline__ int32_t next_live_kt(const vla_attn_args &a, const vl
     return j;
 }
 
+/* A block's shared-memory regions, typed, at the offsets attn_smem.h's carve-up L gives (a region a kernel
+ * does not have is empty: its pointer is where it would start) — every kernel takes its tiles from here */
+template <typename T>
+struct block_smem {
+    T *raw;                         /* the prefetch's raw tile */
+    int32_t *rawg;                  /*   its rows' groups */
+    float *raw_lse, *raw_dvec;      /*   dK/dV: its query rows' lse and rowsum(dO·O) */
+    uint16_t *Qs, *Os, *Ks, *Vs;    /* bf16 tiles (dO: Os) */
+    int32_t *qg, *kg;               /* query and key groups */
+    float *lse2, *dvr;              /* the query rows' lse (log2 domain) and rowsum(dO·O) */
+    uint16_t *pts, *dsts, *dss;     /* dK/dV: Pᵀ, dSᵀ (two warp groups), dS (fused) */
+    __device__ block_smem(unsigned char *smem, const vla_attn_smem &L)
+        : raw((T *)(smem + L.raw)), rawg((int32_t *)(smem + L.raw_groups)), raw_lse((float *)(smem + L.raw_lse)),
+          raw_dvec((float *)(smem + L.raw_dvec)), Qs((uint16_t *)(smem + L.q)), Os((uint16_t *)(smem + L.dout)),
+          Ks((uint16_t *)(smem + L.k)), Vs((uint16_t *)(smem + L.v)), qg((int32_t *)(smem + L.q_groups)),
+          kg((int32_t *)(smem + L.k_groups)), lse2((float *)(smem + L.lse)), dvr((float *)(smem + L.dvec)),
+          pts((uint16_t *)(smem + L.pt)), dsts((uint16_t *)(smem + L.dst)), dss((uint16_t *)(smem + L.ds)) {}
+};
+
 /* ---- forward ------------------------------------------------------------------------------ */
 
 /* PF: the K/V tiles fetched asynchronously (above); the raw tile and the next tile's key groups come
@@ -276,10 +295,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     VLA_DYN_SMEM(unsigned char, smem);
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
     const vla_attn_smem L = vla_attn_smem_fwd(D, PF);
-    T *raw = (T *)(smem + L.raw);
-    int32_t *kgr = (int32_t *)(smem + L.raw_groups);
-    uint16_t *Qs = (uint16_t *)(smem + L.q), *Ks = (uint16_t *)(smem + L.k), *Vs = (uint16_t *)(smem + L.v);
-    int32_t *qg = (int32_t *)(smem + L.q_groups), *kg = (int32_t *)(smem + L.k_groups);
+    const block_smem<T> sm(smem, L);
     const int32_t S = a.q_splits > 1 ? a.q_splits : 1, part = (int32_t)(blockIdx.x % S);
     int64_t item = blockIdx.x / S;
     const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
@@ -293,9 +309,9 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
     const int32_t j_end = qt.first + (int32_t)hi;
     int32_t j = next_live_kt(a, qt, qt.first + (int32_t)lo, j_end);
     if constexpr (PF)
-        if (j < j_end) fetch_k_tile<D, BK, T>(raw, kgr, a, in, j, kvh); /* the first live tile, while Q is staged */
-    stage_src<D, BQ, T>(Qs, in.q, ldq, qt.start, qt.len, h, dw);
-    for (int i = threadIdx.x; i < BQ; i += NTH) qg[i] = a.group_q && i < qt.len ? a.group_q[qt.start + i] : 0;
+        if (j < j_end) fetch_k_tile<D, BK, T>(sm.raw, sm.rawg, a, in, j, kvh); /* the first live tile, while Q is staged */
+    stage_src<D, BQ, T>(sm.Qs, in.q, ldq, qt.start, qt.len, h, dw);
+    for (int i = threadIdx.x; i < BQ; i += NTH) sm.qg[i] = a.group_q && i < qt.len ? a.group_q[qt.start + i] : 0;
     const int r_lo = 16 * w + g, r_hi = r_lo + 8; /* this lane's two rows in the tile */
     const float sl2 = a.scale * LOG2E;
     float m_lo = -INFINITY, m_hi = -INFINITY, l_lo = 0.0f, l_hi = 0.0f;
@@ -310,28 +326,28 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
         if constexpr (PF) {
             cp_async_wait_all();
             __syncthreads(); /* K in raw; every warp done with the last tile's Ks, Vs and kg */
-            to_tile<D, BK, T>(Ks, raw, D, kt.len, dw);
-            for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? kgr[i] : 0;
+            to_tile<D, BK, T>(sm.Ks, sm.raw, D, kt.len, dw);
+            for (int i = threadIdx.x; i < BK; i += NTH) sm.kg[i] = gk && i < kt.len ? sm.rawg[i] : 0;
             __syncthreads();
-            fetch<D, BK, T>(raw, in.v(kt.src), ldk, kt.start, kt.len, kvh, dw); /* V during Q·Kᵀ */
+            fetch<D, BK, T>(sm.raw, in.v(kt.src), ldk, kt.start, kt.len, kvh, dw); /* V during Q·Kᵀ */
             cp_async_commit();
         } else {
             __syncthreads();
-            stage_src<D, BK, T>(Ks, in.k(kt.src), ldk, kt.start, kt.len, kvh, dw);
-            stage_src<D, BK, T>(Vs, in.v(kt.src), ldk, kt.start, kt.len, kvh, dw);
-            for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
+            stage_src<D, BK, T>(sm.Ks, in.k(kt.src), ldk, kt.start, kt.len, kvh, dw);
+            stage_src<D, BK, T>(sm.Vs, in.v(kt.src), ldk, kt.start, kt.len, kvh, dw);
+            for (int i = threadIdx.x; i < BK; i += NTH) sm.kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
             __syncthreads();
         }
         float s[NT][4];
-        warp_product<D, NT>(s, Qs, Ks, w, lane);
+        warp_product<D, NT>(s, sm.Qs, sm.Ks, w, lane);
         float mx_lo = -INFINITY, mx_hi = -INFINITY;
-        int32_t g_lo = qg[r_lo], g_hi = qg[r_hi];
+        int32_t g_lo = sm.qg[r_lo], g_hi = sm.qg[r_hi];
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 int col = 8 * n + 2 * t + (i & 1);
-                bool ok = col < kt.len && (cls == VLA_TILE_FULL || kg[col] <= (i < 2 ? g_lo : g_hi));
+                bool ok = col < kt.len && (cls == VLA_TILE_FULL || sm.kg[col] <= (i < 2 ? g_lo : g_hi));
                 float v = ok ? s[n][i] * sl2 : -INFINITY;
                 s[n][i] = v;
                 if (i < 2) mx_lo = fmaxf(mx_lo, v);
@@ -358,11 +374,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_fwd(vla_attn_args a) {
         if constexpr (PF) {
             cp_async_wait_all();
             __syncthreads(); /* V in raw */
-            to_tile<D, BK, T>(Vs, raw, D, kt.len, dw);
+            to_tile<D, BK, T>(sm.Vs, sm.raw, D, kt.len, dw);
             __syncthreads();
-            if (jn < j_end) fetch_k_tile<D, BK, T>(raw, kgr, a, in, jn, kvh); /* the next live tile's, during P·V */
+            if (jn < j_end) fetch_k_tile<D, BK, T>(sm.raw, sm.rawg, a, in, jn, kvh); /* the next live tile's, during P·V */
         }
-        warp_product_ckn<D, BK, ND>(o, s, Vs, lane); /* O += P·V */
+        warp_product_ckn<D, BK, ND>(o, s, sm.Vs, lane); /* O += P·V */
         j = jn;
     }
     l_lo += __shfl_xor_sync(0xffffffffu, l_lo, 1);
@@ -409,12 +425,7 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
     VLA_DYN_SMEM(unsigned char, smem);
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
     const vla_attn_smem L = vla_attn_smem_dq(D, PF);
-    T *raw = (T *)(smem + L.raw);
-    int32_t *kgr = (int32_t *)(smem + L.raw_groups);
-    uint16_t *Qs = (uint16_t *)(smem + L.q), *Os = (uint16_t *)(smem + L.dout), *Ks = (uint16_t *)(smem + L.k),
-             *Vs = (uint16_t *)(smem + L.v);
-    int32_t *qg = (int32_t *)(smem + L.q_groups), *kg = (int32_t *)(smem + L.k_groups);
-    float *lse2 = (float *)(smem + L.lse), *dvr = (float *)(smem + L.dvec);
+    const block_smem<T> sm(smem, L);
     int64_t item = blockIdx.x;
     const vla_attn_tile qt = a.qt[a.q_order[item / a.H]];
     int h = (int)(item % a.H), kvh = h / a.rep, d = a.d;
@@ -425,15 +436,15 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
     const int32_t j_end = qt.first + qt.n, *gk = a.group_k[0];
     int32_t j = next_live_kt(a, qt, qt.first, j_end);
     if constexpr (PF)
-        if (j < j_end) fetch_k_tile<D, BK, T>(raw, kgr, a, in, j, kvh); /* the first live tile, while Q, dO are staged */
-    stage_src<D, BQ, T>(Qs, in.q, ldq, qt.start, qt.len, h, dw);
-    stage_src<D, BQ, T>(Os, in.dout, ldq, qt.start, qt.len, h, dw);
+        if (j < j_end) fetch_k_tile<D, BK, T>(sm.raw, sm.rawg, a, in, j, kvh); /* the first live tile, while Q, dO are staged */
+    stage_src<D, BQ, T>(sm.Qs, in.q, ldq, qt.start, qt.len, h, dw);
+    stage_src<D, BQ, T>(sm.Os, in.dout, ldq, qt.start, qt.len, h, dw);
     for (int i = threadIdx.x; i < BQ; i += NTH) {
         bool in = i < qt.len;
         int64_t row = (int64_t)(qt.start + i) * a.H + h;
-        qg[i] = a.group_q && in ? a.group_q[qt.start + i] : 0;
-        lse2[i] = in ? a.lse_in[row] * LOG2E : -INFINITY;
-        dvr[i] = in ? a.dvec[row] : 0.0f;
+        sm.qg[i] = a.group_q && in ? a.group_q[qt.start + i] : 0;
+        sm.lse2[i] = in ? a.lse_in[row] * LOG2E : -INFINITY;
+        sm.dvr[i] = in ? a.dvec[row] : 0.0f;
     }
     const int r_lo = 16 * w + g, r_hi = r_lo + 8;
     const float sl2 = a.scale * LOG2E;
@@ -450,29 +461,29 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
              * computes the same two products once both tiles are staged) */
             cp_async_wait_all();
             __syncthreads(); /* K in raw; every warp done with the last tile */
-            to_tile<D, BK, T>(Ks, raw, D, kt.len, dw);
-            for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? kgr[i] : 0;
+            to_tile<D, BK, T>(sm.Ks, sm.raw, D, kt.len, dw);
+            for (int i = threadIdx.x; i < BK; i += NTH) sm.kg[i] = gk && i < kt.len ? sm.rawg[i] : 0;
             __syncthreads();
-            fetch<D, BK, T>(raw, in.v(0), ldk, kt.start, kt.len, kvh, dw);
+            fetch<D, BK, T>(sm.raw, in.v(0), ldk, kt.start, kt.len, kvh, dw);
             cp_async_commit();
-            warp_product<D, NT>(s, Qs, Ks, w, lane);
+            warp_product<D, NT>(s, sm.Qs, sm.Ks, w, lane);
             cp_async_wait_all();
             __syncthreads(); /* V in raw */
-            to_tile<D, BK, T>(Vs, raw, D, kt.len, dw);
+            to_tile<D, BK, T>(sm.Vs, sm.raw, D, kt.len, dw);
             __syncthreads();
-            if (jn < j_end) fetch_k_tile<D, BK, T>(raw, kgr, a, in, jn, kvh); /* the next live tile's, during dP */
-            warp_product<D, NT>(dp, Os, Vs, w, lane);
+            if (jn < j_end) fetch_k_tile<D, BK, T>(sm.raw, sm.rawg, a, in, jn, kvh); /* the next live tile's, during dP */
+            warp_product<D, NT>(dp, sm.Os, sm.Vs, w, lane);
         } else {
             __syncthreads();
-            stage_src<D, BK, T>(Ks, in.k(0), ldk, kt.start, kt.len, kvh, dw);
-            stage_src<D, BK, T>(Vs, in.v(0), ldk, kt.start, kt.len, kvh, dw);
-            for (int i = threadIdx.x; i < BK; i += NTH) kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
+            stage_src<D, BK, T>(sm.Ks, in.k(0), ldk, kt.start, kt.len, kvh, dw);
+            stage_src<D, BK, T>(sm.Vs, in.v(0), ldk, kt.start, kt.len, kvh, dw);
+            for (int i = threadIdx.x; i < BK; i += NTH) sm.kg[i] = gk && i < kt.len ? gk[kt.start + i] : 0;
             __syncthreads();
-            warp_product<D, NT>(s, Qs, Ks, w, lane);
-            warp_product<D, NT>(dp, Os, Vs, w, lane);
+            warp_product<D, NT>(s, sm.Qs, sm.Ks, w, lane);
+            warp_product<D, NT>(dp, sm.Os, sm.Vs, w, lane);
         }
-        int32_t g_lo = qg[r_lo], g_hi = qg[r_hi];
-        float L_lo = lse2[r_lo], L_hi = lse2[r_hi], D_lo = dvr[r_lo], D_hi = dvr[r_hi];
+        int32_t g_lo = sm.qg[r_lo], g_hi = sm.qg[r_hi];
+        float L_lo = sm.lse2[r_lo], L_hi = sm.lse2[r_hi], D_lo = sm.dvr[r_lo], D_hi = sm.dvr[r_hi];
 #pragma unroll
         for (int n = 0; n < NT; n++)
 #pragma unroll
@@ -480,11 +491,11 @@ __global__ void __launch_bounds__(NTH, 1) k_mma_dq(vla_attn_args a) {
                 int col = 8 * n + 2 * t + (i & 1);
                 bool lo = i < 2;
                 float L = lo ? L_lo : L_hi;
-                bool ok = col < kt.len && L != -INFINITY && (cls == VLA_TILE_FULL || kg[col] <= (lo ? g_lo : g_hi));
+                bool ok = col < kt.len && L != -INFINITY && (cls == VLA_TILE_FULL || sm.kg[col] <= (lo ? g_lo : g_hi));
                 float p = ok ? exp2f(s[n][i] * sl2 - L) : 0.0f;
                 s[n][i] = p * (dp[n][i] - (lo ? D_lo : D_hi)); /* dS */
             }
-        warp_product_ckn<D, BK, ND>(acc, s, Ks, lane); /* dQ += dS·K */
+        warp_product_ckn<D, BK, ND>(acc, s, sm.Ks, lane); /* dQ += dS·K */
         j = jn;
     }
     bool in_lo = r_lo < qt.len, in_hi = r_hi < qt.len;
@@ -577,13 +588,7 @@ __global__ void __launch_bounds__(32 * VLA_ATTN_MMA_KV_WARPS(D), 1) k_mma_dkdv(v
     VLA_DYN_SMEM(unsigned char, smem);
     static_assert(!PF || sizeof(T) == 2, "the prefetching kernels read the bf16 copies");
     const vla_attn_smem L = vla_attn_smem_dkdv(D, PF, DQ);
-    T *raw = (T *)(smem + L.raw);
-    int32_t *qgr = (int32_t *)(smem + L.raw_groups);
-    float *lser = (float *)(smem + L.raw_lse), *dvrr = (float *)(smem + L.raw_dvec);
-    uint16_t *Ks = (uint16_t *)(smem + L.k), *Vs = (uint16_t *)(smem + L.v), *Qs = (uint16_t *)(smem + L.q),
-             *Os = (uint16_t *)(smem + L.dout);
-    int32_t *kg = (int32_t *)(smem + L.k_groups), *qg = (int32_t *)(smem + L.q_groups);
-    float *lse2 = (float *)(smem + L.lse), *dvr = (float *)(smem + L.dvec);
+    const block_smem<T> sm(smem, L);
     int64_t item = blockIdx.x / a.kv_splits;
     int32_t part = (int32_t)(blockIdx.x % a.kv_splits);
     const vla_attn_tile kt = a.kt[a.k_order[item / a.Hkv]];
@@ -604,21 +609,21 @@ __global__ void __launch_bounds__(32 * VLA_ATTN_MMA_KV_WARPS(D), 1) k_mma_dkdv(v
     auto fetch_q = [&](int64_t j) {
         const vla_attn_tile qn = a.qt[kt.first + (int32_t)(j % kt.n)];
         int hn = kvh * a.rep + (int)(j / kt.n);
-        fetch<D, BQ, T, THREADS>(raw, in.q, ldq, qn.start, qn.len, hn, dw);
-        if (a.group_q) fetch_words<THREADS>(qgr, a.group_q + qn.start, qn.len);
+        fetch<D, BQ, T, THREADS>(sm.raw, in.q, ldq, qn.start, qn.len, hn, dw);
+        if (a.group_q) fetch_words<THREADS>(sm.rawg, a.group_q + qn.start, qn.len);
         for (int i = threadIdx.x; i < qn.len; i += THREADS) {
             int64_t row = (int64_t)(qn.start + i) * a.H + hn;
-            cp_async4(lser + i, a.lse_in + row);
-            cp_async4(dvrr + i, a.dvec + row);
+            cp_async4(sm.raw_lse + i, a.lse_in + row);
+            cp_async4(sm.raw_dvec + i, a.dvec + row);
         }
         cp_async_commit();
     };
     int64_t j = next_live(j_lo);
     if constexpr (PF)
         if (j < j_hi) fetch_q(j); /* while K and V are staged */
-    stage_src<D, BK, T, THREADS>(Ks, in.k(0), ldk, kt.start, kt.len, kvh, dw);
-    stage_src<D, BK, T, THREADS>(Vs, in.v(0), ldk, kt.start, kt.len, kvh, dw);
-    for (int i = threadIdx.x; i < BK; i += THREADS) kg[i] = a.group_k[0] && i < kt.len ? a.group_k[0][kt.start + i] : 0;
+    stage_src<D, BK, T, THREADS>(sm.Ks, in.k(0), ldk, kt.start, kt.len, kvh, dw);
+    stage_src<D, BK, T, THREADS>(sm.Vs, in.v(0), ldk, kt.start, kt.len, kvh, dw);
+    for (int i = threadIdx.x; i < BK; i += THREADS) sm.kg[i] = a.group_k[0] && i < kt.len ? a.group_k[0][kt.start + i] : 0;
     const int r_lo = 16 * kw + g, r_hi = r_lo + 8; /* this lane's two key rows */
     const float sl2 = a.scale * LOG2E;
     float dk[NDC][4], dv[NDC][4];
@@ -637,39 +642,39 @@ __global__ void __launch_bounds__(32 * VLA_ATTN_MMA_KV_WARPS(D), 1) k_mma_dkdv(v
              * below computes the same two products once both tiles are staged) */
             cp_async_wait_all();
             __syncthreads(); /* Q and its rows in raw; every warp done with the last item */
-            to_tile<D, BQ, T, THREADS>(Qs, raw, D, qt.len, dw);
+            to_tile<D, BQ, T, THREADS>(sm.Qs, sm.raw, D, qt.len, dw);
             for (int i = threadIdx.x; i < BQ; i += THREADS) {
                 bool in = i < qt.len;
-                qg[i] = a.group_q && in ? qgr[i] : 0;
-                lse2[i] = in ? lser[i] * LOG2E : -INFINITY;
-                dvr[i] = in ? dvrr[i] : 0.0f;
+                sm.qg[i] = a.group_q && in ? sm.rawg[i] : 0;
+                sm.lse2[i] = in ? sm.raw_lse[i] * LOG2E : -INFINITY;
+                sm.dvr[i] = in ? sm.raw_dvec[i] : 0.0f;
             }
             __syncthreads();
-            fetch<D, BQ, T, THREADS>(raw, in.dout, ldq, qt.start, qt.len, h, dw);
+            fetch<D, BQ, T, THREADS>(sm.raw, in.dout, ldq, qt.start, qt.len, h, dw);
             cp_async_commit();
-            warp_product<D, NT>(st, Ks, Qs, kw, lane, q0);
+            warp_product<D, NT>(st, sm.Ks, sm.Qs, kw, lane, q0);
             cp_async_wait_all();
             __syncthreads(); /* dO in raw */
-            to_tile<D, BQ, T, THREADS>(Os, raw, D, qt.len, dw);
+            to_tile<D, BQ, T, THREADS>(sm.Os, sm.raw, D, qt.len, dw);
             __syncthreads();
             if (jn < j_hi) fetch_q(jn);
-            warp_product<D, NT>(dpt, Vs, Os, kw, lane, q0);
+            warp_product<D, NT>(dpt, sm.Vs, sm.Os, kw, lane, q0);
         } else {
             __syncthreads();
-            stage_src<D, BQ, T, THREADS>(Qs, in.q, ldq, qt.start, qt.len, h, dw);
-            stage_src<D, BQ, T, THREADS>(Os, in.dout, ldq, qt.start, qt.len, h, dw);
+            stage_src<D, BQ, T, THREADS>(sm.Qs, in.q, ldq, qt.start, qt.len, h, dw);
+            stage_src<D, BQ, T, THREADS>(sm.Os, in.dout, ldq, qt.start, qt.len, h, dw);
             for (int i = threadIdx.x; i < BQ; i += THREADS) {
                 bool in = i < qt.len;
                 int64_t row = (int64_t)(qt.start + i) * a.H + h;
-                qg[i] = a.group_q && in ? a.group_q[qt.start + i] : 0;
-                lse2[i] = in ? a.lse_in[row] * LOG2E : -INFINITY;
-                dvr[i] = in ? a.dvec[row] : 0.0f;
+                sm.qg[i] = a.group_q && in ? a.group_q[qt.start + i] : 0;
+                sm.lse2[i] = in ? a.lse_in[row] * LOG2E : -INFINITY;
+                sm.dvr[i] = in ? a.dvec[row] : 0.0f;
             }
             __syncthreads();
-            warp_product<D, NT>(st, Ks, Qs, kw, lane, q0);
-            warp_product<D, NT>(dpt, Vs, Os, kw, lane, q0);
+            warp_product<D, NT>(st, sm.Ks, sm.Qs, kw, lane, q0);
+            warp_product<D, NT>(dpt, sm.Vs, sm.Os, kw, lane, q0);
         }
-        int32_t gk_lo = kg[r_lo], gk_hi = kg[r_hi];
+        int32_t gk_lo = sm.kg[r_lo], gk_hi = sm.kg[r_hi];
         bool kin_lo = r_lo < kt.len, kin_hi = r_hi < kt.len;
 #pragma unroll
         for (int n = 0; n < NT; n++)
@@ -677,12 +682,18 @@ __global__ void __launch_bounds__(32 * VLA_ATTN_MMA_KV_WARPS(D), 1) k_mma_dkdv(v
             for (int i = 0; i < 4; i++) {
                 int q = q0 + 8 * n + 2 * t + (i & 1);
                 bool lo = i < 2;
-                bool ok = q < qt.len && (lo ? kin_lo : kin_hi) && lse2[q] != -INFINITY &&
-                          (cls == VLA_TILE_FULL || (lo ? gk_lo : gk_hi) <= qg[q]);
-                float p = ok ? exp2f(st[n][i] * sl2 - lse2[q]) : 0.0f;
+                bool ok = q < qt.len && (lo ? kin_lo : kin_hi) && sm.lse2[q] != -INFINITY &&
+                          (cls == VLA_TILE_FULL || (lo ? gk_lo : gk_hi) <= sm.qg[q]);
+                float p = ok ? exp2f(st[n][i] * sl2 - sm.lse2[q]) : 0.0f;
                 st[n][i] = p;                        /* Pᵀ */
-                dpt[n][i] = p * (dpt[n][i] - dvr[q]); /* dSᵀ */
+                dpt[n][i] = p * (dpt[n][i] - sm.dvr[q]); /* dSᵀ */
             }
+        /* the fused backward's dS: this lane's dSᵀ element (n, i) — key row, query column — to dS's (query, key),
+         * bf16 as c_to_a rounds it */
+        auto put_ds = [&](int n, int i) {
+            sm.dss[vla_tile_off(VLA_ATTN_MMA_ROWS, q0 + 8 * n + 2 * t + (i & 1), i < 2 ? r_lo : r_hi)] =
+                vla_nf_f32_to_bf16(dpt[n][i]);
+        };
         if constexpr (GR == 1) { /* Pᵀ and dSᵀ in registers, as A operands */
 #pragma unroll
             for (int jj = 0; jj < BQ / 16; jj++) {
@@ -692,54 +703,48 @@ __global__ void __launch_bounds__(32 * VLA_ATTN_MMA_KV_WARPS(D), 1) k_mma_dkdv(v
 #pragma unroll
                 for (int i = 0; i < NDC; i++) {
                     uint32_t bo[2], bq[2];
-                    ldsm_b_kn(bo, Os, D, 16 * jj, c0 + 8 * i, lane);
-                    ldsm_b_kn(bq, Qs, D, 16 * jj, c0 + 8 * i, lane);
+                    ldsm_b_kn(bo, sm.Os, D, 16 * jj, c0 + 8 * i, lane);
+                    ldsm_b_kn(bq, sm.Qs, D, 16 * jj, c0 + 8 * i, lane);
                     mma16816(dv[i], ap, bo);
                     mma16816(dk[i], as, bq);
                 }
             }
         } else { /* the groups' halves of Pᵀ and dSᵀ through shared memory, bf16 as c_to_a rounds them */
-            uint16_t *pts = (uint16_t *)(smem + L.pt), *dsts = (uint16_t *)(smem + L.dst);
 #pragma unroll
             for (int n = 0; n < NT; n++)
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     int off = vla_tile_off(BQ, i < 2 ? r_lo : r_hi, q0 + 8 * n + 2 * t + (i & 1));
-                    pts[off] = vla_nf_f32_to_bf16(st[n][i]);
-                    dsts[off] = vla_nf_f32_to_bf16(dpt[n][i]);
-                    if constexpr (DQ) /* and dS (query-major) for dQ, published by the same barrier */
-                        ((uint16_t *)(smem + L.ds))[vla_tile_off(VLA_ATTN_MMA_ROWS, q0 + 8 * n + 2 * t + (i & 1),
-                                                                 i < 2 ? r_lo : r_hi)] = vla_nf_f32_to_bf16(dpt[n][i]);
+                    sm.pts[off] = vla_nf_f32_to_bf16(st[n][i]);
+                    sm.dsts[off] = vla_nf_f32_to_bf16(dpt[n][i]);
+                    if constexpr (DQ) put_ds(n, i); /* and dS for dQ, published by the same barrier */
                 }
             __syncthreads();
 #pragma unroll
             for (int jj = 0; jj < BQ / 16; jj++) {
                 uint32_t ap[4], as[4];
-                ldsm_a(ap, pts, BQ, 16 * kw, 16 * jj, lane);
-                ldsm_a(as, dsts, BQ, 16 * kw, 16 * jj, lane);
+                ldsm_a(ap, sm.pts, BQ, 16 * kw, 16 * jj, lane);
+                ldsm_a(as, sm.dsts, BQ, 16 * kw, 16 * jj, lane);
 #pragma unroll
                 for (int i = 0; i < NDC; i++) {
                     uint32_t bo[2], bq[2];
-                    ldsm_b_kn(bo, Os, D, 16 * jj, c0 + 8 * i, lane);
-                    ldsm_b_kn(bq, Qs, D, 16 * jj, c0 + 8 * i, lane);
+                    ldsm_b_kn(bo, sm.Os, D, 16 * jj, c0 + 8 * i, lane);
+                    ldsm_b_kn(bq, sm.Qs, D, 16 * jj, c0 + 8 * i, lane);
                     mma16816(dv[i], ap, bo);
                     mma16816(dk[i], as, bq);
                 }
             }
         }
         if constexpr (DQ) {
-            uint16_t *dss = (uint16_t *)(smem + L.ds);
             if constexpr (GR == 1) { /* (two groups wrote dS beside Pᵀ and dSᵀ) */
                 if constexpr (VLA_ATTN_DS_IN_DOUT(D)) __syncthreads(); /* every warp done reading dO */
 #pragma unroll
                 for (int n = 0; n < NT; n++)
 #pragma unroll
-                    for (int i = 0; i < 4; i++) /* dSᵀ's (key, query) to dS's (query, key), rounded as c_to_a does */
-                        dss[vla_tile_off(VLA_ATTN_MMA_ROWS, q0 + 8 * n + 2 * t + (i & 1), i < 2 ? r_lo : r_hi)] =
-                            vla_nf_f32_to_bf16(dpt[n][i]);
+                    for (int i = 0; i < 4; i++) put_ds(n, i);
                 __syncthreads();
             }
-            fused_dq_add<D, BQ, D, WN>(a, dss, Ks, qt, h, 0, w, lane);
+            fused_dq_add<D, BQ, D, WN>(a, sm.dss, sm.Ks, qt, h, 0, w, lane);
         }
         j = jn;
     }
