@@ -237,7 +237,7 @@ summary() {
         case "$v" in FAILED | "NOT RUN") bad=1 ;; esac
     done
     echo "  figures:"
-    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 groot-n1.5_nograph groot-n1.5_nocopy pi05 pi05_fusedbwd pi05_nograph nograph_pi05 \
+    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 groot-n1.5_nograph groot-n1.5_nocopy pi05 pi05_fusedbwd pi05_nograph pi05_keptf32 nograph_pi05 \
         qunsplit_pi05; do
         for p in bf16 fp8; do
             l=$(stage_line "train_${p}_$cfg" policy_train)
@@ -298,6 +298,9 @@ summary() {
     f1=$(num "$(stage_line train_fp8_groot-n1.5 policy_train)" samples_per_s)
     fn=$(num "$(stage_line train_fp8_groot-n1.5_noshare policy_train)" samples_per_s)
     [ -n "$f1" ] && [ -n "$fn" ] && echo "    shared FP8 casts (nn/linear.h): groot-n1.5 fp8 $f1 samples/s sharing each input's casts, $fn with a cast per linear (VLA_FP8_SHARED_CASTS=0): $(ratio "$f1" "$fn")×"
+    k1=$(num "$(stage_line train_bf16_pi05 policy_train)" act_gib)
+    k2=$(num "$(stage_line train_bf16_pi05_keptf32 policy_train)" act_gib)
+    [ -n "$k1" ] && [ -n "$k2" ] && echo "    kept copies (docs/precision.md): pi05 bf16 batch $(num "$(stage_line train_bf16_pi05 policy_train)" batch) activations $k1 GiB keeping the normed inputs and GLU hidden as bf16 copies alone, $k2 GiB keeping f32 too (VLA_KEPT_COPIES=0), $(num "$(stage_line train_bf16_pi05 policy_train)" samples_per_s) vs $(num "$(stage_line train_bf16_pi05_keptf32 policy_train)" samples_per_s) samples/s"
     nc=$(num "$(stage_line train_bf16_groot-n1.5_nocopy policy_train)" samples_per_s)
     [ -n "$s1" ] && [ -n "$nc" ] && echo "    producer copies (docs/precision.md): groot-n1.5 bf16 $s1 samples/s with them, $nc without (VLA_PRODUCER_CASTS=0): $(ratio "$s1" "$nc")×"
     # captured regions a stage's device could not record (they ran op by op: its graph figures are not graphs')
@@ -646,6 +649,9 @@ if wanted train_bf16 && have "$VLA" train_bf16; then # issue 40 asks for batch 3
     # epilogues writing the copies (docs/precision.md, "The producer writes the copy"): what those save
     if [ "$p" = bf16 ]; then VLA_PRODUCER_CASTS=0 policy_train train_$p groot-n1.5 32 $p nocopy; fi
     VLA_TRAIN_GRAPHS=0 policy_train train_$p pi05 8 $p nograph # π0.5's step without its two graphs
+    # π0.5's batch-8 step keeping the normed inputs and GLU hidden as f32 beside their copies again
+    # (VLA_KEPT_COPIES=0; docs/precision.md, "Kept copies"): the activation memory the copies alone save
+    if [ "$p" = bf16 ]; then VLA_KEPT_COPIES=0 policy_train train_$p pi05 8 $p keptf32; fi
 fi
 if wanted train_fp8 && have "$VLA" train_fp8; then # as the budget allows: FP8 with each linear casting its
     # own input again (VLA_FP8_SHARED_CASTS=0; nn/linear.h, the shared FP8 casts): what the sharing saves

@@ -43,7 +43,8 @@ enum {
     const int64_t g = (c)->norm1 == VLA_BLOCK_NORM_ADARMS || (c)->norm2 == VLA_BLOCK_NORM_ADARMS;             \
     const int64_t rp = (c)->rope_theta > 0, M = vla_mlp_acts_floats(&(c)->mlp, n);                           \
     const int64_t ms = vla_mlp_scratch_floats(&(c)->mlp, n), ea = !(c)->external_attention;                  \
-    (void)ea, (void)n, (void)nk, (void)S, (void)D, (void)Hq, (void)Hk, (void)Q, (void)K, (void)k1, (void)k2, (void)ln1, \
+    const int64_t hD = (c)->copies ? vla_linear_kept_floats((c)->copies, n, D) : n * D;                      \
+    (void)hD, (void)ea, (void)n, (void)nk, (void)S, (void)D, (void)Hq, (void)Hk, (void)Q, (void)K, (void)k1, (void)k2, (void)ln1, \
         (void)ln2, (void)qkn, (void)g, (void)rp, (void)M, (void)ms
 
 int64_t vla_block_acts_floats(const vla_block_config *c, int64_t n_rows, int64_t n_ctx, int32_t n_seg) {
@@ -160,6 +161,17 @@ const vla_wg *vla_block_linear_weight(const vla_block_weights *w, vla_block_line
 }
 
 
+/* Kept copies (block.h, copies) are read by bf16 GEMMs only: every linear of the block must be bf16. */
+static vla_status kept_ok(const vla_block_config *c, const vla_block_weights *w) {
+    if (!c->copies) return VLA_OK;
+    for (int i = 0; i < VLA_BLOCK_N_LIN; i++)
+        if (vla_block_linear_weight(w, (vla_block_linear)i) && (!w->prec || w->prec->lin[i].mode != VLA_PREC_BF16))
+            return vla_error(VLA_ERR_INTERNAL, "block: configured to keep bf16 copies of its normed inputs, but its "
+                                               "linear %d does not run in bf16 (mode %d)",
+                             i, w->prec ? (int)w->prec->lin[i].mode : (int)VLA_PREC_FP32);
+    return VLA_OK;
+}
+
 static vla_mlp_weights mlp_weights(const vla_block_weights *w) {
     vla_mlp_weights m = {w->up_w.w,   w->up_b.w,   w->gate_w.w,   w->gate_b.w,   w->down_w.w,
                          w->down_b.w, LQ(w, UP), LQ(w, GATE), LQ(w, DOWN)};
@@ -186,19 +198,22 @@ vla_status vla_block_attn_in(const vla_ops *ops, const vla_block_config *c, cons
                              const vla_block_io *io, const float *x, vla_block_acts *a) {
     int64_t n = io->n, D = c->dim, hd = c->attn.head_dim, Hq = c->attn.n_heads, Hk = c->attn.n_kv_heads;
     int64_t Q = Hq * hd, K = Hk * hd, nk = c->cross ? io->n_ctx : n;
+    VLA_TRY(kept_ok(c, w));
     /* the norm writes h1's bf16 (or FP8) copy that q (k, v) read (nn/linear.h, producer casts); else q, k
-     * and v read one input: cast once for the three (shared input casts) */
-    const vla_fp8_operand *h1f8;
-    void *h1p = vla_linear_input_ready_fp8(ops, LQ(w, Q), n, D, &h1f8);
+     * and v read one input: cast once for the three (shared input casts). Kept (block.h, copies): the
+     * copy goes into a->h1 and is all there is of h1 (h1f NULL) */
+    const vla_fp8_operand *h1f8 = NULL;
+    void *h1p = c->copies ? (void *)a->h1 : vla_linear_input_ready_fp8(ops, LQ(w, Q), n, D, &h1f8);
+    float *h1f = c->copies ? NULL : a->h1;
     const vla_norm_fuse f1 = {NULL, NULL, h1p, h1f8};
-    VLA_TRY(norm_forward(ops, c, c->norm1, w->norm1_w, w->norm1_b, io, x, a->h1, a->mean1, a->rstd1, a->mod1,
+    VLA_TRY(norm_forward(ops, c, c->norm1, w->norm1_w, w->norm1_b, io, x, h1f, a->mean1, a->rstd1, a->mod1,
                          h1p ? &f1 : NULL));
     float *q = c->qk_norm ? a->qp : a->q, *k = c->qk_norm ? a->kp : a->k;
-    const void *h1r = h1p ? h1p : c->cross ? NULL : vla_linear_share_input(ops, LQ(w, Q), false, a->h1, n, D);
-    vla_linear_forward_x(ops, LQ(w, Q), h1r, q, a->h1, w->q_w.w, w->q_b.w, n, D, Q);
+    const void *h1r = h1p ? h1p : c->cross ? NULL : vla_linear_share_input(ops, LQ(w, Q), false, h1f, n, D);
+    vla_linear_forward_x(ops, LQ(w, Q), h1r, q, h1f, w->q_w.w, w->q_b.w, n, D, Q);
     if (!c->cross) {
-        vla_linear_forward_x(ops, LQ(w, K), h1r, k, a->h1, w->k_w.w, w->k_b.w, n, D, K);
-        vla_linear_forward_x(ops, LQ(w, V), h1r, a->v, a->h1, w->v_w.w, w->v_b.w, n, D, K);
+        vla_linear_forward_x(ops, LQ(w, K), h1r, k, h1f, w->k_w.w, w->k_b.w, n, D, K);
+        vla_linear_forward_x(ops, LQ(w, V), h1r, a->v, h1f, w->v_w.w, w->v_b.w, n, D, K);
     } else if (!io->k_cached) {
         const void *cr = vla_linear_share_input(ops, LQ(w, K), false, io->ctx, nk, c->kv_dim);
         vla_linear_forward_x(ops, LQ(w, K), cr, k, io->ctx, w->k_w.w, w->k_b.w, nk, c->kv_dim, K);
@@ -226,17 +241,20 @@ vla_status vla_block_attn_out_x(const vla_ops *ops, const vla_block_config *c, c
                                 const void *att_ready) {
     int64_t n = io->n, D = c->dim, Q = (int64_t)c->attn.n_heads * c->attn.head_dim;
     bool gate1 = c->norm1 == VLA_BLOCK_NORM_ADARMS, gate2 = c->norm2 == VLA_BLOCK_NORM_ADARMS;
+    VLA_TRY(kept_ok(c, w));
     vla_linear_forward_x(ops, LQ(w, O), att_ready, gate1 ? a->y1 : a->xm, a->att, w->o_w.w, w->o_b.w, n, Q, D);
     if (gate1) VLA_TRY(vla_gated_residual_forward(ops, a->xm, x, a->y1, a->mod1, io->cu, io->n_seg, n, D));
     /* R1 in norm2's pass (x_mid = o-proj + x, in place), and h2's bf16 (or FP8) copy for the MLP's first
      * GEMMs */
-    const vla_fp8_operand *h2f8;
-    void *h2p = vla_linear_input_ready_fp8(ops, c->mlp.gated ? LQ(w, GATE) : LQ(w, UP), n, D, &h2f8);
+    const vla_fp8_operand *h2f8 = NULL;
+    void *h2p = c->copies ? (void *)a->h2
+                          : vla_linear_input_ready_fp8(ops, c->mlp.gated ? LQ(w, GATE) : LQ(w, UP), n, D, &h2f8);
+    float *h2f = c->copies ? NULL : a->h2; /* kept: the copy is all there is of h2, as h1 */
     const vla_norm_fuse f2 = {gate1 ? NULL : x, gate1 ? NULL : a->xm, h2p, h2f8};
-    VLA_TRY(norm_forward(ops, c, c->norm2, w->norm2_w, w->norm2_b, io, a->xm, a->h2, a->mean2, a->rstd2, a->mod2,
+    VLA_TRY(norm_forward(ops, c, c->norm2, w->norm2_w, w->norm2_b, io, a->xm, h2f, a->mean2, a->rstd2, a->mod2,
                          &f2));
     vla_mlp_weights mw = mlp_weights(w);
-    vla_mlp_forward(ops, &c->mlp, gate2 ? a->y2 : x_out, a->mlp, a->h2, h2p, &mw, n);
+    vla_mlp_forward(ops, &c->mlp, gate2 ? a->y2 : x_out, a->mlp, h2f, h2p, &mw, n);
     if (gate2) VLA_TRY(vla_gated_residual_forward(ops, x_out, a->xm, a->y2, a->mod2, io->cu, io->n_seg, n, D));
     else ops->add(x_out, x_out, a->xm, n * D);
     return VLA_OK;
@@ -273,7 +291,9 @@ vla_status vla_block_attn_out_backward(const vla_ops *ops, const vla_block_confi
     }
     vla_mlp_weights mw = mlp_weights(w);
     vla_mlp_grads mg = mlp_grads(w);
-    vla_mlp_backward(ops, &c->mlp, s->dh, true, &mg, s->mlp, d_y2, a->h2, a->mlp, &mw, n); /* writes s->dh */
+    /* writes s->dh; a kept h2 is its copy, which the MLP's weight gradients read as the forward did */
+    vla_mlp_backward(ops, &c->mlp, s->dh, true, &mg, s->mlp, d_y2, c->copies ? NULL : a->h2,
+                     c->copies ? (const void *)a->h2 : NULL, a->mlp, &mw, n);
     VLA_TRY(norm_backward(ops, c, c->norm2, w->norm2_w, w->norm2_b, io, a->xm, s->dh, a->mean2, a->rstd2, a->mod2,
                           s->dmod2, d_x, d_cond));
     /* R1 and the o-projection: d_x now holds ∂L/∂x_mid */
@@ -311,15 +331,18 @@ vla_status vla_block_attn_in_backward(const vla_ops *ops, const vla_block_config
         vla_rmsnorm_backward(ops, s->dkp, w->k_norm.g, gk, a->kp, w->k_norm.w, false, a->rk, nk * Hk, hd);
         gq = s->dqp, gk = s->dkp;
     }
-    /* the wgrads of q, k and v read one input: cast once (nn/linear.h, shared input casts) */
+    /* the wgrads of q, k and v read one input: cast once (nn/linear.h, shared input casts) — or, kept
+     * (block.h, copies), the forward's copy itself, no cast (q alone reads it in cross-attention) */
     bool kv_train = w->k_w.g || w->v_w.g;
-    const void *h1r = !c->cross && (w->q_w.g || kv_train) ? vla_linear_share_input(ops, LQ(w, Q), true, a->h1, n, D)
-                                                          : NULL;
+    const float *h1f = c->copies ? NULL : a->h1;
+    const void *h1r = c->copies                               ? (const void *)a->h1
+                      : !c->cross && (w->q_w.g || kv_train) ? vla_linear_share_input(ops, LQ(w, Q), true, h1f, n, D)
+                                                            : NULL;
     const vla_linear_bwd qb = {h1r, NULL, true}; /* q's dgrad writes s->dh, k's and v's add to it */
-    vla_linear_backward_ex(ops, LQ(w, Q), &qb, s->dh, w->q_w.g, w->q_b.g, gq, a->h1, w->q_w.w, n, D, Q);
+    vla_linear_backward_ex(ops, LQ(w, Q), &qb, s->dh, w->q_w.g, w->q_b.g, gq, h1f, w->q_w.w, n, D, Q);
     if (!c->cross) {
-        vla_linear_backward_x(ops, LQ(w, K), h1r, s->dh, w->k_w.g, w->k_b.g, gk, a->h1, w->k_w.w, n, D, K);
-        vla_linear_backward_x(ops, LQ(w, V), h1r, s->dh, w->v_w.g, w->v_b.g, s->dv, a->h1, w->v_w.w, n, D, K);
+        vla_linear_backward_x(ops, LQ(w, K), h1r, s->dh, w->k_w.g, w->k_b.g, gk, h1f, w->k_w.w, n, D, K);
+        vla_linear_backward_x(ops, LQ(w, V), h1r, s->dh, w->v_w.g, w->v_b.g, s->dv, h1f, w->v_w.w, n, D, K);
     } else {
         const void *cr = kv_train ? vla_linear_share_input(ops, LQ(w, K), true, io->ctx, nk, c->kv_dim) : NULL;
         vla_linear_backward_x(ops, LQ(w, K), cr, d_ctx, w->k_w.g, w->k_b.g, gk, io->ctx, w->k_w.w, nk, c->kv_dim, K);

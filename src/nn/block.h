@@ -86,7 +86,22 @@ typedef struct {
      * keeps q, k, v, att and lse in its own buffers: the size table gives
      * them no room and the caller points the acts at its buffers. */
     bool external_attention;
+    /* KEPT COPIES (nn/linear.h): NULL, or the backend whose bf16 GEMM-ready
+     * copies of h1 and h2 (and a gated MLP's hidden: mlp.copies) are all
+     * the block keeps of them — their size-table entries are the copies'
+     * (vla_linear_kept_floats), no f32 tensor is written, and the q/k/v and
+     * gate/up GEMMs read the copies forward and for the weight gradients.
+     * The block's linears must then be bf16 (forward and backward say so
+     * otherwise). Set with vla_block_keep_copies (the policy does, when its
+     * precision is set). */
+    const vla_ops *copies;
 } vla_block_config;
+
+/* c keeps its normed inputs (and a gated MLP's hidden) as ops' bf16 copies (NULL: as f32 tensors). */
+static inline void vla_block_keep_copies(vla_block_config *c, const vla_ops *ops) {
+    c->copies = ops;
+    c->mlp.copies = c->mlp.gated ? ops : NULL;
+}
 
 /* A block's weights (vla_wg: weight + gradient). For the adaptive norms,
  * norm*_w / norm*_b are the modulation Linear's weight [k·dim, cond_dim] and
@@ -154,7 +169,7 @@ typedef struct {
  * norm is not adaptive), M the MLP's saved floats, g 1 when the residuals
  * are gated (AdaRMS), ea 0 when the attention is external (see the config). */
 #define VLA_BLOCK_ACTS(X)                                                        \
-    X(h1, n * D)        /* norm1(x) */                                           \
+    X(h1, hD)           /* norm1(x): n·D, or its bf16 copy (config.copies) */    \
     X(mean1, ln1 * n)   /* LayerNorm statistics */                               \
     X(rstd1, n)                                                                  \
     X(mod1, S * k1)     /* modulation of norm1 (and gate of R1) */               \
@@ -169,7 +184,7 @@ typedef struct {
     X(lse, ea * n * Hq)      /* its log-sum-exp per (row, head) */                    \
     X(y1, g * n * D)    /* o-projection (gated residual only) */                 \
     X(xm, n * D)        /* x_mid */                                              \
-    X(h2, n * D)        /* norm2(x_mid) */                                       \
+    X(h2, hD)           /* norm2(x_mid), as h1 */                                \
     X(mean2, ln2 * n)                                                            \
     X(rstd2, n)                                                                  \
     X(mod2, S * k2)                                                              \

@@ -191,6 +191,17 @@ static atomic_int fp8_shared = -1;
 bool vla_linear_fp8_shared_casts_on(void) { return vla_env_switch(&fp8_shared, "VLA_FP8_SHARED_CASTS"); }
 void vla_linear_set_fp8_shared_casts(bool on) { atomic_store(&fp8_shared, on); }
 
+int64_t vla_linear_kept_floats(const vla_ops *ops, int64_t n, int64_t cols) {
+    if (!ops || n <= 0 || cols <= 0) return 0;
+    const vla_gemm_q g = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
+    size_t bytes = ops->ready_bytes(&g, n, cols);
+    return (int64_t)((bytes + 63) / 64 * 16);
+}
+
+static atomic_int kept_copies = -1; /* -1: VLA_KEPT_COPIES decides, at the first use */
+bool vla_linear_kept_copies_on(void) { return vla_env_switch(&kept_copies, "VLA_KEPT_COPIES"); }
+void vla_linear_set_kept_copies(bool on) { atomic_store(&kept_copies, on); }
+
 int64_t vla_linear_producer_copies(void) { return __atomic_load_n(&producer_copies, __ATOMIC_RELAXED); }
 
 static void forward(const vla_ops *ops, const vla_linear_prec *q, const void *in_ready, void *out_ready,

@@ -177,6 +177,25 @@ bool vla_linear_input_ready_on(void);
 void vla_linear_set_producer_casts(bool on);
 int64_t vla_linear_producer_copies(void);
 
+/* KEPT COPIES (bf16 training, 2026-12-07; docs/precision.md). A value
+ * read only by bf16 GEMMs — a block's normed inputs h1 and h2, a gated
+ * MLP's hidden h, forward and weight gradient alike — is saved for the
+ * backward as its bf16 GEMM-ready copy alone, with no f32 tensor beside
+ * it: the copy is what every one of its reads reads (ops.h: a norm or the
+ * GLU writes the copy alone, a GEMM takes a NULL operand with its copy).
+ * The same bits; 2 bytes an element kept where there were 4 (on cuda; the
+ * checked backend's copies are f32, so there it is exercised, not saved),
+ * and the backward's casts of those values are gone. A size table gives
+ * such a value vla_linear_kept_floats of the backend that keeps it (the
+ * copy's ready_bytes, in floats, whole 64-byte units). The policy decides
+ * at vla_policy_set_precision (policy/precision.h): bf16, a backend that
+ * keeps copies, and the switch below on. */
+int64_t vla_linear_kept_floats(const vla_ops *ops, int64_t n, int64_t cols);
+/* VLA_KEPT_COPIES=0: keep the f32 values as before (A/B runs of memory on a device; the same bits),
+ * and the tests' switch (read when a policy's precision is set) */
+bool vla_linear_kept_copies_on(void);
+void vla_linear_set_kept_copies(bool on);
+
 /* out[n, out_dim] = in[n, in_dim] · w[out_dim, in_dim]ᵀ + b[out_dim] (b may be NULL). */
 void vla_linear_forward(const vla_ops *ops, float *out, const float *in, const float *w, const float *b, int64_t n,
                         int64_t in_dim, int64_t out_dim);

@@ -20,6 +20,9 @@ typedef struct {
     bool gated;   /* GeGLU / SwiGLU when true */
     vla_act act;  /* GELU_TANH + gated = GeGLU, SILU + gated = SwiGLU */
     int64_t dim, hidden, out_dim; /* out_dim 0 means dim */
+    /* gated only: NULL, or the backend whose bf16 copy of the hidden h is all the forward keeps of it
+     * (nn/linear.h, kept copies; the linears must be bf16) — the block sets it (vla_block_keep_copies) */
+    const vla_ops *copies;
 } vla_mlp_config;
 
 typedef struct {
@@ -41,10 +44,12 @@ int64_t vla_mlp_scratch_floats(const vla_mlp_config *cfg, int64_t n);
  * (vla_linear_input_ready_buffer for the first linear: up, or gate when gated) */
 void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, float *acts, const float *in,
                      const void *in_ready, const vla_mlp_weights *w, int64_t n);
+/* in may be NULL where in_ready is its bf16 copy (nn/linear.h, kept copies) */
 /* d_in (may be NULL) and every non-NULL gradient in g are accumulated into — d_in written instead when
- * d_in_fresh (it holds nothing yet: no zero fill needed). */
+ * d_in_fresh (it holds nothing yet: no zero fill needed). in_ready: NULL, or in's bf16 copy kept by
+ * the forward (kept copies; in may then be NULL), which the weight gradients read. */
 void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in, bool d_in_fresh,
-                      const vla_mlp_grads *g, float *scratch, const float *d_out, const float *in, const float *acts,
-                      const vla_mlp_weights *w, int64_t n);
+                      const vla_mlp_grads *g, float *scratch, const float *d_out, const float *in,
+                      const void *in_ready, const float *acts, const vla_mlp_weights *w, int64_t n);
 
 #endif

@@ -798,7 +798,7 @@ static void block_configs(groot_impl *g, const vla_policy_config *c) {
                                .head_dim = (int32_t)l->head_dim};
     b.qk_norm = l->qk_norm;
     b.rope_theta = l->rope_theta;
-    b.mlp = (vla_mlp_config){true, VLA_ACT_SILU, l->width, l->mlp, 0};
+    b.mlp = (vla_mlp_config){.gated = true, .act = VLA_ACT_SILU, .dim = l->width, .hidden = l->mlp};
     g->lm_cfg = b;
     memset(&b, 0, sizeof b);
     b.dim = l->width;
@@ -807,14 +807,14 @@ static void block_configs(groot_impl *g, const vla_policy_config *c) {
     b.attn = (vla_attn_config){.n_heads = (int32_t)h->vl_heads, .n_kv_heads = (int32_t)h->vl_heads,
                                .head_dim = (int32_t)h->vl_head_dim};
     b.qkv_bias = b.o_bias = b.mlp_bias = true;
-    b.mlp = (vla_mlp_config){false, VLA_ACT_GELU_TANH, l->width, h->ff_mult * l->width, 0};
+    b.mlp = (vla_mlp_config){.gated = false, .act = VLA_ACT_GELU_TANH, .dim = l->width, .hidden = h->ff_mult * l->width};
     g->vl_cfg = b;
     int64_t D = h->dit_heads * h->dit_head_dim;
     b.dim = b.cond_dim = D;
     b.norm1 = VLA_BLOCK_NORM_ADALN, b.norm2 = VLA_BLOCK_NORM_LAYER_PLAIN;
     b.attn = (vla_attn_config){.n_heads = (int32_t)h->dit_heads, .n_kv_heads = (int32_t)h->dit_heads,
                                .head_dim = (int32_t)h->dit_head_dim};
-    b.mlp = (vla_mlp_config){false, VLA_ACT_GELU_TANH, D, h->ff_mult * D, 0};
+    b.mlp = (vla_mlp_config){.gated = false, .act = VLA_ACT_GELU_TANH, .dim = D, .hidden = h->ff_mult * D};
     g->dit_self = b;
     b.cross = true, b.kv_dim = l->width;
     g->dit_cross = b;
@@ -866,6 +866,10 @@ vla_status vla_groot_create(const vla_policy_config *cfg, const vla_ops *ops, vl
     if (st == VLA_OK) st = vla_vit_setup(&g->W.vit, &cfg->vision, ops);
     const vla_block_config *blocks[] = {&g->lm_cfg, &g->vl_cfg, &g->dit_self, &g->dit_cross};
     for (int i = 0; i < 4 && st == VLA_OK; i++) st = vla_block_check(blocks[i]);
+    if (st == VLA_OK) { /* whether they keep bf16 copies follows the precision (policy/precision.h) */
+        vla_block_config *kinds[] = {&g->lm_cfg, &g->vl_cfg, &g->dit_self, &g->dit_cross, &g->W.vit.block};
+        for (int i = 0; i < 5; i++) vla_policy_block_config(p, kinds[i]);
+    }
     g->W.vit.owner = p; /* the ViT's backward reports its layers' gradients ready */
     if (st != VLA_OK) {
         groot_destroy(p);

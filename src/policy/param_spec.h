@@ -89,6 +89,11 @@ typedef struct {
     vla_block_weights *arr[VLA_BLOCK_SET_MAX];
     int64_t count[VLA_BLOCK_SET_MAX];
     int n;
+    /* the family's block configs (vla_policy_block_config, policy/precision.h): whether they keep bf16
+     * copies (nn/block.h, copies) follows the precision */
+    vla_block_config *cfg[VLA_BLOCK_SET_MAX];
+    int n_cfg;
+    const vla_ops *kept; /* what they were last set to keep copies on (NULL: none) */
 } vla_block_set;
 
 typedef struct {

@@ -670,11 +670,11 @@ static void block_configs(pi05_impl *I, const vla_policy_config *c) {
     b.rope_theta = l->rope_theta;
     b.external_attention = true;
     b.dim = l->width;
-    b.mlp = (vla_mlp_config){true, VLA_ACT_GELU_TANH, l->width, l->mlp, 0};
+    b.mlp = (vla_mlp_config){.gated = true, .act = VLA_ACT_GELU_TANH, .dim = l->width, .hidden = l->mlp};
     I->lm_cfg = b;
     b.norm1 = b.norm2 = VLA_BLOCK_NORM_ADARMS;
     b.dim = b.cond_dim = c->expert.width;
-    b.mlp = (vla_mlp_config){true, VLA_ACT_GELU_TANH, c->expert.width, c->expert.mlp, 0};
+    b.mlp = (vla_mlp_config){.gated = true, .act = VLA_ACT_GELU_TANH, .dim = c->expert.width, .hidden = c->expert.mlp};
     I->ex_cfg = b;
     I->attn = b.attn;
 }
@@ -705,6 +705,11 @@ vla_status vla_pi05_create(const vla_policy_config *cfg, const vla_ops *ops, vla
     if (st == VLA_OK) st = vla_vit_setup(&I->W.vit, &cfg->vision, ops);
     if (st == VLA_OK) st = vla_block_check(&I->lm_cfg);
     if (st == VLA_OK) st = vla_block_check(&I->ex_cfg);
+    if (st == VLA_OK) { /* whether they keep bf16 copies follows the precision (policy/precision.h) */
+        vla_policy_block_config(p, &I->lm_cfg);
+        vla_policy_block_config(p, &I->ex_cfg);
+        vla_policy_block_config(p, &I->W.vit.block);
+    }
     I->W.vit.owner = p; /* the ViT's backward reports its layers' gradients ready */
     if (st != VLA_OK) {
         pi05_destroy(p);

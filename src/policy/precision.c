@@ -49,6 +49,29 @@ static void unbind(vla_policy *p) {
         for (int64_t b = 0; b < p->blocks.count[s]; b++) p->blocks.arr[s][b].prec = NULL;
 }
 
+/* what the precision and the switches say now (precision.h, kept copies) */
+static const vla_ops *kept_wanted(const vla_policy *p) {
+    const vla_gemm_q g = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
+    bool on = p->prec && p->prec->mode == VLA_PREC_BF16 && vla_linear_kept_copies_on() && vla_linear_input_ready_on() &&
+              p->tops->ready_bytes(&g, 1, 1) > 0;
+    return on ? p->tops : NULL;
+}
+
+const vla_ops *vla_policy_kept_copies(const vla_policy *p) { return p->blocks.kept; }
+
+/* every registered config as the precision now says (a size table follows its config: the next call's
+ * activations are carved accordingly) */
+static void keep_copies(vla_policy *p) {
+    p->blocks.kept = kept_wanted(p);
+    for (int i = 0; i < p->blocks.n_cfg; i++) vla_block_keep_copies(p->blocks.cfg[i], p->blocks.kept);
+}
+
+void vla_policy_block_config(vla_policy *p, vla_block_config *c) {
+    if (p->blocks.n_cfg >= VLA_BLOCK_SET_MAX) abort(); /* a family with more block kinds: raise the max */
+    p->blocks.cfg[p->blocks.n_cfg++] = c;
+    keep_copies(p);
+}
+
 void vla_policy_precision_free(vla_policy *p) {
     vla_policy_precision *q = p->prec;
     if (!q) return;
@@ -67,6 +90,7 @@ void vla_policy_precision_free(vla_policy *p) {
     free(q->fmt_max), free(q->names), free(q->bp), free(q->fp8_index), free(q->fp8_linear);
     free(q);
     p->prec = NULL;
+    keep_copies(p);
 }
 
 /* linear's name from its weight's parameter name ("….weight" → "…"); i: that parameter's index */
@@ -183,6 +207,7 @@ vla_status vla_policy_set_precision(vla_policy *p, vla_precision mode, const vla
     }
     if (st == VLA_OK) st = walk(p, q, true, &nl, &nf);
     if (st != VLA_OK) vla_policy_precision_free(p);
+    else keep_copies(p);
     return st;
 }
 

@@ -68,7 +68,7 @@ vla_status vla_vit_setup(vla_vit *v, const vla_vit_config *cfg, const vla_ops *o
     c->attn.n_heads = c->attn.n_kv_heads = (int32_t)cfg->heads;
     c->attn.head_dim = (int32_t)(cfg->width / cfg->heads);
     c->qkv_bias = c->o_bias = c->mlp_bias = true;
-    c->mlp = (vla_mlp_config){false, VLA_ACT_GELU_TANH, cfg->width, cfg->mlp, 0};
+    c->mlp = (vla_mlp_config){.gated = false, .act = VLA_ACT_GELU_TANH, .dim = cfg->width, .hidden = cfg->mlp};
     return vla_block_check(c);
 }
 

@@ -106,7 +106,12 @@ typedef struct {
  * rounded f32 copy; cuda: bf16 rows padded to 16 bytes), so one copy serves
  * any GEMM reading that matrix, as A or B, transposed or not (x: the
  * forward's A and the wgrad's B; dy: the dgrad's A and the wgrad's Aᵀ).
- * FP8 copies are per role (K-major, each operand's own scale). */
+ * FP8 copies are per role (K-major, each operand's own scale).
+ * KEPT COPIES: in BF16 an operand may exist only as its copy (a block's
+ * normed inputs and a gated MLP's hidden, saved for the backward as their
+ * bf16 copies alone: nn/block.h) — its f32 pointer (a or b) is then NULL
+ * and the copy is all the GEMM reads, on every path (a device backend
+ * that falls back from its library widens the copy). */
 typedef struct {
     vla_precision mode;
     vla_fp8_operand a, b;
@@ -141,7 +146,9 @@ typedef struct {
  *    writes (ready_bytes of that shape; a backend whose ready_bytes is 0
  *    keeps no copies and is never given one): the forward GEMMs that read
  *    the output as op(A) take it as a_ready — the cast fused into the op
- *    that made the value (issue 40: bf16 between ops). */
+ *    that made the value (issue 40: bf16 between ops);
+ *  - with ready (bf16 only, fp8 NULL), out may be NULL: the copy is all
+ *    the norm writes (kept copies, vla_gemm_q), the statistics as ever. */
 typedef struct {
     const float *res; /* [n, dim] or NULL */
     float *sum;       /* [n, dim], with res */
@@ -455,7 +462,9 @@ typedef struct vla_ops {
      * = cols), FP8 with ready_fp8's scale and amax when that is set (as
      * vla_norm_fuse.fp8: the down projection's input cast); backward
      * OVERWRITES dgate and dup, and writes their bf16 copies (ready_dgate,
-     * ready_dup: NULL or as glu_forward's) — the gate and up linears' dy */
+     * ready_dup: NULL or as glu_forward's) — the gate and up linears' dy.
+     * With a bf16 ready (ready_fp8 NULL), h may be NULL: the copy alone is
+     * written (kept copies, vla_gemm_q) */
     void (*glu_forward)(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
                         void *ready, const vla_fp8_operand *ready_fp8);
     void (*glu_backward)(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,

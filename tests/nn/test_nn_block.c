@@ -9,6 +9,7 @@
 #include "nn/attention.h"
 #include "nn/block.h"
 #include "nn/linear.h"
+#include "tensor/cuda/gemm_plan.h"
 #include "nn_test.h"
 #include "tensor/ops.h"
 
@@ -50,7 +51,7 @@ static vla_block_config config_of(const block_case *k) {
     c.rope_theta = k->rope;
     c.cross = k->cross;
     c.kv_dim = DKV;
-    c.mlp = (vla_mlp_config){k->gated_mlp, k->act, D, M, 0};
+    c.mlp = (vla_mlp_config){.gated = k->gated_mlp, .act = k->act, .dim = D, .hidden = M};
     return c;
 }
 
@@ -273,6 +274,38 @@ static void test_cached_context(void **state) {
     golden_free(g);
 }
 
+/* Kept copies (nn/linear.h, block.h copies): at π0.5's Gemma shapes, with cuda's copy sizes
+ * (vla_q_ready_bytes, which its ready_bytes returns), h1, h2 and the GeGLU's hidden take their bf16
+ * copies' bytes in the size table instead of f32's — about half — and nothing else moves. (That the
+ * copies give the f32 path's bits is test_backends': checked, which keeps copies, against cpu.) */
+static void test_kept_copies_size(void **state) {
+    (void)state;
+    vla_ops sizing = *test_cpu_backend();
+    sizing.ready_bytes = vla_q_ready_bytes;
+    vla_block_config c = {0};
+    c.dim = 2048, c.norm1 = c.norm2 = VLA_BLOCK_NORM_RMS_1P, c.norm_eps = 1e-6f;
+    c.attn = (vla_attn_config){.n_heads = 8, .n_kv_heads = 1, .head_dim = 256};
+    c.rope_theta = 10000.0, c.external_attention = true;
+    c.mlp = (vla_mlp_config){.gated = true, .act = VLA_ACT_GELU_TANH, .dim = 2048, .hidden = 16384};
+    const int64_t n = 813, Dm = 2048, Hm = 16384;
+    int64_t f32 = vla_block_acts_floats(&c, n, 0, 4);
+    vla_block_keep_copies(&c, &sizing);
+    int64_t kept = vla_block_acts_floats(&c, n, 0, 4);
+    int64_t want = f32 - 2 * (n * Dm - vla_linear_kept_floats(&sizing, n, Dm)) - (n * Hm - vla_linear_kept_floats(&sizing, n, Hm));
+    print_message("gemma block, %lld rows: %lld floats kept f32, %lld keeping copies (%.1f%% less)\n", (long long)n,
+                  (long long)f32, (long long)kept, 100.0 * (double)(f32 - kept) / (double)f32);
+    assert_true(llabs(kept - want) <= 16); /* the hidden's copy starts 64-byte aligned */
+    /* bf16: 2 bytes an element (ready_bytes sizes for either layout: up to 7 rows' padding more) and the 1/s slot */
+    assert_true(vla_linear_kept_floats(&sizing, n, Dm) <= (n + 7) * Dm / 2 + 64 + 16);
+    /* a plain MLP's hidden is the GEMM epilogue's output (its f32 stays); the normed inputs still go */
+    c.mlp.gated = false;
+    vla_block_keep_copies(&c, NULL);
+    f32 = vla_block_acts_floats(&c, n, 0, 4);
+    vla_block_keep_copies(&c, &sizing);
+    assert_int_equal(vla_block_acts_floats(&c, n, 0, 4), f32 - 2 * (n * Dm - vla_linear_kept_floats(&sizing, n, Dm)));
+    assert_null(c.mlp.copies);
+}
+
 static void test_bad_configs(void **state) {
     (void)state;
     vla_block_config c = config_of(&CASES[2]);
@@ -297,6 +330,7 @@ int main(void) {
         cmocka_unit_test(test_against_pytorch_and_fd),
         cmocka_unit_test(test_halves_equal_whole),
         cmocka_unit_test(test_cached_context),
+        cmocka_unit_test(test_kept_copies_size),
         cmocka_unit_test(test_bad_configs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

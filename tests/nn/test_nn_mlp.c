@@ -98,7 +98,7 @@ static void test_mlp(void **state) {
         } else {
             gr.w_gate = fzeros(h * d);
         }
-        vla_mlp_backward(ops, &c.cfg, dx, false, &gr, scratch, dy, x, c.acts, &c.w, n);
+        vla_mlp_backward(ops, &c.cfg, dx, false, &gr, scratch, dy, x, NULL, c.acts, &c.w, n);
         check_close("mlp dx", dx, G("dx", n * d), n * d, RTOL, ATOL);
         check_close("mlp dwu", gr.w_up, G("dwu", h * d), h * d, RTOL, ATOL);
         check_close("mlp dwd", gr.w_down, G("dwd", d * h), d * h, RTOL, ATOL);

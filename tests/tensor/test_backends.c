@@ -241,6 +241,9 @@ static int64_t same_numbers(const char *preset, vla_precision mode, int64_t min_
         vla_fp8_recipe_default(&r);
         r.min_dim = min_dim;
         if (vla_policy_set_precision(p[k], mode, &r) != VLA_OK) fail_msg("%s", vla_error_message());
+        /* kept copies (nn/linear.h): bf16, on the backend that keeps copies (checked), with both switches on */
+        bool kept = k == 1 && mode == VLA_PREC_BF16 && vla_linear_kept_copies_on() && vla_linear_input_ready_on();
+        assert_true(vla_policy_kept_copies(p[k]) == (kept ? p[k]->tops : NULL));
         small_batch b;
         small_batch_make(p[k], S, &b);
         vla_loss_info info;
@@ -290,6 +293,16 @@ static void test_checked_equals_cpu_policies(void **state) {
         else if (m == VLA_PREC_FP8) assert_true(c >= 2 * 4);
         else assert_int_equal(c, 0);
     }
+    /* kept copies off (nn/linear.h): h1, h2 and the gated MLPs' hidden kept as f32 again, their weight
+     * gradients casting them — the same bits (cpu's), and more casts */
+    vla_linear_set_kept_copies(false);
+    for (int i = 0; i < 2; i++) {
+        same_numbers(presets[i], VLA_PREC_BF16, 0);
+        print_message("%s bf16 loss + backward on checked: %lld operand casts keeping the copies, %lld keeping f32\n",
+                      presets[i], (long long)casts_on[0][i], (long long)last_step_casts);
+        assert_true(casts_on[0][i] < last_step_casts);
+    }
+    vla_linear_set_kept_copies(true);
     /* the producers' copies off: the GEMMs cast again, the same bits — and more casts (ops.h, OPERAND_CASTS) */
     vla_linear_set_producer_casts(false);
     for (int m = VLA_PREC_BF16; m <= VLA_PREC_FP8; m++)

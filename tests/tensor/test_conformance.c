@@ -364,6 +364,16 @@ static void t_gemm_ready(void) {
         if (mode == VLA_PREC_FP8 && (s6[2] != s6[4] || s6[3] != s6[5]))
             fail_msg("sgemm_q [%s] trial %d: a ready B changes the amaxes (%g/%g vs %g/%g)", C.dut->name, trial, s6[2],
                      s6[3], s6[4], s6[5]);
+        if (mode == VLA_PREC_BF16 && ready) { /* kept copies (ops.h): the f32 operands gone, their copies read */
+            C.dut->copy(c2, c1.d, m * ldc);
+            C.dut->sgemm_q(&q1, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, 0.5f, c1.d, ldc);
+            C.dut->sgemm_q(&q2, ta, tb, m, n, k, 0.75f, ready_a ? NULL : a.d, lda, NULL, ldb, 0.5f, c2, ldc);
+            C.dut->to_host(h1, c1.d, sizeof(float) * (size_t)(m * ldc));
+            C.dut->to_host(h2, c2, sizeof(float) * (size_t)(m * ldc));
+            if (memcmp(h1, h2, sizeof(float) * (size_t)(m * ldc)))
+                fail_msg("sgemm_q [%s] trial %d: B%s given only as its bf16 copy changes the result", C.dut->name,
+                         trial, ready_a ? " and A" : "");
+        }
         free(h1), free(h2);
         if (ready) C.dut->free(ready);
         if (ready_a) C.dut->free(ready_a);
@@ -912,6 +922,21 @@ static void t_norm_fuse(void) {
             if (dut_memcmp(m1, m2, sizeof(float) * (size_t)(2 * n)))
                 fail_msg("%s [%s] trial %d: the statistics differ", names[kind], C.dut->name, trial);
             check_ready(rd2, y1, n, dim, dim, rd1, rb, names[kind], trial);
+            /* kept (ops.h): no output, the bf16 copy alone — the same copy, sum and statistics */
+            C.dut->copy(sum2, x.d, nd);
+            ready_poison(rd2, rb);
+            C.dut->fill(m2, -1.0f, 2 * n);
+            switch (kind) {
+            case 0: C.dut->layernorm_forward(NULL, m2, r2, in2, w.d, b.d, n, dim, 1e-5f, &f); break;
+            case 1: C.dut->rmsnorm_forward(NULL, r2, in2, w.d, trial % 2, n, dim, 1e-6f, &f); break;
+            case 2: C.dut->adaln_forward(NULL, m2, r2, in2, mod.d, s.cu, s.n_seg, n, dim, 1e-6f, &f); break;
+            default: C.dut->adarms_forward(NULL, r2, in2, mod.d, s.cu, s.n_seg, n, dim, 1e-6f, &f); break;
+            }
+            if (dut_memcmp(sum1, sum2, sizeof(float) * (size_t)nd) ||
+                dut_memcmp(kind % 2 ? r1 : m1, kind % 2 ? r2 : m2, sizeof(float) * (size_t)(kind % 2 ? n : 2 * n)))
+                fail_msg("%s [%s] trial %d: with no output (a kept copy) the sum or statistics differ", names[kind],
+                         C.dut->name, trial);
+            check_ready(rd2, y1, n, dim, dim, rd1, rb, names[kind], trial);
             /* the FP8 copy (vla_norm_fuse.fp8) of the same output: prepare_operand's, and its amax */
             vla_fp8_operand op8 = fp8_for_test(sc8, trial + kind);
             ready_poison(r8, rb8);
@@ -933,6 +958,9 @@ static void t_norm_fuse(void) {
             C.dut->glu_forward(act, y2, x.d, r.d, n, dim, rd2, NULL);
             check_unchanged(y1, y2, nd, "glu_forward ready", trial);
             check_ready(rd2, y1, n, dim, dim, rd1, rb, "glu_forward ready", trial);
+            ready_poison(rd2, rb);
+            C.dut->glu_forward(act, NULL, x.d, r.d, n, dim, rd2, NULL); /* kept: the copy alone (ops.h) */
+            check_ready(rd2, y1, n, dim, dim, rd1, rb, "glu_forward kept copy", trial);
             vla_fp8_operand op8 = fp8_for_test(sc8, trial + a);
             ready_poison(r8, rb8);
             C.dut->glu_forward(act, y2, x.d, r.d, n, dim, r8, &op8);

@@ -246,6 +246,17 @@ static void test_norm_copies(void **state) {
                 assert_memory_equal(st0.data(), st1.data(), sizeof(float) * st0.size());
                 check_copy(rb, y1.data(), n, dim, f8 ? &op : NULL, "k_norm_fwd", trial * 4 + mode);
             }
+            /* kept (ops.h): no output, the bf16 copy alone — the same copy, sum and statistics */
+            ready_buf rk(n, dim, NULL);
+            std::vector<float> s2 = s0, st2((size_t)(2 * n), -1.0f);
+            std::fill(s2.begin(), s2.end(), 0.0f);
+            emu_launch(dim3((unsigned)n), dim3(NT), [&] {
+                k_norm_fwd(mode, NULL, st2.data(), st2.data() + n, x.data(), w.data(), b.data(), trial % 2, mod.data(),
+                           cu.data(), n_seg, dim, 1e-5f, with_res ? res.data() : NULL, s2.data(), rk.rd);
+            });
+            assert_memory_equal(st0.data(), st2.data(), sizeof(float) * st0.size());
+            if (with_res) assert_memory_equal(s0.data(), s2.data(), sizeof(float) * s0.size());
+            check_copy(rk, y0.data(), n, dim, NULL, "k_norm_fwd kept", trial * 4 + mode);
         }
     }
 }
@@ -272,6 +283,21 @@ static void test_elementwise_copies(void **state) {
             emu_launch(grid, block, [&] { k_glu_fwd(act, h1.data(), gate.data(), up.data(), n, rg.rd); });
             assert_memory_equal(h0.data(), h1.data(), sizeof(float) * (size_t)n);
             check_copy(rg, h1.data(), rows, cols, o, "k_glu_fwd", trial);
+            if (!f8) { /* kept (ops.h): no h, the bf16 copy alone */
+                ready_buf rk(rows, cols, NULL);
+                emu_launch(grid, block, [&] { k_glu_fwd(act, NULL, gate.data(), up.data(), n, rk.rd); });
+                check_copy(rk, h0.data(), rows, cols, NULL, "k_glu_fwd kept", trial);
+                /* and widened back (gemm.cu's emulation of a GEMM reading it): the bf16 values, exactly */
+                std::vector<float> wide((size_t)n, -7.0f);
+                const uint16_t *bits = (const uint16_t *)rk.mem.data();
+                emu_launch(dim3(blocks), block,
+                           [&] { k_widen_bf16(wide.data(), bits, rows, cols, rk.rd.rld); });
+                for (int64_t i = 0; i < n; i++)
+                    if (!same_bits(wide[(size_t)i], vla_nf_bf16_to_f32(vla_nf_f32_to_bf16(h0[(size_t)i]))))
+                        fail_msg("k_widen_bf16 trial %d: element %lld is %a, the copy's value %a", trial, (long long)i,
+                                 (double)wide[(size_t)i],
+                                 (double)vla_nf_bf16_to_f32(vla_nf_f32_to_bf16(h0[(size_t)i])));
+            }
             /* a GEMM's epilogue: the bias, pre, the activation, the copy */
             std::vector<float> c0 = gate, c1 = gate, pre((size_t)n);
             emu_launch(grid, block, [&] { k_epilogue(c0.data(), bias.data(), pre.data(), act, vla_cuda_ready_of(NULL, NULL, rows, cols), rows, cols); });

@@ -286,6 +286,24 @@ static void *rw_of(const void *p, const char *op) {
 }
 #define T(p) ((__typeof__(p))rw_of(p, __func__))
 
+/* KEPT COPIES (ops.h): an op may be handed no f32 tensor for a value only where its bf16 copy stands
+ * in for it — a norm's or the GLU's output with a bf16 ready, a GEMM operand with its bf16 a_ready /
+ * b_ready. Anywhere else a NULL tensor is a caller's bug a device would fault on: said, and stopped. */
+static void kept_copy_rule(bool tensor_null, bool copy_stands_in, const char *op, const char *what) {
+    if (!tensor_null || copy_stands_in) return;
+    fprintf(stderr, "vla: checked: %s was given no %s and no bf16 copy standing in for it (ops.h, kept copies)\n",
+            op, what);
+    abort();
+}
+#define NORM_KEPT(o, f) kept_copy_rule(!(o) && n * d > 0, (f) && (f)->ready && !(f)->fp8, __func__, "output")
+static void gemm_kept(const vla_gemm_q *q, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+                      const char *op) {
+    if (m == 0 || n == 0 || k == 0) return; /* nothing is read */
+    bool bf16 = q && q->mode == VLA_PREC_BF16;
+    kept_copy_rule(!a, bf16 && q->a_ready, op, "A");
+    kept_copy_rule(!b, bf16 && q->b_ready, op, "B");
+}
+
 /* a list of backend pointers translated, into a malloc'd array (free it) */
 static void **rw_list(const void *const *p, int count, const char *op) {
     void **t = malloc(sizeof(void *) * (size_t)(count > 0 ? count : 1));
@@ -406,6 +424,7 @@ static vla_gemm_q q_rw(const vla_gemm_q *q) {
 static void chk_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al,
                         const float *a, int64_t lda, const float *b, int64_t ldb, float be, float *c, int64_t ldc) {
     OP();
+    gemm_kept(q, m, n, k, a, b, __func__);
     vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
     cpu()->sgemm_q(q ? &tq : NULL, ta, tb, m, n, k, al, T(a), lda, T(b), ldb, be, T(c), ldc);
 }
@@ -431,6 +450,7 @@ static void chk_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *e, bool 
                           int64_t k, float al, const float *a, int64_t lda, const float *b, int64_t ldb, float be,
                           float *c, int64_t ldc) {
     OP();
+    gemm_kept(q, m, n, k, a, b, __func__);
     vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
     vla_gemm_epilogue te = e ? (vla_gemm_epilogue){T(e->bias), e->act, T(e->pre), T(e->ready),
                                                    fp8_rw(e->ready_fp8, &(vla_fp8_operand){0}, __func__)}
@@ -493,6 +513,7 @@ WRAP_VOID(act_backward, (vla_act a, float *di, const float *dout, const float *i
 static void chk_glu_forward(vla_act a, float *h, const float *g, const float *u, int64_t r, int64_t c, void *rd,
                             const vla_fp8_operand *r8) {
     OP();
+    kept_copy_rule(!h && r * c > 0, rd && !r8, __func__, "output");
     TR_EACH(a, T(h), T(g), T(u), r, c, T(rd));
     const vla_fp8_operand *t8 = fp8_rw(r8, &(vla_fp8_operand){0}, __func__);
     cpu()->glu_forward(a, T(h), T(g), T(u), r, c, T(rd), t8);
@@ -513,6 +534,7 @@ static const vla_norm_fuse *fuse_rw(const vla_norm_fuse *f, vla_norm_fuse *t, vl
 static void chk_layernorm_forward(float *o, float *mean, float *rstd, const float *i, const float *w, const float *b,
                                   int64_t n, int64_t d, float eps, const vla_norm_fuse *f) {
     OP();
+    NORM_KEPT(o, f);
     TR_EACH(n, d, eps);
     const vla_norm_fuse *tf = FUSE(f);
     cpu()->layernorm_forward(T(o), T(mean), T(rstd), T(i), T(w), T(b), n, d, eps, tf);
@@ -523,6 +545,7 @@ WRAP_VOID(layernorm_backward,
 static void chk_rmsnorm_forward(float *o, float *rstd, const float *i, const float *w, bool op, int64_t n, int64_t d,
                                 float eps, const vla_norm_fuse *f) {
     OP();
+    NORM_KEPT(o, f);
     TR_EACH(op, n, d, eps);
     const vla_norm_fuse *tf = FUSE(f);
     cpu()->rmsnorm_forward(T(o), T(rstd), T(i), T(w), op, n, d, eps, tf);
@@ -534,6 +557,7 @@ static void chk_adaln_forward(float *o, float *mean, float *rstd, const float *i
                               int32_t ns, int64_t n, int64_t d, float eps, const vla_norm_fuse *f) {
     OP();
     TR_EACH(ns, n, d, eps);
+    NORM_KEPT(o, f);
     if (tr.on) tr_i32s(cu, ns + 1);
     const vla_norm_fuse *tf = FUSE(f);
     cpu()->adaln_forward(T(o), T(mean), T(rstd), T(i), T(mod), cu, ns, n, d, eps, tf);
@@ -545,6 +569,7 @@ static void chk_adarms_forward(float *o, float *rstd, const float *i, const floa
                                int64_t n, int64_t d, float eps, const vla_norm_fuse *f) {
     OP();
     TR_EACH(ns, n, d, eps);
+    NORM_KEPT(o, f);
     if (tr.on) tr_i32s(cu, ns + 1);
     const vla_norm_fuse *tf = FUSE(f);
     cpu()->adarms_forward(T(o), T(rstd), T(i), T(mod), cu, ns, n, d, eps, tf);

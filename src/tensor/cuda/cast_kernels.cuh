@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/numfmt.h"
+#include "tensor/cuda/grid_stride.cuh"
 extern "C" {
 #include "tensor/cuda/gemm_plan.h"
 }
@@ -113,6 +114,13 @@ static inline dim3 vla_cast_operand_grid(int64_t rows, int64_t kp) {
 }
 static inline dim3 vla_cast_pair_grid(int64_t rows, int64_t cols) {
     return dim3((unsigned)((vla_q_fp8_ld(cols) + 31) / 32), (unsigned)((vla_q_fp8_ld(rows) + 31) / 32));
+}
+
+/* dst [rows][cols] (f32, packed) ← a bf16 copy [rows][ld] as prepare_operand stores it: the values a
+ * GEMM would read, for the emulation (gemm.cu) of a product whose operand exists only as its copy
+ * (ops.h, kept copies). Widening is exact: the copy's values are bf16 already. */
+__global__ void k_widen_bf16(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t ld) {
+    VLA_GRID_STRIDE(i, rows * cols) dst[i] = vla_nf_bf16_to_f32(src[(i / cols) * ld + i % cols]);
 }
 
 #endif

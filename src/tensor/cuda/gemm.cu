@@ -330,6 +330,14 @@ static int kind_of(const vla_gemm_q *q, const vla_fp8_operand *op, bool emulate)
 
 static int64_t q_emulated; /* quantized GEMMs that fell back to the f32 emulation */
 
+/* a bf16 copy [rows][ld] widened to packed f32 [rows][cols] (cast_kernels.cuh) */
+static void widen_bf16(float *dst, const void *copy, int64_t rows, int64_t cols, int64_t ld) {
+    int64_t n = rows * cols;
+    if (n <= 0) return;
+    k_widen_bf16<<<vla_cuda_blocks(n, 256), 256, 0, vla_cuda_stream()>>>(dst, (const uint16_t *)copy, rows, cols, ld);
+    vla_cuda_check("widen a kept bf16 copy");
+}
+
 extern "C" int64_t vla_cuda_gemm_emulated(void) { return __atomic_load_n(&q_emulated, __ATOMIC_RELAXED); }
 
 static const char *lt_type_name(vla_lt_type t) {
@@ -346,17 +354,8 @@ static const char *lt_type_name(vla_lt_type t) {
  * then (FP8) the 1/s it was cast with, 256-byte aligned. */
 static size_t ready_sinv_offset(int64_t rows, int64_t ld, size_t es) { return vla_q_ready_sinv_offset(rows, ld, es); }
 
-static size_t ready_size(const vla_q_plan *p) {
-    return ready_sinv_offset(p->b_rows, p->b_ld, p->b_type == VLA_LT_BF16 ? 2 : 1) + 256;
-}
-
-/* ready_bytes does not know trans_b: the larger of the two layouts (they differ in bf16's row padding) */
-extern "C" size_t vla_cuda_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k) {
-    if (!q || q->mode == VLA_PREC_FP32 || n <= 0 || k <= 0) return 0;
-    vla_q_plan p0 = vla_q_plan_make(q, false, false, 1, n, k, n, 0), p1 = vla_q_plan_make(q, false, true, 1, n, k, n, 0);
-    size_t s0 = ready_size(&p0), s1 = ready_size(&p1);
-    return s0 > s1 ? s0 : s1;
-}
+/* ready_bytes: the sizing lives with the plans (gemm_plan.c), where the CPU tests can read it */
+extern "C" size_t vla_cuda_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k) { return vla_q_ready_bytes(q, n, k); }
 
 extern "C" void vla_cuda_prepare_operand(const vla_gemm_q *q, bool tb, int64_t n, int64_t k, const float *b,
                                          int64_t ldb, void *dst) {
@@ -445,8 +444,21 @@ static bool sgemm_q_bias(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64
                 "emulated in f32 (slow); `vla bench gemm --device=cuda` counts these\n",
                 fp8 ? "FP8" : "bf16", (long long)m, (long long)n, (long long)k, lt_type_name(p.a_type),
                 lt_type_name(p.b_type), p.use_lt ? lt_last_refusal : "its types or C's alignment rule it out");
-    float *buf = (float *)vla_cuda_scratch(sizeof(float) * (size_t)((m + n) * k) + 256);
+    /* an operand that exists only as its bf16 copy (ops.h, kept copies; a NULL a or b) is widened
+     * first: the values the cast below would round, rounding them again changes nothing */
+    size_t wa = !a && q->a_ready ? (size_t)(m * k) : 0, wb = !b && q->b_ready ? (size_t)(n * k) : 0;
+    float *buf = (float *)vla_cuda_scratch(sizeof(float) * ((size_t)((m + n) * k) + wa + wb) + 256);
     float *af = buf, *bf = buf + m * k;
+    if (wa) {
+        float *wide = bf + n * k;
+        widen_bf16(wide, q->a_ready, p.a_rows, p.a_cols, p.a_ld);
+        a = wide, lda = p.a_cols;
+    }
+    if (wb) {
+        float *wide = bf + n * k + wa;
+        widen_bf16(wide, q->b_ready, p.b_rows, p.b_cols, p.b_ld);
+        b = wide, ldb = p.b_cols;
+    }
     /* K-major f32 copies of the rounded values (whatever layout the plan's copies have) */
     cast_operand(af, a, lda, m, k, k, ta, kind_of(q, &q->a, true), fp8 ? &q->a : NULL, NULL);
     cast_operand(bf, b, ldb, n, k, k, !tb, kind_of(q, &q->b, true), fp8 ? &q->b : NULL, NULL);

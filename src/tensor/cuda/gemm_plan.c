@@ -161,3 +161,14 @@ void vla_lt_cache_put(vla_lt_cache *c, const vla_lt_key *k, void *payload) {
 }
 
 int vla_lt_cache_count(const vla_lt_cache *c) { return c->n; }
+
+static size_t ready_size(const vla_q_plan *p) {
+    return vla_q_ready_sinv_offset(p->b_rows, p->b_ld, p->b_type == VLA_LT_BF16 ? 2 : 1) + 256;
+}
+
+size_t vla_q_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k) {
+    if (!q || q->mode == VLA_PREC_FP32 || n <= 0 || k <= 0) return 0;
+    vla_q_plan p0 = vla_q_plan_make(q, false, false, 1, n, k, n, 0), p1 = vla_q_plan_make(q, false, true, 1, n, k, n, 0);
+    size_t s0 = ready_size(&p0), s1 = ready_size(&p1);
+    return s0 > s1 ? s0 : s1;
+}

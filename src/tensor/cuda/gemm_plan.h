@@ -84,6 +84,12 @@ typedef struct {
 vla_q_plan vla_q_plan_make(const vla_gemm_q *q, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t ldc,
                            uintptr_t c_addr);
 
+/* The bytes of a ready operand (ops.h, ready_bytes: prepare_operand's copy of op(B), n × k) on cuda:
+ * the copy sgemm_q's cast writes ([b_rows][b_ld]: K-major for FP8, the stored layout for bf16), then the
+ * 1/s it was cast with at the next 256-byte boundary — the larger of the two layouts, as ready_bytes
+ * does not know trans_b (they differ in bf16's row padding). 0 for f32. */
+size_t vla_q_ready_bytes(const vla_gemm_q *q, int64_t n, int64_t k);
+
 size_t vla_lt_workspace_bytes(int cc_major);
 
 /* Largest power of two (<= 256) dividing an address: cuBLASLt's MIN_ALIGNMENT preferences. */

@@ -46,7 +46,7 @@ __global__ void k_norm_fwd(int mode, float *out, float *mean, float *rstd, const
     __shared__ double sh[NT];
     int64_t t = blockIdx.x;
     const float *x = in + t * dim;
-    float *y = out + t * dim;
+    float *y = out ? out + t * dim : NULL; /* NULL: a kept copy's norm writes the copy alone (ops.h) */
     if (res) {
         float *xs = sum + t * dim;
         const float *rr = res + t * dim;
@@ -82,7 +82,7 @@ __global__ void k_norm_fwd(int mode, float *out, float *mean, float *rstd, const
         case 2: o = __fmul_rn(__fmul_rn(xv - mf, r), 1.0f + scale[c]) + shift[c]; break;
         default: o = __fmul_rn(__fmul_rn(xv, r), 1.0f + scale[c]) + shift[c]; break;
         }
-        y[c] = o;
+        if (y) y[c] = o;
         vla_ready_put(rd, t, c, o, s8, &mx);
     }
     vla_ready_pad(rd, t, dim + threadIdx.x, NT);
