@@ -172,6 +172,11 @@ static vla_status kept_ok(const vla_block_config *c, const vla_block_weights *w)
     return VLA_OK;
 }
 
+/* A normed input's slot (h1, h2) read two ways: its f32 tensor (NULL where the block keeps the copy alone:
+ * block.h, copies), and the bf16 copy kept there (NULL where it keeps f32) */
+static float *normed_f32(const vla_block_config *c, float *h) { return c->copies ? NULL : h; }
+static void *normed_copy(const vla_block_config *c, float *h) { return c->copies ? (void *)h : NULL; }
+
 static vla_mlp_weights mlp_weights(const vla_block_weights *w) {
     vla_mlp_weights m = {w->up_w.w,   w->up_b.w,   w->gate_w.w,   w->gate_b.w,   w->down_w.w,
                          w->down_b.w, LQ(w, UP), LQ(w, GATE), LQ(w, DOWN)};
@@ -203,8 +208,8 @@ vla_status vla_block_attn_in(const vla_ops *ops, const vla_block_config *c, cons
      * and v read one input: cast once for the three (shared input casts). Kept (block.h, copies): the
      * copy goes into a->h1 and is all there is of h1 (h1f NULL) */
     const vla_fp8_operand *h1f8 = NULL;
-    void *h1p = c->copies ? (void *)a->h1 : vla_linear_input_ready_fp8(ops, LQ(w, Q), n, D, &h1f8);
-    float *h1f = c->copies ? NULL : a->h1;
+    void *h1p = c->copies ? normed_copy(c, a->h1) : vla_linear_input_ready_fp8(ops, LQ(w, Q), n, D, &h1f8);
+    float *h1f = normed_f32(c, a->h1);
     const vla_norm_fuse f1 = {NULL, NULL, h1p, h1f8};
     VLA_TRY(norm_forward(ops, c, c->norm1, w->norm1_w, w->norm1_b, io, x, h1f, a->mean1, a->rstd1, a->mod1,
                          h1p ? &f1 : NULL));
@@ -247,9 +252,9 @@ vla_status vla_block_attn_out_x(const vla_ops *ops, const vla_block_config *c, c
     /* R1 in norm2's pass (x_mid = o-proj + x, in place), and h2's bf16 (or FP8) copy for the MLP's first
      * GEMMs */
     const vla_fp8_operand *h2f8 = NULL;
-    void *h2p = c->copies ? (void *)a->h2
+    void *h2p = c->copies ? normed_copy(c, a->h2)
                           : vla_linear_input_ready_fp8(ops, c->mlp.gated ? LQ(w, GATE) : LQ(w, UP), n, D, &h2f8);
-    float *h2f = c->copies ? NULL : a->h2; /* kept: the copy is all there is of h2, as h1 */
+    float *h2f = normed_f32(c, a->h2); /* kept: the copy is all there is of h2, as h1 */
     const vla_norm_fuse f2 = {gate1 ? NULL : x, gate1 ? NULL : a->xm, h2p, h2f8};
     VLA_TRY(norm_forward(ops, c, c->norm2, w->norm2_w, w->norm2_b, io, a->xm, h2f, a->mean2, a->rstd2, a->mod2,
                          &f2));
@@ -292,8 +297,8 @@ vla_status vla_block_attn_out_backward(const vla_ops *ops, const vla_block_confi
     vla_mlp_weights mw = mlp_weights(w);
     vla_mlp_grads mg = mlp_grads(w);
     /* writes s->dh; a kept h2 is its copy, which the MLP's weight gradients read as the forward did */
-    vla_mlp_backward(ops, &c->mlp, s->dh, true, &mg, s->mlp, d_y2, c->copies ? NULL : a->h2,
-                     c->copies ? (const void *)a->h2 : NULL, a->mlp, &mw, n);
+    vla_mlp_backward(ops, &c->mlp, s->dh, true, &mg, s->mlp, d_y2, normed_f32(c, a->h2), normed_copy(c, a->h2),
+                     a->mlp, &mw, n);
     VLA_TRY(norm_backward(ops, c, c->norm2, w->norm2_w, w->norm2_b, io, a->xm, s->dh, a->mean2, a->rstd2, a->mod2,
                           s->dmod2, d_x, d_cond));
     /* R1 and the o-projection: d_x now holds ∂L/∂x_mid */
@@ -334,8 +339,8 @@ vla_status vla_block_attn_in_backward(const vla_ops *ops, const vla_block_config
     /* the wgrads of q, k and v read one input: cast once (nn/linear.h, shared input casts) — or, kept
      * (block.h, copies), the forward's copy itself, no cast (q alone reads it in cross-attention) */
     bool kv_train = w->k_w.g || w->v_w.g;
-    const float *h1f = c->copies ? NULL : a->h1;
-    const void *h1r = c->copies                               ? (const void *)a->h1
+    const float *h1f = normed_f32(c, a->h1);
+    const void *h1r = c->copies                               ? normed_copy(c, a->h1)
                       : !c->cross && (w->q_w.g || kv_train) ? vla_linear_share_input(ops, LQ(w, Q), true, h1f, n, D)
                                                             : NULL;
     const vla_linear_bwd qb = {h1r, NULL, true}; /* q's dgrad writes s->dh, k's and v's add to it */

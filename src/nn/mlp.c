@@ -32,7 +32,7 @@ void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, 
         vla_linear_forward_x(ops, w->q_down, hr, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
         return;
     }
-    float *gate = acts, *up = acts + nh, *h = acts + h_offset(cfg, n);
+    float *gate = acts, *up = acts + nh, *hs = acts + h_offset(cfg, n); /* h, or (kept) its copy */
     /* one cast for gate and up, unless the input's producer made it */
     const void *inr = in_ready ? in_ready : vla_linear_share_input(ops, w->q_gate, false, in, n, d);
     vla_linear_forward_x(ops, w->q_gate, inr, gate, in, w->w_gate, w->b_gate, n, d, hd);
@@ -40,8 +40,8 @@ void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, 
     /* the GLU writes h's copy (bf16, or FP8: the down projection's input cast) for the down projection
      * (after gate's and up's GEMMs have read inr: issue order) — kept, into acts, and nothing else */
     const vla_fp8_operand *h8 = NULL;
-    void *hr = kept(cfg) ? (void *)h : vla_linear_input_ready_fp8(ops, w->q_down, n, hd, &h8);
-    if (kept(cfg)) h = NULL;
+    void *hr = kept(cfg) ? (void *)hs : vla_linear_input_ready_fp8(ops, w->q_down, n, hd, &h8);
+    float *h = kept(cfg) ? NULL : hs;
     ops->glu_forward(cfg->act, h, gate, up, n, hd, hr, h8);
     vla_linear_forward_x(ops, w->q_down, hr, out, h, w->w_down, w->b_down, n, hd, out_dim_of(cfg));
 }
@@ -66,11 +66,11 @@ void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in
         vla_linear_backward_ex(ops, w->q_up, &bu, d_in, g->w_up, g->b_up, dpre, in, w->w_up, n, d, hd);
         return;
     }
-    const float *gate = acts, *up = acts + nh, *h = acts + h_offset(cfg, n);
+    const float *gate = acts, *up = acts + nh, *hs = acts + h_offset(cfg, n);
     float *dgate = scratch + nh, *dup = scratch + 2 * nh;
     /* a kept h is its copy: down's weight gradient reads it as the forward did, no cast */
-    const vla_linear_bwd down_k = {kept(cfg) ? (const void *)h : NULL, NULL, true};
-    vla_linear_backward_ex(ops, w->q_down, &down_k, dh, g->w_down, g->b_down, d_out, kept(cfg) ? NULL : h, w->w_down,
+    const vla_linear_bwd down_k = {kept(cfg) ? (const void *)hs : NULL, NULL, true};
+    vla_linear_backward_ex(ops, w->q_down, &down_k, dh, g->w_down, g->b_down, d_out, kept(cfg) ? NULL : hs, w->w_down,
                            n, hd, out_dim_of(cfg));
     /* the GLU's backward writes dgate's and dup's copies: the gate and up linears' dy */
     void *rg = vla_linear_dy_ready_buffer(ops, w->q_gate, n, hd, false);

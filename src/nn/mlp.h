@@ -41,10 +41,10 @@ int64_t vla_mlp_acts_floats(const vla_mlp_config *cfg, int64_t n);
 int64_t vla_mlp_scratch_floats(const vla_mlp_config *cfg, int64_t n);
 
 /* in_ready: NULL, or in's bf16 GEMM-ready copy, written by the op that made in
- * (vla_linear_input_ready_buffer for the first linear: up, or gate when gated) */
+ * (vla_linear_input_ready_buffer for the first linear: up, or gate when gated); in may be NULL where
+ * in_ready is a bf16 copy kept alone (nn/linear.h, kept copies) */
 void vla_mlp_forward(const vla_ops *ops, const vla_mlp_config *cfg, float *out, float *acts, const float *in,
                      const void *in_ready, const vla_mlp_weights *w, int64_t n);
-/* in may be NULL where in_ready is its bf16 copy (nn/linear.h, kept copies) */
 /* d_in (may be NULL) and every non-NULL gradient in g are accumulated into — d_in written instead when
  * d_in_fresh (it holds nothing yet: no zero fill needed). in_ready: NULL, or in's bf16 copy kept by
  * the forward (kept copies; in may then be NULL), which the weight gradients read. */

@@ -694,22 +694,7 @@ __global__ void __launch_bounds__(32 * VLA_ATTN_MMA_KV_WARPS(D), 1) k_mma_dkdv(v
             sm.dss[vla_tile_off(VLA_ATTN_MMA_ROWS, q0 + 8 * n + 2 * t + (i & 1), i < 2 ? r_lo : r_hi)] =
                 vla_nf_f32_to_bf16(dpt[n][i]);
         };
-        if constexpr (GR == 1) { /* Pᵀ and dSᵀ in registers, as A operands */
-#pragma unroll
-            for (int jj = 0; jj < BQ / 16; jj++) {
-                uint32_t ap[4], as[4];
-                c_to_a(ap, st[2 * jj], st[2 * jj + 1]);
-                c_to_a(as, dpt[2 * jj], dpt[2 * jj + 1]);
-#pragma unroll
-                for (int i = 0; i < NDC; i++) {
-                    uint32_t bo[2], bq[2];
-                    ldsm_b_kn(bo, sm.Os, D, 16 * jj, c0 + 8 * i, lane);
-                    ldsm_b_kn(bq, sm.Qs, D, 16 * jj, c0 + 8 * i, lane);
-                    mma16816(dv[i], ap, bo);
-                    mma16816(dk[i], as, bq);
-                }
-            }
-        } else { /* the groups' halves of Pᵀ and dSᵀ through shared memory, bf16 as c_to_a rounds them */
+        if constexpr (GR > 1) { /* the groups' halves of Pᵀ and dSᵀ through shared memory, bf16 as c_to_a rounds them */
 #pragma unroll
             for (int n = 0; n < NT; n++)
 #pragma unroll
@@ -720,19 +705,25 @@ __global__ void __launch_bounds__(32 * VLA_ATTN_MMA_KV_WARPS(D), 1) k_mma_dkdv(v
                     if constexpr (DQ) put_ds(n, i); /* and dS for dQ, published by the same barrier */
                 }
             __syncthreads();
+        }
+        /* dV += Pᵀ·dO, dK += dSᵀ·Q: Pᵀ and dSᵀ as A operands, from registers (one group) or shared memory */
 #pragma unroll
-            for (int jj = 0; jj < BQ / 16; jj++) {
-                uint32_t ap[4], as[4];
+        for (int jj = 0; jj < BQ / 16; jj++) {
+            uint32_t ap[4], as[4];
+            if constexpr (GR == 1) {
+                c_to_a(ap, st[2 * jj], st[2 * jj + 1]);
+                c_to_a(as, dpt[2 * jj], dpt[2 * jj + 1]);
+            } else {
                 ldsm_a(ap, sm.pts, BQ, 16 * kw, 16 * jj, lane);
                 ldsm_a(as, sm.dsts, BQ, 16 * kw, 16 * jj, lane);
+            }
 #pragma unroll
-                for (int i = 0; i < NDC; i++) {
-                    uint32_t bo[2], bq[2];
-                    ldsm_b_kn(bo, sm.Os, D, 16 * jj, c0 + 8 * i, lane);
-                    ldsm_b_kn(bq, sm.Qs, D, 16 * jj, c0 + 8 * i, lane);
-                    mma16816(dv[i], ap, bo);
-                    mma16816(dk[i], as, bq);
-                }
+            for (int i = 0; i < NDC; i++) {
+                uint32_t bo[2], bq[2];
+                ldsm_b_kn(bo, sm.Os, D, 16 * jj, c0 + 8 * i, lane);
+                ldsm_b_kn(bq, sm.Qs, D, 16 * jj, c0 + 8 * i, lane);
+                mma16816(dv[i], ap, bo);
+                mma16816(dk[i], as, bq);
             }
         }
         if constexpr (DQ) {
