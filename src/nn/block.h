@@ -87,20 +87,21 @@ typedef struct {
      * them no room and the caller points the acts at its buffers. */
     bool external_attention;
     /* KEPT COPIES (nn/linear.h): NULL, or the backend whose bf16 GEMM-ready
-     * copies of h1 and h2 (and a gated MLP's hidden: mlp.copies) are all
-     * the block keeps of them — their size-table entries are the copies'
-     * (vla_linear_kept_floats), no f32 tensor is written, and the q/k/v and
-     * gate/up GEMMs read the copies forward and for the weight gradients.
+     * copies of h1 and h2 (and the MLP's hidden: mlp.copies) are all the
+     * block keeps of them — their size-table entries are the copies'
+     * (vla_linear_kept_floats), no f32 tensor is written, and the q/k/v,
+     * gate/up (or up) and down GEMMs read the copies forward and for the
+     * weight gradients.
      * The block's linears must then be bf16 (forward and backward say so
      * otherwise). Set with vla_block_keep_copies (the policy does, when its
      * precision is set). */
     const vla_ops *copies;
 } vla_block_config;
 
-/* c keeps its normed inputs (and a gated MLP's hidden) as ops' bf16 copies (NULL: as f32 tensors). */
+/* c keeps its normed inputs (and its MLP's hidden) as ops' bf16 copies (NULL: as f32 tensors). */
 static inline void vla_block_keep_copies(vla_block_config *c, const vla_ops *ops) {
     c->copies = ops;
-    c->mlp.copies = c->mlp.gated ? ops : NULL;
+    c->mlp.copies = ops;
 }
 
 /* A block's weights (vla_wg: weight + gradient). For the adaptive norms,

@@ -20,8 +20,10 @@ typedef struct {
     bool gated;   /* GeGLU / SwiGLU when true */
     vla_act act;  /* GELU_TANH + gated = GeGLU, SILU + gated = SwiGLU */
     int64_t dim, hidden, out_dim; /* out_dim 0 means dim */
-    /* gated only: NULL, or the backend whose bf16 copy of the hidden h is all the forward keeps of it
-     * (nn/linear.h, kept copies; the linears must be bf16) — the block sets it (vla_block_keep_copies) */
+    /* NULL, or the backend whose bf16 copy of the hidden h is all the forward keeps of it (nn/linear.h,
+     * kept copies; the linears must be bf16): the GLU, or plain the up GEMM's epilogue (ops.h, KEPT
+     * COPIES), writes only the copy, which down reads forward and for its weight gradient — the block
+     * sets it (vla_block_keep_copies) */
     const vla_ops *copies;
 } vla_mlp_config;
 

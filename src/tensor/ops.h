@@ -108,7 +108,7 @@ typedef struct {
  * forward's A and the wgrad's B; dy: the dgrad's A and the wgrad's Aᵀ).
  * FP8 copies are per role (K-major, each operand's own scale).
  * KEPT COPIES: in BF16 an operand may exist only as its copy (a block's
- * normed inputs and a gated MLP's hidden, saved for the backward as their
+ * normed inputs and an MLP's hidden, saved for the backward as their
  * bf16 copies alone: nn/block.h) — its f32 pointer (a or b) is then NULL
  * and the copy is all the GEMM reads, on every path (a device backend
  * that falls back from its library widens the copy). */
@@ -126,7 +126,11 @@ typedef struct {
  * reads) and C = act(t); else C = t. The cpu backend computes exactly these
  * steps (sgemm_q, add_row_vector, act_forward, prepare_operand for ready),
  * so its bits are those of the separate ops; a device backend folds the
- * bias into the GEMM and the rest into one pass. */
+ * bias into the GEMM and the rest into one pass.
+ * KEPT COPIES: C may be NULL when act is set, pre is set, ready is a bf16
+ * copy (no ready_fp8) and beta is 0 — the GEMM then writes t into pre (at
+ * stride ldc) and act(t) exists only as the copy: a GELU MLP's hidden kept
+ * as its bf16 copy alone (nn/mlp.h). The same pre and copy, byte for byte. */
 typedef struct {
     const float *bias; /* [n] or NULL */
     vla_act act;
@@ -355,7 +359,8 @@ typedef struct vla_ops {
     void (*prepare_operand_pair)(const vla_gemm_q *q, int64_t rows, int64_t cols, const float *b, int64_t ldb,
                                  void *dst_n, void *dst_t);
     /* sgemm_q followed by its epilogue (epi NULL: sgemm_q). C may not alias
-     * A, B, the bias or pre. */
+     * A, B, the bias or pre; it may be NULL as vla_gemm_epilogue's KEPT
+     * COPIES say (t then lands in pre). */
     void (*sgemm_epi)(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool trans_a, bool trans_b, int64_t m,
                       int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                       float beta, float *c, int64_t ldc);

@@ -443,6 +443,22 @@ static void t_gemm_epi(void) {
             C.dut->sgemm_epi(q_d, &er, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, beta, c2, ldc);
             check_unchanged(c2, c3, m * ldc, "sgemm_epi ready", trial);
             check_ready(r2, c2, m, n, ldc, r1, rb, "sgemm_epi ready", trial);
+            if (act != VLA_ACT_IDENTITY && with_pre && beta == 0.0f) {
+                /* kept (ops.h, KEPT COPIES): no C — t into pre and act(t) the copy alone: that copy and pre
+                 * byte for byte those of the run with C (pre.d now), pre's padding columns left alone */
+                size_t pb = sizeof(float) * (size_t)(m * ldc);
+                float *p3 = C.dut->alloc(pb), *pw = C.dut->alloc(pb);
+                void *r3 = C.dut->alloc(rb);
+                C.dut->fill(p3, -7.0f, m * ldc), C.dut->fill(pw, -7.0f, m * ldc), ready_poison(r3, rb);
+                for (int64_t r = 0; r < m; r++) C.dut->copy(pw + r * ldc, pre.d + r * ldc, n);
+                vla_gemm_epilogue ek = er;
+                ek.pre = p3, ek.ready = r3;
+                C.dut->sgemm_epi(q_d, &ek, ta, tb, m, n, k, 0.75f, a.d, lda, b.d, ldb, 0.0f, NULL, ldc);
+                if (dut_memcmp(p3, pw, pb) || dut_memcmp(r3, r2, rb))
+                    fail_msg("sgemm_epi [%s] trial %d: with no C (a kept copy) pre or the copy differ", C.dut->name,
+                             trial);
+                C.dut->free(p3), C.dut->free(pw), C.dut->free(r3);
+            }
             /* the FP8 copy (ready_fp8): the down projection's input cast of a GELU MLP */
             size_t rb8 = ready_size_fp8(m, n);
             float *sc8 = C.dut->alloc(2 * sizeof(float));

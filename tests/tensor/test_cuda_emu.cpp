@@ -306,6 +306,13 @@ static void test_elementwise_copies(void **state) {
             emu_launch(grid, block, [&] { k_epilogue(c1.data(), bias.data(), pre.data(), act, re.rd, rows, cols); });
             assert_memory_equal(c0.data(), c1.data(), sizeof(float) * (size_t)n);
             check_copy(re, c1.data(), rows, cols, o, "k_epilogue", trial);
+            if (act != VLA_ACT_IDENTITY && !o) { /* kept (ops.h, KEPT COPIES): no C, the GEMM's t in pre */
+                std::vector<float> pk = gate;
+                ready_buf rk(rows, cols, NULL);
+                emu_launch(grid, block, [&] { k_epilogue(NULL, bias.data(), pk.data(), act, rk.rd, rows, cols); });
+                assert_memory_equal(pk.data(), pre.data(), sizeof(float) * (size_t)n);
+                check_copy(rk, c0.data(), rows, cols, NULL, "k_epilogue kept", trial);
+            }
         }
         /* the backward's bf16 copies: the activation's (d_in after the add), the GLU's dgate and dup */
         std::vector<float> d0 = up, d1 = up;

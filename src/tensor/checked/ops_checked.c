@@ -451,6 +451,10 @@ static void chk_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *e, bool 
                           float *c, int64_t ldc) {
     OP();
     gemm_kept(q, m, n, k, a, b, __func__);
+    /* no C: its activation kept as the bf16 copy alone, t in pre, nothing added to it (ops.h, KEPT COPIES) */
+    kept_copy_rule(!c && m * n > 0,
+                   e && e->act != VLA_ACT_IDENTITY && e->pre && e->ready && !e->ready_fp8 && be == 0.0f, __func__,
+                   "C (a kept copy wants an activation, pre, a bf16 copy and beta 0)");
     vla_gemm_q tq = q ? q_rw(q) : (vla_gemm_q){0};
     vla_gemm_epilogue te = e ? (vla_gemm_epilogue){T(e->bias), e->act, T(e->pre), T(e->ready),
                                                    fp8_rw(e->ready_fp8, &(vla_fp8_operand){0}, __func__)}

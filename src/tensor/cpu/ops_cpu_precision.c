@@ -161,7 +161,8 @@ void vla_cpu_prepare_operand_pair(const vla_gemm_q *q, int64_t rows, int64_t col
 void vla_cpu_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m, int64_t n,
                        int64_t k, float alpha, const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                        float *c, int64_t ldc) {
-    vla_cpu_sgemm_q(q, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    /* c NULL (ops.h, KEPT COPIES): t lands in pre, and act(t) is only the copy */
+    vla_cpu_sgemm_q(q, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c ? c : epi->pre, ldc);
     vla_gemm_epilogue_apply(vla_cpu_backend_table(), epi, false, m, n, c, ldc);
 }
 
