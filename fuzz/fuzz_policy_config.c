@@ -24,11 +24,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             int64_t sum = 0;
             for (int64_t i = 0; i < l.n; i++) sum += l.items[i].numel;
             if (sum != n.total_params || n.total_trainable > n.total_params) abort();
-            vla_activation_estimate a;
-            vla_activation_estimate_compute(&cfg, &l, &a);
+            vla_activation_estimate a, a16; /* f32; bf16 on cuda (kept copies): never more, never negative */
+            vla_activation_estimate_compute(&cfg, &l, false, &a);
+            vla_activation_estimate_compute(&cfg, &l, true, &a16);
             vla_flops_estimate f;
             vla_flops_estimate_compute(&cfg, &l, &f);
             if (!(f.total_train >= f.total_forward) || !(a.total_floats_per_sample >= 0)) abort();
+            if (!(a16.total_floats_per_sample >= 0) || !(a16.total_floats_per_sample <= a.total_floats_per_sample))
+                abort();
         }
         vla_param_list_free(&l);
     }

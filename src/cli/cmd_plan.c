@@ -9,6 +9,7 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "distributed/plan.h"
+#include "policy/precision.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -114,7 +115,7 @@ int vla_cmd_plan(int argc, char **argv) {
     double gbps = d.inter_gbps, intra = d.intra_gbps, alpha = d.alpha_us, batch = d.batch, params = 0;
     double tflops = d.peak_tflops, mfu = d.mfu_compute, tokens = d.tokens_per_sample, fps = 0, compute_ms = 0;
     double grad_bytes = d.grad_bytes, bucket_mb = d.bucket_bytes / 1048576.0;
-    const char *config = NULL;
+    const char *config = NULL, *precision_name = "bf16";
     bool json = false, no_zero = false;
     double gpu_gib = 140; /* an H200's 141 GB as nvidia-smi counts it (143,771 MiB) */
     const vla_flag flags[] = {
@@ -142,6 +143,10 @@ int vla_cmd_plan(int argc, char **argv) {
         {"no-zero", VLA_FLAG_BOOL, &no_zero, NULL, "plain data parallel (no ZeRO-1 parameter all-gather)"},
         {"gpu-gib", VLA_FLAG_FLOAT, &gpu_gib, "G",
          "memory per GPU, GiB, that --config's training memory is checked against (140: an H200; 79.6: an H100)"},
+        {"precision", VLA_FLAG_STRING, &precision_name, "fp32|bf16|fp8",
+         "what --config's training memory is budgeted for, as `vla train --precision` runs it on a GPU: bf16 adds "
+         "the weights' 2-byte copies and keeps the blocks' normed inputs and MLP hidden as bf16 copies; fp8 adds "
+         "the weights' 1-byte copies (two layouts) with f32 activations; fp32 neither (default bf16)"},
         {"json", VLA_FLAG_BOOL, &json, NULL, "print one JSON object"},
     };
     const vla_command_spec spec = {
@@ -185,7 +190,7 @@ int vla_cmd_plan(int argc, char **argv) {
     if (GIVEN("bucket-mb")) in.bucket_bytes = bucket_mb * 1048576.0;
     if (no_zero) in.param_bytes = 0;
     bool b_alpha = GIVEN("alpha-us"), b_bucket = GIVEN("bucket-mb"), b_grad = GIVEN("grad-bytes");
-    bool b_gbps = GIVEN("gbps"), b_intra = GIVEN("intra-gbps"), b_mfu = GIVEN("mfu");
+    bool b_gbps = GIVEN("gbps"), b_intra = GIVEN("intra-gbps"), b_mfu = GIVEN("mfu"), b_prec = GIVEN("precision");
 #undef GIVEN
     const char *cmd = "vla plan";
     if (in.params <= 0) {
@@ -217,13 +222,21 @@ int vla_cmd_plan(int argc, char **argv) {
     if (in.gpus == 1 && (b_alpha || b_bucket || b_grad || b_intra))
         return vla_cli_ignored(cmd, b_alpha ? "alpha-us" : b_bucket ? "bucket-mb" : b_grad ? "grad-bytes" : "intra-gbps",
                                "one GPU communicates with no other; give --gpus ≥ 2");
+    vla_precision precision;
+    if (vla_precision_parse(precision_name, &precision) != VLA_OK) {
+        fprintf(stderr, "vla: error: vla plan: --precision=%s: give fp32, bf16 or fp8\n", precision_name);
+        return 2;
+    }
+    if (b_prec && !have_pol)
+        return vla_cli_ignored(cmd, "precision", "it budgets a policy's training memory, and only --config=NAME|FILE "
+                               "(a preset or policy config) gives the shapes that memory comes from");
     if (b_mfu && in.compute_ms > 0)
         return vla_cli_ignored(cmd, "mfu", "--compute-ms gives the compute time, which --mfu would otherwise "
                                "estimate");
     vla_plan_result r = vla_plan_predict(&in);
     /* memory: only a policy (--config) has the shapes the activations come from */
     vla_plan_memory mem = {0};
-    if (have_pol) mem = vla_plan_memory_per_gpu(&pol, in.batch, in.gpus, in.param_bytes > 0);
+    if (have_pol) mem = vla_plan_memory_per_gpu(&pol, in.batch, in.gpus, in.param_bytes > 0, precision);
     const double GiB = 1073741824.0;
     double flops_per_sample = in.flops_per_sample > 0 ? in.flops_per_sample : 6.0 * in.params * in.tokens_per_sample;
     if (json) {
@@ -243,11 +256,12 @@ int vla_cmd_plan(int argc, char **argv) {
                in.batch * (double)in.gpus, r.compute_s * 1e3, r.allreduce_s * 1e3, r.allgather_s * 1e3,
                r.comm_s * 1e3, r.exposed_s * 1e3, r.step_s * 1e3, r.samples_per_s, r.mfu);
         if (have_pol) {
-            printf(",\"memory_gib\":{\"weights\":%.6g,\"grads\":%.6g,\"adamw\":%.6g,\"bf16_casts\":%.6g,"
+            printf(",\"memory_gib\":{\"precision\":\"%s\",\"weights\":%.6g,\"grads\":%.6g,\"adamw\":%.6g,\"bf16_casts\":%.6g,"
                    "\"activations\":%.6g,\"activations_gradient_checkpointing\":%.6g,\"total\":%.6g,"
                    "\"total_gradient_checkpointing\":%.6g,\"gpu\":%.4g,\"fits\":%s,"
                    "\"fits_gradient_checkpointing\":%s}",
-                   mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB, mem.bf16_casts / GiB, mem.activations / GiB,
+                   vla_precision_name(precision), mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB,
+                   mem.bf16_casts / GiB, mem.activations / GiB,
                    mem.activations_remat / GiB, mem.total / GiB, mem.total_remat / GiB, gpu_gib,
                    mem.total / GiB <= gpu_gib ? "true" : "false", mem.total_remat / GiB <= gpu_gib ? "true" : "false");
         }
@@ -273,11 +287,12 @@ int vla_cmd_plan(int argc, char **argv) {
     printf("  step                %10.3f ms -> %.1f samples/s\n", r.step_s * 1e3, r.samples_per_s);
     printf("  MFU                 %10.1f %%  (of %.0f TFLOP/s peak)\n", r.mfu * 100, in.peak_tflops);
     if (have_pol) {
-        printf("  memory per GPU      weights %.1f + grads %.1f + AdamW %.1f%s + bf16 casts %.1f GiB (bf16/FP8 on a "
-               "GPU)\n", mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB,
+        printf("  memory per GPU      training in %s: weights %.1f + grads %.1f + AdamW %.1f%s + weight casts %.1f GiB\n",
+               vla_precision_name(precision), mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB,
                in.param_bytes > 0 && in.gpus > 1 ? " (ZeRO-1)" : "", mem.bf16_casts / GiB);
-        printf("                      + activations %.1f GiB (saved for backward; each op's scratch comes on top) = "
-               "%.1f GiB: %s in %.4g GiB\n", mem.activations / GiB,
+        printf("                      + activations %.1f GiB (saved for backward%s; each op's scratch comes on top) "
+               "= %.1f GiB: %s in %.4g GiB\n", mem.activations / GiB,
+               precision == VLA_PREC_BF16 ? ", normed inputs and MLP hidden as bf16 copies" : "",
                mem.total / GiB, mem.total / GiB <= gpu_gib ? "fits" : "does NOT fit", gpu_gib);
         printf("                      with --gradient_checkpointing: activations %.1f GiB = %.1f GiB: %s\n",
                mem.activations_remat / GiB, mem.total_remat / GiB, mem.total_remat / GiB <= gpu_gib ? "fits" : "does NOT fit");

@@ -48,6 +48,8 @@ static bool group_idle(const info_report *r, int g) {
     return r->state_only && (g == VLA_GROUP_VISION || g == VLA_GROUP_CONNECTOR);
 }
 
+/* the *_bf16 activations: `vla train --precision=bf16` on cuda, whose blocks keep their normed inputs and MLP
+ * hidden as bf16 copies alone (every other activation stays f32: docs/precision.md, "Kept copies") */
 static const char *const mem_names[9] = {"weights_f32",      "weights_bf16",     "grads_f32",
                                          "grads_bf16",       "adamw_f32",        "activations_f32",
                                          "activations_bf16", "activations_gradient_checkpointing_f32",
@@ -191,12 +193,15 @@ static void print_memory_text(const info_report *r) {
     human(a, sizeof a, mem[4], "B");
     printf("  AdamW m+v          f32 %12s\n", a);
     human(a, sizeof a, mem[5], "B"), human(b, sizeof b, mem[6], "B");
-    printf("  activations        f32 %12s   bf16 %12s\n", a, b);
+    /* bf16: what `vla train --precision=bf16` keeps on cuda — the blocks' normed inputs and MLP hidden as
+     * bf16 copies, every other activation f32 (docs/precision.md, "Kept copies") */
+    printf("  activations        f32 %12s   bf16 on cuda %12s\n", a, b);
     human(c, sizeof c, mem[0] + mem[2] + mem[4] + mem[5], "B");
-    human(d, sizeof d, mem[0] + mem[2] + mem[4] + mem[6], "B");
-    printf("  total (f32 weights/grads/Adam) with f32 activations %s, with bf16 activations %s\n", c, d);
+    human(d, sizeof d, mem[0] + mem[2] + mem[4] + mem[1] + mem[6], "B");
+    printf("  total (f32 weights/grads/Adam) training f32 %s, training bf16 on cuda (+ the weights' bf16 copies) %s\n",
+           c, d);
     human(a, sizeof a, mem[7], "B"), human(b, sizeof b, mem[8], "B");
-    printf("  activations with --gradient_checkpointing  f32 %12s   bf16 %12s\n", a, b);
+    printf("  activations with --gradient_checkpointing  f32 %12s   bf16 on cuda %12s\n", a, b);
     human(c, sizeof c, mem[0] + mem[2] + mem[4] + mem[7], "B");
     printf("  total (f32 weights/grads/Adam) with f32 activations and gradient checkpointing %s\n", c);
 }
@@ -343,15 +348,16 @@ static int policy_info(int argc, char **argv) {
     /* The parameters are what the policy allocates whatever its cameras; the
      * compute is what it runs: a state-only policy feeds no image. */
     if (state_only) cfg.vision.cameras = 0;
-    vla_activation_estimate act;
-    vla_activation_estimate_compute(&cfg, &plist, &act);
+    vla_activation_estimate act, act_bf16; /* f32; bf16 on cuda, its blocks' copies kept alone (param_spec.h) */
+    vla_activation_estimate_compute(&cfg, &plist, false, &act);
+    vla_activation_estimate_compute(&cfg, &plist, true, &act_bf16);
     vla_flops_estimate fl;
     vla_flops_estimate_compute(&cfg, &plist, &fl);
 
     double P = (double)cnt.total_params, T = (double)cnt.total_trainable, B = (double)batch;
     double mem[9] = {4 * P, 2 * P, 4 * T, 2 * T, 8 * T, 4 * B * act.total_floats_per_sample,
-                     2 * B * act.total_floats_per_sample, 4 * B * act.total_recompute_per_sample,
-                     2 * B * act.total_recompute_per_sample};
+                     4 * B * act_bf16.total_floats_per_sample, 4 * B * act.total_recompute_per_sample,
+                     4 * B * act_bf16.total_recompute_per_sample};
     int64_t img_tokens = cfg.vision.cameras * vla_policy_image_tokens(&cfg);
 
     info_report r = {&cfg, &plist, &cnt, &act, &fl, mem, batch, img_tokens, list, pretrained, &ckpt, fmt, stats, &meta,

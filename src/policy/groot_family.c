@@ -216,13 +216,14 @@ static void activations(const vla_policy_config *c, vla_activation_estimate *est
     double n_act = head_tokens(c);
     est->tokens[VLA_GROUP_VL_ADAPTER] = (int64_t)n_pre;
     per_layer[VLA_GROUP_VL_ADAPTER] =
-        vla_layer_act_floats(n_pre, vl, h->vl_heads, h->vl_heads, h->vl_head_dim, n_pre, h->ff_mult * vl, false);
+        vla_layer_act_floats(n_pre, vl, h->vl_heads, h->vl_heads, h->vl_head_dim, n_pre, h->ff_mult * vl, false,
+                             est->bf16_copies);
     total[VLA_GROUP_VL_ADAPTER] = 2 * n_pre * l->width + h->vl_layers * per_layer[VLA_GROUP_VL_ADAPTER];
     est->tokens[VLA_GROUP_EXPERT] = (int64_t)n_act;
     double cross = vla_layer_act_floats(n_act, inner, h->dit_heads, h->dit_heads, h->dit_head_dim, n_pre,
-                                        h->ff_mult * inner, false);
+                                        h->ff_mult * inner, false, est->bf16_copies);
     double self = vla_layer_act_floats(n_act, inner, h->dit_heads, h->dit_heads, h->dit_head_dim, n_act,
-                                       h->ff_mult * inner, false);
+                                       h->ff_mult * inner, false, est->bf16_copies);
     per_layer[VLA_GROUP_EXPERT] = cross > self ? cross : self;
     total[VLA_GROUP_EXPERT] = (double)((h->dit_layers + 1) / 2) * cross + (double)(h->dit_layers / 2) * self +
                               n_act * (2 * inner + h->output_dim);

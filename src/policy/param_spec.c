@@ -231,7 +231,7 @@ void vla_param_count(const vla_param_list *list, vla_param_counts *out) {
 /* ---- estimates ---------------------------------------------------------- */
 
 double vla_layer_act_floats(double n, double d, double heads, double kv_heads, double head_dim, double n_kv,
-                            double ff, bool gated) {
+                            double ff, bool gated, bool bf16_copies) {
     /* residual input, normed input and its stats, q, k and v (k/v for n_kv
      * tokens), attention output and log-sum-exp, the residual after
      * attention, the second norm's output, the MLP's hidden activations
@@ -239,7 +239,9 @@ double vla_layer_act_floats(double n, double d, double heads, double kv_heads, d
     double attn = n * (2 * d + 2) + n * heads * head_dim + 2 * n_kv * kv_heads * head_dim + n * heads * head_dim +
                   n * heads;
     double mlp = n * (2 * d + 2) + n * ff * (gated ? 3 : 2);
-    return attn + mlp;
+    /* kept copies: both normed inputs and the activated hidden at half size (their rows' padding left out) */
+    double halved = bf16_copies ? 0.5 * (2 * n * d + n * ff) : 0;
+    return attn + mlp - halved;
 }
 
 /* Which groups train, and which must pass gradients (own weights train, or
@@ -291,9 +293,10 @@ void vla_flops_estimate_compute(const vla_policy_config *c, const vla_param_list
     }
 }
 
-void vla_activation_estimate_compute(const vla_policy_config *c, const vla_param_list *list,
+void vla_activation_estimate_compute(const vla_policy_config *c, const vla_param_list *list, bool bf16_copies,
                                      vla_activation_estimate *out) {
     memset(out, 0, sizeof *out);
+    out->bf16_copies = bf16_copies; /* the families' layers read it */
     bool tr[VLA_GROUP_COUNT], need[VLA_GROUP_COUNT];
     gradient_flow(list, tr, need);
     const vla_vit_config *v = &c->vision;
@@ -305,7 +308,7 @@ void vla_activation_estimate_compute(const vla_policy_config *c, const vla_param
     /* vision: patches (im2col) + embeddings, then the encoder layers */
     out->tokens[VLA_GROUP_VISION] = (int64_t)n_img;
     per_layer[VLA_GROUP_VISION] = vla_layer_act_floats(n_img, v->width, v->heads, v->heads,
-                                                       (double)v->width / v->heads, n_img, v->mlp, false);
+                                                       (double)v->width / v->heads, n_img, v->mlp, false, bf16_copies);
     total[VLA_GROUP_VISION] = n_img * (v->channels * v->patch * v->patch + v->width) +
                               v->depth * per_layer[VLA_GROUP_VISION] + n_img * v->width;
     out->recompute_per_sample[VLA_GROUP_VISION] =
@@ -314,7 +317,7 @@ void vla_activation_estimate_compute(const vla_policy_config *c, const vla_param
     per_layer[VLA_GROUP_CONNECTOR] = total[VLA_GROUP_CONNECTOR] = n_img * (v->width + l->width);
     out->tokens[VLA_GROUP_LANGUAGE] = (int64_t)n_pre;
     per_layer[VLA_GROUP_LANGUAGE] =
-        vla_layer_act_floats(n_pre, l->width, l->heads, l->kv_heads, l->head_dim, n_pre, l->mlp, true);
+        vla_layer_act_floats(n_pre, l->width, l->heads, l->kv_heads, l->head_dim, n_pre, l->mlp, true, bf16_copies);
     total[VLA_GROUP_LANGUAGE] = n_pre * l->width + l->depth * per_layer[VLA_GROUP_LANGUAGE] + n_pre * l->width;
     out->recompute_per_sample[VLA_GROUP_CONNECTOR] = total[VLA_GROUP_CONNECTOR];
     out->recompute_per_sample[VLA_GROUP_LANGUAGE] =

@@ -165,8 +165,12 @@ void vla_param_count(const vla_param_list *list, vla_param_counts *out);
  * llm.c-style. A group's activations count only when gradients must flow
  * through it: its own parameters train, or some upstream group's do (a
  * frozen backbone at the front runs without saving anything). Multiply by
- * the batch size and the element size (4 for f32, 2 for bf16). */
+ * the batch size and 4 (bytes per float). */
 typedef struct {
+    /* what it estimates: false, f32 activations (fp32, FP8, or any precision on the cpu backend); true,
+     * bf16 training on cuda, whose blocks keep their normed inputs and MLP hidden as bf16 copies alone
+     * (nn/linear.h, kept copies) — the remaining activations stay f32 */
+    bool bf16_copies;
     int64_t tokens[VLA_GROUP_COUNT];          /* tokens each group processes per sample */
     double floats_per_sample[VLA_GROUP_COUNT]; /* saved activations (0 when not needed) */
     double transient_per_sample[VLA_GROUP_COUNT]; /* largest single-layer working set, saved or not */
@@ -203,11 +207,14 @@ void vla_flops_estimate_compute(const vla_policy_config *cfg, const vla_param_li
 
 /* Floats one pre-norm transformer layer saves for its backward (for the
  * families' activation estimates): n query tokens of width d, n_kv key
- * tokens, an MLP of hidden width ff (gated: GeGLU/SwiGLU). */
+ * tokens, an MLP of hidden width ff (gated: GeGLU/SwiGLU). bf16_copies:
+ * as bf16 training on a backend that keeps copies (cuda) saves it — the
+ * two normed inputs and the MLP's hidden as 2-byte copies alone
+ * (nn/linear.h, kept copies), still counted in 4-byte floats. */
 double vla_layer_act_floats(double n, double d, double heads, double kv_heads, double head_dim, double n_kv,
-                            double ff, bool gated);
+                            double ff, bool gated, bool bf16_copies);
 
-void vla_activation_estimate_compute(const vla_policy_config *cfg, const vla_param_list *list,
+void vla_activation_estimate_compute(const vla_policy_config *cfg, const vla_param_list *list, bool bf16_copies,
                                      vla_activation_estimate *out);
 
 #endif

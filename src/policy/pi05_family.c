@@ -122,7 +122,8 @@ static void activations(const vla_policy_config *c, vla_activation_estimate *est
     est->tokens[VLA_GROUP_EXPERT] = est->tokens[VLA_GROUP_ACTION_IO] = (int64_t)h;
     /* the expert's queries attend over prefix + suffix keys; + the two AdaRMS modulations per sample */
     per_layer[VLA_GROUP_EXPERT] =
-        vla_layer_act_floats(h, e->width, l->heads, l->kv_heads, l->head_dim, h, e->mlp, true) + 2 * 3 * e->width;
+        vla_layer_act_floats(h, e->width, l->heads, l->kv_heads, l->head_dim, h, e->mlp, true, est->bf16_copies) +
+        2 * 3 * e->width;
     total[VLA_GROUP_EXPERT] = e->depth * per_layer[VLA_GROUP_EXPERT] + h * e->width;
     per_layer[VLA_GROUP_ACTION_IO] = total[VLA_GROUP_ACTION_IO] =
         h * (2 * c->action.action_dim + 2 * e->width) + 4 * e->width;

@@ -826,12 +826,12 @@ static vla_status train_step(trainer *t, int64_t step, vla_train_result *res, bo
     if (sst == VLA_ERR_NOMEM) /* what to do about it, beside what ran out */
         return vla_error_context(sst, "at --batch_size=%lld on %s (%s--batch_size=%lld "
                                  "--gradient_accumulation_steps=%lld trains on the same samples per update; `vla plan "
-                                 "--config=%s --batch=%lld --gpus=1` budgets the memory)",
+                                 "--config=%s --batch=%lld --gpus=1 --precision=%s` budgets the memory)",
                                  (long long)o->batch_size, t->p->tops->name,
                                  t->p->recompute_layers ? "" : "--gradient_checkpointing keeps one layer's activations "
                                  "instead of every layer's; ", (long long)(o->batch_size > 1 ? o->batch_size / 2 : 1),
                                  (long long)(o->batch_size > 1 ? o->accum * 2 : o->accum), t->p->cfg.name,
-                                 (long long)o->batch_size);
+                                 (long long)o->batch_size, vla_precision_name(o->precision));
     VLA_TRY(sst);
     vla_status pst = settle(t); /* the step before, now that this one is queued behind it */
     if (pst != VLA_OK) {

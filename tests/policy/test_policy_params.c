@@ -7,10 +7,14 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "nn/block.h"
+#include "nn/linear.h"
 #include "policy/param_spec.h"
 #include "policy/policy.h"
+#include "tensor/cuda/gemm_plan.h"
 
 static void load(const char *name, vla_policy_config *c, vla_param_list *l, vla_param_counts *n) {
     if (vla_policy_config_load(name, c) != VLA_OK) fail_msg("%s: %s", name, vla_error_message());
@@ -384,7 +388,9 @@ static void test_cli_json(void **state) {
     assert_true(json_number_value(json_object_get(m, "weights_f32")) == 4.0 * 54082);
     assert_true(json_number_value(json_object_get(m, "adamw_f32")) == 8.0 * 54082);
     double a32 = json_number_value(json_object_get(m, "activations_f32"));
-    assert_true(a32 > 0 && a32 == 2 * json_number_value(json_object_get(m, "activations_bf16")));
+    /* bf16 on cuda keeps the blocks' normed inputs and MLP hidden at half size, the rest f32: less, not half */
+    double a16 = json_number_value(json_object_get(m, "activations_bf16"));
+    assert_true(a32 > 0 && a16 < a32 && a16 > a32 / 2);
     /* --gradient_checkpointing: the language model (2 layers of width 32)
      * keeps its 2 layer inputs and one layer instead of 2 layers */
     json_t *lm = json_object_get(json_object_get(v, "groups"), "language");
@@ -420,8 +426,35 @@ static void test_cli_json(void **state) {
     assert_int_equal(test_run(cmd, out, sizeof out), 2);
 }
 
+/* The bf16 estimate `vla plan` and `vla policy info` budget (param_spec.h: the blocks' normed inputs and MLP
+ * hidden as bf16 copies alone) saves what the nn size tables save when a block keeps its copies, with cuda's
+ * copy sizes — up to those copies' row padding, which the estimate leaves out. At π0.5's Gemma layer (GeGLU)
+ * and the same widths with a plain GELU MLP (GR00T's DiT and VL blocks, the ViTs). */
+static void test_bf16_estimate_matches_size_tables(void **state) {
+    (void)state;
+    vla_ops sizing = *test_cpu_backend();
+    sizing.ready_bytes = vla_q_ready_bytes;
+    const int64_t n = 813, D = 2048, H = 16384;
+    for (int gated = 0; gated < 2; gated++) {
+        vla_block_config c = {0};
+        c.dim = D, c.norm1 = c.norm2 = VLA_BLOCK_NORM_RMS_1P, c.norm_eps = 1e-6f;
+        c.attn = (vla_attn_config){.n_heads = 8, .n_kv_heads = 1, .head_dim = 256};
+        c.rope_theta = 10000.0, c.external_attention = true;
+        c.mlp = (vla_mlp_config){.gated = gated, .act = VLA_ACT_GELU_TANH, .dim = D, .hidden = H};
+        double f32 = (double)vla_block_acts_floats(&c, n, 0, 4);
+        vla_block_keep_copies(&c, &sizing);
+        double saved = f32 - (double)vla_block_acts_floats(&c, n, 0, 4);
+        double est = vla_layer_act_floats(n, D, 8, 1, 256, n, H, gated, false) -
+                     vla_layer_act_floats(n, D, 8, 1, 256, n, H, gated, true);
+        print_message("%s MLP, %lld rows: the size tables save %.0f floats, the estimate %.0f\n",
+                      gated ? "gated" : "plain", (long long)n, saved, est);
+        assert_true(saved > 0 && saved <= est && saved >= 0.99 * est);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bf16_estimate_matches_size_tables),
         cmocka_unit_test(test_pi05_nano_by_hand), cmocka_unit_test(test_groot_nano_by_hand),
         cmocka_unit_test(test_flops_by_hand),
         cmocka_unit_test(test_full_size),         cmocka_unit_test(test_names_unique),

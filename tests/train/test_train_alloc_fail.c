@@ -285,7 +285,7 @@ static void test_step_out_of_memory_says_what_to_do(void **state) {
         assert_non_null(strstr(msg, "out of activation memory"));
         assert_true((strstr(msg, "--gradient_checkpointing keeps one layer") != NULL) == !gc);
         assert_non_null(strstr(msg, "--batch_size=4 --gradient_accumulation_steps=2"));
-        assert_non_null(strstr(msg, "vla plan --config=pi05-nano --batch=8 --gpus=1"));
+        assert_non_null(strstr(msg, "vla plan --config=pi05-nano --batch=8 --gpus=1 --precision=fp32"));
         test_rmrf(out);
     }
 }
