@@ -2,7 +2,7 @@
  * PyTorch's gelu(approximate="tanh") and Gemma/SigLIP's gelu_pytorch_tanh),
  * SiLU (swish) and ReLU, as op calls (the kernels are the backend's; the
  * vla_act enum is tensor/ops.h's). Forward may run in place (out == in);
- * backward adds d_out·f'(in) into d_in and needs the forward's input. */
+ * backward writes d_in = d_out·f'(in) and needs the forward's input. */
 #ifndef VLA_NN_ACTIVATIONS_H
 #define VLA_NN_ACTIVATIONS_H
 

@@ -41,11 +41,11 @@ enum {
     const int64_t K = Hk * (c)->attn.head_dim, k1 = mod_width((c)->norm1, D), k2 = mod_width((c)->norm2, D); \
     const int64_t ln1 = layer_kind((c)->norm1), ln2 = layer_kind((c)->norm2), qkn = (c)->qk_norm;            \
     const int64_t g = (c)->norm1 == VLA_BLOCK_NORM_ADARMS || (c)->norm2 == VLA_BLOCK_NORM_ADARMS;             \
-    const int64_t rp = (c)->rope_theta > 0, M = vla_mlp_acts_floats(&(c)->mlp, n);                           \
+    const int64_t M = vla_mlp_acts_floats(&(c)->mlp, n);                                                     \
     const int64_t ms = vla_mlp_scratch_floats(&(c)->mlp, n), ea = !(c)->external_attention;                  \
     const int64_t hD = (c)->copies ? vla_linear_kept_floats((c)->copies, n, D) : n * D;                      \
     (void)hD, (void)ea, (void)n, (void)nk, (void)S, (void)D, (void)Hq, (void)Hk, (void)Q, (void)K, (void)k1, (void)k2, (void)ln1, \
-        (void)ln2, (void)qkn, (void)g, (void)rp, (void)M, (void)ms
+        (void)ln2, (void)qkn, (void)g, (void)M, (void)ms
 
 int64_t vla_block_acts_floats(const vla_block_config *c, int64_t n_rows, int64_t n_ctx, int32_t n_seg) {
     BLOCK_DIMS(c, n_rows, n_ctx, n_seg);
@@ -322,12 +322,9 @@ vla_status vla_block_attn_in_backward(const vla_ops *ops, const vla_block_config
     if (c->cross && io->k_cached)
         return vla_error(VLA_ERR_INVALID_ARG, "block: no backward through cached context K/V");
     const float *gq = s->dq, *gk = s->dk;
-    if (c->rope_theta > 0) { /* RoPE is linear: its backward needs only the gradients */
-        ops->fill(s->dqr, 0.0f, n * Q);
-        ops->fill(s->dkr, 0.0f, nk * K);
-        vla_rope_backward(ops, s->dqr, s->dq, io->pos, n, Hq, hd, c->rope_theta);
-        vla_rope_backward(ops, s->dkr, s->dk, io->pos, n, Hk, hd, c->rope_theta);
-        gq = s->dqr, gk = s->dkr;
+    if (c->rope_theta > 0) { /* RoPE is linear: its backward needs only the gradients, rotated in place */
+        vla_rope_backward(ops, s->dq, s->dq, io->pos, n, Hq, hd, c->rope_theta);
+        vla_rope_backward(ops, s->dk, s->dk, io->pos, n, Hk, hd, c->rope_theta);
     }
     if (c->qk_norm) {
         ops->fill(s->dqp, 0.0f, n * Q);

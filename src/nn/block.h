@@ -200,9 +200,8 @@ typedef struct {
     X(dq, n * Q)                                                                 \
     X(dk, nk * K)                                                                \
     X(dv, nk * K)                                                                \
-    X(dqr, rp * n * Q)  /* q, k gradients before RoPE (RoPE only) */             \
-    X(dkr, rp * nk * K)                                                          \
-    X(dqp, qkn * n * Q) /* … and before the q/k norm */                          \
+    X(dqp, qkn * n * Q) /* q, k gradients before the q/k norm (RoPE's backward   \
+                         * rotates dq and dk in place) */                        \
     X(dkp, qkn * nk * K)                                                         \
     X(dmod1, S * k1)                                                             \
     X(dmod2, S * k2)                                                             \

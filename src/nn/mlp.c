@@ -61,8 +61,8 @@ void vla_mlp_backward(const vla_ops *ops, const vla_mlp_config *cfg, float *d_in
     if (!cfg->gated) {
         const float *pre = acts;
         float *dpre = scratch + nh;
-        ops->fill(dpre, 0.0f, nh);
-        /* the activation's backward writes dpre's copy, up's dy (after down's GEMMs read theirs: issue order) */
+        /* the activation's backward writes dpre and its copy, up's dy (after down's GEMMs read theirs: issue
+         * order) */
         void *rp = vla_linear_dy_ready_buffer(ops, w->q_up, n, hd, false);
         ops->act_backward(cfg->act, dpre, dh, pre, n, hd, rp);
         const vla_linear_bwd bu = {in_ready, rp, d_in_fresh};

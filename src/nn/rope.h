@@ -18,7 +18,7 @@ static inline void vla_rope_forward(const vla_ops *ops, float *out, const float 
                                     int64_t heads, int64_t head_dim, double theta) {
     ops->rope_forward(out, in, pos, n, heads, head_dim, theta);
 }
-/* d_in += Rᵀ·d_out (d_in must not alias d_out). */
+/* d_in = Rᵀ·d_out, written (d_in may alias d_out). */
 static inline void vla_rope_backward(const vla_ops *ops, float *d_in, const float *d_out, const int32_t *pos,
                                      int64_t n, int64_t heads, int64_t head_dim, double theta) {
     ops->rope_backward(d_in, d_out, pos, n, heads, head_dim, theta);

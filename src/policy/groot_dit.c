@@ -326,7 +326,6 @@ static vla_status output_backward(vla_policy *p, groot_impl *g, const groot_pack
     const vla_ops *ops = p->tops;
     ops->fill(d->dd1r, 0.0f, A * O);
     VLA_TRY(emb_bwd(p, pk, &w->d2_w, &w->d2_b, O, ad, d->dd1r, d_pred, ha->d1r, pk->cu_act, A));
-    ops->fill(d->dd1, 0.0f, A * O);
     vla_relu_backward(ops, d->dd1, d->dd1r, ha->d1, A * O);
     ops->fill(d->dza, 0.0f, A * O);
     VLA_TRY(emb_bwd(p, pk, &w->d1_w, &w->d1_b, O, O, d->dza, d->dd1, ha->za, pk->cu_act, A));
@@ -386,7 +385,6 @@ static vla_status encoders_backward(vla_policy *p, groot_impl *g, const groot_pa
     vla_policy_ready_wgs(p, emb, 2);
     ops->fill(d->da2s, 0.0f, A * D);
     VLA_TRY(emb_bwd(p, pk, &w->a3_w, &w->a3_b, D, D, d->da2s, d->da3, ha->a2s, pk->cu_act, A));
-    ops->fill(d->da2, 0.0f, A * D);
     vla_silu_backward(ops, d->da2, d->da2s, ha->a2, A * D);
     ops->fill(d->dcat, 0.0f, A * 2 * D);
     VLA_TRY(emb_bwd(p, pk, &w->a2_w, &w->a2_b, 2 * D, D, d->dcat, d->da2, ha->cat, pk->cu_act, A));
@@ -396,7 +394,6 @@ static vla_status encoders_backward(vla_policy *p, groot_impl *g, const groot_pa
     vla_policy_ready_wgs(p, enc, 6);
     ops->fill(d->dsthr, 0.0f, S * Hs);
     VLA_TRY(emb_bwd(p, pk, &w->st2_w, &w->st2_b, Hs, D, d->dsthr, d->dst, ha->st_hr, pk->cu_one, S));
-    ops->fill(d->dsth, 0.0f, S * Hs);
     vla_relu_backward(ops, d->dsth, d->dsthr, ha->st_h, S * Hs);
     VLA_TRY(emb_bwd(p, pk, &w->st1_w, &w->st1_b, sd, Hs, NULL, d->dsth, pk->state, pk->cu_one, S));
     const vla_wg st[] = {w->st1_w, w->st1_b, w->st2_w, w->st2_b};
@@ -410,11 +407,9 @@ static void timestep_backward(vla_policy *p, groot_impl *g, const groot_pack *pk
     HEAD_DIMS(g, p, pk);
     const groot_weights *w = &g->W;
     const vla_ops *ops = p->tops;
-    ops->fill(d->dtemb, 0.0f, S * D);
     vla_silu_backward(ops, d->dtemb, d->dstemb, ha->temb, S * D);
     ops->fill(d->dte1a, 0.0f, S * D);
     vla_linear_backward(ops, d->dte1a, w->te2_w.g, w->te2_b.g, d->dtemb, ha->te1a, w->te2_w.w, S, D, D);
-    ops->fill(d->dte1, 0.0f, S * D);
     vla_silu_backward(ops, d->dte1, d->dte1a, ha->te1, S * D);
     vla_linear_backward(ops, NULL, w->te1_w.g, w->te1_b.g, d->dte1, ha->tproj, w->te1_w.w, S, C, D);
     const vla_wg te[] = {w->te1_w, w->te1_b, w->te2_w, w->te2_b};
@@ -474,7 +469,6 @@ vla_status vla_groot_head_vjp(vla_policy *p, vla_arena *a, const groot_pack *pk,
         ops->copy_rows(d.da3, D, NULL, d.dX, D, pk->act_rows, A, D, 1.0f);
         ops->fill(d.da2s, 0.0f, A * D);
         st = emb_bwd(p, pk, &w->a3_w, &w->a3_b, D, D, d.da2s, d.da3, ha->a2s, pk->cu_act, A);
-        ops->fill(d.da2, 0.0f, A * D);
         vla_silu_backward(ops, d.da2, d.da2s, ha->a2, A * D);
         ops->fill(d.dcat, 0.0f, A * 2 * D);
         if (st == VLA_OK) st = emb_bwd(p, pk, &w->a2_w, &w->a2_b, 2 * D, D, d.dcat, d.da2, ha->cat, pk->cu_act, A);

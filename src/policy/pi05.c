@@ -532,11 +532,9 @@ static void action_side_backward(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
     vla_linear_backward(ops, NULL, W_->ain_w.g, W_->ain_b.g, g->dxa, f->a.xin, W_->ain_w.w, Na, A, We);
     const vla_wg ain[] = {W_->ain_w, W_->ain_b};
     vla_policy_ready_wgs(p, ain, 2);
-    ops->fill(g->dtmp, 0.0f, S * We);
-    vla_silu_backward(ops, g->dtmp, g->dcond, f->a.tm2, S * We);
+    vla_silu_backward(ops, g->dtmp, g->dcond, f->a.tm2, S * We); /* writes dtmp (ops.h) */
     ops->fill(g->dtmp2, 0.0f, S * We);
     vla_linear_backward(ops, g->dtmp2, W_->tout_w.g, W_->tout_b.g, g->dtmp, f->a.tm1s, W_->tout_w.w, S, We, We);
-    ops->fill(g->dtmp, 0.0f, S * We);
     vla_silu_backward(ops, g->dtmp, g->dtmp2, f->a.tm1, S * We);
     vla_linear_backward(ops, NULL, W_->tin_w.g, W_->tin_b.g, g->dtmp, f->a.temb, W_->tin_w.w, S, We, We);
     const vla_wg tm[] = {W_->tin_w, W_->tin_b, W_->tout_w, W_->tout_b}; /* after every layer's dcond */

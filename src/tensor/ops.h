@@ -458,8 +458,9 @@ typedef struct vla_ops {
 
     /* ---- activations ---------------------------------------------------------- */
     void (*act_forward)(vla_act act, float *out, const float *in, int64_t n);
-    /* d_in += d_out·f'(in) over rows × cols; ready: NULL, or d_in's bf16 GEMM-ready copy after the
-     * add, as a norm's (vla_norm_fuse, n = rows, dim = cols) — the next linear backward's dy */
+    /* d_in = d_out·f'(in) over rows × cols — OVERWRITTEN, as glu_backward's: every caller's d_in held
+     * nothing, and a zero fill before an add was a pass over it for nothing; ready: NULL, or d_in's bf16
+     * GEMM-ready copy, as a norm's (vla_norm_fuse, n = rows, dim = cols) — the next linear backward's dy */
     void (*act_backward)(vla_act act, float *d_in, const float *d_out, const float *in, int64_t rows, int64_t cols,
                          void *ready);
     /* gated MLP: h = act(gate)·up over rows × cols; ready: NULL, or h's
@@ -510,8 +511,9 @@ typedef struct vla_ops {
 
     /* ---- positions and time ----------------------------------------------------- */
     /* RoPE (rotate-half) at explicit positions pos [n] (host); forward
-     * writes out (may alias in); backward adds the transposed rotation of
-     * d_out into d_in */
+     * writes out (may alias in); backward WRITES the transposed rotation of
+     * d_out into d_in (may alias d_out: a block rotates its q/k gradients in
+     * place) */
     void (*rope_forward)(float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t head_dim,
                          double theta);
     void (*rope_backward)(float *d_in, const float *d_out, const int32_t *pos, int64_t n, int64_t heads,

@@ -231,7 +231,7 @@ PROF_VOID(softmax_rows_backward, NOV, COST(0, 12.0 * (double)rows * (double)cols
 PROF_VOID(attention_mask, NOV, COST(0, 0),
           (float *mask, const vla_attn_seqs *qs, const vla_attn_seqs *ks), (mask, qs, ks))
 PROF_VOID(act_forward, NOV, COST(0, 8.0 * n), (vla_act act, float *out, const float *in, int64_t n), (act, out, in, n))
-PROF_VOID(act_backward, NOV, COST(0, (12.0 + (ready ? 2.0 : 0.0)) * (double)rows * (double)cols),
+PROF_VOID(act_backward, NOV, COST(0, (12.0 + (ready ? 2.0 : 0.0)) * (double)rows * (double)cols), /* d_out, in; d_in */
           (vla_act act, float *d_in, const float *d_out, const float *in, int64_t rows, int64_t cols, void *ready),
           (act, d_in, d_out, in, rows, cols, ready))
 PROF_VOID(glu_forward, NOV, COST(0, (12.0 + (ready ? (ready_fp8 ? 1.0 : 2.0) : 0.0)) * (double)rows * (double)cols),
@@ -293,7 +293,7 @@ PROF_VOID(gated_residual_backward, NOV, COST(0, 16.0 * (double)n * (double)dim),
 PROF_VOID(rope_forward, NOV, COST(0, 8.0 * (double)n * (double)heads * (double)head_dim),
           (float *out, const float *in, const int32_t *pos, int64_t n, int64_t heads, int64_t head_dim, double theta),
           (out, in, pos, n, heads, head_dim, theta))
-PROF_VOID(rope_backward, NOV, COST(0, 12.0 * (double)n * (double)heads * (double)head_dim),
+PROF_VOID(rope_backward, NOV, COST(0, 8.0 * (double)n * (double)heads * (double)head_dim), /* d_out; d_in */
           (float *d_in, const float *d_out, const int32_t *pos, int64_t n, int64_t heads, int64_t head_dim,
            double theta),
           (d_in, d_out, pos, n, heads, head_dim, theta))

@@ -626,6 +626,8 @@ static void t_activations(void) {
     for (int a = 0; a < 4; a++) {
         C.ref->act_forward(acts[a], o.h, x.h, n), C.dut->act_forward(acts[a], o.d, x.d, n);
         t_check(o, TOL_ROW, "act_forward");
+        /* OVERWRITTEN (ops.h): the dut's d_in starts as NaNs, the reference's as other values */
+        C.dut->fill(d1.d, NAN, n);
         C.ref->act_backward(acts[a], d1.h, dy.h, x.h, n, 1, NULL), C.dut->act_backward(acts[a], d1.d, dy.d, x.d, n, 1, NULL);
         t_check(d1, TOL_ROW, "act_backward");
         if (acts[a] == VLA_ACT_IDENTITY) continue;
@@ -992,7 +994,7 @@ static void t_norm_fuse(void) {
             check_unchanged(y2, du, nd, "glu_backward ready dup", trial);
             check_ready(rg, dg, n, dim, dim, rd1, rb, "glu_backward ready dgate", trial);
             check_ready(ru, du, n, dim, dim, rd1, rb, "glu_backward ready dup", trial);
-            /* the activation's backward (it adds into d_in): the copy of the sum */
+            /* the activation's backward (it writes d_in): the copy of what it wrote */
             C.dut->copy(dg, x.d, nd), C.dut->copy(du, x.d, nd);
             ready_poison(rg, rb);
             C.dut->act_backward(act, dg, r.d, x.d, n, dim, NULL);
@@ -1019,8 +1021,14 @@ static void t_positions(void) {
     t_check(y, TOL_ULP, "rope_forward");
     C.ref->rope_forward(x.h, x.h, pos, n, heads, hd, 1e6), C.dut->rope_forward(x.d, x.d, pos, n, heads, hd, 1e6);
     t_check(x, TOL_ULP, "rope_forward (in place)");
+    C.dut->fill(dx.d, NAN, n * heads * hd); /* written, not added (ops.h) */
     C.ref->rope_backward(dx.h, y.h, pos, n, heads, hd, 10000.0), C.dut->rope_backward(dx.d, y.d, pos, n, heads, hd, 10000.0);
     t_check(dx, TOL_ULP, "rope_backward");
+    /* in place (a block rotates its q/k gradients so) */
+    C.ref->rope_backward(y.h, y.h, pos, n, heads, hd, 10000.0), C.dut->rope_backward(y.d, y.d, pos, n, heads, hd, 10000.0);
+    t_check(y, TOL_ULP, "rope_backward (in place)");
+    for (int64_t i = 0; i < n * heads * hd; i++)
+        if (y.h[i] != dx.h[i]) fail_msg("rope_backward [cpu]: in place differs from out of place at %lld", (long long)i);
     free(pos), t_free(x), t_free(y), t_free(dx);
     const vla_temb_config cfgs[] = {{VLA_TEMB_LOG, 32, 0, 10000, 1, true}, {VLA_TEMB_PERIODS, 64, 4e-3, 4.0, 0, false}};
     for (int c = 0; c < 2; c++) {

@@ -315,7 +315,7 @@ static void test_elementwise_copies(void **state) {
             }
         }
         /* the backward's bf16 copies: the activation's (d_in after the add), the GLU's dgate and dup */
-        std::vector<float> d0 = up, d1 = up;
+        std::vector<float> d0 = up, d1 = gate; /* different starts: d_in is written, not added to (ops.h) */
         emu_launch(grid, block, [&] { k_act_bwd(act, d0.data(), dh.data(), gate.data(), n, vla_cuda_ready_of(NULL, NULL, rows, cols)); });
         ready_buf ra(rows, cols, NULL);
         emu_launch(grid, block, [&] { k_act_bwd(act, d1.data(), dh.data(), gate.data(), n, ra.rd); });

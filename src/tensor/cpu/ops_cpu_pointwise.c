@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor/cpu/parallel.h"
 #include "tensor/cpu/vecmath.h"
@@ -50,7 +51,7 @@ static void gelu_tanh_forward(float *out, const float *in, int64_t n) {
 }
 static void gelu_tanh_backward(float *d_in, const float *d_out, const float *in, int64_t n) {
 #pragma omp parallel for simd if (parallel : n > PAR_MIN)
-    for (int64_t i = 0; i < n; i++) d_in[i] += d_out[i] * gelu_grad(in[i]);
+    for (int64_t i = 0; i < n; i++) d_in[i] = d_out[i] * gelu_grad(in[i]);
 }
 static void silu_forward(float *out, const float *in, int64_t n) {
 #pragma omp parallel for simd if (parallel : n > PAR_MIN)
@@ -58,7 +59,7 @@ static void silu_forward(float *out, const float *in, int64_t n) {
 }
 static void silu_backward(float *d_in, const float *d_out, const float *in, int64_t n) {
 #pragma omp parallel for simd if (parallel : n > PAR_MIN)
-    for (int64_t i = 0; i < n; i++) d_in[i] += d_out[i] * silu_grad(in[i]);
+    for (int64_t i = 0; i < n; i++) d_in[i] = d_out[i] * silu_grad(in[i]);
 }
 static void relu_forward(float *out, const float *in, int64_t n) {
 #pragma omp parallel for simd if (parallel : n > PAR_MIN)
@@ -66,7 +67,7 @@ static void relu_forward(float *out, const float *in, int64_t n) {
 }
 static void relu_backward(float *d_in, const float *d_out, const float *in, int64_t n) {
 #pragma omp parallel for simd if (parallel : n > PAR_MIN)
-    for (int64_t i = 0; i < n; i++) d_in[i] += in[i] > 0.0f ? d_out[i] : 0.0f;
+    for (int64_t i = 0; i < n; i++) d_in[i] = in[i] > 0.0f ? d_out[i] : 0.0f;
 }
 
 void vla_cpu_act_forward(vla_act act, float *out, const float *in, int64_t n) {
@@ -89,7 +90,7 @@ void vla_cpu_act_backward(vla_act act, float *d_in, const float *d_out, const fl
     case VLA_ACT_SILU: silu_backward(d_in, d_out, in, n); break;
     case VLA_ACT_RELU: relu_backward(d_in, d_out, in, n); break;
     default:
-        for (int64_t i = 0; i < n; i++) d_in[i] += d_out[i];
+        if (d_in != d_out) memcpy(d_in, d_out, sizeof(float) * (size_t)(n > 0 ? n : 0));
         break;
     }
     if (ready) vla_cpu_bf16_ready(ready, d_in, n);
@@ -238,7 +239,7 @@ void vla_cpu_rope_forward(float *out, const float *in, const int32_t *pos, int64
 
 void vla_cpu_rope_backward(float *d_in, const float *d_out, const int32_t *pos, int64_t n, int64_t heads,
                        int64_t head_dim, double theta) {
-    rope_apply(d_in, d_out, pos, n, heads, head_dim, theta, -1.0, 1);
+    rope_apply(d_in, d_out, pos, n, heads, head_dim, theta, -1.0, 0);
 }
 
 /* ---- time embeddings (GR00T, diffusers and openpi conventions) ----------------- */

@@ -57,8 +57,9 @@ __global__ void k_act_bwd(vla_act a, float *d_in, const float *d_out, const floa
     float mx = 0.0f;
     VLA_GRID_STRIDE(i, n) {
         float v;
-        if (a == VLA_ACT_RELU) v = d_in[i] + (in[i] > 0.0f ? d_out[i] : 0.0f);
-        else v = d_in[i] + __fmul_rn(d_out[i], d_act_grad(a, in[i]));
+        if (a == VLA_ACT_RELU) v = in[i] > 0.0f ? d_out[i] : 0.0f; /* overwritten (ops.h) */
+        else if (a == VLA_ACT_IDENTITY) v = d_out[i];
+        else v = __fmul_rn(d_out[i], d_act_grad(a, in[i]));
         d_in[i] = v;
         vla_ready_put_flat(rd, i, v, 1.0f, &mx);
     }

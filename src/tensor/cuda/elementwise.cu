@@ -146,7 +146,7 @@ extern "C" void vla_cuda_rope_forward(float *out, const float *in, const int32_t
 }
 extern "C" void vla_cuda_rope_backward(float *d_in, const float *d_out, const int32_t *pos, int64_t n, int64_t heads,
                                        int64_t hd, double theta) {
-    rope(d_in, d_out, pos, n, heads, hd, theta, -1.0, 1);
+    rope(d_in, d_out, pos, n, heads, hd, theta, -1.0, 0); /* written, not added (ops.h) */
 }
 
 /* ---- time embeddings ---------------------------------------------------------------- */
