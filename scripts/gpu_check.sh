@@ -157,6 +157,13 @@ num() { sed -n "s/.*\"$2\":\(-\{0,1\}[0-9.e+-]*\).*/\1/p" <<<"$1" | head -1; }
 # the first figure line of a stage (exactly STAGE, or its retries after running out of memory: STAGE_gc
 # with gradient checkpointing, STAGE_half at half the batch)
 stage_line() { grep -E "\"stage\":\"$1(_gc|_half)?\"" "$RESULTS" | grep -E "\"bench\":\"$2\"" | head -1; }
+# what `vla policy info` (and `vla plan`) budgeted for train_bf16_pi05's activations, as recorded beside it
+budget_words() {
+    local l
+    l=$(grep '"bench":"policy_info"' "$RESULTS" | head -1)
+    [ -n "$l" ] && awk -v a="$(num "$l" activations_bf16)" -v c="$(num "$l" activations_f32)" \
+        'BEGIN { printf "; vla policy info budgets %.3g and %.3g GiB", a / 2^30, c / 2^30 }'
+}
 # STATUS of a stage group: FAILED (a part failed or timed out), NOT RUN (no
 # record, or a part skipped), PASSED; "not asked" when --only/--skip left it out
 stage_verdict() {
@@ -300,7 +307,7 @@ summary() {
     [ -n "$f1" ] && [ -n "$fn" ] && echo "    shared FP8 casts (nn/linear.h): groot-n1.5 fp8 $f1 samples/s sharing each input's casts, $fn with a cast per linear (VLA_FP8_SHARED_CASTS=0): $(ratio "$f1" "$fn")×"
     k1=$(num "$(stage_line train_bf16_pi05 policy_train)" act_gib)
     k2=$(num "$(stage_line train_bf16_pi05_keptf32 policy_train)" act_gib)
-    [ -n "$k1" ] && [ -n "$k2" ] && echo "    kept copies (docs/precision.md): pi05 bf16 batch $(num "$(stage_line train_bf16_pi05 policy_train)" batch) activations $k1 GiB keeping the normed inputs and GLU hidden as bf16 copies alone, $k2 GiB keeping f32 too (VLA_KEPT_COPIES=0), $(num "$(stage_line train_bf16_pi05 policy_train)" samples_per_s) vs $(num "$(stage_line train_bf16_pi05_keptf32 policy_train)" samples_per_s) samples/s"
+    [ -n "$k1" ] && [ -n "$k2" ] && echo "    kept copies (docs/precision.md): pi05 bf16 batch $(num "$(stage_line train_bf16_pi05 policy_train)" batch) activations $k1 GiB keeping the normed inputs and MLP hidden as bf16 copies alone, $k2 GiB keeping f32 too (VLA_KEPT_COPIES=0), $(num "$(stage_line train_bf16_pi05 policy_train)" samples_per_s) vs $(num "$(stage_line train_bf16_pi05_keptf32 policy_train)" samples_per_s) samples/s$(budget_words)"
     nc=$(num "$(stage_line train_bf16_groot-n1.5_nocopy policy_train)" samples_per_s)
     [ -n "$s1" ] && [ -n "$nc" ] && echo "    producer copies (docs/precision.md): groot-n1.5 bf16 $s1 samples/s with them, $nc without (VLA_PRODUCER_CASTS=0): $(ratio "$s1" "$nc")×"
     # captured regions a stage's device could not record (they ran op by op: its graph figures are not graphs')
@@ -542,6 +549,15 @@ policy_has '--precision' && HAS_PRECISION=1
 # device's clock, in the stages whose figures the targets read (the timing itself is not profiled)
 PROFILE=()
 policy_has '--profile' && PROFILE=(--profile=2)
+record_budget() { # POLICY_TRAIN_LINE: one "policy_info" line, the activation budget at its config and batch
+    local l=$1 c b gc="" info
+    c=$(sed -n 's/.*"config":"\([^"]*\)".*/\1/p' <<<"$l"); b=$(num "$l" batch)
+    [ -n "$c" ] && [ -n "$b" ] || return 0
+    grep -q '"gradient_checkpointing":true' <<<"$l" && gc=gradient_checkpointing_
+    info=$(timeout 60 "$VLA" policy info --config="$c" --batch="$b" --json 2>/dev/null) || return 0
+    [ -n "$(num "$info" "activations_${gc}bf16")" ] && [ -n "$(num "$info" "activations_${gc}f32")" ] || return 0
+    record "{\"stage\":\"budget_$c\",\"bench\":\"policy_info\",\"config\":\"$c\",\"batch\":$b,\"gradient_checkpointing\":$([ -n "$gc" ] && echo true || echo false),\"activations_bf16\":$(num "$info" "activations_${gc}bf16"),\"activations_f32\":$(num "$info" "activations_${gc}f32")}"
+}
 policy_train() { # STAGE CONFIG BATCH PRECISION [TAG [FLAG...]]: the stage is STAGE_CONFIG[_TAG]
     local extra=() name="$1_$2${5:+_$5}"
     if [ "$HAS_PRECISION" = 1 ]; then
@@ -652,6 +668,9 @@ if wanted train_bf16 && have "$VLA" train_bf16; then # issue 40 asks for batch 3
     # π0.5's batch-8 step keeping the normed inputs and GLU hidden as f32 beside their copies again
     # (VLA_KEPT_COPIES=0; docs/precision.md, "Kept copies"): the activation memory the copies alone save
     if [ "$p" = bf16 ]; then VLA_KEPT_COPIES=0 policy_train train_$p pi05 8 $p keptf32; fi
+    # what `vla policy info` and `vla plan` budget for the π0.5 run's activations (its batch, and gradient
+    # checkpointing where it needed that), bf16 on cuda and f32, beside the arena's act_gib in the summary
+    if [ "$p" = bf16 ]; then record_budget "$(stage_line train_bf16_pi05 policy_train)"; fi
 fi
 if wanted train_fp8 && have "$VLA" train_fp8; then # as the budget allows: FP8 with each linear casting its
     # own input again (VLA_FP8_SHARED_CASTS=0; nn/linear.h, the shared FP8 casts): what the sharing saves

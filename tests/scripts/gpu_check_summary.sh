@@ -115,6 +115,15 @@ check "fp8 emulated" "$T/emulated.jsonl" 0 'GEMM 2048x4096x1024 fp8: .* with B h
 { ok_stages | sed 's/"stage":"train_bf16_pi05","status":"ok","rc":0,"seconds":5,"tail":"","graph_refusals":0,"graph_refused_why":""/"stage":"train_bf16_pi05","status":"ok","rc":0,"seconds":5,"tail":"","graph_refusals":2,"graph_refused_why":"a wait for results (to_host)"/'; figures 0.45 150 12.5 2.6; } >"$T/refused.jsonl"
 check "graph refused" "$T/refused.jsonl" 0 'GRAPH RECORDINGS REFUSED in train_bf16_pi05: 2 region.s., the first because a wait for results .to_host.'
 
+# kept copies: the arena's activations with the copies alone and with f32 beside them, and what
+# `vla policy info` budgeted for the same run (record_budget's line)
+{ ok_stages; figures 0.45 150 12.5 2.6 | sed '/"stage":"train_bf16_pi05","bench":"policy_train"/s/"batch":8,/"batch":8,"act_gib":30.0,/'
+  echo '{"stage":"train_bf16_pi05_keptf32","bench":"policy_train","config":"pi05","precision":"bf16","batch":8,"samples_per_s":19.0,"mfu":0.48,"act_gib":36.0}'
+  echo '{"stage":"budget_pi05","bench":"policy_info","config":"pi05","batch":8,"gradient_checkpointing":false,"activations_bf16":39297384448.0,"activations_f32":47278080000.0}'
+} >"$T/kept.jsonl"
+check "kept copies" "$T/kept.jsonl" 0 \
+    'kept copies .*: pi05 bf16 batch 8 activations 30.0 GiB keeping the normed inputs and MLP hidden as bf16 copies alone, 36.0 GiB keeping f32 too .VLA_KEPT_COPIES=0., 20.0 vs 19.0 samples/s; vla policy info budgets 36.6 and 44 GiB'
+
 # a missed target alone: exit 3
 { ok_stages; figures 0.31 150 12.5 2.6; } >"$T/missed.jsonl"
 check "missed MFU" "$T/missed.jsonl" 3 'groot-n1.5 bf16 training MFU +0.31 .*MISSED' 'GR00T-N1.5 action chunk, batch 1 .*MET'
