@@ -28,7 +28,7 @@ vla_status vla_adarmsnorm_backward(const vla_ops *ops, float *d_in, float *d_mod
 /* out = x + y·gate[s]; gate is column 2·dim of `mod` (row stride 3·dim). out may alias x. */
 vla_status vla_gated_residual_forward(const vla_ops *ops, float *out, const float *x, const float *y, const float *mod,
                                       const int32_t *cu_seqlens, int32_t n_seg, int64_t n, int64_t dim);
-/* d_x += d_out, d_y += d_out·gate, d_mod[:, 2·dim:] += Σ d_out·y (each may be NULL). */
+/* d_x += d_out, d_y = d_out·gate (written), d_mod[:, 2·dim:] += Σ d_out·y (each may be NULL). */
 vla_status vla_gated_residual_backward(const vla_ops *ops, float *d_x, float *d_y, float *d_mod, const float *d_out, const float *y,
                                        const float *mod, const int32_t *cu_seqlens, int32_t n_seg, int64_t n,
                                        int64_t dim);

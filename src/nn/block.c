@@ -289,8 +289,7 @@ vla_status vla_block_attn_out_backward(const vla_ops *ops, const vla_block_confi
     /* R2 and the MLP: d_x holds ∂L/∂x_out, which is also the identity part of ∂L/∂x_mid */
     const float *d_y2 = d_x;
     if (adaptive(c->norm2)) ops->fill(s->dmod2, 0.0f, S * mod_width(c->norm2, D));
-    if (gate2) {
-        ops->fill(s->dy, 0.0f, n * D);
+    if (gate2) { /* writes s->dy */
         VLA_TRY(vla_gated_residual_backward(ops, NULL, s->dy, s->dmod2, d_x, a->y2, a->mod2, io->cu, S, n, D));
         d_y2 = s->dy;
     }
@@ -305,7 +304,6 @@ vla_status vla_block_attn_out_backward(const vla_ops *ops, const vla_block_confi
     const float *d_y1 = d_x;
     if (adaptive(c->norm1)) ops->fill(s->dmod1, 0.0f, S * mod_width(c->norm1, D));
     if (gate1) {
-        ops->fill(s->dy, 0.0f, n * D);
         VLA_TRY(vla_gated_residual_backward(ops, NULL, s->dy, s->dmod1, d_x, a->y1, a->mod1, io->cu, S, n, D));
         d_y1 = s->dy;
     }

@@ -503,7 +503,9 @@ typedef struct vla_ops {
                            int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse);
     void (*adarms_backward)(float *d_in, float *d_mod, const float *d_out, const float *in, const float *mod,
                             const float *rstd, const int32_t *cu, int32_t n_seg, int64_t n, int64_t dim);
-    /* π0.5's gated residual: out = x + y·gate, gate = mod[s, 2·dim : 3·dim] */
+    /* π0.5's gated residual: out = x + y·gate, gate = mod[s, 2·dim : 3·dim]; backward: d_x += d_out and
+     * d_mod's gate part += Σ d_out·y (each may be NULL), d_y = d_out·gate WRITTEN (its caller's d_y held
+     * nothing: as act_backward's) */
     void (*gated_residual_forward)(float *out, const float *x, const float *y, const float *mod, const int32_t *cu,
                                    int32_t n_seg, int64_t n, int64_t dim);
     void (*gated_residual_backward)(float *d_x, float *d_y, float *d_mod, const float *d_out, const float *y,

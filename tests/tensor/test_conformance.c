@@ -876,6 +876,7 @@ static void t_norms(void) {
         C.ref->gated_residual_forward(y.h, x.h, y2.h, mod.h, s.cu, s.n_seg, n, dim);
         C.dut->gated_residual_forward(y.d, x.d, y2.d, mod.d, s.cu, s.n_seg, n, dim);
         t_check(y, 0, "gated_residual_forward");
+        C.dut->fill(dy2.d, NAN, n * dim); /* d_y is written, not added to (ops.h) */
         C.ref->gated_residual_backward(dx.h, dy2.h, dmod.h, dy.h, y2.h, mod.h, s.cu, s.n_seg, n, dim);
         C.dut->gated_residual_backward(dx.d, dy2.d, dmod.d, dy.d, y2.d, mod.d, s.cu, s.n_seg, n, dim);
         t_check(dx, 0, "gated_residual_backward dx"), t_check(dy2, 0, "gated_residual_backward dy");

@@ -381,7 +381,7 @@ void vla_cpu_gated_residual_backward(float *d_x, float *d_y, float *d_mod, const
             for (int64_t c = 0; c < dim; c++) {
                 float dy = d_out[t * dim + c];
                 if (d_x) d_x[t * dim + c] += dy;
-                if (d_y) d_y[t * dim + c] += dy * gate[c];
+                if (d_y) d_y[t * dim + c] = dy * gate[c]; /* written (ops.h) */
             }
         }
     }

@@ -481,7 +481,8 @@ extern "C" void vla_cuda_sgemm_q(const vla_gemm_q *q, bool ta, bool tb, int64_t 
 extern "C" void vla_cuda_sgemm_epi(const vla_gemm_q *q, const vla_gemm_epilogue *epi, bool ta, bool tb, int64_t m,
                                    int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
                                    int64_t ldb, float beta, float *c, int64_t ldc) {
-    /* c NULL (ops.h, KEPT COPIES): the GEMM writes t into pre, and the pass after it writes only the copy */
+    /* c NULL (ops.h, KEPT COPIES): the GEMM writes t into pre, and the pass after it writes only the copy
+     * (a kept C with ldc ≠ n, which no caller makes, would take the table's way: a temporary allocation) */
     float *t = c ? c : epi->pre;
     bool folded = sgemm_q_bias(q, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, t, ldc, epi ? epi->bias : NULL);
     if (epi && ldc == n) vla_cuda_epilogue(epi, folded, m, n, c); /* the rest in one pass (elementwise.cu) */

@@ -198,7 +198,7 @@ __global__ void k_gated_bwd(float *d_x, float *d_y, const float *d_out, const fl
         int64_t t = i / dim, c = i % dim;
         float dy = d_out[i];
         if (d_x) d_x[i] += dy;
-        if (d_y) d_y[i] += __fmul_rn(dy, mod[(int64_t)vla_cuda_seg_of(cu, n_seg, t) * 3 * dim + 2 * dim + c]);
+        if (d_y) d_y[i] = __fmul_rn(dy, mod[(int64_t)vla_cuda_seg_of(cu, n_seg, t) * 3 * dim + 2 * dim + c]); /* written */
     }
 }
 
