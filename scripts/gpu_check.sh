@@ -32,7 +32,9 @@
 #                cores' bf16 and FP8 peaks (vla bench gemm)
 #   train_bf16   vla bench policy: samples/s and MFU against the bf16 peak of
 #                groot-n1.5 (batch 32; batch 64 last of all, as time allows,
-#                then π0.5 with the fused attention backward)
+#                then π0.5 with the fused attention backward, then both
+#                keeping f32 activations beside the bf16 copies,
+#                VLA_KEPT_COPIES=0, with what vla policy info budgets)
 #                and pi05 (batch 8) at full size
 #   infer        one chunk at batch 1: GR00T-N1.5 (4 flow steps), π0.5 (10)
 #   serve        vla serve on loopback, the CPU server then the GPU one (bf16,
@@ -157,10 +159,10 @@ num() { sed -n "s/.*\"$2\":\(-\{0,1\}[0-9.e+-]*\).*/\1/p" <<<"$1" | head -1; }
 # the first figure line of a stage (exactly STAGE, or its retries after running out of memory: STAGE_gc
 # with gradient checkpointing, STAGE_half at half the batch)
 stage_line() { grep -E "\"stage\":\"$1(_gc|_half)?\"" "$RESULTS" | grep -E "\"bench\":\"$2\"" | head -1; }
-# what `vla policy info` (and `vla plan`) budgeted for train_bf16_pi05's activations, as recorded beside it
-budget_words() {
+# what `vla policy info` (and `vla plan`) budgeted for CONFIG's bf16 training stage, as recorded beside it
+budget_words() { # CONFIG
     local l
-    l=$(grep '"bench":"policy_info"' "$RESULTS" | head -1)
+    l=$(grep '"bench":"policy_info"' "$RESULTS" | grep -F "\"config\":\"$1\"" | head -1)
     [ -n "$l" ] && awk -v a="$(num "$l" activations_bf16)" -v c="$(num "$l" activations_f32)" \
         'BEGIN { printf "; vla policy info budgets %.3g and %.3g GiB", a / 2^30, c / 2^30 }'
 }
@@ -244,7 +246,7 @@ summary() {
         case "$v" in FAILED | "NOT RUN") bad=1 ;; esac
     done
     echo "  figures:"
-    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 groot-n1.5_nograph groot-n1.5_nocopy pi05 pi05_fusedbwd pi05_nograph pi05_keptf32 nograph_pi05 \
+    for cfg in groot-n1.5 groot-n1.5_b64 groot-n1.5_md1024 groot-n1.5_nograph groot-n1.5_nocopy groot-n1.5_keptf32 pi05 pi05_fusedbwd pi05_nograph pi05_keptf32 nograph_pi05 \
         qunsplit_pi05; do
         for p in bf16 fp8; do
             l=$(stage_line "train_${p}_$cfg" policy_train)
@@ -305,9 +307,11 @@ summary() {
     f1=$(num "$(stage_line train_fp8_groot-n1.5 policy_train)" samples_per_s)
     fn=$(num "$(stage_line train_fp8_groot-n1.5_noshare policy_train)" samples_per_s)
     [ -n "$f1" ] && [ -n "$fn" ] && echo "    shared FP8 casts (nn/linear.h): groot-n1.5 fp8 $f1 samples/s sharing each input's casts, $fn with a cast per linear (VLA_FP8_SHARED_CASTS=0): $(ratio "$f1" "$fn")×"
-    k1=$(num "$(stage_line train_bf16_pi05 policy_train)" act_gib)
-    k2=$(num "$(stage_line train_bf16_pi05_keptf32 policy_train)" act_gib)
-    [ -n "$k1" ] && [ -n "$k2" ] && echo "    kept copies (docs/precision.md): pi05 bf16 batch $(num "$(stage_line train_bf16_pi05 policy_train)" batch) activations $k1 GiB keeping the normed inputs and MLP hidden as bf16 copies alone, $k2 GiB keeping f32 too (VLA_KEPT_COPIES=0), $(num "$(stage_line train_bf16_pi05 policy_train)" samples_per_s) vs $(num "$(stage_line train_bf16_pi05_keptf32 policy_train)" samples_per_s) samples/s$(budget_words)"
+    for kc in groot-n1.5 pi05; do # the activations kept copies save, and what the budget said for the run
+        kl=$(stage_line "train_bf16_$kc" policy_train) kf=$(stage_line "train_bf16_${kc}_keptf32" policy_train)
+        k1=$(num "$kl" act_gib) k2=$(num "$kf" act_gib)
+        [ -n "$k1" ] && [ -n "$k2" ] && echo "    kept copies (docs/precision.md): $kc bf16 batch $(num "$kl" batch) activations $k1 GiB keeping the normed inputs and MLP hidden as bf16 copies alone, $k2 GiB keeping f32 too (VLA_KEPT_COPIES=0), $(num "$kl" samples_per_s) vs $(num "$kf" samples_per_s) samples/s$(budget_words "$(sed -n 's/.*"config":"\([^"]*\)".*/\1/p' <<<"$kl")")"
+    done
     nc=$(num "$(stage_line train_bf16_groot-n1.5_nocopy policy_train)" samples_per_s)
     [ -n "$s1" ] && [ -n "$nc" ] && echo "    producer copies (docs/precision.md): groot-n1.5 bf16 $s1 samples/s with them, $nc without (VLA_PRODUCER_CASTS=0): $(ratio "$s1" "$nc")×"
     # captured regions a stage's device could not record (they ran op by op: its graph figures are not graphs')
@@ -668,9 +672,14 @@ if wanted train_bf16 && have "$VLA" train_bf16; then # issue 40 asks for batch 3
     # π0.5's batch-8 step keeping the normed inputs and GLU hidden as f32 beside their copies again
     # (VLA_KEPT_COPIES=0; docs/precision.md, "Kept copies"): the activation memory the copies alone save
     if [ "$p" = bf16 ]; then VLA_KEPT_COPIES=0 policy_train train_$p pi05 8 $p keptf32; fi
-    # what `vla policy info` and `vla plan` budget for the π0.5 run's activations (its batch, and gradient
-    # checkpointing where it needed that), bf16 on cuda and f32, beside the arena's act_gib in the summary
-    if [ "$p" = bf16 ]; then record_budget "$(stage_line train_bf16_pi05 policy_train)"; fi
+    # what `vla policy info` and `vla plan` budget for the runs' activations (their batch, and gradient
+    # checkpointing where it was needed), bf16 on cuda and f32, beside the arena's act_gib in the summary
+    if [ "$p" = bf16 ]; then
+        record_budget "$(stage_line train_bf16_pi05 policy_train)"
+        record_budget "$(stage_line train_bf16_groot-n1.5 policy_train)"
+        # the same for GR00T, whose DiT's and VL blocks' MLPs are plain (GELU): their hidden kept as copies too
+        VLA_KEPT_COPIES=0 policy_train train_$p groot-n1.5 32 $p keptf32
+    fi
 fi
 if wanted train_fp8 && have "$VLA" train_fp8; then # as the budget allows: FP8 with each linear casting its
     # own input again (VLA_FP8_SHARED_CASTS=0; nn/linear.h, the shared FP8 casts): what the sharing saves

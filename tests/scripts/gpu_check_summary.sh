@@ -120,8 +120,10 @@ check "graph refused" "$T/refused.jsonl" 0 'GRAPH RECORDINGS REFUSED in train_bf
 { ok_stages; figures 0.45 150 12.5 2.6 | sed '/"stage":"train_bf16_pi05","bench":"policy_train"/s/"batch":8,/"batch":8,"act_gib":30.0,/'
   echo '{"stage":"train_bf16_pi05_keptf32","bench":"policy_train","config":"pi05","precision":"bf16","batch":8,"samples_per_s":19.0,"mfu":0.48,"act_gib":36.0}'
   echo '{"stage":"budget_pi05","bench":"policy_info","config":"pi05","batch":8,"gradient_checkpointing":false,"activations_bf16":39297384448.0,"activations_f32":47278080000.0}'
-} >"$T/kept.jsonl"
+  echo '{"stage":"train_bf16_groot-n1.5_keptf32","bench":"policy_train","config":"groot-n1.5","precision":"bf16","batch":32,"samples_per_s":99.0,"mfu":0.44,"act_gib":9.0}'
+} | sed '/"stage":"train_bf16_groot-n1.5","bench":"policy_train"/s/"batch":32,/"batch":32,"act_gib":7.5,/' >"$T/kept.jsonl"
 check "kept copies" "$T/kept.jsonl" 0 \
+    'kept copies .*: groot-n1.5 bf16 batch 32 activations 7.5 GiB keeping the normed inputs and MLP hidden as bf16 copies alone, 9.0 GiB keeping f32 too .VLA_KEPT_COPIES=0., 100.0 vs 99.0 samples/s$' \
     'kept copies .*: pi05 bf16 batch 8 activations 30.0 GiB keeping the normed inputs and MLP hidden as bf16 copies alone, 36.0 GiB keeping f32 too .VLA_KEPT_COPIES=0., 20.0 vs 19.0 samples/s; vla policy info budgets 36.6 and 44 GiB'
 
 # a missed target alone: exit 3
