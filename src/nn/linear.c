@@ -312,3 +312,9 @@ void vla_linear_backward(const vla_ops *ops, float *d_in, float *d_w, float *d_b
                          const float *in, const float *w, int64_t n, int64_t in_dim, int64_t out_dim) {
     vla_linear_backward_q(ops, NULL, d_in, d_w, d_b, d_out, in, w, n, in_dim, out_dim);
 }
+
+void vla_linear_backward_fresh(const vla_ops *ops, float *d_in, float *d_w, float *d_b, const float *d_out,
+                               const float *in, const float *w, int64_t n, int64_t in_dim, int64_t out_dim) {
+    const vla_linear_bwd fresh = {NULL, NULL, true};
+    vla_linear_backward_ex(ops, NULL, &fresh, d_in, d_w, d_b, d_out, in, w, n, in_dim, out_dim);
+}

@@ -223,6 +223,9 @@ void vla_linear_forward_x(const vla_ops *ops, const vla_linear_prec *q, const vo
 /* d_in += d_out·w, d_w += d_outᵀ·in, d_b += Σ_rows d_out (each may be NULL). */
 void vla_linear_backward(const vla_ops *ops, float *d_in, float *d_w, float *d_b, const float *d_out,
                          const float *in, const float *w, int64_t n, int64_t in_dim, int64_t out_dim);
+/* The same with d_in WRITTEN (= d_out·w): for a d_in that holds nothing yet, so no zero fill goes first */
+void vla_linear_backward_fresh(const vla_ops *ops, float *d_in, float *d_w, float *d_b, const float *d_out,
+                               const float *in, const float *w, int64_t n, int64_t in_dim, int64_t out_dim);
 void vla_linear_backward_q(const vla_ops *ops, const vla_linear_prec *q, float *d_in, float *d_w, float *d_b,
                            const float *d_out, const float *in, const float *w, int64_t n, int64_t in_dim,
                            int64_t out_dim);

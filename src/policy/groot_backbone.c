@@ -114,9 +114,8 @@ static vla_status lm_input_backward(vla_policy *p, groot_impl *g, const groot_pa
     vla_policy_ready_wgs(p, &g->W.embed, 1);
     if (pk->n_img == 0 || !(g->need_conn || g->need_vision)) return VLA_OK;
     p->tops->copy_rows(d->dp, L, NULL, d->dres, L, pk->img_rows, pk->n_img_tok, L, 1.0f);
-    if (d->dvit) p->tops->fill(d->dvit, 0.0f, pk->n_img_tok * VW);
-    vla_linear_backward(p->tops, d->dvit, g->W.mlp1_w.g, g->W.mlp1_b.g, d->dp, bb->vit_out, g->W.mlp1_w.w,
-                        pk->n_img_tok, VW, L);
+    vla_linear_backward_fresh(p->tops, d->dvit, g->W.mlp1_w.g, g->W.mlp1_b.g, d->dp, bb->vit_out, g->W.mlp1_w.w,
+                              pk->n_img_tok, VW, L);
     const vla_wg mlp1[] = {g->W.mlp1_w, g->W.mlp1_b};
     vla_policy_ready_wgs(p, mlp1, 2);
     if (d->dvit) VLA_TRY(vla_vit_backward(&g->W.vit, NULL, d->dvit, bb->vit_acts, d->vs, pk->n_img));

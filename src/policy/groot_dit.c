@@ -329,16 +329,14 @@ static vla_status output_backward(vla_policy *p, groot_impl *g, const groot_pack
     vla_relu_backward(ops, d->dd1, d->dd1r, ha->d1, A * O);
     ops->fill(d->dza, 0.0f, A * O);
     VLA_TRY(emb_bwd(p, pk, &w->d1_w, &w->d1_b, O, O, d->dza, d->dd1, ha->za, pk->cu_act, A));
-    ops->fill(d->dya, 0.0f, A * D);
-    vla_linear_backward(ops, d->dya, w->po2_w.g, w->po2_b.g, d->dza, ha->ya, w->po2_w.w, A, D, O);
+    vla_linear_backward_fresh(ops, d->dya, w->po2_w.g, w->po2_b.g, d->dza, ha->ya, w->po2_w.w, A, D, O);
     ops->fill(d->dxa, 0.0f, A * D);
     ops->fill(d->dmodo, 0.0f, S * 2 * D);
     VLA_TRY(vla_adaln_backward(ops, d->dxa, d->dmodo, d->dya, ha->xa, ha->mod_out, ha->ma, ha->ra, pk->cu_act, pk->S,
                                A, D));
     ops->copy2d(d->dmo, 2 * D, d->dmodo + D, 2 * D, S, D); /* (scale, shift) back to proj_out_1's (shift, scale) */
     ops->copy2d(d->dmo + D, 2 * D, d->dmodo, 2 * D, S, D);
-    ops->fill(d->dstemb, 0.0f, S * D);
-    vla_linear_backward(ops, d->dstemb, w->po1_w.g, w->po1_b.g, d->dmo, ha->stemb, w->po1_w.w, S, D, 2 * D);
+    vla_linear_backward_fresh(ops, d->dstemb, w->po1_w.g, w->po1_b.g, d->dmo, ha->stemb, w->po1_w.w, S, D, 2 * D);
     const vla_wg out[] = {w->d2_w, w->d2_b, w->d1_w, w->d1_b, w->po2_w, w->po2_b, w->po1_w, w->po1_b};
     vla_policy_ready_wgs(p, out, 8);
     return VLA_OK;
@@ -408,8 +406,7 @@ static void timestep_backward(vla_policy *p, groot_impl *g, const groot_pack *pk
     const groot_weights *w = &g->W;
     const vla_ops *ops = p->tops;
     vla_silu_backward(ops, d->dtemb, d->dstemb, ha->temb, S * D);
-    ops->fill(d->dte1a, 0.0f, S * D);
-    vla_linear_backward(ops, d->dte1a, w->te2_w.g, w->te2_b.g, d->dtemb, ha->te1a, w->te2_w.w, S, D, D);
+    vla_linear_backward_fresh(ops, d->dte1a, w->te2_w.g, w->te2_b.g, d->dtemb, ha->te1a, w->te2_w.w, S, D, D);
     vla_silu_backward(ops, d->dte1, d->dte1a, ha->te1, S * D);
     vla_linear_backward(ops, NULL, w->te1_w.g, w->te1_b.g, d->dte1, ha->tproj, w->te1_w.w, S, C, D);
     const vla_wg te[] = {w->te1_w, w->te1_b, w->te2_w, w->te2_b};

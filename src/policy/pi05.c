@@ -471,8 +471,7 @@ static vla_status head_backward(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
     const fwd_state *f = &I->f;
     const vla_ops *ops = p->tops;
     PI05_DIMS(I, &p->cfg, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
-    ops->fill(g->dtmp, 0.0f, Na * We);
-    vla_linear_backward(ops, g->dtmp, I->W.aout_w.g, I->W.aout_b.g, I->dpred, f->a.af, I->W.aout_w.w, Na, We, A);
+    vla_linear_backward_fresh(ops, g->dtmp, I->W.aout_w.g, I->W.aout_b.g, I->dpred, f->a.af, I->W.aout_w.w, Na, We, A);
     ops->fill(g->dmod, 0.0f, S * 3 * We);
     VLA_TRY(vla_adarmsnorm_backward(ops, g->dxa, g->dmod, g->dtmp, f->a.xa + L * Na * We, f->a.mod_f, f->a.arstd_f,
                                     f->m.acu, f->S, Na, We));
@@ -533,8 +532,7 @@ static void action_side_backward(vla_policy *p, pi05_impl *I, bwd_scratch *g) {
     const vla_wg ain[] = {W_->ain_w, W_->ain_b};
     vla_policy_ready_wgs(p, ain, 2);
     vla_silu_backward(ops, g->dtmp, g->dcond, f->a.tm2, S * We); /* writes dtmp (ops.h) */
-    ops->fill(g->dtmp2, 0.0f, S * We);
-    vla_linear_backward(ops, g->dtmp2, W_->tout_w.g, W_->tout_b.g, g->dtmp, f->a.tm1s, W_->tout_w.w, S, We, We);
+    vla_linear_backward_fresh(ops, g->dtmp2, W_->tout_w.g, W_->tout_b.g, g->dtmp, f->a.tm1s, W_->tout_w.w, S, We, We);
     vla_silu_backward(ops, g->dtmp, g->dtmp2, f->a.tm1, S * We);
     vla_linear_backward(ops, NULL, W_->tin_w.g, W_->tin_b.g, g->dtmp, f->a.temb, W_->tin_w.w, S, We, We);
     const vla_wg tm[] = {W_->tin_w, W_->tin_b, W_->tout_w, W_->tout_b}; /* after every layer's dcond */

@@ -210,8 +210,7 @@ static vla_status field_vjp(void *vctx, const float *cot, float *out, int64_t n)
     }
     vla_attn_seqs qs = {f->S, m->acu, m->agrp}, ks = {f->S, gi.jcu, gi.jgrp};
     /* head: v = aout(AdaRMS(x_L)) */
-    ops->fill(g.dan, 0.0f, Na * We);
-    vla_linear_backward(ops, g.dan, NULL, NULL, cot, a->an, I->W.aout_w.w, Na, We, A);
+    vla_linear_backward_fresh(ops, g.dan, NULL, NULL, cot, a->an, I->W.aout_w.w, Na, We, A);
     ops->fill(g.dmod, 0.0f, S * 3 * We);
     ops->fill(g.dx, 0.0f, Na * We); /* nn/ backward passes accumulate */
     st = vla_adarmsnorm_backward(ops, g.dx, g.dmod, g.dan, a->xs + L * Na * We, a->mod, a->arstd, m->acu, f->S, Na, We);
@@ -244,8 +243,7 @@ static vla_status field_vjp(void *vctx, const float *cot, float *out, int64_t n)
                                         g.dcond);
     }
     if (st == VLA_OK) { /* x_0 = ain(x) */
-        ops->fill(out, 0.0f, Na * A);
-        vla_linear_backward(ops, out, NULL, NULL, g.dx, NULL, I->W.ain_w.w, Na, A, We);
+        vla_linear_backward_fresh(ops, out, NULL, NULL, g.dx, NULL, I->W.ain_w.w, Na, A, We);
     }
     vla_arena_rewind(&I->arena, mark);
     vla_arena_rewind(&I->harena, hmark);
