@@ -20,7 +20,7 @@ typedef struct {
 vla_status vla_embodiment_linear_forward(const vla_ops *ops, const vla_emb_linear_config *cfg, float *out,
                                          const float *in, const float *w, const float *b, const int32_t *emb_ids,
                                          const int32_t *cu_seqlens, int32_t n_seg, int64_t n);
-/* d_in, d_w, d_b accumulate (each may be NULL); samples in order, so results are deterministic. */
+/* d_in is written, d_w and d_b accumulate (each may be NULL); samples in order, so results are deterministic. */
 vla_status vla_embodiment_linear_backward(const vla_ops *ops, const vla_emb_linear_config *cfg, float *d_in,
                                           float *d_w, float *d_b, const float *d_out, const float *in,
                                           const float *w, const int32_t *emb_ids, const int32_t *cu_seqlens,

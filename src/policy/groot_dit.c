@@ -324,10 +324,8 @@ static vla_status output_backward(vla_policy *p, groot_impl *g, const groot_pack
     HEAD_DIMS(g, p, pk);
     const groot_weights *w = &g->W;
     const vla_ops *ops = p->tops;
-    ops->fill(d->dd1r, 0.0f, A * O);
     VLA_TRY(emb_bwd(p, pk, &w->d2_w, &w->d2_b, O, ad, d->dd1r, d_pred, ha->d1r, pk->cu_act, A));
     vla_relu_backward(ops, d->dd1, d->dd1r, ha->d1, A * O);
-    ops->fill(d->dza, 0.0f, A * O);
     VLA_TRY(emb_bwd(p, pk, &w->d1_w, &w->d1_b, O, O, d->dza, d->dd1, ha->za, pk->cu_act, A));
     vla_linear_backward_fresh(ops, d->dya, w->po2_w.g, w->po2_b.g, d->dza, ha->ya, w->po2_w.w, A, D, O);
     ops->fill(d->dxa, 0.0f, A * D);
@@ -381,16 +379,13 @@ static vla_status encoders_backward(vla_policy *p, groot_impl *g, const groot_pa
     if (w->pos.g) vla_embedding_backward(ops, w->pos.g, d->da3, pk->act_pos, A, D);
     const vla_wg emb[] = {w->fut, w->pos};
     vla_policy_ready_wgs(p, emb, 2);
-    ops->fill(d->da2s, 0.0f, A * D);
     VLA_TRY(emb_bwd(p, pk, &w->a3_w, &w->a3_b, D, D, d->da2s, d->da3, ha->a2s, pk->cu_act, A));
     vla_silu_backward(ops, d->da2, d->da2s, ha->a2, A * D);
-    ops->fill(d->dcat, 0.0f, A * 2 * D);
     VLA_TRY(emb_bwd(p, pk, &w->a2_w, &w->a2_b, 2 * D, D, d->dcat, d->da2, ha->cat, pk->cu_act, A));
     ops->copy2d(d->da1, D, d->dcat, 2 * D, A, D);
     VLA_TRY(emb_bwd(p, pk, &w->a1_w, &w->a1_b, ad, D, NULL, d->da1, ha->xt, pk->cu_act, A));
     const vla_wg enc[] = {w->a1_w, w->a1_b, w->a2_w, w->a2_b, w->a3_w, w->a3_b};
     vla_policy_ready_wgs(p, enc, 6);
-    ops->fill(d->dsthr, 0.0f, S * Hs);
     VLA_TRY(emb_bwd(p, pk, &w->st2_w, &w->st2_b, Hs, D, d->dsthr, d->dst, ha->st_hr, pk->cu_one, S));
     vla_relu_backward(ops, d->dsth, d->dsthr, ha->st_h, S * Hs);
     VLA_TRY(emb_bwd(p, pk, &w->st1_w, &w->st1_b, sd, Hs, NULL, d->dsth, pk->state, pk->cu_one, S));
@@ -464,13 +459,10 @@ vla_status vla_groot_head_vjp(vla_policy *p, vla_arena *a, const groot_pack *pk,
         const groot_weights *w = &fz.W;
         const vla_ops *ops = p->tops;
         ops->copy_rows(d.da3, D, NULL, d.dX, D, pk->act_rows, A, D, 1.0f);
-        ops->fill(d.da2s, 0.0f, A * D);
         st = emb_bwd(p, pk, &w->a3_w, &w->a3_b, D, D, d.da2s, d.da3, ha->a2s, pk->cu_act, A);
         vla_silu_backward(ops, d.da2, d.da2s, ha->a2, A * D);
-        ops->fill(d.dcat, 0.0f, A * 2 * D);
         if (st == VLA_OK) st = emb_bwd(p, pk, &w->a2_w, &w->a2_b, 2 * D, D, d.dcat, d.da2, ha->cat, pk->cu_act, A);
         ops->copy2d(d.da1, D, d.dcat, 2 * D, A, D);
-        ops->fill(dxt, 0.0f, A * ad);
         if (st == VLA_OK) st = emb_bwd(p, pk, &w->a1_w, &w->a1_b, ad, D, dxt, d.da1, ha->xt, pk->cu_act, A);
     }
     p->grad_ready = ready;

@@ -416,9 +416,10 @@ typedef struct vla_ops {
      * int32) and uses matrix W[ids[s]] of w [n_mat, in_dim, out_dim] (in ×
      * out: GR00T's layout) and bias row b[ids[s]] of b [n_mat, out_dim].
      * forward OVERWRITES y: y_s = x_s·W[e_s] (+ b[e_s] when b is set).
-     * backward accumulates each non-NULL output: dx_s += dy_s·W[e_s]ᵀ;
-     * dw[e] += x_sᵀ·dy_s and db[e] += Σ_rows dy_s over the segments of e in
-     * s order. The cpu backend runs one GEMM per segment (its bits); a
+     * backward WRITES dx (dx_s = dy_s·W[e_s]ᵀ: every caller's dx held
+     * nothing, and a zero fill first was a pass for nothing) and
+     * accumulates the others: dw[e] += x_sᵀ·dy_s and db[e] += Σ_rows dy_s
+     * over the segments of e in s order. The cpu backend runs one GEMM per segment (its bits); a
      * device runs every segment in one launch per product. */
     void (*segment_linear_forward)(float *y, const float *x, const float *w, const float *b, const int32_t *ids,
                                    const int32_t *cu, int32_t n_seg, int64_t in_dim, int64_t out_dim);

@@ -505,6 +505,7 @@ static void t_segment_linear(void) {
         C.dut->segment_linear_forward(y.d, x.d, w.d, with_b ? b.d : NULL, ids, cu, n_seg, in, out);
         t_check_norm(y, TOL_GEMM, "segment_linear_forward");
         bool gx = trial % 4 != 1, gw = trial % 4 != 2, gb = trial % 4 != 3;
+        if (gx) C.dut->fill(dx.d, NAN, cu[n_seg] * in); /* dx is written, not added to (ops.h) */
         C.ref->segment_linear_backward(gx ? dx.h : NULL, gw ? dw.h : NULL, gb ? db.h : NULL, dy.h, x.h, w.h, ids, cu,
                                        n_seg, in, out);
         C.dut->segment_linear_backward(gx ? dx.d : NULL, gw ? dw.d : NULL, gb ? db.d : NULL, dy.d, x.d, w.d, ids, cu,

@@ -459,7 +459,7 @@ static void test_segment_linear(void **state) {
         std::vector<float> x = rand_vec(n * in, 1), w = rand_vec(n_mat * in * out, 0.5f), b = rand_vec(n_mat * out, 1);
         std::vector<float> dy = rand_vec(n * out, 1), y0((size_t)(n * out)), y1((size_t)(n * out));
         std::vector<float> dx0 = rand_vec(n * in, 1), dw0 = rand_vec(n_mat * in * out, 1), db0 = rand_vec(n_mat * out, 1);
-        std::vector<float> dx1 = dx0, dw1 = dw0, db1 = db0;
+        std::vector<float> dx1((size_t)(n * in), NAN), dw1 = dw0, db1 = db0; /* dx is written (ops.h) */
         cpu->segment_linear_forward(y0.data(), x.data(), w.data(), b.data(), ids.data(), cu.data(), n_seg, in, out);
         cpu->segment_linear_backward(dx0.data(), dw0.data(), db0.data(), dy.data(), x.data(), w.data(), ids.data(),
                                      cu.data(), n_seg, in, out);
@@ -469,11 +469,11 @@ static void test_segment_linear(void **state) {
         unsigned nc = (unsigned)tiles.n_chunks;
         emu_launch(dim3(nc, (unsigned)((out + SEG_TN - 1) / SEG_TN)), dim3(SEG_THREADS), [&] {
             k_seg_gemm(y1.data(), x.data(), in, out, w.data(), in * out, out, 1, b.data(), tiles.start, tiles.end,
-                       tiles.seg, ids.data(), false);
+                       tiles.seg, ids.data());
         });
         emu_launch(dim3(nc, (unsigned)((in + SEG_TN - 1) / SEG_TN)), dim3(SEG_THREADS), [&] {
             k_seg_gemm(dx1.data(), dy.data(), out, in, w.data(), in * out, 1, out, NULL, tiles.start, tiles.end,
-                       tiles.seg, ids.data(), true);
+                       tiles.seg, ids.data());
         });
         vla_seg_chunks_free(&tiles);
         /* … and the rows grouped by embodiment for dW and db (vla_rows_csr_make) */

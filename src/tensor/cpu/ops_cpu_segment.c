@@ -25,8 +25,8 @@ void vla_cpu_segment_linear_backward(float *dx, float *dw, float *db, const floa
         int64_t e = ids[s];
         const float *g = dy + (int64_t)cu[s] * out_dim, *xs = x + (int64_t)cu[s] * in_dim;
         if (dx)
-            cpu->sgemm(false, true, len, in_dim, out_dim, 1.0f, g, out_dim, w + e * in_dim * out_dim, out_dim, 1.0f,
-                       dx + (int64_t)cu[s] * in_dim, in_dim);
+            cpu->sgemm(false, true, len, in_dim, out_dim, 1.0f, g, out_dim, w + e * in_dim * out_dim, out_dim, 0.0f,
+                       dx + (int64_t)cu[s] * in_dim, in_dim); /* written (ops.h) */
         if (dw) cpu->sgemm(true, false, in_dim, out_dim, len, 1.0f, xs, in_dim, g, out_dim, 1.0f, dw + e * in_dim * out_dim, out_dim);
         if (db) cpu->sum_rows(db + e * out_dim, g, len, out_dim, 1.0f);
     }

@@ -28,10 +28,10 @@ static void die(const char *what) {
     abort();
 }
 
-/* y (+)= x·M_e per segment; M_e[k][n] = w[e·mat + k·sk + n·sn] */
+/* y = x·M_e per segment, written; M_e[k][n] = w[e·mat + k·sk + n·sn] */
 static void seg_gemm(float *y, const float *x, int64_t K, int64_t N, const float *w, int64_t mat, int64_t sk,
                      int64_t sn, const float *bias, const int32_t *ids, const int32_t *cu, int32_t n_seg,
-                     bool accumulate, const char *what) {
+                     const char *what) {
     vla_seg_chunks tiles;
     if (vla_seg_chunks_make_rows(&tiles, cu, n_seg, SEG_TM) != VLA_OK) die(what);
     if (tiles.n_chunks > 0 && N > 0) {
@@ -41,7 +41,7 @@ static void seg_gemm(float *y, const float *x, int64_t K, int64_t N, const float
         int64_t nc = tiles.n_chunks;
         dim3 grid((unsigned)nc, (unsigned)((N + SEG_TN - 1) / SEG_TN));
         k_seg_gemm<<<grid, SEG_THREADS, 0, vla_cuda_stream()>>>(y, x, K, N, w, mat, sk, sn, bias, d, d + nc, d + 2 * nc,
-                                                            (const int32_t *)ui.dev, accumulate);
+                                                            (const int32_t *)ui.dev);
         vla_cuda_check(what);
         vla_cuda_upload_release(&ut);
         vla_cuda_upload_release(&ui);
@@ -52,16 +52,16 @@ static void seg_gemm(float *y, const float *x, int64_t K, int64_t N, const float
 extern "C" void vla_cuda_segment_linear_forward(float *y, const float *x, const float *w, const float *b,
                                                 const int32_t *ids, const int32_t *cu, int32_t n_seg, int64_t in_dim,
                                                 int64_t out_dim) {
-    seg_gemm(y, x, in_dim, out_dim, w, in_dim * out_dim, out_dim, 1, b, ids, cu, n_seg, false,
-             "segment_linear_forward");
+    seg_gemm(y, x, in_dim, out_dim, w, in_dim * out_dim, out_dim, 1, b, ids, cu, n_seg, "segment_linear_forward");
 }
 
 extern "C" void vla_cuda_segment_linear_backward(float *dx, float *dw, float *db, const float *dy, const float *x,
                                                  const float *w, const int32_t *ids, const int32_t *cu, int32_t n_seg,
                                                  int64_t in_dim, int64_t out_dim) {
-    /* dx_s += dy_s·W_eᵀ: M[k = j][n = i] = W_e[i][j] */
-    if (dx) seg_gemm(dx, dy, out_dim, in_dim, w, in_dim * out_dim, 1, out_dim, NULL, ids, cu, n_seg, true,
-                     "segment_linear_backward (dx)");
+    /* dx_s = dy_s·W_eᵀ, written (ops.h): M[k = j][n = i] = W_e[i][j] */
+    if (dx)
+        seg_gemm(dx, dy, out_dim, in_dim, w, in_dim * out_dim, 1, out_dim, NULL, ids, cu, n_seg,
+                 "segment_linear_backward (dx)");
     int64_t n = n_seg > 0 ? cu[n_seg] : 0;
     if ((!dw && !db) || n <= 0) return;
     /* the rows grouped by embodiment, each group's rows in order */

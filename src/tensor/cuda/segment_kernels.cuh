@@ -14,12 +14,12 @@
 #define SEG_TK 16
 #define SEG_THREADS 256 /* 16 × 16: ty a row (or dW's row i), tx four columns tx + 16c */
 
-/* y[r][n] (+)= Σ_k x[r][k]·M[k][n] (+ bias[e][n] when overwriting) for the
+/* y[r][n] = Σ_k x[r][k]·M[k][n] (+ bias[e][n]), written, for the
  * rows [start[t], end[t]) of tile t = blockIdx.x, e = ids[seg[t]],
  * M[k][n] = w[e·mat + k·sk + n·sn]; blockIdx.y: SEG_TN columns. */
 __global__ void k_seg_gemm(float *y, const float *x, int64_t K, int64_t N, const float *w, int64_t mat, int64_t sk,
                            int64_t sn, const float *bias, const int32_t *start, const int32_t *end, const int32_t *seg,
-                           const int32_t *ids, bool accumulate) {
+                           const int32_t *ids) {
     __shared__ float xs[SEG_TM][SEG_TK + 1];
     __shared__ float ws[SEG_TK][SEG_TN + 1];
     const int t = blockIdx.x, tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -50,9 +50,7 @@ __global__ void k_seg_gemm(float *y, const float *x, int64_t K, int64_t N, const
     for (int c = 0; c < 4; c++) {
         int64_t n = n0 + tx + 16 * c;
         if (n >= N) continue;
-        float *p = y + r * N + n;
-        if (accumulate) *p += acc[c];
-        else *p = bias ? acc[c] + bias[e * N + n] : acc[c];
+        y[r * N + n] = bias ? acc[c] + bias[e * N + n] : acc[c];
     }
 }
 
