@@ -178,11 +178,12 @@ void vla_linear_set_producer_casts(bool on);
 int64_t vla_linear_producer_copies(void);
 
 /* KEPT COPIES (bf16 training, 2026-12-07; docs/precision.md). A value
- * read only by bf16 GEMMs — a block's normed inputs h1 and h2, a gated
- * MLP's hidden h, forward and weight gradient alike — is saved for the
- * backward as its bf16 GEMM-ready copy alone, with no f32 tensor beside
- * it: the copy is what every one of its reads reads (ops.h: a norm or the
- * GLU writes the copy alone, a GEMM takes a NULL operand with its copy).
+ * read only by bf16 GEMMs — a block's normed inputs h1 and h2, an MLP's
+ * hidden h (gated or GELU), forward and weight gradient alike — is saved
+ * for the backward as its bf16 GEMM-ready copy alone, with no f32 tensor
+ * beside it: the copy is what every one of its reads reads (ops.h: a norm,
+ * the GLU or a GEMM's epilogue writes the copy alone, a GEMM takes a NULL
+ * operand with its copy).
  * The same bits; 2 bytes an element kept where there were 4 (on cuda; the
  * checked backend's copies are f32, so there it is exercised, not saved),
  * and the backward's casts of those values are gone. A size table gives

@@ -114,7 +114,7 @@ vla_status vla_inference_precision(const char *want, const vla_ops *ops, vla_pre
 void vla_policy_precision_free(vla_policy *p);
 /* KEPT COPIES (nn/linear.h): a family registers each block config it runs (at create, after the
  * weights are bound); from then on every vla_policy_set_precision (and a free) sets whether the configs
- * keep their normed inputs and gated MLP hidden as bf16 copies alone — in bf16, on a backend that keeps
+ * keep their normed inputs and MLP hidden as bf16 copies alone — in bf16, on a backend that keeps
  * copies (ready_bytes), with VLA_KEPT_COPIES and VLA_PRODUCER_CASTS on (read at that moment) — and
  * vla_policy_kept_copies says on which backend they were last set to (NULL: f32 tensors). */
 void vla_policy_block_config(vla_policy *p, vla_block_config *c);

@@ -20,6 +20,11 @@ int64_t vla_cpu_operand_casts(void);
 /* ops_cpu_precision.c: the bf16 ready copy of count packed values (prepare_operand's, for a producer's ready) */
 void vla_cpu_bf16_ready(void *ready, const float *x, int64_t count);
 void vla_cpu_fp8_ready(void *ready, const float *x, int64_t count, const vla_fp8_operand *op);
+/* ops_cpu_precision.c: where a producer computes a value it may be asked to keep only as its bf16 copy
+ * (ops.h, KEPT COPIES: a norm's output, the GLU's h) — out, or, out NULL, a temporary of count floats the
+ * copy is made from, which vla_cpu_temp_done frees (and leaves out alone) */
+float *vla_cpu_out_or_temp(float *out, int64_t count);
+void vla_cpu_temp_done(float *out, float *y);
 
 /* ops_cpu_norm.c */
 void vla_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,

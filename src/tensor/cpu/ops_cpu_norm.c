@@ -36,17 +36,11 @@ static void fuse_output(const vla_norm_fuse *f, const float *out, int64_t count)
     else if (f && f->ready) vla_cpu_bf16_ready(f->ready, out, count);
 }
 
-/* Where the norm writes y: out, or — a kept copy's norm (ops.h: out NULL, the bf16 copy is all it
- * keeps) — a temporary the copy is made from, which norm_done frees. */
-static float *norm_out(float *out, int64_t count) {
-    if (out) return out;
-    float *t = malloc(sizeof(float) * (size_t)(count > 0 ? count : 1));
-    if (!t) abort(); /* a row block of the activations: out of memory here is out of memory everywhere */
-    return t;
-}
+/* A norm writes y into out, or — a kept copy's norm (ops.h: out NULL, the bf16 copy is all it keeps) —
+ * into a temporary (vla_cpu_out_or_temp) the copy is made from, which norm_done frees. */
 static void norm_done(const vla_norm_fuse *f, float *out, float *y, int64_t count) {
     fuse_output(f, y, count);
-    if (y != out) free(y);
+    vla_cpu_temp_done(out, y);
 }
 
 static void layernorm_forward_plain(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
@@ -400,28 +394,28 @@ void vla_cpu_gated_residual_backward(float *d_x, float *d_y, float *d_mod, const
 
 void vla_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *w, const float *b,
                                int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse) {
-    float *y = norm_out(out, n * dim);
+    float *y = vla_cpu_out_or_temp(out, n * dim);
     layernorm_forward_plain(y, mean, rstd, fuse_input(fuse, in, n * dim), w, b, n, dim, eps);
     norm_done(fuse, out, y, n * dim);
 }
 
 void vla_cpu_rmsnorm_forward(float *out, float *rstd, const float *in, const float *w, bool one_plus, int64_t n,
                              int64_t dim, float eps, const vla_norm_fuse *fuse) {
-    float *y = norm_out(out, n * dim);
+    float *y = vla_cpu_out_or_temp(out, n * dim);
     rmsnorm_forward_plain(y, rstd, fuse_input(fuse, in, n * dim), w, one_plus, n, dim, eps);
     norm_done(fuse, out, y, n * dim);
 }
 
 void vla_cpu_adaln_forward(float *out, float *mean, float *rstd, const float *in, const float *mod, const int32_t *cu,
                            int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse) {
-    float *y = norm_out(out, n * dim);
+    float *y = vla_cpu_out_or_temp(out, n * dim);
     adaln_forward_plain(y, mean, rstd, fuse_input(fuse, in, n * dim), mod, cu, n_seg, n, dim, eps);
     norm_done(fuse, out, y, n * dim);
 }
 
 void vla_cpu_adarms_forward(float *out, float *rstd, const float *in, const float *mod, const int32_t *cu,
                             int32_t n_seg, int64_t n, int64_t dim, float eps, const vla_norm_fuse *fuse) {
-    float *y = norm_out(out, n * dim);
+    float *y = vla_cpu_out_or_temp(out, n * dim);
     adarms_forward_plain(y, rstd, fuse_input(fuse, in, n * dim), mod, cu, n_seg, n, dim, eps);
     norm_done(fuse, out, y, n * dim);
 }

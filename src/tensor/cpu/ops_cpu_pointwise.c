@@ -102,8 +102,8 @@ void vla_cpu_act_backward(vla_act act, float *d_in, const float *d_out, const fl
 void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *up, int64_t rows, int64_t cols,
                          void *ready, const vla_fp8_operand *ready_fp8) {
     int64_t nh = rows * cols;
-    float *out = h; /* NULL: the copy alone is kept (ops.h), made from a temporary */
-    if (!h && !(h = malloc(sizeof(float) * (size_t)(nh > 0 ? nh : 1)))) abort();
+    float *out = h;
+    h = vla_cpu_out_or_temp(out, nh); /* out NULL: the copy alone is kept (ops.h), made from a temporary */
     if (act == VLA_ACT_GELU_TANH) {
 #pragma omp parallel for simd if (parallel : nh > PAR_MIN)
         for (int64_t i = 0; i < nh; i++) h[i] = vla_gelu_tanhf(gate[i]) * up[i];
@@ -116,7 +116,7 @@ void vla_cpu_glu_forward(vla_act act, float *h, const float *gate, const float *
     }
     if (ready && ready_fp8) vla_cpu_fp8_ready(ready, h, nh, ready_fp8);
     else if (ready) vla_cpu_bf16_ready(ready, h, nh);
-    if (h != out) free(h);
+    vla_cpu_temp_done(out, h);
 }
 
 void vla_cpu_glu_backward(vla_act act, float *dgate, float *dup, const float *dh, const float *gate, const float *up,

@@ -134,6 +134,16 @@ void vla_cpu_bf16_ready(void *ready, const float *x, int64_t count) {
     quantize((float *)ready, x, 1, count, count, VLA_PREC_BF16, NULL);
 }
 
+float *vla_cpu_out_or_temp(float *out, int64_t count) {
+    if (out) return out;
+    float *t = malloc(sizeof(float) * (size_t)(count > 0 ? count : 1));
+    if (!t) abort(); /* a row block of the activations: out of memory here is out of memory everywhere */
+    return t;
+}
+void vla_cpu_temp_done(float *out, float *y) {
+    if (y != out) free(y);
+}
+
 /* prepare_operand's FP8 copy of x (trans_b: the stored layout), made by the op that wrote x: not a cast
  * of its own (VLA_STAT_OPERAND_CASTS), the same values and amax */
 void vla_cpu_fp8_ready(void *ready, const float *x, int64_t count, const vla_fp8_operand *op) {
