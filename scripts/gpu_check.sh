@@ -159,12 +159,13 @@ num() { sed -n "s/.*\"$2\":\(-\{0,1\}[0-9.e+-]*\).*/\1/p" <<<"$1" | head -1; }
 # the first figure line of a stage (exactly STAGE, or its retries after running out of memory: STAGE_gc
 # with gradient checkpointing, STAGE_half at half the batch)
 stage_line() { grep -E "\"stage\":\"$1(_gc|_half)?\"" "$RESULTS" | grep -E "\"bench\":\"$2\"" | head -1; }
-# what `vla policy info` (and `vla plan`) budgeted for CONFIG's bf16 training stage, as recorded beside it
+# what `vla policy info` (and `vla plan`) measured for CONFIG's bf16 training stage (its longest prompts), as
+# recorded beside it
 budget_words() { # CONFIG
     local l
     l=$(grep '"bench":"policy_info"' "$RESULTS" | grep -F "\"config\":\"$1\"" | head -1)
     [ -n "$l" ] && awk -v a="$(num "$l" activations_bf16)" -v c="$(num "$l" activations_f32)" \
-        'BEGIN { printf "; vla policy info budgets %.3g and %.3g GiB", a / 2^30, c / 2^30 }'
+        'BEGIN { printf "; vla policy info measures %.3g and %.3g GiB", a / 2^30, c / 2^30 }'
 }
 # STATUS of a stage group: FAILED (a part failed or timed out), NOT RUN (no
 # record, or a part skipped), PASSED; "not asked" when --only/--skip left it out
@@ -312,6 +313,16 @@ summary() {
         k1=$(num "$kl" act_gib) k2=$(num "$kf" act_gib)
         [ -n "$k1" ] && [ -n "$k2" ] && echo "    kept copies (docs/precision.md): $kc bf16 batch $(num "$kl" batch) activations $k1 GiB keeping the normed inputs and MLP hidden as bf16 copies alone, $k2 GiB keeping f32 too (VLA_KEPT_COPIES=0), $(num "$kl" samples_per_s) vs $(num "$kf" samples_per_s) samples/s$(budget_words "$(sed -n 's/.*"config":"\([^"]*\)".*/\1/p' <<<"$kl")")"
     done
+    # each training stage's activation arenas against the same step measured on the meta backend sized as
+    # cuda (policy/memory.h: what vla policy info and vla plan report): equal, or where they differ
+    mm=$(grep '"bench":"policy_train"' "$RESULTS" | grep '"act_gib_measured"' | while IFS= read -r l; do
+        a=$(num "$l" act_gib) m=$(num "$l" act_gib_measured)
+        if [ "$a" = "$m" ]; then echo "="; else echo "$(sed -n 's/.*"stage":"\([^"]*\)".*/\1/p' <<<"$l") (run $a, measured $m GiB)"; fi
+    done)
+    if [ -n "$mm" ]; then
+        ne=$(grep -c '^=$' <<<"$mm") diff=$(grep -v '^=$' <<<"$mm" | paste -sd';' - | sed 's/;/; /g')
+        echo "    memory measured on the meta backend (docs/policy.md): $ne of $(wc -l <<<"$mm") training stages' activations equal to the run's${diff:+; DIFFER: $diff}"
+    fi
     nc=$(num "$(stage_line train_bf16_groot-n1.5_nocopy policy_train)" samples_per_s)
     [ -n "$s1" ] && [ -n "$nc" ] && echo "    producer copies (docs/precision.md): groot-n1.5 bf16 $s1 samples/s with them, $nc without (VLA_PRODUCER_CASTS=0): $(ratio "$s1" "$nc")×"
     # captured regions a stage's device could not record (they ran op by op: its graph figures are not graphs')

@@ -33,22 +33,6 @@ int vla_bench_serve(int argc, char **argv);
  * seconds per training step (the trainer's, train/step.h) timed for at least
  * `seconds` after a warm-up step — shared by the benchmarks that train. */
 vla_status vla_bench_optimizer(vla_policy *p, vla_comm *comm, vla_train_opt **opt);
-/* A synthetic training batch's buffers (bench_policy.c): room for S samples
- * of at most the config's prefix and action tokens each (or token_cap
- * tokens in all, when larger) and `images` images; vla_bench_batch_finish
- * points `b` at them once T tokens and n_images images are laid out. */
-typedef struct {
-    vla_batch b;
-    int64_t token_cap;
-    int32_t *cu, *cu_img, *pos, *grp, *ids, *real_dim;
-    uint8_t *roles, *is_pad;
-    float *images, *state, *actions;
-    uint64_t *keys;
-} vla_bench_batch;
-vla_status vla_bench_batch_alloc(vla_bench_batch *s, const vla_policy_config *c, int32_t S, int64_t images,
-                                 int64_t token_cap);
-void vla_bench_batch_finish(vla_bench_batch *s, int32_t S, int64_t T, int32_t n_images);
-void vla_bench_batch_free(vla_bench_batch *s);
 vla_status vla_bench_time_training(vla_policy *p, const vla_batch *b, vla_train_opt *opt, double seconds,
                                    double *per_step, vla_loss_info *info);
 /* bench_gemm.c: OpenBLAS core types a peer process forces (OPENBLAS_CORETYPE

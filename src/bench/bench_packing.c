@@ -34,6 +34,7 @@
 
 #include "base/rng.h"
 #include "policy/config.h"
+#include "policy/synth_batch.h"
 #include "tensor/backend.h"
 
 typedef struct {
@@ -55,13 +56,13 @@ static const char *const LAYOUT[N_LAYOUTS] = {"packed", "padded_longest", "padde
 /* S samples of the mixture, packed, or each padded to the batch's most
  * cameras and longest prompt, or to every camera slot and max_tokens. */
 static vla_status build_batch(const vla_policy *p, int32_t S, layout how, double pad_fraction, int64_t packed_tokens,
-                              vla_bench_batch *x) {
+                              vla_synth_batch *x) {
     const vla_policy_config *c = &p->cfg;
     int64_t plane = c->vision.channels * c->vision.image_size * c->vision.image_size, maxt = c->language.max_tokens;
     int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim, cams_max = c->vision.cameras;
     /* PAD_FRACTION: every sample (1 + F)·packed/S tokens long, at least the longest layout */
     int64_t target = how == PAD_FRACTION ? (int64_t)ceil((1.0 + pad_fraction) * (double)packed_tokens / S) : 0;
-    VLA_TRY(vla_bench_batch_alloc(x, c, S, S * cams_max, S * (target + Hz + 2)));
+    VLA_TRY(vla_synth_batch_alloc(x, c, S, S * cams_max, S * (target + Hz + 2)));
     int32_t *tok = calloc((size_t)(S * (maxt + 1)), sizeof *tok);
     int64_t *ntext = calloc((size_t)S, sizeof *ntext);
     vla_status st = VLA_OK;
@@ -104,7 +105,7 @@ static vla_status build_batch(const vla_policy *p, int32_t S, layout how, double
         x->cu[i + 1] = (int32_t)T, x->cu_img[i + 1] = nimg;
     }
     free(tok), free(ntext);
-    if (st == VLA_OK) vla_bench_batch_finish(x, S, T, nimg);
+    if (st == VLA_OK) vla_synth_batch_finish(x, S, T, nimg);
     return st;
 }
 
@@ -119,7 +120,7 @@ static int bench_config(const char *name, int64_t batch, double seconds, int rou
     if (cfg.action.action_dim < 14) cfg.action.action_dim = 14;
     if ((st = vla_policy_config_validate(name, &cfg)) != VLA_OK) return vla_cli_fail(st);
     vla_policy *p = NULL;
-    vla_bench_batch bt[N_LAYOUTS];
+    vla_synth_batch bt[N_LAYOUTS];
     memset(bt, 0, sizeof bt);
     vla_train_opt *opt = NULL;
     double best[N_LAYOUTS] = {1e30, 1e30, 1e30, 1e30};
@@ -153,7 +154,7 @@ static int bench_config(const char *name, int64_t batch, double seconds, int rou
         fflush(stdout);
     }
     vla_train_opt_free(opt);
-    for (int k = 0; k < N_LAYOUTS; k++) vla_bench_batch_free(&bt[k]);
+    for (int k = 0; k < N_LAYOUTS; k++) vla_synth_batch_free(&bt[k]);
     vla_policy_free(p);
     return st == VLA_OK ? 0 : vla_cli_fail(st);
 }

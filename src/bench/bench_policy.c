@@ -34,7 +34,9 @@
 #include "base/timer.h"
 #include "distributed/comm.h"
 #include "policy/policy.h"
+#include "policy/memory.h"
 #include "policy/precision.h"
+#include "policy/synth_batch.h"
 #include "tensor/backend.h"
 #include "tensor/cpu/gemm.h"
 #include "tensor/ops.h"
@@ -117,84 +119,6 @@ static double gemm_peak_best(const vla_ops *ops, vla_precision mode, int64_t min
 /* The peak printed first: sizes 256..2048, three windows of 0.1 s each. */
 static double gemm_peak(const vla_ops *ops, vla_precision mode, bool quick) {
     return quick ? gemm_peak_best(ops, mode, 256, 512, 3, 0.03) : gemm_peak_best(ops, mode, 256, 2048, 3, 0.1);
-}
-
-void vla_bench_batch_free(vla_bench_batch *s) {
-    free(s->cu), free(s->cu_img), free(s->pos), free(s->grp), free(s->ids), free(s->real_dim);
-    free(s->roles), free(s->is_pad), free(s->images), free(s->state), free(s->actions), free(s->keys);
-    memset(s, 0, sizeof *s);
-}
-
-vla_status vla_bench_batch_alloc(vla_bench_batch *s, const vla_policy_config *c, int32_t S, int64_t images,
-                                 int64_t token_cap) {
-    memset(s, 0, sizeof *s);
-    int64_t plane = c->vision.channels * c->vision.image_size * c->vision.image_size;
-    int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim;
-    s->token_cap = (int64_t)S * (vla_policy_prefix_tokens(c) + Hz + 2);
-    if (token_cap > s->token_cap) s->token_cap = token_cap;
-    s->cu = calloc((size_t)S + 1, sizeof(int32_t));
-    s->cu_img = calloc((size_t)S + 1, sizeof(int32_t));
-    s->pos = calloc((size_t)s->token_cap, sizeof(int32_t));
-    s->grp = calloc((size_t)s->token_cap, sizeof(int32_t));
-    s->ids = calloc((size_t)s->token_cap, sizeof(int32_t));
-    s->real_dim = calloc((size_t)S, sizeof(int32_t));
-    s->roles = calloc((size_t)s->token_cap, 1);
-    s->is_pad = calloc((size_t)(S * Hz), 1);
-    s->images = calloc((size_t)(images * plane + 1), sizeof(float));
-    s->state = calloc((size_t)(S * SD + 1), sizeof(float));
-    s->actions = calloc((size_t)(S * Hz * A), sizeof(float));
-    s->keys = calloc((size_t)S, sizeof(uint64_t));
-    if (!s->cu || !s->cu_img || !s->pos || !s->grp || !s->ids || !s->real_dim || !s->roles || !s->is_pad ||
-        !s->images || !s->state || !s->actions || !s->keys) {
-        vla_bench_batch_free(s);
-        return vla_error(VLA_ERR_NOMEM, "bench: out of memory for a batch of %d samples", (int)S);
-    }
-    return VLA_OK;
-}
-
-void vla_bench_batch_finish(vla_bench_batch *s, int32_t S, int64_t T, int32_t n_images) {
-    s->b = (vla_batch){.n_samples = S, .n_tokens = T, .cu_seqlens = s->cu, .roles = s->roles, .positions = s->pos,
-                       .groups = s->grp, .token_ids = s->ids, .n_images = n_images, .cu_images = s->cu_img,
-                       .images = s->images, .state = s->state, .actions = s->actions, .action_is_pad = s->is_pad,
-                       .real_action_dim = s->real_dim, .seed = 1, .sample_keys = s->keys};
-}
-
-/* A synthetic packed batch of S samples laid out by the policy itself
- * (its tokenizer and sample layout), all cameras present. */
-typedef vla_bench_batch synth;
-
-static const char *TASK = "push the T-shaped block onto the target";
-
-static vla_status synth_make(vla_policy *p, int32_t S, synth *s) {
-    const vla_policy_config *c = &p->cfg;
-    int64_t cams = c->vision.cameras, img = c->vision.channels * c->vision.image_size * c->vision.image_size;
-    int64_t Hz = c->action.horizon, A = c->action.action_dim, SD = c->action.state_dim, maxt = c->language.max_tokens;
-    VLA_TRY(vla_bench_batch_alloc(s, c, S, S * cams, 0));
-    int32_t *tok = calloc((size_t)maxt + 1, sizeof(int32_t));
-    if (!tok) return vla_error(VLA_ERR_NOMEM, "bench policy: out of memory for the batch");
-    vla_rng r = vla_rng_stream(1, 0);
-    for (int64_t i = 0; i < S * cams * img; i++) s->images[i] = vla_rng_uniform(&r);
-    for (int64_t i = 0; i < S * SD; i++) s->state[i] = 2 * vla_rng_uniform(&r) - 1;
-    for (int64_t i = 0; i < S * Hz * A; i++) s->actions[i] = (float)(0.5 * vla_rng_normal(&r));
-    int64_t T = 0;
-    vla_status st = VLA_OK;
-    for (int32_t i = 0; i < S && st == VLA_OK; i++) {
-        int64_t nt = 0;
-        st = vla_policy_tokenize(p, TASK, s->state + i * SD, SD, (int32_t)cams, tok, maxt, &nt);
-        if (st != VLA_OK) break;
-        int64_t len = vla_policy_sample_layout(p, (int32_t)cams, tok, (int32_t)nt, s->roles + T, s->grp + T, s->pos + T);
-        for (int64_t k = 0, j = 0; k < len; k++)
-            if (s->roles[T + k] == VLA_ROLE_TEXT && j < nt) s->ids[T + k] = tok[j++];
-        T += len;
-        s->cu[i + 1] = (int32_t)T;
-        s->cu_img[i + 1] = (int32_t)((i + 1) * cams);
-        s->real_dim[i] = (int32_t)A;
-        s->keys[i] = (uint64_t)i;
-    }
-    free(tok);
-    if (st != VLA_OK) return st;
-    vla_bench_batch_finish(s, S, T, (int32_t)(S * cams));
-    return VLA_OK;
 }
 
 /* The trainer's AdamW (ZeRO-1 with one shard) over the policy's trainable
@@ -396,7 +320,7 @@ static vla_status time_training_counts(vla_policy *p, const vla_policy_config *c
  * `li`; base_per_step > 0 adds the ratio to the first thread count of the
  * list, gemm_base_per_step > 0 the ratio to the first library of --gemm,
  * first_prec_per_step > 0 the ratio to the first mode of --precision. */
-static void print_train(const char *name, const vla_policy *p, const bench_opts *o, int ti, int li, const synth *s,
+static void print_train(const char *name, const vla_policy *p, const bench_opts *o, int ti, int li, const vla_synth_batch *s,
                         const vla_loss_info *info, double per_step, double base_per_step, double gemm_base_per_step,
                         double peak, double torch_sps, double torch_forced_sps, const char *why,
                         double first_prec_per_step) {
@@ -420,6 +344,16 @@ static void print_train(const char *name, const vla_policy *p, const bench_opts 
     /* activation memory: what the batch costs beside the weights and optimizer state */
     printf(",\"act_gib\":%.6g,\"gradient_checkpointing\":%s", (double)p->act_peak_bytes / (1 << 30),
            o->recompute ? "true" : "false");
+    /* the same step measured on the meta backend sized as this one (policy/memory.h), the same prompts: what
+     * `vla policy info` and `vla plan` report, against the arenas of the run (a device run checks the cuda
+     * sizing) */
+    vla_memory_opts mo = {.sized_as = o->ops->name, .precision = o->prec, .fp8 = &o->fp8,
+                          .batch = (int32_t)o->batch, .recompute = o->recompute, .short_prompt = true};
+    vla_memory_use mu;
+    if (vla_policy_memory_measure(&p->cfg, &mo, &mu) == VLA_OK)
+        printf(",\"act_gib_measured\":%.6g", (double)mu.activations / (1 << 30));
+    else
+        vla_error_clear();
     if (last_waits_per_step >= 0) printf(",\"host_waits_per_step\":%.2f", last_waits_per_step);
     if (last_launches_per_step >= 0) printf(",\"launches_per_step\":%.1f", last_launches_per_step);
     if (last_plans_per_step >= 0) printf(",\"attn_plans_built_per_step\":%.1f", last_plans_per_step);
@@ -503,9 +437,9 @@ static vla_status profile_training(const char *name, vla_policy *p, const vla_ba
 /* Batch-1 inference: one action chunk from one observation, as a server
  * runs it — the weights held over every chunk (vla serve holds them for its
  * life), so the warm-up casts them and the timed chunks reuse the casts. */
-static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts *o, int ti, const synth *s) {
+static vla_status bench_infer(const char *name, vla_policy *p, const bench_opts *o, int ti, const vla_synth_batch *s) {
     const vla_policy_config *cfg = &p->cfg;
-    const char *tasks[1] = {TASK};
+    const char *tasks[1] = {VLA_SYNTH_TASK};
     vla_observation ob = {0};
     ob.n_samples = 1, ob.task = tasks, ob.images = s->images, ob.state = s->state, ob.seed = 3;
     float *act = calloc((size_t)(cfg->action.horizon * cfg->action.action_dim), sizeof(float));
@@ -609,12 +543,12 @@ static int bench_one(const char *name, const bench_opts *o) {
         return 0;
     }
     if (st != VLA_OK) return vla_cli_fail(st);
-    synth s = {0};
+    vla_synth_batch s = {0};
     vla_train_opt *opt = NULL;
     vla_loss_info info = {0};
     count_result res[MAX_THREAD_COUNTS];
     st = vla_policy_init_weights(p, 1);
-    if (st == VLA_OK) st = synth_make(p, o->infer_only ? 1 : (int32_t)o->batch, &s);
+    if (st == VLA_OK) st = vla_synth_batch_make(p, o->infer_only ? 1 : (int32_t)o->batch, false, &s);
     if (!o->infer_only && st == VLA_OK) st = vla_bench_optimizer(p, o->comm, &opt);
     if (!o->infer_only && o->n_precs == 1) {
         if (st == VLA_OK) st = vla_policy_set_precision(p, o->prec, &o->fp8);
@@ -660,7 +594,7 @@ static int bench_one(const char *name, const bench_opts *o) {
         }
     }
     vla_train_opt_free(opt);
-    vla_bench_batch_free(&s);
+    vla_synth_batch_free(&s);
     vla_policy_free(p);
     if (o->profile > 0) vla_profile_unwrap();
     return st == VLA_OK ? 0 : vla_cli_fail(st);

@@ -230,13 +230,14 @@ static void init_random(void *ctx, int64_t i) {
  * over a team (a full-size π0.5 draws 3.35 G normals, minutes on one
  * thread). */
 void vla_policy_default_init(vla_policy *p, uint64_t seed) {
+    p->init_seed = seed;
+    if (p->tops->shapes_only) return; /* the meta backend: no data to draw (tensor/ops.h) */
     int64_t n = p->specs.n, random_elems = 0;
     for (int64_t i = 0; i < n; i++) {
         const vla_param_spec *s = &p->specs.items[i];
         if (init_is_random(s->init)) random_elems += s->numel;
         else p->tops->fill(p->params[i].data, s->init == VLA_INIT_ONES ? 1.0f : 0.0f, s->numel);
     }
-    p->init_seed = seed;
     vla_host_parallel_for(n, random_elems >= VLA_PAR_MIN_ELEMS * 64, init_random, p);
 }
 

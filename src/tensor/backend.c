@@ -7,6 +7,7 @@
 
 #include "tensor/checked/ops_checked.h"
 #include "tensor/cpu/ops_cpu_internal.h"
+#include "tensor/meta/ops_meta.h"
 #ifdef VLA_HAVE_CUDA
 #include "tensor/cuda/ops_cuda.h"
 #endif
@@ -61,6 +62,16 @@ vla_status vla_backend_probe(const char *name) {
     for (int i = 0; name && i < N_BACKENDS; i++)
         if (!strcmp(name, BACKENDS[i].name)) return BACKENDS[i].probe ? BACKENDS[i].probe() : VLA_OK;
     return vla_error(VLA_ERR_INVALID_ARG, "unknown device '%s'", name ? name : "(none)");
+}
+
+vla_status vla_backend_meta(const char *as, const vla_ops **out) {
+    *out = NULL;
+    if (as && !strcmp(as, "cuda")) *out = vla_meta_backend_table(VLA_META_AS_CUDA);
+    else if (as && !strcmp(as, "checked")) *out = vla_meta_backend_table(VLA_META_AS_CHECKED);
+    else if (as && !strcmp(as, "cpu")) *out = vla_meta_backend_table(VLA_META_AS_CPU);
+    return *out ? VLA_OK
+                : vla_error(VLA_ERR_INVALID_ARG, "memory measured as device '%s': only cuda, checked and cpu are known",
+                            as ? as : "(none)");
 }
 
 vla_status vla_backend_get(const char *name, const vla_ops **out) {

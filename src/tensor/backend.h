@@ -11,7 +11,9 @@
  *            going through the table crashes (ops_checked.c). The suite a
  *            new backend must pass runs under it (`ctest -R checked`).
  *   cuda     (built with `make CUDA=1`) NVIDIA GPUs: cuBLASLt GEMMs, our own
- *            packed attention kernels, NCCL; tensor/cuda/, docs/cuda.md. */
+ *            packed attention kernels, NCCL; tensor/cuda/, docs/cuda.md.
+ *   meta     (not a --device) the table with shapes and no data, sized as
+ *            one of the above: what a step allocates, measured. */
 #ifndef VLA_TENSOR_BACKEND_H
 #define VLA_TENSOR_BACKEND_H
 
@@ -40,6 +42,11 @@ vla_status vla_backend_get(const char *name, const vla_ops **out);
  * else an error saying why. Finding a table (vla_backend_find) needs no
  * device; running its ops does. */
 vla_status vla_backend_probe(const char *name);
+/* The `meta` table (tensor/meta/ops_meta.c: every op does nothing, memory is
+ * address space alone) sized as backend `as` — "cuda" (in any build: its
+ * sizing is plain C), "checked" or "cpu" — for measuring what a policy
+ * allocates (policy/memory.h). Not a --device: nothing runs on it. */
+vla_status vla_backend_meta(const char *as, const vla_ops **out);
 /* Backends compiled in: count and names in registry order. */
 int vla_backend_count(void);
 const char *vla_backend_name(int i);

@@ -230,7 +230,11 @@ typedef enum {
                                    * copy its producer wrote is none; cpu and checked count together: checked
                                    * runs the cpu's kernels) */
     VLA_STAT_DEVICE_USED_BYTES,   /* device memory in use now (cuda: total − free, whoever holds it — the pool's
-                                   * reservations and the graphs' memory included); -1 on host backends */
+                                   * reservations and the graphs' memory included; meta: what its allocs hold);
+                                   * -1 on host backends */
+    VLA_STAT_DEVICE_PEAK_BYTES,   /* the most of it held at once since nothing was (meta, tensor/meta); -1 elsewhere */
+    VLA_STAT_DEVICE_BLOCKS,       /* allocations held now (meta); -1 elsewhere */
+    VLA_STAT_DEVICE_FREE_BYTES,   /* device memory free now (cuda: cudaMemGetInfo's free); -1 elsewhere */
     VLA_STAT_ATTN_LAST_STAGING,   /* how the bf16 tensor-core attention's passes staged their tiles at their last
                                    * launch (cuda: bits 0-2 forward, dK/dV, dQ fetched asynchronously; bit 3
                                    * from bf16 copies of the operands; -1 where none ran or no such kernels) */
@@ -253,6 +257,11 @@ typedef struct vla_ops {
      * may show. 0: bitwise equal to cpu. Tests widen their own tolerances
      * by it (tests/test_util.h: test_tol). */
     double rtol;
+    /* true for the meta backend (tensor/meta/ops_meta.c): its ops do
+     * nothing and its memory holds no data, so code may skip work whose
+     * only product is data (drawing initial weights). Model code never
+     * looks at it otherwise: a step runs its whole path. */
+    bool shapes_only;
     /* Wait until every op issued so far has finished (timing, and host code
      * that reads memory written by an op through other means). NULL: every
      * op has finished when it returns (cpu, checked). Ops that return host

@@ -3,7 +3,8 @@
  * achieved GFLOP/s over "peak_tflops", which is the gemm_peak line of that
  * precision measured first in the same run (fp32: the SGEMM peak; bf16,
  * fp8: that precision's GEMM), and "peak_precision" names it (issue 39: a
- * GPU run printed an MFU of 3.2 against the f32 peak beside a second one). */
+ * GPU run printed an MFU of 3.2 against the f32 peak beside a second one);
+ * and its activation memory measured on the meta backend equals the run's. */
 #include "test_util.h"
 
 #include <jansson.h>
@@ -54,6 +55,9 @@ static void test_one_mfu_per_precision(void **state) {
              * and peak_tflops' rounding alone moved the ratio by percents. */
             assert_true(fabs(mfu - ach / peak[m]) <= mfu * (2e-3 + 0.006 / peak[m]) + 1e-4);
             assert_true(mfu > 0);
+            /* the step measured on the meta backend (policy/memory.h) is what the run's arenas held */
+            assert_true(json_number_value(json_object_get(v, "act_gib_measured")) ==
+                        json_number_value(json_object_get(v, "act_gib")));
         }
         json_decref(v);
     }

@@ -124,7 +124,13 @@ check "graph refused" "$T/refused.jsonl" 0 'GRAPH RECORDINGS REFUSED in train_bf
 } | sed '/"stage":"train_bf16_groot-n1.5","bench":"policy_train"/s/"batch":32,/"batch":32,"act_gib":7.5,/' >"$T/kept.jsonl"
 check "kept copies" "$T/kept.jsonl" 0 \
     'kept copies .*: groot-n1.5 bf16 batch 32 activations 7.5 GiB keeping the normed inputs and MLP hidden as bf16 copies alone, 9.0 GiB keeping f32 too .VLA_KEPT_COPIES=0., 100.0 vs 99.0 samples/s$' \
-    'kept copies .*: pi05 bf16 batch 8 activations 30.0 GiB keeping the normed inputs and MLP hidden as bf16 copies alone, 36.0 GiB keeping f32 too .VLA_KEPT_COPIES=0., 20.0 vs 19.0 samples/s; vla policy info budgets 36.6 and 44 GiB'
+    'kept copies .*: pi05 bf16 batch 8 activations 30.0 GiB keeping the normed inputs and MLP hidden as bf16 copies alone, 36.0 GiB keeping f32 too .VLA_KEPT_COPIES=0., 20.0 vs 19.0 samples/s; vla policy info measures 36.6 and 44 GiB'
+
+# the meta backend's measurement beside each training stage's arenas: equal, or the stages that differ
+{ ok_stages; figures 0.45 150 12.5 2.6 | sed '/"stage":"train_bf16_pi05","bench":"policy_train"/s/"batch":8,/"batch":8,"act_gib":30.5,"act_gib_measured":30.5,/' \
+    | sed '/"stage":"train_bf16_groot-n1.5","bench":"policy_train"/s/"batch":32,/"batch":32,"act_gib":7.5,"act_gib_measured":7.25,/'; } >"$T/measured.jsonl"
+check "memory measured" "$T/measured.jsonl" 0 \
+    'memory measured on the meta backend .*: 1 of 2 training stages. activations equal to the run.s; DIFFER: train_bf16_groot-n1.5 .run 7.5, measured 7.25 GiB.$'
 
 # a missed target alone: exit 3
 { ok_stages; figures 0.31 150 12.5 2.6; } >"$T/missed.jsonl"

@@ -1,0 +1,55 @@
+/* memory.c — a training step's device memory, measured on the meta backend (memory.h). */
+#include "policy/memory.h"
+
+#include <string.h>
+
+#include "policy/policy.h"
+#include "policy/synth_batch.h"
+#include "tensor/backend.h"
+
+static size_t held_now(const vla_ops *ops) {
+    int64_t b = vla_ops_stat_of(ops, VLA_STAT_DEVICE_USED_BYTES);
+    return b > 0 ? (size_t)b : 0;
+}
+
+/* one step as train/step.c runs it, on the policy alone (no optimizer) */
+static vla_status one_step(vla_policy *p, const vla_batch *b) {
+    vla_policy_weights_hold(p);
+    vla_policy_weights_refresh(p);
+    vla_loss_info info;
+    vla_status st = vla_policy_loss(p, b, true, &info);
+    if (st == VLA_OK) st = vla_policy_backward(p);
+    vla_policy_weights_release(p);
+    vla_policy_trainable_changed(p);
+    return st;
+}
+
+vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_memory_opts *o, vla_memory_use *out) {
+    memset(out, 0, sizeof *out);
+    if (o->batch < 1) return vla_error(VLA_ERR_INVALID_ARG, "memory: batch %d (at least 1)", (int)o->batch);
+    const vla_ops *ops;
+    VLA_TRY(vla_backend_meta(o->sized_as ? o->sized_as : "cuda", &ops));
+    if (held_now(ops) != 0)
+        return vla_error(VLA_ERR_INTERNAL, "memory: another measurement holds meta memory (one at a time)");
+    vla_policy *p = NULL;
+    VLA_TRY(vla_policy_create(cfg, ops, &p));
+    out->params = held_now(ops);
+    vla_synth_batch sb = {0};
+    vla_status st = vla_policy_set_precision(p, o->precision, o->fp8);
+    p->recompute_layers = o->recompute;
+    if (st == VLA_OK) st = vla_synth_batch_make(p, o->batch, !o->short_prompt, &sb);
+    if (st == VLA_OK) st = one_step(p, &sb.b);
+    if (st == VLA_OK) st = one_step(p, &sb.b); /* the arenas settle into one chunk each (base/arena.h) */
+    if (st == VLA_OK) {
+        out->held = held_now(ops);
+        out->held_blocks = vla_ops_stat_of(ops, VLA_STAT_DEVICE_BLOCKS);
+        out->activations = p->act_peak_bytes;
+        out->tokens = sb.b.n_tokens;
+        int64_t pk = vla_ops_stat_of(ops, VLA_STAT_DEVICE_PEAK_BYTES);
+        out->peak = pk > 0 ? (size_t)pk : 0;
+    }
+    vla_synth_batch_free(&sb);
+    vla_policy_free(p);
+    return st == VLA_OK ? VLA_OK : vla_error_context(st, "measuring %s's memory on the meta backend", cfg->name);
+}
+

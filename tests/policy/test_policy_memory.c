@@ -1,0 +1,147 @@
+/* test_policy_memory.c — the memory measurement (policy/memory.h) against
+ * real steps: the meta backend's figures equal what the same steps
+ * allocate on cpu and checked (the activation arenas' high-water mark to
+ * the byte; what is held, to checked's page rounding), both families, each
+ * precision, with and without gradient checkpointing; and the meta
+ * table's own contract. */
+#include "test_util.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/memory.h"
+#include "policy/policy.h"
+#include "policy/synth_batch.h"
+#include "tensor/backend.h"
+#include "tensor/checked/ops_checked.h"
+
+static vla_policy_config load(const char *name) {
+    vla_policy_config c;
+    if (vla_policy_config_load(name, &c) != VLA_OK) fail_msg("%s: %s", name, vla_error_message());
+    return c;
+}
+
+/* Two training steps of the longest-prompt synthetic batch on a real backend, as train/step.c runs the
+ * policy's part: hold and refresh the weight copies, loss, backward, release. */
+static size_t real_steps(const vla_policy_config *c, const char *device, vla_precision prec, int32_t S, bool remat,
+                         size_t *mapped) {
+    vla_policy *p = NULL;
+    assert_int_equal(vla_policy_create(c, vla_backend_find(device), &p), VLA_OK);
+    assert_int_equal(vla_policy_set_precision(p, prec, NULL), VLA_OK);
+    p->recompute_layers = remat;
+    vla_synth_batch sb = {0};
+    assert_int_equal(vla_synth_batch_make(p, S, true, &sb), VLA_OK);
+    for (int step = 0; step < 2; step++) {
+        vla_policy_weights_hold(p);
+        vla_policy_weights_refresh(p);
+        vla_loss_info info;
+        if (vla_policy_loss(p, &sb.b, true, &info) != VLA_OK || vla_policy_backward(p) != VLA_OK)
+            fail_msg("%s on %s: %s", c->name, device, vla_error_message());
+        vla_policy_weights_release(p);
+        vla_policy_trainable_changed(p);
+    }
+    if (mapped) *mapped = vla_checked_mapped_bytes();
+    size_t act = p->act_peak_bytes;
+    vla_synth_batch_free(&sb);
+    vla_policy_free(p);
+    return act;
+}
+
+static void meta_equals_real(const char *config) {
+    vla_policy_config c = load(config);
+    const struct {
+        const char *device;
+        vla_precision prec;
+    } runs[] = {{"cpu", VLA_PREC_FP32}, {"checked", VLA_PREC_BF16}, {"checked", VLA_PREC_FP8}};
+    long page = sysconf(_SC_PAGESIZE);
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++)
+        for (int remat = 0; remat < 2; remat++) {
+            vla_memory_use u;
+            vla_memory_opts o = {.sized_as = runs[i].device, .precision = runs[i].prec, .batch = 3,
+                                 .recompute = remat};
+            assert_int_equal(vla_policy_memory_measure(&c, &o, &u), VLA_OK);
+            size_t before = vla_checked_mapped_bytes(), mapped = 0;
+            size_t act = real_steps(&c, runs[i].device, runs[i].prec, 3, remat, &mapped);
+            if (act != u.activations)
+                fail_msg("%s %s %s%s: activations measured %zu, the real steps' arenas %zu", config, runs[i].device,
+                         vla_precision_name(runs[i].prec), remat ? " checkpointed" : "", u.activations, act);
+            assert_true(u.peak >= u.held && u.held >= u.params + u.activations);
+            assert_true(u.tokens >= 3 * (c.language.max_tokens + c.action.horizon)); /* every prompt the longest */
+            if (!strcmp(runs[i].device, "checked")) { /* held between steps: checked maps each block in pages */
+                size_t held = mapped - before;
+                if (held < u.held || held > u.held + (size_t)u.held_blocks * (size_t)page)
+                    fail_msg("%s %s: held %zu (meta, %lld blocks) but checked maps %zu", config,
+                             vla_precision_name(runs[i].prec), u.held, (long long)u.held_blocks, held);
+            }
+        }
+}
+
+static void test_pi05_meta_equals_real(void **state) { meta_equals_real("pi05-nano"); }
+static void test_groot_meta_equals_real(void **state) { meta_equals_real("groot-nano"); }
+
+/* A batch twice the size: the activations grow, what the weights hold does not. */
+static void test_measure_scales_with_batch(void **state) {
+    vla_policy_config c = load("pi05-nano");
+    vla_memory_use a, b;
+    vla_memory_opts o = {.sized_as = "cuda", .precision = VLA_PREC_BF16, .batch = 2};
+    assert_int_equal(vla_policy_memory_measure(&c, &o, &a), VLA_OK);
+    o.batch = 4;
+    assert_int_equal(vla_policy_memory_measure(&c, &o, &b), VLA_OK);
+    assert_true(b.activations > a.activations && b.params == a.params);
+    assert_int_equal(b.tokens, 2 * a.tokens);
+    /* cuda keeps 2-byte copies where checked keeps 4-byte ones: less activation memory in bf16 */
+    vla_memory_use k;
+    o.sized_as = "checked";
+    assert_int_equal(vla_policy_memory_measure(&c, &o, &k), VLA_OK);
+    assert_true(b.activations < k.activations);
+    /* a name that is no backend, and a batch of none, are refused */
+    o.sized_as = "tpu";
+    assert_int_not_equal(vla_policy_memory_measure(&c, &o, &k), VLA_OK);
+    assert_non_null(strstr(vla_error_message(), "tpu"));
+    o.sized_as = "cuda", o.batch = 0;
+    assert_int_not_equal(vla_policy_memory_measure(&c, &o, &k), VLA_OK);
+}
+
+/* The meta table: shapes only, memory counted, nothing committed. */
+static void test_meta_table(void **state) {
+    const vla_ops *m;
+    assert_int_equal(vla_backend_meta("cuda", &m), VLA_OK);
+    assert_true(m->shapes_only && !m->host_memory);
+    assert_null(vla_backend_find("meta")); /* not a --device */
+    assert_int_equal(vla_ops_stat_of(m, VLA_STAT_DEVICE_USED_BYTES), 0);
+    size_t big = (size_t)64 << 30; /* 64 GiB of address space on a 24 GiB machine: reserved, never touched */
+    void *a = m->alloc(big), *b = m->alloc(1000);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_true(((uintptr_t)a & 63) == 0 && ((uintptr_t)b & 63) == 0);
+    assert_int_equal(vla_ops_stat_of(m, VLA_STAT_DEVICE_USED_BYTES), (int64_t)big + 1000);
+    assert_int_equal(vla_ops_stat_of(m, VLA_STAT_DEVICE_BLOCKS), 2);
+    m->free(a);
+    assert_int_equal(vla_ops_stat_of(m, VLA_STAT_DEVICE_USED_BYTES), 1000);
+    assert_int_equal(vla_ops_stat_of(m, VLA_STAT_DEVICE_PEAK_BYTES), (int64_t)big + 1000);
+    m->free(b); /* nothing held: the next measurement's peak starts from zero */
+    assert_int_equal(vla_ops_stat_of(m, VLA_STAT_DEVICE_PEAK_BYTES), 0);
+    /* results the host reads are zeros, and no NaN is ever found */
+    double host[2] = {1, 2};
+    m->to_host(host, NULL, sizeof host);
+    assert_true(host[0] == 0 && host[1] == 0);
+    assert_int_equal(m->find_nonfinite(NULL, 10), -1);
+    /* ready copies as the backend it stands for: cuda's bf16 (2 bytes, padded), checked's f32, cpu's none */
+    vla_gemm_q g = {VLA_PREC_BF16, {0}, {0}, NULL, NULL};
+    const vla_ops *k, *c;
+    assert_int_equal(vla_backend_meta("checked", &k), VLA_OK);
+    assert_int_equal(vla_backend_meta("cpu", &c), VLA_OK);
+    assert_true(m->ready_bytes(&g, 64, 64) >= 2 * 64 * 64 && m->ready_bytes(&g, 64, 64) < 4 * 64 * 64);
+    assert_int_equal(k->ready_bytes(&g, 64, 64), vla_backend_find("checked")->ready_bytes(&g, 64, 64));
+    assert_int_equal(c->ready_bytes(&g, 64, 64), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pi05_meta_equals_real),
+        cmocka_unit_test(test_groot_meta_equals_real),
+        cmocka_unit_test(test_measure_scales_with_batch),
+        cmocka_unit_test(test_meta_table),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
