@@ -87,7 +87,9 @@ static vla_status lm_input(vla_policy *p, groot_impl *g, const groot_pack *pk, c
 vla_status vla_groot_backbone_forward(vla_policy *p, vla_arena *a, const groot_pack *pk, vla_block_keep keep,
                                       groot_bb_acts *bb) {
     groot_impl *g = groot_of(p);
-    g->W.vit.keep = keep == VLA_STACK_RECOMPUTE ? VLA_STACK_RECOMPUTE : VLA_STACK_ALL; /* before the sizes */
+    /* the ViT keeps what its backward reads, only when one runs (need_vision): a frozen tower or backbone
+     * (and sampling) runs it through two residual buffers and one layer's table (before the sizes) */
+    g->W.vit.keep = g->need_vision ? keep : VLA_STACK_NONE;
     BB_DIMS(g, p, pk, keep);
     const int64_t sizes[] = {BB_ACTS(VLA_ACTS_SIZE)};
     bb_table t;

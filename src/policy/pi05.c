@@ -392,7 +392,11 @@ static vla_status forward(vla_policy *p, const vla_batch *b, const float *x_t, c
     I->flops = 0;
     f->act = x_t != NULL;
     f->recompute = recompute && f->act; /* before PI05_DIMS: it sizes the per-layer tables */
-    I->W.vit.keep = f->recompute ? VLA_STACK_RECOMPUTE : VLA_STACK_ALL;
+    /* the ViT keeps what its backward reads, only when one runs (it trains, in a loss call): sampling's
+     * prefix and a frozen tower run it through two residual buffers and one layer's table */
+    I->W.vit.keep = !f->act || !vla_vit_trains(&I->W.vit) ? VLA_STACK_NONE
+                    : f->recompute                         ? VLA_STACK_RECOMPUTE
+                                                           : VLA_STACK_ALL;
     VLA_TRY(build_maps(p, I, b, f->act));
     PI05_DIMS(I, c, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
     const int64_t sizes[] = {PI05_ACTS(VLA_ACTS_SIZE)};

@@ -85,7 +85,8 @@ bool vla_vit_trains(const vla_vit *v) { return v->patch_w.g || v->pos.g || v->po
 #define VIT_ACTS(X)                                                                                             \
     X(img, ni)                 /* 2x − 1 */                                                                     \
     X(patches, n * cpp)        /* im2col of the patch embedding */                                             \
-    X(xs, (depth + 1) * n * D) /* the residual stream at each block's input; [depth] feeds post_layernorm */   \
+    X(xs, nx * n * D)          /* the residual stream at each block's input; [depth] feeds post_layernorm   \
+                                * (nothing kept: two buffers in turn, nn/block.h) */                          \
     X(pmean, n)                                                                                                 \
     X(prstd, n)                                                                                                 \
     X(layers, nt * la)
@@ -110,7 +111,8 @@ typedef struct {
     const int64_t bs = vla_block_scratch_floats(&(v)->block, n, 0, (int32_t)(n_img));                           \
     const int64_t di = (want_d_images) ? 1 : 0;                                                                   \
     const int64_t nt = vla_block_stack_tables((v)->keep, depth); /* block tables kept */                         \
-    (void)n, (void)D, (void)depth, (void)cpp, (void)ni, (void)la, (void)bs, (void)di, (void)nt
+    const int64_t nx = vla_block_stack_xs((v)->keep, depth);     /* residual buffers */                          \
+    (void)n, (void)D, (void)depth, (void)cpp, (void)ni, (void)la, (void)bs, (void)di, (void)nt, (void)nx
 
 int64_t vla_vit_acts_floats(const vla_vit *v, int64_t n_img) {
     VIT_DIMS(v, n_img, false);

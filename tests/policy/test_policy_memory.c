@@ -2,8 +2,8 @@
  * real steps: the meta backend's figures equal what the same steps
  * allocate on cpu and checked (the activation arenas' high-water mark to
  * the byte; what is held, to checked's page rounding), both families, each
- * precision, with and without gradient checkpointing; and the meta
- * table's own contract. */
+ * precision, with and without gradient checkpointing; the meta table's own
+ * contract; and that a ViT whose backward never runs keeps one layer. */
 #include "test_util.h"
 
 #include <string.h>
@@ -136,12 +136,39 @@ static void test_meta_table(void **state) {
     assert_int_equal(c->ready_bytes(&g, 64, 64), 0);
 }
 
+/* A ViT whose backward never runs (a frozen tower, GR00T's frozen backbone) keeps two residual buffers and
+ * one layer's table: its step's memory does not grow with the tower's depth; a training tower's does. */
+static void vit_depth_case(const char *config, bool frozen, size_t *shallow, size_t *deep) {
+    vla_policy_config c = load(config);
+    c.frozen[VLA_GROUP_VISION] = frozen;
+    vla_memory_opts o = {.sized_as = "cuda", .precision = VLA_PREC_FP32, .batch = 2};
+    vla_memory_use u;
+    c.vision.depth = 1;
+    assert_int_equal(vla_policy_memory_measure(&c, &o, &u), VLA_OK);
+    *shallow = u.activations;
+    c.vision.depth = 4;
+    assert_int_equal(vla_policy_memory_measure(&c, &o, &u), VLA_OK);
+    *deep = u.activations;
+}
+
+static void test_frozen_vit_keeps_one_layer(void **state) {
+    const char *configs[] = {"pi05-nano", "groot-nano"};
+    for (int i = 0; i < 2; i++) {
+        size_t s, d;
+        vit_depth_case(configs[i], true, &s, &d);
+        if (s != d) fail_msg("%s, frozen vision: depth 1 %zu bytes, depth 4 %zu", configs[i], s, d);
+        vit_depth_case(configs[i], false, &s, &d);
+        if (!(d > s)) fail_msg("%s, training vision: depth 1 %zu bytes, depth 4 %zu", configs[i], s, d);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pi05_meta_equals_real),
         cmocka_unit_test(test_groot_meta_equals_real),
         cmocka_unit_test(test_measure_scales_with_batch),
         cmocka_unit_test(test_meta_table),
+        cmocka_unit_test(test_frozen_vit_keeps_one_layer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
