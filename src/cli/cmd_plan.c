@@ -68,7 +68,7 @@ static vla_status apply_policy_info(const char *path, json_t *j, vla_plan_input 
  * file, `vla policy info --json` output, or a plan JSON. `name` receives
  * what it described ("pi05-tiny", or the path). */
 static vla_status apply_config(const char *config, vla_plan_input *in, char *name, size_t cap,
-                               vla_plan_policy *pol, bool *have_pol) {
+                               vla_policy_config *cfg, vla_plan_policy *pol, bool *have_pol) {
     snprintf(name, cap, "%s", config);
     *have_pol = false;
     if (vla_path_exists(config) && !vla_is_dir(config)) {
@@ -94,13 +94,12 @@ static vla_status apply_config(const char *config, vla_plan_input *in, char *nam
         }
         json_decref(j); /* a policy config: read as one below */
     }
-    vla_policy_config cfg;
-    vla_status st = vla_policy_config_load(config, &cfg);
+    vla_status st = vla_policy_config_load(config, cfg);
     if (st != VLA_OK)
         return vla_error_context(st, "--config=%s: not a policy preset, policy config, `vla policy info --json` output "
                                  "or plan file", config);
-    VLA_TRY(vla_plan_policy_estimate(&cfg, pol));
-    snprintf(name, cap, "%s", cfg.name);
+    VLA_TRY(vla_plan_policy_estimate(cfg, pol));
+    snprintf(name, cap, "%s", cfg->name);
     in->params = (double)pol->trainable_params;
     in->flops_per_sample = pol->train_flops_per_sample;
     in->tokens_per_sample = (double)pol->tokens_per_sample;
@@ -164,9 +163,10 @@ int vla_cmd_plan(int argc, char **argv) {
     vla_plan_input in = d;
     char policy_name[256] = "";
     vla_plan_policy pol = {0};
+    vla_policy_config cfg;
     bool have_pol = false;
     if (config) {
-        vla_status st = apply_config(config, &in, policy_name, sizeof policy_name, &pol, &have_pol);
+        vla_status st = apply_config(config, &in, policy_name, sizeof policy_name, &cfg, &pol, &have_pol);
         if (st != VLA_OK) return vla_cli_fail(st);
     }
     /* flags given win over the config */
@@ -236,7 +236,10 @@ int vla_cmd_plan(int argc, char **argv) {
     vla_plan_result r = vla_plan_predict(&in);
     /* memory: only a policy (--config) has the shapes the activations come from */
     vla_plan_memory mem = {0};
-    if (have_pol) mem = vla_plan_memory_per_gpu(&pol, in.batch, in.gpus, in.param_bytes > 0, precision);
+    if (have_pol) {
+        vla_status st = vla_plan_memory_per_gpu(&cfg, &pol, in.batch, in.gpus, in.param_bytes > 0, precision, &mem);
+        if (st != VLA_OK) return vla_cli_fail(st);
+    }
     const double GiB = 1073741824.0;
     double flops_per_sample = in.flops_per_sample > 0 ? in.flops_per_sample : 6.0 * in.params * in.tokens_per_sample;
     if (json) {
@@ -256,14 +259,15 @@ int vla_cmd_plan(int argc, char **argv) {
                in.batch * (double)in.gpus, r.compute_s * 1e3, r.allreduce_s * 1e3, r.allgather_s * 1e3,
                r.comm_s * 1e3, r.exposed_s * 1e3, r.step_s * 1e3, r.samples_per_s, r.mfu);
         if (have_pol) {
-            printf(",\"memory_gib\":{\"precision\":\"%s\",\"weights\":%.6g,\"grads\":%.6g,\"adamw\":%.6g,\"bf16_casts\":%.6g,"
-                   "\"activations\":%.6g,\"activations_gradient_checkpointing\":%.6g,\"total\":%.6g,"
-                   "\"total_gradient_checkpointing\":%.6g,\"gpu\":%.4g,\"fits\":%s,"
+            printf(",\"memory_gib\":{\"precision\":\"%s\",\"measured\":\"meta backend as cuda\",\"weights\":%.6g,"
+                   "\"grads\":%.6g,\"adamw\":%.6g,\"copies\":%.6g,\"activations\":%.6g,"
+                   "\"copies_gradient_checkpointing\":%.6g,\"activations_gradient_checkpointing\":%.6g,"
+                   "\"total\":%.6g,\"total_gradient_checkpointing\":%.6g,\"gpu\":%.4g,\"fits\":%s,"
                    "\"fits_gradient_checkpointing\":%s}",
                    vla_precision_name(precision), mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB,
-                   mem.bf16_casts / GiB, mem.activations / GiB,
-                   mem.activations_remat / GiB, mem.total / GiB, mem.total_remat / GiB, gpu_gib,
-                   mem.total / GiB <= gpu_gib ? "true" : "false", mem.total_remat / GiB <= gpu_gib ? "true" : "false");
+                   mem.copies / GiB, mem.activations / GiB, mem.copies_remat / GiB, mem.activations_remat / GiB,
+                   mem.total / GiB, mem.total_remat / GiB, gpu_gib, mem.total / GiB <= gpu_gib ? "true" : "false",
+                   mem.total_remat / GiB <= gpu_gib ? "true" : "false");
         }
         printf("}\n");
         return 0;
@@ -287,15 +291,18 @@ int vla_cmd_plan(int argc, char **argv) {
     printf("  step                %10.3f ms -> %.1f samples/s\n", r.step_s * 1e3, r.samples_per_s);
     printf("  MFU                 %10.1f %%  (of %.0f TFLOP/s peak)\n", r.mfu * 100, in.peak_tflops);
     if (have_pol) {
-        printf("  memory per GPU      training in %s: weights %.1f + grads %.1f + AdamW %.1f%s + weight casts %.1f GiB\n",
-               vla_precision_name(precision), mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB,
-               in.param_bytes > 0 && in.gpus > 1 ? " (ZeRO-1)" : "", mem.bf16_casts / GiB);
-        printf("                      + activations %.1f GiB (saved for backward%s; each op's scratch comes on top) "
-               "= %.1f GiB: %s in %.4g GiB\n", mem.activations / GiB,
-               precision == VLA_PREC_BF16 ? ", normed inputs and MLP hidden as bf16 copies" : "",
+        printf("  memory per GPU      training in %s at %.6g samples, measured (the step run on the meta backend as "
+               "cuda):\n", vla_precision_name(precision), ceil(in.batch));
+        printf("                      weights %.1f + grads %.1f + AdamW %.1f%s + activations %.1f + copies %.1f GiB "
+               "= %.1f GiB: %s in %.4g GiB\n", mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB,
+               in.param_bytes > 0 && in.gpus > 1 ? " (ZeRO-1)" : "", mem.activations / GiB, mem.copies / GiB,
                mem.total / GiB, mem.total / GiB <= gpu_gib ? "fits" : "does NOT fit", gpu_gib);
-        printf("                      with --gradient_checkpointing: activations %.1f GiB = %.1f GiB: %s\n",
-               mem.activations_remat / GiB, mem.total_remat / GiB, mem.total_remat / GiB <= gpu_gib ? "fits" : "does NOT fit");
+        printf("                      with --gradient_checkpointing: activations %.1f + copies %.1f GiB = %.1f GiB: "
+               "%s\n", mem.activations_remat / GiB, mem.copies_remat / GiB, mem.total_remat / GiB,
+               mem.total_remat / GiB <= gpu_gib ? "fits" : "does NOT fit");
+        printf("                      (activations: what the step saves for backward and the backward's scratch, "
+               "at their high-water mark; copies: the weights' GEMM-ready copies, cast buffers, FP8 state and the "
+               "arenas' headroom)\n");
     }
     return 0;
 }

@@ -6,6 +6,7 @@
 #include "base/fsutil.h"
 #include "base/json.h"
 #include "policy/config.h"
+#include "policy/memory.h"
 #include "policy/param_spec.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/published.h"
@@ -48,12 +49,34 @@ static bool group_idle(const info_report *r, int g) {
     return r->state_only && (g == VLA_GROUP_VISION || g == VLA_GROUP_CONNECTOR);
 }
 
-/* the *_bf16 activations: `vla train --precision=bf16` on cuda, whose blocks keep their normed inputs and MLP
- * hidden as bf16 copies alone (every other activation stays f32: docs/precision.md, "Kept copies") */
-static const char *const mem_names[9] = {"weights_f32",      "weights_bf16",     "grads_f32",
-                                         "grads_bf16",       "adamw_f32",        "activations_f32",
-                                         "activations_bf16", "activations_gradient_checkpointing_f32",
-                                         "activations_gradient_checkpointing_bf16"};
+/* Bytes. The activations, copies and device peaks are measured: the policy's training step run on the meta
+ * backend sized as cuda (policy/memory.h). *_bf16: `vla train --precision=bf16` on cuda, whose blocks keep their
+ * normed inputs and MLP hidden as bf16 copies alone (docs/precision.md, "Kept copies"). activations: the
+ * arenas' high-water mark (saved for backward and the backward's scratch); copies: the rest the policy holds at
+ * its peak beside weights and gradients (GEMM-ready weight copies, cast buffers, FP8 state, the arenas'
+ * headroom); device_peak: all the policy allocates at once (weights, gradients, activations, copies; AdamW's
+ * moments are the optimizer's, adamw_f32). */
+enum { MEM_COUNT = 15 };
+static const char *const mem_names[MEM_COUNT] = {
+    "weights_f32", "weights_bf16", "grads_f32", "grads_bf16", "adamw_f32", "activations_f32", "activations_bf16",
+    "activations_gradient_checkpointing_f32", "activations_gradient_checkpointing_bf16", "copies_f32", "copies_bf16",
+    "device_peak_f32", "device_peak_bf16", "device_peak_gradient_checkpointing_f32",
+    "device_peak_gradient_checkpointing_bf16"};
+
+/* mem[5..14] measured at `batch` (the order of mem_names) */
+static vla_status measure_memory(const vla_policy_config *cfg, int64_t batch, double *mem) {
+    for (int k = 0; k < 4; k++) {
+        bool bf16 = k & 1, remat = k >= 2;
+        vla_memory_opts o = {.sized_as = "cuda", .precision = bf16 ? VLA_PREC_BF16 : VLA_PREC_FP32,
+                             .batch = (int32_t)batch, .recompute = remat};
+        vla_memory_use u;
+        VLA_TRY(vla_policy_memory_measure(cfg, &o, &u));
+        mem[5 + k] = (double)u.activations;
+        mem[11 + k] = (double)u.peak;
+        if (!remat) mem[9 + k] = (double)u.peak - (double)u.params - (double)u.activations;
+    }
+    return VLA_OK;
+}
 
 /* Per module group: counts, tokens, activations and FLOPs. */
 static json_t *groups_json(const info_report *r) {
@@ -111,7 +134,7 @@ static void print_json(const info_report *r) {
     json_object_set_new(tok, "action", json_integer(cfg->action.horizon));
     json_object_set_new(o, "tokens_per_sample", tok);
     json_t *m = json_object();
-    for (int i = 0; i < 9; i++) json_object_set_new(m, mem_names[i], json_real(r->mem[i]));
+    for (int i = 0; i < MEM_COUNT; i++) json_object_set_new(m, mem_names[i], json_real(r->mem[i]));
     json_object_set_new(o, "memory_bytes", m);
     json_t *f = json_object();
     json_object_set_new(f, "forward_per_sample", json_real(r->fl->total_forward));
@@ -181,11 +204,12 @@ static void print_groups_text(const info_report *r) {
     printf("\n");
 }
 
-/* Training memory at the batch size: weights, gradients, AdamW, activations. */
+/* Training memory at the batch size: weights, gradients, AdamW, and what the step measured allocates. */
 static void print_memory_text(const info_report *r) {
     const double *mem = r->mem;
-    char a[32], b[32], c[32], d[32];
-    printf("training memory at batch %lld:\n", (long long)r->batch);
+    char a[32], b[32];
+    printf("training memory at batch %lld, prompts of %lld text tokens (measured: the step run on the meta backend "
+           "as cuda):\n", (long long)r->batch, (long long)r->cfg->language.max_tokens);
     human(a, sizeof a, mem[0], "B"), human(b, sizeof b, mem[1], "B");
     printf("  weights            f32 %12s   bf16 %12s\n", a, b);
     human(a, sizeof a, mem[2], "B"), human(b, sizeof b, mem[3], "B");
@@ -193,17 +217,18 @@ static void print_memory_text(const info_report *r) {
     human(a, sizeof a, mem[4], "B");
     printf("  AdamW m+v          f32 %12s\n", a);
     human(a, sizeof a, mem[5], "B"), human(b, sizeof b, mem[6], "B");
-    /* bf16: what `vla train --precision=bf16` keeps on cuda — the blocks' normed inputs and MLP hidden as
-     * bf16 copies, every other activation f32 (docs/precision.md, "Kept copies") */
-    printf("  activations        f32 %12s   bf16 on cuda %12s\n", a, b);
-    human(c, sizeof c, mem[0] + mem[2] + mem[4] + mem[5], "B");
-    human(d, sizeof d, mem[0] + mem[2] + mem[4] + mem[1] + mem[6], "B");
-    printf("  total (f32 weights/grads/Adam) training f32 %s, training bf16 on cuda (+ the weights' bf16 copies) %s\n",
-           c, d);
+    printf("  activations        f32 %12s   bf16 on cuda %12s   (saved for backward and the backward's scratch)\n",
+           a, b);
+    human(a, sizeof a, mem[9], "B"), human(b, sizeof b, mem[10], "B");
+    printf("  copies             f32 %12s   bf16 on cuda %12s   (weights' GEMM-ready copies, cast buffers, the "
+           "arenas' headroom)\n", a, b);
+    human(a, sizeof a, mem[11] + mem[4], "B"), human(b, sizeof b, mem[12] + mem[4], "B");
+    printf("  total, training    f32 %12s   bf16 on cuda %12s   (f32 weights, gradients and AdamW)\n", a, b);
     human(a, sizeof a, mem[7], "B"), human(b, sizeof b, mem[8], "B");
-    printf("  activations with --gradient_checkpointing  f32 %12s   bf16 on cuda %12s\n", a, b);
-    human(c, sizeof c, mem[0] + mem[2] + mem[4] + mem[7], "B");
-    printf("  total (f32 weights/grads/Adam) with f32 activations and gradient checkpointing %s\n", c);
+    printf("  with --gradient_checkpointing:\n");
+    printf("    activations      f32 %12s   bf16 on cuda %12s\n", a, b);
+    human(a, sizeof a, mem[13] + mem[4], "B"), human(b, sizeof b, mem[14] + mem[4], "B");
+    printf("    total, training  f32 %12s   bf16 on cuda %12s\n", a, b);
 }
 
 /* Activations per module group, and the model FLOPs. */
@@ -211,7 +236,7 @@ static void print_compute_text(const info_report *r) {
     const vla_activation_estimate *act = r->act;
     const vla_flops_estimate *fl = r->fl;
     char a[32], b[32], c[32], d[32];
-    printf("\nactivations per sample by group (floats saved for backward; peak single layer):\n");
+    printf("\nactivations per sample by group (floats saved for backward; peak single layer; a model estimate by layer: the totals above are measured):\n");
     for (int g = 0; g < VLA_GROUP_COUNT; g++) {
         if (!r->cnt->tensors[g]) continue;
         human(a, sizeof a, act->floats_per_sample[g], "");
@@ -286,7 +311,7 @@ static int policy_info(int argc, char **argv) {
          "and every tensor's name, shape and dtype is checked against the policy without reading the weights"},
         {"policy.embodiment", VLA_FLAG_STRING, &embodiment, "NAME",
          "which statistics of a published fine-tune to report where it holds several (openpi asset id, GR00T tag)"},
-        {"batch", VLA_FLAG_INT, &batch, "N", "samples per step for the activation estimate (default 32)"},
+        {"batch", VLA_FLAG_INT, &batch, "N", "samples per step for the memory measurement (default 32)"},
         {"json", VLA_FLAG_BOOL, &as_json, NULL, "print one JSON object"},
         {"params", VLA_FLAG_BOOL, &list, NULL, "also list every parameter tensor (name, shape, group, trainable)"},
     };
@@ -294,8 +319,11 @@ static int policy_info(int argc, char **argv) {
         "vla policy info", NULL, "Count a policy's parameters and budget its training memory.",
         "Presets are looked up in $VLA_CONFIG_DIR, ./configs and configs/ next to the executable.\n"
         "Weights and gradients are given in f32 and bf16; AdamW keeps two f32 moments per trainable\n"
-        "parameter. Activations are the floats saved for backward, estimated layer by layer from\n"
-        "the shapes; frozen modules at the front of the network save none. Model FLOPs count\n"
+        "parameter. Activations and copies are measured: the policy's training step runs on the\n"
+        "meta backend (every op empty, memory address space alone) sized as cuda keeps it, at\n"
+        "--batch samples of the longest prompt, in f32 and bf16, with and without gradient\n"
+        "checkpointing — what the code allocates, a 3B preset included, in about a second. The\n"
+        "per-group table is a layer-by-layer estimate of the floats saved for backward. Model FLOPs count\n"
         "2·weights·tokens per matrix plus attention; training adds one forward's worth per kind\n"
         "of gradient (inputs, weights).",
         flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
@@ -348,16 +376,17 @@ static int policy_info(int argc, char **argv) {
     /* The parameters are what the policy allocates whatever its cameras; the
      * compute is what it runs: a state-only policy feeds no image. */
     if (state_only) cfg.vision.cameras = 0;
-    vla_activation_estimate act, act_bf16; /* f32; bf16 on cuda, its blocks' copies kept alone (param_spec.h) */
+    vla_activation_estimate act; /* the per-group table (f32); the totals are measured */
     vla_activation_estimate_compute(&cfg, &plist, false, &act);
-    vla_activation_estimate_compute(&cfg, &plist, true, &act_bf16);
     vla_flops_estimate fl;
     vla_flops_estimate_compute(&cfg, &plist, &fl);
 
-    double P = (double)cnt.total_params, T = (double)cnt.total_trainable, B = (double)batch;
-    double mem[9] = {4 * P, 2 * P, 4 * T, 2 * T, 8 * T, 4 * B * act.total_floats_per_sample,
-                     4 * B * act_bf16.total_floats_per_sample, 4 * B * act.total_recompute_per_sample,
-                     4 * B * act_bf16.total_recompute_per_sample};
+    double P = (double)cnt.total_params, T = (double)cnt.total_trainable;
+    double mem[MEM_COUNT] = {4 * P, 2 * P, 4 * T, 2 * T, 8 * T};
+    if ((st = measure_memory(&cfg, batch, mem)) != VLA_OK) {
+        vla_param_list_free(&plist);
+        return vla_cli_fail(st);
+    }
     int64_t img_tokens = cfg.vision.cameras * vla_policy_image_tokens(&cfg);
 
     info_report r = {&cfg, &plist, &cnt, &act, &fl, mem, batch, img_tokens, list, pretrained, &ckpt, fmt, stats, &meta,

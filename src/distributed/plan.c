@@ -2,6 +2,9 @@
  * `vla plan` (see plan.h). */
 #include "distributed/plan.h"
 
+#include <math.h>
+
+#include "policy/memory.h"
 #include "policy/param_spec.h"
 
 void vla_plan_defaults(vla_plan_input *in) {
@@ -66,14 +69,7 @@ vla_status vla_plan_policy_estimate(const vla_policy_config *cfg, vla_plan_polic
     vla_param_count(&plist, &cnt);
     vla_flops_estimate fl;
     vla_flops_estimate_compute(cfg, &plist, &fl);
-    vla_activation_estimate act, act_bf16;
-    vla_activation_estimate_compute(cfg, &plist, false, &act);
-    vla_activation_estimate_compute(cfg, &plist, true, &act_bf16);
     vla_param_list_free(&plist);
-    out->act_floats_per_sample = act.total_floats_per_sample;
-    out->act_remat_floats_per_sample = act.total_recompute_per_sample;
-    out->act_bf16_floats_per_sample = act_bf16.total_floats_per_sample;
-    out->act_bf16_remat_floats_per_sample = act_bf16.total_recompute_per_sample;
     out->total_params = cnt.total_params;
     out->trainable_params = cnt.total_trainable;
     out->train_flops_per_sample = fl.total_train;
@@ -81,20 +77,26 @@ vla_status vla_plan_policy_estimate(const vla_policy_config *cfg, vla_plan_polic
     return VLA_OK;
 }
 
-vla_plan_memory vla_plan_memory_per_gpu(const vla_plan_policy *pol, double batch, int64_t gpus, bool zero1,
-                                        vla_precision precision) {
-    vla_plan_memory m;
-    double P = (double)pol->total_params, T = (double)pol->trainable_params;
-    m.weights = 4 * P;
-    m.grads = 4 * T;
-    m.adamw = 8 * T / (zero1 && gpus > 1 ? (double)gpus : 1.0);
-    m.bf16_casts = precision == VLA_PREC_FP32 ? 0 : 2 * P; /* bf16: one 2-byte copy serves both layouts; FP8: two
-                                                            * 1-byte ones */
-    bool kept = precision == VLA_PREC_BF16;
-    m.activations = 4 * batch * (kept ? pol->act_bf16_floats_per_sample : pol->act_floats_per_sample);
-    m.activations_remat = 4 * batch * (kept ? pol->act_bf16_remat_floats_per_sample : pol->act_remat_floats_per_sample);
-    double fixed = m.weights + m.grads + m.adamw + m.bf16_casts;
-    m.total = fixed + m.activations;
-    m.total_remat = fixed + m.activations_remat;
-    return m;
+vla_status vla_plan_memory_per_gpu(const vla_policy_config *cfg, const vla_plan_policy *pol, double batch,
+                                   int64_t gpus, bool zero1, vla_precision precision, vla_plan_memory *out) {
+    *out = (vla_plan_memory){0};
+    double b = ceil(batch);
+    if (!(b >= 1 && b <= INT32_MAX))
+        return vla_error(VLA_ERR_INVALID_ARG, "plan memory: %g samples per GPU", batch);
+    vla_memory_opts o = {.sized_as = "cuda", .precision = precision, .batch = (int32_t)b};
+    vla_memory_use kept, remat;
+    VLA_TRY(vla_policy_memory_measure(cfg, &o, &kept));
+    o.recompute = true;
+    VLA_TRY(vla_policy_memory_measure(cfg, &o, &remat));
+    double T = (double)pol->trainable_params;
+    out->weights = 4.0 * (double)pol->total_params;
+    out->grads = (double)kept.params - out->weights;
+    out->adamw = 8 * T / (zero1 && gpus > 1 ? (double)gpus : 1.0);
+    out->activations = (double)kept.activations;
+    out->copies = (double)kept.peak - (double)kept.params - out->activations;
+    out->activations_remat = (double)remat.activations;
+    out->copies_remat = (double)remat.peak - (double)remat.params - out->activations_remat;
+    out->total = (double)kept.peak + out->adamw;
+    out->total_remat = (double)remat.peak + out->adamw;
+    return VLA_OK;
 }

@@ -59,29 +59,26 @@ typedef struct {
     int64_t total_params, trainable_params;
     double train_flops_per_sample;
     int64_t tokens_per_sample;
-    /* floats saved for backward per sample, and under gradient checkpointing
-     * (policy/param_spec.h's estimate, as `vla policy info` prints it): f32,
-     * and bf16 training on cuda (its blocks' kept bf16 copies) */
-    double act_floats_per_sample, act_remat_floats_per_sample;
-    double act_bf16_floats_per_sample, act_bf16_remat_floats_per_sample;
 } vla_plan_policy;
 
-/* Training memory per GPU in bytes, training in `precision`: f32 weights,
- * f32 gradients of the trained parameters, AdamW's two f32 moments (split
- * over the ranks by ZeRO-1), the casts of every weight a bf16/FP8 step holds
- * on a GPU (2 bytes per weight: one bf16 copy serves the forward and the
- * input gradient, FP8 keeps a 1-byte copy per layout; an upper bound: only
- * the blocks' large linears are cast; none in fp32), and the batch's
- * activations, kept or checkpointed — f32, except that bf16 keeps the
- * blocks' normed inputs and MLP hidden as 2-byte copies (nn/linear.h, kept
- * copies; FP8 keeps them f32). */
+/* Training memory per GPU in bytes, training cfg in `precision` at `batch`
+ * samples per GPU (rounded up), prompts of the most text tokens: the
+ * policy's own allocations measured by running its step on the meta
+ * backend sized as cuda (policy/memory.h) — f32 weights, the gradients it
+ * allocates, the activation arenas' high-water mark (what is saved for
+ * backward and the backward's scratch above it) and `copies`, the rest it
+ * holds at its peak (a bf16/FP8 step's GEMM-ready weight copies, its cast
+ * buffers and FP8 state, the arenas' headroom) — plus AdamW's two f32
+ * moments of the trained parameters (split over the ranks by ZeRO-1); each
+ * without and with gradient checkpointing. Communication buffers and the
+ * backend's own workspaces (cuBLASLt's, the CUDA context) are not counted. */
 typedef struct {
-    double weights, grads, adamw, bf16_casts, activations, activations_remat;
+    double weights, grads, adamw, copies, activations, copies_remat, activations_remat;
     double total, total_remat;
 } vla_plan_memory;
 
-vla_plan_memory vla_plan_memory_per_gpu(const vla_plan_policy *pol, double batch, int64_t gpus, bool zero1,
-                                        vla_precision precision);
+vla_status vla_plan_memory_per_gpu(const vla_policy_config *cfg, const vla_plan_policy *pol, double batch,
+                                   int64_t gpus, bool zero1, vla_precision precision, vla_plan_memory *out);
 
 vla_status vla_plan_policy_estimate(const vla_policy_config *cfg, vla_plan_policy *out);
 double vla_plan_ring_allreduce_s(double bytes, int64_t n, double gbps, double alpha_us);
