@@ -1,6 +1,7 @@
 /* memory.c — a training step's device memory, measured on the meta backend (memory.h). */
 #include "policy/memory.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "policy/policy.h"
@@ -53,3 +54,33 @@ vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_mem
     return st == VLA_OK ? VLA_OK : vla_error_context(st, "measuring %s's memory on the meta backend", cfg->name);
 }
 
+vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_opts *o, double free_bytes,
+                                 double other_bytes, bool *fits, char *say, size_t cap) {
+    const double GiB = 1073741824.0;
+    vla_memory_use u;
+    VLA_TRY(vla_policy_memory_measure(cfg, o, &u));
+    double need = (double)u.peak + other_bytes;
+    *fits = need <= free_bytes;
+    int n = snprintf(say, cap,
+                     "training %s at %d samples per step in %s%s needs up to %.1f GiB on the device (measured on the "
+                     "meta backend with the longest prompts: weights and gradients %.1f, activations %.1f, copies "
+                     "%.1f, optimizer %.1f) of %.1f GiB free",
+                     cfg->name, (int)o->batch, vla_precision_name(o->precision),
+                     o->recompute ? " with gradient checkpointing" : "", need / GiB, (double)u.params / GiB,
+                     (double)u.activations / GiB, (double)(u.peak - u.params - u.activations) / GiB,
+                     other_bytes / GiB, free_bytes / GiB);
+    if (*fits || n < 0 || (size_t)n >= cap) return VLA_OK;
+    if (!o->recompute) { /* what checkpointing would need */
+        vla_memory_opts r = *o;
+        r.recompute = true;
+        vla_memory_use ur;
+        VLA_TRY(vla_policy_memory_measure(cfg, &r, &ur));
+        double need_r = (double)ur.peak + other_bytes;
+        n += snprintf(say + n, cap - (size_t)n, ": --gradient_checkpointing needs %.1f GiB (%s)", need_r / GiB,
+                      need_r <= free_bytes ? "fits" : "does not fit either");
+        if (n < 0 || (size_t)n >= cap) return VLA_OK;
+    }
+    snprintf(say + n, cap - (size_t)n, "%s a smaller --batch_size with --gradient_accumulation_steps trains on the "
+             "same samples per update; shorter prompts need less", o->recompute ? ":" : ";");
+    return VLA_OK;
+}

@@ -46,4 +46,12 @@ typedef struct {
  * (the meta table's counters are the process's). */
 vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_memory_opts *o, vla_memory_use *out);
 
+/* Whether cfg's training step fits a device with `free_bytes` free, `other_bytes` (the optimizer's state)
+ * beside what the policy allocates: measured as vla_policy_memory_measure (o's precision, batch and
+ * checkpointing), and, where it does not fit and o trains without checkpointing, measured again with it.
+ * `say` (cap bytes) receives one line for a log: what the step needs of what is free, and, where it does
+ * not fit, what to do (--gradient_checkpointing, a smaller --batch_size). *fits false: it does not. */
+vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_opts *o, double free_bytes,
+                                 double other_bytes, bool *fits, char *say, size_t cap);
+
 #endif

@@ -21,6 +21,8 @@
 #include "distributed/grad_buckets.h"
 #include "distributed/sampler.h"
 #include "policy/family.h"
+#include "policy/memory.h"
+#include "policy/param_spec.h"
 #include "tensor/backend.h"
 #include "tensor/profile.h"
 #include "tensor/cpu/gemm.h"
@@ -341,6 +343,37 @@ static vla_status open_datasets(trainer *t) {
     return vla_mixture_init(&t->mix, n, rows, o->weights ? w : NULL, o->seed);
 }
 
+/* A device's memory, before anything is allocated on it: what the training step needs (policy/memory.h:
+ * the step measured on the meta backend, the longest prompts, AdamW's moments over the ZeRO-1 shards and
+ * the EMA beside it) against what is free — one line in the log, a warning when it does not fit, with
+ * what to do. Not a refusal: real prompts are often shorter than the longest, and an out-of-memory step
+ * says the same again. Host backends have no free-memory figure and skip it. */
+static void check_device_memory(trainer *t, const vla_policy_config *cfg, const vla_ops *ops) {
+    const vla_train_opts *o = t->o;
+    int64_t free_b = vla_ops_stat_of(ops, VLA_STAT_DEVICE_FREE_BYTES);
+    if (free_b < 0 || ops->device != VLA_DEVICE_CUDA) return;
+    vla_param_list plist = {0};
+    if (vla_param_specs(cfg, &plist) != VLA_OK) {
+        vla_error_clear();
+        return;
+    }
+    vla_param_counts cnt;
+    vla_param_count(&plist, &cnt);
+    vla_param_list_free(&plist);
+    double T = (double)cnt.total_trainable, shards = t->world > 1 ? (double)t->world : 1.0;
+    double other = (8.0 * T + (o->ema_decay > 0 ? 4.0 * T : 0.0)) / shards;
+    vla_memory_opts mo = {.sized_as = "cuda", .precision = o->precision, .fp8 = &o->fp8,
+                          .batch = (int32_t)o->batch_size, .recompute = o->gradient_checkpointing};
+    bool fits = true;
+    char say[1024];
+    if (vla_policy_memory_fit(cfg, &mo, (double)free_b, other, &fits, say, sizeof say) != VLA_OK) {
+        vla_log(VLA_LOG_WARN, "device memory not measured: %s", vla_error_message());
+        vla_error_clear();
+        return;
+    }
+    vla_log(fits ? VLA_LOG_INFO : VLA_LOG_WARN, "%s%s", fits ? "" : "may not fit: ", say);
+}
+
 /* Open the dataset(s) and build the policy, its padded state/action dims
  * grown to hold every dataset's (max_state_dim / max_action_dim). */
 static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
@@ -370,6 +403,7 @@ static vla_status open_dataset_and_policy(trainer *t, vla_policy_config *cfg) {
         VLA_TRY(vla_profile_wrap(ops, &ops));
         t->profiled = true;
     }
+    check_device_memory(t, cfg, ops);
     VLA_TRY(vla_policy_create(cfg, ops, &t->p));
     VLA_TRY(vla_policy_init_weights(t->p, o->seed));
     VLA_TRY(vla_policy_set_precision(t->p, o->precision, &o->fp8));

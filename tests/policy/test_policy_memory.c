@@ -162,6 +162,30 @@ static void test_frozen_vit_keeps_one_layer(void **state) {
     }
 }
 
+/* The trainer's check before a device allocates: fits or not against the free bytes, and what to do. */
+static void test_fit_says_what_to_do(void **state) {
+    vla_policy_config c = load("pi05-nano");
+    vla_memory_opts o = {.sized_as = "cuda", .precision = VLA_PREC_BF16, .batch = 4};
+    vla_memory_use u;
+    assert_int_equal(vla_policy_memory_measure(&c, &o, &u), VLA_OK);
+    char say[1024];
+    bool fits = false;
+    double need = (double)u.peak + 1000; /* the optimizer's 1000 bytes beside the policy's peak */
+    assert_int_equal(vla_policy_memory_fit(&c, &o, need, 1000, &fits, say, sizeof say), VLA_OK);
+    assert_true(fits);
+    assert_non_null(strstr(say, "pi05-nano at 4 samples per step in bf16 needs up to"));
+    assert_null(strstr(say, "--batch_size"));
+    assert_int_equal(vla_policy_memory_fit(&c, &o, need - 1, 1000, &fits, say, sizeof say), VLA_OK);
+    assert_false(fits);
+    assert_non_null(strstr(say, "--gradient_checkpointing needs"));
+    assert_non_null(strstr(say, "a smaller --batch_size"));
+    o.recompute = true; /* already checkpointing: nothing more to suggest of it */
+    assert_int_equal(vla_policy_memory_fit(&c, &o, 1.0, 0, &fits, say, sizeof say), VLA_OK);
+    assert_false(fits);
+    assert_non_null(strstr(say, "with gradient checkpointing needs up to"));
+    assert_null(strstr(say, "--gradient_checkpointing needs"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pi05_meta_equals_real),
@@ -169,6 +193,7 @@ int main(void) {
         cmocka_unit_test(test_measure_scales_with_batch),
         cmocka_unit_test(test_meta_table),
         cmocka_unit_test(test_frozen_vit_keeps_one_layer),
+        cmocka_unit_test(test_fit_says_what_to_do),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
