@@ -249,6 +249,10 @@ static vla_status parse_embodiment(const char *file, const json_t *e, const vla_
     return VLA_OK;
 }
 
+void vla_pretrained_inference_config(vla_policy_config *cfg) {
+    for (int g = 0; g < VLA_GROUP_COUNT; g++) cfg->frozen[g] = true;
+}
+
 vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrained *out) {
     memset(out, 0, sizeof *out);
     VLA_TRY(resolve(path, out->dir, sizeof out->dir));
@@ -275,6 +279,7 @@ vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrai
     json_t *nact = json_object_get(root, "n_action_steps");
     if (json_is_integer(nact) && json_integer_value(nact) >= 1 && json_integer_value(nact) <= cfg.action.horizon)
         out->meta.n_action_steps = (int)json_integer_value(nact);
+    vla_pretrained_inference_config(&cfg);
     if ((st = vla_policy_create(&cfg, ops, &out->policy)) != VLA_OK) goto done;
     snprintf(file, sizeof file, "%s/model.safetensors", out->dir);
     st = vla_pretrained_load_weights(out->policy, file);

@@ -64,7 +64,13 @@ typedef struct {
     char dir[VLA_CKPT_PATH_MAX]; /* the pretrained_model directory used */
 } vla_pretrained;
 
+/* The policy is built for inference, as vla serve, vla eval and the robot library run it: every group
+ * frozen (vla_pretrained_inference_config), so no gradient memory is allocated (π0.5: 12.5 GiB a server
+ * held and never used). A caller that trains loads the weights into its own policy
+ * (vla_pretrained_load_weights, vla_published_load_weights). */
 vla_status vla_pretrained_load(const char *path, const vla_ops *ops, vla_pretrained *out);
+/* cfg as an inference policy is built: every group frozen. */
+void vla_pretrained_inference_config(vla_policy_config *cfg);
 /* After vla_pretrained_load (which takes the first embodiment): use the
  * embodiment named `want` (its name or id; NULL: choose), replacing the
  * normalisers and meta. Without `want`, a mixture's checkpoint takes the one

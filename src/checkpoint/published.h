@@ -113,8 +113,9 @@ vla_status vla_published_stats(const char *path, const vla_policy_config *cfg, c
 
 /* A published fine-tune opened for evaluation: config (from `base` as
  * vla_published_config), weights and its own statistics, as
- * vla_pretrained_load opens a vla.c checkpoint. A checkpoint with no
- * statistics (a base) is refused, saying to fine-tune it first. */
+ * vla_pretrained_load opens a vla.c checkpoint (for inference: every group
+ * frozen, no gradient memory). A checkpoint with no statistics (a base) is
+ * refused, saying to fine-tune it first. */
 vla_status vla_published_open(const char *path, const char *base, const char *want, const vla_ops *ops,
                               vla_pretrained *out);
 

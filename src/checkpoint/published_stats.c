@@ -475,6 +475,7 @@ vla_status vla_published_open(const char *path, const char *base, const char *wa
                          "experiment_cfg/metadata.json): a base model; fine-tune it first with vla train "
                          "--policy.pretrained_path=%s --dataset.root=... and evaluate the output",
                          path, vla_pub_format_name(fmt), path);
+    vla_pretrained_inference_config(&cfg);
     vla_status st = vla_policy_create(&cfg, ops, &out->policy);
     vla_published_report rep;
     if (st == VLA_OK) st = vla_published_load_weights(out->policy, path, &rep);

@@ -56,14 +56,17 @@ static bool group_idle(const info_report *r, int g) {
  * its peak beside weights and gradients (GEMM-ready weight copies, cast buffers, FP8 state, the arenas'
  * headroom); device_peak: all the policy allocates at once (weights, gradients, activations, copies; AdamW's
  * moments are the optimizer's, adamw_f32). */
-enum { MEM_COUNT = 15 };
+enum { MEM_COUNT = 17 };
 static const char *const mem_names[MEM_COUNT] = {
     "weights_f32", "weights_bf16", "grads_f32", "grads_bf16", "adamw_f32", "activations_f32", "activations_bf16",
     "activations_gradient_checkpointing_f32", "activations_gradient_checkpointing_bf16", "copies_f32", "copies_bf16",
     "device_peak_f32", "device_peak_bf16", "device_peak_gradient_checkpointing_f32",
-    "device_peak_gradient_checkpointing_bf16"};
+    "device_peak_gradient_checkpointing_bf16",
+    /* inference as vla serve, vla eval and the robot library run it, one observation, bf16 on cuda: what stays
+     * on the device between chunks and the most at once (no gradients; the f32 weights and their copies) */
+    "inference_resident_bf16", "inference_peak_bf16"};
 
-/* mem[5..14] measured at `batch` (the order of mem_names) */
+/* mem[5..16] measured: training at `batch`, inference at one observation (the order of mem_names) */
 static vla_status measure_memory(const vla_policy_config *cfg, int64_t batch, double *mem) {
     for (int k = 0; k < 4; k++) {
         bool bf16 = k & 1, remat = k >= 2;
@@ -75,6 +78,10 @@ static vla_status measure_memory(const vla_policy_config *cfg, int64_t batch, do
         mem[11 + k] = (double)u.peak;
         if (!remat) mem[9 + k] = (double)u.peak - (double)u.params - (double)u.activations;
     }
+    vla_memory_opts o = {.sized_as = "cuda", .precision = VLA_PREC_BF16, .batch = 1};
+    vla_memory_use u;
+    VLA_TRY(vla_policy_memory_measure_inference(cfg, &o, &u));
+    mem[15] = (double)u.held, mem[16] = (double)u.peak;
     return VLA_OK;
 }
 
@@ -229,6 +236,9 @@ static void print_memory_text(const info_report *r) {
     printf("    activations      f32 %12s   bf16 on cuda %12s\n", a, b);
     human(a, sizeof a, mem[13] + mem[4], "B"), human(b, sizeof b, mem[14] + mem[4], "B");
     printf("    total, training  f32 %12s   bf16 on cuda %12s\n", a, b);
+    human(a, sizeof a, mem[15], "B"), human(b, sizeof b, mem[16], "B");
+    printf("inference, one observation (vla serve, vla eval, the robot library: no gradients), bf16 on cuda:\n"
+           "  resident %s between chunks (f32 weights, their bf16 copies, the sampling arenas), peak %s\n", a, b);
 }
 
 /* Activations per module group, and the model FLOPs. */

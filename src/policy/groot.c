@@ -730,6 +730,7 @@ static vla_status sample_packed(vla_policy *p, const vla_observation *obs, const
         vla_flow_field field = {field_velocity, field_vjp, &fc, ops};
         VLA_TRY(integ(user, &g->flow, &field, x, S * H * ad));
     }
+    p->act_peak_bytes = g->arena.peak + g->sarena.peak; /* a chunk's, as a step's (policy.h) */
     vla_profile_phase("readback");
     ops->to_host(actions, x, (size_t)(S * H * ad) * sizeof(float));
     return VLA_OK;

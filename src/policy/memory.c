@@ -2,6 +2,7 @@
 #include "policy/memory.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy/policy.h"
@@ -28,6 +29,7 @@ static vla_status one_step(vla_policy *p, const vla_batch *b) {
 vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_memory_opts *o, vla_memory_use *out) {
     memset(out, 0, sizeof *out);
     if (o->batch < 1) return vla_error(VLA_ERR_INVALID_ARG, "memory: batch %d (at least 1)", (int)o->batch);
+    VLA_TRY(vla_policy_config_validate(cfg->name, cfg));
     const vla_ops *ops;
     VLA_TRY(vla_backend_meta(o->sized_as ? o->sized_as : "cuda", &ops));
     if (held_now(ops) != 0)
@@ -52,6 +54,55 @@ vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_mem
     vla_synth_batch_free(&sb);
     vla_policy_free(p);
     return st == VLA_OK ? VLA_OK : vla_error_context(st, "measuring %s's memory on the meta backend", cfg->name);
+}
+
+vla_status vla_policy_memory_measure_inference(const vla_policy_config *cfg, const vla_memory_opts *o,
+                                               vla_memory_use *out) {
+    memset(out, 0, sizeof *out);
+    if (o->batch < 1) return vla_error(VLA_ERR_INVALID_ARG, "memory: batch %d (at least 1)", (int)o->batch);
+    VLA_TRY(vla_policy_config_validate(cfg->name, cfg));
+    const vla_ops *ops;
+    VLA_TRY(vla_backend_meta(o->sized_as ? o->sized_as : "cuda", &ops));
+    if (held_now(ops) != 0)
+        return vla_error(VLA_ERR_INTERNAL, "memory: another measurement holds meta memory (one at a time)");
+    vla_policy_config c = *cfg;
+    for (int g = 0; g < VLA_GROUP_COUNT; g++) c.frozen[g] = true;
+    vla_policy *p = NULL;
+    VLA_TRY(vla_policy_create(&c, ops, &p));
+    out->params = held_now(ops);
+    vla_synth_batch sb = {0};
+    float *actions = NULL;
+    const char **tasks = NULL;
+    vla_status st = vla_policy_set_precision(p, o->precision, o->fp8);
+    if (st == VLA_OK) st = vla_synth_batch_make(p, o->batch, false, &sb);
+    if (st == VLA_OK) {
+        actions = calloc((size_t)o->batch * (size_t)(c.action.horizon * c.action.action_dim), sizeof(float));
+        tasks = calloc((size_t)o->batch, sizeof *tasks);
+        if (!actions || !tasks) st = vla_error(VLA_ERR_NOMEM, "memory: out of host memory");
+    }
+    if (st == VLA_OK) {
+        for (int32_t i = 0; i < o->batch; i++) tasks[i] = VLA_SYNTH_TASK;
+        vla_observation ob = {.n_samples = o->batch, .task = tasks, .images = sb.images, .state = sb.state,
+                              .seed = 1};
+        vla_policy_weights_hold(p); /* as an engine holds them for its life */
+        st = vla_policy_sample_actions(p, &ob, actions);
+        if (st == VLA_OK) st = vla_policy_sample_actions(p, &ob, actions); /* the arenas settle */
+        if (st == VLA_OK) {
+            out->held = held_now(ops);
+            out->held_blocks = vla_ops_stat_of(ops, VLA_STAT_DEVICE_BLOCKS);
+            out->activations = p->act_peak_bytes;
+            int64_t pk = vla_ops_stat_of(ops, VLA_STAT_DEVICE_PEAK_BYTES);
+            out->peak = pk > 0 ? (size_t)pk : 0;
+            out->tokens = sb.b.n_tokens;
+        }
+        vla_policy_weights_release(p);
+    }
+    free(actions);
+    free(tasks);
+    vla_synth_batch_free(&sb);
+    vla_policy_free(p);
+    return st == VLA_OK ? VLA_OK
+                        : vla_error_context(st, "measuring %s's inference memory on the meta backend", cfg->name);
 }
 
 vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_opts *o, double free_bytes,

@@ -307,6 +307,7 @@ static vla_status sample(vla_policy *p, const vla_observation *obs, float *actio
         } else {
             st = vla_flow_euler(ops, &I->flow, velocity_uncached, &ctx, x, scratch, n);
         }
+        p->act_peak_bytes = I->arena.peak; /* a chunk's, as a step's (policy.h) */
         vla_profile_phase("readback");
         if (st == VLA_OK) ops->to_host(actions, x, (size_t)n * sizeof(float));
         vla_profile_phase(NULL);

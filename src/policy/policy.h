@@ -249,8 +249,8 @@ struct vla_policy {
     bool recompute_layers;
     /* Backend memory for activations and backward scratch (bytes): the
      * high-water marks of the policy's activation arenas over the recent
-     * calls (since an arena last grew), added up, updated after each loss
-     * and backward — what a batch size costs on a device beside the
+     * calls (since an arena last grew), added up, updated after each loss,
+     * backward and action chunk — what a batch size costs on a device beside the
      * weights, gradients and optimizer state (the arenas then keep one chunk
      * of about that size: vla_arena_begin_call). */
     size_t act_peak_bytes;

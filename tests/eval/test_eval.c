@@ -405,6 +405,9 @@ static void test_history_matches_loader(void **state) {
     assert_int_equal(pm.meta.n_obs_steps, K);
     assert_int_equal(pm.meta.state_width, K * FW);
     assert_false(pm.meta.relative_actions);
+    /* built for inference: no gradient memory, though the policy that wrote it trained every group */
+    assert_true(p->n_grad_floats > 0);
+    assert_true(pm.policy->n_grad_floats == 0 && pm.policy->grads == NULL);
     vla_pretrained_free(&pm);
     /* relative actions are recorded the same way (eval adds agent_pos back) */
     meta.relative_actions = true;

@@ -2,7 +2,8 @@
  * real steps: the meta backend's figures equal what the same steps
  * allocate on cpu and checked (the activation arenas' high-water mark to
  * the byte; what is held, to checked's page rounding), both families, each
- * precision, with and without gradient checkpointing; the meta table's own
+ * precision, with and without gradient checkpointing, and inference as an
+ * engine runs it; the meta table's own
  * contract; and that a ViT whose backward never runs keeps one layer. */
 #include "test_util.h"
 
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "policy/memory.h"
+#include "policy/param_spec.h"
 #include "policy/policy.h"
 #include "policy/synth_batch.h"
 #include "tensor/backend.h"
@@ -162,6 +164,50 @@ static void test_frozen_vit_keeps_one_layer(void **state) {
     }
 }
 
+/* Inference as an engine runs it (every group frozen, the weights held, two chunks): what stays resident
+ * equals, within checked's page rounding, what the same calls leave mapped on checked; no gradients. */
+static void test_inference_meta_equals_real(void **state) {
+    const char *configs[] = {"pi05-nano", "groot-nano"};
+    long page = sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < 2; i++) {
+        vla_policy_config c = load(configs[i]);
+        vla_memory_opts o = {.sized_as = "checked", .precision = VLA_PREC_BF16, .batch = 2};
+        vla_memory_use u;
+        assert_int_equal(vla_policy_memory_measure_inference(&c, &o, &u), VLA_OK);
+        vla_param_list l = {0};
+        assert_int_equal(vla_param_specs(&c, &l), VLA_OK);
+        vla_param_counts n;
+        vla_param_count(&l, &n);
+        vla_param_list_free(&l);
+        assert_int_equal(u.params, 4 * n.total_params); /* the weights alone */
+        assert_true(u.peak >= u.held && u.held > u.params);
+        /* the same on checked */
+        for (int g = 0; g < VLA_GROUP_COUNT; g++) c.frozen[g] = true;
+        size_t before = vla_checked_mapped_bytes();
+        vla_policy *p = NULL;
+        assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
+        assert_int_equal(vla_policy_set_precision(p, VLA_PREC_BF16, NULL), VLA_OK);
+        vla_synth_batch sb = {0};
+        assert_int_equal(vla_synth_batch_make(p, 2, false, &sb), VLA_OK);
+        const char *tasks[2] = {VLA_SYNTH_TASK, VLA_SYNTH_TASK};
+        vla_observation ob = {.n_samples = 2, .task = tasks, .images = sb.images, .state = sb.state, .seed = 1};
+        float act[2 * 64 * 32];
+        assert_true((size_t)(2 * c.action.horizon * c.action.action_dim) <= sizeof act / sizeof act[0]);
+        vla_policy_weights_hold(p);
+        for (int k = 0; k < 2; k++) assert_int_equal(vla_policy_sample_actions(p, &ob, act), VLA_OK);
+        size_t held = vla_checked_mapped_bytes() - before;
+        if (p->act_peak_bytes != u.activations)
+            fail_msg("%s inference: a chunk's arenas measured %zu, the real chunks' %zu", configs[i], u.activations,
+                     p->act_peak_bytes);
+        vla_policy_weights_release(p);
+        vla_synth_batch_free(&sb);
+        vla_policy_free(p);
+        if (held < u.held || held > u.held + (size_t)u.held_blocks * (size_t)page)
+            fail_msg("%s inference: held %zu (meta, %lld blocks) but checked maps %zu", configs[i], u.held,
+                     (long long)u.held_blocks, held);
+    }
+}
+
 /* The trainer's check before a device allocates: fits or not against the free bytes, and what to do. */
 static void test_fit_says_what_to_do(void **state) {
     vla_policy_config c = load("pi05-nano");
@@ -194,6 +240,7 @@ int main(void) {
         cmocka_unit_test(test_meta_table),
         cmocka_unit_test(test_frozen_vit_keeps_one_layer),
         cmocka_unit_test(test_fit_says_what_to_do),
+        cmocka_unit_test(test_inference_meta_equals_real),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
