@@ -163,12 +163,13 @@ static vla_block_io action_io(const fwd_state *f) {
 void vla_pi05_view_layer(pi05_impl *I, const vla_policy_config *c, int64_t li, layer_view *v) {
     const fwd_state *f = &I->f;
     PI05_DIMS(I, c, f->S, f->T, f->Np, f->Na, f->n_img, f->act);
-    const int64_t k = f->recompute ? 0 : li; /* recompute: every layer in the one slot */
+    /* recompute: every layer in the one slot; the prefix-only forward: K and V per layer, the rest in one */
+    const int64_t k = Lk == 1 ? 0 : li, kv = Lkv == 1 ? 0 : li;
     vla_block_acts_carve(&I->lm_cfg, Np, 0, (int32_t)S, f->a.blk_p + k * bp, &v->p);
     vla_block_acts_carve(&I->ex_cfg, Na, 0, (int32_t)S, f->a.blk_a + k * ba, &v->a);
     v->p.q = v->a.q = f->a.tq, v->p.k = v->a.k = f->a.tk, v->p.v = v->a.v = f->a.tv;
     v->p.att = v->a.att = f->a.to;
-    v->Q = f->a.Q + k * T * HD, v->K = f->a.K + k * T * KD, v->V = f->a.V + k * T * KD;
+    v->Q = f->a.Q + k * T * HD, v->K = f->a.K + kv * T * KD, v->V = f->a.V + kv * T * KD;
     v->O = f->a.O + k * T * HD, v->lse = f->a.lse + k * T * H;
 }
 
@@ -206,14 +207,16 @@ static vla_status layer_forward(vla_policy *p, pi05_impl *I, int64_t li) {
     layer_view v;
     vla_pi05_view_layer(I, &p->cfg, li, &v);
     vla_block_io iop = prefix_io(f), ioa = action_io(f);
-    float *xp = f->a.xp + li * Np * W, *xa = f->a.xa + li * Na * We;
+    /* the prefix's residual stream: every layer's input kept for the backward, or two buffers in turn */
+    float *xp = f->a.xp + (nxp == 2 ? li & 1 : li) * Np * W, *xa = f->a.xa + li * Na * We;
+    float *xp_out = f->a.xp + (nxp == 2 ? (li + 1) & 1 : li + 1) * Np * W;
     VLA_TRY(stream_in(I, ops, &I->lm_cfg, &I->W.lm[li], &iop, xp, &v.p, f->m.pre_idx, &v));
     if (act) VLA_TRY(stream_in(I, ops, &I->ex_cfg, &I->W.ex[li], &ioa, xa, &v.a, f->m.act_idx, &v));
     vla_attn_seqs seqs = {f->S, f->m.cu, f->m.grp};
     vla_attn_config ac = vla_block_attn_config(&I->attn, &I->W.lm[li]); /* the joint attention: the LM's precision */
     VLA_TRY(vla_attention_forward(ops, &ac, v.O, v.lse, v.Q, v.K, v.V, &seqs, &seqs, NULL));
     I->flops += 4.0 * f->pairs * (double)HD;
-    if (li < L - 1) VLA_TRY(stream_out(I, ops, &I->lm_cfg, &I->W.lm[li], &iop, xp, xp + Np * W, &v.p, f->m.pre_idx, &v));
+    if (li < L - 1) VLA_TRY(stream_out(I, ops, &I->lm_cfg, &I->W.lm[li], &iop, xp, xp_out, &v.p, f->m.pre_idx, &v));
     if (act) VLA_TRY(stream_out(I, ops, &I->ex_cfg, &I->W.ex[li], &ioa, xa, xa + Na * We, &v.a, f->m.act_idx, &v));
     return VLA_OK;
 }

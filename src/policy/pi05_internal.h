@@ -60,15 +60,15 @@ typedef struct {
     X(tm2, act * S * We)                                                                                         \
     X(cond, act * S * We)                                                                                        \
     X(xin, Na * A)                                                                                               \
-    X(xp, (L + 1) * Np * W) /* residual streams at each layer's input */                                        \
+    X(xp, nxp * Np * W)     /* residual streams at each layer's input (prefix-only: two in turn) */            \
     X(xa, (L + 1) * Na * We)                                                                                     \
     X(mod_f, act * S * 3 * We)                                                                                   \
     X(af, Na * We)                                                                                               \
     X(arstd_f, Na)                                                                                               \
     X(vpred, Na * A)                                                                                             \
     X(Q, Lk * T * HD)        /* per layer, token order, RoPE applied */                                          \
-    X(K, Lk * T * KD)                                                                                            \
-    X(V, Lk * T * KD)                                                                                            \
+    X(K, Lkv * T * KD)       /* (prefix-only: every layer's K and V, sampling's cache; the rest one slot) */    \
+    X(V, Lkv * T * KD)                                                                                           \
     X(O, Lk * T * HD)                                                                                            \
     X(lse, Lk * T * H)                                                                                           \
     X(blk_p, Lk * bp)        /* per layer: the two blocks' own saved activations */                              \
@@ -145,7 +145,10 @@ static inline pi05_impl *pi05_of(vla_policy *p) { return (pi05_impl *)p->impl; }
 #define PI05_DIMS(I, c, S_, T_, Np_, Na_, nimg_, act_)                                                           \
     const vla_lm_config *l_ = &(c)->language;                                                                    \
     const int64_t S = (S_), T = (T_), Np = (Np_), Na = (Na_), act = (act_), L = l_->depth;                       \
-    const int64_t Lk = (I)->f.recompute ? 1 : L; /* layers whose activations are kept (recompute: one slot) */   \
+    /* layers whose activations are kept: recompute (training) keeps one slot for all; the prefix-only      \
+     * forward (sampling's cache, no backward) every layer's K and V and one slot for the rest */            \
+    const int64_t Lkv = (I)->f.recompute ? 1 : L, Lk = (I)->f.recompute || !(act_) ? 1 : L;                    \
+    const int64_t nxp = (act_) ? L + 1 : 2;                                                                      \
     const int64_t W = l_->width, We = (c)->expert.width, H = l_->heads, HD = l_->heads * l_->head_dim;           \
     const int64_t KD = l_->kv_heads * l_->head_dim, A = (c)->action.action_dim, Dv = (c)->vision.width;          \
     const int64_t n_it = (nimg_) * (I)->W.vit.tokens, mx = Np > Na ? Np : Na, Wm = W > We ? W : We;              \
@@ -159,7 +162,7 @@ static inline pi05_impl *pi05_of(vla_policy *p) { return (pi05_impl *)p->impl; }
     const int64_t vs = vt ? vla_vit_scratch_floats(&(I)->W.vit, (nimg_), false) : 0;                             \
     (void)S, (void)T, (void)Np, (void)Na, (void)act, (void)L, (void)W, (void)We, (void)H, (void)HD, (void)KD,   \
         (void)A, (void)Dv, (void)n_it, (void)mx, (void)Wm, (void)vit, (void)bp, (void)ba, (void)bsp, (void)bsa,  \
-        (void)vt, (void)vs, (void)n_px, (void)Lk
+        (void)vt, (void)vs, (void)n_px, (void)Lk, (void)Lkv, (void)nxp
 
 /* Start a new lifetime in both arenas (vla_arena_begin_call: one chunk
  * holding the last peak, so later steps reuse the same memory). */

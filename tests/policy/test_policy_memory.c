@@ -208,6 +208,32 @@ static void test_inference_meta_equals_real(void **state) {
     }
 }
 
+/* Sampling's prefix-only forward keeps every layer's K and V (the cache the flow steps read) and one slot
+ * for the rest: two more layers add two layers' K and V to a chunk's arenas, nothing else (it kept every
+ * layer's q, attention output, norms and MLP activations, as a training forward does). */
+static void test_prefix_cache_keeps_kv_alone(void **state) {
+    vla_policy_config c = load("pi05-nano");
+    size_t act[2];
+    int64_t tokens = 0;
+    for (int k = 0; k < 2; k++) {
+        c.language.depth = c.expert.depth = 2 + 2 * k;
+        vla_memory_opts o = {.sized_as = "cpu", .precision = VLA_PREC_FP32, .batch = 2};
+        vla_memory_use u;
+        assert_int_equal(vla_policy_memory_measure_inference(&c, &o, &u), VLA_OK);
+        act[k] = u.activations, tokens = u.tokens;
+    }
+    size_t kv = 2 * 2 * (size_t)tokens * (size_t)(c.language.kv_heads * c.language.head_dim) * sizeof(float);
+    if (!(act[1] > act[0] && act[1] - act[0] <= kv))
+        fail_msg("two more layers added %zu bytes to a chunk's arenas; their K and V are at most %zu", act[1] - act[0],
+                 kv);
+    /* an inconsistent config is refused, not run */
+    c.expert.depth = 3;
+    vla_memory_opts o = {.sized_as = "cpu", .precision = VLA_PREC_FP32, .batch = 1};
+    vla_memory_use u;
+    assert_int_not_equal(vla_policy_memory_measure_inference(&c, &o, &u), VLA_OK);
+    assert_non_null(strstr(vla_error_message(), "expert.depth"));
+}
+
 /* The trainer's check before a device allocates: fits or not against the free bytes, and what to do. */
 static void test_fit_says_what_to_do(void **state) {
     vla_policy_config c = load("pi05-nano");
@@ -241,6 +267,7 @@ int main(void) {
         cmocka_unit_test(test_frozen_vit_keeps_one_layer),
         cmocka_unit_test(test_fit_says_what_to_do),
         cmocka_unit_test(test_inference_meta_equals_real),
+        cmocka_unit_test(test_prefix_cache_keeps_kv_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
