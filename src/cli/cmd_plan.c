@@ -237,7 +237,8 @@ int vla_cmd_plan(int argc, char **argv) {
     /* memory: only a policy (--config) has the shapes the activations come from */
     vla_plan_memory mem = {0};
     if (have_pol) {
-        vla_status st = vla_plan_memory_per_gpu(&cfg, &pol, in.batch, in.gpus, in.param_bytes > 0, precision, &mem);
+        vla_status st = vla_plan_memory_per_gpu(&cfg, &pol, in.batch, in.gpus, in.param_bytes > 0, precision,
+                                                gpu_gib * 1073741824.0, &mem);
         if (st != VLA_OK) return vla_cli_fail(st);
     }
     const double GiB = 1073741824.0;
@@ -263,11 +264,13 @@ int vla_cmd_plan(int argc, char **argv) {
                    "\"grads\":%.6g,\"adamw\":%.6g,\"copies\":%.6g,\"activations\":%.6g,"
                    "\"copies_gradient_checkpointing\":%.6g,\"activations_gradient_checkpointing\":%.6g,"
                    "\"total\":%.6g,\"total_gradient_checkpointing\":%.6g,\"gpu\":%.4g,\"fits\":%s,"
-                   "\"fits_gradient_checkpointing\":%s}",
+                   "\"fits_gradient_checkpointing\":%s,\"largest_batch\":%d,"
+                   "\"largest_batch_gradient_checkpointing\":%d}",
                    vla_precision_name(precision), mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB,
                    mem.copies / GiB, mem.activations / GiB, mem.copies_remat / GiB, mem.activations_remat / GiB,
                    mem.total / GiB, mem.total_remat / GiB, gpu_gib, mem.total / GiB <= gpu_gib ? "true" : "false",
-                   mem.total_remat / GiB <= gpu_gib ? "true" : "false");
+                   mem.total_remat / GiB <= gpu_gib ? "true" : "false", (int)mem.largest_batch,
+                   (int)mem.largest_batch_remat);
         }
         printf("}\n");
         return 0;
@@ -300,6 +303,9 @@ int vla_cmd_plan(int argc, char **argv) {
         printf("                      with --gradient_checkpointing: activations %.1f + copies %.1f GiB = %.1f GiB: "
                "%s\n", mem.activations_remat / GiB, mem.copies_remat / GiB, mem.total_remat / GiB,
                mem.total_remat / GiB <= gpu_gib ? "fits" : "does NOT fit");
+        printf("                      the largest batch per GPU that fits in %.4g GiB: %d, with "
+               "--gradient_checkpointing %d%s\n", gpu_gib, (int)mem.largest_batch, (int)mem.largest_batch_remat,
+               mem.largest_batch_remat >= VLA_PLAN_MAX_BATCH ? " (the most searched)" : "");
         printf("                      (activations: what the step saves for backward and the backward's scratch, "
                "at their high-water mark; copies: the weights' GEMM-ready copies, cast buffers, FP8 state and the "
                "arenas' headroom)\n");

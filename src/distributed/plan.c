@@ -78,7 +78,8 @@ vla_status vla_plan_policy_estimate(const vla_policy_config *cfg, vla_plan_polic
 }
 
 vla_status vla_plan_memory_per_gpu(const vla_policy_config *cfg, const vla_plan_policy *pol, double batch,
-                                   int64_t gpus, bool zero1, vla_precision precision, vla_plan_memory *out) {
+                                   int64_t gpus, bool zero1, vla_precision precision, double gpu_bytes,
+                                   vla_plan_memory *out) {
     *out = (vla_plan_memory){0};
     double b = ceil(batch);
     if (!(b >= 1 && b <= INT32_MAX))
@@ -98,5 +99,10 @@ vla_status vla_plan_memory_per_gpu(const vla_policy_config *cfg, const vla_plan_
     out->copies_remat = (double)remat.peak - (double)remat.params - out->activations_remat;
     out->total = (double)kept.peak + out->adamw;
     out->total_remat = (double)remat.peak + out->adamw;
+    o.recompute = false;
+    VLA_TRY(vla_policy_memory_largest_batch(cfg, &o, gpu_bytes, out->adamw, VLA_PLAN_MAX_BATCH, &out->largest_batch));
+    o.recompute = true;
+    VLA_TRY(vla_policy_memory_largest_batch(cfg, &o, gpu_bytes, out->adamw, VLA_PLAN_MAX_BATCH,
+                                            &out->largest_batch_remat));
     return VLA_OK;
 }

@@ -75,10 +75,15 @@ typedef struct {
 typedef struct {
     double weights, grads, adamw, copies, activations, copies_remat, activations_remat;
     double total, total_remat;
+    /* the largest batch per GPU whose total fits gpu_bytes, without and with checkpointing (0: not one
+     * sample; at most VLA_PLAN_MAX_BATCH) */
+    int32_t largest_batch, largest_batch_remat;
 } vla_plan_memory;
+#define VLA_PLAN_MAX_BATCH 1024
 
 vla_status vla_plan_memory_per_gpu(const vla_policy_config *cfg, const vla_plan_policy *pol, double batch,
-                                   int64_t gpus, bool zero1, vla_precision precision, vla_plan_memory *out);
+                                   int64_t gpus, bool zero1, vla_precision precision, double gpu_bytes,
+                                   vla_plan_memory *out);
 
 vla_status vla_plan_policy_estimate(const vla_policy_config *cfg, vla_plan_policy *out);
 double vla_plan_ring_allreduce_s(double bytes, int64_t n, double gbps, double alpha_us);

@@ -34,8 +34,12 @@ vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_mem
     VLA_TRY(vla_backend_meta(o->sized_as ? o->sized_as : "cuda", &ops));
     if (held_now(ops) != 0)
         return vla_error(VLA_ERR_INTERNAL, "memory: another measurement holds meta memory (one at a time)");
+    /* the longest prompts are ids synthesized, not text: the byte-level tokenizer spares parsing a large
+     * one (Gemma's 257k entries: most of a measurement's time), and no shape depends on which it is */
+    vla_policy_config c = *cfg;
+    if (!o->short_prompt) c.tokenizer[0] = 0;
     vla_policy *p = NULL;
-    VLA_TRY(vla_policy_create(cfg, ops, &p));
+    VLA_TRY(vla_policy_create(&c, ops, &p));
     out->params = held_now(ops);
     vla_synth_batch sb = {0};
     vla_status st = vla_policy_set_precision(p, o->precision, o->fp8);
@@ -105,6 +109,63 @@ vla_status vla_policy_memory_measure_inference(const vla_policy_config *cfg, con
                         : vla_error_context(st, "measuring %s's inference memory on the meta backend", cfg->name);
 }
 
+/* batch b's step: its peak (bytes) */
+static vla_status peak_at(const vla_policy_config *cfg, const vla_memory_opts *o, int32_t b, double *peak) {
+    vla_memory_opts ob = *o;
+    ob.batch = b;
+    vla_memory_use u;
+    VLA_TRY(vla_policy_memory_measure(cfg, &ob, &u));
+    *peak = (double)u.peak;
+    return VLA_OK;
+}
+
+/* The peak grows with the batch, about linearly (activations per sample; weights and copies fixed): the
+ * line through batches 1 and 2 predicts the answer, then steps doubling from it bracket the true one and a
+ * bisection closes it — three to six measurements where a plain bisection over 1..max took sixteen. */
+vla_status vla_policy_memory_largest_batch(const vla_policy_config *cfg, const vla_memory_opts *o,
+                                           double budget_bytes, double other_bytes, int32_t max, int32_t *out) {
+    *out = 0;
+    double budget = budget_bytes - other_bytes, p1, p2, pk;
+    if (max < 1) return VLA_OK;
+    VLA_TRY(peak_at(cfg, o, 1, &p1));
+    if (p1 > budget) return VLA_OK;
+    if (max == 1) return *out = 1, VLA_OK;
+    VLA_TRY(peak_at(cfg, o, 2, &p2));
+    if (p2 > budget) return *out = 1, VLA_OK;
+    double slope = p2 - p1, guess = slope > 0 ? 1 + (budget - p1) / slope : (double)max;
+    int32_t g = guess >= (double)max ? max : guess < 2 ? 2 : (int32_t)guess;
+    int32_t lo = 2, hi = 0; /* lo fits; hi (when > 0) does not */
+    VLA_TRY(peak_at(cfg, o, g, &pk));
+    if (pk <= budget) {
+        lo = g;
+        for (int32_t step = 1; hi == 0 && lo < max; step *= 2) { /* up from the guess */
+            int32_t next = lo > max - step ? max : lo + step;
+            VLA_TRY(peak_at(cfg, o, next, &pk));
+            if (pk <= budget) lo = next;
+            else hi = next;
+        }
+    } else {
+        hi = g;
+        for (int32_t step = 1; hi - step > lo; step *= 2) { /* down from the guess */
+            int32_t next = hi - step;
+            VLA_TRY(peak_at(cfg, o, next, &pk));
+            if (pk <= budget) {
+                lo = next;
+                break;
+            }
+            hi = next;
+        }
+    }
+    while (hi > lo + 1) {
+        int32_t mid = lo + (hi - lo) / 2;
+        VLA_TRY(peak_at(cfg, o, mid, &pk));
+        if (pk <= budget) lo = mid;
+        else hi = mid;
+    }
+    *out = lo;
+    return VLA_OK;
+}
+
 vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_opts *o, double free_bytes,
                                  double other_bytes, bool *fits, char *say, size_t cap) {
     const double GiB = 1073741824.0;
@@ -131,7 +192,13 @@ vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_
                       need_r <= free_bytes ? "fits" : "does not fit either");
         if (n < 0 || (size_t)n >= cap) return VLA_OK;
     }
-    snprintf(say + n, cap - (size_t)n, "%s a smaller --batch_size with --gradient_accumulation_steps trains on the "
-             "same samples per update; shorter prompts need less", o->recompute ? ":" : ";");
+    int32_t fit_b = 0;
+    if (o->batch > 1) VLA_TRY(vla_policy_memory_largest_batch(cfg, o, free_bytes, other_bytes, o->batch - 1, &fit_b));
+    if (fit_b > 0)
+        snprintf(say + n, cap - (size_t)n, "%s --batch_size=%d fits, and with --gradient_accumulation_steps trains on "
+                 "the same samples per update; shorter prompts need less", o->recompute ? ":" : ";", (int)fit_b);
+    else
+        snprintf(say + n, cap - (size_t)n, "%s not even one sample fits as configured; shorter prompts need less",
+                 o->recompute ? ":" : ";");
     return VLA_OK;
 }

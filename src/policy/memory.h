@@ -55,6 +55,13 @@ vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_mem
 vla_status vla_policy_memory_measure_inference(const vla_policy_config *cfg, const vla_memory_opts *o,
                                                vla_memory_use *out);
 
+/* The largest batch (samples per step, ≤ max) whose training step, measured as vla_policy_memory_measure
+ * with o's other options, fits `budget_bytes` beside `other_bytes` (the optimizer's state): *out 0 when not
+ * even one sample fits. The peak grows with the batch: a line through batches 1 and 2 predicts it, a few
+ * measurements around the prediction settle it. */
+vla_status vla_policy_memory_largest_batch(const vla_policy_config *cfg, const vla_memory_opts *o,
+                                           double budget_bytes, double other_bytes, int32_t max, int32_t *out);
+
 /* Whether cfg's training step fits a device with `free_bytes` free, `other_bytes` (the optimizer's state)
  * beside what the policy allocates: measured as vla_policy_memory_measure (o's precision, batch and
  * checkpointing), and, where it does not fit and o trains without checkpointing, measured again with it.

@@ -202,6 +202,18 @@ static void test_plan_reads_a_policy(void **state) {
     }
     assert_true(copies[0] > copies[2] && copies[1] > copies[2]);
     json_decref(plan), json_decref(info);
+    /* the largest batch per GPU that fits --gpu-gib: plan at that batch fits, at one more it does not */
+    EXPECT(vla("plan --config=pi05-tiny --gpus=1 --gpu-gib=0.05 --json"), 0);
+    pm = json_object_get(plan = out_json(), "memory_gib");
+    long long lb = (long long)json_integer_value(json_object_get(pm, "largest_batch"));
+    assert_true(lb >= 1 && json_integer_value(json_object_get(pm, "largest_batch_gradient_checkpointing")) >= lb);
+    json_decref(plan);
+    for (int extra = 0; extra < 2; extra++) {
+        EXPECT(vla("plan --config=pi05-tiny --gpus=1 --gpu-gib=0.05 --batch=%lld --json", lb + extra), 0);
+        pm = json_object_get(plan = out_json(), "memory_gib");
+        assert_true(json_is_true(json_object_get(pm, "fits")) == (extra == 0));
+        json_decref(plan);
+    }
     /* --precision budgets a policy's memory: with --params alone it has nothing to budget */
     EXPECT(vla("plan --params=1e9 --precision=fp32"), 2);
     SAYS("--precision");

@@ -234,6 +234,35 @@ static void test_prefix_cache_keeps_kv_alone(void **state) {
     assert_non_null(strstr(vla_error_message(), "expert.depth"));
 }
 
+/* The largest batch that fits a budget: it fits, one more does not — measured directly. */
+static void test_largest_batch(void **state) {
+    const char *configs[] = {"pi05-nano", "groot-nano"};
+    for (int i = 0; i < 2; i++) {
+        vla_policy_config c = load(configs[i]);
+        vla_memory_opts o = {.sized_as = "cuda", .precision = VLA_PREC_BF16, .batch = 1};
+        double peak[12];
+        for (int b = 1; b <= 11; b++) {
+            vla_memory_use u;
+            o.batch = b;
+            assert_int_equal(vla_policy_memory_measure(&c, &o, &u), VLA_OK);
+            peak[b] = (double)u.peak;
+            if (b > 1) assert_true(peak[b] >= peak[b - 1]);
+        }
+        const double other = 4096;
+        for (int want = 1; want <= 10; want += 3) {
+            if (peak[want + 1] == peak[want]) continue; /* no budget separates them */
+            int32_t got = -1;
+            assert_int_equal(vla_policy_memory_largest_batch(&c, &o, peak[want] + other, other, 1024, &got), VLA_OK);
+            if (got != want) fail_msg("%s: a budget of batch %d's peak gives %d", configs[i], want, (int)got);
+        }
+        int32_t got = -1;
+        assert_int_equal(vla_policy_memory_largest_batch(&c, &o, peak[1] - 1 + other, other, 1024, &got), VLA_OK);
+        assert_int_equal(got, 0);
+        assert_int_equal(vla_policy_memory_largest_batch(&c, &o, 1e18, other, 7, &got), VLA_OK);
+        assert_int_equal(got, 7); /* the most searched */
+    }
+}
+
 /* The trainer's check before a device allocates: fits or not against the free bytes, and what to do. */
 static void test_fit_says_what_to_do(void **state) {
     vla_policy_config c = load("pi05-nano");
@@ -250,7 +279,7 @@ static void test_fit_says_what_to_do(void **state) {
     assert_int_equal(vla_policy_memory_fit(&c, &o, need - 1, 1000, &fits, say, sizeof say), VLA_OK);
     assert_false(fits);
     assert_non_null(strstr(say, "--gradient_checkpointing needs"));
-    assert_non_null(strstr(say, "a smaller --batch_size"));
+    assert_non_null(strstr(say, "--batch_size=3 fits")); /* 4 samples miss by a byte: 3 fit */
     o.recompute = true; /* already checkpointing: nothing more to suggest of it */
     assert_int_equal(vla_policy_memory_fit(&c, &o, 1.0, 0, &fits, say, sizeof say), VLA_OK);
     assert_false(fits);
@@ -266,6 +295,7 @@ int main(void) {
         cmocka_unit_test(test_meta_table),
         cmocka_unit_test(test_frozen_vit_keeps_one_layer),
         cmocka_unit_test(test_fit_says_what_to_do),
+        cmocka_unit_test(test_largest_batch),
         cmocka_unit_test(test_inference_meta_equals_real),
         cmocka_unit_test(test_prefix_cache_keeps_kv_alone),
     };
