@@ -101,6 +101,7 @@ int vla_cmd_serve(int argc, char **argv) {
         vla_engine_free(e);
         return vla_cli_fail(st);
     }
+    vla_engine_log_memory(e, so.max_batch);
     const vla_engine_info *in = vla_engine_get_info(e);
     /* one line a script can wait for (tests read the port from it) */
     printf("vla serve: %s (%s, %s, %s on %s) listening on ws://%s:%d (chunks of %lld x %lld, execute %d per chunk, "

@@ -7,9 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/log.h"
 #include "tensor/backend.h"
 #include "checkpoint/pretrained.h"
 #include "checkpoint/published.h"
+#include "policy/memory.h"
 #include "policy/precision.h"
 
 #define MAX_MAPPINGS 32
@@ -156,6 +158,28 @@ vla_status vla_engine_open(const vla_engine_opts *o, vla_engine **out) {
     }
     *out = e;
     return VLA_OK;
+}
+
+void vla_engine_log_memory(const vla_engine *e, int max_batch) {
+    const vla_ops *ops = e->policy->tops;
+    int64_t free_b = vla_ops_stat_of(ops, VLA_STAT_DEVICE_FREE_BYTES);
+    if (free_b < 0 || ops->device != VLA_DEVICE_CUDA || max_batch < 1) return;
+    vla_precision prec;
+    vla_memory_opts o = {.sized_as = "cuda", .batch = max_batch};
+    vla_memory_use u;
+    if (vla_precision_parse(e->info.precision, &prec) != VLA_OK ||
+        (o.precision = prec, vla_policy_memory_measure_inference(&e->policy->cfg, &o, &u)) != VLA_OK) {
+        vla_log(VLA_LOG_WARN, "serving memory not measured: %s", vla_error_message());
+        vla_error_clear();
+        return;
+    }
+    const double GiB = 1073741824.0;
+    double rest = (double)u.peak - (double)u.params; /* the weights are on the device already */
+    vla_log(rest <= (double)free_b ? VLA_LOG_INFO : VLA_LOG_WARN,
+            "%sserving batches of up to %d holds up to %.1f GiB on the device (measured on the meta backend: the "
+            "weights %.1f, their casts and the sampling arenas %.1f) with %.1f GiB free beside the weights%s",
+            rest <= (double)free_b ? "" : "may not fit: ", max_batch, (double)u.peak / GiB, (double)u.params / GiB,
+            rest / GiB, (double)free_b / GiB, rest <= (double)free_b ? "" : "; a smaller --serve.max_batch needs less");
 }
 
 const vla_engine_info *vla_engine_get_info(const vla_engine *e) { return &e->info; }
