@@ -1,6 +1,7 @@
 /* fuzz_policy_config.c — libFuzzer target for policy configs: parses the
  * input as a config; when it validates, builds the parameter inventory and
- * the memory/FLOP estimates and checks that the per-group counts add up.
+ * the memory/FLOP estimates and checks that the per-group counts add up,
+ * then runs a training step and an action chunk on the meta backend.
  * The same bytes also go through π0.5 prompt construction as a task
  * string, so cleaning and tokenisation see arbitrary text. */
 #include <stdint.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "policy/config.h"
+#include "policy/memory.h"
 #include "policy/param_spec.h"
 #include "policy/tokenizer.h"
 
@@ -32,6 +34,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             if (!(f.total_train >= f.total_forward) || !(a.total_floats_per_sample >= 0)) abort();
             if (!(a16.total_floats_per_sample >= 0) || !(a16.total_floats_per_sample <= a.total_floats_per_sample))
                 abort();
+            /* the model code itself, on the meta backend (policy/memory.h: no data, address space alone): a
+             * training step and an action chunk of one sample build and run for every config that validates,
+             * or fail with an error — never a crash — and what they hold adds up. Bounded so a valid giant
+             * spends no fuzzing time; the byte tokenizer, so no file the input names is opened. */
+            if (n.total_params < ((int64_t)1 << 31) && vla_policy_prefix_tokens(&cfg) + cfg.action.horizon < 4096) {
+                cfg.tokenizer[0] = 0;
+                vla_memory_opts o = {.sized_as = "cuda", .precision = VLA_PREC_BF16, .batch = 1};
+                vla_memory_use u;
+                if (vla_policy_memory_measure(&cfg, &o, &u) == VLA_OK) {
+                    if ((double)u.params != 4.0 * (double)(n.total_params + n.total_trainable) ||
+                        u.held < u.params + u.activations || u.peak < u.held)
+                        abort();
+                } else {
+                    vla_error_clear();
+                }
+                o.short_prompt = true; /* inference tokenizes its task: the byte tokenizer above */
+                if (vla_policy_memory_measure_inference(&cfg, &o, &u) == VLA_OK) {
+                    if ((double)u.params != 4.0 * (double)n.total_params || u.peak < u.held) abort();
+                } else {
+                    vla_error_clear();
+                }
+            }
         }
         vla_param_list_free(&l);
     }

@@ -208,7 +208,7 @@ static vla_status layer_forward(vla_policy *p, pi05_impl *I, int64_t li) {
     vla_pi05_view_layer(I, &p->cfg, li, &v);
     vla_block_io iop = prefix_io(f), ioa = action_io(f);
     /* the prefix's residual stream: every layer's input kept for the backward, or two buffers in turn */
-    float *xp = f->a.xp + (nxp == 2 ? li & 1 : li) * Np * W, *xa = f->a.xa + li * Na * We;
+    float *xp = f->a.xp + (nxp == 2 ? li & 1 : li) * Np * W, *xa = act ? f->a.xa + li * Na * We : NULL;
     float *xp_out = f->a.xp + (nxp == 2 ? (li + 1) & 1 : li + 1) * Np * W;
     VLA_TRY(stream_in(I, ops, &I->lm_cfg, &I->W.lm[li], &iop, xp, &v.p, f->m.pre_idx, &v));
     if (act) VLA_TRY(stream_in(I, ops, &I->ex_cfg, &I->W.ex[li], &ioa, xa, &v.a, f->m.act_idx, &v));
