@@ -35,6 +35,7 @@
 #include "distributed/comm.h"
 #include "policy/policy.h"
 #include "policy/memory.h"
+#include "policy/param_spec.h"
 #include "policy/precision.h"
 #include "policy/synth_batch.h"
 #include "tensor/backend.h"
@@ -523,12 +524,37 @@ static bool parse_thread_counts(const char *text, int all, bench_opts *o) {
     return true;
 }
 
+/* On a device: the training step measured before anything is allocated (policy/memory.h: this batch's
+ * prompts, AdamW's moments beside it) — a step that cannot fit is refused at once, as running out of
+ * memory would refuse it a minute later (gpu_check's retries read "out of" either way). Host backends
+ * and an unmeasurable step: go on. */
+static vla_status fits_device(const vla_policy_config *cfg, const bench_opts *o) {
+    int64_t free_b = vla_ops_stat_of(o->ops, VLA_STAT_DEVICE_FREE_BYTES);
+    if (free_b < 0 || o->ops->device != VLA_DEVICE_CUDA) return VLA_OK;
+    vla_param_list l = {0};
+    if (vla_param_specs(cfg, &l) != VLA_OK) return vla_error_clear(), VLA_OK;
+    vla_param_counts n;
+    vla_param_count(&l, &n);
+    vla_param_list_free(&l);
+    vla_memory_opts mo = {.sized_as = "cuda", .precision = o->prec, .fp8 = &o->fp8, .batch = (int32_t)o->batch,
+                          .recompute = o->recompute, .short_prompt = true};
+    bool fits = true;
+    char say[1024];
+    if (vla_policy_memory_fit(cfg, &mo, (double)free_b, 8.0 * (double)n.total_trainable, "--batch", &fits, say,
+                              sizeof say) !=
+        VLA_OK)
+        return vla_error_clear(), VLA_OK;
+    if (fits) return VLA_OK;
+    return vla_error(VLA_ERR_NOMEM, "out of device memory, measured before allocating: %s", say);
+}
+
 static int bench_one(const char *name, const bench_opts *o) {
     vla_policy_config cfg;
     vla_status st = vla_policy_config_load(name, &cfg);
     if (st != VLA_OK) return vla_cli_fail(st);
     if (o->infer_only)
         for (int g = 0; g < VLA_GROUP_COUNT; g++) cfg.frozen[g] = true;
+    if (!o->infer_only && (st = fits_device(&cfg, o)) != VLA_OK) return vla_cli_fail(st);
     vla_policy *p = NULL;
     const vla_ops *pops = o->ops; /* --profile: the profiling table, forwarding until a profile starts */
     if (o->profile > 0 && (st = vla_profile_wrap(o->ops, &pops)) != VLA_OK) return vla_cli_fail(st);

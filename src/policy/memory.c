@@ -167,7 +167,7 @@ vla_status vla_policy_memory_largest_batch(const vla_policy_config *cfg, const v
 }
 
 vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_opts *o, double free_bytes,
-                                 double other_bytes, bool *fits, char *say, size_t cap) {
+                                 double other_bytes, const char *batch_flag, bool *fits, char *say, size_t cap) {
     const double GiB = 1073741824.0;
     vla_memory_use u;
     VLA_TRY(vla_policy_memory_measure(cfg, o, &u));
@@ -195,8 +195,11 @@ vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_
     int32_t fit_b = 0;
     if (o->batch > 1) VLA_TRY(vla_policy_memory_largest_batch(cfg, o, free_bytes, other_bytes, o->batch - 1, &fit_b));
     if (fit_b > 0)
-        snprintf(say + n, cap - (size_t)n, "%s --batch_size=%d fits, and with --gradient_accumulation_steps trains on "
-                 "the same samples per update; shorter prompts need less", o->recompute ? ":" : ";", (int)fit_b);
+        snprintf(say + n, cap - (size_t)n, "%s %s=%d fits%s; shorter prompts need less", o->recompute ? ":" : ";",
+                 batch_flag, (int)fit_b,
+                 strcmp(batch_flag, "--batch_size") ? ""
+                                                    : ", and with --gradient_accumulation_steps trains on the same "
+                                                      "samples per update");
     else
         snprintf(say + n, cap - (size_t)n, "%s not even one sample fits as configured; shorter prompts need less",
                  o->recompute ? ":" : ";");

@@ -66,8 +66,9 @@ vla_status vla_policy_memory_largest_batch(const vla_policy_config *cfg, const v
  * beside what the policy allocates: measured as vla_policy_memory_measure (o's precision, batch and
  * checkpointing), and, where it does not fit and o trains without checkpointing, measured again with it.
  * `say` (cap bytes) receives one line for a log: what the step needs of what is free, and, where it does
- * not fit, what to do (--gradient_checkpointing, a smaller --batch_size). *fits false: it does not. */
+ * not fit, what to do (--gradient_checkpointing, the largest batch that fits, named as the command's
+ * `batch_flag`: "--batch_size" for vla train). *fits false: it does not. */
 vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_opts *o, double free_bytes,
-                                 double other_bytes, bool *fits, char *say, size_t cap);
+                                 double other_bytes, const char *batch_flag, bool *fits, char *say, size_t cap);
 
 #endif

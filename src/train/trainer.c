@@ -366,7 +366,7 @@ static void check_device_memory(trainer *t, const vla_policy_config *cfg, const 
                           .batch = (int32_t)o->batch_size, .recompute = o->gradient_checkpointing};
     bool fits = true;
     char say[1024];
-    if (vla_policy_memory_fit(cfg, &mo, (double)free_b, other, &fits, say, sizeof say) != VLA_OK) {
+    if (vla_policy_memory_fit(cfg, &mo, (double)free_b, other, "--batch_size", &fits, say, sizeof say) != VLA_OK) {
         vla_log(VLA_LOG_WARN, "device memory not measured: %s", vla_error_message());
         vla_error_clear();
         return;

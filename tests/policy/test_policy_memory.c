@@ -272,19 +272,20 @@ static void test_fit_says_what_to_do(void **state) {
     char say[1024];
     bool fits = false;
     double need = (double)u.peak + 1000; /* the optimizer's 1000 bytes beside the policy's peak */
-    assert_int_equal(vla_policy_memory_fit(&c, &o, need, 1000, &fits, say, sizeof say), VLA_OK);
+    assert_int_equal(vla_policy_memory_fit(&c, &o, need, 1000, "--batch_size", &fits, say, sizeof say), VLA_OK);
     assert_true(fits);
     assert_non_null(strstr(say, "pi05-nano at 4 samples per step in bf16 needs up to"));
     assert_null(strstr(say, "--batch_size"));
-    assert_int_equal(vla_policy_memory_fit(&c, &o, need - 1, 1000, &fits, say, sizeof say), VLA_OK);
+    assert_int_equal(vla_policy_memory_fit(&c, &o, need - 1, 1000, "--batch", &fits, say, sizeof say), VLA_OK);
     assert_false(fits);
     assert_non_null(strstr(say, "--gradient_checkpointing needs"));
-    assert_non_null(strstr(say, "--batch_size=3 fits")); /* 4 samples miss by a byte: 3 fit */
+    assert_non_null(strstr(say, "--batch=3 fits;")); /* 4 samples miss by a byte: 3 fit (named as asked) */
     o.recompute = true; /* already checkpointing: nothing more to suggest of it */
-    assert_int_equal(vla_policy_memory_fit(&c, &o, 1.0, 0, &fits, say, sizeof say), VLA_OK);
+    assert_int_equal(vla_policy_memory_fit(&c, &o, 1.0, 0, "--batch_size", &fits, say, sizeof say), VLA_OK);
     assert_false(fits);
     assert_non_null(strstr(say, "with gradient checkpointing needs up to"));
     assert_null(strstr(say, "--gradient_checkpointing needs"));
+    assert_non_null(strstr(say, "not even one sample fits"));
 }
 
 int main(void) {
