@@ -26,14 +26,31 @@ static vla_status one_step(vla_policy *p, const vla_batch *b) {
     return st;
 }
 
-vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_memory_opts *o, vla_memory_use *out) {
+/* What both measurements check first: the batch, the config, the meta table sized as asked, nothing held. */
+static vla_status measure_begin(const vla_policy_config *cfg, const vla_memory_opts *o, vla_memory_use *out,
+                                const vla_ops **ops) {
     memset(out, 0, sizeof *out);
     if (o->batch < 1) return vla_error(VLA_ERR_INVALID_ARG, "memory: batch %d (at least 1)", (int)o->batch);
     VLA_TRY(vla_policy_config_validate(cfg->name, cfg));
-    const vla_ops *ops;
-    VLA_TRY(vla_backend_meta(o->sized_as ? o->sized_as : "cuda", &ops));
-    if (held_now(ops) != 0)
+    VLA_TRY(vla_backend_meta(o->sized_as ? o->sized_as : "cuda", ops));
+    if (held_now(*ops) != 0)
         return vla_error(VLA_ERR_INTERNAL, "memory: another measurement holds meta memory (one at a time)");
+    return VLA_OK;
+}
+
+/* What the policy holds after its calls, and the most it held. */
+static void measure_end(const vla_ops *ops, const vla_policy *p, const vla_synth_batch *sb, vla_memory_use *out) {
+    out->held = held_now(ops);
+    out->held_blocks = vla_ops_stat_of(ops, VLA_STAT_DEVICE_BLOCKS);
+    out->activations = p->act_peak_bytes;
+    out->tokens = sb->b.n_tokens;
+    int64_t pk = vla_ops_stat_of(ops, VLA_STAT_DEVICE_PEAK_BYTES);
+    out->peak = pk > 0 ? (size_t)pk : 0;
+}
+
+vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_memory_opts *o, vla_memory_use *out) {
+    const vla_ops *ops;
+    VLA_TRY(measure_begin(cfg, o, out, &ops));
     /* the longest prompts are ids synthesized, not text: the byte-level tokenizer spares parsing a large
      * one (Gemma's 257k entries: most of a measurement's time), and no shape depends on which it is */
     vla_policy_config c = *cfg;
@@ -47,14 +64,7 @@ vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_mem
     if (st == VLA_OK) st = vla_synth_batch_make(p, o->batch, !o->short_prompt, &sb);
     if (st == VLA_OK) st = one_step(p, &sb.b);
     if (st == VLA_OK) st = one_step(p, &sb.b); /* the arenas settle into one chunk each (base/arena.h) */
-    if (st == VLA_OK) {
-        out->held = held_now(ops);
-        out->held_blocks = vla_ops_stat_of(ops, VLA_STAT_DEVICE_BLOCKS);
-        out->activations = p->act_peak_bytes;
-        out->tokens = sb.b.n_tokens;
-        int64_t pk = vla_ops_stat_of(ops, VLA_STAT_DEVICE_PEAK_BYTES);
-        out->peak = pk > 0 ? (size_t)pk : 0;
-    }
+    if (st == VLA_OK) measure_end(ops, p, &sb, out);
     vla_synth_batch_free(&sb);
     vla_policy_free(p);
     return st == VLA_OK ? VLA_OK : vla_error_context(st, "measuring %s's memory on the meta backend", cfg->name);
@@ -62,13 +72,8 @@ vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_mem
 
 vla_status vla_policy_memory_measure_inference(const vla_policy_config *cfg, const vla_memory_opts *o,
                                                vla_memory_use *out) {
-    memset(out, 0, sizeof *out);
-    if (o->batch < 1) return vla_error(VLA_ERR_INVALID_ARG, "memory: batch %d (at least 1)", (int)o->batch);
-    VLA_TRY(vla_policy_config_validate(cfg->name, cfg));
     const vla_ops *ops;
-    VLA_TRY(vla_backend_meta(o->sized_as ? o->sized_as : "cuda", &ops));
-    if (held_now(ops) != 0)
-        return vla_error(VLA_ERR_INTERNAL, "memory: another measurement holds meta memory (one at a time)");
+    VLA_TRY(measure_begin(cfg, o, out, &ops));
     vla_policy_config c = *cfg;
     for (int g = 0; g < VLA_GROUP_COUNT; g++) c.frozen[g] = true;
     vla_policy *p = NULL;
@@ -91,14 +96,7 @@ vla_status vla_policy_memory_measure_inference(const vla_policy_config *cfg, con
         vla_policy_weights_hold(p); /* as an engine holds them for its life */
         st = vla_policy_sample_actions(p, &ob, actions);
         if (st == VLA_OK) st = vla_policy_sample_actions(p, &ob, actions); /* the arenas settle */
-        if (st == VLA_OK) {
-            out->held = held_now(ops);
-            out->held_blocks = vla_ops_stat_of(ops, VLA_STAT_DEVICE_BLOCKS);
-            out->activations = p->act_peak_bytes;
-            int64_t pk = vla_ops_stat_of(ops, VLA_STAT_DEVICE_PEAK_BYTES);
-            out->peak = pk > 0 ? (size_t)pk : 0;
-            out->tokens = sb.b.n_tokens;
-        }
+        if (st == VLA_OK) measure_end(ops, p, &sb, out);
         vla_policy_weights_release(p);
     }
     free(actions);
