@@ -49,7 +49,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 } else {
                     vla_error_clear();
                 }
-                o.short_prompt = true; /* inference tokenizes its task: the byte tokenizer above */
                 if (vla_policy_memory_measure_inference(&cfg, &o, &u) == VLA_OK) {
                     if ((double)u.params != 4.0 * (double)n.total_params || u.peak < u.held) abort();
                 } else {

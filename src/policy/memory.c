@@ -74,23 +74,28 @@ vla_status vla_policy_memory_measure_inference(const vla_policy_config *cfg, con
                                                vla_memory_use *out) {
     const vla_ops *ops;
     VLA_TRY(measure_begin(cfg, o, out, &ops));
+    /* the longest prompts, as the training measurement's: the byte-level tokenizer and a task of as many
+     * letters as a prompt has tokens (no tokenizer file is read) */
     vla_policy_config c = *cfg;
     for (int g = 0; g < VLA_GROUP_COUNT; g++) c.frozen[g] = true;
+    c.tokenizer[0] = 0;
     vla_policy *p = NULL;
     VLA_TRY(vla_policy_create(&c, ops, &p));
     out->params = held_now(ops);
     vla_synth_batch sb = {0};
     float *actions = NULL;
     const char **tasks = NULL;
+    char *task = NULL;
     vla_status st = vla_policy_set_precision(p, o->precision, o->fp8);
-    if (st == VLA_OK) st = vla_synth_batch_make(p, o->batch, false, &sb);
+    if (st == VLA_OK) st = vla_synth_batch_make(p, o->batch, true, &sb);
     if (st == VLA_OK) {
         actions = calloc((size_t)o->batch * (size_t)(c.action.horizon * c.action.action_dim), sizeof(float));
         tasks = calloc((size_t)o->batch, sizeof *tasks);
-        if (!actions || !tasks) st = vla_error(VLA_ERR_NOMEM, "memory: out of host memory");
+        task = vla_synth_longest_task(&c);
+        if (!actions || !tasks || !task) st = vla_error(VLA_ERR_NOMEM, "memory: out of host memory");
     }
     if (st == VLA_OK) {
-        for (int32_t i = 0; i < o->batch; i++) tasks[i] = VLA_SYNTH_TASK;
+        for (int32_t i = 0; i < o->batch; i++) tasks[i] = task;
         vla_observation ob = {.n_samples = o->batch, .task = tasks, .images = sb.images, .state = sb.state,
                               .seed = 1};
         vla_policy_weights_hold(p); /* as an engine holds them for its life */
@@ -101,6 +106,7 @@ vla_status vla_policy_memory_measure_inference(const vla_policy_config *cfg, con
     }
     free(actions);
     free(tasks);
+    free(task);
     vla_synth_batch_free(&sb);
     vla_policy_free(p);
     return st == VLA_OK ? VLA_OK

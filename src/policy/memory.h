@@ -48,8 +48,8 @@ vla_status vla_policy_memory_measure(const vla_policy_config *cfg, const vla_mem
 
 /* The same for inference as vla serve, vla eval and the robot library run it: every group frozen (no
  * gradients: checkpoint/pretrained.h), the weights held (each cast once and kept, policy.h), two action
- * chunks of `batch` observations (o->recompute and o->short_prompt unused: sampling tokenizes the synthetic
- * task). out->params is the weights, out->held what stays resident between chunks (weights, their copies,
+ * chunks of `batch` observations with the longest prompts (o->recompute and o->short_prompt unused).
+ * out->params is the weights, out->held what stays resident between chunks (weights, their copies,
  * the arenas' kept chunks), out->peak the most at once, out->activations a chunk's arenas' high-water mark
  * (the prefix's K/V cache and the flow steps' activations). */
 vla_status vla_policy_memory_measure_inference(const vla_policy_config *cfg, const vla_memory_opts *o,

@@ -92,3 +92,12 @@ vla_status vla_synth_batch_make(vla_policy *p, int32_t S, bool longest_prompt, v
     return VLA_OK;
 }
 
+
+char *vla_synth_longest_task(const vla_policy_config *c) {
+    size_t n = c->language.max_tokens > 0 ? (size_t)c->language.max_tokens : 0;
+    char *t = malloc(n + 1);
+    if (!t) return NULL;
+    memset(t, 'a', n);
+    t[n] = 0;
+    return t;
+}

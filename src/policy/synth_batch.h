@@ -29,6 +29,11 @@ void vla_synth_batch_free(vla_synth_batch *s);
 /* The task every synthetic sample is prompted with (PushT's). */
 extern const char VLA_SYNTH_TASK[];
 
+/* A task of language.max_tokens letters (malloc'd; NULL when memory is short): with the byte-level tokenizer
+ * each is a token, so the prompt is the longest a sample carries (cut there) — what a memory measurement
+ * of sampling prompts with. */
+char *vla_synth_longest_task(const vla_policy_config *c);
+
 /* S samples laid out by p (its tokenizer and sample layout), every camera
  * present, seeded pixels, state and actions. longest_prompt: each prompt
  * is language.max_tokens text tokens (the most a sample can carry: what a

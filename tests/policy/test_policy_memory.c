@@ -183,13 +183,16 @@ static void test_inference_meta_equals_real(void **state) {
         assert_true(u.peak >= u.held && u.held > u.params);
         /* the same on checked */
         for (int g = 0; g < VLA_GROUP_COUNT; g++) c.frozen[g] = true;
+        c.tokenizer[0] = 0; /* byte-level, as the measurement's */
         size_t before = vla_checked_mapped_bytes();
         vla_policy *p = NULL;
         assert_int_equal(vla_policy_create(&c, vla_backend_find("checked"), &p), VLA_OK);
         assert_int_equal(vla_policy_set_precision(p, VLA_PREC_BF16, NULL), VLA_OK);
         vla_synth_batch sb = {0};
-        assert_int_equal(vla_synth_batch_make(p, 2, false, &sb), VLA_OK);
-        const char *tasks[2] = {VLA_SYNTH_TASK, VLA_SYNTH_TASK};
+        assert_int_equal(vla_synth_batch_make(p, 2, true, &sb), VLA_OK);
+        char *task = vla_synth_longest_task(&c); /* the longest prompts, as the measurement's */
+        assert_non_null(task);
+        const char *tasks[2] = {task, task};
         vla_observation ob = {.n_samples = 2, .task = tasks, .images = sb.images, .state = sb.state, .seed = 1};
         float act[2 * 64 * 32];
         assert_true((size_t)(2 * c.action.horizon * c.action.action_dim) <= sizeof act / sizeof act[0]);
@@ -202,6 +205,7 @@ static void test_inference_meta_equals_real(void **state) {
         vla_policy_weights_release(p);
         vla_synth_batch_free(&sb);
         vla_policy_free(p);
+        free(task);
         if (held < u.held || held > u.held + (size_t)u.held_blocks * (size_t)page)
             fail_msg("%s inference: held %zu (meta, %lld blocks) but checked maps %zu", configs[i], u.held,
                      (long long)u.held_blocks, held);
