@@ -1,4 +1,4 @@
-/* memory.c — a training step's device memory, measured on the meta backend (memory.h). */
+/* memory.c — a training step's and an action chunk's device memory, measured on the meta backend (memory.h). */
 #include "policy/memory.h"
 
 #include <stdio.h>
@@ -179,10 +179,11 @@ vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_
     *fits = need <= free_bytes;
     int n = snprintf(say, cap,
                      "training %s at %d samples per step in %s%s needs up to %.1f GiB on the device (measured on the "
-                     "meta backend with the longest prompts: weights and gradients %.1f, activations %.1f, copies "
-                     "%.1f, optimizer %.1f) of %.1f GiB free",
+                     "meta backend with %s prompts: weights and gradients %.1f, activations %.1f, copies %.1f, "
+                     "optimizer %.1f) of %.1f GiB free",
                      cfg->name, (int)o->batch, vla_precision_name(o->precision),
-                     o->recompute ? " with gradient checkpointing" : "", need / GiB, (double)u.params / GiB,
+                     o->recompute ? " with gradient checkpointing" : "", need / GiB,
+                     o->short_prompt ? "its own" : "the longest", (double)u.params / GiB,
                      (double)u.activations / GiB, (double)(u.peak - u.params - u.activations) / GiB,
                      other_bytes / GiB, free_bytes / GiB);
     if (*fits || n < 0 || (size_t)n >= cap) return VLA_OK;
@@ -198,14 +199,15 @@ vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_
     }
     int32_t fit_b = 0;
     if (o->batch > 1) VLA_TRY(vla_policy_memory_largest_batch(cfg, o, free_bytes, other_bytes, o->batch - 1, &fit_b));
+    const char *shorter = o->short_prompt ? "" : "; shorter prompts need less";
     if (fit_b > 0)
-        snprintf(say + n, cap - (size_t)n, "%s %s=%d fits%s; shorter prompts need less", o->recompute ? ":" : ";",
-                 batch_flag, (int)fit_b,
+        snprintf(say + n, cap - (size_t)n, "%s %s=%d fits%s%s", o->recompute ? ":" : ";", batch_flag, (int)fit_b,
                  strcmp(batch_flag, "--batch_size") ? ""
                                                     : ", and with --gradient_accumulation_steps trains on the same "
-                                                      "samples per update");
+                                                      "samples per update",
+                 shorter);
     else
-        snprintf(say + n, cap - (size_t)n, "%s not even one sample fits as configured; shorter prompts need less",
-                 o->recompute ? ":" : ";");
+        snprintf(say + n, cap - (size_t)n, "%s not even one sample fits as configured%s", o->recompute ? ":" : ";",
+                 shorter);
     return VLA_OK;
 }
