@@ -141,11 +141,13 @@ int vla_cmd_plan(int argc, char **argv) {
         {"bucket-mb", VLA_FLAG_FLOAT, &bucket_mb, "MB", "gradient bucket size, MiB"},
         {"no-zero", VLA_FLAG_BOOL, &no_zero, NULL, "plain data parallel (no ZeRO-1 parameter all-gather)"},
         {"gpu-gib", VLA_FLAG_FLOAT, &gpu_gib, "G",
-         "memory per GPU, GiB, that --config's training memory is checked against (140: an H200; 79.6: an H100)"},
+         "memory per GPU, GiB, that --config's training memory is checked against, and the largest batch that "
+         "fits it is searched for (140: an H200; 79.6: an H100)"},
         {"precision", VLA_FLAG_STRING, &precision_name, "fp32|bf16|fp8",
-         "what --config's training memory is budgeted for, as `vla train --precision` runs it on a GPU: bf16 adds "
-         "the weights' 2-byte copies and keeps the blocks' normed inputs and MLP hidden as bf16 copies; fp8 adds "
-         "the weights' 1-byte copies (two layouts) with f32 activations; fp32 neither (default bf16)"},
+         "the precision --config's training memory is measured in (its step run on the meta backend sized as cuda, "
+         "as `vla train --precision` runs it on a GPU: bf16 holds the weights' 2-byte casts and keeps the blocks' "
+         "normed inputs and MLP hidden as bf16 copies; fp8 the weights' 1-byte casts with f32 activations; fp32 "
+         "neither) (default bf16)"},
         {"json", VLA_FLAG_BOOL, &json, NULL, "print one JSON object"},
     };
     const vla_command_spec spec = {
@@ -153,7 +155,8 @@ int vla_cmd_plan(int argc, char **argv) {
         "Ring all-reduce: T = 2(N-1)/N * bytes / bandwidth + 2(N-1) * alpha. ZeRO-1 adds an all-gather of the "
         "parameters. Buckets hide the all-reduce behind backward (2/3 of compute) except the last bucket. "
         "Default network: the paper's 3.2 Tb/s RDMA per node, 8 GPUs per node. The model: --config=pi05 (a preset "
-        "or config file: its own parameter count and FLOPs) or --params. See docs/distributed.md.",
+        "or config file: its own parameter count and FLOPs, and its training memory per GPU measured by running "
+        "its step on the meta backend) or --params. See docs/distributed.md.",
         flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
     vla_flags_result res;
     int rc = vla_cli_parse(&spec, argc, argv, &res);

@@ -326,14 +326,15 @@ static int policy_info(int argc, char **argv) {
         {"params", VLA_FLAG_BOOL, &list, NULL, "also list every parameter tensor (name, shape, group, trainable)"},
     };
     const vla_command_spec spec = {
-        "vla policy info", NULL, "Count a policy's parameters and budget its training memory.",
+        "vla policy info", NULL, "Count a policy's parameters and measure its training and inference memory.",
         "Presets are looked up in $VLA_CONFIG_DIR, ./configs and configs/ next to the executable.\n"
         "Weights and gradients are given in f32 and bf16; AdamW keeps two f32 moments per trainable\n"
         "parameter. Activations and copies are measured: the policy's training step runs on the\n"
         "meta backend (every op empty, memory address space alone) sized as cuda keeps it, at\n"
         "--batch samples of the longest prompt, in f32 and bf16, with and without gradient\n"
-        "checkpointing — what the code allocates, a 3B preset included, in about a second. The\n"
-        "per-group table is a layer-by-layer estimate of the floats saved for backward. Model FLOPs count\n"
+        "checkpointing, and inference for one observation — what the code allocates, a 3B preset\n"
+        "included, in milliseconds. The per-group table is a layer-by-layer estimate of the floats\n"
+        "saved for backward. Model FLOPs count\n"
         "2·weights·tokens per matrix plus attention; training adds one forward's worth per kind\n"
         "of gradient (inputs, weights).",
         flags, (int)(sizeof flags / sizeof flags[0]), 0, 0};
