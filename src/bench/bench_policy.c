@@ -33,6 +33,7 @@
 #include "base/rng.h"
 #include "base/timer.h"
 #include "distributed/comm.h"
+#include "distributed/zero1.h"
 #include "policy/policy.h"
 #include "policy/memory.h"
 #include "policy/param_spec.h"
@@ -525,23 +526,23 @@ static bool parse_thread_counts(const char *text, int all, bench_opts *o) {
 }
 
 /* On a device: the training step measured before anything is allocated (policy/memory.h: this batch's
- * prompts, AdamW's moments beside it) — a step that cannot fit is refused at once, as running out of
- * memory would refuse it a minute later (gpu_check's retries read "out of" either way). Host backends
- * and an unmeasurable step: go on. */
+ * prompts; the optimizer's state beside it, vla_zero1_budget_bytes) — a step that cannot fit is refused at once, as running out of
+ * memory would refuse it a minute later (gpu_check's retries read "out of" either way). A backend with no
+ * free-memory figure (cpu; checked unless given a capacity) and an unmeasurable step: go on. */
 static vla_status fits_device(const vla_policy_config *cfg, const bench_opts *o) {
     int64_t free_b = vla_ops_stat_of(o->ops, VLA_STAT_DEVICE_FREE_BYTES);
-    if (free_b < 0 || o->ops->device != VLA_DEVICE_CUDA) return VLA_OK;
+    if (free_b < 0) return VLA_OK;
     vla_param_list l = {0};
     if (vla_param_specs(cfg, &l) != VLA_OK) return vla_error_clear(), VLA_OK;
     vla_param_counts n;
     vla_param_count(&l, &n);
     vla_param_list_free(&l);
-    vla_memory_opts mo = {.sized_as = "cuda", .precision = o->prec, .fp8 = &o->fp8, .batch = (int32_t)o->batch,
-                          .recompute = o->recompute, .short_prompt = true};
+    vla_memory_opts mo = {.sized_as = o->ops->name, .precision = o->prec, .fp8 = &o->fp8,
+                          .batch = (int32_t)o->batch, .recompute = o->recompute, .short_prompt = true};
     bool fits = true;
     char say[1024];
-    if (vla_policy_memory_fit(cfg, &mo, (double)free_b, 8.0 * (double)n.total_trainable, "--batch", &fits, say,
-                              sizeof say) !=
+    if (vla_policy_memory_fit(cfg, &mo, (double)free_b, vla_zero1_budget_bytes(n.total_trainable, 1, false),
+                              "--batch", &fits, say, sizeof say) !=
         VLA_OK)
         return vla_error_clear(), VLA_OK;
     if (fits) return VLA_OK;

@@ -264,13 +264,13 @@ int vla_cmd_plan(int argc, char **argv) {
                r.comm_s * 1e3, r.exposed_s * 1e3, r.step_s * 1e3, r.samples_per_s, r.mfu);
         if (have_pol) {
             printf(",\"memory_gib\":{\"precision\":\"%s\",\"measured\":\"meta backend as cuda\",\"weights\":%.6g,"
-                   "\"grads\":%.6g,\"adamw\":%.6g,\"copies\":%.6g,\"activations\":%.6g,"
+                   "\"grads\":%.6g,\"adamw\":%.6g,\"grad_shard\":%.6g,\"copies\":%.6g,\"activations\":%.6g,"
                    "\"copies_gradient_checkpointing\":%.6g,\"activations_gradient_checkpointing\":%.6g,"
                    "\"total\":%.6g,\"total_gradient_checkpointing\":%.6g,\"gpu\":%.4g,\"fits\":%s,"
                    "\"fits_gradient_checkpointing\":%s,\"largest_batch\":%d,"
                    "\"largest_batch_gradient_checkpointing\":%d}",
                    vla_precision_name(precision), mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB,
-                   mem.copies / GiB, mem.activations / GiB, mem.copies_remat / GiB, mem.activations_remat / GiB,
+                   mem.grad_shard / GiB, mem.copies / GiB, mem.activations / GiB, mem.copies_remat / GiB, mem.activations_remat / GiB,
                    mem.total / GiB, mem.total_remat / GiB, gpu_gib, mem.total / GiB <= gpu_gib ? "true" : "false",
                    mem.total_remat / GiB <= gpu_gib ? "true" : "false", (int)mem.largest_batch,
                    (int)mem.largest_batch_remat);
@@ -299,8 +299,9 @@ int vla_cmd_plan(int argc, char **argv) {
     if (have_pol) {
         printf("  memory per GPU      training in %s at %.6g samples, measured (the step run on the meta backend as "
                "cuda):\n", vla_precision_name(precision), ceil(in.batch));
-        printf("                      weights %.1f + grads %.1f + AdamW %.1f%s + activations %.1f + copies %.1f GiB "
-               "= %.1f GiB: %s in %.4g GiB\n", mem.weights / GiB, mem.grads / GiB, mem.adamw / GiB,
+        printf("                      weights %.1f + grads %.1f + AdamW %.1f and its scaled gradient shard %.1f%s "
+               "+ activations %.1f + copies %.1f GiB = %.1f GiB: %s in %.4g GiB\n", mem.weights / GiB,
+               mem.grads / GiB, mem.adamw / GiB, mem.grad_shard / GiB,
                in.param_bytes > 0 && in.gpus > 1 ? " (ZeRO-1)" : "", mem.activations / GiB, mem.copies / GiB,
                mem.total / GiB, mem.total / GiB <= gpu_gib ? "fits" : "does NOT fit", gpu_gib);
         printf("                      with --gradient_checkpointing: activations %.1f + copies %.1f GiB = %.1f GiB: "

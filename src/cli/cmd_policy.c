@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "base/fsutil.h"
 #include "base/json.h"
+#include "distributed/zero1.h"
 #include "policy/config.h"
 #include "policy/memory.h"
 #include "policy/param_spec.h"
@@ -56,7 +57,7 @@ static bool group_idle(const info_report *r, int g) {
  * its peak beside weights and gradients (GEMM-ready weight copies, cast buffers, FP8 state, the arenas'
  * headroom); device_peak: all the policy allocates at once (weights, gradients, activations, copies; AdamW's
  * moments are the optimizer's, adamw_f32). */
-enum { MEM_COUNT = 17 };
+enum { MEM_COUNT = 18 };
 static const char *const mem_names[MEM_COUNT] = {
     "weights_f32", "weights_bf16", "grads_f32", "grads_bf16", "adamw_f32", "activations_f32", "activations_bf16",
     "activations_gradient_checkpointing_f32", "activations_gradient_checkpointing_bf16", "copies_f32", "copies_bf16",
@@ -64,7 +65,9 @@ static const char *const mem_names[MEM_COUNT] = {
     "device_peak_gradient_checkpointing_bf16",
     /* inference as vla serve, vla eval and the robot library run it, one observation, bf16 on cuda: what stays
      * on the device between chunks and the most at once (no gradients; the f32 weights and their copies) */
-    "inference_resident_bf16", "inference_peak_bf16"};
+    "inference_resident_bf16", "inference_peak_bf16",
+    /* the gradient shard AdamW's update scales into (distributed/zero1.h, vla_zero1_budget_bytes; one rank) */
+    "optimizer_grad_shard_f32"};
 
 /* mem[5..16] measured: training at `batch`, inference at one observation (the order of mem_names) */
 static vla_status measure_memory(const vla_policy_config *cfg, int64_t batch, double *mem) {
@@ -221,20 +224,20 @@ static void print_memory_text(const info_report *r) {
     printf("  weights            f32 %12s   bf16 %12s\n", a, b);
     human(a, sizeof a, mem[2], "B"), human(b, sizeof b, mem[3], "B");
     printf("  grads (trainable)  f32 %12s   bf16 %12s\n", a, b);
-    human(a, sizeof a, mem[4], "B");
-    printf("  AdamW m+v          f32 %12s\n", a);
+    human(a, sizeof a, mem[4], "B"), human(b, sizeof b, mem[17], "B");
+    printf("  AdamW m+v          f32 %12s   and the gradient shard its update scales into %s\n", a, b);
     human(a, sizeof a, mem[5], "B"), human(b, sizeof b, mem[6], "B");
     printf("  activations        f32 %12s   bf16 on cuda %12s   (saved for backward and the backward's scratch)\n",
            a, b);
     human(a, sizeof a, mem[9], "B"), human(b, sizeof b, mem[10], "B");
     printf("  copies             f32 %12s   bf16 on cuda %12s   (weights' GEMM-ready copies, cast buffers, the "
            "arenas' headroom)\n", a, b);
-    human(a, sizeof a, mem[11] + mem[4], "B"), human(b, sizeof b, mem[12] + mem[4], "B");
-    printf("  total, training    f32 %12s   bf16 on cuda %12s   (f32 weights, gradients and AdamW)\n", a, b);
+    human(a, sizeof a, mem[11] + mem[4] + mem[17], "B"), human(b, sizeof b, mem[12] + mem[4] + mem[17], "B");
+    printf("  total, training    f32 %12s   bf16 on cuda %12s   (f32 weights, gradients and the optimizer)\n", a, b);
     human(a, sizeof a, mem[7], "B"), human(b, sizeof b, mem[8], "B");
     printf("  with --gradient_checkpointing:\n");
     printf("    activations      f32 %12s   bf16 on cuda %12s\n", a, b);
-    human(a, sizeof a, mem[13] + mem[4], "B"), human(b, sizeof b, mem[14] + mem[4], "B");
+    human(a, sizeof a, mem[13] + mem[4] + mem[17], "B"), human(b, sizeof b, mem[14] + mem[4] + mem[17], "B");
     printf("    total, training  f32 %12s   bf16 on cuda %12s\n", a, b);
     human(a, sizeof a, mem[15], "B"), human(b, sizeof b, mem[16], "B");
     printf("inference, one observation (vla serve, vla eval, the robot library: no gradients), bf16 on cuda:\n"
@@ -394,6 +397,7 @@ static int policy_info(int argc, char **argv) {
 
     double P = (double)cnt.total_params, T = (double)cnt.total_trainable;
     double mem[MEM_COUNT] = {4 * P, 2 * P, 4 * T, 2 * T, 8 * T};
+    mem[17] = vla_zero1_budget_bytes(cnt.total_trainable, 1, false) - 8 * T;
     if ((st = measure_memory(&cfg, batch, mem)) != VLA_OK) {
         vla_param_list_free(&plist);
         return vla_cli_fail(st);

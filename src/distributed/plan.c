@@ -4,6 +4,7 @@
 
 #include <math.h>
 
+#include "distributed/zero1.h"
 #include "policy/memory.h"
 #include "policy/param_spec.h"
 
@@ -92,17 +93,20 @@ vla_status vla_plan_memory_per_gpu(const vla_policy_config *cfg, const vla_plan_
     double T = (double)pol->trainable_params;
     out->weights = 4.0 * (double)pol->total_params;
     out->grads = (double)kept.params - out->weights;
-    out->adamw = 8 * T / (zero1 && gpus > 1 ? (double)gpus : 1.0);
+    int shards = zero1 && gpus > 1 ? (int)(gpus < INT32_MAX ? gpus : INT32_MAX) : 1;
+    double optimizer = vla_zero1_budget_bytes(pol->trainable_params, shards, false);
+    out->adamw = 8 * T / shards;
+    out->grad_shard = optimizer - out->adamw;
     out->activations = (double)kept.activations;
     out->copies = (double)kept.peak - (double)kept.params - out->activations;
     out->activations_remat = (double)remat.activations;
     out->copies_remat = (double)remat.peak - (double)remat.params - out->activations_remat;
-    out->total = (double)kept.peak + out->adamw;
-    out->total_remat = (double)remat.peak + out->adamw;
+    out->total = (double)kept.peak + optimizer;
+    out->total_remat = (double)remat.peak + optimizer;
     o.recompute = false;
-    VLA_TRY(vla_policy_memory_largest_batch(cfg, &o, gpu_bytes, out->adamw, VLA_PLAN_MAX_BATCH, &out->largest_batch));
+    VLA_TRY(vla_policy_memory_largest_batch(cfg, &o, gpu_bytes, optimizer, VLA_PLAN_MAX_BATCH, &out->largest_batch));
     o.recompute = true;
-    VLA_TRY(vla_policy_memory_largest_batch(cfg, &o, gpu_bytes, out->adamw, VLA_PLAN_MAX_BATCH,
+    VLA_TRY(vla_policy_memory_largest_batch(cfg, &o, gpu_bytes, optimizer, VLA_PLAN_MAX_BATCH,
                                             &out->largest_batch_remat));
     return VLA_OK;
 }

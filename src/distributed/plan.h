@@ -69,11 +69,13 @@ typedef struct {
  * backward and the backward's scratch above it) and `copies`, the rest it
  * holds at its peak (a bf16/FP8 step's GEMM-ready weight copies, its cast
  * buffers and FP8 state, the arenas' headroom) — plus AdamW's two f32
- * moments of the trained parameters (split over the ranks by ZeRO-1); each
+ * moments of the trained parameters and the gradient shard its update
+ * scales into (grad_shard; split over the ranks by ZeRO-1:
+ * distributed/zero1.h, vla_zero1_budget_bytes); each
  * without and with gradient checkpointing. Communication buffers and the
  * backend's own workspaces (cuBLASLt's, the CUDA context) are not counted. */
 typedef struct {
-    double weights, grads, adamw, copies, activations, copies_remat, activations_remat;
+    double weights, grads, adamw, grad_shard, copies, activations, copies_remat, activations_remat;
     double total, total_remat;
     /* the largest batch per GPU whose total fits gpu_bytes, without and with checkpointing (0: not one
      * sample; at most VLA_PLAN_MAX_BATCH) */

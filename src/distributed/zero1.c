@@ -186,6 +186,11 @@ void vla_zero1_shard(const vla_zero1 *z, int64_t *lo, int64_t *hi) { *lo = z->lo
 size_t vla_zero1_state_bytes(const vla_zero1 *z) {
     return (size_t)(z->hi - z->lo) * (z->ema ? 3 : 2) * sizeof(float);
 }
+double vla_zero1_budget_bytes(int64_t numel, int world, bool ema) {
+    double shard = (double)numel / (world > 1 ? world : 1);
+    return shard * sizeof(float) * (2 + 1 + (ema ? 1 : 0)); /* m, v, the scaled gradient shard; the EMA */
+}
+
 int64_t vla_zero1_step_count(const vla_zero1 *z) { return z->step; }
 double vla_zero1_ema_decay(const vla_zero1 *z) { return z->ema ? z->ema_decay : 0.0; }
 

@@ -118,6 +118,13 @@ vla_status vla_zero1_ema_gather(vla_zero1 *z, float *out);
  * flat index, the segment and the element. */
 vla_status vla_zero1_check_finite(vla_zero1 *z);
 
+/* Backend memory one rank's optimizer holds for numel trained parameters over `world` ranks: the two
+ * moments, the EMA (ema), and the gradient shard the update scales into when grad_mul ≠ 1 — every
+ * training step, whose loss is normalised by its count — what a memory budget adds beside the policy's
+ * own (policy/memory.h: vla train's and vla bench policy's checks, vla plan). NCCL's padded buffers
+ * (several ranks on a device) are not counted. */
+double vla_zero1_budget_bytes(int64_t numel, int world, bool ema);
+
 /* One optimizer step (collective). grads are flat/compact, params in parameter
  * layout; grads are not modified (a scratch shard is used when grad_mul ≠ 1 or
  * in REDUCE_SCATTER mode). `buckets` (may be NULL) are waited for as needed in

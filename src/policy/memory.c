@@ -170,22 +170,32 @@ vla_status vla_policy_memory_largest_batch(const vla_policy_config *cfg, const v
     return VLA_OK;
 }
 
+/* bytes for a message: GiB, or MiB below one GiB */
+typedef struct {
+    char s[32];
+} size_text;
+static size_text human(double bytes) {
+    size_text t;
+    if (bytes >= 1073741824.0) snprintf(t.s, sizeof t.s, "%.1f GiB", bytes / 1073741824.0);
+    else snprintf(t.s, sizeof t.s, "%.1f MiB", bytes / 1048576.0);
+    return t;
+}
+
 vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_opts *o, double free_bytes,
                                  double other_bytes, const char *batch_flag, bool *fits, char *say, size_t cap) {
-    const double GiB = 1073741824.0;
     vla_memory_use u;
     VLA_TRY(vla_policy_memory_measure(cfg, o, &u));
     double need = (double)u.peak + other_bytes;
     *fits = need <= free_bytes;
     int n = snprintf(say, cap,
-                     "training %s at %d samples per step in %s%s needs up to %.1f GiB on the device (measured on the "
-                     "meta backend with %s prompts: weights and gradients %.1f, activations %.1f, copies %.1f, "
-                     "optimizer %.1f) of %.1f GiB free",
+                     "training %s at %d samples per step in %s%s needs up to %s on the device (measured on the meta "
+                     "backend with %s prompts: weights and gradients %s, activations %s, copies %s, optimizer %s) "
+                     "of %s free",
                      cfg->name, (int)o->batch, vla_precision_name(o->precision),
-                     o->recompute ? " with gradient checkpointing" : "", need / GiB,
-                     o->short_prompt ? "its own" : "the longest", (double)u.params / GiB,
-                     (double)u.activations / GiB, (double)(u.peak - u.params - u.activations) / GiB,
-                     other_bytes / GiB, free_bytes / GiB);
+                     o->recompute ? " with gradient checkpointing" : "", human(need).s,
+                     o->short_prompt ? "its own" : "the longest", human((double)u.params).s,
+                     human((double)u.activations).s, human((double)(u.peak - u.params - u.activations)).s,
+                     human(other_bytes).s, human(free_bytes).s);
     if (*fits || n < 0 || (size_t)n >= cap) return VLA_OK;
     if (!o->recompute) { /* what checkpointing would need */
         vla_memory_opts r = *o;
@@ -193,7 +203,7 @@ vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_
         vla_memory_use ur;
         VLA_TRY(vla_policy_memory_measure(cfg, &r, &ur));
         double need_r = (double)ur.peak + other_bytes;
-        n += snprintf(say + n, cap - (size_t)n, ": --gradient_checkpointing needs %.1f GiB (%s)", need_r / GiB,
+        n += snprintf(say + n, cap - (size_t)n, ": --gradient_checkpointing needs %s (%s)", human(need_r).s,
                       need_r <= free_bytes ? "fits" : "does not fit either");
         if (n < 0 || (size_t)n >= cap) return VLA_OK;
     }

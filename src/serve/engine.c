@@ -163,9 +163,9 @@ vla_status vla_engine_open(const vla_engine_opts *o, vla_engine **out) {
 void vla_engine_log_memory(const vla_engine *e, int max_batch) {
     const vla_ops *ops = e->policy->tops;
     int64_t free_b = vla_ops_stat_of(ops, VLA_STAT_DEVICE_FREE_BYTES);
-    if (free_b < 0 || ops->device != VLA_DEVICE_CUDA || max_batch < 1) return;
+    if (free_b < 0 || max_batch < 1) return;
     vla_precision prec;
-    vla_memory_opts o = {.sized_as = "cuda", .batch = max_batch};
+    vla_memory_opts o = {.sized_as = ops->name, .batch = max_batch};
     vla_memory_use u;
     if (vla_precision_parse(e->info.precision, &prec) != VLA_OK ||
         (o.precision = prec, vla_policy_memory_measure_inference(&e->policy->cfg, &o, &u)) != VLA_OK) {

@@ -89,9 +89,9 @@ typedef struct vla_request vla_request;
 vla_status vla_engine_open(const vla_engine_opts *o, vla_engine **out);
 void vla_engine_free(vla_engine *e);
 const vla_engine_info *vla_engine_get_info(const vla_engine *e);
-/* On a device backend: log what serving batches of up to max_batch observations holds there (the policy
+/* On a backend with a free-memory figure (a device; checked given a capacity): log what serving batches of up to max_batch observations holds there (the policy
  * measured on the meta backend, policy/memory.h) beside what is free now, a warning when the rest (the
- * weights' casts, the sampling arenas) does not fit. Host backends: nothing. */
+ * weights' casts, the sampling arenas) does not fit. A backend with no free-memory figure: nothing. */
 void vla_engine_log_memory(const vla_engine *e, int max_batch);
 /* The metadata map sent when a client connects (docs/serve.md). */
 void vla_engine_write_metadata(const vla_engine *e, vla_np_writer *w);

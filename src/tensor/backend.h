@@ -10,6 +10,9 @@
  *            second mapping): model code that touches a tensor without
  *            going through the table crashes (ops_checked.c). The suite a
  *            new backend must pass runs under it (`ctest -R checked`).
+ *            $VLA_CHECKED_MEMORY_MIB gives it a device's capacity: beyond
+ *            it alloc fails, and VLA_STAT_DEVICE_FREE_BYTES says what is
+ *            left (the memory checks of vla train / bench / serve, tested).
  *   cuda     (built with `make CUDA=1`) NVIDIA GPUs: cuBLASLt GEMMs, our own
  *            packed attention kernels, NCCL; tensor/cuda/, docs/cuda.md.
  *   meta     (not a --device) the table with shapes and no data, sized as

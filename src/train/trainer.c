@@ -20,6 +20,7 @@
 #include "distributed/comm.h"
 #include "distributed/grad_buckets.h"
 #include "distributed/sampler.h"
+#include "distributed/zero1.h"
 #include "policy/family.h"
 #include "policy/memory.h"
 #include "policy/param_spec.h"
@@ -344,14 +345,14 @@ static vla_status open_datasets(trainer *t) {
 }
 
 /* A device's memory, before anything is allocated on it: what the training step needs (policy/memory.h:
- * the step measured on the meta backend, the longest prompts, AdamW's moments over the ZeRO-1 shards and
- * the EMA beside it) against what is free — one line in the log, a warning when it does not fit, with
+ * the step measured on the meta backend, the longest prompts, the optimizer's state over the ZeRO-1 shards
+ * beside it: vla_zero1_budget_bytes) against what is free — one line in the log, a warning when it does not fit, with
  * what to do. Not a refusal: real prompts are often shorter than the longest, and an out-of-memory step
- * says the same again. Host backends have no free-memory figure and skip it. */
+ * says the same again. A backend with no free-memory figure (cpu; checked unless given a capacity) skips it. */
 static void check_device_memory(trainer *t, const vla_policy_config *cfg, const vla_ops *ops) {
     const vla_train_opts *o = t->o;
     int64_t free_b = vla_ops_stat_of(ops, VLA_STAT_DEVICE_FREE_BYTES);
-    if (free_b < 0 || ops->device != VLA_DEVICE_CUDA) return;
+    if (free_b < 0) return;
     vla_param_list plist = {0};
     if (vla_param_specs(cfg, &plist) != VLA_OK) {
         vla_error_clear();
@@ -360,9 +361,8 @@ static void check_device_memory(trainer *t, const vla_policy_config *cfg, const 
     vla_param_counts cnt;
     vla_param_count(&plist, &cnt);
     vla_param_list_free(&plist);
-    double T = (double)cnt.total_trainable, shards = t->world > 1 ? (double)t->world : 1.0;
-    double other = (8.0 * T + (o->ema_decay > 0 ? 4.0 * T : 0.0)) / shards;
-    vla_memory_opts mo = {.sized_as = "cuda", .precision = o->precision, .fp8 = &o->fp8,
+    double other = vla_zero1_budget_bytes(cnt.total_trainable, t->world, o->ema_decay > 0);
+    vla_memory_opts mo = {.sized_as = ops->name, .precision = o->precision, .fp8 = &o->fp8,
                           .batch = (int32_t)o->batch_size, .recompute = o->gradient_checkpointing};
     bool fits = true;
     char say[1024];

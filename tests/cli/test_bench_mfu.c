@@ -4,13 +4,19 @@
  * precision measured first in the same run (fp32: the SGEMM peak; bf16,
  * fp8: that precision's GEMM), and "peak_precision" names it (issue 39: a
  * GPU run printed an MFU of 3.2 against the f32 peak beside a second one);
- * and its activation memory measured on the meta backend equals the run's. */
+ * and its activation memory measured on the meta backend equals the run's;
+ * on a device with too little memory (checked given a capacity) the step is
+ * refused before it allocates, naming a batch that does fit. */
 #include "test_util.h"
 
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "distributed/zero1.h"
+#include "policy/memory.h"
+#include "policy/param_spec.h"
 
 static char out[65536];
 
@@ -65,7 +71,44 @@ static void test_one_mfu_per_precision(void **state) {
     for (int i = 0; i < 3; i++) assert_true(peak[i] > 0);
 }
 
+/* A device's memory, on checked given a capacity ($VLA_CHECKED_MEMORY_MIB: beyond it alloc fails, as cudaMalloc
+ * does, and the free-memory figure says what is left): a training step measured not to fit is refused before
+ * anything is allocated, naming the largest --batch that fits — and that batch then runs in the same memory. */
+static void test_device_memory_refusal(void **state) {
+    (void)state;
+    vla_policy_config c;
+    if (vla_policy_config_load(test_source_path("configs/pi05-small.json"), &c) != VLA_OK)
+        fail_msg("%s", vla_error_message());
+    vla_param_list l = {0};
+    assert_int_equal(vla_param_specs(&c, &l), VLA_OK);
+    vla_param_counts n;
+    vla_param_count(&l, &n);
+    vla_param_list_free(&l);
+    double need[4];
+    for (int b = 2; b <= 3; b++) { /* what the bench's own step needs, as it measures it */
+        vla_memory_opts o = {.sized_as = "checked", .precision = VLA_PREC_BF16, .batch = b, .short_prompt = true};
+        vla_memory_use u;
+        assert_int_equal(vla_policy_memory_measure(&c, &o, &u), VLA_OK);
+        need[b] = (double)u.peak + vla_zero1_budget_bytes(n.total_trainable, 1, false);
+    }
+    assert_true(need[3] - need[2] > 1 << 20); /* room between them for the bench's own few pages */
+    double mib = (need[2] + need[3]) / 2 / 1048576.0;
+    char cmd[2048];
+    const char *args = "bench policy --device=checked --precision=bf16 --seconds=0.05 --reps=1 --threads=1 --quick "
+                       "--no-peer --rounds=1";
+    snprintf(cmd, sizeof cmd, "VLA_CHECKED_MEMORY_MIB=%.6f %s %s --config=%s --batch=8 2>&1", mib, test_cli_path(),
+             args, test_source_path("configs/pi05-small.json"));
+    assert_int_not_equal(test_run(cmd, out, sizeof out), 0);
+    if (!strstr(out, "out of device memory, measured before allocating") || !strstr(out, "--batch=2 fits"))
+        fail_msg("no refusal naming --batch=2 in: %.600s", out);
+    snprintf(cmd, sizeof cmd, "VLA_CHECKED_MEMORY_MIB=%.6f %s %s --config=%s --batch=2 2>&1", mib, test_cli_path(),
+             args, test_source_path("configs/pi05-small.json"));
+    if (test_run(cmd, out, sizeof out) != 0 || !strstr(out, "\"bench\":\"policy_train\""))
+        fail_msg("batch 2 did not train in %.1f MiB: %.600s", mib, out);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_one_mfu_per_precision)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_one_mfu_per_precision),
+                                       cmocka_unit_test(test_device_memory_refusal)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

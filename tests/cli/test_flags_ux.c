@@ -190,10 +190,12 @@ static void test_plan_reads_a_policy(void **state) {
         NEAR("weights", 4 * P / G);
         NEAR("grads", 4 * trainable / G); /* every parameter of pi05-tiny trains */
         NEAR("adamw", 8 * trainable / 16 / G);
+        NEAR("grad_shard", 4 * trainable / 16 / G); /* the shard AdamW's update scales the gradient into */
         NEAR("activations", json_number_value(json_object_get(im, act)) / G);
         NEAR("activations_gradient_checkpointing", json_number_value(json_object_get(im, remat)) / G);
         if (i != 1) NEAR("copies", json_number_value(json_object_get(im, i == 0 ? "copies_bf16" : "copies_f32")) / G);
-        NEAR("total", NUM("weights") + NUM("grads") + NUM("adamw") + NUM("activations") + NUM("copies"));
+        NEAR("total", NUM("weights") + NUM("grads") + NUM("adamw") + NUM("grad_shard") + NUM("activations") +
+                          NUM("copies"));
         copies[i] = NUM("copies");
 #undef NEAR
 #undef NUM

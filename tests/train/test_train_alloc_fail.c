@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc_fail.h"
 #include "base/fsutil.h"
@@ -290,6 +291,45 @@ static void test_step_out_of_memory_says_what_to_do(void **state) {
     }
 }
 
+/* On a device with too little memory (checked given a capacity, $VLA_CHECKED_MEMORY_MIB): vla train measures
+ * its step before allocating and warns that it may not fit, naming what checkpointing needs and a batch that
+ * fits; the step then runs out as the warning said, with the advice above. */
+static void test_device_memory_warning(void **state) {
+    (void)state;
+    const char *out = test_tmp_path("train_device_memory");
+    test_rmrf(out);
+    vla_train_opts o;
+    train_opts(&o, out);
+    o.batch_size = 8, o.device = "checked";
+    const char *log = test_tmp_path("train_device_memory.log");
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *f = fopen(log, "w");
+    assert_non_null(f);
+    dup2(fileno(f), 2);
+    vla_log_set_level(VLA_LOG_WARN);
+    setenv("VLA_CHECKED_MEMORY_MIB", "6", 1);
+    vla_train_result r;
+    vla_status st = vla_train(&o, &r);
+    unsetenv("VLA_CHECKED_MEMORY_MIB");
+    vla_log_set_level(VLA_LOG_ERROR);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    fclose(f);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(vla_read_file(log, &text, &len), VLA_OK);
+    print_message("%s\n", text);
+    if (!strstr(text, "may not fit: training pi05-nano at 8 samples per step") ||
+        !strstr(text, "--gradient_checkpointing needs"))
+        fail_msg("no device memory warning in: %.800s", text);
+    free(text);
+    assert_int_equal(st, VLA_ERR_NOMEM);
+    assert_non_null(strstr(vla_error_message(), "at --batch_size=8 on checked"));
+    test_rmrf(out);
+}
+
 int main(void) {
     omp_set_num_threads(1);
     vla_log_set_level(VLA_LOG_ERROR); /* fallbacks and refusals warn; keep the output short */
@@ -298,6 +338,7 @@ int main(void) {
         cmocka_unit_test(test_checkpoint_load),
         cmocka_unit_test(test_metrics_resume),
         cmocka_unit_test(test_train_setup),
+        cmocka_unit_test(test_device_memory_warning),
         cmocka_unit_test(test_train_mixture_setup),
         cmocka_unit_test(test_step_out_of_memory_says_what_to_do),
     };

@@ -182,8 +182,25 @@ static size_t page_round(size_t bytes) {
     return (bytes + pg - 1) / pg * pg;
 }
 
+/* A device's capacity, for the code that asks a backend what is free before it allocates (the memory checks of
+ * vla train, vla bench policy and vla serve: policy/memory.h): $VLA_CHECKED_MEMORY_MIB — beyond it
+ * alloc returns NULL, as cudaMalloc fails, and VLA_STAT_DEVICE_FREE_BYTES says what is left. Unset or 0:
+ * unlimited, no such figure. */
+static size_t capacity(void) {
+    const char *e = getenv("VLA_CHECKED_MEMORY_MIB"); /* read at each allocation: they are few (arenas) */
+    double mib = e && *e ? strtod(e, NULL) : 0;
+    return mib > 0 ? (size_t)(mib * 1048576.0) : 0;
+}
+
 static void *chk_alloc(size_t bytes) {
     size_t len = page_round(bytes ? bytes : 1);
+    size_t limit = capacity();
+    if (limit) { /* a device's memory runs out (as cudaMalloc's) */
+        pthread_mutex_lock(&lock);
+        bool over = mapped + len > limit;
+        pthread_mutex_unlock(&lock);
+        if (over) return NULL;
+    }
     int fd = memfd_create("vla-checked", MFD_CLOEXEC);
     if (fd < 0) return NULL;
     void *host = MAP_FAILED, *rw = MAP_FAILED;
@@ -672,6 +689,10 @@ static chk_capture *capture_of(const void *key, size_t key_bytes, bool *made) {
 static _Atomic int64_t replays; /* calls compared with a recording */
 static int64_t chk_stat(vla_ops_stat what) {
     if (what == VLA_STAT_OPERAND_CASTS) return cpu()->stat(what); /* the cpu kernels it runs count them */
+    if (what == VLA_STAT_DEVICE_FREE_BYTES) { /* with a capacity (above): what is left */
+        size_t cap = capacity(), m = vla_checked_mapped_bytes();
+        return cap ? (int64_t)(cap > m ? cap - m : 0) : -1;
+    }
     return what == VLA_STAT_CAPTURED_REPLAYS ? replays : -1;
 }
 

@@ -23,13 +23,15 @@
  *    its whole path.
  *  - ready_bytes is the backend's it is sized as (ops_meta.h): cuda's own
  *    function (tensor/cuda/gemm_plan.c, plain C in every build), checked's
- *    f32 copies, or cpu's none. The other sizes are the model code's. */
+ *    f32 copies, or cpu's none; so is the allocation granule (checked maps
+ *    whole pages). The other sizes are the model code's. */
 #include "tensor/meta/ops_meta.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "tensor/cuda/gemm_plan.h"
 
@@ -42,7 +44,9 @@
 
 static _Atomic int64_t live, peak, blocks;
 
-static void *meta_alloc(size_t bytes) {
+/* bytes counted for an allocation of `bytes`, rounded up to `granule` (a power of two, or 1) as the
+ * backend the table stands for takes them (checked maps whole pages) */
+static void *alloc_counted(size_t bytes, size_t granule) {
     size_t len = META_HEADER + (bytes ? bytes : 1);
     char *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return NULL;
@@ -50,7 +54,11 @@ static void *meta_alloc(size_t bytes) {
         munmap(p, len);
         return NULL;
     }
-    memcpy(p, &bytes, sizeof bytes);
+    size_t counted = granule > 1 ? (bytes + granule - 1) / granule * granule : bytes;
+    if (granule > 1 && counted == 0) counted = granule; /* checked maps a page for nothing too */
+    memcpy(p, &counted, sizeof counted);
+    memcpy(p + sizeof counted, &bytes, sizeof bytes);
+    bytes = counted;
     int64_t now = atomic_fetch_add(&live, (int64_t)bytes) + (int64_t)bytes;
     int64_t was = atomic_load(&peak);
     while (now > was && !atomic_compare_exchange_weak(&peak, &was, now)) {
@@ -59,12 +67,16 @@ static void *meta_alloc(size_t bytes) {
     return p + META_HEADER;
 }
 
+static void *meta_alloc(size_t bytes) { return alloc_counted(bytes, 1); }
+static void *meta_alloc_pages(size_t bytes) { return alloc_counted(bytes, (size_t)sysconf(_SC_PAGESIZE)); }
+
 static void meta_free(void *q) {
     if (!q) return;
     char *p = (char *)q - META_HEADER;
-    size_t bytes;
-    memcpy(&bytes, p, sizeof bytes);
-    munmap(p, META_HEADER + (bytes ? bytes : 1));
+    size_t bytes, asked;
+    memcpy(&bytes, p, sizeof bytes); /* as counted */
+    memcpy(&asked, p + sizeof bytes, sizeof asked);
+    munmap(p, META_HEADER + (asked ? asked : 1));
     atomic_fetch_sub(&blocks, 1);
     if (atomic_fetch_sub(&live, (int64_t)bytes) == (int64_t)bytes) atomic_store(&peak, 0); /* nothing held */
 }
@@ -198,7 +210,7 @@ NOP(clip_coef, (float *gd, const double *ss, const double *also, double mx))
 NOP(convert, (void *d, vla_dtype dt, const void *s, vla_dtype st, int64_t n))
 
 #define SLOT(name) .name = meta_##name
-#define META_TABLE(tag, dev, ready)                                                                                  \
+#define META_TABLE(tag, dev, ready, alloc_fn)                                                                        \
     static const vla_ops meta_##tag = {                                                                              \
         .name = "meta",                                                                                              \
         .device = dev,                                                                                               \
@@ -206,7 +218,7 @@ NOP(convert, (void *d, vla_dtype dt, const void *s, vla_dtype st, int64_t n))
         .shapes_only = true,                                                                                         \
         .rtol = 0.0,                                                                                                 \
         .stat = meta_stat,                                                                                           \
-        .alloc = meta_alloc,                                                                                         \
+        .alloc = alloc_fn,                                                                                           \
         .free = meta_free,                                                                                           \
         .ready_bytes = ready,                                                                                        \
         SLOT(to_device), SLOT(to_host), SLOT(copy_bytes), SLOT(sgemm), SLOT(sgemm_strided_batched), SLOT(sgemm_q),   \
@@ -225,9 +237,9 @@ NOP(convert, (void *d, vla_dtype dt, const void *s, vla_dtype st, int64_t n))
         SLOT(masked_mse_acc), SLOT(adamw), SLOT(ema), SLOT(adamw_multi), SLOT(ema_multi), SLOT(clip_coef),           \
         SLOT(convert),                                                                                               \
     };
-META_TABLE(cuda, VLA_DEVICE_CUDA, ready_cuda)
-META_TABLE(checked, VLA_DEVICE_CPU, ready_checked)
-META_TABLE(cpu, VLA_DEVICE_CPU, ready_none)
+META_TABLE(cuda, VLA_DEVICE_CUDA, ready_cuda, meta_alloc)
+META_TABLE(checked, VLA_DEVICE_CPU, ready_checked, meta_alloc_pages) /* checked maps whole pages per block */
+META_TABLE(cpu, VLA_DEVICE_CPU, ready_none, meta_alloc)
 
 const vla_ops *vla_meta_backend_table(vla_meta_sizes as) {
     return as == VLA_META_AS_CUDA ? &meta_cuda : as == VLA_META_AS_CHECKED ? &meta_checked : &meta_cpu;
