@@ -36,7 +36,6 @@
 #include "distributed/zero1.h"
 #include "policy/policy.h"
 #include "policy/memory.h"
-#include "policy/param_spec.h"
 #include "policy/precision.h"
 #include "policy/synth_batch.h"
 #include "tensor/backend.h"
@@ -532,18 +531,12 @@ static bool parse_thread_counts(const char *text, int all, bench_opts *o) {
 static vla_status fits_device(const vla_policy_config *cfg, const bench_opts *o) {
     int64_t free_b = vla_ops_stat_of(o->ops, VLA_STAT_DEVICE_FREE_BYTES);
     if (free_b < 0) return VLA_OK;
-    vla_param_list l = {0};
-    if (vla_param_specs(cfg, &l) != VLA_OK) return vla_error_clear(), VLA_OK;
-    vla_param_counts n;
-    vla_param_count(&l, &n);
-    vla_param_list_free(&l);
     vla_memory_opts mo = {.sized_as = o->ops->name, .precision = o->prec, .fp8 = &o->fp8,
                           .batch = (int32_t)o->batch, .recompute = o->recompute, .short_prompt = true};
     bool fits = true;
     char say[1024];
-    if (vla_policy_memory_fit(cfg, &mo, (double)free_b, vla_zero1_budget_bytes(n.total_trainable, 1, false),
-                              "--batch", &fits, say, sizeof say) !=
-        VLA_OK)
+    if (vla_policy_memory_fit(cfg, &mo, (double)free_b, vla_zero1_budget_bytes(1, 1, false), "--batch", &fits, say,
+                              sizeof say) != VLA_OK)
         return vla_error_clear(), VLA_OK;
     if (fits) return VLA_OK;
     return vla_error(VLA_ERR_NOMEM, "out of device memory, measured before allocating: %s", say);

@@ -43,6 +43,7 @@ static void measure_end(const vla_ops *ops, const vla_policy *p, const vla_synth
     out->held = held_now(ops);
     out->held_blocks = vla_ops_stat_of(ops, VLA_STAT_DEVICE_BLOCKS);
     out->activations = p->act_peak_bytes;
+    out->trainable = p->n_grad_floats;
     out->tokens = sb->b.n_tokens;
     int64_t pk = vla_ops_stat_of(ops, VLA_STAT_DEVICE_PEAK_BYTES);
     out->peak = pk > 0 ? (size_t)pk : 0;
@@ -182,10 +183,11 @@ static size_text human(double bytes) {
 }
 
 vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_opts *o, double free_bytes,
-                                 double other_bytes, const char *batch_flag, bool *fits, char *say, size_t cap) {
+                                 double optimizer_bytes_per_param, const char *batch_flag, bool *fits, char *say,
+                                 size_t cap) {
     vla_memory_use u;
     VLA_TRY(vla_policy_memory_measure(cfg, o, &u));
-    double need = (double)u.peak + other_bytes;
+    double other_bytes = optimizer_bytes_per_param * (double)u.trainable, need = (double)u.peak + other_bytes;
     *fits = need <= free_bytes;
     int n = snprintf(say, cap,
                      "training %s at %d samples per step in %s%s needs up to %s on the device (measured on the meta "

@@ -36,6 +36,7 @@ typedef struct {
                           * for this policy (the first step's arena growth included) */
     int64_t held_blocks; /* how many allocations `held` is (a backend rounding each up adds at most that many
                           * roundings) */
+    int64_t trainable;   /* parameters with a gradient (what the optimizer's state is sized by) */
     int64_t tokens;      /* the measured batch's tokens */
 } vla_memory_use;
 
@@ -62,13 +63,15 @@ vla_status vla_policy_memory_measure_inference(const vla_policy_config *cfg, con
 vla_status vla_policy_memory_largest_batch(const vla_policy_config *cfg, const vla_memory_opts *o,
                                            double budget_bytes, double other_bytes, int32_t max, int32_t *out);
 
-/* Whether cfg's training step fits a device with `free_bytes` free, `other_bytes` (the optimizer's state)
- * beside what the policy allocates: measured as vla_policy_memory_measure (o's precision, batch and
+/* Whether cfg's training step fits a device with `free_bytes` free, the optimizer's state beside what the
+ * policy allocates (`optimizer_bytes_per_param` per trainable parameter: distributed/zero1.h,
+ * vla_zero1_budget_bytes of one parameter): measured as vla_policy_memory_measure (o's precision, batch and
  * checkpointing), and, where it does not fit and o trains without checkpointing, measured again with it.
  * `say` (cap bytes) receives one line for a log: what the step needs of what is free, and, where it does
  * not fit, what to do (--gradient_checkpointing, the largest batch that fits, named as the command's
  * `batch_flag`: "--batch_size" for vla train). *fits false: it does not. */
 vla_status vla_policy_memory_fit(const vla_policy_config *cfg, const vla_memory_opts *o, double free_bytes,
-                                 double other_bytes, const char *batch_flag, bool *fits, char *say, size_t cap);
+                                 double optimizer_bytes_per_param, const char *batch_flag, bool *fits, char *say,
+                                 size_t cap);
 
 #endif

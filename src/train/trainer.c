@@ -23,7 +23,6 @@
 #include "distributed/zero1.h"
 #include "policy/family.h"
 #include "policy/memory.h"
-#include "policy/param_spec.h"
 #include "tensor/backend.h"
 #include "tensor/profile.h"
 #include "tensor/cpu/gemm.h"
@@ -353,20 +352,12 @@ static void check_device_memory(trainer *t, const vla_policy_config *cfg, const 
     const vla_train_opts *o = t->o;
     int64_t free_b = vla_ops_stat_of(ops, VLA_STAT_DEVICE_FREE_BYTES);
     if (free_b < 0) return;
-    vla_param_list plist = {0};
-    if (vla_param_specs(cfg, &plist) != VLA_OK) {
-        vla_error_clear();
-        return;
-    }
-    vla_param_counts cnt;
-    vla_param_count(&plist, &cnt);
-    vla_param_list_free(&plist);
-    double other = vla_zero1_budget_bytes(cnt.total_trainable, t->world, o->ema_decay > 0);
+    double per_param = vla_zero1_budget_bytes(1, t->world, o->ema_decay > 0);
     vla_memory_opts mo = {.sized_as = ops->name, .precision = o->precision, .fp8 = &o->fp8,
                           .batch = (int32_t)o->batch_size, .recompute = o->gradient_checkpointing};
     bool fits = true;
     char say[1024];
-    if (vla_policy_memory_fit(cfg, &mo, (double)free_b, other, "--batch_size", &fits, say, sizeof say) != VLA_OK) {
+    if (vla_policy_memory_fit(cfg, &mo, (double)free_b, per_param, "--batch_size", &fits, say, sizeof say) != VLA_OK) {
         vla_log(VLA_LOG_WARN, "device memory not measured: %s", vla_error_message());
         vla_error_clear();
         return;

@@ -274,12 +274,14 @@ static void test_fit_says_what_to_do(void **state) {
     assert_int_equal(vla_policy_memory_measure(&c, &o, &u), VLA_OK);
     char say[1024];
     bool fits = false;
-    double need = (double)u.peak + 1000; /* the optimizer's 1000 bytes beside the policy's peak */
-    assert_int_equal(vla_policy_memory_fit(&c, &o, need, 1000, "--batch_size", &fits, say, sizeof say), VLA_OK);
+    /* the optimizer's 2 bytes per trainable parameter beside the policy's peak */
+    double need = (double)u.peak + 2.0 * (double)u.trainable;
+    assert_true(u.trainable > 0);
+    assert_int_equal(vla_policy_memory_fit(&c, &o, need, 2.0, "--batch_size", &fits, say, sizeof say), VLA_OK);
     assert_true(fits);
     assert_non_null(strstr(say, "pi05-nano at 4 samples per step in bf16 needs up to"));
     assert_null(strstr(say, "--batch_size"));
-    assert_int_equal(vla_policy_memory_fit(&c, &o, need - 1, 1000, "--batch", &fits, say, sizeof say), VLA_OK);
+    assert_int_equal(vla_policy_memory_fit(&c, &o, need - 1, 2.0, "--batch", &fits, say, sizeof say), VLA_OK);
     assert_false(fits);
     assert_non_null(strstr(say, "--gradient_checkpointing needs"));
     assert_non_null(strstr(say, "--batch=3 fits;")); /* 4 samples miss by a byte: 3 fit (named as asked) */
