@@ -164,7 +164,8 @@ void vla_engine_log_memory(const vla_engine *e, int max_batch) {
     const vla_ops *ops = e->policy->tops;
     int64_t free_b = vla_ops_stat_of(ops, VLA_STAT_DEVICE_FREE_BYTES);
     if (free_b < 0 || max_batch < 1) return;
-    vla_memory_opts o = {.sized_as = ops->name, .precision = vla_policy_precision_mode(e->policy), .batch = max_batch};
+    vla_memory_opts o = {.sized_as = ops->name, .precision = vla_policy_precision_mode(e->policy),
+                         .batch = max_batch};
     vla_memory_use u;
     if (vla_policy_memory_measure_inference(&e->policy->cfg, &o, &u) != VLA_OK) {
         vla_log(VLA_LOG_WARN, "serving memory not measured: %s", vla_error_message());
